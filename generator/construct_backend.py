@@ -1,0 +1,2 @@
+def render(schema, header):
+    return header + "\n"

@@ -1,0 +1,787 @@
+"""Passes from a validated schema to a fully resolved IR that templates only render.
+
+Passes, in order:
+1. resolve types (primitives, varints, blobs, structs, arrays) and check references;
+2. link derived fields to what they cover (regions, CRC ranges, counts, deltas);
+3. compute each struct's outer references (values it needs from enclosing structs);
+4. lay out decode and encode operations, merging adjacent fixed-width fields into
+   one ``struct`` format with computed offsets.
+
+Every decision is made here; templates loop over ``ops`` and substitute.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from dataclasses import dataclass, field
+
+from generator.loader import BLOBS, PRIMITIVES, VARINTS, Cond, Field, Schema, SchemaError, Struct
+
+MASK64 = "0xFFFFFFFFFFFFFFFF"
+BIAS64 = "0x8000000000000000"
+
+
+@dataclass
+class Op:
+    kind: str
+    depth: int = 0
+    a: dict = field(default_factory=dict)
+
+    def __getattr__(self, k):
+        try:
+            return self.a[k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+
+@dataclass
+class StructIR:
+    name: str
+    cls: str | None
+    role: str
+    repr: str
+    doc: str
+    orig_name: str
+    model_fields: list[tuple[str, str]]  # (name, default repr)
+    base_slots: tuple[str, ...]
+    logical: list[tuple[str, str]]  # (name, expression over self.)
+    params: list[str]
+    min_size: int
+    decode_ops: list[Op]
+    encode_ops: list[Op]
+    result: str  # expression building the decoded value
+    path: str
+
+
+@dataclass
+class FormatIR:
+    id: str
+    file: str
+    doc: str
+    doc_ref: str
+    magic: int | None
+    auto_detect: bool
+    root: str
+    sha256: str
+    fingerprint: str
+    structs: list[StructIR]
+    struct_consts: list[tuple[str, str, str]]  # (name, format, comment)
+    enums: list[tuple[str, list[tuple[int, str]]]]
+    construct: list[dict]
+
+
+def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
+    line = f.line if f else s.line
+    where = f"structs.{s.name}" + (f".fields[{[x.name for x in s.fields].index(f.name)}]" if f else "")
+    return SchemaError(f"{schema.file}:{line} {where}: {msg}")
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def _pyrepr(v) -> str:
+    return repr(v)
+
+
+class Builder:
+    def __init__(self, schema: Schema, base_slots: dict[str, tuple[str, ...]]):
+        self.s = schema
+        self.base_slots = base_slots
+        self.consts: dict[str, tuple[str, str]] = {}
+        self.parents: dict[str, list[str]] = {}
+        self.used = self._reachable()
+        self._codec_views = {f.compressed_by for st in schema.structs.values() for f in st.fields if f.compressed_by}
+        self._check_refs()
+
+    # ------------------------------------------------------------ pass 1: resolve
+    def kind(self, f: Field) -> str:
+        if f.array:
+            return "array"
+        if f.type in PRIMITIVES:
+            return "int"
+        if f.type in VARINTS:
+            return "varint"
+        if f.type in BLOBS:
+            return "blob"
+        if f.type in self.s.structs:
+            return "struct"
+        raise SchemaError(f"{self.s.file}:{f.line} field {f.name!r}: unknown type {f.type!r}")
+
+    def _reachable(self) -> list[str]:
+        order: list[str] = []
+        stack: list[str] = []
+
+        def visit(name):
+            if name in stack:
+                raise SchemaError(f"{self.s.file}: struct {name!r} contains itself ({' -> '.join(stack + [name])})")
+            if name in order:
+                return
+            stack.append(name)
+            st = self.s.structs[name]
+            for f in st.fields:
+                k = self.kind(f)
+                if k in ("array", "struct"):
+                    if f.type not in self.s.structs:
+                        raise _err(self.s, st, f, f"unknown struct {f.type!r}")
+                    self.parents.setdefault(f.type, []).append(name)
+                    visit(f.type)
+            for v in st.views:
+                if v.as_ not in self.s.structs:
+                    raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
+                visit(v.as_)
+            stack.pop()
+            order.append(name)
+
+        visit(self.s.root)
+        return order
+
+    def locals_of(self, st: Struct) -> set[str]:
+        names = set()
+        for f in st.fields:
+            names.add(f.name)
+            names.update(b.name for b in f.bits)
+            if f.derive and f.derive.func == "delta_of":
+                names.add(f.derive.target)
+        names.update(v.name for v in st.views)
+        names.update(n for n, _ in st.logical)
+        return names
+
+    def _check_refs(self):
+        for name in self.used:
+            st = self.s.structs[name]
+            fnames = [f.name for f in st.fields]
+            if len(set(fnames)) != len(fnames):
+                raise _err(self.s, st, None, "duplicate field names")
+            loc = self.locals_of(st)
+            for f in st.fields:
+                k = self.kind(f)
+                if k == "int" and f.type in PRIMITIVES:
+                    pass
+                if k == "blob":
+                    if not f.length:
+                        raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
+                    if f.length not in PRIMITIVES and f.length not in VARINTS and f.length != "rest" and f.length not in fnames:
+                        raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
+                elif f.length is not None or f.nullable:
+                    raise _err(self.s, st, f, "'length'/'nullable' apply to bytes and string only")
+                if k == "array":
+                    if not f.count:
+                        raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
+                    if f.count not in VARINTS and f.count not in PRIMITIVES and f.count != "rest" and f.count not in fnames:
+                        raise _err(self.s, st, f, f"count {f.count!r} is neither a prefix type, 'rest' nor a field")
+                    if f.compressed_by and f.compressed_by not in loc:
+                        raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
+                elif f.count or f.compressed_by:
+                    raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
+                if f.bits and k != "int":
+                    raise _err(self.s, st, f, "'bits' apply to fixed-width integers only")
+                for b in f.bits:
+                    if b.enum and b.enum not in self.s.enums:
+                        raise _err(self.s, st, f, f"bit view {b.name!r}: unknown enum {b.enum!r}")
+                if f.const is not None and k != "int":
+                    raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
+                if k == "int" and f.const is not None:
+                    self._check_fits(st, f, f.const)
+                if k == "int" and isinstance(f.default, int) and not isinstance(f.default, bool):
+                    self._check_fits(st, f, f.default)
+                d = f.derive
+                if d:
+                    tgt = d.target.split(".")[0]
+                    if d.func in ("length_of", "crc32", "crc32c") and tgt not in fnames:
+                        raise _err(self.s, st, f, f"{d.func}: no field {tgt!r} in this struct")
+                    if d.func in ("count_of", "last_of", "first_of", "max_of"):
+                        if tgt not in fnames or self.kind(st.fields[fnames.index(tgt)]) != "array":
+                            raise _err(self.s, st, f, f"{d.func}: {tgt!r} is not an array of this struct")
+                    if d.func in ("length_of", "count_of") and k not in ("int", "varint"):
+                        raise _err(self.s, st, f, f"{d.func} needs an integer field")
+                    if d.func in ("crc32", "crc32c") and f.type != "uint32":
+                        raise _err(self.s, st, f, f"{d.func} needs a uint32 field")
+                    if d.func == "length_of" and fnames.index(tgt) <= fnames.index(f.name):
+                        raise _err(self.s, st, f, "length_of must name a field after the length")
+            for ref in self.refs_of(st):
+                if ref not in loc and not self._outer_has(name, ref, set()):
+                    raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_fits(self, st, f, v):
+        fmt, _ = PRIMITIVES[f.type]
+        try:
+            _struct.pack(">" + fmt, v)
+        except _struct.error:
+            raise _err(self.s, st, f, f"value {v} does not fit {f.type}") from None
+
+    def refs_of(self, st: Struct) -> list[str]:
+        refs: list[str] = []
+
+        def add(x):
+            if x and x not in refs:
+                refs.append(x)
+
+        for f in st.fields:
+            if f.if_:
+                add(f.if_.field)
+            if f.derive:
+                add(f.derive.base)
+                add(f.derive.replaced_by)
+                if f.derive.when:
+                    add(f.derive.when.field)
+        for v in st.views:
+            if v.when:
+                add(v.when.field)
+        for _, terms in st.logical:
+            for t in terms:
+                add(t)
+        return refs
+
+    def _outer_has(self, name, ref, seen) -> bool:
+        parents = self.parents.get(name, [])
+        if not parents:
+            return False
+        for p in parents:
+            if p in seen:
+                continue
+            pst = self.s.structs[p]
+            if ref not in self.locals_of(pst) and not self._outer_has(p, ref, seen | {p}):
+                return False
+        return True
+
+    # ------------------------------------------------------------ pass 3: params
+    def params(self, name: str) -> list[str]:
+        st = self.s.structs[name]
+        loc = self.locals_of(st)
+        need = [r for r in self.refs_of(st) if r not in loc]
+        for f in st.fields:
+            if self.kind(f) in ("array", "struct"):
+                for p in self.params(f.type):
+                    if p not in loc and p not in need:
+                        need.append(p)
+        return need
+
+    # ------------------------------------------------------------ sizes
+    def min_size(self, name: str, start: int = 0) -> int:
+        st = self.s.structs[name]
+        total = 0
+        for f in st.fields[start:]:
+            if f.if_:
+                continue
+            k = self.kind(f)
+            if k == "int":
+                total += PRIMITIVES[f.type][1]
+            elif k == "varint":
+                total += 1
+            elif k == "blob":
+                total += PRIMITIVES[f.length][1] if f.length in PRIMITIVES else (1 if f.length in VARINTS else 0)
+            elif k == "array":
+                total += PRIMITIVES[f.count][1] if f.count in PRIMITIVES else (1 if f.count in VARINTS else 0)
+            elif k == "struct":
+                total += self.min_size(f.type)
+        return total
+
+    def trailer_size(self, st: Struct, i: int) -> int:
+        """Static size of the fixed fields after field ``i`` (for 'rest' blobs)."""
+        total = 0
+        for f in st.fields[i + 1 :]:
+            if self.kind(f) != "int" or f.if_:
+                raise SchemaError(f"{self.s.file}:{f.line}: only fixed-width fields may follow a 'rest' field")
+            total += PRIMITIVES[f.type][1]
+        return total
+
+    def const(self, fmt: str, comment: str) -> str:
+        for name, (f, _c) in self.consts.items():
+            if f == fmt:
+                return name
+        name = f"_S{len(self.consts)}"
+        self.consts[name] = (fmt, comment)
+        return name
+
+    # ------------------------------------------------------------ conditions
+    @staticmethod
+    def cond_expr(c: Cond) -> str:
+        if c.op is None:
+            return c.field
+        sym = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[c.op]
+        return f"{c.field} {sym} {c.value!r}"
+
+    # ------------------------------------------------------------ pass 2+4: struct layout
+    def positions_needed(self, st: Struct) -> set[str]:
+        need = set()
+        for f in st.fields:
+            if f.derive and f.derive.func in ("length_of", "crc32", "crc32c"):
+                need.add(f.derive.target)
+                if f.derive.to:
+                    need.add(f.derive.to)
+                elif f.derive.func != "length_of":
+                    fn = [x.name for x in st.fields]
+                    if fn.index(f.name) > fn.index(f.derive.target):
+                        need.add(f.name)  # trailing CRC: range ends where the CRC starts
+        return need
+
+    def struct_ir(self, name: str) -> StructIR:
+        st = self.s.structs[name]
+        params = self.params(name)
+        fnames = [f.name for f in st.fields]
+        needpos = self.positions_needed(st)
+        path = name
+        dec: list[Op] = []
+        enc: list[Op] = []
+
+        # ---- model fields
+        model: list[tuple[str, str]] = []
+        for f in st.fields:
+            if f.bits:
+                for b in f.bits:
+                    default = "'none'" if b.enum else ("False" if b.flag else "0")
+                    if b.enum:
+                        vals = dict(self.s.enums[b.enum].values)
+                        default = repr(vals.get(0, next(iter(vals.values()))))
+                    model.append((b.name, default))
+                continue
+            if f.const is not None:
+                model.append((f.name, repr(f.const)))
+            elif f.derive and f.derive.func != "delta_of":
+                model.append((f.name, "None"))
+            elif self.kind(f) == "array":
+                model.append((f.name, "None"))
+            elif f.default is not None:
+                model.append((f.name, _pyrepr(f.default)))
+            else:
+                model.append((f.name, "None"))
+        for f in st.fields:
+            if f.derive and f.derive.func == "delta_of":
+                model.append((f.derive.target, "None"))
+        for v in st.views:
+            model.append((v.name, "None"))
+
+        # ---- decode ops
+        regions: list[tuple[str, str]] = []  # (end var, length field)
+        end = "end"
+        depth = 0
+        pending_region: dict[str, Field] = {}  # from-field -> length field
+        pending_crc: dict[str, Field] = {}  # from-field -> crc field (leading)
+        for f in st.fields:
+            if f.derive and f.derive.func == "length_of":
+                pending_region[f.derive.target] = f
+            if f.derive and f.derive.func in ("crc32", "crc32c"):
+                if fnames.index(f.name) < fnames.index(f.derive.target):
+                    pending_crc[f.derive.target] = f
+
+        run: list[Field] = []
+
+        def flush_run():
+            nonlocal run
+            if not run:
+                return
+            fmt = ">" + "".join(PRIMITIVES[x.type][0] for x in run)
+            size = _struct.calcsize(fmt)
+            const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
+            dec.append(Op("run", depth, dict(const=const, size=size, names=[x.name for x in run], end=end, path=path)))
+            for x in run:
+                post_decode(x)
+            run = []
+
+        def post_decode(x: Field):
+            if x.const is not None:
+                dec.append(Op("const_check", depth, dict(name=x.name, value=x.const, path=f"{path}.{x.name}")))
+            if x.bits:
+                dec.append(Op("bits", depth, dict(src=x.name, items=self.bit_decode(x), path=f"{path}.{x.name}")))
+
+        for i, f in enumerate(st.fields):
+            k = self.kind(f)
+            if f.name in needpos or f.if_ or k != "int":
+                flush_run()
+            if f.if_:
+                dec.append(Op("if", depth, dict(expr=self.cond_expr(f.if_))))
+                depth += 1
+            if f.name in needpos:
+                dec.append(Op("mark", depth, dict(var=f"p_{f.name}")))
+                if f.name in pending_region:
+                    lf = pending_region[f.name]
+                    new_end = f"e_{len(regions)}"
+                    dec.append(
+                        Op(
+                            "region",
+                            depth,
+                            dict(
+                                length=lf.name,
+                                start=f"p_{f.name}",
+                                end=new_end,
+                                outer=end,
+                                min=self.min_size(name, i),
+                                path=f"{path}.{lf.name}",
+                            ),
+                        )
+                    )
+                    regions.append((new_end, lf.name))
+                    end = new_end
+                if f.name in pending_crc:
+                    cf = pending_crc[f.name]
+                    dec.append(
+                        Op(
+                            "crc_check",
+                            depth,
+                            dict(
+                                func=cf.derive.func,
+                                crc=cf.name,
+                                start=f"p_{f.name}",
+                                stop=f"p_{cf.derive.to}" if cf.derive.to else end,
+                                path=f"{path}.{cf.name}",
+                            ),
+                        )
+                    )
+            if k == "int":
+                run.append(f)
+                if f.if_:
+                    flush_run()
+            elif k == "varint":
+                dec.append(Op("varint", depth, dict(name=f.name, vkind=f.type, end=end, path=f"{path}.{f.name}")))
+            elif k == "blob":
+                dec.append(Op("blob", depth, self.blob_attrs(st, i, f, end, path)))
+            elif k == "array":
+                dec.append(Op("array", depth, self.array_attrs(st, i, f, end, path, regions)))
+            elif k == "struct":
+                dec.append(
+                    Op("struct", depth, dict(name=f.name, elem=f.type, args=self.params(f.type), end=end, path=f"{path}.{f.name}"))
+                )
+            if f.derive and f.derive.func in ("crc32", "crc32c") and f.name not in [c.name for c in pending_crc.values()]:
+                flush_run()
+                dec.append(
+                    Op(
+                        "crc_check",
+                        depth,
+                        dict(
+                            func=f.derive.func,
+                            crc=f.name,
+                            start=f"p_{f.derive.target}",
+                            stop=f"p_{f.derive.to or f.name}",
+                            path=f"{path}.{f.name}",
+                        ),
+                    )
+                )
+            if f.if_:
+                flush_run()
+                depth -= 1
+                dec.append(Op("else", depth, {}))
+                dec.append(Op("assign", depth + 1, dict(name=f.name, expr=self.field_default(f))))
+        flush_run()
+        for end_var, length in reversed(regions):
+            dec.append(Op("region_end", 0, dict(end=end_var, length=length, path=f"{path}.{length}")))
+        # logical values computed from deltas, and views
+        for f in st.fields:
+            d = f.derive
+            if d and d.func == "delta_of":
+                plain = f"(({d.base} + {f.name} + {BIAS64}) & {MASK64}) - {BIAS64}"
+                expr = plain
+                if d.replaced_by:
+                    expr = f"{d.replaced_by} if {self.cond_expr(d.when)} else {plain}"
+                dec.append(Op("assign", 0, dict(name=d.target, expr=expr)))
+        for v in st.views:
+            vst = self.s.structs[v.as_]
+            dec.append(
+                Op(
+                    "view",
+                    0,
+                    dict(
+                        name=v.name,
+                        parse=v.parse,
+                        elem=v.as_,
+                        args=self.params(v.as_),
+                        min=self.min_size(v.as_),
+                        cond=self.cond_expr(v.when) if v.when else "True",
+                        path=f"{path}.{v.name}",
+                        tuple=vst.repr == "tuple",
+                    ),
+                )
+            )
+        if st.repr == "tuple":
+            names = [m for m, _ in model]
+            result = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+        else:
+            result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
+
+        # ---- encode ops
+        enc = self.encode_ops(st, params, path)
+        base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
+        return StructIR(
+            name=name,
+            cls=_camel(name) if st.repr == "object" else None,
+            role=st.role,
+            repr=st.repr,
+            doc=st.doc or st.orig_name or name,
+            orig_name=st.orig_name,
+            model_fields=model,
+            base_slots=tuple(b for b in base),
+            logical=[(ln, " + ".join(f"self.{t}" for t in terms)) for ln, terms in st.logical],
+            params=params,
+            min_size=max(self.min_size(name), 1),
+            decode_ops=dec,
+            encode_ops=enc,
+            result=result,
+            path=path,
+        )
+
+    def field_default(self, f: Field) -> str:
+        if f.default is not None:
+            return repr(f.default)
+        return "None"
+
+    def bit_decode(self, f: Field) -> list[dict]:
+        items = []
+        for b in f.bits:
+            shift = (b.mask & -b.mask).bit_length() - 1
+            if b.enum:
+                err = "_UnsupportedCodecError" if b.name in self._codec_views else "_InvalidValueError"
+                items.append(dict(name=b.name, kind="enum", enum=b.enum, mask=b.mask, shift=shift, error=err))
+            elif b.flag:
+                items.append(dict(name=b.name, kind="flag", mask=b.mask, shift=shift))
+            else:
+                items.append(dict(name=b.name, kind="int", mask=b.mask, shift=shift))
+        return items
+
+    def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
+        pre = f.length
+        a = dict(name=f.name, nullable=f.nullable, string=f.type == "string", end=end, path=f"{path}.{f.name}")
+        if pre in VARINTS:
+            a.update(prefix="varint", vkind=pre)
+        elif pre in PRIMITIVES:
+            fmt = ">" + PRIMITIVES[pre][0]
+            a.update(prefix="fixed", const=self.const(fmt, f"{f.name} length => {pre}"), size=PRIMITIVES[pre][1])
+        elif pre == "rest":
+            a.update(prefix="rest", trailer=self.trailer_size(st, i))
+        else:
+            raise SchemaError(f"{self.s.file}:{f.line}: a length taken from another field is not supported yet")
+        a["max"] = f.max
+        return a
+
+    def array_attrs(self, st: Struct, i: int, f: Field, end: str, path: str, regions) -> dict:
+        elem = self.s.structs[f.type]
+        a = dict(
+            name=f.name,
+            elem=f.type,
+            args=self.params(f.type),
+            end=end,
+            path=f"{path}.{f.name}",
+            min=max(self.min_size(f.type), 1),
+            compressed_by=f.compressed_by,
+            last=i == len(st.fields) - 1,
+            tuple=elem.repr == "tuple",
+            limit="max_records" if elem.role in ("record", "batch") else "max_headers",
+        )
+        if f.count in VARINTS:
+            a.update(count="varint", vkind=f.count)
+        elif f.count in PRIMITIVES:
+            a.update(count="fixed", const=self.const(">" + PRIMITIVES[f.count][0], f"{f.name} count => {f.count}"),
+                     size=PRIMITIVES[f.count][1])  # fmt: skip
+        elif f.count == "rest":
+            a.update(count="rest")
+        else:
+            a.update(count="field", count_field=f.count)
+        if f.compressed_by and not a["last"]:
+            raise SchemaError(f"{self.s.file}:{f.line}: a compressed array must be the last field of its struct")
+        return a
+
+    # ------------------------------------------------------------ encode
+    def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
+        ops: list[Op] = []
+        fnames = [f.name for f in st.fields]
+        base = set(self.base_slots.get(st.role, ())) | set(self.base_class_attrs.get(st.role, ()))
+        # 1. load stored values
+        for f in st.fields:
+            if f.bits:
+                for b in f.bits:
+                    ops.append(Op("load", 0, dict(name=b.name, attr=b.name, obj=st.repr, base=b.name in base,
+                                                  index=None, default=self.bit_default(b))))  # fmt: skip
+            elif f.const is not None:
+                continue
+            elif f.derive and not f.derive.overridable and f.derive.func != "delta_of":
+                continue
+            elif f.derive and f.derive.func == "delta_of":
+                ops.append(Op("load", 0, dict(name=f.derive.target, attr=f.derive.target, obj=st.repr,
+                                              base=f.derive.target in base, index=self._tuple_index(st, f.derive.target),
+                                              default="None")))  # fmt: skip
+                if f.derive.replaced_by:
+                    ops.append(Op("load", 0, dict(name=f"{f.name}_kept", attr=f.name, obj=st.repr, base=False,
+                                                  index=None, default="None")))  # fmt: skip
+            else:
+                ops.append(Op("load", 0, dict(name=f.name, attr=f.name, obj=st.repr, base=f.name in base,
+                                              index=self._tuple_index(st, f.name), default=self.field_default(f))))  # fmt: skip
+        # 2. derived values known before writing
+        for f in st.fields:
+            d = f.derive
+            if not d:
+                continue
+            if d.func == "count_of":
+                ops.append(Op("assign", 0, dict(name=f.name, expr=f"len({d.target})")))
+            elif d.func in ("first_of", "last_of", "max_of"):
+                arr, attr = d.target.split(".")
+                expr = self.element_expr(arr, attr, d.func)
+                default = d.default if d.default is not None else 0
+                full = expr.format(default=default)
+                if d.overridable:
+                    ops.append(Op("assign_if_none", 0, dict(name=f.name, expr=full)))
+                else:
+                    ops.append(Op("assign", 0, dict(name=f.name, expr=full)))
+        for f in st.fields:
+            if f.bits:
+                ops.append(Op("bits_pack", 0, dict(name=f.name, items=self.bit_decode(f), path=f"{path}.{f.name}")))
+        for f in st.fields:
+            d = f.derive
+            if d and d.func == "delta_of":
+                if d.target == "offset":
+                    pass
+                expr = f"{d.target} - {d.base} if {d.target} is not None else index"
+                if d.replaced_by:
+                    expr = (f"{f.name}_kept if {self.cond_expr(d.when)} and {f.name}_kept is not None "
+                            f"else {d.target} - {d.base}")  # fmt: skip
+                ops.append(Op("assign", 0, dict(name=f.name, expr=expr)))
+        # 3. write
+        needpos = self.positions_needed(st) - {
+            f.derive.target for f in st.fields if f.derive and f.derive.func == "length_of" and self.kind(f) == "varint"
+        }
+        out = "out"
+        depth = 0
+        run: list[Field] = []
+        regions: list[dict] = []
+        crcs: list[dict] = []
+
+        def flush():
+            nonlocal run
+            if not run:
+                return
+            fmt = ">" + "".join(PRIMITIVES[x.type][0] for x in run)
+            const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
+            values = []
+            for x in run:
+                if x.const is not None:
+                    values.append(repr(x.const))
+                elif x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
+                    values.append("0")
+                else:
+                    values.append(x.name)
+            marks = []
+            off = 0
+            for x in run:
+                if x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
+                    marks.append((f"q_{x.name}", off))
+                off += PRIMITIVES[x.type][1]
+            ops.append(Op("run", depth, dict(const=const, values=values, out=out, marks=marks)))
+            run = []
+
+        for i, f in enumerate(st.fields):
+            k = self.kind(f)
+            is_varint_len = f.derive and f.derive.func == "length_of" and k == "varint"
+            if f.name in needpos or f.if_ or k != "int" or is_varint_len:
+                flush()
+            if f.if_:
+                ops.append(Op("if", depth, dict(expr=self.cond_expr(f.if_))))
+                depth += 1
+            if f.name in needpos:
+                ops.append(Op("mark", depth, dict(var=f"p_{f.name}", out=out)))
+            if self._trailing_crc(st, f):
+                ops.append(Op("crc_append", depth, dict(func=f.derive.func, start=f"p_{f.derive.target}", out=out,
+                                                         const=self.const(">I", f"{f.name} => uint32"))))  # fmt: skip
+            elif is_varint_len:
+                body = f"body_{len(regions)}"
+                ops.append(Op("assign", depth, dict(name=body, expr="bytearray()")))
+                regions.append(dict(kind="varint", field=f.name, vkind=f.type, body=body, parent=out))
+                out = body
+            elif k == "int":
+                if f.derive and f.derive.func == "length_of":
+                    regions.append(dict(kind="fixed", field=f.name, start=f"p_{f.derive.target}", out=out,
+                                        const=self.const(">" + PRIMITIVES[f.type][0], f"{f.name} => {f.type}")))  # fmt: skip
+                if f.derive and f.derive.func in ("crc32", "crc32c"):
+                    crcs.append(dict(field=f.name, func=f.derive.func, start=f"p_{f.derive.target}",
+                                     stop=f"p_{f.derive.to}" if f.derive.to else None, out=out,
+                                     const=self.const(">I", f"{f.name} => uint32")))  # fmt: skip
+                run.append(f)
+                if f.if_:
+                    flush()
+            elif k == "varint":
+                ops.append(Op("varint", depth, dict(value=f.name, vkind=f.type, out=out, path=f"{path}.{f.name}")))
+            elif k == "blob":
+                ops.append(Op("blob", depth, dict(self.blob_attrs(st, i, f, "end", path), value=f.name, out=out)))
+            elif k == "array":
+                a = self.array_attrs(st, i, f, "end", path, [])
+                a.update(out=out, magic=self.s.magic if self.s.magic is not None else 2, value=f.name)
+                ops.append(Op("array", depth, a))
+            elif k == "struct":
+                ops.append(Op("struct", depth, dict(value=f.name, elem=f.type, args=self.params(f.type), out=out)))
+            if f.if_:
+                flush()
+                depth -= 1
+        flush()
+        for r in reversed(regions):
+            if r["kind"] == "varint":
+                ops.append(Op("region_varint", 0, dict(r, path=f"{path}.{r['field']}")))
+                out = r["parent"]
+            else:
+                ops.append(Op("region_fixed", 0, r))
+        for c in crcs:
+            ops.append(Op("crc_patch", 0, c))
+        return ops
+
+    def _trailing_crc(self, st: Struct, f: Field) -> bool:
+        fn = [x.name for x in st.fields]
+        return bool(f.derive and f.derive.func in ("crc32", "crc32c") and fn.index(f.name) > fn.index(f.derive.target))
+
+    def _tuple_index(self, st: Struct, name: str):
+        if st.repr != "tuple":
+            return None
+        names = [f.name for f in st.fields]
+        return names.index(name)
+
+    def bit_default(self, b) -> str:
+        if b.enum:
+            return repr(dict(self.s.enums[b.enum].values).get(0))
+        return "False" if b.flag else "0"
+
+    def element_expr(self, arr: str, attr: str, func: str) -> str:
+        """Expression over the elements of ``arr`` for first_of / last_of / max_of."""
+        elem_name = None
+        for st in self.s.structs.values():
+            for f in st.fields:
+                if f.name == arr and f.array:
+                    elem_name = f.type
+        elem = self.s.structs[elem_name]
+        # an attribute of the element may itself be a delta (offset_delta = offset - base, or the index)
+        delta = next((f for f in elem.fields if f.name == attr and f.derive and f.derive.func == "delta_of"), None)
+        if delta is not None:
+            t, b = delta.derive.target, delta.derive.base
+            one = f"(({arr}[-1].{t} - {b}) if {arr}[-1].{t} is not None else len({arr}) - 1)"
+            if func == "last_of":
+                return f"{one} if {arr} else {{default}}"
+            raise SchemaError(f"{self.s.file}: {func} of a delta field is not supported")
+        if func == "first_of":
+            return f"{arr}[0].{attr} if {arr} else {{default}}"
+        if func == "last_of":
+            return f"{arr}[-1].{attr} if {arr} else {{default}}"
+        return f"max([r.{attr} for r in {arr}]) if {arr} else {{default}}"
+
+    # ------------------------------------------------------------ construct backend description
+    def construct_desc(self, name: str) -> dict:
+        st = self.s.structs[name]
+        return dict(name=name, fields=[self._cfield(st, f) for f in st.fields], repr=st.repr, doc=st.doc)
+
+    def _cfield(self, st: Struct, f: Field) -> dict:
+        return dict(name=f.name, kind=self.kind(f), f=f)
+
+
+def build(schema: Schema, base_slots: dict, base_class_attrs: dict) -> FormatIR:
+    b = Builder(schema, base_slots)
+    b.base_class_attrs = base_class_attrs
+    structs = [b.struct_ir(n) for n in b.used]
+    enums = [(e.name, list(e.values)) for n, e in sorted(schema.enums.items())]
+    return FormatIR(
+        id=schema.id,
+        file=schema.file,
+        doc=schema.doc,
+        doc_ref=schema.doc_ref,
+        magic=schema.magic,
+        auto_detect=schema.auto_detect,
+        root=schema.root,
+        sha256=schema.sha256,
+        fingerprint=schema.fingerprint,
+        structs=structs,
+        struct_consts=[(n, f, c) for n, (f, c) in b.consts.items()],
+        enums=enums,
+        construct=[],
+    )

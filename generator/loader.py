@@ -1,0 +1,626 @@
+"""Load and validate schema files.
+
+YAML is composed with the safe loader only (no tags, no objects) and every
+value keeps the line it came from, so that every error names file, line and
+path: ``schemas/kafka_v2.yaml:41 structs.batch.fields[3].derive: unknown
+function 'lenght_of' (did you mean 'length_of'?)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import keyword
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PRIMITIVES = {
+    # name: (struct format char, size, signed)
+    "int8": ("b", 1),
+    "int16": ("h", 2),
+    "int32": ("i", 4),
+    "int64": ("q", 8),
+    "uint8": ("B", 1),
+    "uint16": ("H", 2),
+    "uint32": ("I", 4),
+}
+VARINTS = ("varint", "varlong", "uvarint")
+BLOBS = ("bytes", "string")
+ROLES = ("batch", "record", "struct")
+REPRS = ("object", "tuple")
+DERIVE_FUNCS = ("length_of", "count_of", "crc32", "crc32c", "last_of", "first_of", "max_of", "delta_of")
+COMPARATORS = ("eq", "ne", "ge", "gt", "le", "lt")
+IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+MAX_INT = 2**63 - 1
+RESERVED = {
+    "buf", "pos", "end", "out", "opts", "obj", "index", "items", "data", "start", "self",
+    "cls", "path", "n", "i", "e", "v", "item_", "exc", "crc_", "id_", "tmp_", "data_", "dpos", "dend",
+    # builtins the generated code calls
+    "len", "bytes", "str", "getattr", "max", "enumerate", "range", "bytearray", "type", "list", "tuple",
+    "int", "bool", "dict", "object", "super", "property", "isinstance",
+}  # fmt: skip
+
+
+class SchemaError(Exception):
+    """A schema is invalid; the message names file, line and YAML path."""
+
+
+# ---------------------------------------------------------------- YAML with lines
+class _Located:
+    __slots__ = ("value", "line")
+
+    def __init__(self, value, line):
+        self.value = value
+        self.line = line
+
+
+def _construct(node, file):
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for k, v in node.value:
+            key = _construct(k, file)
+            if not isinstance(key.value, (str, int)) or isinstance(key.value, bool):
+                raise SchemaError(f"{file}:{key.line}: mapping keys must be strings or integers")
+            if key.value in out:
+                raise SchemaError(f"{file}:{key.line}: duplicate key {key.value!r}")
+            out[key.value] = _construct(v, file)
+        return _Located(out, line)
+    if isinstance(node, yaml.SequenceNode):
+        return _Located([_construct(v, file) for v in node.value], line)
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag and node.tag.startswith("!") and not node.tag.startswith("tag:yaml.org"):
+            raise SchemaError(f"{file}:{line}: YAML tags are not allowed ({node.tag})")
+        try:
+            value = yaml.SafeLoader("").construct_object(node, deep=True)
+        except yaml.YAMLError as e:
+            raise SchemaError(f"{file}:{line}: {getattr(e, 'problem', e)}") from None
+        return _Located(value, line)
+    raise SchemaError(f"{file}:{line}: unsupported YAML node")
+
+
+class _Ctx:
+    """Where we are in a file: produces located errors."""
+
+    def __init__(self, file: str, path: str = "", line: int = 1):
+        self.file, self.path, self.line = file, path, line
+
+    def sub(self, key, located: _Located | None = None) -> _Ctx:
+        p = f"{self.path}[{key}]" if isinstance(key, int) else (f"{self.path}.{key}" if self.path else str(key))
+        return _Ctx(self.file, p, located.line if located is not None else self.line)
+
+    def error(self, msg: str) -> SchemaError:
+        where = f"{self.file}:{self.line}"
+        return SchemaError(f"{where} {self.path}: {msg}" if self.path else f"{where}: {msg}")
+
+
+def _suggest(word, options) -> str:
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _mapping(loc: _Located, ctx: _Ctx, allowed: dict[str, type | tuple], required=()) -> dict[str, _Located]:
+    if not isinstance(loc.value, dict):
+        raise ctx.error(f"expected a mapping, got {type(loc.value).__name__}")
+    for k, v in loc.value.items():
+        if k not in allowed:
+            raise ctx.sub(k, v).error(f"unknown key {k!r}{_suggest(k, allowed)}; allowed: {', '.join(allowed)}")
+        want = allowed[k]
+        if want is not Any and not _is(v.value, want):
+            raise ctx.sub(k, v).error(f"expected {_tname(want)}, got {type(v.value).__name__}")
+    for k in required:
+        if k not in loc.value:
+            raise ctx.error(f"missing required key {k!r}")
+    return loc.value
+
+
+def _is(value, want) -> bool:
+    wants = want if isinstance(want, tuple) else (want,)
+    if isinstance(value, bool) and bool not in wants:
+        return False
+    return isinstance(value, wants)
+
+
+def _tname(want) -> str:
+    wants = want if isinstance(want, tuple) else (want,)
+    names = {str: "a string", int: "an integer", bool: "a boolean", dict: "a mapping", list: "a list"}
+    return " or ".join(names.get(w, w.__name__) for w in wants)
+
+
+def _ident(name, ctx: _Ctx, what="name", *, reserved: bool = True) -> str:
+    if not isinstance(name, str) or not IDENT.match(name) or keyword.iskeyword(name) or name.startswith("_"):
+        raise ctx.error(f"{what} {name!r} is not a valid lower_snake Python identifier")
+    if len(name) > 64:
+        raise ctx.error(f"{what} {name!r} is longer than 64 characters")
+    if reserved and name in RESERVED:
+        raise ctx.error(f"{what} {name!r} is reserved by the generated code")
+    return name
+
+
+def _text(value, ctx: _Ctx, limit=4000) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ctx.error("expected a string")
+    if len(value) > limit:
+        raise ctx.error(f"text longer than {limit} characters")
+    return value
+
+
+def _int(value, ctx: _Ctx, lo=-(2**63), hi=MAX_INT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ctx.error(f"expected an integer, got {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ctx.error(f"{value} is out of range [{lo}, {hi}]")
+    return value
+
+
+# ---------------------------------------------------------------- spec dataclasses
+@dataclass(frozen=True)
+class Cond:
+    field: str
+    op: str | None = None  # None: truthy
+    value: int | str | None = None
+
+
+@dataclass(frozen=True)
+class Bit:
+    name: str
+    mask: int
+    doc: str = ""
+    enum: str | None = None
+    flag: bool = False
+
+
+@dataclass(frozen=True)
+class Derive:
+    func: str
+    target: str  # field (or array.field) it is computed from
+    base: str | None = None
+    default: int | None = None
+    overridable: bool = False
+    replaced_by: str | None = None
+    when: Cond | None = None
+    to: str | None = None  # end of a crc range (a field name) instead of the end of the struct
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str  # primitive, varint kind, bytes/string, or a struct name
+    line: int
+    array: bool = False
+    orig_name: str = ""
+    doc: str = ""
+    length: str | None = None  # bytes/string: a prefix type, 'rest' or a field name
+    nullable: bool = False
+    count: str | None = None  # array: a prefix type, a field name, or 'rest'
+    default: Any = None
+    const: int | None = None
+    derive: Derive | None = None
+    bits: tuple[Bit, ...] = ()
+    compressed_by: str | None = None
+    if_: Cond | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    parse: str
+    as_: str
+    when: Cond | None
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    fields: tuple[Field, ...]
+    line: int
+    orig_name: str = ""
+    doc: str = ""
+    role: str = "struct"
+    repr: str = "object"
+    logical: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    views: tuple[View, ...] = ()
+
+
+@dataclass(frozen=True)
+class Enum:
+    name: str
+    values: tuple[tuple[int, str], ...]
+    doc: str = ""
+
+
+@dataclass
+class Schema:
+    id: str
+    file: str
+    doc: str
+    doc_ref: str
+    magic: int | None
+    auto_detect: bool
+    root: str | None
+    structs: dict[str, Struct] = field(default_factory=dict)
+    enums: dict[str, Enum] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()
+    sha256: str = ""
+    fingerprint: str = ""
+    sources: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- parsing
+_TOP_KEYS = {
+    "doc": str, "doc_ref": str, "magic": int, "auto_detect": bool, "imports": list, "root": str,
+    "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict,
+}  # fmt: skip
+_FIELD_KEYS = {
+    "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
+    "count": str, "default": (int, str, bool), "const": int, "derive": dict, "bits": list,
+    "compressed_by": str, "if": dict, "max": int,
+}  # fmt: skip
+_TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}
+_STRUCT_KEYS = {
+    "orig_name": str, "doc": str, "role": str, "repr": str, "fields": list, "logical": dict, "views": dict,
+}  # fmt: skip
+_BIT_KEYS = {"name": str, "mask": int, "doc": str, "enum": str, "flag": bool}
+_COND_KEYS = {"field": str, **{c: (int, str) for c in COMPARATORS}}
+
+
+def _cond(loc: _Located, ctx: _Ctx) -> Cond:
+    m = _mapping(loc, ctx, _COND_KEYS, required=("field",))
+    ops = [c for c in COMPARATORS if c in m]
+    if len(ops) > 1:
+        raise ctx.error(f"a condition takes at most one comparison, got {ops}")
+    f = _ident(m["field"].value, ctx.sub("field", m["field"]), "field reference")
+    if ops:
+        return Cond(f, ops[0], m[ops[0]].value)
+    return Cond(f)
+
+
+def _derive(loc: _Located, ctx: _Ctx) -> Derive:
+    m = loc.value
+    if not isinstance(m, dict):
+        raise ctx.error("expected a mapping")
+    funcs = [k for k in m if k in DERIVE_FUNCS]
+    unknown = [k for k in m if k not in DERIVE_FUNCS and k not in
+               ("base", "default", "overridable", "replaced_by", "when", "to")]  # fmt: skip
+    if unknown:
+        k = unknown[0]
+        raise ctx.sub(k, m[k]).error(f"unknown function {k!r}{_suggest(k, DERIVE_FUNCS)}")
+    if len(funcs) != 1:
+        raise ctx.error(f"exactly one of {', '.join(DERIVE_FUNCS)} is required")
+    func = funcs[0]
+    allowed_extra = {
+        "length_of": (), "count_of": (), "crc32": ("to",), "crc32c": ("to",),
+        "last_of": ("default", "overridable"), "first_of": ("default", "overridable"),
+        "max_of": ("default", "overridable"), "delta_of": ("base", "replaced_by", "when"),
+    }[func]  # fmt: skip
+    for k in m:
+        if k != func and k not in allowed_extra:
+            raise ctx.sub(k, m[k]).error(f"{func!r} does not take {k!r}")
+    target = m[func].value
+    if not isinstance(target, str):
+        raise ctx.sub(func, m[func]).error("expected a field name")
+    parts = target.split(".")
+    for p in parts:
+        _ident(p, ctx.sub(func, m[func]), "field reference")
+    if func in ("last_of", "first_of", "max_of") and len(parts) != 2:
+        raise ctx.sub(func, m[func]).error(f"{func} takes '<array>.<field>'")
+    if func not in ("last_of", "first_of", "max_of") and len(parts) != 1:
+        raise ctx.sub(func, m[func]).error(f"{func} takes a field name")
+    if func == "delta_of" and "base" not in m:
+        raise ctx.error("delta_of needs 'base'")
+    if ("replaced_by" in m) != ("when" in m):
+        raise ctx.error("'replaced_by' and 'when' go together")
+
+    def opt_ident(k):
+        return _ident(m[k].value, ctx.sub(k, m[k]), "field reference") if k in m else None
+
+    return Derive(
+        func=func,
+        target=target,
+        base=opt_ident("base"),
+        default=_int(m["default"].value, ctx.sub("default", m["default"])) if "default" in m else None,
+        overridable=bool(m["overridable"].value) if "overridable" in m else False,
+        replaced_by=opt_ident("replaced_by"),
+        when=_cond(m["when"], ctx.sub("when", m["when"])) if "when" in m else None,
+        to=opt_ident("to"),
+    )
+
+
+def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
+    m = _mapping(loc, ctx, _FIELD_KEYS, required=("name", "type"))
+    name = _ident(m["name"].value, ctx.sub("name", m["name"]))
+    t = m["type"].value
+    array = False
+    props: dict[str, Any] = {}
+    if isinstance(t, dict):
+        tctx = ctx.sub("type", m["type"])
+        tm = _mapping(m["type"], tctx, {"array": str}, required=("array",))
+        t = _ident(tm["array"].value, tctx.sub("array", tm["array"]), "struct reference")
+        array = True
+    elif t in types:
+        named = types[t]
+        props.update(named)
+        t = named["type"]
+    get = {k: v.value for k, v in m.items()}
+    props.update({k: v for k, v in get.items() if k in ("length", "nullable", "max")})
+    bits = []
+    if "bits" in m:
+        for i, b in enumerate(m["bits"].value):
+            bctx = ctx.sub("bits", m["bits"]).sub(i, b)
+            bm = _mapping(b, bctx, _BIT_KEYS, required=("name", "mask"))
+            mask = _int(bm["mask"].value, bctx.sub("mask", bm["mask"]), 1, 2**32 - 1)
+            bits.append(
+                Bit(
+                    name=_ident(bm["name"].value, bctx.sub("name", bm["name"])),
+                    mask=mask,
+                    doc=_text(bm["doc"].value if "doc" in bm else "", bctx),
+                    enum=bm["enum"].value if "enum" in bm else None,
+                    flag=bool(bm["flag"].value) if "flag" in bm else False,
+                )
+            )
+    return Field(
+        name=name,
+        type=t,
+        line=loc.line,
+        array=array,
+        orig_name=_text(get.get("orig_name", ""), ctx, 200),
+        doc=_text(get.get("doc", ""), ctx.sub("doc", m.get("doc"))),
+        length=props.get("length"),
+        nullable=bool(props.get("nullable", False)),
+        count=get.get("count"),
+        default=get.get("default"),
+        const=_int(get["const"], ctx.sub("const", m["const"])) if "const" in get else None,
+        derive=_derive(m["derive"], ctx.sub("derive", m["derive"])) if "derive" in m else None,
+        bits=tuple(bits),
+        compressed_by=get.get("compressed_by"),
+        if_=_cond(m["if"], ctx.sub("if", m["if"])) if "if" in m else None,
+        max=_int(props["max"], ctx, 0, 2**31 - 1) if "max" in props else None,
+    )
+
+
+def _struct(name, loc: _Located, ctx: _Ctx, types: dict) -> Struct:
+    m = _mapping(loc, ctx, _STRUCT_KEYS, required=("fields",))
+    role = m["role"].value if "role" in m else "struct"
+    if role not in ROLES:
+        raise ctx.sub("role", m["role"]).error(f"unknown role {role!r}{_suggest(role, ROLES)}")
+    rep = m["repr"].value if "repr" in m else "object"
+    if rep not in REPRS:
+        raise ctx.sub("repr", m["repr"]).error(f"unknown repr {rep!r}{_suggest(rep, REPRS)}")
+    fields = tuple(
+        _field(f, ctx.sub("fields", m["fields"]).sub(i, f), types) for i, f in enumerate(m["fields"].value)
+    )
+    if not fields:
+        raise ctx.error("a struct needs at least one field")
+    logical = []
+    if "logical" in m:
+        lctx = ctx.sub("logical", m["logical"])
+        for lname, lv in m["logical"].value.items():
+            c = lctx.sub(lname, lv)
+            _ident(lname, c)
+            lm = _mapping(lv, c, {"add": list}, required=("add",))
+            terms = tuple(_ident(t.value, c.sub("add", lm["add"]), "field reference") for t in lm["add"].value)
+            logical.append((lname, terms))
+    views = []
+    if "views" in m:
+        vctx = ctx.sub("views", m["views"])
+        for vname, vv in m["views"].value.items():
+            c = vctx.sub(vname, vv)
+            _ident(vname, c)
+            vm = _mapping(vv, c, {"parse": str, "as": str, "when": dict}, required=("parse", "as"))
+            views.append(
+                View(
+                    name=vname,
+                    parse=_ident(vm["parse"].value, c.sub("parse", vm["parse"]), "field reference"),
+                    as_=_ident(vm["as"].value, c.sub("as", vm["as"]), "struct reference"),
+                    when=_cond(vm["when"], c.sub("when", vm["when"])) if "when" in vm else None,
+                )
+            )
+    return Struct(
+        name=name,
+        fields=fields,
+        line=loc.line,
+        orig_name=_text(m["orig_name"].value if "orig_name" in m else "", ctx, 200),
+        doc=_text(m["doc"].value if "doc" in m else "", ctx),
+        role=role,
+        repr=rep,
+        logical=tuple(logical),
+        views=tuple(views),
+    )
+
+
+def _read(path: Path, display: str) -> _Located:
+    text = path.read_text(encoding="utf-8")
+    if len(text) > 1_000_000:
+        raise SchemaError(f"{display}: schema file larger than 1 MB")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise SchemaError(f"{display}:{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if node is None:
+        raise SchemaError(f"{display}:1: empty schema")
+    return _construct(node, display)
+
+
+def _types(loc: _Located | None, ctx: _Ctx) -> dict:
+    out = {}
+    if loc is None:
+        return out
+    for tname, tv in loc.value.items():
+        c = ctx.sub(tname, tv)
+        _ident(tname, c, "type name")
+        tm = _mapping(tv, c, _TYPE_KEYS, required=("type",))
+        out[tname] = {k: v.value for k, v in tm.items() if k != "doc"}
+    return out
+
+
+def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
+    out = {}
+    if loc is None:
+        return out
+    for ename, ev in loc.value.items():
+        c = ctx.sub(ename, ev)
+        _ident(ename, c, "enum name")
+        em = _mapping(ev, c, {"doc": str, "values": dict}, required=("values",))
+        values = []
+        for k, v in em["values"].value.items():
+            vc = c.sub("values", em["values"]).sub(k, v)
+            _int(k, vc, 0, 2**32 - 1)
+            values.append((k, _ident(v.value, vc, "enum value", reserved=False)))
+        out[ename] = Enum(ename, tuple(sorted(values)), _text(em["doc"].value if "doc" in em else "", c))
+    return out
+
+
+def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
+    """Load, merge imports, and validate one schema file."""
+    path = Path(path)
+    schema_dir = Path(schema_dir) if schema_dir else path.parent
+    display = f"schemas/{path.name}" if path.parent.resolve() == schema_dir.resolve() else str(path)
+    sid = path.stem
+    ctx0 = _Ctx(display)
+    _ident(sid, ctx0, "format id (file stem)")
+    top = _read(path, display)
+    m = _mapping(top, ctx0, _TOP_KEYS)
+    types: dict = {}
+    enums: dict[str, Enum] = {}
+    structs: dict[str, Struct] = {}
+    imports = []
+    sources = [path.read_bytes()]
+    base_structs: dict[str, Struct] = {}
+    for i, imp in enumerate(m["imports"].value if "imports" in m else []):
+        ictx = ctx0.sub("imports", m["imports"]).sub(i, imp)
+        iname = _ident(imp.value, ictx, "import")
+        ipath = schema_dir / f"{iname}.yaml"
+        if not ipath.is_file():
+            raise ictx.error(f"imported schema {iname!r} not found in {schema_dir}")
+        iloc = _read(ipath, f"schemas/{ipath.name}")
+        ic = _Ctx(f"schemas/{ipath.name}")
+        im = _mapping(iloc, ic, {"doc": str, "doc_ref": str, "types": dict, "enums": dict, "structs": dict})
+        types.update(_types(im.get("types"), ic.sub("types")))
+        enums.update(_enums(im.get("enums"), ic.sub("enums")))
+        for sname, sv in (im["structs"].value if "structs" in im else {}).items():
+            sc = ic.sub("structs").sub(sname, sv)
+            base_structs[_ident(sname, sc, "struct name")] = (sv, sc)
+        imports.append(iname)
+        sources.append(ipath.read_bytes())
+    if "extends" in m:
+        ectx = ctx0.sub("extends", m["extends"])
+        ename = _ident(m["extends"].value, ectx, "extends")
+        epath = schema_dir / f"{ename}.yaml"
+        if not epath.is_file() or ename == sid:
+            raise ectx.error(f"extended schema {ename!r} not found")
+        parent = load(epath, schema_dir)
+        # the child inherits everything, then overrides structs whole or field by field
+        types.update(parent._types)  # type: ignore[attr-defined]
+        enums.update(parent.enums)
+        for k, v in parent._raw_structs.items():  # type: ignore[attr-defined]
+            base_structs[k] = v
+        imports.extend(x for x in parent.imports if x not in imports)
+        sources.extend(parent.sources)
+        inherited = {
+            "doc": parent.doc, "doc_ref": parent.doc_ref, "magic": parent.magic,
+            "auto_detect": parent.auto_detect, "root": parent.root,
+        }  # fmt: skip
+    else:
+        inherited = {}
+    types.update(_types(m.get("types"), ctx0.sub("types")))
+    enums.update(_enums(m.get("enums"), ctx0.sub("enums")))
+    raw = dict(base_structs)
+    for sname, sv in (m["structs"].value if "structs" in m else {}).items():
+        sc = ctx0.sub("structs").sub(sname, sv)
+        raw[_ident(sname, sc, "struct name")] = (sv, sc)
+    if "override" in m:
+        octx = ctx0.sub("override", m["override"])
+        for sname, ov in m["override"].value.items():
+            sc = octx.sub(sname, ov)
+            if sname not in raw:
+                raise sc.error(f"override of unknown struct {sname!r}{_suggest(sname, raw)}")
+            raw[sname] = (_apply_override(raw[sname][0], ov, sc), sc)
+    for sname, (sv, sc) in raw.items():
+        structs[sname] = _struct(sname, sv, sc, types)
+
+    def top_value(k, default):
+        return m[k].value if k in m else inherited.get(k, default)
+
+    schema = Schema(
+        id=sid,
+        file=display,
+        doc=_text(top_value("doc", ""), ctx0.sub("doc")),
+        doc_ref=_text(top_value("doc_ref", ""), ctx0.sub("doc_ref")),
+        magic=top_value("magic", None),
+        auto_detect=bool(top_value("auto_detect", False)),
+        root=top_value("root", None),
+        structs=structs,
+        enums=enums,
+        imports=tuple(imports),
+        sources=tuple(sources),
+    )
+    schema._types = types  # type: ignore[attr-defined]
+    schema._raw_structs = raw  # type: ignore[attr-defined]
+    if schema.magic is not None:
+        _int(schema.magic, ctx0.sub("magic"), 0, 127)
+    if not schema.doc:
+        raise ctx0.error("a schema needs a top-level 'doc'")
+    if schema.root is None:
+        raise ctx0.error("a format schema needs 'root' (the struct a buffer decodes to)")
+    if schema.root not in structs:
+        raise ctx0.sub("root", m.get("root")).error(f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}")
+    h = hashlib.sha256()
+    for s in schema.sources:
+        h.update(hashlib.sha256(s).digest())
+    schema.sha256 = h.hexdigest()
+    schema.fingerprint = wire_fingerprint(schema)
+    return schema
+
+
+def _apply_override(base: _Located, ov: _Located, ctx: _Ctx) -> _Located:
+    """Field-level override: ``{remove: [names], replace: {name: field}, doc: ...}``."""
+    om = _mapping(ov, ctx, {"remove": list, "replace": dict, "doc": str, "orig_name": str})
+    value = dict(base.value)
+    fields = list(value["fields"].value)
+    names = [f.value["name"].value for f in fields]
+    for r in om["remove"].value if "remove" in om else []:
+        if r.value not in names:
+            raise ctx.sub("remove", om["remove"]).error(f"no field {r.value!r} to remove{_suggest(r.value, names)}")
+        i = names.index(r.value)
+        del fields[i], names[i]
+    for rname, rv in (om["replace"].value if "replace" in om else {}).items():
+        if rname not in names:
+            raise ctx.sub("replace", om["replace"]).error(f"no field {rname!r} to replace{_suggest(rname, names)}")
+        fields[names.index(rname)] = rv
+    value["fields"] = _Located(fields, base.value["fields"].line)
+    for k in ("doc", "orig_name"):
+        if k in om:
+            value[k] = om[k]
+    return _Located(value, base.line)
+
+
+def wire_fingerprint(schema: Schema) -> str:
+    """sha256 of the wire-relevant canonical form (docs and original names stripped)."""
+
+    def strip(o):
+        if isinstance(o, (Struct, Field, Bit, Derive, Cond, View, Enum)):
+            d = {k: strip(v) for k, v in o.__dict__.items() if k not in ("doc", "orig_name", "line")}
+            return d
+        if isinstance(o, (list, tuple)):
+            return [strip(x) for x in o]
+        if isinstance(o, dict):
+            return {str(k): strip(v) for k, v in sorted(o.items())}
+        return o
+
+    canon = {
+        "magic": schema.magic,
+        "root": schema.root,
+        "structs": strip(schema.structs),
+        "enums": strip(schema.enums),
+    }
+    return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()

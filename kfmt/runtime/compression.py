@@ -1,0 +1,319 @@
+"""Kafka's compression framings, written and read exactly as Kafka does.
+
+* gzip (codec 1): RFC 1952, level 6 like Java's default; concatenated members read.
+* snappy (codec 2): xerial snappy-java stream framing written (16-byte header,
+  32 KiB input blocks, each prefixed by its int32 compressed length); on read the
+  version fields are ignored, concatenated streams are followed, and a payload
+  without the xerial magic is read as one raw snappy block.
+* lz4 (codec 3): Kafka's LZ4 frame: FLG 0x60, BD 0x40 (independent 64 KiB
+  blocks, no checksums), end mark, no content checksum.  The header checksum
+  byte is Kafka's broken one (computed over the magic number too) for magic 0,
+  the correct one for magic 1 and 2; on read it is skipped for magic 0 and
+  verified otherwise.  Bytes after the first frame are ignored, as in Kafka.
+* zstd (codec 4): one frame written without content size (like zstd-jni's
+  streaming writer); on read every frame is decompressed.
+
+Every decompressor stops at the configured limit before allocating more.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+from kfmt.runtime.errors import CodecError, InvalidValueError, LimitExceededError, UnsupportedCodecError
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
+_XERIAL_BLOCK = 32 * 1024
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK = 64 * 1024
+_LZ4_FLG = 0x60
+_LZ4_BD = 0x40
+_U32LE = struct.Struct("<I")
+_I32BE = struct.Struct(">i")
+
+
+# ---------------------------------------------------------------- xxh32 (LZ4 header / block checksums)
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32, as the LZ4 frame format uses it (pure Python; inputs here are short)."""
+    n = len(data)
+    p = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while p + 16 <= n:
+            a, b, c, d = struct.unpack_from("<4I", data, p)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            p += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while p + 4 <= n:
+        (k,) = _U32LE.unpack_from(data, p)
+        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
+        p += 4
+    while p < n:
+        h = (_rotl((h + data[p] * _P5) & _M32, 11) * _P1) & _M32
+        p += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+def lz4_header_checksum(descriptor: bytes, *, broken: bool) -> int:
+    """HC byte of an LZ4 frame; ``broken`` reproduces KAFKA-1493 (hash includes the magic number)."""
+    data = _LZ4_MAGIC + descriptor if broken else descriptor
+    return (xxh32(data) >> 8) & 0xFF
+
+
+# ---------------------------------------------------------------- public entry points
+def compress(codec: str, data: bytes, magic: int = 2) -> bytes:
+    """Compress ``data`` with Kafka's framing for ``codec`` and ``magic``."""
+    if codec == "gzip":
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == "snappy":
+        return _snappy_compress(data)
+    if codec == "lz4":
+        return _lz4_compress(data, broken_checksum=(magic == 0))
+    if codec == "zstd":
+        if magic < 2:
+            raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}")
+        import zstandard
+
+        c = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        return c.compress(data) + c.flush()
+    raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
+
+
+def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None, path: str = "") -> bytes:
+    """Decompress one Kafka compressed payload, within ``opts`` limits.
+
+    Raises only :class:`CodecError` subclasses, located at ``offset``/``path``.
+    """
+    data = bytes(data)
+    limit = min(opts.max_decompressed, max(len(data) * opts.max_ratio, 1 << 20))
+    try:
+        if codec == "gzip":
+            return _gzip_decompress(data, limit)
+        if codec == "snappy":
+            return _snappy_decompress(data, limit)
+        if codec == "lz4":
+            return _lz4_decompress(data, limit, verify_hc=(magic != 0))
+        if codec == "zstd":
+            if magic < 2:
+                raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}")
+            return _zstd_decompress(data, limit)
+        raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
+    except CodecError as e:
+        raise type(e)(e.reason, offset=offset, path=path) from None
+    except Exception as e:  # the codec libraries' own errors: corrupt streams
+        raise InvalidValueError(f"corrupt {codec} stream: {e}", offset=offset, path=path) from None
+
+
+def _too_big(limit: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"decompressed size exceeds the limit of {limit} bytes (max_decompressed / max_ratio)"
+    )
+
+
+# ---------------------------------------------------------------- gzip
+def _gzip_decompress(data: bytes, limit: int) -> bytes:
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(31)
+        chunk = d.decompress(rest, limit - len(out) + 1)
+        out += chunk
+        if len(out) > limit:
+            raise _too_big(limit)
+        while d.unconsumed_tail:
+            out += d.decompress(d.unconsumed_tail, limit - len(out) + 1)
+            if len(out) > limit:
+                raise _too_big(limit)
+        if not d.eof:
+            raise InvalidValueError("gzip stream ends early")
+        rest = d.unused_data
+        if rest and rest[:2] != b"\x1f\x8b":  # trailing garbage after the last member is ignored, as Java does
+            break
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- snappy
+def _snappy():
+    import snappy
+
+    return snappy
+
+
+def _snappy_compress(data: bytes) -> bytes:
+    s = _snappy()
+    out = bytearray(_XERIAL_HEADER)
+    for i in range(0, len(data), _XERIAL_BLOCK):
+        block = s.compress(data[i : i + _XERIAL_BLOCK])
+        out += _I32BE.pack(len(block))
+        out += block
+    return bytes(out)
+
+
+def _raw_snappy_length(block: bytes) -> int:
+    result = shift = 0
+    for i, b in enumerate(block[:5]):
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result
+        shift += 7
+    raise InvalidValueError("corrupt snappy block: bad length preamble")
+
+
+def _snappy_block(block: bytes, room: int, limit: int) -> bytes:
+    if _raw_snappy_length(block) > room:
+        raise _too_big(limit)
+    return _snappy().uncompress(block)
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
+    if not data:
+        raise InvalidValueError("cannot decompress an empty snappy stream")
+    if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
+        return _snappy_block(data, limit, limit)
+    out = bytearray()
+    pos = 16
+    n = len(data)
+    while pos < n:
+        if pos + 4 > n:
+            raise InvalidValueError("xerial snappy stream ends inside a block length")
+        if data[pos : pos + 8] == _XERIAL_MAGIC:  # a concatenated stream's header
+            pos += 16
+            continue
+        (length,) = _I32BE.unpack_from(data, pos)
+        pos += 4
+        if length < 0 or pos + length > n:
+            raise InvalidValueError(f"xerial snappy block length {length} is out of range")
+        out += _snappy_block(data[pos : pos + length], limit - len(out), limit)
+        pos += length
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- lz4
+def _lz4_compress(data: bytes, *, broken_checksum: bool) -> bytes:
+    import lz4.block
+
+    desc = bytes((_LZ4_FLG, _LZ4_BD))
+    out = bytearray(_LZ4_MAGIC + desc)
+    out.append(lz4_header_checksum(desc, broken=broken_checksum))
+    for i in range(0, len(data), _LZ4_BLOCK):
+        chunk = data[i : i + _LZ4_BLOCK]
+        block = lz4.block.compress(chunk, store_size=False)
+        if len(block) >= len(chunk):
+            out += _U32LE.pack(len(chunk) | 0x80000000)
+            out += chunk
+        else:
+            out += _U32LE.pack(len(block))
+            out += block
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
+
+
+def _lz4_decompress(data: bytes, limit: int, *, verify_hc: bool) -> bytes:
+    import lz4.block
+
+    n = len(data)
+    if n < 7 or data[:4] != _LZ4_MAGIC:
+        raise InvalidValueError("LZ4 frame: invalid magic bytes")
+    flg, bd = data[4], data[5]
+    if flg >> 6 != 1:
+        raise InvalidValueError(f"LZ4 frame: unsupported version {flg >> 6}")
+    if not flg & 0x20:
+        raise InvalidValueError("LZ4 frame: dependent block stream is unsupported")
+    if flg & 0x03:
+        raise InvalidValueError("LZ4 frame: reserved FLG bits / DictID are unsupported")
+    block_checksum = bool(flg & 0x10)
+    content_size = bool(flg & 0x08)
+    if bd & 0x8F:
+        raise InvalidValueError("LZ4 frame: reserved BD bits set")
+    code = (bd >> 4) & 0x07
+    if code < 4:
+        raise InvalidValueError(f"LZ4 frame: invalid block size code {code}")
+    max_block = 1 << (8 + 2 * code)
+    pos = 6 + (8 if content_size else 0)
+    if pos >= n:
+        raise InvalidValueError("LZ4 frame: header ends early")
+    if verify_hc:
+        hc = lz4_header_checksum(data[4:pos], broken=False)
+        if data[pos] != hc:
+            raise InvalidValueError(f"LZ4 frame: header checksum {data[pos]:#04x} != {hc:#04x}")
+    pos += 1
+    out = bytearray()
+    while True:
+        if pos + 4 > n:
+            raise InvalidValueError("LZ4 frame: missing end mark")
+        (size,) = _U32LE.unpack_from(data, pos)
+        pos += 4
+        if size == 0:
+            break
+        raw = bool(size & 0x80000000)
+        size &= 0x7FFFFFFF
+        if size > max_block or pos + size > n:
+            raise InvalidValueError(f"LZ4 frame: block of {size} bytes is out of range")
+        block = data[pos : pos + size]
+        pos += size
+        if block_checksum:
+            if pos + 4 > n:
+                raise InvalidValueError("LZ4 frame: missing block checksum")
+            (want,) = _U32LE.unpack_from(data, pos)
+            pos += 4
+            if xxh32(block) != want:
+                raise InvalidValueError("LZ4 frame: block checksum mismatch")
+        room = min(max_block, limit - len(out))
+        if raw:
+            if size > room:
+                raise _too_big(limit)
+            out += block
+        else:
+            try:
+                out += lz4.block.decompress(block, uncompressed_size=max(room, 1))
+            except Exception:
+                if room < max_block:
+                    raise _too_big(limit) from None
+                raise
+        if len(out) > limit:
+            raise _too_big(limit)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- zstd
+def _zstd_decompress(data: bytes, limit: int) -> bytes:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+    out = bytearray()
+    while True:
+        chunk = reader.read(min(1 << 20, limit - len(out) + 1))
+        if not chunk:
+            break
+        out += chunk
+        if len(out) > limit:
+            raise _too_big(limit)
+    return bytes(out)

@@ -1,0 +1,109 @@
+"""Format-independent base classes for what decoders yield and encoders take.
+
+Generated modules subclass these per format, adding a slot per wire field the
+format has (``attributes``, ``timestamp_delta``...).  Attributes a format does
+not have fall back to the class-level defaults here (for example a magic 0
+batch reports ``producer_id == -1`` and ``timestamp_type is None``, as Kafka does).
+"""
+
+from __future__ import annotations
+
+_STD_RECORD = ("offset", "timestamp", "key", "value", "headers", "control")
+
+
+class Record:
+    """One record (v2) or message (v0/v1).
+
+    ``headers`` is a list of ``(str, bytes | None)`` in wire order (duplicates kept);
+    ``control`` is ``(version, type)`` for the records of a control batch, else None.
+    """
+
+    __slots__ = _STD_RECORD
+    _fields = _STD_RECORD
+
+    def __init__(self, key=None, value=None, headers=(), timestamp=None, offset=None, control=None):
+        self.key = key
+        self.value = value
+        self.headers = list(headers) if headers else []
+        self.timestamp = timestamp
+        self.offset = offset
+        self.control = control
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        if type(self) is type(other):
+            return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+        return all(getattr(self, f) == getattr(other, f) for f in _STD_RECORD)
+
+    __hash__ = None
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
+
+
+class Batch:
+    """A v2 record batch, or a legacy shallow message / compressed wrapper.
+
+    Subclasses hold the format's fields in slots; the defaults below answer for
+    fields a format does not have.
+    """
+
+    __slots__ = ()
+    _fields: tuple = ()
+    magic = None
+    partition_leader_epoch = -1
+    crc = None
+    codec = "none"
+    timestamp_type = None
+    is_transactional = False
+    is_control = False
+    has_delete_horizon = False
+    producer_id = -1
+    producer_epoch = -1
+    base_sequence = -1
+    base_timestamp = -1
+    max_timestamp = -1
+
+    def as_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self._fields}
+        if "records" in d:
+            d["records"] = [r.as_dict() for r in d["records"]]
+        return d
+
+    def __eq__(self, other):
+        if type(self) is not type(other):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields if f != "records")
+        n = len(getattr(self, "records", ()) or ())
+        return f"{type(self).__name__}({inner}, records=<{n}>)"
+
+
+class Struct:
+    """Base of generated classes for structs that are neither a batch nor a record."""
+
+    __slots__ = ()
+    _fields: tuple = ()
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self._fields}
+
+    def __eq__(self, other):
+        if type(self) is not type(other):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
