@@ -51,6 +51,8 @@ class StructIR:
     encode_ops: list[Op]
     result: str  # expression building the decoded value
     path: str
+    post_ops: list[Op] = field(default_factory=list)  # logical values and views, computed after the wire fields
+    construct: dict = field(default_factory=dict)  # Construct backend layout (generator/construct_backend.py)
 
 
 @dataclass
@@ -466,6 +468,7 @@ class Builder:
         for end_var, length in reversed(regions):
             dec.append(Op("region_end", 0, dict(end=end_var, length=length, path=f"{path}.{length}")))
         # logical values computed from deltas, and views
+        first_post = len(dec)
         for f in st.fields:
             d = f.derive
             if d and d.func == "delta_of":
@@ -492,6 +495,7 @@ class Builder:
                     ),
                 )
             )
+        post_ops = dec[first_post:]
         if st.repr == "tuple":
             names = [m for m, _ in model]
             result = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
@@ -517,6 +521,7 @@ class Builder:
             encode_ops=enc,
             result=result,
             path=path,
+            post_ops=post_ops,
         )
 
     def field_default(self, f: Field) -> str:

@@ -106,7 +106,11 @@ def render_format(schema: Schema) -> dict[str, str]:
         files[f"{schema.id}/{fname}"] = env.get_template(tpl).render(f=fir, header=header(schema, backend))
     from generator import construct_backend
 
-    files[f"{schema.id}/construct.py"] = construct_backend.render(schema, header(schema, "construct"))
+    builder = _ir.Builder(schema, slots)
+    builder.base_class_attrs = attrs
+    files[f"{schema.id}/construct.py"] = construct_backend.render(
+        schema, header(schema, "construct"), fir=fir, builder=builder
+    )
     return files
 
 

@@ -3,3 +3,357 @@
 # wire fingerprint: 4d5c3c4ac25bf6f4375bc347bf0fbe28d72cdc8ee14ed645a3934d4da6970476
 # Regenerate: make generate
 
+"""Construct backend for kafka_v2: Kafka's v2 record batch (magic 2, Kafka 0.11 and later), with records and headers.
+
+The readable reference parser/builder: one ``construct.Struct`` per schema struct,
+derived fields rebuilt by Construct (``Rebuild``, ``Region``, ``CrcGuarded``).
+Decoding yields the same value classes as the optimised codec.
+"""
+
+import io as _io
+import zlib as _zlib
+
+import construct as c
+from construct import this
+from crc32c import crc32c as _crc32c
+
+from kfmt.runtime.constructs import BitsView, CrcGuarded, KafkaCompressed, KBytes, KCounted, KRest, KVarint, Region
+from kfmt.runtime.constructs import flatten as _flatten
+from kfmt.runtime.constructs import map_errors as _map_errors
+from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
+from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
+from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
+from kfmt.runtime.options import options_for as _options_for
+
+from .model import Record, Batch
+
+FORMAT_ID = "kafka_v2"
+MAGIC = 2
+
+
+def _crc32(data):
+    return _zlib.crc32(data) & 0xFFFFFFFF
+
+
+_ENUM_codec = {
+    0: "none",
+    1: "gzip",
+    2: "snappy",
+    3: "lz4",
+    4: "zstd",
+}
+_ENUM_IDS_codec = {
+    "none": 0,
+    "gzip": 1,
+    "snappy": 2,
+    "lz4": 3,
+    "zstd": 4,
+}
+
+header = c.Struct(
+    "key" / KBytes(KVarint(32), nullable=False, string=True) * "headerKey",
+    "value" / KBytes(KVarint(32), nullable=True, string=False) * "headerValue",
+)
+"""A record header. Order and duplicate keys are kept; a null value differs from an empty one."""
+
+control_key = c.Struct(
+    "version" / c.Int16sb * "version",
+    "control_type" / c.Int16sb * "type",
+)
+"""Key of a control record (ControlRecordType.java); version 0 today, type 0 ABORT, 1 COMMIT, 2-6 KRaft."""
+
+record = c.Struct(
+    "_g0"
+    / Region(
+        "length",
+        KVarint(32),
+        c.Struct(
+            "attributes" / c.Int8sb * "Unused; written as 0, ignored on read.",
+            "timestamp_delta"
+            / KVarint(64)
+            * "Record timestamp minus base_timestamp; under LogAppendTime the record reports max_timestamp.",
+            "offset_delta"
+            / KVarint(32)
+            * "Record offset minus base_offset (an encoder numbers records 0, 1, 2 ... unless offsets are given).",
+            "key" / KBytes(KVarint(32), nullable=True, string=False) * "key",
+            "value" / KBytes(KVarint(32), nullable=True, string=False) * "value",
+            "headers" / KCounted(KVarint(32), header) * "Headers",
+        ),
+        6,
+    ),
+)
+"""One record of a v2 batch."""
+
+batch = c.Struct(
+    "base_offset" / c.Int64sb * "Offset of the first record (the producer writes 0; the broker assigns it in place).",
+    "_g0"
+    / Region(
+        "batch_length",
+        c.Int32sb,
+        c.Struct(
+            "partition_leader_epoch"
+            / c.Int32sb
+            * "Stamped by the broker in place; not covered by the CRC. The Java producer writes -1.",
+            "magic" / c.Const(2, c.Int8sb) * "magic",
+            "_g1"
+            / CrcGuarded(
+                "crc",
+                "crc32c",
+                c.Struct(
+                    "attributes"
+                    / BitsView(
+                        c.Int16sb,
+                        [
+                            ("codec", 7, 0, "enum", _ENUM_codec),
+                            ("timestamp_type", 8, 3, "int", None),
+                            ("is_transactional", 16, 4, "flag", None),
+                            ("is_control", 32, 5, "flag", None),
+                            ("has_delete_horizon", 64, 6, "flag", None),
+                        ],
+                    )
+                    * "Only the low byte is read by Kafka; unused bits are ignored on read and written as 0.",
+                    "last_offset_delta"
+                    / c.Int32sb
+                    * "Last offset minus base offset; compaction may leave it larger than the record count.",
+                    "base_timestamp"
+                    / c.Int64sb
+                    * "Timestamp of the first record (-1 in an empty batch), or the delete horizon.",
+                    "max_timestamp"
+                    / c.Int64sb
+                    * "Largest record timestamp; the broker's append time under LogAppendTime.",
+                    "producer_id" / c.Int64sb * "producerId",
+                    "producer_epoch" / c.Int16sb * "producerEpoch",
+                    "base_sequence" / c.Int32sb * "baseSequence",
+                    "num_records" / c.Rebuild(c.Int32sb, c.len_(this.records)) * "Number of records; never compressed.",
+                    "records"
+                    / KafkaCompressed(c.Array(this.num_records, record), this.attributes.codec, 2)
+                    * "The records, or one stream compressed by `codec` holding all of them.",
+                ),
+            ),
+        ),
+        49,
+    ),
+)
+"""A batch of records sharing one header; everything after the header may be one compressed stream."""
+
+CONSTRUCT = batch
+
+
+def _model_header(c_, opts):
+    d_ = _flatten(c_)
+    key = d_["key"]
+    value = d_["value"]
+    return (key, value)
+
+
+def _decode_header(buf, pos, end, opts):
+    c_ = _map_errors(header.parse, bytes(buf[pos:end]), verify_crc=opts.verify_crc, opts=opts)
+    return _model_header(c_, opts), end
+
+
+def _wire_header(obj, index):
+    key = obj[0]
+    value = obj[1]
+    return {"key": key, "value": value}
+
+
+def _model_control_key(c_, opts):
+    d_ = _flatten(c_)
+    version = d_["version"]
+    control_type = d_["control_type"]
+    return (version, control_type)
+
+
+def _decode_control_key(buf, pos, end, opts):
+    c_ = _map_errors(control_key.parse, bytes(buf[pos:end]), verify_crc=opts.verify_crc, opts=opts)
+    return _model_control_key(c_, opts), end
+
+
+def _wire_control_key(obj, index):
+    version = obj[0]
+    control_type = obj[1]
+    return {"version": version, "control_type": control_type}
+
+
+def _model_record(c_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+    d_ = _flatten(c_)
+    length = d_["length"]
+    attributes = d_["attributes"]
+    timestamp_delta = d_["timestamp_delta"]
+    offset_delta = d_["offset_delta"]
+    key = d_["key"]
+    value = d_["value"]
+    headers = [_model_header(x_, opts) for x_ in d_["headers"]]
+    timestamp = (
+        max_timestamp
+        if timestamp_type == 1
+        else ((base_timestamp + timestamp_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+    )
+    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+    if is_control:
+        if key is None or len(key) < 4:
+            raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
+        control, _ = _decode_control_key(key, 0, len(key), opts)
+    else:
+        control = None
+    return Record(length, attributes, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control)
+
+
+def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+    c_ = _map_errors(record.parse, bytes(buf[pos:end]), verify_crc=opts.verify_crc, opts=opts)
+    return _model_record(c_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control), end
+
+
+def _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+    attributes = getattr(obj, "attributes", 0)
+    timestamp = obj.timestamp
+    timestamp_delta_kept = getattr(obj, "timestamp_delta", None)
+    offset = obj.offset
+    key = obj.key
+    value = obj.value
+    headers = obj.headers
+    timestamp_delta = (
+        timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
+    )
+    offset_delta = offset - base_offset if offset is not None else index
+    body_0 = bytearray()
+    return {
+        "_g0": {
+            "attributes": attributes,
+            "timestamp_delta": timestamp_delta,
+            "offset_delta": offset_delta,
+            "key": key,
+            "value": value,
+            "headers": [_wire_header(x_, i_) for i_, x_ in enumerate(headers)],
+        }
+    }
+
+
+def _model_batch(c_, opts):
+    d_ = _flatten(c_)
+    base_offset = d_["base_offset"]
+    batch_length = d_["batch_length"]
+    partition_leader_epoch = d_["partition_leader_epoch"]
+    magic = d_["magic"]
+    crc = d_["crc"]
+    codec = d_["attributes"]["codec"]
+    timestamp_type = d_["attributes"]["timestamp_type"]
+    is_transactional = d_["attributes"]["is_transactional"]
+    is_control = d_["attributes"]["is_control"]
+    has_delete_horizon = d_["attributes"]["has_delete_horizon"]
+    last_offset_delta = d_["last_offset_delta"]
+    base_timestamp = d_["base_timestamp"]
+    max_timestamp = d_["max_timestamp"]
+    producer_id = d_["producer_id"]
+    producer_epoch = d_["producer_epoch"]
+    base_sequence = d_["base_sequence"]
+    num_records = d_["num_records"]
+    records = [
+        _model_record(x_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+        for x_ in d_["records"]
+    ]
+    return Batch(
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        magic,
+        crc,
+        codec,
+        timestamp_type,
+        is_transactional,
+        is_control,
+        has_delete_horizon,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        num_records,
+        records,
+    )
+
+
+def _decode_batch(buf, pos, end, opts):
+    c_ = _map_errors(batch.parse, bytes(buf[pos:end]), verify_crc=opts.verify_crc, opts=opts)
+    return _model_batch(c_, opts), end
+
+
+def _wire_batch(obj, index):
+    base_offset = getattr(obj, "base_offset", 0)
+    partition_leader_epoch = obj.partition_leader_epoch
+    codec = obj.codec
+    timestamp_type = obj.timestamp_type
+    is_transactional = obj.is_transactional
+    is_control = obj.is_control
+    has_delete_horizon = obj.has_delete_horizon
+    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    base_timestamp = obj.base_timestamp
+    max_timestamp = obj.max_timestamp
+    producer_id = obj.producer_id
+    producer_epoch = obj.producer_epoch
+    base_sequence = obj.base_sequence
+    records = getattr(obj, "records", None)
+    if last_offset_delta is None:
+        last_offset_delta = (
+            ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
+            if records
+            else 0
+        )
+    if base_timestamp is None:
+        base_timestamp = records[0].timestamp if records else -1
+    if max_timestamp is None:
+        max_timestamp = max([r.timestamp for r in records]) if records else -1
+    num_records = len(records)
+    return {
+        "base_offset": base_offset,
+        "_g0": {
+            "partition_leader_epoch": partition_leader_epoch,
+            "_g1": {
+                "attributes": {
+                    "codec": codec,
+                    "timestamp_type": timestamp_type,
+                    "is_transactional": is_transactional,
+                    "is_control": is_control,
+                    "has_delete_horizon": has_delete_horizon,
+                },
+                "last_offset_delta": last_offset_delta,
+                "base_timestamp": base_timestamp,
+                "max_timestamp": max_timestamp,
+                "producer_id": producer_id,
+                "producer_epoch": producer_epoch,
+                "base_sequence": base_sequence,
+                "records": [
+                    _wire_record(x_, i_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+                    for i_, x_ in enumerate(records)
+                ],
+            },
+        },
+    }
+
+
+def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
+    """Decode one batch at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
+    if end is None:
+        end = len(buf)
+    stream = _io.BytesIO(bytes(buf[pos:end]))
+    c_ = _map_errors(batch.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
+    return _map_errors(_model_batch, c_, opts), pos + stream.tell()
+
+
+def decode(data, *, verify_crc=True, opts=None):
+    """Decode ``data`` holding exactly one batch."""
+    value, pos = decode_from(data, 0, len(data), opts or _options_for(verify_crc))
+    if pos != len(data):
+        raise _InvalidValueError(f"{len(data) - pos} bytes follow the batch", offset=pos, path="batch")
+    return value
+
+
+def encode(value):
+    """Encode one batch with Construct's builder."""
+    return _map_errors(lambda: batch.build(_wire_batch(value, 0), verify_crc=True, opts=_DEFAULT_OPTIONS))
+
+
+def encoded_size(value):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value))

@@ -1,0 +1,40 @@
+# kfmt: `make demo` runs the main job, `make test` the tests; both set themselves up.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: setup generate check-generated test demo bench lint fuzz clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,spark,plot,progress]'
+	touch $@
+
+generate: setup
+	$(VENV)/bin/kfmt generate
+
+check-generated: setup
+	$(VENV)/bin/kfmt generate --check
+
+test: setup check-generated
+	$(PY) -m pytest
+
+demo: setup generate
+	$(VENV)/bin/kfmt demo
+
+bench: setup
+	$(PY) bench/bench_codecs.py
+
+lint: setup
+	$(VENV)/bin/ruff check kfmt generator tests bench
+	$(VENV)/bin/ruff format --check kfmt generator tests bench
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

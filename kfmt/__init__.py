@@ -1,0 +1,51 @@
+"""kfmt: Kafka wire formats, declared once in YAML, generated into fast codecs.
+
+Public API (kept light: heavy modules load on first use)::
+
+    kfmt.read_batches(data, verify_crc=True)      # batches of any auto-detected magic in a log
+    kfmt.encode_batch(records, magic=2, codec="none", **batch_fields)
+    kfmt.Record(key=..., value=..., headers=[...], timestamp=...)
+    kfmt.CodecError and its subclasses
+"""
+
+from kfmt.runtime.errors import (
+    ChecksumError,
+    CodecError,
+    InvalidValueError,
+    LimitExceededError,
+    TruncatedError,
+    UnsupportedCodecError,
+)
+from kfmt.runtime.model import Batch, Record
+from kfmt.runtime.options import DecodeOptions
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Batch",
+    "ChecksumError",
+    "CodecError",
+    "DecodeOptions",
+    "InvalidValueError",
+    "LimitExceededError",
+    "Record",
+    "TruncatedError",
+    "UnsupportedCodecError",
+    "encode_batch",
+    "format_ids",
+    "get_format",
+    "read_batches",
+    "control_record",
+]
+
+
+def __getattr__(name):
+    if name in ("read_batches", "encode_batch", "format_ids", "get_format", "control_record", "iter_entries"):
+        from kfmt import api
+
+        return getattr(api, name)
+    if name == "convert":
+        from kfmt import convert as _c
+
+        return _c.convert
+    raise AttributeError(f"module 'kfmt' has no attribute {name!r}")

@@ -1,0 +1,173 @@
+"""Reading and writing Kafka logs with the generated codecs."""
+
+from __future__ import annotations
+
+import importlib
+import struct
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
+
+from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
+from kfmt.runtime.model import Batch, Record
+from kfmt.runtime.options import options_for
+
+# Every entry of a Kafka log, whatever its magic, starts with offset (int64) and
+# size (int32); the magic byte is always at entry offset 16 (Records.MAGIC_OFFSET).
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0
+_ENTRY = struct.Struct(">qi")
+
+
+@lru_cache(maxsize=None)
+def format_ids() -> tuple[str, ...]:
+    """Ids of every generated format (schema file stems)."""
+    import generated
+
+    return tuple(generated.FORMATS)
+
+
+@lru_cache(maxsize=None)
+def get_format(fmt: str):
+    """The generated package of format ``fmt`` (e.g. ``kafka_v2``)."""
+    if fmt not in format_ids():
+        raise UnsupportedCodecError(f"unknown format {fmt!r}; known: {', '.join(format_ids())}")
+    return importlib.import_module(f"generated.{fmt}")
+
+
+@lru_cache(maxsize=None)
+def _by_magic() -> dict[int, object]:
+    """Auto-detected formats by magic: only real Kafka formats, never the proposals that reuse a magic."""
+    table = {}
+    for fid in format_ids():
+        mod = get_format(fid)
+        if mod.AUTO_DETECT:
+            if mod.MAGIC in table:
+                raise RuntimeError(f"two auto-detected formats claim magic {mod.MAGIC}")
+            table[mod.MAGIC] = mod
+    return table
+
+
+def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(position, end, magic)`` for each complete log entry; stop quietly at a truncated tail."""
+    n = len(buf)
+    pos = start
+    while n - pos >= HEADER_SIZE_UP_TO_MAGIC:
+        _, size = _ENTRY.unpack_from(buf, pos)
+        if size < MIN_ENTRY_SIZE:
+            raise InvalidValueError(
+                f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
+                offset=pos + 8,
+                path="log.entry.size",
+            )
+        end = pos + LOG_OVERHEAD + size
+        if end > n:
+            return  # a truncated tail ends iteration silently, as in Kafka
+        yield pos, end, buf[pos + 16]
+        pos = end
+
+
+def read_batches(data, *, verify_crc: bool = True, format: str | None = None, opts=None) -> Iterator[Batch]:
+    """Iterate the batches of a bytes-like Kafka log (segment file bytes, a fetch payload).
+
+    The magic byte of each entry selects the codec (v0, v1 and v2 may be mixed).
+    ``format`` forces one format for every entry (required for proposals that
+    reuse a real magic).  A truncated tail ends iteration quietly, as in Kafka;
+    anything else wrong raises a :class:`CodecError` naming the byte offset.
+    """
+    buf = data if type(data) is bytes else bytes(data)
+    opts = opts or options_for(verify_crc)
+    forced = get_format(format) if format else None
+    table = _by_magic()
+    for pos, end, magic in iter_entries(buf):
+        mod = forced or table.get(magic)
+        if mod is None:
+            raise InvalidValueError(f"invalid magic {magic} found in record", offset=pos + 16, path="log.entry.magic")
+        batch, _ = mod.decode_from(buf, pos, end, opts)
+        yield batch
+
+
+def _as_record(r) -> Record:
+    if isinstance(r, Record):
+        return r
+    if isinstance(r, Mapping):
+        unknown = set(r) - {"key", "value", "headers", "timestamp", "offset", "control"}
+        if unknown:
+            raise InvalidValueError(f"unknown record field(s) {sorted(unknown)}", path="record")
+        return Record(
+            key=r.get("key"),
+            value=r.get("value"),
+            headers=r.get("headers") or (),
+            timestamp=r.get("timestamp"),
+            offset=r.get("offset"),
+        )
+    raise InvalidValueError(f"a record must be a kfmt.Record or a mapping, not {type(r).__name__}", path="record")
+
+
+def encode_batch(
+    records: Iterable,
+    *,
+    magic: int = 2,
+    codec: str = "none",
+    format: str | None = None,
+    keep_offsets: bool = False,
+    **batch_fields,
+) -> bytes:
+    """Encode ``records`` as one batch of the format for ``magic`` (or ``format``).
+
+    Records are numbered from the batch's base offset (``keep_offsets=True``
+    keeps each record's own ``offset`` instead).  A record without a timestamp
+    gets the current time, as the Java producer does.  ``batch_fields`` are the
+    format's batch fields (``base_offset``, ``producer_id``, ``is_transactional``...).
+    """
+    if format:
+        mod = get_format(format)
+    else:
+        mod = _by_magic().get(magic)
+        if mod is None:
+            raise UnsupportedCodecError(f"no format for magic {magic}")
+    now = None
+    recs = []
+    for r in records:
+        r = _as_record(r)
+        if r.timestamp is None or (not keep_offsets and r.offset is not None):
+            if now is None:
+                now = int(time.time() * 1000)
+            r = Record(
+                key=r.key,
+                value=r.value,
+                headers=r.headers,
+                timestamp=now if r.timestamp is None else r.timestamp,
+                offset=r.offset if keep_offsets else None,
+                control=r.control,
+            )
+        recs.append(r)
+    try:
+        batch = mod.Batch(records=recs, codec=codec, **batch_fields)
+    except TypeError as e:
+        allowed = ", ".join(f for f in mod.Batch._fields if f != "records")
+        raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
+    return mod.encode(batch)
+
+
+def control_record(kind: str = "commit", *, coordinator_epoch: int = 0, timestamp: int | None = None) -> Record:
+    """A transaction marker record (ControlRecordType ABORT=0 / COMMIT=1, EndTransactionMarker v0)."""
+    types = {"abort": 0, "commit": 1}
+    if kind not in types:
+        raise InvalidValueError(f"unknown control record kind {kind!r}; use 'commit' or 'abort'")
+    key = struct.pack(">hh", 0, types[kind])
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return Record(key=key, value=value, timestamp=timestamp, control=(0, types[kind]))
+
+
+__all__ = [
+    "CodecError",
+    "TruncatedError",
+    "control_record",
+    "encode_batch",
+    "format_ids",
+    "get_format",
+    "iter_entries",
+    "read_batches",
+]

@@ -1,0 +1,5 @@
+"""Further subcommands (dump, diff, ...) register here."""
+
+
+def register(sub) -> None:
+    return None

@@ -1,0 +1,293 @@
+"""Construct building blocks for Kafka's wire conventions, used by the generated Construct backend.
+
+Construct has no nullable length-prefixed bytes, no Kafka-exact varints, no
+"CRC over the rest of a region written before it" and no Kafka compression, so
+these few classes add them.  Each is format-independent; the generated modules
+compose them declaratively (``this`` expressions, no lambdas).
+"""
+
+from __future__ import annotations
+
+import io
+
+import construct as c
+from construct.core import stream_read, stream_tell, stream_write
+
+from kfmt.runtime import compression as _compression
+from kfmt.runtime.errors import CodecError, InvalidValueError
+from kfmt.runtime.varint import _MASK32, _MASK64, write_uvarint, write_varint, write_varlong
+
+_I32 = c.Int32sb
+
+
+class KVarint(c.Construct):
+    """Kafka varint: zigzag (signed) or plain (unsigned); 5 bytes max for 32 bits, 10 for 64; masked."""
+
+    def __init__(self, bits: int = 32, signed: bool = True):
+        super().__init__()
+        self.bits, self.signed = bits, signed
+        self.max_len = 5 if bits == 32 else 10
+        self.mask = _MASK32 if bits == 32 else _MASK64
+
+    def _parse(self, stream, context, path):
+        result = shift = 0
+        for _ in range(self.max_len):
+            b = stream_read(stream, 1, path)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                v = result & self.mask
+                return (v >> 1) ^ -(v & 1) if self.signed else v
+            shift += 7
+        raise c.ValidationError(f"varint is too long: continuation bit set on byte {self.max_len}", path=path)
+
+    def _build(self, obj, stream, context, path):
+        out = bytearray()
+        if not self.signed:
+            write_uvarint(out, obj)
+        elif self.bits == 32:
+            write_varint(out, obj)
+        else:
+            write_varlong(out, obj)
+        stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("varint has no fixed size", path=path)
+
+
+class KBytes(c.Construct):
+    """Length-prefixed bytes or UTF-8 string; with ``nullable`` a negative length is None."""
+
+    def __init__(self, lengthfield, *, nullable: bool, string: bool):
+        super().__init__()
+        self.lengthfield, self.nullable, self.string = lengthfield, nullable, string
+
+    def _parse(self, stream, context, path):
+        n = self.lengthfield._parsereport(stream, context, path)
+        if n < 0:
+            if self.nullable:
+                return None
+            raise c.ValidationError(f"negative length {n}", path=path)
+        data = stream_read(stream, n, path)
+        return str(data, "utf-8", "surrogateescape") if self.string else data
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise c.ValidationError("may not be null", path=path)
+            self.lengthfield._build(-1, stream, context, path)
+            return obj
+        data = obj.encode("utf-8", "surrogateescape") if self.string else bytes(obj)
+        self.lengthfield._build(len(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+
+class KRest(c.Construct):
+    """The bytes up to the end of the enclosing region, less a fixed trailer."""
+
+    def __init__(self, trailer: int = 0):
+        super().__init__()
+        self.trailer = trailer
+
+    def _parse(self, stream, context, path):
+        data = stream.read()
+        if len(data) < self.trailer:
+            raise c.StreamError("no room for the trailer", path=path)
+        if self.trailer:
+            stream.seek(-self.trailer, io.SEEK_CUR)
+            data = data[: -self.trailer]
+        return data
+
+    def _build(self, obj, stream, context, path):
+        stream_write(stream, bytes(obj), len(obj), path)
+        return obj
+
+
+class KCounted(c.Construct):
+    """An array whose count is a prefix; a negative count is an error."""
+
+    def __init__(self, countfield, subcon):
+        super().__init__()
+        self.countfield, self.subcon = countfield, subcon
+
+    def _parse(self, stream, context, path):
+        n = self.countfield._parsereport(stream, context, path)
+        if n < 0:
+            raise c.ValidationError(f"negative count {n}", path=path)
+        return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
+
+    def _build(self, obj, stream, context, path):
+        self.countfield._build(len(obj), stream, context, path)
+        for item in obj:
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+
+class BitsView(c.Adapter):
+    """Named views of an integer attributes field: ``(name, mask, shift, kind, enum)`` with kind enum|flag|int."""
+
+    def __init__(self, subcon, views):
+        super().__init__(subcon)
+        self.views = views
+
+    def _decode(self, obj, context, path):
+        out = c.Container()
+        for name, mask, shift, kind, enum in self.views:
+            v = (obj & mask) >> shift
+            if kind == "enum":
+                if v not in enum:
+                    raise c.ValidationError(f"unknown {name} id {v}", path=path)
+                v = enum[v]
+            elif kind == "flag":
+                v = v != 0
+            out[name] = v
+        return out
+
+    def _encode(self, obj, context, path):
+        raw = 0
+        for name, mask, shift, kind, enum in self.views:
+            v = obj.get(name)
+            if kind == "enum":
+                ids = {n: k for k, n in enum.items()}
+                if v not in ids:
+                    raise c.ValidationError(f"unknown {name} {v!r}", path=path)
+                v = ids[v]
+            elif kind == "flag":
+                v = 1 if v else 0
+            raw |= ((v or 0) << shift) & mask
+        return raw
+
+
+class Region(c.Construct):
+    """A length field followed by the fields it measures; the parsed length is kept under ``name``."""
+
+    def __init__(self, name: str, lengthfield, subcon, minimum: int = 0):
+        super().__init__()
+        self.lname, self.lengthfield, self.subcon, self.minimum = name, lengthfield, subcon, minimum
+
+    def _parse(self, stream, context, path):
+        n = self.lengthfield._parsereport(stream, context, path)
+        if n < self.minimum:
+            raise c.ValidationError(f"{self.lname} {n} is below the minimum of {self.minimum}", path=path)
+        data = stream_read(stream, n, path)
+        sub = io.BytesIO(data)
+        obj = self.subcon._parsereport(sub, context, path)
+        if sub.tell() != n:
+            raise c.ValidationError(f"{self.lname} declares {n} bytes but the fields end at {sub.tell()}", path=path)
+        obj[self.lname] = n
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        sub = io.BytesIO()
+        self.subcon._build(obj, sub, context, path)
+        data = sub.getvalue()
+        self.lengthfield._build(len(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+
+class CrcGuarded(c.Construct):
+    """A uint32 CRC followed by the fields it covers, to the end of the enclosing region."""
+
+    def __init__(self, name: str, func: str, subcon, verify_key: str = "verify_crc"):
+        super().__init__()
+        self.cname, self.func, self.subcon, self.verify_key = name, func, subcon, verify_key
+
+    def _crc(self, data: bytes) -> int:
+        if self.func == "crc32c":
+            from crc32c import crc32c
+
+            return crc32c(data)
+        import zlib
+
+        return zlib.crc32(data) & 0xFFFFFFFF
+
+    def _parse(self, stream, context, path):
+        stored = c.Int32ub._parsereport(stream, context, path)
+        start = stream_tell(stream, path)
+        data = stream.read()
+        stream.seek(start)
+        if context._params.get(self.verify_key, True):
+            computed = self._crc(data)
+            if computed != stored:
+                raise c.ChecksumError(f"stored {self.func} {stored:#010x} != computed {computed:#010x}", path=path)
+        obj = self.subcon._parsereport(stream, context, path)
+        obj[self.cname] = stored
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        sub = io.BytesIO()
+        self.subcon._build(obj, sub, context, path)
+        data = sub.getvalue()
+        c.Int32ub._build(self._crc(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+
+class KafkaCompressed(c.Construct):
+    """The rest of the region, compressed by Kafka's framing for the codec named by ``codec`` (a ``this`` expression)."""
+
+    def __init__(self, subcon, codec, magic: int):
+        super().__init__()
+        self.subcon, self.codec, self.magic = subcon, codec, magic
+
+    def _parse(self, stream, context, path):
+        codec = c.evaluate(self.codec, context)
+        data = stream.read()
+        if codec != "none" and data:
+            data = _compression.decompress(codec, data, self.magic, context._params.opts)
+        sub = io.BytesIO(data)
+        obj = self.subcon._parsereport(sub, context, path)
+        if sub.tell() != len(data):
+            raise c.ValidationError(f"{len(data) - sub.tell()} bytes remain after the last element", path=path)
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        codec = c.evaluate(self.codec, context)
+        sub = io.BytesIO()
+        self.subcon._build(obj, sub, context, path)
+        data = sub.getvalue()
+        if codec != "none" and obj:
+            data = _compression.compress(codec, data, self.magic)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+
+def flatten(container) -> dict:
+    """Merge the groups that Region / CrcGuarded introduce (keys starting with '_g') into one mapping."""
+    out = {}
+    for k, v in container.items():
+        if k.startswith("_g"):
+            out.update(flatten(v))
+        elif not k.startswith("_"):
+            out[k] = v
+    return out
+
+
+def map_errors(fn, *args, **kwargs):
+    """Run a Construct parse/build; report failures as CodecError like the codec backend."""
+    from kfmt.runtime.errors import ChecksumError, TruncatedError
+
+    try:
+        return fn(*args, **kwargs)
+    except CodecError:
+        raise
+    except c.StreamError as e:
+        raise TruncatedError(f"input ends early ({_msg(e)})", path=_path(e)) from None
+    except c.ChecksumError as e:
+        raise ChecksumError(f"{_msg(e)} (corrupt data)", path=_path(e)) from None
+    except (c.ConstructError, ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError) as e:
+        raise InvalidValueError(_msg(e), path=_path(e)) from None
+
+
+def _msg(e) -> str:
+    return str(e).strip().splitlines()[-1]
+
+
+def _path(e) -> str | None:
+    raw = getattr(e, "path", None)
+    if not raw:
+        return None
+    parts = [p.strip() for p in raw.split("->")[1:]]
+    return ".".join(p for p in parts if p and not p.startswith("_g") and not p.startswith("(")) or None
