@@ -1,0 +1,58 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from kfmt.api import get_format
+
+VECTORS = Path(__file__).parent / "vectors"
+
+
+def backends(fmt: str):
+    """The two generated backends of a format: (name, module)."""
+    import importlib
+
+    return [(b, importlib.import_module(f"generated.{fmt}.{b}")) for b in ("codec", "construct")]
+
+
+def load_vectors(fmt: str):
+    out = []
+    for p in sorted((VECTORS / fmt).glob("*.json")):
+        v = json.loads(p.read_text())
+        v["name"] = p.stem
+        v["bytes"] = bytes.fromhex(v["hex"])
+        out.append(v)
+    return out
+
+
+def _norm(v):
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, tuple):
+        return [_norm(x) for x in v]
+    if isinstance(v, list):
+        return [_norm(x) for x in v]
+    return v
+
+
+def check_case(mod, data: bytes, expect_batch: dict | None = None, expect_records: list | None = None):
+    """Construct's common() idea: decode == expected, encode(decoded) == bytes, encoded_size == len(bytes)."""
+    batch = mod.decode(data)
+    for k, v in (expect_batch or {}).items():
+        assert _norm(getattr(batch, k)) == v, k
+    if expect_records is not None:
+        assert len(batch.records) == len(expect_records)
+        for r, e in zip(batch.records, expect_records):
+            for k, v in e.items():
+                got = _norm(getattr(r, k))
+                if k == "headers":
+                    got = [[hk, hv] for hk, hv in got]
+                assert got == v, k
+    assert mod.encode(batch) == data
+    assert mod.encoded_size(batch) == len(data)
+    return batch
+
+
+@pytest.fixture
+def v2():
+    return get_format("kafka_v2")
