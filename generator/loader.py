@@ -36,10 +36,12 @@ REPRS = ("object", "tuple")
 DERIVE_FUNCS = ("length_of", "count_of", "crc32", "crc32c", "last_of", "first_of", "max_of", "delta_of")
 COMPARATORS = ("eq", "ne", "ge", "gt", "le", "lt")
 IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+# generated code keeps its own locals under these prefixes (n_key, p_attributes, e_0, body_0 ...)
+RESERVED_PREFIX = re.compile(r"^(n|p|q|e|i|body|append)_|_$")
 MAX_INT = 2**63 - 1
 RESERVED = {
     "buf", "pos", "end", "out", "opts", "obj", "index", "items", "data", "start", "self",
-    "cls", "path", "n", "i", "e", "v", "item_", "exc", "crc_", "id_", "tmp_", "data_", "dpos", "dend",
+    "cls", "path", "exc", "dpos", "dend", "c", "this", "index", "value_",
     # builtins the generated code calls
     "len", "bytes", "str", "getattr", "max", "enumerate", "range", "bytearray", "type", "list", "tuple",
     "int", "bool", "dict", "object", "super", "property", "isinstance",
@@ -137,8 +139,8 @@ def _ident(name, ctx: _Ctx, what="name", *, reserved: bool = True) -> str:
         raise ctx.error(f"{what} {name!r} is not a valid lower_snake Python identifier")
     if len(name) > 64:
         raise ctx.error(f"{what} {name!r} is longer than 64 characters")
-    if reserved and name in RESERVED:
-        raise ctx.error(f"{what} {name!r} is reserved by the generated code")
+    if reserved and (name in RESERVED or RESERVED_PREFIX.match(name)):
+        raise ctx.error(f"{what} {name!r} is reserved by the generated code (names of generated locals)")
     return name
 
 
