@@ -76,6 +76,9 @@ def _decode_header(buf, pos, end, opts):
     n_key = buf[pos]
     if n_key < 0x80:
         pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 0x80:
+        n_key = (n_key & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         n_key, pos = _read_uvarint32(buf, pos, end, "header.key")
     n_key = (n_key >> 1) ^ -(n_key & 1)
@@ -96,6 +99,9 @@ def _decode_header(buf, pos, end, opts):
     n_value = buf[pos]
     if n_value < 0x80:
         pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 0x80:
+        n_value = (n_value & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         n_value, pos = _read_uvarint32(buf, pos, end, "header.value")
     n_value = (n_value >> 1) ^ -(n_value & 1)
@@ -167,6 +173,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     length = buf[pos]
     if length < 0x80:
         pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 0x80:
+        length = (length & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         length, pos = _read_uvarint32(buf, pos, end, "record.length")
     length = (length >> 1) ^ -(length & 1)
@@ -191,6 +200,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     timestamp_delta = buf[pos]
     if timestamp_delta < 0x80:
         pos += 1
+    elif pos + 1 < e_0 and buf[pos + 1] < 0x80:
+        timestamp_delta = (timestamp_delta & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         timestamp_delta, pos = _read_uvarint64(buf, pos, e_0, "record.timestamp_delta")
     timestamp_delta = (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
@@ -199,6 +211,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     offset_delta = buf[pos]
     if offset_delta < 0x80:
         pos += 1
+    elif pos + 1 < e_0 and buf[pos + 1] < 0x80:
+        offset_delta = (offset_delta & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         offset_delta, pos = _read_uvarint32(buf, pos, e_0, "record.offset_delta")
     offset_delta = (offset_delta >> 1) ^ -(offset_delta & 1)
@@ -207,6 +222,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     n_key = buf[pos]
     if n_key < 0x80:
         pos += 1
+    elif pos + 1 < e_0 and buf[pos + 1] < 0x80:
+        n_key = (n_key & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         n_key, pos = _read_uvarint32(buf, pos, e_0, "record.key")
     n_key = (n_key >> 1) ^ -(n_key & 1)
@@ -227,6 +245,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     n_value = buf[pos]
     if n_value < 0x80:
         pos += 1
+    elif pos + 1 < e_0 and buf[pos + 1] < 0x80:
+        n_value = (n_value & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         n_value, pos = _read_uvarint32(buf, pos, e_0, "record.value")
     n_value = (n_value >> 1) ^ -(n_value & 1)
@@ -247,6 +268,9 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     n_headers = buf[pos]
     if n_headers < 0x80:
         pos += 1
+    elif pos + 1 < e_0 and buf[pos + 1] < 0x80:
+        n_headers = (n_headers & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
     else:
         n_headers, pos = _read_uvarint32(buf, pos, e_0, "record.headers")
     n_headers = (n_headers >> 1) ^ -(n_headers & 1)

@@ -1,0 +1,196 @@
+"""`make bench`: records/s for encode and decode, generated codec vs Construct backend vs kafka-python vs aiokafka.
+
+Workload (issue 2): 100-record v2 batches, 10-byte keys, 100-byte values, one header, each codec.
+Each figure is the median of several timed rounds in this one process, side by side.
+Decoding means reading every record's offset, timestamp, key, value and headers (kafka-python and aiokafka
+parse lazily, so the bench touches every field for all of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import aiokafka.record.default_records as aio
+import aiokafka.record.legacy_records as aio_legacy
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
+
+import kfmt
+from kfmt.api import get_format
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+N = 100
+
+
+def workload():
+    return [
+        (i, 1_700_000_000_000 + i, b"key-%06d" % i, bytes((i + j) % 256 for j in range(100)), [("trace", b"abcdefgh")])
+        for i in range(N)
+    ]
+
+
+def timeit(fn, rounds: int, min_time: float) -> float:
+    """Median records/s over ``rounds`` rounds of at least ``min_time`` seconds each."""
+    fn()  # warm up
+    rates = []
+    for _ in range(rounds):
+        n = 0
+        t0 = time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            dt = time.perf_counter() - t0
+            if dt >= min_time:
+                break
+        rates.append(n * N / dt)
+    return statistics.median(rates)
+
+
+def v2_peers(codec: str, recs):
+    mod = get_format("kafka_v2")
+    con = __import__("generated.kafka_v2.construct", fromlist=["x"])
+    ours_records = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs]
+
+    def enc_codec():
+        return mod.encode(mod.Batch(codec=codec, records=ours_records))
+
+    def enc_construct():
+        return con.encode(mod.Batch(codec=codec, records=ours_records))
+
+    def enc_kp():
+        b = DefaultRecordBatchBuilder(2, CODECS[codec], False, -1, -1, -1, 1 << 22)
+        for off, ts, k, v, h in recs:
+            b.append(off, ts, k, v, h)
+        return bytes(b.build())
+
+    def enc_aio():
+        b = aio.DefaultRecordBatchBuilder(2, CODECS[codec], False, -1, -1, -1, 1 << 22)
+        for off, ts, k, v, h in recs:
+            b.append(off, ts, k, v, h)
+        return bytes(b.build())
+
+    data = enc_codec()
+    kp_data = enc_kp()  # kafka-python may skip compression that does not shrink; decode its own bytes
+
+    def touch(records):
+        for r in records:
+            r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+
+    def dec_codec():
+        touch(mod.decode(data).records)
+
+    def dec_construct():
+        touch(con.decode(data).records)
+
+    def dec_kp():
+        touch(DefaultRecordBatch(kp_data))
+
+    def dec_aio():
+        touch(aio.DefaultRecordBatch(kp_data))
+
+    return {
+        "kfmt codec": (enc_codec, dec_codec),
+        "kfmt construct": (enc_construct, dec_construct),
+        "kafka-python": (enc_kp, dec_kp),
+        "aiokafka": (enc_aio, dec_aio),
+    }
+
+
+def legacy_peers(magic: int, codec: str, recs):
+    fmt = f"kafka_v{magic}"
+    try:
+        mod = get_format(fmt)
+    except kfmt.CodecError:
+        return None
+    con = __import__(f"generated.{fmt}.construct", fromlist=["x"])
+    ours_records = [kfmt.Record(key=k, value=v, timestamp=ts if magic else None) for _, ts, k, v, _ in recs]
+
+    def enc_codec():
+        return kfmt.encode_batch(ours_records, magic=magic, codec=codec)
+
+    def enc_construct():
+        return kfmt.api.encode_legacy_with(con, ours_records, magic=magic, codec=codec)
+
+    def enc_kp():
+        b = LegacyRecordBatchBuilder(magic, CODECS[codec], 1 << 22)
+        for off, ts, k, v, _ in recs:
+            b.append(off, ts if magic else None, k, v)
+        return bytes(b.build())
+
+    def enc_aio():
+        b = aio_legacy.LegacyRecordBatchBuilder(magic, CODECS[codec], 1 << 22)
+        for off, ts, k, v, _ in recs:
+            b.append(off, ts if magic else None, k, v)
+        return bytes(b.build())
+
+    kp_data = enc_kp()
+
+    def dec_codec():
+        for b in kfmt.read_batches(kp_data):
+            for r in b.records:
+                r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+
+    def dec_construct():
+        for b in kfmt.api.read_batches_with(con, kp_data):
+            for r in b.records:
+                r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+
+    def dec_kp():
+        for r in LegacyRecordBatch(kp_data, magic):
+            r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+
+    def dec_aio():
+        for r in aio_legacy.LegacyRecordBatch(kp_data, magic):
+            r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
+
+    return {
+        "kfmt codec": (enc_codec, dec_codec),
+        "kfmt construct": (enc_construct, dec_construct),
+        "kafka-python": (enc_kp, dec_kp),
+        "aiokafka": (enc_aio, dec_aio),
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per figure (median reported)")
+    p.add_argument("--min-time", type=float, default=0.2, help="seconds per round")
+    p.add_argument("--magics", default="2,1,0", help="which magics to bench")
+    args = p.parse_args(argv)
+    recs = workload()
+    print(f"# kfmt bench: {N}-record batches, 10-byte keys, 100-byte values, one header (v2); "
+          f"median of {args.rounds} rounds, records/s")  # fmt: skip
+    print(f"python {sys.version.split()[0]}\n")
+    summary = []
+    for magic in [int(m) for m in args.magics.split(",")]:
+        codecs = list(CODECS) if magic == 2 else [c for c in CODECS if c != "zstd"]
+        for codec in codecs:
+            peers = v2_peers(codec, recs) if magic == 2 else legacy_peers(magic, codec, recs)
+            if peers is None:
+                continue
+            print(f"## magic {magic}, codec {codec}")
+            print(f"| {'implementation':16} | {'encode rec/s':>13} | {'decode rec/s':>13} |")
+            print(f"|{'-' * 18}|{'-' * 15}|{'-' * 15}|")
+            rates = {}
+            for name, (enc, dec) in peers.items():
+                e = timeit(enc, args.rounds, args.min_time)
+                d = timeit(dec, args.rounds, args.min_time)
+                rates[name] = (e, d)
+                print(f"| {name:16} | {e:13,.0f} | {d:13,.0f} |", flush=True)
+            ke, kd = rates["kfmt codec"]
+            pe, pd = rates["kafka-python"]
+            print(f"\nkfmt codec vs kafka-python: encode {ke / pe:.2f}x, decode {kd / pd:.2f}x\n")
+            summary.append((magic, codec, ke / pe, kd / pd))
+    print("## summary: kfmt codec / kafka-python (records/s ratio)")
+    print("| magic | codec  | encode | decode |")
+    print("|-------|--------|--------|--------|")
+    for magic, codec, e, d in summary:
+        print(f"| {magic}     | {codec:6} | {e:5.2f}x | {d:5.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
