@@ -376,7 +376,10 @@ class Builder:
             fmt = ">" + "".join(PRIMITIVES[x.type][0] for x in run)
             size = _struct.calcsize(fmt)
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
-            dec.append(Op("run", depth, dict(const=const, size=size, names=[x.name for x in run], end=end, path=path)))
+            signed1 = len(run) == 1 and run[0].type == "int8"
+            dec.append(
+                Op("run", depth, dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1))
+            )
             for x in run:
                 post_decode(x)
             run = []
@@ -668,7 +671,15 @@ class Builder:
                 if x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
                     marks.append((f"q_{x.name}", off))
                 off += PRIMITIVES[x.type][1]
-            ops.append(Op("run", depth, dict(const=const, values=values, out=out, marks=marks)))
+            byte = len(run) == 1 and run[0].type in ("int8", "uint8") and not marks
+            ops.append(
+                Op(
+                    "run",
+                    depth,
+                    dict(const=const, values=values, out=out, marks=marks, byte=byte, byte_type=run[0].type,
+                         byte_max=127 if run[0].type == "int8" else 255, path=f"{path}.{run[0].name}"),
+                )
+            )  # fmt: skip
             run = []
 
         for i, f in enumerate(st.fields):
@@ -685,10 +696,11 @@ class Builder:
                 ops.append(Op("crc_append", depth, dict(func=f.derive.func, start=f"p_{f.derive.target}", out=out,
                                                          const=self.const(">I", f"{f.name} => uint32"))))  # fmt: skip
             elif is_varint_len:
-                body = f"body_{len(regions)}"
-                ops.append(Op("assign", depth, dict(name=body, expr="bytearray()")))
+                # reserve one byte for the length, write the fields after it, then patch (or widen) it
+                body = f"q_{f.name}"
+                ops.append(Op("mark", depth, dict(var=body, out=out)))
+                ops.append(Op("assign", depth, dict(name=f"{out}.append", expr=None, call="0")))
                 regions.append(dict(kind="varint", field=f.name, vkind=f.type, body=body, parent=out))
-                out = body
             elif k == "int":
                 if f.derive and f.derive.func == "length_of":
                     regions.append(dict(kind="fixed", field=f.name, start=f"p_{f.derive.target}", out=out,

@@ -43,6 +43,14 @@ def _crc32(data):
     return _zlib.crc32(data) & 0xFFFFFFFF
 
 
+class _Fallback(Exception):
+    """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
+
+
+# zigzag value of every one-byte varint
+_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
+
+
 _S0 = _struct.Struct(">hh")  # version => int16, control_type => int16
 _S1 = _struct.Struct(">b")  # attributes => int8
 _S2 = _struct.Struct(">qi")  # base_offset => int64, batch_length => int32
@@ -120,6 +128,51 @@ def _decode_header(buf, pos, end, opts):
     return (key, value), pos
 
 
+def _fdecode_header(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    n_key = buf[pos]
+    if n_key < 0x80:
+        pos += 1
+        n_key = _ZZ[n_key]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            n_key = (n_key & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            n_key, pos = _read_uvarint32(buf, pos, end, "header.key")
+        n_key = (n_key >> 1) ^ -(n_key & 1)
+
+    if n_key < 0:
+        raise _Fallback
+    else:
+        if n_key > opts.max_bytes:
+            raise _Fallback
+        key = str(buf[pos : pos + n_key], "utf-8", "surrogateescape")
+        pos += n_key
+    n_value = buf[pos]
+    if n_value < 0x80:
+        pos += 1
+        n_value = _ZZ[n_value]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            n_value = (n_value & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            n_value, pos = _read_uvarint32(buf, pos, end, "header.value")
+        n_value = (n_value >> 1) ^ -(n_value & 1)
+
+    if n_value < 0:
+        value = None
+    else:
+        if n_value > opts.max_bytes:
+            raise _Fallback
+        value = buf[pos : pos + n_value]
+        pos += n_value
+    return (key, value), pos
+
+
 def _encode_header(obj, out, index):
     """Append one header to out."""
     key = obj[0]
@@ -131,6 +184,10 @@ def _encode_header(obj, out, index):
         n_ = len(key)
         if -64 <= n_ < 64:
             out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        elif -8192 <= n_ < 8192:
+            z_ = (n_ << 1) ^ (n_ >> 63)
+            out.append((z_ & 0x7F) | 0x80)
+            out.append(z_ >> 7)
         else:
             _write_varint(out, n_, "header.key")
 
@@ -141,6 +198,10 @@ def _encode_header(obj, out, index):
         n_ = len(value)
         if -64 <= n_ < 64:
             out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        elif -8192 <= n_ < 8192:
+            z_ = (n_ << 1) ^ (n_ >> 63)
+            out.append((z_ & 0x7F) | 0x80)
+            out.append(z_ >> 7)
         else:
             _write_varint(out, n_, "header.value")
 
@@ -151,6 +212,16 @@ def _decode_control_key(buf, pos, end, opts):
     """Decode one control_key from buf[pos:end]; returns (value, next position)."""
     if end - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {end - pos} left", offset=pos, path="control_key")
+    (
+        version,
+        control_type,
+    ) = _S0.unpack_from(buf, pos)
+    pos += 4
+    return (version, control_type), pos
+
+
+def _fdecode_control_key(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
     (
         version,
         control_type,
@@ -319,6 +390,141 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     ), pos
 
 
+def _fdecode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    length = buf[pos]
+    if length < 0x80:
+        pos += 1
+        length = _ZZ[length]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            length = (length & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            length, pos = _read_uvarint32(buf, pos, end, "record.length")
+        length = (length >> 1) ^ -(length & 1)
+    p_attributes = pos
+    e_0 = p_attributes + length
+    if length < 6 or e_0 > end:
+        raise _Fallback
+    attributes = buf[pos]
+    if attributes > 127:
+        attributes -= 256
+    pos += 1
+    timestamp_delta = buf[pos]
+    if timestamp_delta < 0x80:
+        pos += 1
+        timestamp_delta = _ZZ[timestamp_delta]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            timestamp_delta = (timestamp_delta & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            timestamp_delta, pos = _read_uvarint64(buf, pos, e_0, "record.timestamp_delta")
+        timestamp_delta = (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
+    offset_delta = buf[pos]
+    if offset_delta < 0x80:
+        pos += 1
+        offset_delta = _ZZ[offset_delta]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            offset_delta = (offset_delta & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            offset_delta, pos = _read_uvarint32(buf, pos, e_0, "record.offset_delta")
+        offset_delta = (offset_delta >> 1) ^ -(offset_delta & 1)
+    n_key = buf[pos]
+    if n_key < 0x80:
+        pos += 1
+        n_key = _ZZ[n_key]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            n_key = (n_key & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            n_key, pos = _read_uvarint32(buf, pos, e_0, "record.key")
+        n_key = (n_key >> 1) ^ -(n_key & 1)
+
+    if n_key < 0:
+        key = None
+    else:
+        if n_key > opts.max_bytes:
+            raise _Fallback
+        key = buf[pos : pos + n_key]
+        pos += n_key
+    n_value = buf[pos]
+    if n_value < 0x80:
+        pos += 1
+        n_value = _ZZ[n_value]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            n_value = (n_value & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            n_value, pos = _read_uvarint32(buf, pos, e_0, "record.value")
+        n_value = (n_value >> 1) ^ -(n_value & 1)
+
+    if n_value < 0:
+        value = None
+    else:
+        if n_value > opts.max_bytes:
+            raise _Fallback
+        value = buf[pos : pos + n_value]
+        pos += n_value
+    n_headers = buf[pos]
+    if n_headers < 0x80:
+        pos += 1
+        n_headers = _ZZ[n_headers]
+    else:
+        x_ = buf[pos + 1]
+        if x_ < 0x80:
+            n_headers = (n_headers & 0x7F) | (x_ << 7)
+            pos += 2
+        else:
+            n_headers, pos = _read_uvarint32(buf, pos, e_0, "record.headers")
+        n_headers = (n_headers >> 1) ^ -(n_headers & 1)
+
+    if n_headers < 0:
+        raise _InvalidValueError(f"negative count {n_headers}", offset=pos, path="record.headers")
+    if n_headers > opts.max_headers:
+        raise _LimitExceededError(
+            f"count {n_headers} exceeds the limit of {opts.max_headers}", offset=pos, path="record.headers"
+        )
+    if n_headers * 2 > e_0 - pos:
+        raise _InvalidValueError(
+            f"count {n_headers} needs at least {n_headers * 2} bytes, {e_0 - pos} left",
+            offset=pos,
+            path="record.headers",
+        )
+    headers = []
+    append_headers = headers.append
+    for _ in range(n_headers):
+        item_, pos = _fdecode_header(buf, pos, e_0, opts)
+        append_headers(item_)
+    if pos != e_0:
+        raise _Fallback
+    timestamp = (
+        max_timestamp
+        if timestamp_type == 1
+        else ((base_timestamp + timestamp_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+    )
+    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+    if is_control:
+        if key is None or len(key) < 4:
+            raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
+        control, _ = _decode_control_key(key, 0, len(key), opts)
+    else:
+        control = None
+    return Record(
+        length, attributes, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control
+    ), pos
+
+
 def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
     """Append one record to out."""
     attributes = getattr(obj, "attributes", 0)
@@ -332,51 +538,77 @@ def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_typ
         timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
     )
     offset_delta = offset - base_offset if offset is not None else index
-    body_0 = bytearray()
-    body_0 += _S1.pack(attributes)
+    q_length = len(out)
+    out.append(0)
+    if -128 <= attributes <= 127:
+        out.append(attributes & 0xFF)
+    else:
+        raise _InvalidValueError(f"{attributes} does not fit int8", path="record.attributes")
     if -64 <= timestamp_delta < 64:
-        body_0.append(((timestamp_delta << 1) ^ (timestamp_delta >> 63)) & 0x7F)
+        out.append(((timestamp_delta << 1) ^ (timestamp_delta >> 63)) & 0x7F)
+    elif -8192 <= timestamp_delta < 8192:
+        z_ = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
+        out.append((z_ & 0x7F) | 0x80)
+        out.append(z_ >> 7)
     else:
-        _write_varlong(body_0, timestamp_delta, "record.timestamp_delta")
+        _write_varlong(out, timestamp_delta, "record.timestamp_delta")
     if -64 <= offset_delta < 64:
-        body_0.append(((offset_delta << 1) ^ (offset_delta >> 63)) & 0x7F)
+        out.append(((offset_delta << 1) ^ (offset_delta >> 63)) & 0x7F)
+    elif -8192 <= offset_delta < 8192:
+        z_ = (offset_delta << 1) ^ (offset_delta >> 63)
+        out.append((z_ & 0x7F) | 0x80)
+        out.append(z_ >> 7)
     else:
-        _write_varint(body_0, offset_delta, "record.offset_delta")
+        _write_varint(out, offset_delta, "record.offset_delta")
     if key is None:
-        body_0.append(1)
+        out.append(1)
     else:
         n_ = len(key)
         if -64 <= n_ < 64:
-            body_0.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        elif -8192 <= n_ < 8192:
+            z_ = (n_ << 1) ^ (n_ >> 63)
+            out.append((z_ & 0x7F) | 0x80)
+            out.append(z_ >> 7)
         else:
-            _write_varint(body_0, n_, "record.key")
+            _write_varint(out, n_, "record.key")
 
-        body_0 += key
+        out += key
     if value is None:
-        body_0.append(1)
+        out.append(1)
     else:
         n_ = len(value)
         if -64 <= n_ < 64:
-            body_0.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        elif -8192 <= n_ < 8192:
+            z_ = (n_ << 1) ^ (n_ >> 63)
+            out.append((z_ & 0x7F) | 0x80)
+            out.append(z_ >> 7)
         else:
-            _write_varint(body_0, n_, "record.value")
+            _write_varint(out, n_, "record.value")
 
-        body_0 += value
+        out += value
     n_ = len(headers)
     if -64 <= n_ < 64:
-        body_0.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+    elif -8192 <= n_ < 8192:
+        z_ = (n_ << 1) ^ (n_ >> 63)
+        out.append((z_ & 0x7F) | 0x80)
+        out.append(z_ >> 7)
     else:
-        _write_varint(body_0, n_, "record.headers")
+        _write_varint(out, n_, "record.headers")
 
     for index_, item_ in enumerate(headers):
-        _encode_header(item_, body_0, index_)
-    n_ = len(body_0)
-    if -64 <= n_ < 64:
-        out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
+        _encode_header(item_, out, index_)
+    n_ = len(out) - q_length - 1
+    if 0 <= n_ < 64:
+        out[q_length] = n_ << 1
+    elif n_ < 8192:
+        out[q_length : q_length + 1] = (((n_ << 1) & 0x7F) | 0x80, n_ >> 6)
     else:
-        _write_varint(out, n_, "record.length")
-
-    out += body_0
+        tmp_ = bytearray()
+        _write_varint(tmp_, n_, "record.length")
+        out[q_length : q_length + 1] = tmp_
 
 
 def _decode_batch(buf, pos, end, opts):
@@ -470,6 +702,7 @@ def _decode_batch(buf, pos, end, opts):
                     append_records(item_)
             except _CodecError as exc:
                 raise exc.within("batch.records", i_records, "record") from None
+
         except _CodecError as exc:
             raise exc.in_stream(codec, pos) from None
         if dpos != dend:
@@ -497,6 +730,7 @@ def _decode_batch(buf, pos, end, opts):
                 append_records(item_)
         except _CodecError as exc:
             raise exc.within("batch.records", i_records, "record") from None
+
     if not n_records:
         pos = e_0
     if pos != e_0:
@@ -505,6 +739,125 @@ def _decode_batch(buf, pos, end, opts):
             offset=pos,
             path="batch.batch_length",
         )
+    return Batch(
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        magic,
+        crc,
+        codec,
+        timestamp_type,
+        is_transactional,
+        is_control,
+        has_delete_horizon,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        num_records,
+        records,
+    ), pos
+
+
+def _fdecode_batch(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    (
+        base_offset,
+        batch_length,
+    ) = _S2.unpack_from(buf, pos)
+    pos += 12
+    p_partition_leader_epoch = pos
+    e_0 = p_partition_leader_epoch + batch_length
+    if batch_length < 49 or e_0 > end:
+        raise _Fallback
+    (
+        partition_leader_epoch,
+        magic,
+        crc,
+    ) = _S3.unpack_from(buf, pos)
+    pos += 9
+    if magic != 2:
+        raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="batch.magic")
+    p_attributes = pos
+    if opts.verify_crc:
+        crc_ = _crc32c(buf[p_attributes:e_0])
+        if crc_ != crc:
+            raise _ChecksumError(
+                f"stored crc32c {crc:#010x} != computed {crc_:#010x} (corrupt data)",
+                offset=p_attributes,
+                path="batch.crc",
+            )
+    (
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        num_records,
+    ) = _S4.unpack_from(buf, pos)
+    pos += 40
+    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    if codec is None:
+        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="batch.attributes")
+    timestamp_type = (attributes & 8) >> 3
+    is_transactional = (attributes & 16) != 0
+    is_control = (attributes & 32) != 0
+    has_delete_horizon = (attributes & 64) != 0
+    n_records = num_records
+    if n_records < 0:
+        raise _InvalidValueError(f"negative count {n_records}", offset=pos, path="batch.records")
+    if n_records > opts.max_records:
+        raise _LimitExceededError(
+            f"count {n_records} exceeds the limit of {opts.max_records}", offset=pos, path="batch.records"
+        )
+    if codec != "none" and n_records:
+        data_ = _decompress(codec, buf[pos:e_0], MAGIC, opts, offset=pos, path="batch.records")
+        dpos = 0
+        dend = len(data_)
+        if n_records * 7 > dend - dpos:
+            raise _InvalidValueError(
+                f"count {n_records} needs at least {n_records * 7} bytes, {dend - dpos} left",
+                offset=dpos,
+                path="batch.records",
+            )
+        records = []
+        append_records = records.append
+        for _ in range(n_records):
+            item_, dpos = _fdecode_record(
+                data_, dpos, dend, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+            )
+            append_records(item_)
+
+        if dpos != dend:
+            raise _InvalidValueError(
+                f"{dend - dpos} bytes remain after the last element of the decompressed stream",
+                offset=pos,
+                path="batch.records",
+            )
+        pos = e_0
+    else:
+        if n_records * 7 > e_0 - pos:
+            raise _InvalidValueError(
+                f"count {n_records} needs at least {n_records * 7} bytes, {e_0 - pos} left",
+                offset=pos,
+                path="batch.records",
+            )
+        records = []
+        append_records = records.append
+        for _ in range(n_records):
+            item_, pos = _fdecode_record(
+                buf, pos, e_0, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+            )
+            append_records(item_)
+
+    if not n_records:
+        pos = e_0
+    if pos != e_0:
+        raise _Fallback
     return Batch(
         base_offset,
         batch_length,
@@ -598,6 +951,12 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
     """Decode one batch at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
     if end is None:
         end = len(buf)
+    try:
+        value, npos = _fdecode_batch(buf, pos, end, opts)
+        if npos <= end:
+            return value, npos
+    except Exception:  # noqa: BLE001 - anything unusual: the checked decoder below says what and where
+        pass
     try:
         return _decode_batch(buf, pos, end, opts)
     except _CodecError:

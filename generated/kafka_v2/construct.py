@@ -216,7 +216,6 @@ def _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base
         timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
     )
     offset_delta = offset - base_offset if offset is not None else index
-    body_0 = bytearray()
     return {
         "_g0": {
             "attributes": attributes,
