@@ -3,5 +3,7 @@
 """Generated codecs, one subpackage per schema file in schemas/."""
 
 FORMATS = {
+    "kafka_v0": "Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message.",
+    "kafka_v1": "Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31).",
     "kafka_v2": "Kafka's v2 record batch (magic 2, Kafka 0.11 and later), with records and headers.",
 }

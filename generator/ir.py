@@ -52,6 +52,9 @@ class StructIR:
     result: str  # expression building the decoded value
     path: str
     post_ops: list[Op] = field(default_factory=list)  # logical values and views, computed after the wire fields
+    init_extra: list = field(default_factory=list)  # (slot, expr): base-class slots the format has no field for
+    dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
+    enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
     construct: dict = field(default_factory=dict)  # Construct backend layout (generator/construct_backend.py)
 
 
@@ -132,6 +135,12 @@ class Builder:
                 if v.as_ not in self.s.structs:
                     raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
                 visit(v.as_)
+            for f in st.fields:
+                if f.wraps:
+                    if f.wraps.as_ not in self.s.structs:
+                        raise _err(self.s, st, f, f"wraps: unknown struct {f.wraps.as_!r}")
+                    if f.wraps.as_ != name:  # a wrapper may hold its own kind, depth-limited at run time
+                        visit(f.wraps.as_)
             stack.pop()
             order.append(name)
 
@@ -147,6 +156,7 @@ class Builder:
                 names.add(f.derive.target)
         names.update(v.name for v in st.views)
         names.update(n for n, _ in st.logical)
+        names.update(f.wraps.field for f in st.fields if f.wraps)
         return names
 
     def _check_refs(self):
@@ -176,6 +186,8 @@ class Builder:
                         raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
                 elif f.count or f.compressed_by:
                     raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
+                if f.wraps and k != "blob":
+                    raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
                 if f.bits and k != "int":
                     raise _err(self.s, st, f, "'bits' apply to fixed-width integers only")
                 for b in f.bits:
@@ -230,6 +242,13 @@ class Builder:
         for v in st.views:
             if v.when:
                 add(v.when.field)
+        for f in st.fields:
+            if f.wraps:
+                add(f.wraps.when.field)
+                add(f.wraps.compressed_by)
+                add(f.wraps.timestamp_field)
+                if f.wraps.timestamps_when:
+                    add(f.wraps.timestamps_when.field)
         for _, terms in st.logical:
             for t in terms:
                 add(t)
@@ -353,6 +372,12 @@ class Builder:
                 model.append((f.derive.target, "None"))
         for v in st.views:
             model.append((v.name, "None"))
+        wrapped_by = self.wrapped_by(name)
+        for f in st.fields:
+            if f.wraps:
+                model.append((f.wraps.field, "None"))
+        if wrapped_by and wrapped_by.timestamp_field:
+            model.append((f"wire_{wrapped_by.timestamp_field}", "None"))
 
         # ---- decode ops
         regions: list[tuple[str, str]] = []  # (end var, length field)
@@ -472,6 +497,11 @@ class Builder:
             dec.append(Op("region_end", 0, dict(end=end_var, length=length, path=f"{path}.{length}")))
         # logical values computed from deltas, and views
         first_post = len(dec)
+        if wrapped_by and wrapped_by.timestamp_field:
+            dec.append(Op("assign", 0, dict(name=f"wire_{wrapped_by.timestamp_field}", expr="None")))
+        for f in st.fields:
+            if f.wraps:
+                dec.append(Op("wraps", 0, self.wraps_attrs(st, f, path)))
         for f in st.fields:
             d = f.derive
             if d and d.func == "delta_of":
@@ -525,6 +555,52 @@ class Builder:
             result=result,
             path=path,
             post_ops=post_ops,
+            init_extra=[
+                (slot, "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"))
+                for slot in base
+                if slot not in [m for m, _ in model]
+            ],
+            dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
+            enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
+        )
+
+    def wrapped_by(self, name: str):
+        """The Wraps that holds struct ``name`` as inner entries, if any."""
+        for st in self.s.structs.values():
+            for f in st.fields:
+                if f.wraps and f.wraps.as_ == name:
+                    return f.wraps
+        return None
+
+    def wraps_attrs(self, st: Struct, f: Field, path: str) -> dict:
+        w = f.wraps
+        inner = self.s.structs[w.as_]
+        # Kafka drops a truncated inner tail: an entry is complete when its first length field fits
+        off = 0
+        hdr = None
+        for x in inner.fields:
+            if x.derive and x.derive.func == "length_of" and self.kind(x) == "int" and not x.if_:
+                hdr = dict(len_off=off, len_const=self.const(">" + PRIMITIVES[x.type][0], f"{x.name} => {x.type}"),
+                           start=off + PRIMITIVES[x.type][1])  # fmt: skip
+                break
+            if self.kind(x) != "int" or x.if_:
+                break
+            off += PRIMITIVES[x.type][1]
+        if hdr is None:
+            raise _err(self.s, st, f, "wraps: the inner struct must start with fixed fields and a length field")
+        return dict(
+            value=f.name,
+            field=w.field,
+            elem=w.as_,
+            cond=self.cond_expr(w.when),
+            codec=w.compressed_by,
+            relative=w.offsets == "relative_to_last",
+            offset=w.offset_field,
+            ts_field=w.timestamp_field,
+            ts_cond=self.cond_expr(w.timestamps_when) if w.timestamps_when else None,
+            path=f"{path}.{f.name}",
+            magic=self.s.magic if self.s.magic is not None else 2,
+            **hdr,
         )
 
     def field_default(self, f: Field) -> str:
@@ -612,6 +688,18 @@ class Builder:
             else:
                 ops.append(Op("load", 0, dict(name=f.name, attr=f.name, obj=st.repr, base=f.name in base,
                                               index=self._tuple_index(st, f.name), default=self.field_default(f))))  # fmt: skip
+        for f in st.fields:
+            if f.wraps:
+                ops.append(Op("load", 0, dict(name=f.wraps.field, attr=f.wraps.field, obj=st.repr, base=False,
+                                              index=None, default="None")))  # fmt: skip
+        wb = self.wrapped_by(st.name)
+        if wb:
+            o = wb.offset_field
+            ops.append(Op("assign", 0, dict(name=o, expr=f"{o} - rebase_ if {o} is not None else index")))
+            if wb.timestamp_field:
+                t = wb.timestamp_field
+                ops.append(Op("assign", 0, dict(
+                    name=t, expr=f"obj.wire_{t} if restamp_ and getattr(obj, 'wire_{t}', None) is not None else {t}")))  # fmt: skip
         # 2. derived values known before writing
         for f in st.fields:
             d = f.derive
@@ -715,6 +803,8 @@ class Builder:
             elif k == "varint":
                 ops.append(Op("varint", depth, dict(value=f.name, vkind=f.type, out=out, path=f"{path}.{f.name}")))
             elif k == "blob":
+                if f.wraps:
+                    ops.append(Op("wraps_enc", depth, self.wraps_attrs(st, f, path)))
                 ops.append(Op("blob", depth, dict(self.blob_attrs(st, i, f, "end", path), value=f.name, out=out)))
             elif k == "array":
                 a = self.array_attrs(st, i, f, "end", path, [])

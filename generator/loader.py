@@ -31,7 +31,8 @@ PRIMITIVES = {
 }
 VARINTS = ("varint", "varlong", "uvarint")
 BLOBS = ("bytes", "string")
-ROLES = ("batch", "record", "struct")
+ROLES = ("batch", "record", "message", "struct")
+OFFSET_MODES = ("absolute", "relative_to_last")
 REPRS = ("object", "tuple")
 DERIVE_FUNCS = ("length_of", "count_of", "crc32", "crc32c", "last_of", "first_of", "max_of", "delta_of")
 COMPARATORS = ("eq", "ne", "ge", "gt", "le", "lt")
@@ -192,6 +193,20 @@ class Derive:
 
 
 @dataclass(frozen=True)
+class Wraps:
+    """A bytes field that, when ``when`` holds, is a compressed set of ``as_`` entries (a wrapper message)."""
+
+    field: str  # name of the decoded list in the model
+    as_: str
+    when: Cond
+    compressed_by: str
+    offsets: str = "absolute"
+    offset_field: str = "offset"
+    timestamp_field: str | None = None  # inner timestamps replaced by this wrapper field...
+    timestamps_when: Cond | None = None  # ...under this condition
+
+
+@dataclass(frozen=True)
 class Field:
     name: str
     type: str  # primitive, varint kind, bytes/string, or a struct name
@@ -209,6 +224,7 @@ class Field:
     compressed_by: str | None = None
     if_: Cond | None = None
     max: int | None = None
+    wraps: Wraps | None = None
 
 
 @dataclass(frozen=True)
@@ -264,7 +280,7 @@ _TOP_KEYS = {
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
     "count": str, "default": (int, str, bool), "const": int, "derive": dict, "bits": list,
-    "compressed_by": str, "if": dict, "max": int,
+    "compressed_by": str, "if": dict, "max": int, "wraps": dict,
 }  # fmt: skip
 _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}
 _STRUCT_KEYS = {
@@ -336,6 +352,31 @@ def _derive(loc: _Located, ctx: _Ctx) -> Derive:
     )
 
 
+def _wraps(loc: _Located, ctx: _Ctx) -> Wraps:
+    keys = {"field": str, "as": str, "when": dict, "compressed_by": str, "offsets": str, "offset_field": str,
+            "timestamps": dict}  # fmt: skip
+    m = _mapping(loc, ctx, keys, required=("field", "as", "when", "compressed_by"))
+    offsets = m["offsets"].value if "offsets" in m else "absolute"
+    if offsets not in OFFSET_MODES:
+        raise ctx.sub("offsets", m["offsets"]).error(f"unknown offsets mode {offsets!r}{_suggest(offsets, OFFSET_MODES)}")
+    ts_field = ts_when = None
+    if "timestamps" in m:
+        tc = ctx.sub("timestamps", m["timestamps"])
+        tm = _mapping(m["timestamps"], tc, {"replaced_by": str, "when": dict}, required=("replaced_by", "when"))
+        ts_field = _ident(tm["replaced_by"].value, tc.sub("replaced_by", tm["replaced_by"]), "field reference")
+        ts_when = _cond(tm["when"], tc.sub("when", tm["when"]))
+    return Wraps(
+        field=_ident(m["field"].value, ctx.sub("field", m["field"])),
+        as_=_ident(m["as"].value, ctx.sub("as", m["as"]), "struct reference"),
+        when=_cond(m["when"], ctx.sub("when", m["when"])),
+        compressed_by=_ident(m["compressed_by"].value, ctx.sub("compressed_by", m["compressed_by"]), "field reference"),
+        offsets=offsets,
+        offset_field=_ident(m["offset_field"].value, ctx, "field reference") if "offset_field" in m else "offset",
+        timestamp_field=ts_field,
+        timestamps_when=ts_when,
+    )
+
+
 def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
     m = _mapping(loc, ctx, _FIELD_KEYS, required=("name", "type"))
     name = _ident(m["name"].value, ctx.sub("name", m["name"]))
@@ -385,6 +426,7 @@ def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
         compressed_by=get.get("compressed_by"),
         if_=_cond(m["if"], ctx.sub("if", m["if"])) if "if" in m else None,
         max=_int(props["max"], ctx, 0, 2**31 - 1) if "max" in props else None,
+        wraps=_wraps(m["wraps"], ctx.sub("wraps", m["wraps"])) if "wraps" in m else None,
     )
 
 
@@ -610,7 +652,7 @@ def wire_fingerprint(schema: Schema) -> str:
     """sha256 of the wire-relevant canonical form (docs and original names stripped)."""
 
     def strip(o):
-        if isinstance(o, (Struct, Field, Bit, Derive, Cond, View, Enum)):
+        if isinstance(o, (Struct, Field, Bit, Derive, Cond, View, Enum, Wraps)):
             d = {k: strip(v) for k, v in o.__dict__.items() if k not in ("doc", "orig_name", "line")}
             return d
         if isinstance(o, (list, tuple)):

@@ -46,10 +46,12 @@ def _pydoc(text) -> str:
 def _base_model_info():
     from kfmt.runtime import model
 
-    slots = {"record": tuple(model.Record.__slots__), "batch": (), "struct": ()}
+    batch_attrs = tuple(k for k in vars(model.Batch) if not k.startswith("_") and not callable(getattr(model.Batch, k)))
+    slots = {"record": tuple(model.Record.__slots__), "message": tuple(model.Record.__slots__), "batch": (), "struct": ()}
     attrs = {
-        "batch": tuple(k for k in vars(model.Batch) if not k.startswith("_") and not callable(getattr(model.Batch, k))),
+        "batch": batch_attrs,
         "record": tuple(model.Record.__slots__),
+        "message": tuple(model.Record.__slots__) + batch_attrs,
     }
     return slots, attrs
 

@@ -143,12 +143,53 @@ def encode_batch(
                 control=r.control,
             )
         recs.append(r)
+    if mod.ROLE == "message":
+        return _encode_message_set(mod, recs, codec, batch_fields)
     try:
-        batch = mod.Batch(records=recs, codec=codec, **batch_fields)
+        batch = mod.ROOT(records=recs, codec=codec, **batch_fields)
     except TypeError as e:
-        allowed = ", ".join(f for f in mod.Batch._fields if f != "records")
+        allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
         raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
     return mod.encode(batch)
+
+
+def _encode_message_set(mod, recs: list[Record], codec: str, fields: dict) -> bytes:
+    """Legacy-shaped formats (role ``message``): one message per record, or one compressed wrapper.
+
+    As Kafka's MemoryRecordsBuilder: inner offsets base..base+n-1, the wrapper takes the last
+    offset, a null key, and (CreateTime) the largest inner timestamp.
+    """
+    fields = dict(fields)
+    base = fields.pop("base_offset", 0)
+    timestamp_type = fields.pop("timestamp_type", 0)
+    has_ts = "timestamp" in mod.ROOT._fields
+    has_tt = "timestamp_type" in mod.ROOT._fields
+    if fields:
+        raise InvalidValueError(
+            f"magic {mod.MAGIC} has no batch field(s) {sorted(fields)} (no producer state, no leader epoch)",
+            path="batch",
+        )
+    if timestamp_type and not has_tt:
+        raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
+    extra = {"timestamp_type": timestamp_type} if has_tt else {}
+    msgs = []
+    for i, r in enumerate(recs):
+        if r.headers:
+            raise InvalidValueError(f"magic {mod.MAGIC} cannot carry record headers", path=f"records[{i}].headers")
+        kw = dict(offset=base + i, key=r.key, value=r.value, codec="none", **extra)
+        if has_ts:
+            if r.timestamp is not None and r.timestamp < -1:
+                raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
+            kw["timestamp"] = -1 if r.timestamp is None else r.timestamp
+        msgs.append(mod.ROOT(**kw))
+    if codec == "none":
+        return b"".join(mod.encode(m) for m in msgs)
+    if not msgs:
+        return b""
+    kw = dict(offset=base + len(msgs) - 1, key=None, value=None, codec=codec, messages=msgs, **extra)
+    if has_ts:
+        kw["timestamp"] = max(m.timestamp for m in msgs)
+    return mod.encode(mod.ROOT(**kw))
 
 
 def control_record(kind: str = "commit", *, coordinator_epoch: int = 0, timestamp: int | None = None) -> Record:

@@ -107,3 +107,48 @@ class Struct:
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
         return f"{type(self).__name__}({inner})"
+
+
+class Message(Record, Batch):
+    """A legacy (magic 0/1) log entry: a shallow message, or a compressed wrapper holding inner messages.
+
+    As a batch, its ``records`` are the inner messages of a wrapper, or the message itself.
+    Kafka reports a v0 message's timestamp as -1 and its timestamp type as None.
+    """
+
+    __slots__ = ()
+    _base_defaults = {"timestamp": -1, "headers": [], "control": None}
+
+    @property
+    def records(self):
+        inner = self.messages
+        return inner if inner is not None else [self]
+
+    @property
+    def base_offset(self):
+        inner = self.messages
+        return inner[0].offset if inner else self.offset
+
+    @property
+    def last_offset(self):
+        return self.offset
+
+    @property
+    def max_timestamp(self):
+        return self.timestamp
+
+    @property
+    def base_timestamp(self):
+        inner = self.messages
+        return inner[0].timestamp if inner else self.timestamp
+
+    def as_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self._fields if name != "messages"}
+        if self.messages is not None:
+            d["messages"] = [m.as_dict() for m in self.messages]
+        return d
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields if f != "messages")
+        n = "None" if self.messages is None else f"<{len(self.messages)}>"
+        return f"{type(self).__name__}({inner}, messages={n})"
