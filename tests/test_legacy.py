@@ -1,0 +1,166 @@
+"""Magic 0 and 1: vectors, kafka-python both ways, wrapper semantics, mixed logs."""
+
+import struct
+import zlib
+
+import pytest
+from conftest import backends, check_case, load_vectors
+from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
+
+import kfmt
+from kfmt.api import get_format, iter_entries
+from kfmt.runtime import compression
+
+LEGACY = ["kafka_v0", "kafka_v1"]
+
+
+@pytest.mark.parametrize("fmt", LEGACY)
+def test_spec_vectors_both_backends(fmt):
+    for vec in load_vectors(fmt):
+        for _, mod in backends(fmt):
+            check_case(mod, vec["bytes"], vec["batch"], vec["records"])
+
+
+def _kp_records(magic):
+    return [(i, (1700000000000 + i * 7) if magic else None, None if i % 3 == 0 else b"k%d" % i,
+             None if i % 4 == 1 else b"v" * (i * 11)) for i in range(12)]  # fmt: skip
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+def test_kafka_python_builder_to_our_reader(magic, codec):
+    b = LegacyRecordBatchBuilder(magic, ["none", "gzip", "snappy", "lz4"].index(codec), 1 << 22)
+    recs = _kp_records(magic)
+    for off, ts, k, v in recs:
+        b.append(off, ts, k, v)
+    data = bytes(b.build())
+    for _, mod in backends(f"kafka_v{magic}"):
+        batches = []
+        pos = 0
+        while pos < len(data):
+            m, pos = mod.decode_from(data, pos, len(data))
+            batches.append(m)
+        got = [(r.offset, r.timestamp, r.key, r.value) for bt in batches for r in bt.records]
+        assert got == [(o, -1 if t is None else t, k, v) for o, t, k, v in recs]
+        assert all(bt.codec == codec for bt in batches)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+def test_our_encoder_to_kafka_python_reader(magic, codec):
+    recs = _kp_records(magic)
+    data = kfmt.encode_batch(
+        [kfmt.Record(key=k, value=v, timestamp=t if t is not None else -1) for _, t, k, v in recs],
+        magic=magic, codec=codec, base_offset=1000,
+    )  # fmt: skip
+    got = []
+    for pos, end, m in iter_entries(data):
+        assert m == magic
+        entry = LegacyRecordBatch(data[pos:end], magic)
+        assert entry.validate_crc()
+        got += [(r.offset, r.timestamp, r.key, r.value) for r in entry]
+    assert got == [(1000 + o, t, k, v) for o, t, k, v in recs]
+
+
+def _message(magic, offset, value, *, attrs=0, key=None, ts=1700000000000):
+    body = struct.pack(">bb", magic, attrs) + (struct.pack(">q", ts) if magic else b"")
+    body += struct.pack(">i", -1 if key is None else len(key)) + (key or b"")
+    body += struct.pack(">i", -1 if value is None else len(value)) + (value or b"")
+    msg = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(msg)) + msg
+
+
+def test_v1_wrapper_relative_offsets_and_log_append_time():
+    """Spec 1.3 / 7.1: inner relative offsets 0, 1 under wrapper offset 101 -> 100, 101; LogAppendTime."""
+    inner = _message(1, 0, b"a", ts=5) + _message(1, 1, b"b", ts=6)
+    assert len(inner) == 70
+    wrapper = _message(1, 101, compression.compress("gzip", inner), attrs=0x01, ts=6)  # crafted, CRC computed
+    (b,) = kfmt.read_batches(wrapper)
+    assert [(r.offset, r.timestamp) for r in b.records] == [(100, 5), (101, 6)]
+    assert (b.base_offset, b.last_offset, b.codec) == (100, 101, "gzip")
+    lat = _message(1, 101, compression.compress("gzip", inner), attrs=0x09, ts=999)
+    for _, mod in backends("kafka_v1"):
+        b = mod.decode(lat)
+        assert [(r.offset, r.timestamp) for r in b.records] == [(100, 999), (101, 999)]
+        assert b.timestamp_type == 1
+        assert mod.encode(b)[:30] == lat[:30]  # header re-encoded identically; inner CreateTime bytes kept
+        assert mod.decode(mod.encode(b)) == b
+
+
+def test_v1_wrapper_offset_zero_and_gaps():
+    inner = _message(1, 0, b"a") + _message(1, 3, b"b") + _message(1, 5, b"c")
+    b = get_format("kafka_v1").decode(_message(1, 0, compression.compress("snappy", inner), attrs=0x02))
+    assert [r.offset for r in b.records] == [0, 3, 5]  # wrapper offset 0: inner offsets taken as they are
+    b = get_format("kafka_v1").decode(_message(1, 20, compression.compress("snappy", inner), attrs=0x02))
+    assert [r.offset for r in b.records] == [15, 18, 20]
+    with pytest.raises(kfmt.InvalidValueError, match="invalid wrapper offset"):
+        get_format("kafka_v1").decode(_message(1, 4, compression.compress("snappy", inner), attrs=0x02))
+
+
+def test_v0_inner_offsets_absolute_and_lz4_broken_checksum():
+    inner = _message(0, 40, b"a") + _message(0, 41, b"b")
+    for hc_magic in (0, 1):  # magic 0 readers accept either header checksum
+        w = _message(0, 41, compression.compress("lz4", inner, hc_magic), attrs=0x03)
+        assert [r.offset for r in get_format("kafka_v0").decode(w).records] == [40, 41]
+    bad = _message(1, 1, compression.compress("lz4", _message(1, 0, b"a") + _message(1, 1, b"b"), 0), attrs=0x03)
+    with pytest.raises(kfmt.InvalidValueError, match="header checksum"):
+        get_format("kafka_v1").decode(bad)
+
+
+def test_truncated_inner_tail_is_dropped():
+    inner = _message(1, 0, b"a") + _message(1, 1, b"b")
+    w = _message(1, 1, compression.compress("gzip", inner + _message(1, 2, b"c")[:20]), attrs=1)
+    for _, mod in backends("kafka_v1"):
+        assert [r.value for r in mod.decode(w).records] == [b"a", b"b"]
+
+
+@pytest.mark.parametrize(
+    "inner,attrs,match",
+    [
+        (None, 1, "null value"),
+        (b"", 1, "no inner records"),
+        (_message(1, 0, compression.compress("gzip", _message(1, 0, b"x")), attrs=1), 1, "must not be compressed"),
+        (_message(1, 0, b"x"), 4, "zstd is not allowed"),
+        (_message(1, 0, b"x"), 5, "unknown codec id 5"),
+    ],
+)
+def test_wrapper_errors(inner, attrs, match):
+    codec = ["none", "gzip", "snappy", "lz4", "zstd", "x", "x", "x"][attrs & 7]
+    value = None if inner is None else (compression.compress(codec, inner) if codec in ("gzip",) else inner)
+    for _, mod in backends("kafka_v1"):
+        with pytest.raises(kfmt.CodecError, match=match):
+            mod.decode(_message(1, 0, value, attrs=attrs))
+
+
+def test_mixed_magic_log():
+    log = (
+        kfmt.encode_batch([kfmt.Record(value=b"a0")], magic=0, base_offset=0)
+        + kfmt.encode_batch([kfmt.Record(value=b"b%d" % i, timestamp=10) for i in range(2)], magic=1, codec="gzip",
+                            base_offset=1)  # fmt: skip
+        + kfmt.encode_batch([kfmt.Record(value=b"c%d" % i, timestamp=20) for i in range(3)], magic=2, codec="lz4",
+                            base_offset=3)  # fmt: skip
+        + kfmt.encode_batch([kfmt.Record(value=b"d", timestamp=30)], magic=1, base_offset=6)
+    )
+    batches = list(kfmt.read_batches(log + log[:20]))
+    assert [b.magic for b in batches] == [0, 1, 2, 1]
+    assert [r.offset for b in batches for r in b.records] == list(range(7))
+    assert [r.timestamp for b in batches for r in b.records] == [-1, 10, 10, 20, 20, 20, 30]
+    assert [b.timestamp_type for b in batches] == [None, 0, 0, 0]
+
+
+def test_headers_and_producer_state_refused_below_v2():
+    with pytest.raises(kfmt.InvalidValueError, match="headers"):
+        kfmt.encode_batch([kfmt.Record(value=b"x", headers=[("h", b"1")])], magic=1)
+    with pytest.raises(kfmt.InvalidValueError, match="producer"):
+        kfmt.encode_batch([kfmt.Record(value=b"x")], magic=0, producer_id=5)
+    with pytest.raises(kfmt.UnsupportedCodecError):
+        kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)], magic=1, codec="zstd")
+
+
+@pytest.mark.parametrize("fmt", LEGACY)
+def test_every_prefix_truncated(fmt):
+    data = kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v" * 30, timestamp=1)], magic=int(fmt[-1]), codec="gzip")
+    for _, mod in backends(fmt):
+        for n in range(len(data)):
+            with pytest.raises(kfmt.TruncatedError):
+                mod.decode_from(data[:n], 0, n)
