@@ -36,6 +36,18 @@ def get_format(fmt: str):
     return importlib.import_module(f"generated.{fmt}")
 
 
+BACKENDS = ("codec", "construct")
+
+
+@lru_cache(maxsize=None)
+def backend_module(fmt: str, backend: str = "codec"):
+    """The module of one backend of a format: ``codec`` (optimised) or ``construct`` (reference)."""
+    if backend not in BACKENDS:
+        raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    pkg = get_format(fmt)
+    return pkg.codec if backend == "codec" else importlib.import_module(f"generated.{fmt}.construct")
+
+
 @lru_cache(maxsize=None)
 def _by_magic() -> dict[int, object]:
     """Auto-detected formats by magic: only real Kafka formats, never the proposals that reuse a magic."""
@@ -68,18 +80,20 @@ def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
         pos = end
 
 
-def read_batches(data, *, verify_crc: bool = True, format: str | None = None, opts=None) -> Iterator[Batch]:
+def read_batches(
+    data, *, verify_crc: bool = True, format: str | None = None, opts=None, backend: str = "codec"
+) -> Iterator[Batch]:
     """Iterate the batches of a bytes-like Kafka log (segment file bytes, a fetch payload).
 
     The magic byte of each entry selects the codec (v0, v1 and v2 may be mixed).
     ``format`` forces one format for every entry (required for proposals that
-    reuse a real magic).  A truncated tail ends iteration quietly, as in Kafka;
+    reuse a real magic); ``backend="construct"`` reads with the reference backend.  A truncated tail ends iteration quietly, as in Kafka;
     anything else wrong raises a :class:`CodecError` naming the byte offset.
     """
     buf = data if type(data) is bytes else bytes(data)
     opts = opts or options_for(verify_crc)
-    forced = get_format(format) if format else None
-    table = _by_magic()
+    forced = backend_module(format, backend) if format else None
+    table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
     for pos, end, magic in iter_entries(buf):
         mod = forced or table.get(magic)
         if mod is None:
@@ -112,6 +126,7 @@ def encode_batch(
     codec: str = "none",
     format: str | None = None,
     keep_offsets: bool = False,
+    backend: str = "codec",
     **batch_fields,
 ) -> bytes:
     """Encode ``records`` as one batch of the format for ``magic`` (or ``format``).
@@ -143,17 +158,18 @@ def encode_batch(
                 control=r.control,
             )
         recs.append(r)
+    impl = backend_module(mod.FORMAT_ID, backend)
     if mod.ROLE == "message":
-        return _encode_message_set(mod, recs, codec, batch_fields)
+        return _encode_message_set(mod, impl, recs, codec, batch_fields)
     try:
         batch = mod.ROOT(records=recs, codec=codec, **batch_fields)
     except TypeError as e:
         allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
         raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
-    return mod.encode(batch)
+    return impl.encode(batch)
 
 
-def _encode_message_set(mod, recs: list[Record], codec: str, fields: dict) -> bytes:
+def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict) -> bytes:
     """Legacy-shaped formats (role ``message``): one message per record, or one compressed wrapper.
 
     As Kafka's MemoryRecordsBuilder: inner offsets base..base+n-1, the wrapper takes the last
@@ -183,13 +199,13 @@ def _encode_message_set(mod, recs: list[Record], codec: str, fields: dict) -> by
             kw["timestamp"] = -1 if r.timestamp is None else r.timestamp
         msgs.append(mod.ROOT(**kw))
     if codec == "none":
-        return b"".join(mod.encode(m) for m in msgs)
+        return b"".join(impl.encode(m) for m in msgs)
     if not msgs:
         return b""
     kw = dict(offset=base + len(msgs) - 1, key=None, value=None, codec=codec, messages=msgs, **extra)
     if has_ts:
         kw["timestamp"] = max(m.timestamp for m in msgs)
-    return mod.encode(mod.ROOT(**kw))
+    return impl.encode(mod.ROOT(**kw))
 
 
 def control_record(kind: str = "commit", *, coordinator_epoch: int = 0, timestamp: int | None = None) -> Record:
