@@ -139,7 +139,9 @@ class Layout:
             else:
                 con = f"c.Array({self.ref(f.count, depth)}, {elem})"
             if f.compressed_by:
-                con = f"KafkaCompressed({con}, {self.ref(f.compressed_by, depth)}, {self.s.magic if self.s.magic is not None else 2})"
+                magic = self.s.magic if self.s.magic is not None else 2
+                count = f", count={self.ref(f.count, depth)}" if f.count in self.depth_of else ""
+                con = f"KafkaCompressed({con}, {self.ref(f.compressed_by, depth)}, {magic}{count})"
             args = "".join(f", {a}" for a in self.b.params(elem))
             w = f"[_wire_{elem}(x_, i_{args}) for i_, x_ in enumerate({f.name})]"
         else:

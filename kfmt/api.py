@@ -90,16 +90,39 @@ def read_batches(
     reuse a real magic); ``backend="construct"`` reads with the reference backend.  A truncated tail ends iteration quietly, as in Kafka;
     anything else wrong raises a :class:`CodecError` naming the byte offset.
     """
+    for _pos, _end, batch in scan(data, verify_crc=verify_crc, format=format, opts=opts, backend=backend):
+        yield batch
+
+
+def scan(
+    data, *, verify_crc: bool = True, format: str | None = None, opts=None, backend: str = "codec",
+    skip_corrupt: bool = False,
+) -> Iterator[tuple[int, int, Batch | CodecError]]:
+    """Yield ``(position, end, batch)`` for each entry of a log.
+
+    With ``skip_corrupt`` a batch that fails to decode (bad CRC, bad record...) is yielded as its
+    ``CodecError`` instead and reading goes on at the next entry, whose framing is intact; a broken
+    entry framing (size below the minimum) always ends the scan with an error.
+    """
     buf = data if type(data) is bytes else bytes(data)
     opts = opts or options_for(verify_crc)
     forced = backend_module(format, backend) if format else None
     table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
     for pos, end, magic in iter_entries(buf):
         mod = forced or table.get(magic)
-        if mod is None:
-            raise InvalidValueError(f"invalid magic {magic} found in record", offset=pos + 16, path="log.entry.magic")
-        batch, _ = mod.decode_from(buf, pos, end, opts)
-        yield batch
+        try:
+            if mod is None:
+                raise InvalidValueError(
+                    f"invalid magic {magic} found in record", offset=pos + 16, path="log.entry.magic"
+                )
+            batch, _ = mod.decode_from(buf, pos, end, opts)
+        except CodecError as e:
+            e.batch_position = pos  # where the entry holding the error starts
+            if not skip_corrupt:
+                raise
+            yield pos, end, e
+            continue
+        yield pos, end, batch
 
 
 def _as_record(r) -> Record:
@@ -160,7 +183,7 @@ def encode_batch(
         recs.append(r)
     impl = backend_module(mod.FORMAT_ID, backend)
     if mod.ROLE == "message":
-        return _encode_message_set(mod, impl, recs, codec, batch_fields)
+        return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
     try:
         batch = mod.ROOT(records=recs, codec=codec, **batch_fields)
     except TypeError as e:
@@ -177,6 +200,8 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     """
     fields = dict(fields)
     base = fields.pop("base_offset", 0)
+    wrapper_ts = fields.pop("max_timestamp", None)
+    keep = fields.pop("keep_offsets", False)
     timestamp_type = fields.pop("timestamp_type", 0)
     has_ts = "timestamp" in mod.ROOT._fields
     has_tt = "timestamp_type" in mod.ROOT._fields
@@ -192,7 +217,8 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     for i, r in enumerate(recs):
         if r.headers:
             raise InvalidValueError(f"magic {mod.MAGIC} cannot carry record headers", path=f"records[{i}].headers")
-        kw = dict(offset=base + i, key=r.key, value=r.value, codec="none", **extra)
+        kw = dict(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value,
+                  codec="none", **extra)  # fmt: skip
         if has_ts:
             if r.timestamp is not None and r.timestamp < -1:
                 raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
@@ -202,9 +228,9 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         return b"".join(impl.encode(m) for m in msgs)
     if not msgs:
         return b""
-    kw = dict(offset=base + len(msgs) - 1, key=None, value=None, codec=codec, messages=msgs, **extra)
+    kw = dict(offset=msgs[-1].offset, key=None, value=None, codec=codec, messages=msgs, **extra)
     if has_ts:
-        kw["timestamp"] = max(m.timestamp for m in msgs)
+        kw["timestamp"] = wrapper_ts if wrapper_ts is not None else max(m.timestamp for m in msgs)
     return impl.encode(mod.ROOT(**kw))
 
 
@@ -227,4 +253,5 @@ __all__ = [
     "get_format",
     "iter_entries",
     "read_batches",
+    "scan",
 ]

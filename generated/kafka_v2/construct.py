@@ -141,7 +141,9 @@ batch = c.Struct(
                     "base_sequence" / c.Int32sb * "baseSequence",
                     "num_records" / c.Rebuild(c.Int32sb, c.len_(this.records)) * "Number of records; never compressed.",
                     "records"
-                    / KafkaCompressed(c.Array(this.num_records, record), this.attributes.codec, 2)
+                    / KafkaCompressed(
+                        c.Array(this.num_records, record), this.attributes.codec, 2, count=this.num_records
+                    )
                     * "The records, or one stream compressed by `codec` holding all of them.",
                 ),
             ),

@@ -228,13 +228,15 @@ class CrcGuarded(c.Construct):
 class KafkaCompressed(c.Construct):
     """The rest of the region, compressed by Kafka's framing for the codec named by ``codec`` (a ``this`` expression)."""
 
-    def __init__(self, subcon, codec, magic: int):
+    def __init__(self, subcon, codec, magic: int, count=None):
         super().__init__()
-        self.subcon, self.codec, self.magic = subcon, codec, magic
+        self.subcon, self.codec, self.magic, self.count = subcon, codec, magic, count
 
     def _parse(self, stream, context, path):
         codec = c.evaluate(self.codec, context)
         data = stream.read()
+        if self.count is not None and c.evaluate(self.count, context) == 0:
+            return c.ListContainer()  # Kafka: a count of 0 iterates as empty whatever follows
         if codec != "none" and data:
             data = _compression.decompress(codec, data, self.magic, context._params.opts)
         sub = io.BytesIO(data)

@@ -11,6 +11,9 @@ from __future__ import annotations
 class CodecError(ValueError):
     """Base class: the bytes (or the values to encode) are not a valid instance of the format."""
 
+    #: start of the log entry (batch) that holds the error, set by kfmt.read_batches / kfmt.api.scan
+    batch_position: int | None = None
+
     def __init__(self, reason: str, *, offset: int | None = None, path: str | None = None):
         self.reason = reason
         self.offset = offset
