@@ -56,3 +56,10 @@ def check_case(mod, data: bytes, expect_batch: dict | None = None, expect_record
 @pytest.fixture
 def v2():
     return get_format("kafka_v2")
+
+
+# The suite explores a fixed set of examples (reproducible in CI); `make fuzz` runs the open-ended campaign.
+from hypothesis import settings as _settings  # noqa: E402
+
+_settings.register_profile("suite", derandomize=True, deadline=None, print_blob=True)
+_settings.load_profile("suite")
