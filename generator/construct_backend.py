@@ -44,8 +44,11 @@ class Layout:
         return "this" + "._" * (depth - d) + (f".{bits}" if bits else "") + f".{name}"
 
     def cond(self, cond, depth: int) -> str:
-        expr = self.b.cond_expr(cond)
-        return expr.replace(cond.field, self.ref(cond.field, depth), 1)
+        ref = self.ref(cond.field, depth)
+        if cond.op is None:
+            return ref
+        sym = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[cond.op]
+        return f"{ref} {sym} {cond.value!r}"
 
     def group(self, fields: list[Field], i: int, depth: int):
         # record depths first so references resolve whatever their order
@@ -120,7 +123,13 @@ class Layout:
                     enum = f"_ENUM_{bit.enum}" if bit.enum else "None"
                     views.append(f"({bit.name!r}, {bit.mask}, {shift}, {kind!r}, {enum})")
                 con = f"BitsView({con}, [{', '.join(views)}])"
-                w = "{" + ", ".join(f"{bit.name!r}: {bit.name}" for bit in f.bits) + "}"
+
+                def bit_value(bit):
+                    if bit.const is not None:
+                        return repr(bool(bit.const) if bit.flag else bit.const)
+                    return f"{bit.is_null} is None" if bit.is_null else bit.name
+
+                w = "{" + ", ".join(f"{bit.name!r}: {bit_value(bit)}" for bit in f.bits) + "}"
             elif f.derive and f.derive.func == "count_of":
                 con, w = f"c.Rebuild({con}, c.len_(this.{f.derive.target}))", None
         elif k == "varint":
@@ -148,6 +157,10 @@ class Layout:
             con = f.type
             args = "".join(f", {a}" for a in self.b.params(f.type))
             w = f"_wire_{f.type}({f.name}, 0{args})"
+        if k in ("array", "struct") and f.length:
+            con = f"KSized({_prefix(f.length)}, {con}, nullable={f.nullable})"
+            if f.nullable:
+                w = f"None if {f.name} is None else {w}"
         if f.if_:
             con = f"c.If({self.cond(f.if_, depth)}, {con})"
         return con, w

@@ -175,8 +175,10 @@ class Builder:
                         raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
                     if f.length not in PRIMITIVES and f.length not in VARINTS and f.length != "rest" and f.length not in fnames:
                         raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
-                elif f.length is not None or f.nullable:
-                    raise _err(self.s, st, f, "'length'/'nullable' apply to bytes and string only")
+                elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
+                    raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
+                elif f.length is not None and f.length not in PRIMITIVES and f.length not in VARINTS:
+                    raise _err(self.s, st, f, f"length {f.length!r} of a struct or array must be a prefix type")
                 if k == "array":
                     if not f.count:
                         raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
@@ -320,6 +322,8 @@ class Builder:
     def cond_expr(c: Cond) -> str:
         if c.op is None:
             return c.field
+        if isinstance(c.value, bool) and c.op in ("eq", "ne"):
+            return c.field if (c.value is True) == (c.op == "eq") else f"not {c.field}"
         sym = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[c.op]
         return f"{c.field} {sym} {c.value!r}"
 
@@ -466,12 +470,19 @@ class Builder:
                 dec.append(Op("varint", depth, dict(name=f.name, vkind=f.type, end=end, path=f"{path}.{f.name}")))
             elif k == "blob":
                 dec.append(Op("blob", depth, self.blob_attrs(st, i, f, end, path)))
-            elif k == "array":
-                dec.append(Op("array", depth, self.array_attrs(st, i, f, end, path, regions)))
-            elif k == "struct":
-                dec.append(
-                    Op("struct", depth, dict(name=f.name, elem=f.type, args=self.params(f.type), end=end, path=f"{path}.{f.name}"))
-                )
+            elif k in ("array", "struct"):
+                inner_end = f"s_{f.name}" if f.length else end
+                if k == "array":
+                    inner = Op("array", 0, self.array_attrs(st, i, f, inner_end, path, regions))
+                else:
+                    inner = Op("struct", 0, dict(name=f.name, elem=f.type, args=self.params(f.type), end=inner_end,
+                                                 path=f"{path}.{f.name}"))  # fmt: skip
+                if f.length:
+                    dec.append(Op("sized", depth, dict(self.prefix_attrs(f), name=f.name, end=end, inner=inner,
+                                                       nullable=f.nullable, path=f"{path}.{f.name}")))  # fmt: skip
+                else:
+                    inner.depth = depth
+                    dec.append(inner)
             if f.derive and f.derive.func in ("crc32", "crc32c") and f.name not in [c.name for c in pending_crc.values()]:
                 flush_run()
                 dec.append(
@@ -595,6 +606,7 @@ class Builder:
             cond=self.cond_expr(w.when),
             codec=w.compressed_by,
             relative=w.offsets == "relative_to_last",
+            from_first=w.offsets == "relative_to_first",
             offset=w.offset_field,
             ts_field=w.timestamp_field,
             ts_cond=self.cond_expr(w.timestamps_when) if w.timestamps_when else None,
@@ -619,7 +631,15 @@ class Builder:
                 items.append(dict(name=b.name, kind="flag", mask=b.mask, shift=shift))
             else:
                 items.append(dict(name=b.name, kind="int", mask=b.mask, shift=shift))
+            items[-1].update(const=b.const, is_null=b.is_null)
         return items
+
+    def prefix_attrs(self, f: Field) -> dict:
+        """How a length prefix of a sized struct/array is read and written."""
+        if f.length in VARINTS:
+            return dict(prefix="varint", vkind=f.length)
+        fmt = ">" + PRIMITIVES[f.length][0]
+        return dict(prefix="fixed", const=self.const(fmt, f"{f.name} length => {f.length}"), size=PRIMITIVES[f.length][1])
 
     def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
         pre = f.length
@@ -692,6 +712,10 @@ class Builder:
             if f.wraps:
                 ops.append(Op("load", 0, dict(name=f.wraps.field, attr=f.wraps.field, obj=st.repr, base=False,
                                               index=None, default="None")))  # fmt: skip
+        for v in st.views:
+            ops.append(Op("load", 0, dict(name=v.name, attr=v.name, obj=st.repr, base=v.name in base, index=None,
+                                          default="None")))  # fmt: skip
+            ops.append(Op("view_enc", 0, dict(name=v.name, parse=v.parse, elem=v.as_, args=self.params(v.as_))))
         wb = self.wrapped_by(st.name)
         if wb:
             o = wb.offset_field
@@ -806,12 +830,19 @@ class Builder:
                 if f.wraps:
                     ops.append(Op("wraps_enc", depth, self.wraps_attrs(st, f, path)))
                 ops.append(Op("blob", depth, dict(self.blob_attrs(st, i, f, "end", path), value=f.name, out=out)))
-            elif k == "array":
-                a = self.array_attrs(st, i, f, "end", path, [])
-                a.update(out=out, magic=self.s.magic if self.s.magic is not None else 2, value=f.name)
-                ops.append(Op("array", depth, a))
-            elif k == "struct":
-                ops.append(Op("struct", depth, dict(value=f.name, elem=f.type, args=self.params(f.type), out=out)))
+            elif k in ("array", "struct"):
+                if k == "array":
+                    a = self.array_attrs(st, i, f, "end", path, [])
+                    a.update(out=out, magic=self.s.magic if self.s.magic is not None else 2, value=f.name)
+                    inner = Op("array", 0, a)
+                else:
+                    inner = Op("struct", 0, dict(value=f.name, elem=f.type, args=self.params(f.type), out=out))
+                if f.length:
+                    ops.append(Op("sized", depth, dict(self.prefix_attrs(f), value=f.name, out=out, inner=inner,
+                                                       nullable=f.nullable, path=f"{path}.{f.name}")))  # fmt: skip
+                else:
+                    inner.depth = depth
+                    ops.append(inner)
             if f.if_:
                 flush()
                 depth -= 1

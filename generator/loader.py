@@ -32,13 +32,13 @@ PRIMITIVES = {
 VARINTS = ("varint", "varlong", "uvarint")
 BLOBS = ("bytes", "string")
 ROLES = ("batch", "record", "message", "struct")
-OFFSET_MODES = ("absolute", "relative_to_last")
+OFFSET_MODES = ("absolute", "relative_to_last", "relative_to_first")
 REPRS = ("object", "tuple")
 DERIVE_FUNCS = ("length_of", "count_of", "crc32", "crc32c", "last_of", "first_of", "max_of", "delta_of")
 COMPARATORS = ("eq", "ne", "ge", "gt", "le", "lt")
 IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 # generated code keeps its own locals under these prefixes (n_key, p_attributes, e_0, body_0 ...)
-RESERVED_PREFIX = re.compile(r"^(n|p|q|e|i|body|append)_|_$")
+RESERVED_PREFIX = re.compile(r"^(n|p|q|e|i|s|body|append)_|_$")
 MAX_INT = 2**63 - 1
 RESERVED = {
     "buf", "pos", "end", "out", "opts", "obj", "index", "items", "data", "start", "self",
@@ -178,6 +178,8 @@ class Bit:
     doc: str = ""
     enum: str | None = None
     flag: bool = False
+    const: int | None = None  # always written, checked on read
+    is_null: str | None = None  # flag set when this field is None
 
 
 @dataclass(frozen=True)
@@ -286,8 +288,8 @@ _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": i
 _STRUCT_KEYS = {
     "orig_name": str, "doc": str, "role": str, "repr": str, "fields": list, "logical": dict, "views": dict,
 }  # fmt: skip
-_BIT_KEYS = {"name": str, "mask": int, "doc": str, "enum": str, "flag": bool}
-_COND_KEYS = {"field": str, **{c: (int, str) for c in COMPARATORS}}
+_BIT_KEYS = {"name": str, "mask": int, "doc": str, "enum": str, "flag": bool, "const": int, "is_null": str}
+_COND_KEYS = {"field": str, **{c: (int, str, bool) for c in COMPARATORS}}
 
 
 def _cond(loc: _Located, ctx: _Ctx) -> Cond:
@@ -406,7 +408,11 @@ def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
                     mask=mask,
                     doc=_text(bm["doc"].value if "doc" in bm else "", bctx),
                     enum=bm["enum"].value if "enum" in bm else None,
-                    flag=bool(bm["flag"].value) if "flag" in bm else False,
+                    flag=bool(bm["flag"].value) if "flag" in bm else False or "is_null" in bm,
+                    const=_int(bm["const"].value, bctx.sub("const", bm["const"]), 0, mask) if "const" in bm else None,
+                    is_null=_ident(bm["is_null"].value, bctx.sub("is_null", bm["is_null"]), "field reference")
+                    if "is_null" in bm
+                    else None,
                 )
             )
     return Field(

@@ -293,3 +293,37 @@ def _path(e) -> str | None:
         return None
     parts = [p.strip() for p in raw.split("->")[1:]]
     return ".".join(p for p in parts if p and not p.startswith("_g") and not p.startswith("(")) or None
+
+
+class KSized(c.Construct):
+    """A struct or array preceded by its byte length; with ``nullable`` a negative length is None."""
+
+    def __init__(self, lengthfield, subcon, nullable: bool = False):
+        super().__init__()
+        self.lengthfield, self.subcon, self.nullable = lengthfield, subcon, nullable
+
+    def _parse(self, stream, context, path):
+        n = self.lengthfield._parsereport(stream, context, path)
+        if n < 0:
+            if self.nullable:
+                return None
+            raise c.ValidationError(f"negative length {n}", path=path)
+        data = stream_read(stream, n, path)
+        sub = io.BytesIO(data)
+        obj = self.subcon._parsereport(sub, context, path)
+        if sub.tell() != n:
+            raise c.ValidationError(f"length {n} does not match the content", path=path)
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise c.ValidationError("may not be null", path=path)
+            self.lengthfield._build(-1, stream, context, path)
+            return obj
+        sub = io.BytesIO()
+        self.subcon._build(obj, sub, context, path)
+        data = sub.getvalue()
+        self.lengthfield._build(len(data), stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj

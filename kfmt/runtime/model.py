@@ -117,7 +117,7 @@ class Message(Record, Batch):
     """
 
     __slots__ = ()
-    _base_defaults = {"timestamp": -1, "headers": [], "control": None}
+    messages = None  # formats without compressed wrappers have no inner messages
 
     @property
     def records(self):
