@@ -3,7 +3,12 @@
 """Generated codecs, one subpackage per schema file in schemas/."""
 
 FORMATS = {
+    "enriched_metadata_draft": "Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags.",
     "kafka_v0": "Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message.",
     "kafka_v1": "Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31).",
     "kafka_v2": "Kafka's v2 record batch (magic 2, Kafka 0.11 and later), with records and headers.",
+    "kip82_header_wrapper": "Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers.",
+    "kip98_draft": "Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC.",
+    "v2_no_record_attributes": "Proposal (KIP-931 variant): v2 batch, magic 2, batch attribute bit 7 set and records without the attributes byte.",
+    "v3_no_record_attributes": "Proposal (KIP-931 as written): magic 3, batch attribute bit 7 set and records without the attributes byte.",
 }

@@ -35,6 +35,7 @@ class Layout:
             for f in fields
             if f.derive and f.derive.func in ("crc32", "crc32c") and b._trailing_crc(self.st, f)
         }
+        self.opened: set[str] = set()
         self.items, self.wire = self.group(fields, 0, 0)
 
     def ref(self, name: str, depth: int) -> str:
@@ -82,7 +83,8 @@ class Layout:
                 items.append(f'"{gname}" / CrcGuarded({f.name!r}, {d.func!r}, c.Struct({", ".join(sub_items)}))')
                 wire.append(f'"{gname}": {{{", ".join(sub_wire)}}}')
                 return items, wire
-            if f.name in self.trailing:
+            if f.name in self.trailing and f.name not in self.opened:
+                self.opened.add(f.name)
                 crc = self.trailing[f.name]
                 j = [x.name for x in fields].index(crc.name)
                 gname = f"_g{self.n}"
@@ -125,6 +127,8 @@ class Layout:
                 con = f"BitsView({con}, [{', '.join(views)}])"
 
                 def bit_value(bit):
+                    if bit.const is not None and bit.enum:
+                        return repr(dict(self.s.enums[bit.enum].values)[bit.const])
                     if bit.const is not None:
                         return repr(bool(bit.const) if bit.flag else bit.const)
                     return f"{bit.is_null} is None" if bit.is_null else bit.name
@@ -160,7 +164,7 @@ class Layout:
         if k in ("array", "struct") and f.length:
             con = f"KSized({_prefix(f.length)}, {con}, nullable={f.nullable})"
             if f.nullable:
-                w = f"None if {f.name} is None else {w}"
+                w = f"None if not {f.name} else {w}" if k == "array" else f"None if {f.name} is None else {w}"
         if f.if_:
             con = f"c.If({self.cond(f.if_, depth)}, {con})"
         return con, w
@@ -187,7 +191,10 @@ def render(schema: Schema, header: str, fir=None, builder=None) -> str:
                 loads.extend((bit.name, f"d_[{f.name!r}][{bit.name!r}]") for bit in f.bits)
             elif k == "array":
                 args = "".join(f", {a}" for a in builder.params(f.type))
-                loads.append((f.name, f"[_model_{f.type}(x_, opts{args}) for x_ in d_[{f.name!r}]]"))
+                expr = f"[_model_{f.type}(x_, opts{args}) for x_ in d_[{f.name!r}]]"
+                if f.nullable:
+                    expr = f"None if d_[{f.name!r}] is None else {expr}"
+                loads.append((f.name, expr))
             elif k == "struct":
                 args = "".join(f", {a}" for a in builder.params(f.type))
                 loads.append((f.name, f"_model_{f.type}(d_[{f.name!r}], opts{args})"))

@@ -73,6 +73,7 @@ class FormatIR:
     struct_consts: list[tuple[str, str, str]]  # (name, format, comment)
     enums: list[tuple[str, list[tuple[int, str]]]]
     construct: list[dict]
+    wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
 
 
 def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
@@ -328,9 +329,15 @@ class Builder:
         return f"{c.field} {sym} {c.value!r}"
 
     # ------------------------------------------------------------ pass 2+4: struct layout
-    def positions_needed(self, st: Struct) -> set[str]:
+    def positions_needed(self, st: Struct, skip_varint_regions: bool = False) -> set[str]:
+        """Fields whose start position the code must remember (region and CRC starts, trailing CRCs).
+
+        An encoder writes a varint-length region in place and needs no mark for it.
+        """
         need = set()
         for f in st.fields:
+            if skip_varint_regions and f.derive and f.derive.func == "length_of" and self.kind(f) == "varint":
+                continue
             if f.derive and f.derive.func in ("length_of", "crc32", "crc32c"):
                 need.add(f.derive.target)
                 if f.derive.to:
@@ -754,9 +761,7 @@ class Builder:
                             f"else {d.target} - {d.base}")  # fmt: skip
                 ops.append(Op("assign", 0, dict(name=f.name, expr=expr)))
         # 3. write
-        needpos = self.positions_needed(st) - {
-            f.derive.target for f in st.fields if f.derive and f.derive.func == "length_of" and self.kind(f) == "varint"
-        }
+        needpos = self.positions_needed(st, skip_varint_regions=True)
         out = "out"
         depth = 0
         run: list[Field] = []
@@ -922,4 +927,5 @@ def build(schema: Schema, base_slots: dict, base_class_attrs: dict) -> FormatIR:
         struct_consts=[(n, f, c) for n, (f, c) in b.consts.items()],
         enums=enums,
         construct=[],
+        wrap_offsets=next((f.wraps.offsets for f in schema.structs[schema.root].fields if f.wraps), None),
     )

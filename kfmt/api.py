@@ -214,11 +214,14 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
     extra = {"timestamp_type": timestamp_type} if has_tt else {}
     msgs = []
+    has_headers = "headers" in mod.ROOT._fields
     for i, r in enumerate(recs):
-        if r.headers:
-            raise InvalidValueError(f"magic {mod.MAGIC} cannot carry record headers", path=f"records[{i}].headers")
+        if r.headers and not has_headers:
+            raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
         kw = dict(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value,
                   codec="none", **extra)  # fmt: skip
+        if has_headers:
+            kw["headers"] = list(r.headers)
         if has_ts:
             if r.timestamp is not None and r.timestamp < -1:
                 raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
@@ -226,9 +229,12 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         msgs.append(mod.ROOT(**kw))
     if codec == "none":
         return b"".join(impl.encode(m) for m in msgs)
+    if "messages" not in mod.ROOT._fields:
+        raise UnsupportedCodecError(f"{mod.FORMAT_ID} has no compressed wrapper messages; use codec='none'")
     if not msgs:
         return b""
-    kw = dict(offset=msgs[-1].offset, key=None, value=None, codec=codec, messages=msgs, **extra)
+    first = mod.codec.WRAP_OFFSETS == "relative_to_first"  # the wrapper carries its first (else last) offset
+    kw = dict(offset=msgs[0 if first else -1].offset, key=None, value=None, codec=codec, messages=msgs, **extra)
     if has_ts:
         kw["timestamp"] = wrapper_ts if wrapper_ts is not None else max(m.timestamp for m in msgs)
     return impl.encode(mod.ROOT(**kw))

@@ -39,6 +39,7 @@ SCHEMA_SHA256 = "3cb21050ecc51577089ce768b3beded8a0a2f5ed6d278a4613e5b4a6526b0fd
 WIRE_FINGERPRINT = "55994c525e034f8311cab63353e7457627e25a5c4ed85608e12ce6e4bbe7ed61"
 ROOT = Message
 ROLE = "message"
+WRAP_OFFSETS = "absolute"
 
 
 def _crc32(data):

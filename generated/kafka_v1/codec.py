@@ -39,6 +39,7 @@ SCHEMA_SHA256 = "49ff75e801c9f1ef60bea1261214315dc8e1ad385ae987f1836d55c7667bd38
 WIRE_FINGERPRINT = "23dcd131ae497c2cc195d3cdd4e0f89edd022ed3126768a95f4ba89a80fb6194"
 ROOT = Message
 ROLE = "message"
+WRAP_OFFSETS = "relative_to_last"
 
 
 def _crc32(data):

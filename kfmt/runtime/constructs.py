@@ -261,6 +261,8 @@ def flatten(container) -> dict:
     out = {}
     for k, v in container.items():
         if k.startswith("_g"):
+            if "data" in v and "value" in v and "offset1" in v:  # a RawCopy group (the fields under a trailing CRC)
+                v = v["value"]
             out.update(flatten(v))
         elif not k.startswith("_"):
             out[k] = v
