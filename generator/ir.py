@@ -52,6 +52,7 @@ class StructIR:
     result: str  # expression building the decoded value
     path: str
     post_ops: list[Op] = field(default_factory=list)  # logical values and views, computed after the wire fields
+    layout: list = field(default_factory=list)  # (field, type, orig_name): what tools show of the struct
     init_extra: list = field(default_factory=list)  # (slot, expr): base-class slots the format has no field for
     dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
@@ -573,6 +574,7 @@ class Builder:
             result=result,
             path=path,
             post_ops=post_ops,
+            layout=[(f.name, self.type_label(f), f.orig_name) for f in st.fields],
             init_extra=[
                 (slot, "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"))
                 for slot in base
@@ -581,6 +583,27 @@ class Builder:
             dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
             enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
         )
+
+    def type_label(self, f: Field) -> str:
+        """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
+        k = self.kind(f)
+        if k == "blob":
+            label = f"{f.type}<{f.length}>" + ("?" if f.nullable else "")
+        elif k == "array":
+            label = f"[{f.type}]<{f.count}>" + (f" {f.compressed_by}-compressed" if f.compressed_by else "")
+        else:
+            label = f.type
+        if k in ("array", "struct") and f.length:
+            label += f" sized<{f.length}>"
+        if f.const is not None:
+            label += f" = {f.const}"
+        if f.bits:
+            label += " {" + ", ".join(b.name for b in f.bits) + "}"
+        if f.derive:
+            label += f" ({f.derive.func} {f.derive.target})"
+        if f.if_:
+            label += f" if {self.cond_expr(f.if_)}"
+        return label
 
     def wrapped_by(self, name: str):
         """The Wraps that holds struct ``name`` as inner entries, if any."""

@@ -159,7 +159,9 @@ def encode_batch(
     gets the current time, as the Java producer does.  ``batch_fields`` are the
     format's batch fields (``base_offset``, ``producer_id``, ``is_transactional``...).
     """
-    if format:
+    if format is not None and not isinstance(format, str):
+        mod = format  # a generated format package (e.g. one generated outside generated/)
+    elif format:
         mod = get_format(format)
     else:
         mod = _by_magic().get(magic)
@@ -181,7 +183,7 @@ def encode_batch(
                 control=r.control,
             )
         recs.append(r)
-    impl = backend_module(mod.FORMAT_ID, backend)
+    impl = mod.codec if backend == "codec" else importlib.import_module(f"{mod.__name__}.construct")
     if mod.ROLE == "message":
         return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
     try:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from kfmt import dump
+    from kfmt import diff, dump, explain
 
     dump.add_parser(sub)
+    diff.add_parser(sub)
+    explain.add_parser(sub)
     c = sub.add_parser(
         "convert",
         help="convert segments (files or log directories) to another magic/codec, Kafka's way",

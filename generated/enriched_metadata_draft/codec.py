@@ -40,6 +40,30 @@ WIRE_FINGERPRINT = "7665e412fe1dd98c3c33a531db0b00d386240e02aa7453d239c1ee89e262
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "relative_to_first"
+ROOT_STRUCT = "message"
+#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
+LAYOUT = {
+    "kafka_tag": (
+        ("tag_id", "int8", "KafkaTagId"),
+        ("tag_value", "bytes<int32>", "TagValue"),
+    ),
+    "app_tag": (
+        ("key", "string<int32>", "AppTagKey"),
+        ("value", "bytes<int32>?", "AppTagValue"),
+    ),
+    "message": (
+        ("offset", "int64", "Offset"),
+        ("size", "int32 (length_of crc)", "MessageSize"),
+        ("crc", "uint32 (crc32 magic)", "Crc"),
+        ("magic", "int8 = 1", "MagicByte"),
+        ("attributes", "int8 {codec}", "Attributes"),
+        ("timestamp", "int64", "Timestamp"),
+        ("kafka_tags", "[kafka_tag]<rest> sized<int32>", "KafkaTag"),
+        ("headers", "[app_tag]<rest> sized<int32>", "AppTag"),
+        ("key", "bytes<int32>?", "Key"),
+        ("value", "bytes<int32>?", "Value"),
+    ),
+}
 
 
 def _crc32(data):

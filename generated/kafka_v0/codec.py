@@ -40,6 +40,19 @@ WIRE_FINGERPRINT = "55994c525e034f8311cab63353e7457627e25a5c4ed85608e12ce6e4bbe7
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "absolute"
+ROOT_STRUCT = "message"
+#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
+LAYOUT = {
+    "message": (
+        ("offset", "int64", ""),
+        ("size", "int32 (length_of crc)", "MessageSize"),
+        ("crc", "uint32 (crc32 magic)", ""),
+        ("magic", "int8 = 0", ""),
+        ("attributes", "int8 {codec}", ""),
+        ("key", "bytes<int32>?", ""),
+        ("value", "bytes<int32>?", ""),
+    ),
+}
 
 
 def _crc32(data):

@@ -40,6 +40,20 @@ WIRE_FINGERPRINT = "23dcd131ae497c2cc195d3cdd4e0f89edd022ed3126768a95f4ba89a80fb
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "relative_to_last"
+ROOT_STRUCT = "message"
+#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
+LAYOUT = {
+    "message": (
+        ("offset", "int64", ""),
+        ("size", "int32 (length_of crc)", "MessageSize"),
+        ("crc", "uint32 (crc32 magic)", ""),
+        ("magic", "int8 = 1", ""),
+        ("attributes", "int8 {codec, timestamp_type}", ""),
+        ("timestamp", "int64", ""),
+        ("key", "bytes<int32>?", ""),
+        ("value", "bytes<int32>?", ""),
+    ),
+}
 
 
 def _crc32(data):

@@ -40,6 +40,27 @@ WIRE_FINGERPRINT = "1f6a5e03635a67203b8aa7c3bd30c16f7d7af5657e4dbc6de00a7a81e851
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = None
+ROOT_STRUCT = "message"
+#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
+LAYOUT = {
+    "int_header": (
+        ("key", "int32", "Key"),
+        ("value", "bytes<int32>?", "Value"),
+    ),
+    "message": (
+        ("offset", "int64", "Offset"),
+        ("size", "int32 (length_of crc)", "MessageSize"),
+        ("crc", "uint32 (crc32 magic)", "Crc"),
+        ("magic", "int8 = 2", "MagicByte"),
+        ("attributes", "int8 {codec, timestamp_type, is_tombstone}", "Attributes"),
+        ("timestamp", "int64", "Timestamp"),
+        ("key", "bytes<int32>?", "Key"),
+        ("len_wrapper", "int32 (length_of wrapper_magic)", "ValueLength"),
+        ("wrapper_magic", "int8 = 0", "MagicByte"),
+        ("headers", "[int_header]<rest> sized<int32>", "Headers"),
+        ("value", "bytes<int32>?", "Value"),
+    ),
+}
 
 
 def _crc32(data):

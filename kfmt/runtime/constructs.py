@@ -20,6 +20,20 @@ from kfmt.runtime.varint import _MASK32, _MASK64, write_uvarint, write_varint, w
 _I32 = c.Int32sb
 
 
+class SubStream(io.BytesIO):
+    """A bounded stream cut from a parent stream; remembers where, so tools can map offsets back."""
+
+    parent = None
+    base = 0
+    compressed = False
+
+
+def _sub(data, parent, base, compressed=False) -> SubStream:
+    s = SubStream(data)
+    s.parent, s.base, s.compressed = parent, base, compressed
+    return s
+
+
 class KVarint(c.Construct):
     """Kafka varint: zigzag (signed) or plain (unsigned); 5 bytes max for 32 bits, 10 for 64; masked."""
 
@@ -170,8 +184,9 @@ class Region(c.Construct):
         n = self.lengthfield._parsereport(stream, context, path)
         if n < self.minimum:
             raise c.ValidationError(f"{self.lname} {n} is below the minimum of {self.minimum}", path=path)
+        base = stream_tell(stream, path)
         data = stream_read(stream, n, path)
-        sub = io.BytesIO(data)
+        sub = _sub(data, stream, base)
         obj = self.subcon._parsereport(sub, context, path)
         if sub.tell() != n:
             raise c.ValidationError(f"{self.lname} declares {n} bytes but the fields end at {sub.tell()}", path=path)
@@ -234,12 +249,14 @@ class KafkaCompressed(c.Construct):
 
     def _parse(self, stream, context, path):
         codec = c.evaluate(self.codec, context)
+        base = stream_tell(stream, path)
         data = stream.read()
         if self.count is not None and c.evaluate(self.count, context) == 0:
             return c.ListContainer()  # Kafka: a count of 0 iterates as empty whatever follows
-        if codec != "none" and data:
+        compressed = codec != "none" and bool(data)
+        if compressed:
             data = _compression.decompress(codec, data, self.magic, context._params.opts)
-        sub = io.BytesIO(data)
+        sub = _sub(data, stream, base, compressed)
         obj = self.subcon._parsereport(sub, context, path)
         if sub.tell() != len(data):
             raise c.ValidationError(f"{len(data) - sub.tell()} bytes remain after the last element", path=path)
@@ -310,8 +327,9 @@ class KSized(c.Construct):
             if self.nullable:
                 return None
             raise c.ValidationError(f"negative length {n}", path=path)
+        base = stream_tell(stream, path)
         data = stream_read(stream, n, path)
-        sub = io.BytesIO(data)
+        sub = _sub(data, stream, base)
         obj = self.subcon._parsereport(sub, context, path)
         if sub.tell() != n:
             raise c.ValidationError(f"length {n} does not match the content", path=path)

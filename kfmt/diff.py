@@ -1,0 +1,339 @@
+"""`kfmt diff`: compare formats by structure, and by bytes measured by actually encoding.
+
+* structure: the fields of each level (batch, record, header) side by side, with what was added,
+  removed, moved or retyped relative to the first format;
+* workload: bytes per batch and per record over batch sizes, key/value sizes and header counts,
+  encoded with the generated codecs (never computed by formula);
+* corpus: real log files re-encoded into each format, with and without compression.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+import kfmt
+from kfmt.api import get_format, scan
+
+LEVELS = ("batch", "record", "header")
+TIMESTAMP0 = 1_700_000_000_000
+
+
+def _mod(f):
+    return get_format(f) if isinstance(f, str) else f
+
+
+def fid(mod) -> str:
+    return mod.FORMAT_ID
+
+
+# ------------------------------------------------------------------ levels and structure
+def levels(mod) -> dict[str, str | None]:
+    """The struct at each level: batch (or message set), record (or message), header."""
+    layout = mod.codec.LAYOUT
+    root = mod.codec.ROOT_STRUCT
+    if mod.ROLE == "message":
+        batch, record = None, root
+    else:
+        batch = root
+        record = next((t[1:].split("]")[0] for n, t, _ in layout[root] if n == "records"), None)
+    header = None
+    if record:
+        header = next((t[1:].split("]")[0] for n, t, _ in layout[record] if n == "headers"), None)
+    return {"batch": batch, "record": record, "header": header}
+
+
+@dataclass
+class StructureRow:
+    level: str
+    field: str
+    cells: list[str]  # one per format: type label, or "—"
+    status: list[str]  # one per format: "", "added", "removed", "moved", "retyped"
+
+
+def structure(formats) -> list[StructureRow]:
+    mods = [_mod(f) for f in formats]
+    rows: list[StructureRow] = []
+    for level in LEVELS:
+        per = []
+        for m in mods:
+            s = levels(m)[level]
+            per.append({n: (i, t) for i, (n, t, _) in enumerate(m.codec.LAYOUT[s])} if s else {})
+        names: list[str] = []
+        for fields in per:
+            for n in sorted(fields, key=lambda x: fields[x][0]):
+                if n not in names:
+                    names.append(n)
+        base = per[0]
+        base_common_order = [n for n in sorted(base, key=lambda x: base[x][0])]
+        for n in names:
+            cells, status = [], []
+            for j, fields in enumerate(per):
+                if n not in fields:
+                    cells.append("—")
+                    status.append("removed" if n in base and j else "")
+                    continue
+                cells.append(fields[n][1])
+                if j == 0:
+                    status.append("")
+                elif n not in base:
+                    status.append("added")
+                elif _strip(fields[n][1]) != _strip(base[n][1]):
+                    status.append("retyped")
+                else:
+                    common = [x for x in sorted(fields, key=lambda x: fields[x][0]) if x in base]
+                    common_base = [x for x in base_common_order if x in fields]
+                    status.append("moved" if common.index(n) != common_base.index(n) else "")
+            rows.append(StructureRow(level, n, cells, status))
+    return rows
+
+
+def _strip(label: str) -> str:
+    """The wire type of a label, without the derivation note (a derived field may derive from a renamed one)."""
+    return label.split(" (")[0]
+
+
+# ------------------------------------------------------------------ workload
+def _header_key(mod, i: int):
+    lv = levels(mod)
+    if not lv["header"]:
+        return None
+    ktype = next(t for n, t, _ in mod.codec.LAYOUT[lv["header"]] if n == "key")
+    return i if ktype.startswith(("int", "uint")) else f"h{i}"
+
+
+def workload_records(mod, n, key_size, value_size, headers, header_size=8, timestamp_step=0):
+    hk = [_header_key(mod, i) for i in range(headers)]
+    if headers and hk[0] is None:
+        raise kfmt.InvalidValueError(f"{fid(mod)} has no record headers", path="workload.headers")
+    return [
+        kfmt.Record(
+            key=(b"k" * key_size) if key_size >= 0 else None,
+            value=b"v" * value_size,
+            headers=[(k, b"h" * header_size) for k in hk],
+            timestamp=TIMESTAMP0 + i * timestamp_step,
+        )
+        for i in range(n)
+    ]
+
+
+def encoded_size(mod, records, codec="none") -> int:
+    return len(kfmt.encode_batch(records, format=mod, codec=codec))
+
+
+def workload_rows(formats, *, batch_sizes=(1, 3, 10, 50, 100), key_size=10, value_size=100, headers=0,
+                  header_size=8, timestamp_step=0, codec="none") -> list[dict]:  # fmt: skip
+    """Overhead (encoded size minus key and value bytes) per format and batch size, by encoding."""
+    mods = [_mod(f) for f in formats]
+    rows = []
+    for n in batch_sizes:
+        over = {}
+        for m in mods:
+            if headers and not levels(m)["header"]:
+                over[fid(m)] = None  # the format cannot carry headers: no figure rather than a wrong one
+                continue
+            recs = workload_records(m, n, key_size, value_size, headers, header_size, timestamp_step)
+            over[fid(m)] = encoded_size(m, recs, codec) - n * (max(key_size, 0) + value_size)
+        rows.append({"batch_size": n, "key_size": key_size, "value_size": value_size, "overhead": over})
+    return rows
+
+
+# ------------------------------------------------------------------ corpus
+def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
+    """Re-encode every batch of the logs under ``paths`` into each format and codec.
+
+    Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "fields": {...}}}}``;
+    ``fields`` attributes the bytes of the uncompressed encoding to schema fields (see kfmt.explain).
+    """
+    from kfmt.explain import attribute
+    from kfmt.logdir import find_segments
+
+    mods = [_mod(f) for f in formats]
+    out = {fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods}
+    for seg in find_segments(paths):
+        with open(seg.path, "rb") as f:
+            data = f.read()
+        for _pos, _end, batch in scan(data, skip_corrupt=True):
+            if isinstance(batch, kfmt.CodecError) or batch.is_control or not batch.records:
+                continue
+            recs = [kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records]
+            payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+            for m in mods:
+                for c in codecs:
+                    acc = out[fid(m)][c]
+                    try:
+                        blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=c)
+                    except kfmt.CodecError:
+                        acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
+                        continue
+                    acc["bytes"] += len(blob)
+                    acc["records"] += len(recs)
+                    acc["payload"] += payload
+                    if c == "none":
+                        for k, v in attribute(m, blob).items():
+                            acc["fields"][k] = acc["fields"].get(k, 0) + v
+    for per in out.values():
+        for acc in per.values():
+            acc["bytes_per_record"] = acc["bytes"] / acc["records"] if acc["records"] else None
+    return out
+
+
+def _fit(mod, recs):
+    """Records as the format can carry them: header keys converted for int-keyed formats, dropped if none."""
+    if not levels(mod)["header"]:
+        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs]
+    if _header_key(mod, 0) == 0:
+        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp,
+                            headers=[(i, v) for i, (_, v) in enumerate(r.headers)]) for r in recs]  # fmt: skip
+    return recs
+
+
+# ------------------------------------------------------------------ rendering
+def table(headers: list[str], rows: list[list], markdown: bool) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in cells]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join(out)
+
+
+def render_structure(formats, markdown=False) -> str:
+    mods = [_mod(f) for f in formats]
+    rows = structure(mods)
+    parts = []
+    for level in LEVELS:
+        lr = [r for r in rows if r.level == level]
+        if not lr:
+            continue
+        parts.append(("### " if markdown else "== ") + f"{level} level" + ("" if markdown else " =="))
+        body = [[r.field] + [c + (f" ({s})" if s else "") for c, s in zip(r.cells, r.status)] for r in lr]
+        parts.append(table(["field"] + [fid(m) for m in mods], body, markdown))
+    return "\n\n".join(parts)
+
+
+def render_workload(rows, formats, markdown=False) -> str:
+    ids = [fid(_mod(f)) for f in formats]
+    body = []
+    for r in rows:
+        n = r["batch_size"]
+        body.append([n] + [f"{r['overhead'][i]} ({r['overhead'][i] / n:.1f}/rec)" if r["overhead"][i] is not None
+                            else "n/a (no headers)" for i in ids])  # fmt: skip
+    return table(["batch size"] + [f"{i} overhead bytes" for i in ids], body, markdown)
+
+
+def plot(rows, formats, stem: str) -> list[str]:
+    """Overhead per record against batch size, one line per format; writes <stem>.png and <stem>.svg."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ids = [fid(_mod(f)) for f in formats]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = [r["batch_size"] for r in rows]
+    for i in ids:
+        if any(r["overhead"][i] is None for r in rows):
+            continue
+        ax.plot(xs, [r["overhead"][i] / r["batch_size"] for r in rows], marker="o", label=i)
+    ax.set_xscale("log")
+    ax.set_xlabel("records per batch")
+    ax.set_ylabel("overhead bytes per record")
+    r0 = rows[0]
+    ax.set_title(f"Format overhead (key {r0['key_size']} B, value {r0['value_size']} B), by encoding")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = []
+    for ext in ("png", "svg"):
+        path = f"{stem}.{ext}"
+        fig.savefig(path, dpi=120)
+        out.append(path)
+    plt.close(fig)
+    return out
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    try:
+        mods = [get_format(f) for f in args.formats]
+    except kfmt.CodecError as e:
+        print(f"kfmt diff: {e}", file=sys.stderr)
+        return 2
+    sizes = [int(x) for x in args.batch_sizes.split(",") if x]
+    want_structure = args.structure or not (args.workload or args.corpus)
+    want_workload = args.workload or not (args.structure or args.corpus)
+    try:
+        rows = workload_rows(mods, batch_sizes=sizes, key_size=args.key_size, value_size=args.value_size,
+                             headers=args.headers, header_size=args.header_size, timestamp_step=args.timestamp_step,
+                             codec=args.codec) if want_workload or args.plot else None  # fmt: skip
+    except kfmt.CodecError as e:
+        print(f"kfmt diff: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        doc = {"rows": rows} if rows is not None else {}
+        if want_structure and not args.workload:
+            doc["structure"] = [r.__dict__ for r in structure(mods)]
+        if args.corpus:
+            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")))
+        print(json.dumps(doc))
+        return 0
+    md = args.markdown
+    if want_structure:
+        print(("## Structure\n\n" if md else "") + render_structure(mods, md) + "\n")
+    if want_workload and rows:
+        title = (f"key {args.key_size} B, value {args.value_size} B, {args.headers} header(s), codec {args.codec}")
+        print(("## Overhead by batch size (" if md else "== overhead by batch size: ") + title + (")\n" if md else " =="))
+        print(render_workload(rows, mods, md) + "\n")
+    if args.corpus:
+        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")))
+        body = []
+        for f, per in res.items():
+            for c, acc in per.items():
+                bpr = f"{acc['bytes_per_record']:.1f}" if acc["bytes_per_record"] else "n/a"
+                body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"]])
+        print(("## Corpus\n\n" if md else "== corpus ==\n") + table(
+            ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes"], body, md) + "\n")  # fmt: skip
+        fields = []
+        for f, per in res.items():
+            for k, v in sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1]):
+                fields.append([f, k, v])
+        if fields:
+            print(("### Bytes by schema field (uncompressed)\n\n" if md else "== bytes by schema field (uncompressed) ==\n")
+                  + table(["format", "field", "bytes"], fields, md) + "\n")  # fmt: skip
+    if args.plot:
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        for p in plot(rows, mods, args.plot):
+            print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser(
+        "diff",
+        help="compare formats: structure side by side, and bytes measured by encoding",
+        description="Compare wire formats (ids from `kfmt formats`). Without --structure/--workload/--corpus, "
+        "shows structure and the workload table. Sizes come from encoding with the generated codecs.",
+    )
+    d.add_argument("formats", nargs="+", metavar="FORMAT")
+    d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")
+    d.add_argument("--workload", action="store_true", help="overhead bytes by batch size")
+    d.add_argument("--corpus", nargs="+", metavar="PATH", help="re-encode the batches of these logs into each format")
+    d.add_argument("--corpus-codecs", default="none,zstd", help="codecs for --corpus (default none,zstd)")
+    d.add_argument("--batch-sizes", default="1,3,10,50,100", help="comma-separated (default 1,3,10,50,100)")
+    d.add_argument("--key-size", type=int, default=10, help="key bytes (-1 for a null key; default 10)")
+    d.add_argument("--value-size", type=int, default=100, help="value bytes (default 100)")
+    d.add_argument("--headers", type=int, default=0, help="headers per record (default 0)")
+    d.add_argument("--header-size", type=int, default=8, help="bytes per header value (default 8)")
+    d.add_argument("--timestamp-step", type=int, default=0, help="ms between records of a batch (default 0)")
+    d.add_argument("--codec", default="none", help="codec for the workload (default none)")
+    d.add_argument("--markdown", action="store_true", help="Markdown tables")
+    d.add_argument("--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}')
+    d.add_argument("--plot", metavar="STEM", help="write STEM.png and STEM.svg (overhead per record by batch size)")
+    d.set_defaults(func=run)

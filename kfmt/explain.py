@@ -1,0 +1,252 @@
+"""`kfmt explain`: byte layouts of formats, and of real batches, from the Construct backend.
+
+* ``kfmt explain FORMAT`` draws a packet diagram per level (fields with offsets and sizes) to SVG/PNG;
+* ``kfmt explain --bytes FILE`` annotates each byte of a real batch with the field it belongs to,
+  hexdump style, by tracing the Construct parser;
+* :func:`attribute` sums the bytes of an encoding by schema field (used by ``kfmt diff --corpus``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections import Counter
+from contextlib import contextmanager
+
+import construct as c
+
+import kfmt
+from kfmt.api import get_format, iter_entries
+from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
+from kfmt.runtime.options import DEFAULT_OPTIONS
+
+
+@contextmanager
+def _tracing(events):
+    orig = c.Construct._parsereport
+
+    def traced(self, stream, context, path):
+        start = stream.tell()
+        obj = orig(self, stream, context, path)
+        if isinstance(self, c.Renamed) and self.name:
+            events.append((path, self.name, self.subcon, stream, start, stream.tell(), obj))
+        elif isinstance(self, (Region, CrcGuarded)):
+            name = self.lname if isinstance(self, Region) else self.cname
+            events.append((path, name, self, stream, start, stream.tell(), obj))
+        return obj
+
+    c.Construct._parsereport = traced
+    try:
+        yield
+    finally:
+        c.Construct._parsereport = orig
+
+
+def _absolute(stream, offset):
+    """Offset in the outermost stream, or None inside a decompressed stream."""
+    while isinstance(stream, SubStream):
+        if stream.compressed:
+            return None
+        offset += stream.base
+        stream = stream.parent
+    return offset
+
+
+def _label(path: str, name: str) -> str:
+    parts = [p.strip() for p in path.split("->")[1:]]
+    parts = [p for p in parts if p and not p.startswith(("_g", "[", "(")) and not p.isdigit()]
+    if not parts or parts[-1] != name:
+        parts.append(name)
+    dedup = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return ".".join(dedup)
+
+
+def byte_labels(mod, data: bytes, pos: int = 0) -> list[str | None]:
+    """The field each byte of one entry at ``pos`` belongs to (innermost field wins)."""
+    con = importlib.import_module(f"{mod.__name__}.construct")
+    events: list = []
+    labels: list[str | None] = [None] * len(data)
+    import io
+
+    stream = io.BytesIO(data)
+    stream.seek(pos)
+    with _tracing(events):
+        con.CONSTRUCT.parse_stream(stream, verify_crc=False, opts=DEFAULT_OPTIONS)
+    for path, name, sub, st, start, end, obj in events:  # children complete (and claim bytes) first
+        a = _absolute(st, start)
+        if a is None:
+            continue
+        label = _label(path, name)
+        b = _absolute(st, end)
+        if isinstance(obj, (bytes, str)) and isinstance(_unwrap(sub), KBytes):
+            payload = len(obj.encode("utf-8", "surrogateescape") if isinstance(obj, str) else obj)
+            for i in range(b - payload, b):
+                if labels[i] is None:
+                    labels[i] = f"{label} [payload]"
+        if _compressed_under(events, sub, st):
+            label += " (compressed)"
+        for i in range(a, b):
+            if labels[i] is None:
+                labels[i] = label
+    return labels
+
+
+def _unwrap(sub):
+    while isinstance(sub, c.IfThenElse):
+        sub = sub.thensubcon
+    return sub
+
+
+def _compressed_under(events, sub, stream) -> bool:
+    """Whether a KafkaCompressed field actually held a compressed stream (its bytes are then opaque)."""
+    if not isinstance(_unwrap(sub), KafkaCompressed):
+        return False
+    return any(isinstance(e[3], SubStream) and e[3].compressed and e[3].parent is stream for e in events)
+
+
+def attribute(mod, blob: bytes) -> dict[str, int]:
+    """Bytes of an encoded log (one or more entries) by field label, payload bytes marked ``[payload]``."""
+    out: Counter = Counter()
+    for pos, end, _magic in iter_entries(blob):
+        labels = byte_labels(mod, blob[:end], pos)
+        out.update(x or "(unattributed)" for x in labels[pos:end])
+    return dict(out)
+
+
+def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
+    out = out or sys.stdout
+    shown = 0
+    for pos, end, _magic in iter_entries(data):
+        labels = byte_labels(mod, data[:end], pos)
+        i = pos
+        while i < end:
+            j = i
+            while j < end and labels[j] == labels[i] and j - i < 16:
+                j += 1
+            out.write(f"{i:08x}  {data[i:j].hex(' '):<47}  {labels[i] or '?'}\n")
+            i = j
+        out.write("\n")
+        shown += 1
+        if limit and shown >= limit:
+            break
+
+
+# ------------------------------------------------------------------ packet diagrams
+def draw(mod, stem: str) -> list[str]:
+    """A packet-diagram figure per level of a format: boxes with field names, sizes and offsets."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from kfmt.diff import levels
+
+    layout = mod.codec.LAYOUT
+    lv = [(k, s) for k, s in levels(mod).items() if s]
+    width = 16  # bytes per row
+    rows_needed = []
+    for _, s in lv:
+        units = sum(_units(t) for _, t, _ in layout[s])
+        rows_needed.append(max(1, -(-units // width)))
+    fig_h = sum(r * 0.7 + 0.8 for r in rows_needed) + 0.4
+    fig, ax = plt.subplots(figsize=(12, fig_h))
+    ax.set_xlim(0, width)
+    ax.axis("off")
+    y = 0.0
+    colors = ["#dbe9f6", "#fde2c8", "#d9f0d3", "#f3d9ef", "#fff2b3"]
+    for (level, s), nrows in zip(lv, rows_needed):
+        ax.text(0, y - 0.35, f"{level} level: struct '{s}'", fontsize=10, weight="bold", va="center")
+        y -= 0.7
+        x, off, static = 0.0, 0, True
+        for k, (name, t, orig) in enumerate(layout[s]):
+            u = _units(t)
+            size = _static_size(t)
+            remaining = u
+            while remaining > 0:
+                take = min(remaining, width - x)
+                ax.add_patch(Rectangle((x, y - 0.6), take, 0.6, facecolor=colors[k % len(colors)], edgecolor="black"))
+                if remaining == u:
+                    where = f"@{off}" if static else "@var"
+                    txt = f"{name}\n{size if size else 'var'}B {where}"
+                    ax.text(x + take / 2, y - 0.3, txt, ha="center", va="center", fontsize=6.5)
+                remaining -= take
+                x += take
+                if x >= width:
+                    x = 0
+                    y -= 0.7
+            if size is None:
+                static = False
+            else:
+                off += size
+        y -= 0.7 if x else 0
+        y -= 0.5
+    ax.set_ylim(y, 0.2)
+    ax.set_title(f"{mod.FORMAT_ID}: {mod.DOC}", fontsize=9)
+    fig.tight_layout()
+    paths = []
+    for ext in ("svg", "png"):
+        p = f"{stem}.{ext}"
+        fig.savefig(p, dpi=110)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+_SIZES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8}
+
+
+def _static_size(label: str) -> int | None:
+    return _SIZES.get(label.split()[0])
+
+
+def _units(label: str) -> int:
+    return _static_size(label) or 3
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    if args.bytes:
+        fmt = get_format(args.format) if args.format else None
+        data = Path(args.target).read_bytes()
+        try:
+            if fmt is None:
+                magics = {m for _, _, m in iter_entries(data)}
+                table = {get_format(f).MAGIC: get_format(f) for f in ("kafka_v0", "kafka_v1", "kafka_v2")}
+                for pos, end, m in iter_entries(data):
+                    hexdump(table[m], data[pos:end], limit=1)
+                    if args.limit == 1:
+                        break
+                del magics
+            else:
+                hexdump(fmt, data, limit=args.limit)
+        except (kfmt.CodecError, c.ConstructError, KeyError) as e:
+            print(f"kfmt explain: {args.target}: {e}", file=sys.stderr)
+            return 1
+        return 0
+    try:
+        mod = get_format(args.target)
+    except kfmt.CodecError as e:
+        print(f"kfmt explain: {e}", file=sys.stderr)
+        return 2
+    stem = args.out or f"out/{mod.FORMAT_ID}-layout"
+    Path(stem).parent.mkdir(parents=True, exist_ok=True)
+    for p in draw(mod, stem):
+        print(f"wrote {p}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser(
+        "explain",
+        help="draw a format's byte layout, or annotate the bytes of a real batch",
+        description="kfmt explain FORMAT: packet diagrams (SVG and PNG) of each level. "
+        "kfmt explain --bytes FILE: every byte of the batches in FILE, hexdump style, with its field.",
+    )
+    e.add_argument("target", help="a format id, or with --bytes a log file")
+    e.add_argument("--bytes", action="store_true", help="annotate the bytes of TARGET (a log file)")
+    e.add_argument("--format", help="with --bytes: the format to read (default: by magic, Kafka formats)")
+    e.add_argument("--limit", type=int, default=1, help="with --bytes: entries to show (default 1)")
+    e.add_argument("--out", help="output stem for diagrams (default out/<format>-layout)")
+    e.set_defaults(func=run)
