@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from kfmt import diff, dump, explain
+    from kfmt import diff, dump, explain, synth
 
     dump.add_parser(sub)
+    synth.add_parser(sub)
     diff.add_parser(sub)
     explain.add_parser(sub)
     c = sub.add_parser(

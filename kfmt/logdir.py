@@ -88,18 +88,20 @@ def _entries(path, fmt: str) -> list[tuple[int, int]]:
 def check_indexes(segment: Segment, batches: list[tuple[int, int, int, int]]) -> list[str]:
     """Compare a segment's indexes with its batches ``(position, base_offset, last_offset, max_timestamp)``.
 
-    Kafka indexes a batch by its last offset and file position, and the time index by the largest
-    timestamp so far and the offset it belongs to; every entry must point at a real batch.
+    Kafka indexes an append by its largest offset and the file position where the append starts, and the
+    time index by the largest timestamp so far and its offset; every entry must point at a real batch.
     """
     problems = []
     stem = Path(segment.path).with_suffix("")
     by_pos = {pos: (base, last) for pos, base, last, _ in batches}
     for rel, pos in read_offset_index(f"{stem}.index"):
         off = segment.base_offset + rel
+        # an entry says "offset `off` is found at or after file position `pos`" (the start of the append)
         if pos not in by_pos:
             problems.append(f".index entry offset {off} -> position {pos}: no batch starts there")
-        elif not by_pos[pos][0] <= off <= by_pos[pos][1]:
-            problems.append(f".index entry offset {off} -> position {pos}: that batch holds offsets {by_pos[pos][0]}-{by_pos[pos][1]}")
+        elif by_pos[pos][0] > off or not any(p >= pos and b <= off <= last for p, b, last, _ in batches):
+            problems.append(f".index entry offset {off} -> position {pos}: offset not found from that position on "
+                            f"(batch there holds {by_pos[pos][0]}-{by_pos[pos][1]})")  # fmt: skip
     last_ts = None
     for ts, rel in read_time_index(f"{stem}.timeindex"):
         off = segment.base_offset + rel
