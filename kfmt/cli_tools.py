@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from kfmt import diff, dump, explain, synth
+    from kfmt import diff, dump, explain, spark_jobs, synth
 
     dump.add_parser(sub)
+    spark_jobs.add_parser(sub)
     synth.add_parser(sub)
     diff.add_parser(sub)
     explain.add_parser(sub)

@@ -146,11 +146,10 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
     Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "fields": {...}}}}``;
     ``fields`` attributes the bytes of the uncompressed encoding to schema fields (see kfmt.explain).
     """
-    from kfmt.explain import attribute
     from kfmt.logdir import find_segments
 
     mods = [_mod(f) for f in formats]
-    out = {fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods}
+    out = new_totals(mods, codecs)
     for seg in find_segments(paths):
         with open(seg.path, "rb") as f:
             data = f.read()
@@ -158,21 +157,36 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
             if isinstance(batch, kfmt.CodecError) or batch.is_control or not batch.records:
                 continue
             recs = [kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records]
-            payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
-            for m in mods:
-                for c in codecs:
-                    acc = out[fid(m)][c]
-                    try:
-                        blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=c)
-                    except kfmt.CodecError:
-                        acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
-                        continue
-                    acc["bytes"] += len(blob)
-                    acc["records"] += len(recs)
-                    acc["payload"] += payload
-                    if c == "none":
-                        for k, v in attribute(m, blob).items():
-                            acc["fields"][k] = acc["fields"].get(k, 0) + v
+            add_batch(out, mods, codecs, recs)
+    return finish_totals(out)
+
+
+def new_totals(mods, codecs) -> dict:
+    return {fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods}
+
+
+def add_batch(out: dict, mods, codecs, recs) -> None:
+    """Re-encode one source batch into every format and codec and add it to the totals (shared with Spark)."""
+    from kfmt.explain import attribute
+
+    payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+    for m in mods:
+        for c in codecs:
+            acc = out[fid(m)][c]
+            try:
+                blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=c)
+            except kfmt.CodecError:
+                acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
+                continue
+            acc["bytes"] += len(blob)
+            acc["records"] += len(recs)
+            acc["payload"] += payload
+            if c == "none":
+                for k, v in attribute(m, blob).items():
+                    acc["fields"][k] = acc["fields"].get(k, 0) + v
+
+
+def finish_totals(out: dict) -> dict:
     for per in out.values():
         for acc in per.values():
             acc["bytes_per_record"] = acc["bytes"] / acc["records"] if acc["records"] else None

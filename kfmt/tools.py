@@ -59,3 +59,55 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
         for kind, pos, detail in res.lost:
             print(f"  not carried over: {kind} at byte {pos}: {detail}", file=err)
     return status
+
+
+def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", segment_bytes=1024**3,
+                         batch_records=500, keep_batches=True) -> list[str]:  # fmt: skip
+    """Write rows (dicts with offset, key, value, headers, timestamp[, batch_base_offset]) as segments.
+
+    Rows are ordered by offset; with ``keep_batches`` rows that shared a batch stay together.
+    Segments roll at ``segment_bytes`` and are named by their base offset; every file is written to a
+    temporary name and renamed, so an interrupted job leaves no half segment.
+    """
+    import kfmt
+
+    if rows and rows[0].get("offset") is None:
+        raise ValueError("kafka-log writer: rows need an 'offset' column")
+    rows = sorted(rows, key=lambda r: r["offset"])
+    groups: list[list[dict]] = []
+    for r in rows:
+        same = (keep_batches and groups and r.get("batch_base_offset") is not None
+                and groups[-1][0].get("batch_base_offset") == r.get("batch_base_offset"))  # fmt: skip
+        if not groups or same or (not keep_batches or r.get("batch_base_offset") is None) and len(groups[-1]) < batch_records:
+            if groups and (same or not keep_batches or r.get("batch_base_offset") is None):
+                groups[-1].append(r)
+                continue
+        groups.append([r])
+    folder = Path(folder)
+    written, buf, base = [], bytearray(), None
+
+    def flush():
+        nonlocal buf, base
+        if base is not None and buf:
+            target = folder / f"{base:020d}.log"
+            atomic_write(target, bytes(buf))
+            written.append(str(target))
+        buf, base = bytearray(), None
+
+    for g in groups:
+        recs = []
+        for r in g:
+            ts = r.get("timestamp")
+            if ts is not None and hasattr(ts, "timestamp"):
+                ts = int(round(ts.timestamp() * 1000))
+            hs = [(h["key"], h["value"]) for h in (r.get("headers") or [])] if magic >= 2 else []
+            recs.append(kfmt.Record(key=r.get("key"), value=r.get("value"), headers=hs,
+                                    timestamp=-1 if ts is None else ts, offset=r["offset"]))  # fmt: skip
+        data = kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=recs[0].offset, keep_offsets=True)
+        if base is not None and len(buf) + len(data) > segment_bytes:
+            flush()
+        if base is None:
+            base = recs[0].offset
+        buf += data
+    flush()
+    return written

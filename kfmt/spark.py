@@ -1,0 +1,350 @@
+"""Kafka log segments as Spark DataFrames, through PySpark's Python Data Source API (Spark 4).
+
+    import kfmt.spark
+    kfmt.spark.register(spark)
+    df = spark.read.format("kafka-log").load("/data/kafka-logs")      # log dir, partition dir or segments
+    df.write.format("kafka-log").option("magic", 2).option("codec", "zstd").save("/data/out")
+
+Columns are those of Spark's own Kafka source (key, value, topic, partition, offset, timestamp,
+timestampType, headers) plus the batch's (magic, codec, batch_base_offset, producer_id, producer_epoch,
+base_sequence, is_transactional, is_control) and provenance (file, position; error and raw for
+quarantined batches). Everything the reader ships to executors is plain, picklable data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+    WriterCommitMessage,
+)
+
+log = logging.getLogger("kfmt.spark")
+
+SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int, headers array<struct<key: string, value: binary>>, "
+    "magic int, codec string, batch_base_offset long, producer_id long, producer_epoch int, base_sequence int, "
+    "is_transactional boolean, is_control boolean, file string, position long, error string, raw binary"
+)
+COLUMNS = [c.strip().split(" ")[0] for c in SCHEMA.replace("array<struct<key: string, value: binary>>", "x").split(",")]
+ROWS_PER_ARROW_BATCH = 8192
+
+
+def register(spark) -> None:
+    """Register the ``kafka-log`` data source with a Spark session (and enable Python filter pushdown)."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(KafkaLogDataSource)
+
+
+def _bool(v, default: bool) -> bool:
+    if v is None:
+        return default
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class SegmentSlice(InputPartition):
+    """One input partition: a segment file, or a range of it cut at batch boundaries."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+# ------------------------------------------------------------------ reading
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log")`` / ``df.write.format("kafka-log")``."""
+
+    @classmethod
+    def name(cls):
+        return "kafka-log"
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema):
+        return KafkaLogReader(dict(self.options))
+
+    def writer(self, schema, overwrite):
+        return KafkaLogWriter(dict(self.options), overwrite)
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, options: dict):
+        paths = options.get("path") or options.get("paths")
+        if not paths:
+            raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
+        self.paths = [p for p in str(paths).strip("[]").replace('"', "").split(",") if p] if "," in str(paths) else [paths]
+        self.verify_crc = _bool(options.get("verify_crc"), True)
+        self.include_control = _bool(options.get("include_control"), False)
+        self.on_corrupt = (options.get("on_corrupt") or "fail").lower()
+        if self.on_corrupt not in ("fail", "skip", "quarantine"):
+            raise ValueError(f"kafka-log: on_corrupt must be fail, skip or quarantine, not {self.on_corrupt!r}")
+        self.split_bytes = int(options.get("split_bytes") or 128 * 1024 * 1024)
+        self.filters: list = []
+
+    # ---- pushdown: prune whole segments; Spark still applies every filter to the rows
+    def pushFilters(self, filters):
+        for f in filters:
+            if isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)) and len(
+                f.attribute
+            ) == 1 and f.attribute[0] in ("topic", "partition", "offset", "timestamp"):
+                self.filters.append(f)
+            yield f
+
+    def _keep(self, seg, next_base, ts_range) -> bool:
+        for f in self.filters:
+            col = f.attribute[0]
+            if col == "topic":
+                lo = hi = seg.topic
+            elif col == "partition":
+                lo = hi = seg.partition
+            elif col == "offset":
+                lo, hi = seg.base_offset, (next_base - 1 if next_base is not None else None)
+            else:
+                if ts_range is None:
+                    continue
+                lo, hi = ts_range
+            if not _may_match(f, lo, hi):
+                return False
+        return True
+
+    def partitions(self):
+        from kfmt.logdir import find_segments
+
+        segments = find_segments(self.paths)
+        out = []
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            next_base = nxt.base_offset if nxt and (nxt.topic, nxt.partition) == (seg.topic, seg.partition) else None
+            if not self._keep(seg, next_base, _time_range(seg) if self._wants_time() else None):
+                continue
+            for start, end in _split(seg.path, seg.size, self.split_bytes):
+                out.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end))
+        return out
+
+    def _wants_time(self) -> bool:
+        return any(f.attribute[0] == "timestamp" for f in self.filters)
+
+    def read(self, partition: SegmentSlice):
+        yield from read_slice(partition, self.verify_crc, self.include_control, self.on_corrupt)
+
+
+def _may_match(f, lo, hi) -> bool:
+    """Whether a value in [lo, hi] (hi None: unbounded) can satisfy filter ``f``."""
+    v = f.value
+    if hasattr(v, "timestamp"):  # a datetime from a timestamp filter -> ms
+        v = int(v.timestamp() * 1000)
+    if isinstance(f, In):
+        vals = [int(x.timestamp() * 1000) if hasattr(x, "timestamp") else x for x in v]
+        return any(_may_match(EqualTo(f.attribute, x), lo, hi) for x in vals)
+    try:
+        if isinstance(f, EqualTo):
+            return lo <= v and (hi is None or v <= hi)
+        if isinstance(f, GreaterThan):
+            return hi is None or hi > v
+        if isinstance(f, GreaterThanOrEqual):
+            return hi is None or hi >= v
+        if isinstance(f, LessThan):
+            return lo < v
+        if isinstance(f, LessThanOrEqual):
+            return lo <= v
+    except TypeError:
+        return True
+    return True
+
+
+def _time_range(seg):
+    """(min, max) record timestamps of a segment from its .timeindex, or None when unknown."""
+    from pathlib import Path
+
+    from kfmt.logdir import read_time_index
+
+    entries = read_time_index(Path(seg.path).with_suffix(".timeindex"))
+    if not entries:
+        return None
+    return (-(2**63), max(ts for ts, _ in entries))  # the index holds maxima only: no lower bound
+
+
+def _split(path: str, size: int, split_bytes: int):
+    """Cut a segment into ranges of about ``split_bytes`` at batch boundaries (reading entry headers only)."""
+    if size <= split_bytes:
+        return [(0, size)]
+    import struct
+
+    cuts, pos, start = [], 0, 0
+    with open(path, "rb") as f:
+        while pos + 12 <= size:
+            f.seek(pos + 8)
+            (n,) = struct.unpack(">i", f.read(4))
+            if n < 14:
+                break  # corrupt framing: the reader of the last range reports it
+            nxt = pos + 12 + n
+            if nxt - start >= split_bytes and nxt < size:
+                cuts.append((start, nxt))
+                start = nxt
+            pos = nxt
+    cuts.append((start, size))
+    return cuts
+
+
+def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail"):
+    """Yield Arrow record batches for one input partition (runs on executors)."""
+    import pyarrow as pa
+
+    import kfmt
+    from kfmt.api import scan
+
+    with open(part.path, "rb") as f:
+        f.seek(part.start)
+        data = f.read(part.end - part.start)
+    cols = {c: [] for c in COLUMNS}
+    skipped = 0
+
+    def flush():
+        batch = _to_arrow(cols, pa)
+        for c in cols.values():
+            c.clear()
+        return batch
+
+    try:
+        for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail"):
+            if isinstance(b, kfmt.CodecError):
+                if on_corrupt == "skip":
+                    skipped += 1
+                    log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
+                    continue
+                _append_row(cols, part, part.start + pos, None, None, error=str(b), raw=data[pos:end])
+                continue
+            if b.is_control and not include_control:
+                continue
+            for r in b.records:
+                _append_row(cols, part, part.start + pos, b, r)
+            if len(cols["offset"]) >= ROWS_PER_ARROW_BATCH:
+                yield flush()
+    except kfmt.CodecError as e:
+        at = part.start + (getattr(e, "batch_position", None) or 0)
+        raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "
+                         "(option on_corrupt=skip or quarantine to go on)") from None  # fmt: skip
+    if skipped:
+        log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
+    if cols["offset"]:
+        yield flush()
+
+
+def _append_row(cols, part, position, b, r, error=None, raw=None):
+    cols["topic"].append(part.topic)
+    cols["partition"].append(part.partition)
+    cols["file"].append(part.path)
+    cols["position"].append(position)
+    cols["error"].append(error)
+    cols["raw"].append(raw)
+    if b is None:
+        for c in ("key", "value", "offset", "timestamp", "timestampType", "headers", "magic", "codec",
+                  "batch_base_offset", "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control"):  # fmt: skip
+            cols[c].append(None)
+        return
+    cols["key"].append(r.key)
+    cols["value"].append(r.value)
+    cols["offset"].append(r.offset)
+    ts = r.timestamp
+    cols["timestamp"].append(ts * 1000 if ts is not None and ts >= 0 else None)
+    cols["timestampType"].append(b.timestamp_type if b.timestamp_type is not None else -1)
+    cols["headers"].append([{"key": k, "value": v} for k, v in r.headers])
+    cols["magic"].append(b.magic)
+    cols["codec"].append(b.codec)
+    cols["batch_base_offset"].append(b.base_offset)
+    cols["producer_id"].append(b.producer_id)
+    cols["producer_epoch"].append(b.producer_epoch)
+    cols["base_sequence"].append(b.base_sequence)
+    cols["is_transactional"].append(b.is_transactional)
+    cols["is_control"].append(b.is_control)
+
+
+def arrow_schema(pa):
+    return pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        ("magic", pa.int32()), ("codec", pa.string()), ("batch_base_offset", pa.int64()), ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int32()), ("base_sequence", pa.int32()), ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()), ("file", pa.string()), ("position", pa.int64()), ("error", pa.string()),
+        ("raw", pa.binary()),
+    ])  # fmt: skip
+
+
+def _to_arrow(cols, pa):
+    schema = arrow_schema(pa)
+    arrays = [pa.array(cols[f.name], type=f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# ------------------------------------------------------------------ writing
+@dataclass
+class WrittenFiles(WriterCommitMessage):
+    files: list
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    """Writes segments per topic-partition: batches of ``batch_records`` (or the input's own batches), rolled at
+    ``segment_bytes``, named by base offset, each written to a temporary name and renamed."""
+
+    def __init__(self, options: dict, overwrite: bool):
+        self.path = options.get("path")
+        if not self.path:
+            raise ValueError("kafka-log: give an output path: df.write.format('kafka-log').save(PATH)")
+        self.magic = int(options.get("magic") or 2)
+        self.codec = options.get("codec") or "none"
+        self.segment_bytes = int(options.get("segment_bytes") or 1024**3)
+        self.batch_records = int(options.get("batch_records") or 500)
+        self.keep_batches = _bool(options.get("keep_batches"), True)
+        self.overwrite = overwrite
+
+    def write(self, iterator):
+        import pyarrow as pa
+
+        from kfmt.tools import write_partition_rows
+
+        groups: dict = {}
+        for batch in iterator:
+            t = pa.Table.from_batches([batch])
+            d = t.to_pydict()
+            n = t.num_rows
+            for i in range(n):
+                if d.get("error") and d["error"][i] is not None:
+                    continue  # quarantined rows carry no record
+                key = (d["topic"][i], d["partition"][i])
+                groups.setdefault(key, []).append({c: d[c][i] for c in d})
+        files = []
+        for (topic, part), rows in groups.items():
+            folder = os.path.join(self.path, f"{topic}-{part}")
+            files += write_partition_rows(folder, rows, magic=self.magic, codec=self.codec,
+                                          segment_bytes=self.segment_bytes, batch_records=self.batch_records,
+                                          keep_batches=self.keep_batches)  # fmt: skip
+        return WrittenFiles(files)
+
+    def commit(self, messages):
+        return None
+
+    def abort(self, messages):
+        for m in messages or []:
+            for f in getattr(m, "files", []) or []:
+                try:
+                    os.unlink(f)
+                except FileNotFoundError:
+                    pass
