@@ -1,0 +1,161 @@
+"""The kafka-log Spark data source and jobs (local[2], one shared session, a small synthesized corpus)."""
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+import kfmt
+from kfmt.logdir import find_segments
+from kfmt.synth import SynthConfig, synth
+
+pyspark = pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    synth(d, SynthConfig(seed=7, topics=("orders", "clicks"), partitions=2, records=300, segment_bytes=24 * 1024))
+    return d
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from kfmt.spark_jobs import session
+
+    s = session("local[2]", "kfmt-tests")
+    yield s
+    s.stop()
+
+
+def _expected(paths, include_control=False):
+    rows = set()
+    for seg in find_segments(paths):
+        for b in kfmt.read_batches(open(seg.path, "rb").read()):
+            if b.is_control and not include_control:
+                continue
+            for r in b.records:
+                rows.add((seg.topic, seg.partition, r.offset, r.key, r.value, tuple(r.headers),
+                          r.timestamp if r.timestamp >= 0 else None, b.magic))  # fmt: skip
+    return rows
+
+
+def _rows(df):
+    out = set()
+    for r in df.select("topic", "partition", "offset", "key", "value", "headers", "timestamp", "magic").collect():
+        ts = round(r["timestamp"].timestamp() * 1000) if r["timestamp"] is not None else None
+        out.add((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
+                 tuple((h["key"], h["value"]) for h in r["headers"]), ts, r["magic"]))  # fmt: skip
+    return out
+
+
+def test_rows_equal_read_batches(spark, corpus):
+    df = spark.read.format("kafka-log").load(str(corpus))
+    assert _rows(df) == _expected(corpus)
+    with_ctl = spark.read.format("kafka-log").option("include_control", "true").load(str(corpus))
+    assert with_ctl.filter("is_control").count() > 0
+    assert set(df.columns) >= {"key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
+                               "magic", "codec", "batch_base_offset", "producer_id", "producer_epoch",
+                               "base_sequence", "is_transactional", "is_control"}  # fmt: skip
+
+
+def test_pushdown_prunes_segments_and_keeps_rows(spark, corpus):
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
+
+    from kfmt.spark import KafkaLogReader
+
+    all_parts = KafkaLogReader({"path": str(corpus)}).partitions()
+    r = KafkaLogReader({"path": str(corpus)})
+    list(r.pushFilters([EqualTo(("topic",), "orders"), GreaterThanOrEqual(("offset",), 250)]))
+    pruned = r.partitions()
+    assert 0 < len(pruned) < len(all_parts)
+    assert all(p.topic == "orders" for p in pruned)
+    df = spark.read.format("kafka-log").load(str(corpus)).filter("topic = 'orders' AND offset >= 250")
+    expected = {row for row in _expected(corpus) if row[0] == "orders" and row[2] >= 250}
+    assert _rows(df) == expected and expected
+
+
+def test_large_segments_split_at_batch_boundaries(spark, corpus):
+    from kfmt.spark import KafkaLogReader
+
+    parts = KafkaLogReader({"path": str(corpus), "split_bytes": "4096"}).partitions()
+    assert len(parts) > len(find_segments(str(corpus)))
+    df = spark.read.format("kafka-log").option("split_bytes", "4096").load(str(corpus))
+    assert _rows(df) == _expected(corpus)
+
+
+@pytest.fixture(scope="module")
+def corrupt_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corrupt") / "bad-0"
+    d.mkdir()
+    blobs = [kfmt.encode_batch([kfmt.Record(value=b"v%d" % i, timestamp=i) for i in range(3)], base_offset=3 * k)
+             for k in range(3)]  # fmt: skip
+    data = bytearray(b"".join(blobs))
+    data[len(blobs[0]) + 30] ^= 0xFF  # corrupt the second batch (CRC-covered header)
+    (d / f"{0:020d}.log").write_bytes(bytes(data))
+    return d, len(blobs[0])
+
+
+def test_on_corrupt_modes(spark, corrupt_dir):
+    d, pos = corrupt_dir
+    reader = spark.read.format("kafka-log")
+    with pytest.raises(Exception) as e:
+        reader.load(str(d)).collect()
+    assert f"at byte {pos}" in str(e.value) and "00000000000000000000.log" in str(e.value)
+    assert sorted(r.offset for r in reader.option("on_corrupt", "skip").load(str(d)).collect()) == [0, 1, 2, 6, 7, 8]
+    q = reader.option("on_corrupt", "quarantine").load(str(d)).collect()
+    bad = [r for r in q if r.error is not None]
+    assert len(bad) == 1 and bad[0].position == pos and "crc" in bad[0].error and len(bad[0].raw) > 61
+    assert len([r for r in q if r.error is None]) == 6
+
+
+def test_write_then_read(spark, corpus, tmp_path):
+    df = spark.read.format("kafka-log").load(str(corpus))
+    out = tmp_path / "out"
+    df.write.format("kafka-log").mode("overwrite").option("codec", "zstd").option("segment_bytes", 20000).save(str(out))
+    back = spark.read.format("kafka-log").load(str(out))
+    assert {r[:-1] for r in _rows(back)} == {r[:-1] for r in _expected(corpus)}  # same records, all magic 2 now
+    assert {r[0] for r in back.select("codec").distinct().collect()} == {"zstd"}
+    assert not list(out.rglob("*.tmp"))
+    legacy = tmp_path / "v1"
+    df.filter("topic = 'orders'").write.format("kafka-log").mode("overwrite").option("magic", 1).save(str(legacy))
+    assert {r.magic for r in spark.read.format("kafka-log").load(str(legacy)).select("magic").distinct().collect()} == {1}
+
+
+def test_compare_equals_diff_corpus_mode(spark, corpus):
+    from kfmt.diff import corpus_sizes
+    from kfmt.spark_jobs import compare
+
+    fmts, codecs = ["kafka_v1", "kafka_v2", "kip98_draft"], ["none", "lz4"]
+    assert compare(spark, str(corpus), fmts, codecs) == corpus_sizes(fmts, [str(corpus)], tuple(codecs))
+
+
+def test_reader_ships_only_picklable_state(corpus):
+    """Executors need nothing but importable modules: unpickle in a fresh interpreter and read."""
+    from kfmt.spark import KafkaLogReader
+
+    r = KafkaLogReader({"path": str(corpus)})
+    blob = pickle.dumps((r, r.partitions()[0]))
+    code = ("import pickle, sys; r, p = pickle.loads(sys.stdin.buffer.read()); "
+            "n = sum(b.num_rows for b in r.read(p)); print(n)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True)
+    assert int(out.stdout) > 0
+
+
+def test_synth_is_deterministic_and_kafka_python_reads_it(tmp_path):
+    from kafka.record.memory_records import MemoryRecords
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    cfg = SynthConfig(seed=3, topics=("t",), partitions=1, records=200, segment_bytes=8000)
+    synth(a, cfg)
+    synth(b, cfg)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    for seg in find_segments(str(a)):
+        data = open(seg.path, "rb").read()
+        ours = [(r.offset, r.key, r.value) for bt in kfmt.read_batches(data) for r in bt.records]
+        theirs, mr = [], MemoryRecords(data)
+        while (bt := mr.next_batch()) is not None:
+            theirs += [(r.offset, r.key, r.value) for r in bt]
+        assert ours == theirs
