@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test demo bench lint fuzz clean
+.PHONY: setup generate check-generated test demo bench bench-spark lint fuzz clean
 
 setup: $(VENV)/.installed
 
@@ -27,10 +27,13 @@ test: setup check-generated
 	$(PY) -m pytest
 
 demo: setup generate
-	$(VENV)/bin/kfmt demo
+	$(VENV)/bin/kfmt demo $(DEMO_ARGS)
 
 bench: setup
 	$(PY) bench/bench_codecs.py
+
+bench-spark: setup
+	$(PY) bench/bench_spark.py
 
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench

@@ -41,10 +41,9 @@ def _cmd_formats(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from kfmt.demo import run_codec_demo
+    from kfmt.demo import run
 
-    run_codec_demo()
-    return 0
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("formats", help="list every format with its one-line description")
     f.set_defaults(func=_cmd_formats)
 
-    d = sub.add_parser("demo", help="encode a v2 batch and show it decoded field by field")
+    d = sub.add_parser(
+        "demo",
+        help="the main job: synthesize a corpus (or use --corpus), compare all formats with Spark, write out/report.md",
+    )
+    d.add_argument("--corpus", help="a Kafka log directory to analyse (default: synthesize one under OUT/corpus)")
+    d.add_argument("--out", default="out", help="report directory (default out/)")
+    d.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    d.add_argument("--records", type=int, default=2000, help="records per partition of the synthesized corpus")
+    d.add_argument("--codec-only", action="store_true", help="only encode a v2 batch and show it field by field")
     d.set_defaults(func=_cmd_demo)
 
     from kfmt import cli_tools

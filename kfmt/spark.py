@@ -213,15 +213,8 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
     with open(part.path, "rb") as f:
         f.seek(part.start)
         data = f.read(part.end - part.start)
-    cols = {c: [] for c in COLUMNS}
+    cols = _Columns()
     skipped = 0
-
-    def flush():
-        batch = _to_arrow(cols, pa)
-        for c in cols.values():
-            c.clear()
-        return batch
-
     try:
         for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail"):
             if isinstance(b, kfmt.CodecError):
@@ -229,51 +222,90 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
                     skipped += 1
                     log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
                     continue
-                _append_row(cols, part, part.start + pos, None, None, error=str(b), raw=data[pos:end])
+                cols.add_corrupt(part.start + pos, str(b), data[pos:end])
                 continue
             if b.is_control and not include_control:
                 continue
-            for r in b.records:
-                _append_row(cols, part, part.start + pos, b, r)
-            if len(cols["offset"]) >= ROWS_PER_ARROW_BATCH:
-                yield flush()
+            cols.add_batch(part.start + pos, b)
+            if cols.n >= ROWS_PER_ARROW_BATCH:
+                yield cols.to_arrow(pa, part)
+                cols = _Columns()
     except kfmt.CodecError as e:
         at = part.start + (getattr(e, "batch_position", None) or 0)
         raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "
                          "(option on_corrupt=skip or quarantine to go on)") from None  # fmt: skip
     if skipped:
         log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
-    if cols["offset"]:
-        yield flush()
+    if cols.n:
+        yield cols.to_arrow(pa, part)
 
 
-def _append_row(cols, part, position, b, r, error=None, raw=None):
-    cols["topic"].append(part.topic)
-    cols["partition"].append(part.partition)
-    cols["file"].append(part.path)
-    cols["position"].append(position)
-    cols["error"].append(error)
-    cols["raw"].append(raw)
-    if b is None:
-        for c in ("key", "value", "offset", "timestamp", "timestampType", "headers", "magic", "codec",
-                  "batch_base_offset", "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control"):  # fmt: skip
-            cols[c].append(None)
-        return
-    cols["key"].append(r.key)
-    cols["value"].append(r.value)
-    cols["offset"].append(r.offset)
-    ts = r.timestamp
-    cols["timestamp"].append(ts * 1000 if ts is not None and ts >= 0 else None)
-    cols["timestampType"].append(b.timestamp_type if b.timestamp_type is not None else -1)
-    cols["headers"].append([{"key": k, "value": v} for k, v in r.headers])
-    cols["magic"].append(b.magic)
-    cols["codec"].append(b.codec)
-    cols["batch_base_offset"].append(b.base_offset)
-    cols["producer_id"].append(b.producer_id)
-    cols["producer_epoch"].append(b.producer_epoch)
-    cols["base_sequence"].append(b.base_sequence)
-    cols["is_transactional"].append(b.is_transactional)
-    cols["is_control"].append(b.is_control)
+_BATCH_COLS = ("timestampType", "magic", "codec", "batch_base_offset", "producer_id", "producer_epoch",
+               "base_sequence", "is_transactional", "is_control", "position", "error", "raw")  # fmt: skip
+
+
+class _Columns:
+    """Column lists for one Arrow batch; batch-level values are repeated per record in bulk."""
+
+    def __init__(self):
+        self.n = 0
+        self.key, self.value, self.offset, self.timestamp = [], [], [], []
+        self.h_offsets, self.h_keys, self.h_values = [0], [], []
+        self.batch = {c: [] for c in _BATCH_COLS}
+
+    def add_batch(self, position, b):
+        recs = b.records
+        n = len(recs)
+        self.n += n
+        self.key += [r.key for r in recs]
+        self.value += [r.value for r in recs]
+        self.offset += [r.offset for r in recs]
+        self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
+        ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
+        for r in recs:
+            if r.headers:
+                for k, v in r.headers:
+                    hk.append(k)
+                    hv.append(v)
+            ho.append(len(hk))
+        tt = b.timestamp_type if b.timestamp_type is not None else -1
+        for c, v in (("timestampType", tt), ("magic", b.magic), ("codec", b.codec),
+                     ("batch_base_offset", b.base_offset), ("producer_id", b.producer_id),
+                     ("producer_epoch", b.producer_epoch), ("base_sequence", b.base_sequence),
+                     ("is_transactional", b.is_transactional), ("is_control", b.is_control),
+                     ("position", position), ("error", None), ("raw", None)):  # fmt: skip
+            self.batch[c] += [v] * n
+
+    def add_corrupt(self, position, error, raw):
+        self.n += 1
+        for lst in (self.key, self.value, self.offset, self.timestamp):
+            lst.append(None)
+        self.h_offsets.append(len(self.h_keys))
+        for c in _BATCH_COLS:
+            self.batch[c].append(None)
+        self.batch["position"][-1] = position
+        self.batch["error"][-1] = error
+        self.batch["raw"][-1] = raw
+
+    def to_arrow(self, pa, part):
+        schema = arrow_schema(pa)
+        types = {f.name: f.type for f in schema}
+        header_struct = pa.StructArray.from_arrays(
+            [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())], fields=list(types["headers"].value_type)
+        )
+        cols = {
+            "key": pa.array(self.key, pa.binary()),
+            "value": pa.array(self.value, pa.binary()),
+            "topic": pa.array([part.topic] * self.n, pa.string()),
+            "partition": pa.array([part.partition] * self.n, pa.int32()),
+            "offset": pa.array(self.offset, pa.int64()),
+            "timestamp": pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
+            "headers": pa.ListArray.from_arrays(pa.array(self.h_offsets, pa.int32()), header_struct),
+            "file": pa.array([part.path] * self.n, pa.string()),
+        }
+        for c in _BATCH_COLS:
+            cols[c] = pa.array(self.batch[c], types[c])
+        return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
 def arrow_schema(pa):
@@ -286,12 +318,6 @@ def arrow_schema(pa):
         ("is_control", pa.bool_()), ("file", pa.string()), ("position", pa.int64()), ("error", pa.string()),
         ("raw", pa.binary()),
     ])  # fmt: skip
-
-
-def _to_arrow(cols, pa):
-    schema = arrow_schema(pa)
-    arrays = [pa.array(cols[f.name], type=f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # ------------------------------------------------------------------ writing

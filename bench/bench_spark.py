@@ -1,0 +1,87 @@
+"""`make bench-spark`: records/s decoded through the kafka-log data source vs a Python UDF using kafka-python.
+
+Same corpus (synthesized, every codec, legacy segments included), same Spark session, medians of
+several runs. Both produce the record columns of Spark's Kafka source (offset, timestamp, key, value,
+headers) for every record and aggregate over them, so neither side can skip decoding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+
+
+def kafka_python_records(content):
+    """The baseline UDF body: parse a whole segment with kafka-python."""
+    from kafka.record.memory_records import MemoryRecords
+
+    out = []
+    records = MemoryRecords(bytes(content))
+    while (batch := records.next_batch()) is not None:
+        if getattr(batch, "is_control_batch", False):
+            continue
+        for r in batch:
+            out.append((r.offset, r.timestamp, r.key, r.value, [(k, v) for k, v in r.headers]))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=6000, help="records per partition of the corpus")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--master", default="local[*]")
+    args = p.parse_args(argv)
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
+
+    from kfmt.spark_jobs import session
+    from kfmt.synth import SynthConfig, synth
+
+    corpus = tempfile.mkdtemp(prefix="kfmt-bench-")
+    summary = synth(corpus, SynthConfig(records=args.records, segment_bytes=1024 * 1024))
+    n_expected = sum(v["records"] for v in summary.values())
+    spark = session(args.master, "kfmt-bench")
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    rec_type = ArrayType(StructType([StructField("offset", LongType()), StructField("timestamp", LongType()),
+                                     StructField("key", BinaryType()), StructField("value", BinaryType()),
+                                     StructField("headers", ArrayType(header))]))  # fmt: skip
+    parse = F.udf(kafka_python_records, rec_type)
+
+    def ours():
+        df = spark.read.format("kafka-log").load(corpus)
+        return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
+                      F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
+
+    def baseline():
+        files = spark.read.format("binaryFile").option("pathGlobFilter", "*.log").option("recursiveFileLookup", "true")
+        recs = files.load(corpus).select(F.explode(parse("content")).alias("r"))
+        return recs.agg(F.count("*").alias("n"), F.sum(F.length("r.value")).alias("bytes"),
+                        F.sum(F.size("r.headers")).alias("headers")).collect()[0]  # fmt: skip
+
+    results = {}
+    for name, job in (("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline)):
+        job()  # warm up (Python workers, JIT of the plan)
+        times, row = [], None
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            row = job()
+            times.append(time.perf_counter() - t)
+        med = statistics.median(times)
+        results[name] = (row["n"], row["bytes"], med, row["n"] / med)
+    spark.stop()
+    print(f"# kfmt bench-spark: {n_expected} records, master {args.master}, median of {args.runs} runs\n")
+    print("| reader | records | value bytes | seconds | records/s |")
+    print("|---|---|---|---|---|")
+    for name, (n, b, s, rps) in results.items():
+        print(f"| {name} | {n} | {b} | {s:.2f} | {rps:,.0f} |")
+    (n1, b1, _, r1), (n2, b2, _, r2) = results.values()
+    print(f"\nkfmt / baseline: {r1 / r2:.2f}x records/s" + ("" if (n1, b1) == (n2, b2) else "  (WARNING: results differ)"))
+    return 0 if (n1, b1) == (n2, b2) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
