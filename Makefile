@@ -35,6 +35,10 @@ bench: setup
 bench-spark: setup
 	$(PY) bench/bench_spark.py
 
+fuzz: setup
+	$(PY) -m pip install -q atheris || echo "atheris not installable here: running the mutation campaign only"
+	$(PY) -c "import atheris" 2>/dev/null && $(PY) fuzz/campaign.py --atheris 100000 $(FUZZ_ARGS) || $(PY) fuzz/campaign.py $(FUZZ_ARGS)
+
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench
 	$(VENV)/bin/ruff format --check kfmt generator tests bench

@@ -17,7 +17,7 @@ class DecodeOptions:
     #: decompressed bytes allowed for one batch
     max_decompressed: int = 256 * 1024 * 1024
     #: decompressed size allowed relative to the compressed size (bomb guard; at least 1 MiB is always allowed)
-    max_ratio: int = 4096
+    max_ratio: int = 1024
     #: records (or inner messages) in one batch
     max_records: int = 10_000_000
     #: headers on one record

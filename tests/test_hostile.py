@@ -1,0 +1,151 @@
+"""Hostile input: only CodecError, bounded memory, lenient where Kafka is, regressions replayed."""
+
+import struct
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import crc32c
+import pytest
+from conftest import backends
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kfmt
+from kfmt.api import format_ids
+from kfmt.runtime.options import DecodeOptions
+
+REGRESSIONS = Path(__file__).parent / "vectors" / "regressions"
+ALL = list(format_ids())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ALL), st.binary(max_size=300))
+def test_any_bytes_any_format_only_codec_error(fid, data):
+    for _, mod in backends(fid):
+        try:
+            mod.decode_from(data, 0, len(data), DecodeOptions(verify_crc=False))
+        except kfmt.CodecError as e:
+            assert "internal decode failure" not in str(e)
+
+
+@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.bin")), ids=lambda p: p.name)
+def test_regressions(path):
+    fid, backend = path.name.split("-")[0], path.name.split("-")[1]
+    mod = dict(backends(fid))[backend]
+    try:
+        mod.decode_from(path.read_bytes(), 0, path.stat().st_size, DecodeOptions(verify_crc=False))
+    except kfmt.CodecError as e:
+        assert "internal decode failure" not in str(e)
+
+
+def _v2_with(records_blob: bytes, count: int, codec_id: int = 0) -> bytes:
+    header = struct.pack(">hiqqqhii", codec_id, max(count - 1, 0), 0, 0, -1, -1, -1, count)
+    body = header + records_blob
+    crc = crc32c.crc32c(body)
+    return struct.pack(">qiibI", 0, len(body) + 9, -1, 2, crc) + body
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+    except kfmt.CodecError:
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("backend", ["codec", "construct"])
+def test_1kb_input_claiming_2gb_stays_small(backend):
+    mod = dict(backends("kafka_v2"))[backend]
+    claims = [
+        _v2_with(b"\x00" * 900, 0x7FFFFFFF),  # 2^31-1 records in 900 bytes
+        _v2_with(b"\xfe\xff\xff\xff\x0f" + b"\x00" * 900, 1),  # a record claiming 2 GB
+        _v2_with(b"\x20\x00\x00\x00\xfe\xff\xff\xff\x0f" + b"\x00" * 900, 1),  # a key claiming 2 GB
+    ]
+    # decompression bombs of about 1 KB: a gzip stream whose ISIZE trailer claims 2 GB, and a zstd frame
+    # whose header claims 2 GB (and whose blocks would expand to 8 MiB)
+    import zstandard
+
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    gz_stream = bytearray(gz.compress(b"\x00" * (4 << 20)) + gz.flush())
+    gz_stream[-4:] = struct.pack("<I", 1 << 31)
+    zstd_stream = bytearray(zstandard.ZstdCompressor(level=19).compress(b"\x00" * (8 << 20)))
+    bombs = [_v2_with(bytes(gz_stream), 1000, codec_id=1), _v2_with(bytes(zstd_stream), 1000, codec_id=4)]
+    for data in claims + bombs:
+        assert len(data) < 8 * 1024
+        peak = _peak(lambda: mod.decode(data))
+        assert peak < 16 * (1 << 20), (len(data), peak)  # at most max(1 MiB, 1024x the input) is decompressed
+    with pytest.raises(kfmt.CodecError):  # cut at the ratio limit, or refused by the gzip trailer check
+        mod.decode(bombs[0])
+    with pytest.raises(kfmt.LimitExceededError):
+        mod.decode(bombs[1])
+
+
+def test_limits_are_options():
+    data = kfmt.encode_batch([kfmt.Record(value=b"x" * 100, headers=[("h", b"1")] * 5, timestamp=1)] * 10)
+    with pytest.raises(kfmt.LimitExceededError, match="count 10"):
+        list(kfmt.read_batches(data, opts=DecodeOptions(max_records=5)))
+    with pytest.raises(kfmt.LimitExceededError):
+        list(kfmt.read_batches(data, opts=DecodeOptions(max_headers=2)))
+    with pytest.raises(kfmt.LimitExceededError):
+        list(kfmt.read_batches(data, opts=DecodeOptions(max_bytes=50)))
+
+
+def test_kafka_leniency():
+    """Spec 6.3: unused attribute bits, record attributes, non-minimal varints and negative lengths are accepted."""
+    v2 = kfmt.api.get_format("kafka_v2")
+    data = bytearray(kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v", timestamp=5)]))
+    data[21] = 0xFF  # attribute bits 8-15: ignored
+    data[22] |= 0x80  # bit 7: ignored
+    data[62] = 0x7F  # record attributes byte: ignored
+    data[17:21] = struct.pack(">I", crc32c.crc32c(bytes(data[21:])))
+    (b,) = kfmt.read_batches(bytes(data))
+    assert b.records[0].value == b"v" and b.codec == "none"
+    # a non-minimal varint (timestampDelta 0 written as 80 00) and a value length of -5 (null)
+    rec = bytes([0x00, 0x80, 0x00, 0x00, 0x02]) + b"k" + bytes([0x09, 0x00])
+    blob = _v2_with(bytes([len(rec) << 1]) + rec, 1)
+    (r,) = v2.decode(blob).records
+    assert (r.timestamp, r.key, r.value) == (0, b"k", None)
+    # legacy attribute bits 4-7 ignored
+    m = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)], magic=1))
+    m[17] |= 0xF0
+    m[12:16] = struct.pack(">I", zlib.crc32(bytes(m[16:])))
+    assert [r.value for b in kfmt.read_batches(bytes(m)) for r in b.records] == [b"x"]
+
+
+def test_wrong_magic_and_unknown_codec():
+    data = bytearray(kfmt.encode_batch([kfmt.Record(value=b"v", timestamp=5)]))
+    data[16] = 7
+    with pytest.raises(kfmt.InvalidValueError, match="invalid magic 7"):
+        list(kfmt.read_batches(bytes(data)))
+    data[16] = 2
+    data[22] = 6
+    data[17:21] = struct.pack(">I", crc32c.crc32c(bytes(data[21:])))
+    with pytest.raises(kfmt.UnsupportedCodecError, match="codec id 6"):
+        list(kfmt.read_batches(bytes(data)))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "      - {name: n, type: int32, max: 99999999999}",
+        "      - {name: n, type: int8, const: 1000}",
+        "      - {name: n, type: int16, bits: [{name: b, mask: 99999999999}]}",
+        "      - {name: \"n'); import os; ('\", type: int32}",
+        "      - {name: __init__, type: int32}",
+        "      - {name: n, type: int32, doc: 12}",
+    ],
+)
+def test_malicious_or_enormous_schema_values(tmp_path, bad):
+    from generator.loader import SchemaError, load
+    from generator.render import render_format
+
+    (tmp_path / "common.yaml").write_text((Path(__file__).parent.parent / "schemas" / "common.yaml").read_text())
+    p = tmp_path / "evil.yaml"
+    p.write_text("doc: evil\nroot: m\nstructs:\n  m:\n    fields:\n" + bad + "\n")
+    with pytest.raises(SchemaError) as e:
+        render_format(load(p, tmp_path))
+    assert "evil.yaml:" in str(e.value)
