@@ -126,7 +126,8 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
 def run_atheris(fid: str, runs: int) -> None:
     import atheris
 
-    mod = importlib.import_module(f"generated.{fid}.codec")
+    with atheris.instrument_imports(include=["generated", "kfmt"]):
+        mod = importlib.import_module(f"generated.{fid}.codec")
     opts = DecodeOptions(verify_crc=False)
 
     def test_one(data: bytes):
@@ -151,16 +152,21 @@ def main(argv=None) -> int:
     p.add_argument("--formats", default=",".join(format_ids()))
     p.add_argument("--atheris", type=int, default=0, metavar="RUNS", help="also run atheris per format for RUNS inputs")
     args = p.parse_args(argv)
+    atheris_rows = []
     if args.atheris:
+        import re
         import subprocess
 
         for fid in args.formats.split(","):
+            t = time.time()
             code = f"import sys; sys.argv=['fuzz']; from fuzz.campaign import run_atheris; run_atheris({fid!r}, {args.atheris})"
             r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-            tail = (r.stderr.strip().splitlines() or [""])[-1]
-            print(f"atheris {fid}: exit {r.returncode}: {tail}", file=sys.stderr)
+            done = re.findall(r"Done (\d+) runs", r.stderr)
+            crashed = int(r.returncode != 0)
+            atheris_rows.append((fid, "codec (atheris)", int(done[-1]) if done else 0, crashed, time.time() - t))
+            print(f"atheris {fid}: exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}", file=sys.stderr)
     t0 = time.time()
-    rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(","))
+    rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(",")) + atheris_rows
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = sum(r[2] for r in rows)
     crashes = sum(r[3] for r in rows)
