@@ -624,6 +624,9 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
         raise ctx0.error("a format schema needs 'root' (the struct a buffer decodes to)")
     if schema.root not in structs:
         raise ctx0.sub("root", m.get("root")).error(f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}")
+    root_magic = next((f.const for f in structs[schema.root].fields if f.name == "magic" and f.const is not None), None)
+    if root_magic is not None and schema.magic is not None and root_magic != schema.magic:
+        raise ctx0.sub("magic").error(f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}")
     h = hashlib.sha256()
     for s in schema.sources:
         h.update(hashlib.sha256(s).digest())

@@ -324,6 +324,7 @@ def arrow_schema(pa):
 @dataclass
 class WrittenFiles(WriterCommitMessage):
     files: list
+    skipped: int = 0  # quarantined rows (corrupt batches) that carry no record and were not written
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
@@ -347,13 +348,15 @@ class KafkaLogWriter(DataSourceArrowWriter):
         from kfmt.tools import write_partition_rows
 
         groups: dict = {}
+        skipped = 0
         for batch in iterator:
             t = pa.Table.from_batches([batch])
             d = t.to_pydict()
             n = t.num_rows
             for i in range(n):
                 if d.get("error") and d["error"][i] is not None:
-                    continue  # quarantined rows carry no record
+                    skipped += 1  # quarantined rows carry no record: counted and reported at commit
+                    continue
                 key = (d["topic"][i], d["partition"][i])
                 groups.setdefault(key, []).append({c: d[c][i] for c in d})
         files = []
@@ -361,10 +364,13 @@ class KafkaLogWriter(DataSourceArrowWriter):
             folder = os.path.join(self.path, f"{topic}-{part}")
             files += write_partition_rows(folder, rows, magic=self.magic, codec=self.codec,
                                           segment_bytes=self.segment_bytes, batch_records=self.batch_records,
-                                          keep_batches=self.keep_batches)  # fmt: skip
-        return WrittenFiles(files)
+                                          keep_batches=self.keep_batches, replace=self.overwrite)  # fmt: skip
+        return WrittenFiles(files, skipped)
 
     def commit(self, messages):
+        skipped = sum(getattr(m, "skipped", 0) for m in messages or [])
+        if skipped:
+            log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
         return None
 
     def abort(self, messages):

@@ -113,7 +113,15 @@ def _ms(ts) -> int:
 
 
 def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: int = 1024**3) -> int:
-    """Convert a log directory with Spark: read with kafka-log, write with kafka-log (atomic segment files)."""
+    """Convert a log directory with Spark: read with kafka-log, write with kafka-log (atomic segment files).
+
+    Refuses to write into (or above) its input, so the input is never overwritten.
+    """
+    from pathlib import Path
+
+    s, d = Path(src).resolve(), Path(dst).resolve()
+    if s == d or s in d.parents or d in s.parents:
+        raise ValueError(f"kfmt spark convert: refusing to write {dst} over or around its input {src}")
     df = spark.read.format("kafka-log").load(src)
     n = df.count()
     (df.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)

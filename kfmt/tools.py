@@ -65,7 +65,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
 
 
 def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", segment_bytes=1024**3,
-                         batch_records=500, keep_batches=True) -> list[str]:  # fmt: skip
+                         batch_records=500, keep_batches=True, replace=False) -> list[str]:  # fmt: skip
     """Write rows (dicts with offset, key, value, headers, timestamp[, batch_base_offset]) as segments.
 
     Rows are ordered by offset; with ``keep_batches`` rows that shared a batch stay together.
@@ -93,6 +93,8 @@ def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", seg
         nonlocal buf, base
         if base is not None and buf:
             target = folder / f"{base:020d}.log"
+            if target.exists() and not replace:
+                raise FileExistsError(f"kafka-log writer: {target} exists (use mode('overwrite') to replace it)")
             atomic_write(target, bytes(buf))
             written.append(str(target))
         buf, base = bytearray(), None
