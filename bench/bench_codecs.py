@@ -15,8 +15,8 @@ import time
 
 import aiokafka.record.default_records as aio
 import aiokafka.record.legacy_records as aio_legacy
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
@@ -104,7 +104,7 @@ def v2_peers(codec: str, recs):
 def legacy_peers(magic: int, codec: str, recs):
     fmt = f"kafka_v{magic}"
     try:
-        mod = get_format(fmt)
+        get_format(fmt)
     except kfmt.CodecError:
         return None
     ours_records = [kfmt.Record(key=k, value=v, timestamp=ts if magic else None) for _, ts, k, v, _ in recs]

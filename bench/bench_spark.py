@@ -79,7 +79,9 @@ def main(argv=None) -> int:
     for name, (n, b, s, rps) in results.items():
         print(f"| {name} | {n} | {b} | {s:.2f} | {rps:,.0f} |")
     (n1, b1, _, r1), (n2, b2, _, r2) = results.values()
-    print(f"\nkfmt / baseline: {r1 / r2:.2f}x records/s" + ("" if (n1, b1) == (n2, b2) else "  (WARNING: results differ)"))
+    print(
+        f"\nkfmt / baseline: {r1 / r2:.2f}x records/s" + ("" if (n1, b1) == (n2, b2) else "  (WARNING: results differ)")
+    )
     return 0 if (n1, b1) == (n2, b2) else 1
 
 

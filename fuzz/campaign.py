@@ -39,7 +39,11 @@ def seeds(fid: str, rng: random.Random) -> list[bytes]:
         for n in (1, 3, 17):
             recs = []
             for i in range(n):
-                hs = [] if fid in ("kip98_draft", "kafka_v0", "kafka_v1") else [((i if int_keys else f"h{i}"), b"x" * (i % 5))]
+                hs = (
+                    []
+                    if fid in ("kip98_draft", "kafka_v0", "kafka_v1")
+                    else [((i if int_keys else f"h{i}"), b"x" * (i % 5))]
+                )
                 recs.append(kfmt.Record(key=None if i % 3 == 0 else bytes(rng.randrange(256) for _ in range(i % 7)),
                                         value=b"v" * rng.randrange(0, 200), headers=hs, timestamp=1_700_000_000_000 + i))  # fmt: skip
             try:
@@ -119,7 +123,9 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
                     if crashes <= 5:
                         print(f"CRASH {fid}/{backend}: {save(fid, backend, data, why)}\n{why}", file=sys.stderr)
             rows.append((fid, backend, budget, crashes, time.time() - t0))
-            print(f"{fid:26} {backend:9} {budget:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s", file=sys.stderr)
+            print(
+                f"{fid:26} {backend:9} {budget:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s", file=sys.stderr
+            )
     return rows
 
 
@@ -170,7 +176,9 @@ def main(argv=None) -> int:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = sum(r[2] for r in rows)
     crashes = sum(r[3] for r in rows)
-    print(f"\n## fuzz campaign: {total:,} inputs in {time.time() - t0:.0f}s, {crashes} crashes, peak RSS {peak_mb:.0f} MB\n")
+    print(
+        f"\n## fuzz campaign: {total:,} inputs in {time.time() - t0:.0f}s, {crashes} crashes, peak RSS {peak_mb:.0f} MB\n"
+    )
     print("| format | backend | inputs | crashes | seconds |")
     print("|---|---|---|---|---|")
     for fid, be, n, c, s in rows:

@@ -40,7 +40,9 @@ class Layout:
 
     def ref(self, name: str, depth: int) -> str:
         if name not in self.depth_of:
-            raise SchemaError(f"{self.s.file}: the Construct backend supports references within a struct only ({name!r})")
+            raise SchemaError(
+                f"{self.s.file}: the Construct backend supports references within a struct only ({name!r})"
+            )
         d, bits = self.depth_of[name]
         return "this" + "._" * (depth - d) + (f".{bits}" if bits else "") + f".{name}"
 
@@ -75,7 +77,9 @@ class Layout:
                 return items, wire
             if d and d.func in ("crc32", "crc32c") and not self.b._trailing_crc(self.st, f):
                 if i + 1 >= len(fields) or d.target != fields[i + 1].name or d.to:
-                    raise SchemaError(f"{self.s.file}:{f.line}: the Construct backend needs a leading CRC to cover the fields right after it")
+                    raise SchemaError(
+                        f"{self.s.file}:{f.line}: the Construct backend needs a leading CRC to cover the fields right after it"
+                    )
                 gname = f"_g{self.n}"
                 self.n += 1
                 self._shift(fields, i + 1, depth + 1)

@@ -175,7 +175,12 @@ class Builder:
                 if k == "blob":
                     if not f.length:
                         raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
-                    if f.length not in PRIMITIVES and f.length not in VARINTS and f.length != "rest" and f.length not in fnames:
+                    if (
+                        f.length not in PRIMITIVES
+                        and f.length not in VARINTS
+                        and f.length != "rest"
+                        and f.length not in fnames
+                    ):
                         raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
                 elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
                     raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
@@ -184,7 +189,12 @@ class Builder:
                 if k == "array":
                     if not f.count:
                         raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
-                    if f.count not in VARINTS and f.count not in PRIMITIVES and f.count != "rest" and f.count not in fnames:
+                    if (
+                        f.count not in VARINTS
+                        and f.count not in PRIMITIVES
+                        and f.count != "rest"
+                        and f.count not in fnames
+                    ):
                         raise _err(self.s, st, f, f"count {f.count!r} is neither a prefix type, 'rest' nor a field")
                     if f.compressed_by and f.compressed_by not in loc:
                         raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
@@ -415,7 +425,11 @@ class Builder:
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
             signed1 = len(run) == 1 and run[0].type == "int8"
             dec.append(
-                Op("run", depth, dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1))
+                Op(
+                    "run",
+                    depth,
+                    dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1),
+                )
             )
             for x in run:
                 post_decode(x)
@@ -491,7 +505,11 @@ class Builder:
                 else:
                     inner.depth = depth
                     dec.append(inner)
-            if f.derive and f.derive.func in ("crc32", "crc32c") and f.name not in [c.name for c in pending_crc.values()]:
+            if (
+                f.derive
+                and f.derive.func in ("crc32", "crc32c")
+                and f.name not in [c.name for c in pending_crc.values()]
+            ):
                 flush_run()
                 dec.append(
                     Op(
@@ -576,7 +594,10 @@ class Builder:
             post_ops=post_ops,
             layout=[(f.name, self.type_label(f), f.orig_name) for f in st.fields],
             init_extra=[
-                (slot, "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"))
+                (
+                    slot,
+                    "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"),
+                )
                 for slot in base
                 if slot not in [m for m, _ in model]
             ],
@@ -669,7 +690,9 @@ class Builder:
         if f.length in VARINTS:
             return dict(prefix="varint", vkind=f.length)
         fmt = ">" + PRIMITIVES[f.length][0]
-        return dict(prefix="fixed", const=self.const(fmt, f"{f.name} length => {f.length}"), size=PRIMITIVES[f.length][1])
+        return dict(
+            prefix="fixed", const=self.const(fmt, f"{f.name} length => {f.length}"), size=PRIMITIVES[f.length][1]
+        )
 
     def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
         pre = f.length
@@ -716,7 +739,6 @@ class Builder:
     # ------------------------------------------------------------ encode
     def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
         ops: list[Op] = []
-        fnames = [f.name for f in st.fields]
         base = set(self.base_slots.get(st.role, ())) | set(self.base_class_attrs.get(st.role, ()))
         # 1. load stored values
         for f in st.fields:

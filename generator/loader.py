@@ -42,7 +42,7 @@ RESERVED_PREFIX = re.compile(r"^(n|p|q|e|i|s|body|append)_|_$")
 MAX_INT = 2**63 - 1
 RESERVED = {
     "buf", "pos", "end", "out", "opts", "obj", "index", "items", "data", "start", "self",
-    "cls", "path", "exc", "dpos", "dend", "c", "this", "index", "value_",
+    "cls", "path", "exc", "dpos", "dend", "c", "this", "value_",
     # builtins the generated code calls
     "len", "bytes", "str", "getattr", "max", "enumerate", "range", "bytearray", "type", "list", "tuple",
     "int", "bool", "dict", "object", "super", "property", "isinstance",
@@ -360,7 +360,9 @@ def _wraps(loc: _Located, ctx: _Ctx) -> Wraps:
     m = _mapping(loc, ctx, keys, required=("field", "as", "when", "compressed_by"))
     offsets = m["offsets"].value if "offsets" in m else "absolute"
     if offsets not in OFFSET_MODES:
-        raise ctx.sub("offsets", m["offsets"]).error(f"unknown offsets mode {offsets!r}{_suggest(offsets, OFFSET_MODES)}")
+        raise ctx.sub("offsets", m["offsets"]).error(
+            f"unknown offsets mode {offsets!r}{_suggest(offsets, OFFSET_MODES)}"
+        )
     ts_field = ts_when = None
     if "timestamps" in m:
         tc = ctx.sub("timestamps", m["timestamps"])
@@ -444,9 +446,7 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict) -> Struct:
     rep = m["repr"].value if "repr" in m else "object"
     if rep not in REPRS:
         raise ctx.sub("repr", m["repr"]).error(f"unknown repr {rep!r}{_suggest(rep, REPRS)}")
-    fields = tuple(
-        _field(f, ctx.sub("fields", m["fields"]).sub(i, f), types) for i, f in enumerate(m["fields"].value)
-    )
+    fields = tuple(_field(f, ctx.sub("fields", m["fields"]).sub(i, f), types) for i, f in enumerate(m["fields"].value))
     if not fields:
         raise ctx.error("a struct needs at least one field")
     logical = []
@@ -623,10 +623,14 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
     if schema.root is None:
         raise ctx0.error("a format schema needs 'root' (the struct a buffer decodes to)")
     if schema.root not in structs:
-        raise ctx0.sub("root", m.get("root")).error(f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}")
+        raise ctx0.sub("root", m.get("root")).error(
+            f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}"
+        )
     root_magic = next((f.const for f in structs[schema.root].fields if f.name == "magic" and f.const is not None), None)
     if root_magic is not None and schema.magic is not None and root_magic != schema.magic:
-        raise ctx0.sub("magic").error(f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}")
+        raise ctx0.sub("magic").error(
+            f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}"
+        )
     h = hashlib.sha256()
     for s in schema.sources:
         h.update(hashlib.sha256(s).digest())

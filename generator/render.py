@@ -47,7 +47,12 @@ def _base_model_info():
     from kfmt.runtime import model
 
     batch_attrs = tuple(k for k in vars(model.Batch) if not k.startswith("_") and not callable(getattr(model.Batch, k)))
-    slots = {"record": tuple(model.Record.__slots__), "message": tuple(model.Record.__slots__), "batch": (), "struct": ()}
+    slots = {
+        "record": tuple(model.Record.__slots__),
+        "message": tuple(model.Record.__slots__),
+        "batch": (),
+        "struct": (),
+    }
     attrs = {
         "batch": batch_attrs,
         "record": tuple(model.Record.__slots__),
@@ -123,8 +128,10 @@ def generate(schema_dir: Path, out_dir: Path, *, check: bool = False) -> list[st
     for s in schemas:
         files.update(render_format(s))
     ids = [s.id for s in schemas]
-    files["__init__.py"] = _env().get_template("registry.py.j2").render(
-        ids=ids, docs={s.id: s.doc for s in schemas}, digest=hashlib.sha256("".join(ids).encode()).hexdigest()
+    files["__init__.py"] = (
+        _env()
+        .get_template("registry.py.j2")
+        .render(ids=ids, docs={s.id: s.doc for s in schemas}, digest=hashlib.sha256("".join(ids).encode()).hexdigest())
     )
     files = ruff_format(files)
     changed = []

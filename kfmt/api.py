@@ -95,7 +95,12 @@ def read_batches(
 
 
 def scan(
-    data, *, verify_crc: bool = True, format: str | None = None, opts=None, backend: str = "codec",
+    data,
+    *,
+    verify_crc: bool = True,
+    format: str | None = None,
+    opts=None,
+    backend: str = "codec",
     skip_corrupt: bool = False,
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
     """Yield ``(position, end, batch)`` for each entry of a log.

@@ -39,10 +39,15 @@ class Conversion:
 
 
 def _records_of(batch) -> list[Record]:
-    return [Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp, offset=r.offset) for r in batch.records]
+    return [
+        Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp, offset=r.offset)
+        for r in batch.records
+    ]
 
 
-def convert(data, *, to_magic: int, codec: str | None = None, strict: bool = False, verify_crc: bool = True) -> Conversion:
+def convert(
+    data, *, to_magic: int, codec: str | None = None, strict: bool = False, verify_crc: bool = True
+) -> Conversion:
     """Convert every batch of a log to ``to_magic``; ``codec`` None keeps each batch's codec.
 
     Raises :class:`CodecError` on corrupt input (with its byte position) and, with ``strict``,
@@ -87,7 +92,9 @@ def convert(data, *, to_magic: int, codec: str | None = None, strict: bool = Fal
                 continue
             if target_codec == "zstd":
                 raise UnsupportedCodecError(
-                    f"zstd cannot be carried to magic {to_magic}; pass codec= to recompress", offset=pos, path="batch.codec"
+                    f"zstd cannot be carried to magic {to_magic}; pass codec= to recompress",
+                    offset=pos,
+                    path="batch.codec",
                 )
             if n == 0:
                 lose("empty_batch", pos, f"an empty batch (offsets {batch.base_offset}-{batch.last_offset})")

@@ -16,8 +16,12 @@ def run_codec_demo() -> None:
     v2 = get_format("kafka_v2")
     data = kfmt.encode_batch(
         [
-            kfmt.Record(key=b"user-1", value=b'{"clicks": 3}', headers=[("trace", b"ab12"), ("trace", None)],
-                        timestamp=1700000000000),  # fmt: skip
+            kfmt.Record(
+                key=b"user-1",
+                value=b'{"clicks": 3}',
+                headers=[("trace", b"ab12"), ("trace", None)],
+                timestamp=1700000000000,
+            ),  # fmt: skip
             kfmt.Record(key=None, value=b"null key", timestamp=1700000000123),
         ],
         producer_id=4000,
@@ -35,7 +39,9 @@ def run_codec_demo() -> None:
             print(f"  {name:24} {getattr(batch, name)!r}")
     print(f"  {'last_offset':24} {batch.last_offset!r}")
     for r in batch.records:
-        print(f"  record @ offset {r.offset}: key={r.key!r} value={r.value!r} headers={r.headers} timestamp={r.timestamp}")
+        print(
+            f"  record @ offset {r.offset}: key={r.key!r} value={r.value!r} headers={r.headers} timestamp={r.timestamp}"
+        )
 
 
 def run(args) -> int:

@@ -156,13 +156,17 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
         for _pos, _end, batch in scan(data, skip_corrupt=True):
             if isinstance(batch, kfmt.CodecError) or batch.is_control or not batch.records:
                 continue
-            recs = [kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records]
+            recs = [
+                kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records
+            ]
             add_batch(out, mods, codecs, recs)
     return finish_totals(out)
 
 
 def new_totals(mods, codecs) -> dict:
-    return {fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods}
+    return {
+        fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods
+    }
 
 
 def add_batch(out: dict, mods, codecs, recs) -> None:
@@ -302,8 +306,10 @@ def run(args) -> int:
     if want_structure:
         print(("## Structure\n\n" if md else "") + render_structure(mods, md) + "\n")
     if want_workload and rows:
-        title = (f"key {args.key_size} B, value {args.value_size} B, {args.headers} header(s), codec {args.codec}")
-        print(("## Overhead by batch size (" if md else "== overhead by batch size: ") + title + (")\n" if md else " =="))
+        title = f"key {args.key_size} B, value {args.value_size} B, {args.headers} header(s), codec {args.codec}"
+        print(
+            ("## Overhead by batch size (" if md else "== overhead by batch size: ") + title + (")\n" if md else " ==")
+        )
         print(render_workload(rows, mods, md) + "\n")
     if args.corpus:
         res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")))
@@ -348,6 +354,8 @@ def add_parser(sub) -> None:
     d.add_argument("--timestamp-step", type=int, default=0, help="ms between records of a batch (default 0)")
     d.add_argument("--codec", default="none", help="codec for the workload (default none)")
     d.add_argument("--markdown", action="store_true", help="Markdown tables")
-    d.add_argument("--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}')
+    d.add_argument(
+        "--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}'
+    )
     d.add_argument("--plot", metavar="STEM", help="write STEM.png and STEM.svg (overhead per record by batch size)")
     d.set_defaults(func=run)

@@ -160,8 +160,12 @@ def add_parser(sub) -> None:
         description="Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs, check .index/.timeindex. "
         "Exit status: 0 all good, 1 corrupt data or index mismatch found, 2 usage error.",
     )
-    d.add_argument("paths", nargs="+", metavar="PATH", help="a .log segment, a topic-partition folder, or a log directory")
-    d.add_argument("--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)")
+    d.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a .log segment, a topic-partition folder, or a log directory"
+    )
+    d.add_argument(
+        "--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)"
+    )
     d.add_argument("--records", action="store_true", help="show every record, not just batch headers")
     d.add_argument("--payload", choices=("utf8", "hex", "base64"), default="utf8", help="how keys/values are shown")
     d.add_argument("--skip-corrupt", action="store_true", help="report a corrupt batch and go on with the next one")

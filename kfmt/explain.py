@@ -155,11 +155,11 @@ def draw(mod, stem: str) -> list[str]:
     ax.axis("off")
     y = 0.0
     colors = ["#dbe9f6", "#fde2c8", "#d9f0d3", "#f3d9ef", "#fff2b3"]
-    for (level, s), nrows in zip(lv, rows_needed):
+    for level, s in lv:
         ax.text(0, y - 0.35, f"{level} level: struct '{s}'", fontsize=10, weight="bold", va="center")
         y -= 0.7
         x, off, static = 0.0, 0, True
-        for k, (name, t, orig) in enumerate(layout[s]):
+        for k, (name, t, _orig) in enumerate(layout[s]):
             u = _units(t)
             size = _static_size(t)
             remaining = u

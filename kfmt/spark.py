@@ -89,7 +89,9 @@ class KafkaLogReader(DataSourceReader):
         paths = options.get("path") or options.get("paths")
         if not paths:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
-        self.paths = [p for p in str(paths).strip("[]").replace('"', "").split(",") if p] if "," in str(paths) else [paths]
+        self.paths = (
+            [p for p in str(paths).strip("[]").replace('"', "").split(",") if p] if "," in str(paths) else [paths]
+        )
         self.verify_crc = _bool(options.get("verify_crc"), True)
         self.include_control = _bool(options.get("include_control"), False)
         self.on_corrupt = (options.get("on_corrupt") or "fail").lower()
@@ -101,9 +103,11 @@ class KafkaLogReader(DataSourceReader):
     # ---- pushdown: prune whole segments; Spark still applies every filter to the rows
     def pushFilters(self, filters):
         for f in filters:
-            if isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)) and len(
-                f.attribute
-            ) == 1 and f.attribute[0] in ("topic", "partition", "offset", "timestamp"):
+            if (
+                isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In))
+                and len(f.attribute) == 1
+                and f.attribute[0] in ("topic", "partition", "offset", "timestamp")
+            ):
                 self.filters.append(f)
             yield f
 
@@ -291,7 +295,8 @@ class _Columns:
         schema = arrow_schema(pa)
         types = {f.name: f.type for f in schema}
         header_struct = pa.StructArray.from_arrays(
-            [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())], fields=list(types["headers"].value_type)
+            [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+            fields=list(types["headers"].value_type),
         )
         cols = {
             "key": pa.array(self.key, pa.binary()),

@@ -69,7 +69,13 @@ class _Segments:
         atomic_write(stem.with_suffix(".index"), bytes(self.index))
         atomic_write(stem.with_suffix(".timeindex"), bytes(self.timeindex))
         self.files.append(stem.with_suffix(".log"))
-        self.base, self.buf, self.index, self.timeindex, self.since_index = None, bytearray(), bytearray(), bytearray(), 0
+        self.base, self.buf, self.index, self.timeindex, self.since_index = (
+            None,
+            bytearray(),
+            bytearray(),
+            bytearray(),
+            0,
+        )
 
 
 def _zipf_key(rng: random.Random, n: int = 500) -> bytes:
@@ -105,7 +111,9 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
     open_txn: dict | None = None
     while written < cfg.records:
         p = rng.choice(producers)
-        n = min(cfg.records - written, max(1, int(rng.paretovariate(1.2))) if rng.random() < 0.8 else rng.randint(20, 120))
+        n = min(
+            cfg.records - written, max(1, int(rng.paretovariate(1.2))) if rng.random() < 0.8 else rng.randint(20, 120)
+        )
         codec = CODECS[batches % len(CODECS)]
         recs = []
         for _ in range(n):
@@ -133,7 +141,13 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
             markers += 1
             open_txn = None
     seg.flush()
-    return {"records": written, "batches": batches, "markers": markers, "segments": len(seg.files), "next_offset": offset}
+    return {
+        "records": written,
+        "batches": batches,
+        "markers": markers,
+        "segments": len(seg.files),
+        "next_offset": offset,
+    }
 
 
 def write_legacy(folder: Path, rng: random.Random, cfg: SynthConfig) -> dict:

@@ -81,7 +81,12 @@ def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", seg
     for r in rows:
         same = (keep_batches and groups and r.get("batch_base_offset") is not None
                 and groups[-1][0].get("batch_base_offset") == r.get("batch_base_offset"))  # fmt: skip
-        if not groups or same or (not keep_batches or r.get("batch_base_offset") is None) and len(groups[-1]) < batch_records:
+        if (
+            not groups
+            or same
+            or (not keep_batches or r.get("batch_base_offset") is None)
+            and len(groups[-1]) < batch_records
+        ):
             if groups and (same or not keep_batches or r.get("batch_base_offset") is None):
                 groups[-1].append(r)
                 continue

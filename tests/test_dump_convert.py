@@ -18,8 +18,11 @@ def _segment(tmp_path, topic="orders", part=0, base=0, corrupt_at=None):
     d.mkdir(parents=True, exist_ok=True)
     blobs = [
         kfmt.encode_batch([kfmt.Record(value=b"legacy", timestamp=1)], magic=1, base_offset=base),
-        kfmt.encode_batch([kfmt.Record(key=b"k%d" % i, value=b"v%d" % i, headers=[("h", b"x")], timestamp=10 + i)
-                           for i in range(3)], base_offset=base + 1, codec="snappy"),  # fmt: skip
+        kfmt.encode_batch(
+            [kfmt.Record(key=b"k%d" % i, value=b"v%d" % i, headers=[("h", b"x")], timestamp=10 + i) for i in range(3)],
+            base_offset=base + 1,
+            codec="snappy",
+        ),  # fmt: skip
         kfmt.encode_batch([kfmt.Record(value=b"z", timestamp=20)], base_offset=base + 4, codec="zstd"),
     ]
     data = bytearray(b"".join(blobs))

@@ -76,7 +76,7 @@ def test_1kb_input_claiming_2gb_stays_small(backend):
     bombs = [_v2_with(bytes(gz_stream), 1000, codec_id=1), _v2_with(bytes(zstd_stream), 1000, codec_id=4)]
     for data in claims + bombs:
         assert len(data) < 8 * 1024
-        peak = _peak(lambda: mod.decode(data))
+        peak = _peak(lambda data=data: mod.decode(data))
         assert peak < 16 * (1 << 20), (len(data), peak)  # at most max(1 MiB, 1024x the input) is decompressed
     with pytest.raises(kfmt.CodecError):  # cut at the ratio limit, or refused by the gzip trailer check
         mod.decode(bombs[0])

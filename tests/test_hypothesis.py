@@ -22,8 +22,15 @@ record = st.builds(
 )
 batch = st.builds(
     lambda recs, codec, bo, ple, pid, ep, seq, tt, txn: V2.Batch(
-        records=recs, codec=codec, base_offset=bo, partition_leader_epoch=ple, producer_id=pid, producer_epoch=ep,
-        base_sequence=seq, timestamp_type=tt, is_transactional=txn,
+        records=recs,
+        codec=codec,
+        base_offset=bo,
+        partition_leader_epoch=ple,
+        producer_id=pid,
+        producer_epoch=ep,
+        base_sequence=seq,
+        timestamp_type=tt,
+        is_transactional=txn,
     ),  # fmt: skip
     st.lists(record, max_size=12),
     st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),

@@ -43,7 +43,7 @@ def test_kafka_python_builder_to_our_decoder(codec, backend, mod):
 @pytest.mark.parametrize("backend,mod", backends("kafka_v2"))
 def test_our_encoder_to_kafka_python_reader(codec, backend, mod):
     recs = _records()
-    batch = mod.__dict__.get("Batch") or __import__(f"generated.kafka_v2.model", fromlist=["Batch"]).Batch
+    batch = mod.__dict__.get("Batch") or __import__("generated.kafka_v2.model", fromlist=["Batch"]).Batch
     b = batch(
         codec=codec, base_offset=500, producer_id=9, producer_epoch=1, base_sequence=0, partition_leader_epoch=7,
         records=[kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs],

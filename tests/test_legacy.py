@@ -135,10 +135,12 @@ def test_wrapper_errors(inner, attrs, match):
 def test_mixed_magic_log():
     log = (
         kfmt.encode_batch([kfmt.Record(value=b"a0")], magic=0, base_offset=0)
-        + kfmt.encode_batch([kfmt.Record(value=b"b%d" % i, timestamp=10) for i in range(2)], magic=1, codec="gzip",
-                            base_offset=1)  # fmt: skip
-        + kfmt.encode_batch([kfmt.Record(value=b"c%d" % i, timestamp=20) for i in range(3)], magic=2, codec="lz4",
-                            base_offset=3)  # fmt: skip
+        + kfmt.encode_batch(
+            [kfmt.Record(value=b"b%d" % i, timestamp=10) for i in range(2)], magic=1, codec="gzip", base_offset=1
+        )  # fmt: skip
+        + kfmt.encode_batch(
+            [kfmt.Record(value=b"c%d" % i, timestamp=20) for i in range(3)], magic=2, codec="lz4", base_offset=3
+        )  # fmt: skip
         + kfmt.encode_batch([kfmt.Record(value=b"d", timestamp=30)], magic=1, base_offset=6)
     )
     batches = list(kfmt.read_batches(log + log[:20]))

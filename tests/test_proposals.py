@@ -33,7 +33,11 @@ def _records(fid, n=5):
     int_keys = fid == "kip82_header_wrapper"
     out = []
     for i in range(n):
-        headers = [] if fid == "kip98_draft" else [((7 if int_keys else "trace"), b"x" * i), ((8 if int_keys else "t2"), None)][: i % 3]
+        headers = (
+            []
+            if fid == "kip98_draft"
+            else [((7 if int_keys else "trace"), b"x" * i), ((8 if int_keys else "t2"), None)][: i % 3]
+        )
         out.append(kfmt.Record(key=None if i % 4 == 0 else b"key%d" % i, value=None if i == 3 else b"v" * (i * 30),
                                headers=headers, timestamp=1700000000000 + i))  # fmt: skip
     return out
@@ -50,7 +54,10 @@ def _codecs(fid):
 def test_round_trip_both_backends(fid):
     recs = _records(fid)
     for codec in _codecs(fid):
-        outs = {be: kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=40, backend=be) for be in ("codec", "construct")}
+        outs = {
+            be: kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=40, backend=be)
+            for be in ("codec", "construct")
+        }
         assert outs["codec"] == outs["construct"], codec
         for be in ("codec", "construct"):
             got = [r for b in kfmt.read_batches(outs["codec"], format=fid, backend=be) for r in b.records]

@@ -92,7 +92,9 @@ def test_zstd_multi_frame_without_content_size():
     two = c.compress(DATA[:1000]) + c.compress(DATA[1000:])
     assert comp.decompress("zstd", two, 2, DEFAULT_OPTIONS) == DATA
     ours = comp.compress("zstd", DATA, 2)
-    assert ours[:4] == bytes.fromhex("28b52ffd") and zstandard.ZstdDecompressor().decompressobj().decompress(ours) == DATA
+    assert (
+        ours[:4] == bytes.fromhex("28b52ffd") and zstandard.ZstdDecompressor().decompressobj().decompress(ours) == DATA
+    )
 
 
 def test_gzip_concatenated_members_and_java_header():

@@ -37,21 +37,33 @@ def test_good_schema_loads(tmp_path):
 @pytest.mark.parametrize(
     "bad,expect",
     [
-        (GOOD.replace("        type: int32", "        type: int32\n        typo: 1"), ":8 structs.msg.fields[0].typo: unknown key 'typo'"),
-        (GOOD.replace("        type: int32", "        type: int32\n        derive: {lenght_of: n}"),
-         "did you mean 'length_of'"),
+        (
+            GOOD.replace("        type: int32", "        type: int32\n        typo: 1"),
+            ":8 structs.msg.fields[0].typo: unknown key 'typo'",
+        ),
+        (
+            GOOD.replace("        type: int32", "        type: int32\n        derive: {lenght_of: n}"),
+            "did you mean 'length_of'",
+        ),
         (GOOD.replace("name: n", "name: 'bad name'"), "is not a valid lower_snake Python identifier"),
         (GOOD.replace("name: n", "name: __class__"), "is not a valid lower_snake Python identifier"),
-        (GOOD.replace("name: n", "name: \"x\\nimport os\""), "is not a valid lower_snake Python identifier"),
+        (GOOD.replace("name: n", 'name: "x\\nimport os"'), "is not a valid lower_snake Python identifier"),
         (GOOD.replace("name: n", "name: class"), "is not a valid lower_snake Python identifier"),
         (GOOD.replace("name: n", "name: buf"), "reserved by the generated code"),
         (GOOD.replace("name: n", "name: n" + "x" * 80), "longer than 64"),
         (GOOD.replace("type: int32", "type: int33"), "unknown type 'int33'"),
         (GOOD.replace("root: msg", "root: nope"), "root struct 'nope' is not defined"),
         (GOOD.replace("type: int32", "type: int8\n        const: 300"), "does not fit int8"),
-        (GOOD.replace("    fields:", "    role: batch\n    fields:").replace("type: int32", "type: {array: msg}\n        count: varint"),
-         "contains itself"),
-        (GOOD + "      - name: m\n        type: int32\n        if: {field: ghost}\n", "reference 'ghost' is not defined"),
+        (
+            GOOD.replace("    fields:", "    role: batch\n    fields:").replace(
+                "type: int32", "type: {array: msg}\n        count: varint"
+            ),
+            "contains itself",
+        ),
+        (
+            GOOD + "      - name: m\n        type: int32\n        if: {field: ghost}\n",
+            "reference 'ghost' is not defined",
+        ),
         (GOOD.replace("doc: A tiny format.", "doc: !!python/object:os.system x"), "fmt.yaml:1"),
         ("doc: [unclosed\n", "invalid YAML"),
     ],
@@ -65,8 +77,8 @@ def test_bad_schemas_are_rejected_with_location(tmp_path, bad, expect):
 
 
 def test_docs_cannot_escape_their_docstrings(tmp_path):
-    evil = GOOD.replace("doc: A tiny format.", "doc: 'x\"\"\" ; import os; os.system(\"boom\") ; \"\"\"'")
-    evil = evil.replace("        type: int32", "        type: int32\n        doc: \"\\\"\\\"\\\"\\nraise SystemExit\"")
+    evil = GOOD.replace("doc: A tiny format.", 'doc: \'x""" ; import os; os.system("boom") ; """\'')
+    evil = evil.replace("        type: int32", '        type: int32\n        doc: "\\"\\"\\"\\nraise SystemExit"')
     files = render_format(load(_write(tmp_path, evil), tmp_path))
     for name, src in files.items():
         compile(src, name, "exec")

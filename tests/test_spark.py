@@ -120,7 +120,9 @@ def test_write_then_read(spark, corpus, tmp_path):
     assert not list(out.rglob("*.tmp"))
     legacy = tmp_path / "v1"
     df.filter("topic = 'orders'").write.format("kafka-log").mode("overwrite").option("magic", 1).save(str(legacy))
-    assert {r.magic for r in spark.read.format("kafka-log").load(str(legacy)).select("magic").distinct().collect()} == {1}
+    assert {r.magic for r in spark.read.format("kafka-log").load(str(legacy)).select("magic").distinct().collect()} == {
+        1
+    }
 
 
 def test_compare_equals_diff_corpus_mode(spark, corpus):

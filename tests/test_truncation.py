@@ -9,8 +9,10 @@ from kfmt import TruncatedError
 
 def _sample():
     return kfmt.encode_batch(
-        [kfmt.Record(key=b"k" * 70, value=b"v" * 200, headers=[("a", b"1"), ("b", None)], timestamp=10_000 + i)
-         for i in range(3)],  # fmt: skip
+        [
+            kfmt.Record(key=b"k" * 70, value=b"v" * 200, headers=[("a", b"1"), ("b", None)], timestamp=10_000 + i)
+            for i in range(3)
+        ],  # fmt: skip
         producer_id=1,
     )
 

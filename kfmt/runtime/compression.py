@@ -133,9 +133,7 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
 
 
 def _too_big(limit: int) -> LimitExceededError:
-    return LimitExceededError(
-        f"decompressed size exceeds the limit of {limit} bytes (max_decompressed / max_ratio)"
-    )
+    return LimitExceededError(f"decompressed size exceeds the limit of {limit} bytes (max_decompressed / max_ratio)")
 
 
 # ---------------------------------------------------------------- gzip
@@ -179,7 +177,7 @@ def _snappy_compress(data: bytes) -> bytes:
 
 def _raw_snappy_length(block: bytes) -> int:
     result = shift = 0
-    for i, b in enumerate(block[:5]):
+    for b in block[:5]:
         result |= (b & 0x7F) << shift
         if not b & 0x80:
             return result

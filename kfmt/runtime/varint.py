@@ -38,9 +38,7 @@ def _read(buf, pos, end, max_len, mask, path):
         shift += 7
     if pos - start >= max_len:
         kind = "varint" if max_len == 5 else "varlong"
-        raise InvalidValueError(
-            f"{kind} is too long: continuation bit set on byte {max_len}", offset=start, path=path
-        )
+        raise InvalidValueError(f"{kind} is too long: continuation bit set on byte {max_len}", offset=start, path=path)
     raise TruncatedError("input ends inside a varint", offset=start, path=path)
 
 
