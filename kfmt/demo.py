@@ -117,11 +117,9 @@ def run(args) -> int:
 
 
 def _bar_plot(res: dict, stem: str) -> list[str]:
-    import matplotlib
+    from kfmt.plotting import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fmts = list(res)
     codecs = list(next(iter(res.values())))
     fig, ax = plt.subplots(figsize=(9, 4.2))
@@ -135,10 +133,4 @@ def _bar_plot(res: dict, stem: str) -> list[str]:
     ax.set_title("Corpus re-encoded in each format (0 = cannot carry the codec)")
     ax.legend()
     fig.tight_layout()
-    paths = []
-    for ext in ("png", "svg"):
-        p = f"{stem}.{ext}"
-        fig.savefig(p, dpi=110)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)

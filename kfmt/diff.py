@@ -247,11 +247,9 @@ def render_workload(rows, formats, markdown=False) -> str:
 
 def plot(rows, formats, stem: str) -> list[str]:
     """Overhead per record against batch size, one line per format; writes <stem>.png and <stem>.svg."""
-    import matplotlib
+    from kfmt.plotting import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ids = [fid(_mod(f)) for f in formats]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     xs = [r["batch_size"] for r in rows]
@@ -267,13 +265,7 @@ def plot(rows, formats, stem: str) -> list[str]:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out = []
-    for ext in ("png", "svg"):
-        path = f"{stem}.{ext}"
-        fig.savefig(path, dpi=120)
-        out.append(path)
-    plt.close(fig)
-    return out
+    return save_figure(fig, stem, dpi=120)
 
 
 def run(args) -> int:

@@ -134,11 +134,11 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
 # ------------------------------------------------------------------ packet diagrams
 def draw(mod, stem: str) -> list[str]:
     """A packet-diagram figure per level of a format: boxes with field names, sizes and offsets."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
+
+    from kfmt.plotting import pyplot, save_figure
+
+    plt = pyplot()
 
     from kfmt.diff import levels
 
@@ -184,13 +184,7 @@ def draw(mod, stem: str) -> list[str]:
     ax.set_ylim(y, 0.2)
     ax.set_title(f"{mod.FORMAT_ID}: {mod.DOC}", fontsize=9)
     fig.tight_layout()
-    paths = []
-    for ext in ("svg", "png"):
-        p = f"{stem}.{ext}"
-        fig.savefig(p, dpi=110)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 _SIZES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8}

@@ -69,7 +69,27 @@ class KVarint(c.Construct):
         raise c.SizeofError("varint has no fixed size", path=path)
 
 
-class KBytes(c.Construct):
+class _LengthPrefixed(c.Construct):
+    """Shared by KBytes and KSized: a length prefix where, if ``nullable``, a negative length means None."""
+
+    lengthfield = None
+    nullable = False
+
+    def _length(self, stream, context, path) -> int | None:
+        n = self.lengthfield._parsereport(stream, context, path)
+        if n < 0:
+            if self.nullable:
+                return None
+            raise c.ValidationError(f"negative length {n}", path=path)
+        return n
+
+    def _build_null(self, stream, context, path):
+        if not self.nullable:
+            raise c.ValidationError("may not be null", path=path)
+        self.lengthfield._build(-1, stream, context, path)
+
+
+class KBytes(_LengthPrefixed):
     """Length-prefixed bytes or UTF-8 string; with ``nullable`` a negative length is None."""
 
     def __init__(self, lengthfield, *, nullable: bool, string: bool):
@@ -77,19 +97,15 @@ class KBytes(c.Construct):
         self.lengthfield, self.nullable, self.string = lengthfield, nullable, string
 
     def _parse(self, stream, context, path):
-        n = self.lengthfield._parsereport(stream, context, path)
-        if n < 0:
-            if self.nullable:
-                return None
-            raise c.ValidationError(f"negative length {n}", path=path)
+        n = self._length(stream, context, path)
+        if n is None:
+            return None
         data = stream_read(stream, n, path)
         return str(data, "utf-8", "surrogateescape") if self.string else data
 
     def _build(self, obj, stream, context, path):
         if obj is None:
-            if not self.nullable:
-                raise c.ValidationError("may not be null", path=path)
-            self.lengthfield._build(-1, stream, context, path)
+            self._build_null(stream, context, path)
             return obj
         data = obj.encode("utf-8", "surrogateescape") if self.string else bytes(obj)
         self.lengthfield._build(len(data), stream, context, path)
@@ -314,7 +330,7 @@ def _path(e) -> str | None:
     return ".".join(p for p in parts if p and not p.startswith("_g") and not p.startswith("(")) or None
 
 
-class KSized(c.Construct):
+class KSized(_LengthPrefixed):
     """A struct or array preceded by its byte length; with ``nullable`` a negative length is None."""
 
     def __init__(self, lengthfield, subcon, nullable: bool = False):
@@ -322,11 +338,9 @@ class KSized(c.Construct):
         self.lengthfield, self.subcon, self.nullable = lengthfield, subcon, nullable
 
     def _parse(self, stream, context, path):
-        n = self.lengthfield._parsereport(stream, context, path)
-        if n < 0:
-            if self.nullable:
-                return None
-            raise c.ValidationError(f"negative length {n}", path=path)
+        n = self._length(stream, context, path)
+        if n is None:
+            return None
         base = stream_tell(stream, path)
         data = stream_read(stream, n, path)
         sub = _sub(data, stream, base)
@@ -337,9 +351,7 @@ class KSized(c.Construct):
 
     def _build(self, obj, stream, context, path):
         if obj is None:
-            if not self.nullable:
-                raise c.ValidationError("may not be null", path=path)
-            self.lengthfield._build(-1, stream, context, path)
+            self._build_null(stream, context, path)
             return obj
         sub = io.BytesIO()
         self.subcon._build(obj, sub, context, path)
