@@ -111,7 +111,7 @@ def run(args) -> int:
         "",
     ]
     report.write_text("\n".join(lines))
-    print("\n".join(lines[4:8]))
+    print(render_compare(res, markdown=True))
     print(f"\nwrote {report}, {', '.join(plots + bar)} in {time.time() - t0:.1f}s")
     return 0
 
