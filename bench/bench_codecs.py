@@ -34,21 +34,38 @@ def workload():
     ]
 
 
-def timeit(fn, rounds: int, min_time: float) -> float:
-    """Median records/s over ``rounds`` rounds of at least ``min_time`` seconds each."""
-    fn()  # warm up
-    rates = []
+def _rate(fn, min_time: float) -> float:
+    n = 0
+    t0 = time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= min_time:
+            return n * N / dt
+
+
+def measure(peers: dict, rounds: int, min_time: float) -> dict:
+    """Median records/s per implementation and direction; rounds interleave the implementations so
+    that drifts of a shared, noisy machine hit all of them alike."""
+    usable = {}
+    for name, (enc, dec) in peers.items():
+        try:
+            enc()
+            dec()
+            usable[name] = (enc, dec)
+        except Exception as exc:  # a peer that cannot do this codec/magic (aiokafka: no LZ4 for magic 0)
+            usable[name] = exc
+    samples = {name: ([], []) for name, v in usable.items() if not isinstance(v, Exception)}
     for _ in range(rounds):
-        n = 0
-        t0 = time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= min_time:
-                break
-        rates.append(n * N / dt)
-    return statistics.median(rates)
+        for name, (e, d) in samples.items():
+            enc, dec = usable[name]
+            e.append(_rate(enc, min_time))
+            d.append(_rate(dec, min_time))
+    out = {}
+    for name, v in usable.items():
+        out[name] = v if isinstance(v, Exception) else (statistics.median(samples[name][0]), statistics.median(samples[name][1]))
+    return out
 
 
 def v2_peers(codec: str, recs):
@@ -161,8 +178,8 @@ def legacy_peers(magic: int, codec: str, recs):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds per figure (median reported)")
-    p.add_argument("--min-time", type=float, default=0.2, help="seconds per round")
+    p.add_argument("--rounds", type=int, default=7, help="timed rounds per figure (median reported)")
+    p.add_argument("--min-time", type=float, default=0.15, help="seconds per round")
     p.add_argument("--magics", default="2,1,0", help="which magics to bench")
     args = p.parse_args(argv)
     recs = workload()
@@ -180,15 +197,12 @@ def main(argv=None) -> int:
             print(f"| {'implementation':16} | {'encode rec/s':>13} | {'decode rec/s':>13} |")
             print(f"|{'-' * 18}|{'-' * 15}|{'-' * 15}|")
             rates = {}
-            for name, (enc, dec) in peers.items():
-                try:
-                    e = timeit(enc, args.rounds, args.min_time)
-                    d = timeit(dec, args.rounds, args.min_time)
-                except Exception as exc:  # a peer that cannot do this codec/magic (aiokafka: no LZ4 for magic 0)
-                    print(f"| {name:16} | {'n/a':>13} | {'n/a':>13} |  {type(exc).__name__}: {str(exc)[:60]}")
+            for name, res in measure(peers, args.rounds, args.min_time).items():
+                if isinstance(res, Exception):
+                    print(f"| {name:16} | {'n/a':>13} | {'n/a':>13} |  {type(res).__name__}: {str(res)[:60]}")
                     continue
-                rates[name] = (e, d)
-                print(f"| {name:16} | {e:13,.0f} | {d:13,.0f} |", flush=True)
+                rates[name] = res
+                print(f"| {name:16} | {res[0]:13,.0f} | {res[1]:13,.0f} |", flush=True)
             ke, kd = rates["kfmt codec"]
             pe, pd = rates["kafka-python"]
             print(f"\nkfmt codec vs kafka-python: encode {ke / pe:.2f}x, decode {kd / pd:.2f}x\n")
