@@ -174,16 +174,10 @@ class Layout:
         return con, w
 
 
-def render(schema: Schema, header: str, fir=None, builder=None) -> str:
+def render(schema: Schema, header: str, fir: _ir.FormatIR, builder: _ir.Builder) -> str:
+    """The Construct module of a format, laid out from the same IR as the codec backend."""
     from generator.render import _env
 
-    if builder is None:
-        from generator.render import _base_model_info
-
-        slots, attrs = _base_model_info()
-        builder = _ir.Builder(schema, slots)
-        builder.base_class_attrs = attrs
-        fir = _ir.build(schema, slots, attrs)
     by_name = {s.name: s for s in fir.structs}
     for name in builder.used:
         lay = Layout(builder, name)

@@ -73,7 +73,6 @@ class FormatIR:
     structs: list[StructIR]
     struct_consts: list[tuple[str, str, str]]  # (name, format, comment)
     enums: list[tuple[str, list[tuple[int, str]]]]
-    construct: list[dict]
     wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
 
 
@@ -92,9 +91,10 @@ def _pyrepr(v) -> str:
 
 
 class Builder:
-    def __init__(self, schema: Schema, base_slots: dict[str, tuple[str, ...]]):
+    def __init__(self, schema: Schema, base_slots: dict[str, tuple[str, ...]], base_class_attrs: dict):
         self.s = schema
-        self.base_slots = base_slots
+        self.base_slots = base_slots  # per role: slots of the runtime base class (kfmt.runtime.model)
+        self.base_class_attrs = base_class_attrs  # per role: attributes the base class answers for
         self.consts: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, list[str]] = {}
         self.used = self._reachable()
@@ -170,8 +170,6 @@ class Builder:
             loc = self.locals_of(st)
             for f in st.fields:
                 k = self.kind(f)
-                if k == "int" and f.type in PRIMITIVES:
-                    pass
                 if k == "blob":
                     if not f.length:
                         raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
@@ -798,8 +796,6 @@ class Builder:
         for f in st.fields:
             d = f.derive
             if d and d.func == "delta_of":
-                if d.target == "offset":
-                    pass
                 expr = f"{d.target} - {d.base} if {d.target} is not None else index"
                 if d.replaced_by:
                     expr = (f"{f.name}_kept if {self.cond_expr(d.when)} and {f.name}_kept is not None "
@@ -944,18 +940,10 @@ class Builder:
             return f"{arr}[-1].{attr} if {arr} else {{default}}"
         return f"max([r.{attr} for r in {arr}]) if {arr} else {{default}}"
 
-    # ------------------------------------------------------------ construct backend description
-    def construct_desc(self, name: str) -> dict:
-        st = self.s.structs[name]
-        return dict(name=name, fields=[self._cfield(st, f) for f in st.fields], repr=st.repr, doc=st.doc)
 
-    def _cfield(self, st: Struct, f: Field) -> dict:
-        return dict(name=f.name, kind=self.kind(f), f=f)
-
-
-def build(schema: Schema, base_slots: dict, base_class_attrs: dict) -> FormatIR:
-    b = Builder(schema, base_slots)
-    b.base_class_attrs = base_class_attrs
+def build(b: Builder) -> FormatIR:
+    """Run the passes: the IR of every struct reachable from the root."""
+    schema = b.s
     structs = [b.struct_ir(n) for n in b.used]
     enums = [(e.name, list(e.values)) for n, e in sorted(schema.enums.items())]
     return FormatIR(
@@ -971,6 +959,5 @@ def build(schema: Schema, base_slots: dict, base_class_attrs: dict) -> FormatIR:
         structs=structs,
         struct_consts=[(n, f, c) for n, (f, c) in b.consts.items()],
         enums=enums,
-        construct=[],
         wrap_offsets=next((f.wraps.offsets for f in schema.structs[schema.root].fields if f.wraps), None),
     )

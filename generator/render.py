@@ -102,7 +102,8 @@ def ruff_format(files: dict[str, str]) -> dict[str, str]:
 
 def render_format(schema: Schema) -> dict[str, str]:
     slots, attrs = _base_model_info()
-    fir = _ir.build(schema, slots, attrs)
+    builder = _ir.Builder(schema, slots, attrs)
+    fir = _ir.build(builder)
     env = _env()
     files = {}
     for tpl, fname, backend in (
@@ -113,11 +114,7 @@ def render_format(schema: Schema) -> dict[str, str]:
         files[f"{schema.id}/{fname}"] = env.get_template(tpl).render(f=fir, header=header(schema, backend))
     from generator import construct_backend
 
-    builder = _ir.Builder(schema, slots)
-    builder.base_class_attrs = attrs
-    files[f"{schema.id}/construct.py"] = construct_backend.render(
-        schema, header(schema, "construct"), fir=fir, builder=builder
-    )
+    files[f"{schema.id}/construct.py"] = construct_backend.render(schema, header(schema, "construct"), fir, builder)
     return files
 
 
