@@ -564,8 +564,16 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     else:
         q_kafka_tags = len(out)
         out += _S1.pack(0)
-        for index_, item_ in enumerate(kafka_tags):
-            _encode_kafka_tag(item_, out, index_)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(kafka_tags):
+                _encode_kafka_tag(item_, out, index_)
+        except _CodecError as exc:
+            raise exc.within("message.kafka_tags", index_, "kafka_tag") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.kafka_tags[{index_}]"
+            ) from None
 
         _S1.pack_into(out, q_kafka_tags, len(out) - q_kafka_tags - 4)
     if not headers:
@@ -573,8 +581,16 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     else:
         q_headers = len(out)
         out += _S1.pack(0)
-        for index_, item_ in enumerate(headers):
-            _encode_app_tag(item_, out, index_)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(headers):
+                _encode_app_tag(item_, out, index_)
+        except _CodecError as exc:
+            raise exc.within("message.headers", index_, "app_tag") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
+            ) from None
 
         _S1.pack_into(out, q_headers, len(out) - q_headers - 4)
     if key is None:

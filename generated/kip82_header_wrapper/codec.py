@@ -464,8 +464,16 @@ def _encode_message(obj, out, index):
     else:
         q_headers = len(out)
         out += _S0.pack(0)
-        for index_, item_ in enumerate(headers):
-            _encode_int_header(item_, out, index_)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(headers):
+                _encode_int_header(item_, out, index_)
+        except _CodecError as exc:
+            raise exc.within("message.headers", index_, "int_header") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
+            ) from None
 
         _S0.pack_into(out, q_headers, len(out) - q_headers - 4)
     if value is None:

@@ -614,12 +614,28 @@ def _encode_message_set(obj, out, index):
     out += _S3.pack(2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence)
     if codec != "none" and records:
         tmp_ = bytearray()
-        for index_, item_ in enumerate(records):
-            _encode_message(item_, tmp_, index_, base_offset)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_message(item_, tmp_, index_, base_offset)
+        except _CodecError as exc:
+            raise exc.within("message_set.records", index_, "message") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
+            ) from None
         out += _compress(codec, bytes(tmp_), 2)
     else:
-        for index_, item_ in enumerate(records):
-            _encode_message(item_, out, index_, base_offset)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_message(item_, out, index_, base_offset)
+        except _CodecError as exc:
+            raise exc.within("message_set.records", index_, "message") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
+            ) from None
     _S4.pack_into(out, q_length, len(out) - p_crc)
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 

@@ -628,8 +628,16 @@ def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_typ
     else:
         _write_varint(out, n_, "record.headers")
 
-    for index_, item_ in enumerate(headers):
-        _encode_header(item_, out, index_)
+    index_ = 0
+    try:
+        for index_, item_ in enumerate(headers):
+            _encode_header(item_, out, index_)
+    except _CodecError as exc:
+        raise exc.within("record.headers", index_, "header") from None
+    except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+        raise _InvalidValueError(
+            f"cannot encode: {type(exc).__name__}: {exc}", path=f"record.headers[{index_}]"
+        ) from None
     n_ = len(out) - q_length - 1
     if 0 <= n_ < 64:
         out[q_length] = n_ << 1
@@ -982,12 +990,32 @@ def _encode_batch(obj, out, index):
     )
     if codec != "none" and records:
         tmp_ = bytearray()
-        for index_, item_ in enumerate(records):
-            _encode_record(item_, tmp_, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_record(
+                    item_, tmp_, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                )
+        except _CodecError as exc:
+            raise exc.within("batch.records", index_, "record") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
+            ) from None
         out += _compress(codec, bytes(tmp_), 3)
     else:
-        for index_, item_ in enumerate(records):
-            _encode_record(item_, out, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_record(
+                    item_, out, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                )
+        except _CodecError as exc:
+            raise exc.within("batch.records", index_, "record") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
+            ) from None
     _S4.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
     _S5.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 

@@ -107,6 +107,15 @@ class KBytes(_LengthPrefixed):
         if obj is None:
             self._build_null(stream, context, path)
             return obj
+        if (
+            self.string
+            and not isinstance(obj, str)
+            or not self.string
+            and not isinstance(obj, (bytes, bytearray, memoryview))
+        ):
+            raise c.ValidationError(
+                f"expected {'str' if self.string else 'bytes'}, got {type(obj).__name__}", path=path
+            )
         data = obj.encode("utf-8", "surrogateescape") if self.string else bytes(obj)
         self.lengthfield._build(len(data), stream, context, path)
         stream_write(stream, data, len(data), path)
@@ -327,7 +336,8 @@ def _path(e) -> str | None:
     if not raw:
         return None
     parts = [p.strip() for p in raw.split("->")[1:]]
-    return ".".join(p for p in parts if p and not p.startswith("_g") and not p.startswith("(")) or None
+    parts = [p for p in parts if p and not p.startswith(("_g", "("))]
+    return ".".join(p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]) or None
 
 
 class KSized(_LengthPrefixed):
