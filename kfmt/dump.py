@@ -77,7 +77,8 @@ def run(args, out=None, err=None) -> int:
             continue
         positions = []
         try:
-            for pos, end, b in scan(data, verify_crc=not args.no_verify_crc, skip_corrupt=args.skip_corrupt):
+            for pos, end, b in scan(data, verify_crc=not args.no_verify_crc, skip_corrupt=args.skip_corrupt,
+                                    format=args.format):  # fmt: skip
                 if isinstance(b, CodecError):
                     corrupt += 1
                     counts["corrupt", seg.topic] += 1
@@ -172,4 +173,5 @@ def add_parser(sub) -> None:
     d.add_argument("--summary", action="store_true", help="only counts per magic, codec and topic")
     d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
     d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")
+    d.add_argument("--format", help="read every entry as this format (proposals are never auto-detected)")
     d.set_defaults(func=run)

@@ -73,6 +73,18 @@ def test_dump_corrupt_batch_stops_or_skips(tmp_path, capsys):
     assert len(cap.out.splitlines()) == 2  # first and third batch
 
 
+def test_dump_proposal_format_explicitly(tmp_path, capsys):
+    d = tmp_path / "p-0"
+    d.mkdir()
+    (d / f"{0:020d}.log").write_bytes(
+        kfmt.encode_batch([kfmt.Record(value=b"abc", headers=[(1, b"x")], timestamp=1)], format="kip82_header_wrapper")
+    )
+    assert main(["dump", "--json", "--records", "--format", "kip82_header_wrapper", str(d)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["headers"] == [[1, "x"]]
+    assert main(["dump", str(d)]) == 1  # read as a real v2 batch, which it is not
+
+
 def test_dump_reports_index_mismatch(tmp_path, capsys):
     path, sizes = _segment(tmp_path)
     (path.parent / f"{0:020d}.index").write_bytes(struct.pack(">ii", 3, sizes[0] + 1))
