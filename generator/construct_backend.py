@@ -76,17 +76,25 @@ class Layout:
                 wire.append(f'"{gname}": {{{", ".join(sub_wire)}}}')
                 return items, wire
             if d and d.func in ("crc32", "crc32c") and not self.b._trailing_crc(self.st, f):
-                if i + 1 >= len(fields) or d.target != fields[i + 1].name or d.to:
+                if i + 1 >= len(fields) or d.target != fields[i + 1].name:
                     raise SchemaError(
                         f"{self.s.file}:{f.line}: the Construct backend needs a leading CRC to cover the fields right after it"
                     )
                 gname = f"_g{self.n}"
                 self.n += 1
-                self._shift(fields, i + 1, depth + 1)
-                sub_items, sub_wire = self.group(fields, i + 1, depth + 1)
-                items.append(f'"{gname}" / CrcGuarded({f.name!r}, {d.func!r}, c.Struct({", ".join(sub_items)}))')
+                stop = [x.name for x in fields].index(d.to) if d.to else len(fields)
+                covered = fields[:stop]
+                self._shift(covered, i + 1, depth + 1)
+                sub_items, sub_wire = self.group(covered, i + 1, depth + 1)
+                to_end = ", to_end=False" if d.to else ""
+                items.append(
+                    f'"{gname}" / CrcGuarded({f.name!r}, {d.func!r}, c.Struct({", ".join(sub_items)}){to_end})'
+                )
                 wire.append(f'"{gname}": {{{", ".join(sub_wire)}}}')
-                return items, wire
+                if not d.to:
+                    return items, wire
+                i = stop
+                continue
             if f.name in self.trailing and f.name not in self.opened:
                 self.opened.add(f.name)
                 crc = self.trailing[f.name]
@@ -196,8 +204,8 @@ def render(schema: Schema, header: str, fir: _ir.FormatIR, builder: _ir.Builder)
             elif k == "struct":
                 args = "".join(f", {a}" for a in builder.params(f.type))
                 loads.append((f.name, f"_model_{f.type}(d_[{f.name!r}], opts{args})"))
-            elif f.if_:
-                loads.append((f.name, f"d_.get({f.name!r}, {builder.field_default(f)})"))
+            elif f.if_:  # absent unless its condition holds, exactly as the codec backend decides
+                loads.append((f.name, f"d_[{f.name!r}] if {builder.cond_expr(f.if_)} else {builder.field_default(f)}"))
             else:
                 loads.append((f.name, f"d_[{f.name!r}]"))
         by_name[name].construct = dict(items=lay.items, wire="{" + ", ".join(lay.wire) + "}", loads=loads)

@@ -405,6 +405,7 @@ class Builder:
         depth = 0
         pending_region: dict[str, Field] = {}  # from-field -> length field
         pending_crc: dict[str, Field] = {}  # from-field -> crc field (leading)
+        deferred_crc: dict[str, Op] = {}  # end field -> CRC check waiting for it
         for f in st.fields:
             if f.derive and f.derive.func == "length_of":
                 pending_region[f.derive.target] = f
@@ -469,19 +470,23 @@ class Builder:
                     end = new_end
                 if f.name in pending_crc:
                     cf = pending_crc[f.name]
-                    dec.append(
-                        Op(
-                            "crc_check",
-                            depth,
-                            dict(
-                                func=cf.derive.func,
-                                crc=cf.name,
-                                start=f"p_{f.name}",
-                                stop=f"p_{cf.derive.to}" if cf.derive.to else end,
-                                path=f"{path}.{cf.name}",
-                            ),
-                        )
+                    check = Op(
+                        "crc_check",
+                        depth,
+                        dict(
+                            func=cf.derive.func,
+                            crc=cf.name,
+                            start=f"p_{f.name}",
+                            stop=f"p_{cf.derive.to}" if cf.derive.to else end,
+                            path=f"{path}.{cf.name}",
+                        ),
                     )
+                    if cf.derive.to:
+                        deferred_crc[cf.derive.to] = check  # checked once the end of its range is known
+                    else:
+                        dec.append(check)
+                if f.name in deferred_crc:
+                    dec.append(deferred_crc.pop(f.name))
             if k == "int":
                 run.append(f)
                 if f.if_:

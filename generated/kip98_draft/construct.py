@@ -160,8 +160,8 @@ def _model_message(c_, opts, base_offset):
     is_control_message = d_["attributes"]["is_control_message"]
     timestamp = d_["timestamp"]
     offset_delta = d_["offset_delta"]
-    key = d_.get("key", None)
-    value = d_.get("value", None)
+    key = d_["key"] if not null_key else None
+    value = d_["value"] if not null_value else None
     message_crc = d_["message_crc"]
     offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
     return Message(

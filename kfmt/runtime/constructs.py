@@ -228,11 +228,12 @@ class Region(c.Construct):
 
 
 class CrcGuarded(c.Construct):
-    """A uint32 CRC followed by the fields it covers, to the end of the enclosing region."""
+    """A uint32 CRC followed by the fields it covers: to the end of the enclosing region, or (``to_end``
+    False) exactly the fields of ``subcon``."""
 
-    def __init__(self, name: str, func: str, subcon, verify_key: str = "verify_crc"):
+    def __init__(self, name: str, func: str, subcon, verify_key: str = "verify_crc", to_end: bool = True):
         super().__init__()
-        self.cname, self.func, self.subcon, self.verify_key = name, func, subcon, verify_key
+        self.cname, self.func, self.subcon, self.verify_key, self.to_end = name, func, subcon, verify_key, to_end
 
     def _crc(self, data: bytes) -> int:
         if self.func == "crc32c":
@@ -246,15 +247,23 @@ class CrcGuarded(c.Construct):
     def _parse(self, stream, context, path):
         stored = c.Int32ub._parsereport(stream, context, path)
         start = stream_tell(stream, path)
-        data = stream.read()
-        stream.seek(start)
+        if self.to_end:  # check before parsing: a corrupt body is reported as corrupt, not as malformed
+            self._check(stream.read(), stored, context, path)
+            stream.seek(start)
+            obj = self.subcon._parsereport(stream, context, path)
+        else:
+            obj = self.subcon._parsereport(stream, context, path)
+            end = stream_tell(stream, path)
+            stream.seek(start)
+            self._check(stream.read(end - start), stored, context, path)
+        obj[self.cname] = stored
+        return obj
+
+    def _check(self, data, stored, context, path):
         if context._params.get(self.verify_key, True):
             computed = self._crc(data)
             if computed != stored:
                 raise c.ChecksumError(f"stored {self.func} {stored:#010x} != computed {computed:#010x}", path=path)
-        obj = self.subcon._parsereport(stream, context, path)
-        obj[self.cname] = stored
-        return obj
 
     def _build(self, obj, stream, context, path):
         sub = io.BytesIO()
