@@ -105,8 +105,7 @@ class Layout:
                 sub_items, sub_wire = self.group(fields[:j], i, depth + 1)
                 items.append(f'"{gname}" / c.RawCopy(c.Struct({", ".join(sub_items)}))')
                 wire.append(f'"{gname}": {{"value": {{{", ".join(sub_wire)}}}}}')
-                fn = "_crc32c" if crc.derive.func == "crc32c" else "_crc32"
-                items.append(f'"{crc.name}" / c.Checksum(c.Int32ub, {fn}, this.{gname}.data)')
+                items.append(f'"{crc.name}" / TrailingCrc({crc.derive.func!r}, this.{gname}.data)')
                 i = j + 1
                 continue
             con, w = self.field(f, depth)
@@ -135,7 +134,7 @@ class Layout:
                     shift = (bit.mask & -bit.mask).bit_length() - 1
                     kind = "enum" if bit.enum else ("flag" if bit.flag else "int")
                     enum = f"_ENUM_{bit.enum}" if bit.enum else "None"
-                    views.append(f"({bit.name!r}, {bit.mask}, {shift}, {kind!r}, {enum})")
+                    views.append(f"({bit.name!r}, {bit.mask}, {shift}, {kind!r}, {enum}, {bit.const!r})")
                 con = f"BitsView({con}, [{', '.join(views)}])"
 
                 def bit_value(bit):
@@ -160,7 +159,7 @@ class Layout:
             if f.count in _VAR or f.count in PRIMITIVES:
                 con = f"KCounted({_prefix(f.count)}, {elem})"
             elif f.count == "rest":
-                con = f"c.GreedyRange({elem})"
+                con = f"KUntilEnd({elem})"
             else:
                 con = f"c.Array({self.ref(f.count, depth)}, {elem})"
             if f.compressed_by:

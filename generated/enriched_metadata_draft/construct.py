@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -99,14 +101,14 @@ message = c.Struct(
                 c.Struct(
                     "magic" / c.Const(1, c.Int8sb) * "MagicByte",
                     "attributes"
-                    / BitsView(c.Int8sb, [("codec", 15, 0, "enum", _ENUM_codec)])
+                    / BitsView(c.Int8sb, [("codec", 15, 0, "enum", _ENUM_codec, None)])
                     * "The lowest 4 bits give the message type (normal uncompressed, gzip, snappy, ...).",
                     "timestamp" / c.Int64sb * "Timestamp",
                     "kafka_tags"
-                    / KSized(c.Int32sb, c.GreedyRange(kafka_tag), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(kafka_tag), nullable=True)
                     * "KafkaTagLength => int32, the total bytes of the tags (-1 for none).",
                     "headers"
-                    / KSized(c.Int32sb, c.GreedyRange(app_tag), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(app_tag), nullable=True)
                     * "App tags (string key-value pairs), AppTagLength => int32 total bytes (-1 for none).",
                     "key" / KBytes(c.Int32sb, nullable=True, string=False) * "Key",
                     "value" / KBytes(c.Int32sb, nullable=True, string=False) * "Value",

@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -86,7 +88,7 @@ message = c.Struct(
                 c.Struct(
                     "magic" / c.Const(0, c.Int8sb) * "magic",
                     "attributes"
-                    / BitsView(c.Int8sb, [("codec", 7, 0, "enum", _ENUM_codec)])
+                    / BitsView(c.Int8sb, [("codec", 7, 0, "enum", _ENUM_codec, None)])
                     * "Bits 0-2 codec; bits 3-7 unused (ignored on read, written as 0).",
                     "key" / KBytes(c.Int32sb, nullable=True, string=False) * "A wrapper's key is null.",
                     "value"

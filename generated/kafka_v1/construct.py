@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -86,7 +88,10 @@ message = c.Struct(
                 c.Struct(
                     "magic" / c.Const(1, c.Int8sb) * "magic",
                     "attributes"
-                    / BitsView(c.Int8sb, [("codec", 7, 0, "enum", _ENUM_codec), ("timestamp_type", 8, 3, "int", None)])
+                    / BitsView(
+                        c.Int8sb,
+                        [("codec", 7, 0, "enum", _ENUM_codec, None), ("timestamp_type", 8, 3, "int", None, None)],
+                    )
                     * "Bits 0-2 codec, bit 3 timestamp type; bits 4-7 unused (ignored on read, written as 0).",
                     "timestamp"
                     / c.Int64sb

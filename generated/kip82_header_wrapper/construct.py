@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -94,9 +96,9 @@ message = c.Struct(
                     / BitsView(
                         c.Int8sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec),
-                            ("timestamp_type", 8, 3, "int", None),
-                            ("is_tombstone", 16, 4, "flag", None),
+                            ("codec", 7, 0, "enum", _ENUM_codec, 0),
+                            ("timestamp_type", 8, 3, "int", None, None),
+                            ("is_tombstone", 16, 4, "flag", None, None),
                         ],
                     )
                     * "Bits 0-2 codec (reserved, 0), bit 3 timestamp type, bit 4 tombstone.",
@@ -109,7 +111,7 @@ message = c.Struct(
                         c.Struct(
                             "wrapper_magic" / c.Const(0, c.Int8sb) * '"this is used for future versioning"',
                             "headers"
-                            / KSized(c.Int32sb, c.GreedyRange(int_header), nullable=False)
+                            / KSized(c.Int32sb, KUntilEnd(int_header), nullable=False)
                             * "HeadersLength => int32, the size of the serialised headers.",
                             "value"
                             / KBytes(c.Int32sb, nullable=True, string=False)

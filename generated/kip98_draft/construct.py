@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -86,9 +88,9 @@ message = c.Struct(
                     / BitsView(
                         c.Int8sb,
                         [
-                            ("null_key", 1, 0, "flag", None),
-                            ("null_value", 2, 1, "flag", None),
-                            ("is_control_message", 4, 2, "flag", None),
+                            ("null_key", 1, 0, "flag", None, None),
+                            ("null_value", 2, 1, "flag", None, None),
+                            ("is_control_message", 4, 2, "flag", None, None),
                         ],
                     )
                     * "Null key (bit 0), null value (bit 1), control flag (bit 2), unused (5).",
@@ -103,7 +105,7 @@ message = c.Struct(
                     "value" / c.If(this.attributes.null_value == False, KRest(4)) * "Value",
                 )
             ),
-            "message_crc" / c.Checksum(c.Int32ub, _crc32, this._g1.data),
+            "message_crc" / TrailingCrc("crc32", this._g1.data),
         ),
         14,
     ),
@@ -127,9 +129,9 @@ message_set = c.Struct(
                     / BitsView(
                         c.Int16sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec),
-                            ("timestamp_type", 8, 3, "int", None),
-                            ("is_transactional", 16, 4, "flag", None),
+                            ("codec", 7, 0, "enum", _ENUM_codec, None),
+                            ("timestamp_type", 8, 3, "int", None, None),
+                            ("is_transactional", 16, 4, "flag", None, None),
                         ],
                     )
                     * "Compression (3 bits), timestamp type (1), transactional (1), unused (11).",
@@ -140,7 +142,7 @@ message_set = c.Struct(
                     "producer_id" / c.Int64sb * "PID",
                     "producer_epoch" / c.Int16sb * "Epoch",
                     "base_sequence" / c.Int32sb * "Sequence",
-                    "records" / KafkaCompressed(c.GreedyRange(message), this.attributes.codec, 2) * "Messages",
+                    "records" / KafkaCompressed(KUntilEnd(message), this.attributes.codec, 2) * "Messages",
                 ),
             )
         ),

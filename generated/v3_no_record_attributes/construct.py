@@ -26,8 +26,10 @@ from kfmt.runtime.constructs import (
     KCounted,
     KRest,
     KSized,
+    KUntilEnd,
     KVarint,
     Region,
+    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
@@ -127,12 +129,12 @@ batch = c.Struct(
                     / BitsView(
                         c.Int16sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec),
-                            ("timestamp_type", 8, 3, "int", None),
-                            ("is_transactional", 16, 4, "flag", None),
-                            ("is_control", 32, 5, "flag", None),
-                            ("has_delete_horizon", 64, 6, "flag", None),
-                            ("ignore_record_attributes", 128, 7, "flag", None),
+                            ("codec", 7, 0, "enum", _ENUM_codec, None),
+                            ("timestamp_type", 8, 3, "int", None, None),
+                            ("is_transactional", 16, 4, "flag", None, None),
+                            ("is_control", 32, 5, "flag", None, None),
+                            ("has_delete_horizon", 64, 6, "flag", None, None),
+                            ("ignore_record_attributes", 128, 7, "flag", None, 1),
                         ],
                     )
                     * "As in v2, plus bit 7 ignoreMessageAttributes, always 1 in this format.",

@@ -164,7 +164,8 @@ class KCounted(c.Construct):
 
 
 class BitsView(c.Adapter):
-    """Named views of an integer attributes field: ``(name, mask, shift, kind, enum)`` with kind enum|flag|int."""
+    """Named views of an integer attributes field: ``(name, mask, shift, kind, enum[, const])``, kind enum|flag|int;
+    a view with a ``const`` must hold that raw value."""
 
     def __init__(self, subcon, views):
         super().__init__(subcon)
@@ -172,8 +173,10 @@ class BitsView(c.Adapter):
 
     def _decode(self, obj, context, path):
         out = c.Container()
-        for name, mask, shift, kind, enum in self.views:
+        for name, mask, shift, kind, enum, *const in self.views:
             v = (obj & mask) >> shift
+            if const and const[0] is not None and v != const[0]:
+                raise c.ValidationError(f"{name} must be {const[0]} in this format", path=path)
             if kind == "enum":
                 if v not in enum:
                     raise c.ValidationError(f"unknown {name} id {v}", path=path)
@@ -185,7 +188,7 @@ class BitsView(c.Adapter):
 
     def _encode(self, obj, context, path):
         raw = 0
-        for name, mask, shift, kind, enum in self.views:
+        for name, mask, shift, kind, enum, *_const in self.views:
             v = obj.get(name)
             if kind == "enum":
                 ids = {n: k for k, n in enum.items()}
@@ -378,3 +381,62 @@ class KSized(_LengthPrefixed):
         self.lengthfield._build(len(data), stream, context, path)
         stream_write(stream, data, len(data), path)
         return obj
+
+
+class KUntilEnd(c.Construct):
+    """Elements up to the end of the enclosing region; unlike GreedyRange, a bad element is an error."""
+
+    def __init__(self, subcon):
+        super().__init__()
+        self.subcon = subcon
+
+    def _parse(self, stream, context, path):
+        out = c.ListContainer()
+        start = stream_tell(stream, path)
+        stream.seek(0, io.SEEK_END)
+        end = stream_tell(stream, path)
+        stream.seek(start)
+        while stream_tell(stream, path) < end:
+            out.append(self.subcon._parsereport(stream, context, path))
+        return out
+
+    def _build(self, obj, stream, context, path):
+        for item in obj:
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+
+class TrailingCrc(c.Construct):
+    """A uint32 CRC over bytes parsed just before it (``data``: a ``this`` expression), checked unless
+    the ``verify_crc`` parse option is false."""
+
+    def __init__(self, func: str, data, verify_key: str = "verify_crc"):
+        super().__init__()
+        self.func, self.data, self.verify_key = func, data, verify_key
+        self.flagbuildnone = True  # computed on build: the caller gives no value
+
+    def _crc(self, context):
+        data = c.evaluate(self.data, context)
+        if self.func == "crc32c":
+            from crc32c import crc32c
+
+            return crc32c(data)
+        import zlib
+
+        return zlib.crc32(data) & 0xFFFFFFFF
+
+    def _parse(self, stream, context, path):
+        stored = c.Int32ub._parsereport(stream, context, path)
+        if context._params.get(self.verify_key, True):
+            computed = self._crc(context)
+            if computed != stored:
+                raise c.ChecksumError(f"stored {self.func} {stored:#010x} != computed {computed:#010x}", path=path)
+        return stored
+
+    def _build(self, obj, stream, context, path):
+        value = self._crc(context)
+        c.Int32ub._build(value, stream, context, path)
+        return value
+
+    def _sizeof(self, context, path):
+        return 4
