@@ -76,6 +76,23 @@ def test_pushdown_prunes_segments_and_keeps_rows(spark, corpus):
     assert _rows(df) == expected and expected
 
 
+def test_timestamp_pushdown_uses_timeindex(spark, corpus):
+    import datetime as dt
+
+    from pyspark.sql.datasource import GreaterThanOrEqual
+
+    from kfmt.spark import KafkaLogReader
+
+    stamps = sorted(r[6] for r in _expected(corpus) if r[6] is not None)
+    cut = stamps[len(stamps) * 3 // 4]
+    when = dt.datetime.fromtimestamp(cut / 1000, dt.timezone.utc)
+    r = KafkaLogReader({"path": str(corpus)})
+    list(r.pushFilters([GreaterThanOrEqual(("timestamp",), when)]))
+    assert len(r.partitions()) < len(KafkaLogReader({"path": str(corpus)}).partitions())
+    df = spark.read.format("kafka-log").load(str(corpus)).filter(f"timestamp >= timestamp_millis({cut})")
+    assert _rows(df) == {row for row in _expected(corpus) if row[6] is not None and row[6] >= cut}
+
+
 def test_large_segments_split_at_batch_boundaries(spark, corpus):
     from kfmt.spark import KafkaLogReader
 
