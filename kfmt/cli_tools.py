@@ -22,10 +22,17 @@ def register(sub) -> None:
     c.add_argument("--magic", type=int, required=True, choices=(0, 1, 2), help="target magic")
     c.add_argument("--codec", choices=("none", "gzip", "snappy", "lz4", "zstd"), help="target codec (default: keep)")
     c.add_argument("--strict", action="store_true", help="refuse instead of reporting anything that would be lost")
+    c.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="carry the good batches over and report each corrupt one (exit 1); default: stop",
+    )
     c.set_defaults(func=_convert)
 
 
 def _convert(args) -> int:
     from kfmt.tools import convert_paths
 
-    return convert_paths(args.src, args.dst, to_magic=args.magic, codec=args.codec, strict=args.strict)
+    return convert_paths(
+        args.src, args.dst, to_magic=args.magic, codec=args.codec, strict=args.strict, skip_corrupt=args.skip_corrupt
+    )

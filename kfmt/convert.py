@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kfmt.api import encode_batch, scan
-from kfmt.runtime.errors import InvalidValueError, UnsupportedCodecError
+from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
 from kfmt.runtime.model import Record
 
 
@@ -46,12 +46,19 @@ def _records_of(batch) -> list[Record]:
 
 
 def convert(
-    data, *, to_magic: int, codec: str | None = None, strict: bool = False, verify_crc: bool = True
+    data,
+    *,
+    to_magic: int,
+    codec: str | None = None,
+    strict: bool = False,
+    verify_crc: bool = True,
+    skip_corrupt: bool = False,
 ) -> Conversion:
     """Convert every batch of a log to ``to_magic``; ``codec`` None keeps each batch's codec.
 
-    Raises :class:`CodecError` on corrupt input (with its byte position) and, with ``strict``,
-    :class:`InvalidValueError` on the first thing that would be lost.
+    Raises :class:`CodecError` on corrupt input (with its byte position) unless ``skip_corrupt``, which
+    carries the other batches over and lists each corrupt one in ``lost`` (position and reason); with
+    ``strict``, raises :class:`InvalidValueError` on the first thing that would be lost.
     """
     if to_magic not in (0, 1, 2):
         raise UnsupportedCodecError(f"cannot convert to magic {to_magic}")
@@ -77,8 +84,11 @@ def convert(
                               keep_offsets=True), 1, len(pending))  # fmt: skip
             pending = []
 
-    for pos, end, batch in scan(buf, verify_crc=verify_crc):
+    for pos, end, batch in scan(buf, verify_crc=verify_crc, skip_corrupt=skip_corrupt):
         res.batches_in += 1
+        if isinstance(batch, CodecError):
+            lose("corrupt_batch", pos, f"a corrupt batch of {end - pos} bytes ({batch})")
+            continue
         n = len(batch.records)
         res.records_in += n
         target_codec = codec or batch.codec

@@ -33,7 +33,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None) -> int:
+def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None, skip_corrupt=False) -> int:
     err = err or sys.stderr
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()
     segments = find_segments(src_p)
@@ -51,7 +51,9 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
             print(f"kfmt convert: refusing to overwrite the input {seg_path}", file=err)
             return 2
         try:
-            res = convert(seg_path.read_bytes(), to_magic=to_magic, codec=codec, strict=strict)
+            res = convert(
+                seg_path.read_bytes(), to_magic=to_magic, codec=codec, strict=strict, skip_corrupt=skip_corrupt
+            )
         except CodecError as e:
             print(f"kfmt convert: {seg_path}: {e}; nothing written for this segment", file=err)
             status = 1
@@ -61,6 +63,8 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
               f"{res.batches_out} batches / {res.records_out} records out", file=err)  # fmt: skip
         for kind, pos, detail in res.lost:
             print(f"  not carried over: {kind} at byte {pos}: {detail}", file=err)
+        if any(kind == "corrupt_batch" for kind, _, _ in res.lost):
+            status = 1
     return status
 
 

@@ -107,6 +107,20 @@ def test_convert_cli_writes_atomically_and_reports(tmp_path, capsys):
     assert "refusing to overwrite" in capsys.readouterr().err
 
 
+def test_convert_skip_corrupt_reports_each_batch(tmp_path, capsys):
+    path, sizes = _segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[sizes[0] + 40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    out = tmp_path / "o.log"
+    assert main(["convert", str(path), str(out), "--magic", "2"]) == 1
+    assert not out.exists() and "nothing written" in capsys.readouterr().err
+    assert main(["convert", str(path), str(out), "--magic", "2", "--skip-corrupt"]) == 1
+    err = capsys.readouterr().err
+    assert f"corrupt_batch at byte {sizes[0]}" in err and "crc" in err
+    assert [r.value for b in kfmt.read_batches(out.read_bytes()) for r in b.records] == [b"legacy", b"z"]
+
+
 def test_interrupted_conversion_leaves_nothing(tmp_path):
     """Kill a conversion midway: no partial output appears, the input is intact."""
     path, _ = _segment(tmp_path)
