@@ -118,7 +118,7 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
         recs = []
         for _ in range(n):
             ts += rng.randint(0, 40)
-            recs.append(kfmt.Record(key=_zipf_key(rng) if rng.random() < 0.9 else None, value=_value(rng, offset),
+            recs.append(kfmt.Record(key=_zipf_key(rng) if rng.random() < 0.9 else None, value=_value(rng, offset + len(recs)),
                                     headers=_headers(rng), timestamp=ts))  # fmt: skip
         data = kfmt.encode_batch(recs, codec=codec, base_offset=offset, producer_id=p["pid"], producer_epoch=p["epoch"],
                                  base_sequence=p["seq"], is_transactional=p["txn"],
