@@ -36,8 +36,9 @@ bench-spark: setup
 	$(PY) bench/bench_spark.py
 
 fuzz: setup
-	$(PY) -m pip install -q atheris || echo "atheris not installable here: running the mutation campaign only"
-	$(PY) -c "import atheris" 2>/dev/null && $(PY) fuzz/campaign.py --atheris 100000 $(FUZZ_ARGS) || $(PY) fuzz/campaign.py $(FUZZ_ARGS)
+	$(PY) -m pip install -q -e '.[fuzz]' || echo "atheris not installable here: running the mutation campaign only"
+	if $(PY) -c "import atheris" 2>/dev/null; then $(PY) fuzz/campaign.py --atheris 100000 $(FUZZ_ARGS); \
+	else $(PY) fuzz/campaign.py $(FUZZ_ARGS); fi
 
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench

@@ -828,9 +828,11 @@ class Builder:
                     values.append("0")
                 else:
                     values.append(x.name)
-            marks = []
+            marks = []  # positions inside the packed run: placeholders (q_) and range starts (p_)
             off = 0
             for x in run:
+                if x.name in needpos:
+                    marks.append((f"p_{x.name}", off))
                 if x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
                     marks.append((f"q_{x.name}", off))
                 off += PRIMITIVES[x.type][1]
@@ -848,12 +850,14 @@ class Builder:
         for i, f in enumerate(st.fields):
             k = self.kind(f)
             is_varint_len = f.derive and f.derive.func == "length_of" and k == "varint"
-            if f.name in needpos or f.if_ or k != "int" or is_varint_len:
+            # a fixed field that starts a range stays in its run: its position is marked inside the run
+            in_run = k == "int" and not f.if_ and not self._trailing_crc(st, f)
+            if (f.name in needpos and not in_run) or f.if_ or k != "int" or is_varint_len:
                 flush()
             if f.if_:
                 ops.append(Op("if", depth, dict(expr=self.cond_expr(f.if_))))
                 depth += 1
-            if f.name in needpos:
+            if f.name in needpos and not in_run:
                 ops.append(Op("mark", depth, dict(var=f"p_{f.name}", out=out)))
             if self._trailing_crc(st, f):
                 ops.append(Op("crc_append", depth, dict(func=f.derive.func, start=f"p_{f.derive.target}", out=out,

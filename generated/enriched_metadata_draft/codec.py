@@ -83,6 +83,9 @@ _S1 = _struct.Struct(">i")  # tag_value length => int32
 _S2 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S3 = _struct.Struct(">I")  # crc => uint32
 _S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
+_S5 = _struct.Struct(
+    ">qiIbbq"
+)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
 
 _ENUM_codec = {
     0: "none",
@@ -553,12 +556,10 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     q_size = len(out) + 8
-    out += _S2.pack(offset, 0)
-    p_crc = len(out)
-    q_crc = len(out) + 0
-    out += _S3.pack(0)
-    p_magic = len(out)
-    out += _S4.pack(1, attributes, timestamp)
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(offset, 0, 0, 1, attributes, timestamp)
     if not kafka_tags:
         out += _S1.pack(-1)
     else:

@@ -71,6 +71,7 @@ _S0 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S1 = _struct.Struct(">I")  # crc => uint32
 _S2 = _struct.Struct(">bb")  # magic => int8, attributes => int8
 _S3 = _struct.Struct(">i")  # key length => int32
+_S4 = _struct.Struct(">qiIbb")  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8
 
 _ENUM_codec = {
     0: "none",
@@ -286,12 +287,10 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     q_size = len(out) + 8
-    out += _S0.pack(offset, 0)
-    p_crc = len(out)
-    q_crc = len(out) + 0
-    out += _S1.pack(0)
-    p_magic = len(out)
-    out += _S2.pack(0, attributes)
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S4.pack(offset, 0, 0, 0, attributes)
     if key is None:
         out += _S3.pack(-1)
     else:

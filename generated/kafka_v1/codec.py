@@ -72,6 +72,9 @@ _S0 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S1 = _struct.Struct(">I")  # crc => uint32
 _S2 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
 _S3 = _struct.Struct(">i")  # key length => int32
+_S4 = _struct.Struct(
+    ">qiIbbq"
+)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
 
 _ENUM_codec = {
     0: "none",
@@ -333,12 +336,10 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     attributes |= id_ << 0
     attributes |= ((timestamp_type or 0) << 3) & 8
     q_size = len(out) + 8
-    out += _S0.pack(offset, 0)
-    p_crc = len(out)
-    q_crc = len(out) + 0
-    out += _S1.pack(0)
-    p_magic = len(out)
-    out += _S2.pack(1, attributes, timestamp)
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S4.pack(offset, 0, 0, 1, attributes, timestamp)
     if key is None:
         out += _S3.pack(-1)
     else:

@@ -80,6 +80,10 @@ _S1 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S2 = _struct.Struct(">I")  # crc => uint32
 _S3 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
 _S4 = _struct.Struct(">b")  # wrapper_magic => int8
+_S5 = _struct.Struct(
+    ">qiIbbq"
+)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
+_S6 = _struct.Struct(">ib")  # len_wrapper => int32, wrapper_magic => int8
 
 _ENUM_codec = {
     0: "none",
@@ -441,24 +445,18 @@ def _encode_message(obj, out, index):
     if is_tombstone:
         attributes |= 16
     q_size = len(out) + 8
-    out += _S1.pack(offset, 0)
-    p_crc = len(out)
-    q_crc = len(out) + 0
-    out += _S2.pack(0)
-    p_magic = len(out)
-    out += _S3.pack(2, attributes, timestamp)
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(offset, 0, 0, 2, attributes, timestamp)
     if key is None:
         out += _S0.pack(-1)
     else:
         out += _S0.pack(len(key))
         out += key
     q_len_wrapper = len(out) + 0
-    out += _S0.pack(0)
-    p_wrapper_magic = len(out)
-    if -128 <= 0 <= 127:
-        out.append(0 & 0xFF)
-    else:
-        raise _InvalidValueError(f"{0} does not fit int8", path="message.wrapper_magic")
+    p_wrapper_magic = len(out) + 4
+    out += _S6.pack(0, 0)
     if headers is None:
         raise _InvalidValueError("may not be null", path="message.headers")
     else:

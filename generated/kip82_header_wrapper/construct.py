@@ -57,6 +57,10 @@ _S1 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S2 = _struct.Struct(">I")  # crc => uint32
 _S3 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
 _S4 = _struct.Struct(">b")  # wrapper_magic => int8
+_S5 = _struct.Struct(
+    ">qiIbbq"
+)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
+_S6 = _struct.Struct(">ib")  # len_wrapper => int32, wrapper_magic => int8
 
 _ENUM_codec = {
     0: "none",

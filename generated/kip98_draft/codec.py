@@ -87,6 +87,9 @@ _S3 = _struct.Struct(
     ">bhiqqhi"
 )  # magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
 _S4 = _struct.Struct(">i")  # length => int32
+_S5 = _struct.Struct(
+    ">qiIbhiqqhi"
+)  # base_offset => int64, length => int32, crc => uint32, magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
 
 _ENUM_codec = {
     0: "none",
@@ -319,7 +322,7 @@ def _encode_message(obj, out, index, base_offset):
     offset_delta = offset - base_offset if offset is not None else index
     q_length = len(out)
     out.append(0)
-    p_attributes = len(out)
+    p_attributes = len(out) + 0
     out += _S0.pack(attributes, timestamp)
     if 0 <= offset_delta < 0x80:
         out.append(offset_delta)
@@ -606,12 +609,12 @@ def _encode_message_set(obj, out, index):
     if is_transactional:
         attributes |= 16
     q_length = len(out) + 8
-    out += _S2.pack(base_offset, 0)
-    p_crc = len(out)
-    q_crc = len(out) + 0
-    out += _S1.pack(0)
-    p_magic = len(out)
-    out += _S3.pack(2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence)
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(
+        base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
+    )
     if codec != "none" and records:
         tmp_ = bytearray()
         index_ = 0

@@ -102,6 +102,9 @@ _S3 = _struct.Struct(
 )  # attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
 _S4 = _struct.Struct(">i")  # batch_length => int32
 _S5 = _struct.Struct(">I")  # crc => uint32
+_S6 = _struct.Struct(
+    ">qiibIhiqqqhii"
+)  # base_offset => int64, batch_length => int32, partition_leader_epoch => int32, magic => int8, crc => uint32, attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
 
 _ENUM_codec = {
     0: "none",
@@ -973,12 +976,15 @@ def _encode_batch(obj, out, index):
     ignore_record_attributes = True
     attributes |= 1 << 7
     q_batch_length = len(out) + 8
-    out += _S1.pack(base_offset, 0)
-    p_partition_leader_epoch = len(out)
-    q_crc = len(out) + 5
-    out += _S2.pack(partition_leader_epoch, 3, 0)
-    p_attributes = len(out)
-    out += _S3.pack(
+    p_partition_leader_epoch = len(out) + 12
+    q_crc = len(out) + 17
+    p_attributes = len(out) + 21
+    out += _S6.pack(
+        base_offset,
+        0,
+        partition_leader_epoch,
+        3,
+        0,
         attributes,
         last_offset_delta,
         base_timestamp,
