@@ -41,8 +41,8 @@ fuzz: setup
 	else $(PY) fuzz/campaign.py $(FUZZ_ARGS); fi
 
 lint: setup
-	$(VENV)/bin/ruff check kfmt generator tests bench
-	$(VENV)/bin/ruff format --check kfmt generator tests bench
+	$(VENV)/bin/ruff check kfmt generator tests bench fuzz
+	$(VENV)/bin/ruff format --check kfmt generator tests bench fuzz
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -64,7 +64,11 @@ def measure(peers: dict, rounds: int, min_time: float) -> dict:
             d.append(_rate(dec, min_time))
     out = {}
     for name, v in usable.items():
-        out[name] = v if isinstance(v, Exception) else (statistics.median(samples[name][0]), statistics.median(samples[name][1]))
+        out[name] = (
+            v
+            if isinstance(v, Exception)
+            else (statistics.median(samples[name][0]), statistics.median(samples[name][1]))
+        )
     return out
 
 

@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kfmt",
         description="Kafka wire formats, declared once in YAML (schemas/), generated into fast Python codecs.",
     )
+    from kfmt import __version__
+
+    p.add_argument("--version", action="version", version=f"kfmt {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     g = sub.add_parser("generate", help="compile schemas/*.yaml into generated/ (both backends)")
