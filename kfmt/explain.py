@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from collections import Counter
 from contextlib import contextmanager
@@ -61,15 +62,12 @@ def _label(path: str, name: str) -> str:
     return ".".join(dedup)
 
 
-def byte_labels(mod, data: bytes, pos: int = 0) -> list[str | None]:
-    """The field each byte of one entry at ``pos`` belongs to (innermost field wins)."""
+def byte_labels(mod, data: bytes) -> list[str | None]:
+    """The field each byte of one entry (``data``) belongs to (innermost field wins)."""
     con = importlib.import_module(f"{mod.__name__}.construct")
     events: list = []
     labels: list[str | None] = [None] * len(data)
-    import io
-
     stream = io.BytesIO(data)
-    stream.seek(pos)
     with _tracing(events):
         con.CONSTRUCT.parse_stream(stream, verify_crc=False, opts=DEFAULT_OPTIONS)
     for path, name, sub, st, start, end, obj in events:  # children complete (and claim bytes) first
@@ -108,22 +106,28 @@ def attribute(mod, blob: bytes) -> dict[str, int]:
     """Bytes of an encoded log (one or more entries) by field label, payload bytes marked ``[payload]``."""
     out: Counter = Counter()
     for pos, end, _magic in iter_entries(blob):
-        labels = byte_labels(mod, blob[:end], pos)
-        out.update(x or "(unattributed)" for x in labels[pos:end])
+        out.update(x or "(unattributed)" for x in byte_labels(mod, blob[pos:end]))
     return dict(out)
 
 
 def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
+    """Every byte of the entries in ``data`` with its field; ``mod`` None picks Kafka's format by magic."""
+    from kfmt.api import _by_magic
+
     out = out or sys.stdout
     shown = 0
-    for pos, end, _magic in iter_entries(data):
-        labels = byte_labels(mod, data[:end], pos)
-        i = pos
-        while i < end:
+    for pos, end, magic in iter_entries(data):
+        fmt = mod or _by_magic().get(magic)
+        if fmt is None:
+            raise kfmt.InvalidValueError(f"invalid magic {magic}", offset=pos + 16, path="log.entry.magic")
+        entry = data[pos:end]
+        labels = byte_labels(fmt, entry)
+        i = 0
+        while i < len(entry):
             j = i
-            while j < end and labels[j] == labels[i] and j - i < 16:
+            while j < len(entry) and labels[j] == labels[i] and j - i < 16:
                 j += 1
-            out.write(f"{i:08x}  {data[i:j].hex(' '):<47}  {labels[i] or '?'}\n")
+            out.write(f"{pos + i:08x}  {entry[i:j].hex(' '):<47}  {labels[i] or '?'}\n")
             i = j
         out.write("\n")
         shown += 1
@@ -202,20 +206,10 @@ def run(args) -> int:
     from pathlib import Path
 
     if args.bytes:
-        fmt = get_format(args.format) if args.format else None
         data = Path(args.target).read_bytes()
         try:
-            if fmt is None:
-                magics = {m for _, _, m in iter_entries(data)}
-                table = {get_format(f).MAGIC: get_format(f) for f in ("kafka_v0", "kafka_v1", "kafka_v2")}
-                for pos, end, m in iter_entries(data):
-                    hexdump(table[m], data[pos:end], limit=1)
-                    if args.limit == 1:
-                        break
-                del magics
-            else:
-                hexdump(fmt, data, limit=args.limit)
-        except (kfmt.CodecError, c.ConstructError, KeyError) as e:
+            hexdump(get_format(args.format) if args.format else None, data, limit=args.limit)
+        except (kfmt.CodecError, c.ConstructError) as e:
             print(f"kfmt explain: {args.target}: {e}", file=sys.stderr)
             return 1
         return 0

@@ -39,7 +39,6 @@ SCHEMA = (
     "magic int, codec string, batch_base_offset long, producer_id long, producer_epoch int, base_sequence int, "
     "is_transactional boolean, is_control boolean, file string, position long, error string, raw binary"
 )
-COLUMNS = [c.strip().split(" ")[0] for c in SCHEMA.replace("array<struct<key: string, value: binary>>", "x").split(",")]
 ROWS_PER_ARROW_BATCH = 8192
 
 
