@@ -545,11 +545,14 @@ class Builder:
         for f in st.fields:
             d = f.derive
             if d and d.func == "delta_of":
+                # Java adds int64s with wrap-around; the optimistic decoder adds plainly and falls back
+                # to the checked one (which wraps) in the rare case the sum leaves the int64 range
                 plain = f"(({d.base} + {f.name} + {BIAS64}) & {MASK64}) - {BIAS64}"
-                expr = plain
+                fast = f"{d.base} + {f.name}"
                 if d.replaced_by:
-                    expr = f"{d.replaced_by} if {self.cond_expr(d.when)} else {plain}"
-                dec.append(Op("assign", 0, dict(name=d.target, expr=expr)))
+                    plain = f"{d.replaced_by} if {self.cond_expr(d.when)} else {plain}"
+                    fast = f"{d.replaced_by} if {self.cond_expr(d.when)} else {fast}"
+                dec.append(Op("delta", 0, dict(name=d.target, expr=plain, fast=fast)))
         for v in st.views:
             vst = self.s.structs[v.as_]
             dec.append(

@@ -11,6 +11,7 @@ from pathlib import Path
 import jinja2
 
 from generator import ir as _ir
+from generator.inline import inline_module
 from generator.loader import Schema, SchemaError, load
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -111,7 +112,10 @@ def render_format(schema: Schema) -> dict[str, str]:
         ("model.py.j2", "model.py", "model"),
         ("codec.py.j2", "codec.py", "codec"),
     ):
-        files[f"{schema.id}/{fname}"] = env.get_template(tpl).render(f=fir, header=header(schema, backend))
+        src = env.get_template(tpl).render(f=fir, header=header(schema, backend))
+        if fname == "codec.py":
+            src = inline_module(src)
+        files[f"{schema.id}/{fname}"] = src
     from generator import construct_backend
 
     files[f"{schema.id}/construct.py"] = construct_backend.render(schema, header(schema, "construct"), fir, builder)

@@ -24,6 +24,14 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.text import DECODED as _STR_DECODED
+from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import decode as _decode_str
+from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
+from kfmt.runtime.varint import ZZ1 as _ZZ
+from kfmt.runtime.varint import ZZ2 as _ZZ2
+from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -72,10 +80,6 @@ def _crc32(data):
 
 class _Fallback(Exception):
     """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
-
-
-# zigzag value of every one-byte varint
-_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
 
 
 _S0 = _struct.Struct(">b")  # tag_id => int8
@@ -129,39 +133,6 @@ def _decode_kafka_tag(buf, pos, end, opts):
     return (tag_id, tag_value), pos
 
 
-def _fdecode_kafka_tag(buf, pos, end, opts):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    tag_id = buf[pos]
-    if tag_id > 127:
-        tag_id -= 256
-    pos += 1
-    (n_tag_value,) = _S1.unpack_from(buf, pos)
-    pos += 4
-    if n_tag_value < 0:
-        raise _Fallback
-    else:
-        if n_tag_value > opts.max_bytes:
-            raise _Fallback
-        tag_value = buf[pos : pos + n_tag_value]
-        pos += n_tag_value
-    return (tag_id, tag_value), pos
-
-
-def _encode_kafka_tag(obj, out, index):
-    """Append one kafka_tag to out."""
-    tag_id = obj[0]
-    tag_value = obj[1]
-    if -128 <= tag_id <= 127:
-        out.append(tag_id & 0xFF)
-    else:
-        raise _InvalidValueError(f"{tag_id} does not fit int8", path="kafka_tag.tag_id")
-    if tag_value is None:
-        raise _InvalidValueError("may not be null", path="kafka_tag.tag_value")
-    else:
-        out += _S1.pack(len(tag_value))
-        out += tag_value
-
-
 def _decode_app_tag(buf, pos, end, opts):
     """Decode one app_tag from buf[pos:end]; returns (value, next position)."""
     if end - pos < 4:
@@ -195,46 +166,6 @@ def _decode_app_tag(buf, pos, end, opts):
         value = buf[pos : pos + n_value]
         pos += n_value
     return (key, value), pos
-
-
-def _fdecode_app_tag(buf, pos, end, opts):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (n_key,) = _S1.unpack_from(buf, pos)
-    pos += 4
-    if n_key < 0:
-        raise _Fallback
-    else:
-        if n_key > opts.max_bytes:
-            raise _Fallback
-        key = str(buf[pos : pos + n_key], "utf-8", "surrogateescape")
-        pos += n_key
-    (n_value,) = _S1.unpack_from(buf, pos)
-    pos += 4
-    if n_value < 0:
-        value = None
-    else:
-        if n_value > opts.max_bytes:
-            raise _Fallback
-        value = buf[pos : pos + n_value]
-        pos += n_value
-    return (key, value), pos
-
-
-def _encode_app_tag(obj, out, index):
-    """Append one app_tag to out."""
-    key = obj[0]
-    value = obj[1]
-    if key is None:
-        raise _InvalidValueError("may not be null", path="app_tag.key")
-    else:
-        key = key.encode("utf-8", "surrogateescape")
-        out += _S1.pack(len(key))
-        out += key
-    if value is None:
-        out += _S1.pack(-1)
-    else:
-        out += _S1.pack(len(value))
-        out += value
 
 
 def _decode_message(buf, pos, end, opts, depth_=0):
@@ -408,10 +339,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (
-        offset,
-        size,
-    ) = _S2.unpack_from(buf, pos)
+    offset, size = _S2.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
@@ -426,11 +354,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    (
-        magic,
-        attributes,
-        timestamp,
-    ) = _S4.unpack_from(buf, pos)
+    magic, attributes, timestamp = _S4.unpack_from(buf, pos)
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
@@ -455,12 +379,24 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
                     )
-                item_, pos = _fdecode_kafka_tag(buf, pos, s_kafka_tags, opts)
+                tag_id_kafka_tag_ = buf[pos]
+                if tag_id_kafka_tag_ > 127:
+                    tag_id_kafka_tag_ -= 256
+                pos += 1
+                (n_tag_value_kafka_tag_,) = _S1.unpack_from(buf, pos)
+                pos += 4
+                if n_tag_value_kafka_tag_ < 0:
+                    raise _Fallback
+                else:
+                    if n_tag_value_kafka_tag_ > opts.max_bytes:
+                        raise _Fallback
+                    tag_value_kafka_tag_ = buf[pos : pos + n_tag_value_kafka_tag_]
+                    pos += n_tag_value_kafka_tag_
+                item_ = (tag_id_kafka_tag_, tag_value_kafka_tag_)
                 append_kafka_tags(item_)
                 i_kafka_tags += 1
         except _CodecError as exc:
             raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
-
         if pos != s_kafka_tags:
             raise _Fallback
     (n_headers,) = _S1.unpack_from(buf, pos)
@@ -481,12 +417,32 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
                     )
-                item_, pos = _fdecode_app_tag(buf, pos, s_headers, opts)
+                (n_key_app_tag_,) = _S1.unpack_from(buf, pos)
+                pos += 4
+                if n_key_app_tag_ < 0:
+                    raise _Fallback
+                else:
+                    if n_key_app_tag_ > opts.max_bytes:
+                        raise _Fallback
+                    r_app_tag_ = buf[pos : pos + n_key_app_tag_]
+                    key_app_tag_ = _STR_DECODED.get(r_app_tag_)
+                    if key_app_tag_ is None:
+                        key_app_tag_ = _decode_str(r_app_tag_)
+                    pos += n_key_app_tag_
+                (n_value_app_tag_,) = _S1.unpack_from(buf, pos)
+                pos += 4
+                if n_value_app_tag_ < 0:
+                    value_app_tag_ = None
+                else:
+                    if n_value_app_tag_ > opts.max_bytes:
+                        raise _Fallback
+                    value_app_tag_ = buf[pos : pos + n_value_app_tag_]
+                    pos += n_value_app_tag_
+                item_ = (key_app_tag_, value_app_tag_)
                 append_headers(item_)
                 i_headers += 1
         except _CodecError as exc:
             raise exc.within("message.headers", i_headers, "app_tag") from None
-
         if pos != s_headers:
             raise _Fallback
     (n_key,) = _S1.unpack_from(buf, pos)
@@ -524,7 +480,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         while dend - dpos >= 12:
             (n_,) = _S1.unpack_from(data_, dpos + 8)
             if n_ >= 0 and dpos + 12 + n_ > dend:
-                break  # Kafka drops a truncated inner tail
+                break
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
@@ -536,7 +492,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
         for m_ in messages:
             m_.offset += offset
-    return Message(offset, size, crc, magic, codec, timestamp, kafka_tags, headers, key, value, messages), pos
+    return (Message(offset, size, crc, magic, codec, timestamp, kafka_tags, headers, key, value, messages), pos)
 
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):
@@ -568,14 +524,23 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         index_ = 0
         try:
             for index_, item_ in enumerate(kafka_tags):
-                _encode_kafka_tag(item_, out, index_)
+                tag_id_kafka_tag_ = item_[0]
+                tag_value_kafka_tag_ = item_[1]
+                if -128 <= tag_id_kafka_tag_ <= 127:
+                    out.append(tag_id_kafka_tag_ & 255)
+                else:
+                    raise _InvalidValueError(f"{tag_id_kafka_tag_} does not fit int8", path="kafka_tag.tag_id")
+                if tag_value_kafka_tag_ is None:
+                    raise _InvalidValueError("may not be null", path="kafka_tag.tag_value")
+                else:
+                    out += _S1.pack(len(tag_value_kafka_tag_))
+                    out += tag_value_kafka_tag_
         except _CodecError as exc:
             raise exc.within("message.kafka_tags", index_, "kafka_tag") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.kafka_tags[{index_}]"
             ) from None
-
         _S1.pack_into(out, q_kafka_tags, len(out) - q_kafka_tags - 4)
     if not headers:
         out += _S1.pack(-1)
@@ -585,14 +550,26 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         index_ = 0
         try:
             for index_, item_ in enumerate(headers):
-                _encode_app_tag(item_, out, index_)
+                key_app_tag_ = item_[0]
+                value_app_tag_ = item_[1]
+                if key_app_tag_ is None:
+                    raise _InvalidValueError("may not be null", path="app_tag.key")
+                else:
+                    b_app_tag_ = _STR_ENCODED.get(key_app_tag_)
+                    key_app_tag_ = _encode_str(key_app_tag_) if b_app_tag_ is None else b_app_tag_
+                    out += _S1.pack(len(key_app_tag_))
+                    out += key_app_tag_
+                if value_app_tag_ is None:
+                    out += _S1.pack(-1)
+                else:
+                    out += _S1.pack(len(value_app_tag_))
+                    out += value_app_tag_
         except _CodecError as exc:
             raise exc.within("message.headers", index_, "app_tag") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
             ) from None
-
         _S1.pack_into(out, q_headers, len(out) - q_headers - 4)
     if key is None:
         out += _S1.pack(-1)

@@ -24,6 +24,14 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.text import DECODED as _STR_DECODED
+from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import decode as _decode_str
+from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
+from kfmt.runtime.varint import ZZ1 as _ZZ
+from kfmt.runtime.varint import ZZ2 as _ZZ2
+from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -62,10 +70,6 @@ def _crc32(data):
 
 class _Fallback(Exception):
     """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
-
-
-# zigzag value of every one-byte varint
-_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
 
 
 _S0 = _struct.Struct(">qi")  # offset => int64, size => int32

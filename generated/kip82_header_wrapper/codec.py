@@ -24,6 +24,14 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.text import DECODED as _STR_DECODED
+from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import decode as _decode_str
+from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
+from kfmt.runtime.varint import ZZ1 as _ZZ
+from kfmt.runtime.varint import ZZ2 as _ZZ2
+from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -69,10 +77,6 @@ def _crc32(data):
 
 class _Fallback(Exception):
     """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
-
-
-# zigzag value of every one-byte varint
-_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
 
 
 _S0 = _struct.Struct(">i")  # key => int32
@@ -123,34 +127,6 @@ def _decode_int_header(buf, pos, end, opts):
         value = buf[pos : pos + n_value]
         pos += n_value
     return (key, value), pos
-
-
-def _fdecode_int_header(buf, pos, end, opts):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (key,) = _S0.unpack_from(buf, pos)
-    pos += 4
-    (n_value,) = _S0.unpack_from(buf, pos)
-    pos += 4
-    if n_value < 0:
-        value = None
-    else:
-        if n_value > opts.max_bytes:
-            raise _Fallback
-        value = buf[pos : pos + n_value]
-        pos += n_value
-    return (key, value), pos
-
-
-def _encode_int_header(obj, out, index):
-    """Append one int_header to out."""
-    key = obj[0]
-    value = obj[1]
-    out += _S0.pack(key)
-    if value is None:
-        out += _S0.pack(-1)
-    else:
-        out += _S0.pack(len(value))
-        out += value
 
 
 def _decode_message(buf, pos, end, opts):
@@ -315,10 +291,7 @@ def _decode_message(buf, pos, end, opts):
 
 def _fdecode_message(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (
-        offset,
-        size,
-    ) = _S1.unpack_from(buf, pos)
+    offset, size = _S1.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
@@ -333,11 +306,7 @@ def _fdecode_message(buf, pos, end, opts):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    (
-        magic,
-        attributes,
-        timestamp,
-    ) = _S3.unpack_from(buf, pos)
+    magic, attributes, timestamp = _S3.unpack_from(buf, pos)
     pos += 10
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message.magic")
@@ -347,7 +316,7 @@ def _fdecode_message(buf, pos, end, opts):
     if (attributes & 7) >> 0 != 0:
         raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
-    is_tombstone = (attributes & 16) != 0
+    is_tombstone = attributes & 16 != 0
     (n_key,) = _S0.unpack_from(buf, pos)
     pos += 4
     if n_key < 0:
@@ -389,12 +358,22 @@ def _fdecode_message(buf, pos, end, opts):
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
                     )
-                item_, pos = _fdecode_int_header(buf, pos, s_headers, opts)
+                (key_int_header_,) = _S0.unpack_from(buf, pos)
+                pos += 4
+                (n_value_int_header_,) = _S0.unpack_from(buf, pos)
+                pos += 4
+                if n_value_int_header_ < 0:
+                    value_int_header_ = None
+                else:
+                    if n_value_int_header_ > opts.max_bytes:
+                        raise _Fallback
+                    value_int_header_ = buf[pos : pos + n_value_int_header_]
+                    pos += n_value_int_header_
+                item_ = (key_int_header_, value_int_header_)
                 append_headers(item_)
                 i_headers += 1
         except _CodecError as exc:
             raise exc.within("message.headers", i_headers, "int_header") from None
-
         if pos != s_headers:
             raise _Fallback
     (n_value,) = _S0.unpack_from(buf, pos)
@@ -410,21 +389,24 @@ def _fdecode_message(buf, pos, end, opts):
         raise _Fallback
     if pos != e_0:
         raise _Fallback
-    return Message(
-        offset,
-        size,
-        crc,
-        magic,
-        codec,
-        timestamp_type,
-        is_tombstone,
-        timestamp,
-        key,
-        len_wrapper,
-        wrapper_magic,
-        headers,
-        value,
-    ), pos
+    return (
+        Message(
+            offset,
+            size,
+            crc,
+            magic,
+            codec,
+            timestamp_type,
+            is_tombstone,
+            timestamp,
+            key,
+            len_wrapper,
+            wrapper_magic,
+            headers,
+            value,
+        ),
+        pos,
+    )
 
 
 def _encode_message(obj, out, index):
@@ -441,7 +423,7 @@ def _encode_message(obj, out, index):
     if codec not in (None, _ENUM_codec[0]):
         raise _InvalidValueError(f"codec must be {_ENUM_codec[0]!r} in this format", path="message.attributes")
     attributes |= 0 << 0
-    attributes |= ((timestamp_type or 0) << 3) & 8
+    attributes |= (timestamp_type or 0) << 3 & 8
     if is_tombstone:
         attributes |= 16
     q_size = len(out) + 8
@@ -465,14 +447,20 @@ def _encode_message(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(headers):
-                _encode_int_header(item_, out, index_)
+                key_int_header_ = item_[0]
+                value_int_header_ = item_[1]
+                out += _S0.pack(key_int_header_)
+                if value_int_header_ is None:
+                    out += _S0.pack(-1)
+                else:
+                    out += _S0.pack(len(value_int_header_))
+                    out += value_int_header_
         except _CodecError as exc:
             raise exc.within("message.headers", index_, "int_header") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
             ) from None
-
         _S0.pack_into(out, q_headers, len(out) - q_headers - 4)
     if value is None:
         out += _S0.pack(-1)

@@ -24,6 +24,14 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.text import DECODED as _STR_DECODED
+from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import decode as _decode_str
+from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
+from kfmt.runtime.varint import ZZ1 as _ZZ
+from kfmt.runtime.varint import ZZ2 as _ZZ2
+from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -74,10 +82,6 @@ def _crc32(data):
 
 class _Fallback(Exception):
     """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
-
-
-# zigzag value of every one-byte varint
-_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
 
 
 _S0 = _struct.Struct(">bq")  # attributes => int8, timestamp => int64
@@ -216,147 +220,6 @@ def _decode_message(buf, pos, end, opts, base_offset):
     ), pos
 
 
-def _fdecode_message(buf, pos, end, opts, base_offset):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    length = buf[pos]
-    if length < 0x80:
-        pos += 1
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            length = (length & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            length, pos = _read_uvarint32(buf, pos, end, "message.length")
-    p_attributes = pos
-    e_0 = p_attributes + length
-    if length < 14 or e_0 > end:
-        raise _Fallback
-    (
-        attributes,
-        timestamp,
-    ) = _S0.unpack_from(buf, pos)
-    pos += 9
-    null_key = (attributes & 1) != 0
-    null_value = (attributes & 2) != 0
-    is_control_message = (attributes & 4) != 0
-    offset_delta = buf[pos]
-    if offset_delta < 0x80:
-        pos += 1
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            offset_delta = (offset_delta & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            offset_delta, pos = _read_uvarint32(buf, pos, e_0, "message.offset_delta")
-    if not null_key:
-        n_key = buf[pos]
-        if n_key < 0x80:
-            pos += 1
-        else:
-            x_ = buf[pos + 1]
-            if x_ < 0x80:
-                n_key = (n_key & 0x7F) | (x_ << 7)
-                pos += 2
-            else:
-                n_key, pos = _read_uvarint32(buf, pos, e_0, "message.key")
-
-        if n_key < 0:
-            raise _Fallback
-        else:
-            if n_key > opts.max_bytes:
-                raise _Fallback
-            key = buf[pos : pos + n_key]
-            pos += n_key
-    else:
-        key = None
-    if not null_value:
-        n_value = e_0 - 4 - pos
-        if n_value < 0:
-            raise _Fallback
-        else:
-            if n_value > opts.max_bytes:
-                raise _Fallback
-            value = buf[pos : pos + n_value]
-            pos += n_value
-    else:
-        value = None
-    p_message_crc = pos
-    (message_crc,) = _S1.unpack_from(buf, pos)
-    pos += 4
-    if opts.verify_crc:
-        crc_ = _crc32(buf[p_attributes:p_message_crc])
-        if crc_ != message_crc:
-            raise _ChecksumError(
-                f"stored crc32 {message_crc:#010x} != computed {crc_:#010x} (corrupt data)",
-                offset=p_attributes,
-                path="message.message_crc",
-            )
-    if pos != e_0:
-        raise _Fallback
-    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
-    return Message(
-        length, null_key, null_value, is_control_message, timestamp, offset_delta, key, value, message_crc, offset
-    ), pos
-
-
-def _encode_message(obj, out, index, base_offset):
-    """Append one message to out."""
-    null_key = getattr(obj, "null_key", False)
-    null_value = getattr(obj, "null_value", False)
-    is_control_message = getattr(obj, "is_control_message", False)
-    timestamp = obj.timestamp
-    offset = obj.offset
-    key = obj.key
-    value = obj.value
-    attributes = 0
-    null_key = key is None
-    if null_key:
-        attributes |= 1
-    null_value = value is None
-    if null_value:
-        attributes |= 2
-    if is_control_message:
-        attributes |= 4
-    offset_delta = offset - base_offset if offset is not None else index
-    q_length = len(out)
-    out.append(0)
-    p_attributes = len(out) + 0
-    out += _S0.pack(attributes, timestamp)
-    if 0 <= offset_delta < 0x80:
-        out.append(offset_delta)
-    else:
-        _write_uvarint(out, offset_delta, "message.offset_delta")
-    if not null_key:
-        if key is None:
-            raise _InvalidValueError("may not be null", path="message.key")
-        else:
-            n_ = len(key)
-            if 0 <= n_ < 0x80:
-                out.append(n_)
-            else:
-                _write_uvarint(out, n_, "message.key")
-
-            out += key
-    if not null_value:
-        if value is None:
-            raise _InvalidValueError("may not be null", path="message.value")
-        else:
-            out += value
-    p_message_crc = len(out)
-    out += _S1.pack(_crc32(out[p_attributes:]))
-    n_ = len(out) - q_length - 1
-    if n_ < 0x80:
-        out[q_length] = n_
-    elif n_ < 0x4000:
-        out[q_length : q_length + 1] = ((n_ & 0x7F) | 0x80, n_ >> 7)
-    else:
-        tmp_ = bytearray()
-        _write_uvarint(tmp_, n_, "message.length")
-        out[q_length : q_length + 1] = tmp_
-
-
 def _decode_message_set(buf, pos, end, opts):
     """Decode one message_set from buf[pos:end]; returns (value, next position)."""
     if end - pos < 12:
@@ -480,10 +343,7 @@ def _decode_message_set(buf, pos, end, opts):
 
 def _fdecode_message_set(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (
-        base_offset,
-        length,
-    ) = _S2.unpack_from(buf, pos)
+    base_offset, length = _S2.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + length
@@ -500,15 +360,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                 offset=p_magic,
                 path="message_set.crc",
             )
-    (
-        magic,
-        attributes,
-        last_offset_delta,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-    ) = _S3.unpack_from(buf, pos)
+    magic, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence = _S3.unpack_from(
+        buf, pos
+    )
     pos += 29
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message_set.magic")
@@ -518,7 +372,7 @@ def _fdecode_message_set(buf, pos, end, opts):
             f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message_set.attributes"
         )
     timestamp_type = (attributes & 8) >> 3
-    is_transactional = (attributes & 16) != 0
+    is_transactional = attributes & 16 != 0
     n_records = 1
     if codec != "none" and n_records:
         data_ = _decompress(codec, buf[pos:e_0], MAGIC, opts, offset=pos, path="message_set.records")
@@ -533,12 +387,98 @@ def _fdecode_message_set(buf, pos, end, opts):
                     raise _LimitExceededError(
                         f"more than {opts.max_records} elements", offset=dpos, path="message_set.records"
                     )
-                item_, dpos = _fdecode_message(data_, dpos, dend, opts, base_offset)
+                length_message_ = data_[dpos]
+                if length_message_ < 128:
+                    dpos += 1
+                else:
+                    x_message_ = data_[dpos + 1]
+                    if x_message_ < 128:
+                        length_message_ = length_message_ & 127 | x_message_ << 7
+                        dpos += 2
+                    else:
+                        length_message_, dpos = _read_uvarint32(data_, dpos, dend, "message.length")
+                p_attributes_message_ = dpos
+                e_0_message_ = p_attributes_message_ + length_message_
+                if length_message_ < 14 or e_0_message_ > dend:
+                    raise _Fallback
+                attributes_message_, timestamp_message_ = _S0.unpack_from(data_, dpos)
+                dpos += 9
+                null_key_message_ = attributes_message_ & 1 != 0
+                null_value_message_ = attributes_message_ & 2 != 0
+                is_control_message_message_ = attributes_message_ & 4 != 0
+                offset_delta_message_ = data_[dpos]
+                if offset_delta_message_ < 128:
+                    dpos += 1
+                else:
+                    x_message_ = data_[dpos + 1]
+                    if x_message_ < 128:
+                        offset_delta_message_ = offset_delta_message_ & 127 | x_message_ << 7
+                        dpos += 2
+                    else:
+                        offset_delta_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.offset_delta")
+                if not null_key_message_:
+                    n_key_message_ = data_[dpos]
+                    if n_key_message_ < 128:
+                        dpos += 1
+                    else:
+                        x_message_ = data_[dpos + 1]
+                        if x_message_ < 128:
+                            n_key_message_ = n_key_message_ & 127 | x_message_ << 7
+                            dpos += 2
+                        else:
+                            n_key_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.key")
+                    if n_key_message_ < 0:
+                        raise _Fallback
+                    else:
+                        if n_key_message_ > opts.max_bytes:
+                            raise _Fallback
+                        key_message_ = data_[dpos : dpos + n_key_message_]
+                        dpos += n_key_message_
+                else:
+                    key_message_ = None
+                if not null_value_message_:
+                    n_value_message_ = e_0_message_ - 4 - dpos
+                    if n_value_message_ < 0:
+                        raise _Fallback
+                    else:
+                        if n_value_message_ > opts.max_bytes:
+                            raise _Fallback
+                        value_message_ = data_[dpos : dpos + n_value_message_]
+                        dpos += n_value_message_
+                else:
+                    value_message_ = None
+                p_message_crc_message_ = dpos
+                (message_crc_message_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                if opts.verify_crc:
+                    crc_message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
+                    if crc_message_ != message_crc_message_:
+                        raise _ChecksumError(
+                            f"stored crc32 {message_crc_message_:#010x} != computed {crc_message_:#010x} (corrupt data)",
+                            offset=p_attributes_message_,
+                            path="message.message_crc",
+                        )
+                if dpos != e_0_message_:
+                    raise _Fallback
+                offset_message_ = base_offset + offset_delta_message_
+                if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
+                    raise _Fallback
+                item_ = Message(
+                    length_message_,
+                    null_key_message_,
+                    null_value_message_,
+                    is_control_message_message_,
+                    timestamp_message_,
+                    offset_delta_message_,
+                    key_message_,
+                    value_message_,
+                    message_crc_message_,
+                    offset_message_,
+                )
                 append_records(item_)
                 i_records += 1
         except _CodecError as exc:
             raise exc.within("message_set.records", i_records, "message") from None
-
         if dpos != dend:
             raise _InvalidValueError(
                 f"{dend - dpos} bytes remain after the last element of the decompressed stream",
@@ -556,28 +496,118 @@ def _fdecode_message_set(buf, pos, end, opts):
                     raise _LimitExceededError(
                         f"more than {opts.max_records} elements", offset=pos, path="message_set.records"
                     )
-                item_, pos = _fdecode_message(buf, pos, e_0, opts, base_offset)
+                length_message_ = buf[pos]
+                if length_message_ < 128:
+                    pos += 1
+                else:
+                    x_message_ = buf[pos + 1]
+                    if x_message_ < 128:
+                        length_message_ = length_message_ & 127 | x_message_ << 7
+                        pos += 2
+                    else:
+                        length_message_, pos = _read_uvarint32(buf, pos, e_0, "message.length")
+                p_attributes_message_ = pos
+                e_0_message_ = p_attributes_message_ + length_message_
+                if length_message_ < 14 or e_0_message_ > e_0:
+                    raise _Fallback
+                attributes_message_, timestamp_message_ = _S0.unpack_from(buf, pos)
+                pos += 9
+                null_key_message_ = attributes_message_ & 1 != 0
+                null_value_message_ = attributes_message_ & 2 != 0
+                is_control_message_message_ = attributes_message_ & 4 != 0
+                offset_delta_message_ = buf[pos]
+                if offset_delta_message_ < 128:
+                    pos += 1
+                else:
+                    x_message_ = buf[pos + 1]
+                    if x_message_ < 128:
+                        offset_delta_message_ = offset_delta_message_ & 127 | x_message_ << 7
+                        pos += 2
+                    else:
+                        offset_delta_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.offset_delta")
+                if not null_key_message_:
+                    n_key_message_ = buf[pos]
+                    if n_key_message_ < 128:
+                        pos += 1
+                    else:
+                        x_message_ = buf[pos + 1]
+                        if x_message_ < 128:
+                            n_key_message_ = n_key_message_ & 127 | x_message_ << 7
+                            pos += 2
+                        else:
+                            n_key_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.key")
+                    if n_key_message_ < 0:
+                        raise _Fallback
+                    else:
+                        if n_key_message_ > opts.max_bytes:
+                            raise _Fallback
+                        key_message_ = buf[pos : pos + n_key_message_]
+                        pos += n_key_message_
+                else:
+                    key_message_ = None
+                if not null_value_message_:
+                    n_value_message_ = e_0_message_ - 4 - pos
+                    if n_value_message_ < 0:
+                        raise _Fallback
+                    else:
+                        if n_value_message_ > opts.max_bytes:
+                            raise _Fallback
+                        value_message_ = buf[pos : pos + n_value_message_]
+                        pos += n_value_message_
+                else:
+                    value_message_ = None
+                p_message_crc_message_ = pos
+                (message_crc_message_,) = _S1.unpack_from(buf, pos)
+                pos += 4
+                if opts.verify_crc:
+                    crc_message_ = _crc32(buf[p_attributes_message_:p_message_crc_message_])
+                    if crc_message_ != message_crc_message_:
+                        raise _ChecksumError(
+                            f"stored crc32 {message_crc_message_:#010x} != computed {crc_message_:#010x} (corrupt data)",
+                            offset=p_attributes_message_,
+                            path="message.message_crc",
+                        )
+                if pos != e_0_message_:
+                    raise _Fallback
+                offset_message_ = base_offset + offset_delta_message_
+                if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
+                    raise _Fallback
+                item_ = Message(
+                    length_message_,
+                    null_key_message_,
+                    null_value_message_,
+                    is_control_message_message_,
+                    timestamp_message_,
+                    offset_delta_message_,
+                    key_message_,
+                    value_message_,
+                    message_crc_message_,
+                    offset_message_,
+                )
                 append_records(item_)
                 i_records += 1
         except _CodecError as exc:
             raise exc.within("message_set.records", i_records, "message") from None
     if pos != e_0:
         raise _Fallback
-    return MessageSet(
-        base_offset,
-        length,
-        crc,
-        magic,
-        codec,
-        timestamp_type,
-        is_transactional,
-        last_offset_delta,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        records,
-    ), pos
+    return (
+        MessageSet(
+            base_offset,
+            length,
+            crc,
+            magic,
+            codec,
+            timestamp_type,
+            is_transactional,
+            last_offset_delta,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records,
+        ),
+        pos,
+    )
 
 
 def _encode_message_set(obj, out, index):
@@ -594,9 +624,7 @@ def _encode_message_set(obj, out, index):
     records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
-            ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
-            if records
-            else 0
+            (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
         )
     if max_timestamp is None:
         max_timestamp = max([r.timestamp for r in records]) if records else -1
@@ -605,7 +633,7 @@ def _encode_message_set(obj, out, index):
     if id_ is None:
         raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message_set.attributes")
     attributes |= id_ << 0
-    attributes |= ((timestamp_type or 0) << 3) & 8
+    attributes |= (timestamp_type or 0) << 3 & 8
     if is_transactional:
         attributes |= 16
     q_length = len(out) + 8
@@ -620,7 +648,57 @@ def _encode_message_set(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                _encode_message(item_, tmp_, index_, base_offset)
+                null_key_message_ = getattr(item_, "null_key", False)
+                null_value_message_ = getattr(item_, "null_value", False)
+                is_control_message_message_ = getattr(item_, "is_control_message", False)
+                timestamp_message_ = item_.timestamp
+                offset_message_ = item_.offset
+                key_message_ = item_.key
+                value_message_ = item_.value
+                attributes_message_ = 0
+                null_key_message_ = key_message_ is None
+                if null_key_message_:
+                    attributes_message_ |= 1
+                null_value_message_ = value_message_ is None
+                if null_value_message_:
+                    attributes_message_ |= 2
+                if is_control_message_message_:
+                    attributes_message_ |= 4
+                offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
+                q_length_message_ = len(tmp_)
+                tmp_.append(0)
+                p_attributes_message_ = len(tmp_) + 0
+                tmp_ += _S0.pack(attributes_message_, timestamp_message_)
+                if 0 <= offset_delta_message_ < 16384:
+                    tmp_ += _UV_BYTES[offset_delta_message_]
+                else:
+                    _write_uvarint(tmp_, offset_delta_message_, "message.offset_delta")
+                if not null_key_message_:
+                    if key_message_ is None:
+                        raise _InvalidValueError("may not be null", path="message.key")
+                    else:
+                        n_message_ = len(key_message_)
+                        if n_message_ < 16384:
+                            tmp_ += _UV_BYTES[n_message_]
+                        else:
+                            _write_uvarint(tmp_, n_message_, "message.key")
+                        tmp_ += key_message_
+                if not null_value_message_:
+                    if value_message_ is None:
+                        raise _InvalidValueError("may not be null", path="message.value")
+                    else:
+                        tmp_ += value_message_
+                p_message_crc_message_ = len(tmp_)
+                tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
+                n_message_ = len(tmp_) - q_length_message_ - 1
+                if n_message_ < 128:
+                    tmp_[q_length_message_] = n_message_
+                elif n_message_ < 16384:
+                    tmp_[q_length_message_ : q_length_message_ + 1] = (n_message_ & 127 | 128, n_message_ >> 7)
+                else:
+                    tmp_message_ = bytearray()
+                    _write_uvarint(tmp_message_, n_message_, "message.length")
+                    tmp_[q_length_message_ : q_length_message_ + 1] = tmp_message_
         except _CodecError as exc:
             raise exc.within("message_set.records", index_, "message") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
@@ -632,7 +710,57 @@ def _encode_message_set(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                _encode_message(item_, out, index_, base_offset)
+                null_key_message_ = getattr(item_, "null_key", False)
+                null_value_message_ = getattr(item_, "null_value", False)
+                is_control_message_message_ = getattr(item_, "is_control_message", False)
+                timestamp_message_ = item_.timestamp
+                offset_message_ = item_.offset
+                key_message_ = item_.key
+                value_message_ = item_.value
+                attributes_message_ = 0
+                null_key_message_ = key_message_ is None
+                if null_key_message_:
+                    attributes_message_ |= 1
+                null_value_message_ = value_message_ is None
+                if null_value_message_:
+                    attributes_message_ |= 2
+                if is_control_message_message_:
+                    attributes_message_ |= 4
+                offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
+                q_length_message_ = len(out)
+                out.append(0)
+                p_attributes_message_ = len(out) + 0
+                out += _S0.pack(attributes_message_, timestamp_message_)
+                if 0 <= offset_delta_message_ < 16384:
+                    out += _UV_BYTES[offset_delta_message_]
+                else:
+                    _write_uvarint(out, offset_delta_message_, "message.offset_delta")
+                if not null_key_message_:
+                    if key_message_ is None:
+                        raise _InvalidValueError("may not be null", path="message.key")
+                    else:
+                        n_message_ = len(key_message_)
+                        if n_message_ < 16384:
+                            out += _UV_BYTES[n_message_]
+                        else:
+                            _write_uvarint(out, n_message_, "message.key")
+                        out += key_message_
+                if not null_value_message_:
+                    if value_message_ is None:
+                        raise _InvalidValueError("may not be null", path="message.value")
+                    else:
+                        out += value_message_
+                p_message_crc_message_ = len(out)
+                out += _S1.pack(_crc32(out[p_attributes_message_:]))
+                n_message_ = len(out) - q_length_message_ - 1
+                if n_message_ < 128:
+                    out[q_length_message_] = n_message_
+                elif n_message_ < 16384:
+                    out[q_length_message_ : q_length_message_ + 1] = (n_message_ & 127 | 128, n_message_ >> 7)
+                else:
+                    tmp_message_ = bytearray()
+                    _write_uvarint(tmp_message_, n_message_, "message.length")
+                    out[q_length_message_ : q_length_message_ + 1] = tmp_message_
         except _CodecError as exc:
             raise exc.within("message_set.records", index_, "message") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:

@@ -24,6 +24,14 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.text import DECODED as _STR_DECODED
+from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import decode as _decode_str
+from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
+from kfmt.runtime.varint import ZZ1 as _ZZ
+from kfmt.runtime.varint import ZZ2 as _ZZ2
+from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -88,10 +96,6 @@ def _crc32(data):
 
 class _Fallback(Exception):
     """Raised by the optimistic decoders; the checked decoder then runs and reports precisely."""
-
-
-# zigzag value of every one-byte varint
-_ZZ = tuple((v >> 1) ^ -(v & 1) for v in range(128))
 
 
 _S0 = _struct.Struct(">hh")  # version => int16, control_type => int16
@@ -173,100 +177,10 @@ def _decode_header(buf, pos, end, opts):
     return (key, value), pos
 
 
-def _fdecode_header(buf, pos, end, opts):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    n_key = buf[pos]
-    if n_key < 0x80:
-        pos += 1
-        n_key = _ZZ[n_key]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            n_key = (n_key & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            n_key, pos = _read_uvarint32(buf, pos, end, "header.key")
-        n_key = (n_key >> 1) ^ -(n_key & 1)
-
-    if n_key < 0:
-        raise _Fallback
-    else:
-        if n_key > opts.max_bytes:
-            raise _Fallback
-        key = str(buf[pos : pos + n_key], "utf-8", "surrogateescape")
-        pos += n_key
-    n_value = buf[pos]
-    if n_value < 0x80:
-        pos += 1
-        n_value = _ZZ[n_value]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            n_value = (n_value & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            n_value, pos = _read_uvarint32(buf, pos, end, "header.value")
-        n_value = (n_value >> 1) ^ -(n_value & 1)
-
-    if n_value < 0:
-        value = None
-    else:
-        if n_value > opts.max_bytes:
-            raise _Fallback
-        value = buf[pos : pos + n_value]
-        pos += n_value
-    return (key, value), pos
-
-
-def _encode_header(obj, out, index):
-    """Append one header to out."""
-    key = obj[0]
-    value = obj[1]
-    if key is None:
-        raise _InvalidValueError("may not be null", path="header.key")
-    else:
-        key = key.encode("utf-8", "surrogateescape")
-        n_ = len(key)
-        if -64 <= n_ < 64:
-            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
-        elif -8192 <= n_ < 8192:
-            z_ = (n_ << 1) ^ (n_ >> 63)
-            out.append((z_ & 0x7F) | 0x80)
-            out.append(z_ >> 7)
-        else:
-            _write_varint(out, n_, "header.key")
-
-        out += key
-    if value is None:
-        out.append(1)
-    else:
-        n_ = len(value)
-        if -64 <= n_ < 64:
-            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
-        elif -8192 <= n_ < 8192:
-            z_ = (n_ << 1) ^ (n_ >> 63)
-            out.append((z_ & 0x7F) | 0x80)
-            out.append(z_ >> 7)
-        else:
-            _write_varint(out, n_, "header.value")
-
-        out += value
-
-
 def _decode_control_key(buf, pos, end, opts):
     """Decode one control_key from buf[pos:end]; returns (value, next position)."""
     if end - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {end - pos} left", offset=pos, path="control_key")
-    (
-        version,
-        control_type,
-    ) = _S0.unpack_from(buf, pos)
-    pos += 4
-    return (version, control_type), pos
-
-
-def _fdecode_control_key(buf, pos, end, opts):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
     (
         version,
         control_type,
@@ -429,229 +343,6 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     return Record(length, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control), pos
 
 
-def _fdecode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
-    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    length = buf[pos]
-    if length < 0x80:
-        pos += 1
-        length = _ZZ[length]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            length = (length & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            length, pos = _read_uvarint32(buf, pos, end, "record.length")
-        length = (length >> 1) ^ -(length & 1)
-    p_timestamp_delta = pos
-    e_0 = p_timestamp_delta + length
-    if length < 5 or e_0 > end:
-        raise _Fallback
-    timestamp_delta = buf[pos]
-    if timestamp_delta < 0x80:
-        pos += 1
-        timestamp_delta = _ZZ[timestamp_delta]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            timestamp_delta = (timestamp_delta & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            timestamp_delta, pos = _read_uvarint64(buf, pos, e_0, "record.timestamp_delta")
-        timestamp_delta = (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
-    offset_delta = buf[pos]
-    if offset_delta < 0x80:
-        pos += 1
-        offset_delta = _ZZ[offset_delta]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            offset_delta = (offset_delta & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            offset_delta, pos = _read_uvarint32(buf, pos, e_0, "record.offset_delta")
-        offset_delta = (offset_delta >> 1) ^ -(offset_delta & 1)
-    n_key = buf[pos]
-    if n_key < 0x80:
-        pos += 1
-        n_key = _ZZ[n_key]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            n_key = (n_key & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            n_key, pos = _read_uvarint32(buf, pos, e_0, "record.key")
-        n_key = (n_key >> 1) ^ -(n_key & 1)
-
-    if n_key < 0:
-        key = None
-    else:
-        if n_key > opts.max_bytes:
-            raise _Fallback
-        key = buf[pos : pos + n_key]
-        pos += n_key
-    n_value = buf[pos]
-    if n_value < 0x80:
-        pos += 1
-        n_value = _ZZ[n_value]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            n_value = (n_value & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            n_value, pos = _read_uvarint32(buf, pos, e_0, "record.value")
-        n_value = (n_value >> 1) ^ -(n_value & 1)
-
-    if n_value < 0:
-        value = None
-    else:
-        if n_value > opts.max_bytes:
-            raise _Fallback
-        value = buf[pos : pos + n_value]
-        pos += n_value
-    n_headers = buf[pos]
-    if n_headers < 0x80:
-        pos += 1
-        n_headers = _ZZ[n_headers]
-    else:
-        x_ = buf[pos + 1]
-        if x_ < 0x80:
-            n_headers = (n_headers & 0x7F) | (x_ << 7)
-            pos += 2
-        else:
-            n_headers, pos = _read_uvarint32(buf, pos, e_0, "record.headers")
-        n_headers = (n_headers >> 1) ^ -(n_headers & 1)
-
-    if n_headers < 0:
-        raise _InvalidValueError(f"negative count {n_headers}", offset=pos, path="record.headers")
-    if n_headers > opts.max_headers:
-        raise _LimitExceededError(
-            f"count {n_headers} exceeds the limit of {opts.max_headers}", offset=pos, path="record.headers"
-        )
-    if n_headers * 2 > e_0 - pos:
-        raise _InvalidValueError(
-            f"count {n_headers} needs at least {n_headers * 2} bytes, {e_0 - pos} left",
-            offset=pos,
-            path="record.headers",
-        )
-    headers = []
-    append_headers = headers.append
-    for _ in range(n_headers):
-        item_, pos = _fdecode_header(buf, pos, e_0, opts)
-        append_headers(item_)
-    if pos != e_0:
-        raise _Fallback
-    timestamp = (
-        max_timestamp
-        if timestamp_type == 1
-        else ((base_timestamp + timestamp_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
-    )
-    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
-    if is_control:
-        if key is None or len(key) < 4:
-            raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-        control, _ = _decode_control_key(key, 0, len(key), opts)
-    else:
-        control = None
-    return Record(length, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control), pos
-
-
-def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
-    """Append one record to out."""
-    timestamp = obj.timestamp
-    timestamp_delta_kept = getattr(obj, "timestamp_delta", None)
-    offset = obj.offset
-    key = obj.key
-    value = obj.value
-    headers = obj.headers
-    control = obj.control
-    if control is not None and key is None:
-        tmp_ = bytearray()
-        _encode_control_key(control, tmp_, 0)
-        key = bytes(tmp_)
-    timestamp_delta = (
-        timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
-    )
-    offset_delta = offset - base_offset if offset is not None else index
-    q_length = len(out)
-    out.append(0)
-    if -64 <= timestamp_delta < 64:
-        out.append(((timestamp_delta << 1) ^ (timestamp_delta >> 63)) & 0x7F)
-    elif -8192 <= timestamp_delta < 8192:
-        z_ = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
-        out.append((z_ & 0x7F) | 0x80)
-        out.append(z_ >> 7)
-    else:
-        _write_varlong(out, timestamp_delta, "record.timestamp_delta")
-    if -64 <= offset_delta < 64:
-        out.append(((offset_delta << 1) ^ (offset_delta >> 63)) & 0x7F)
-    elif -8192 <= offset_delta < 8192:
-        z_ = (offset_delta << 1) ^ (offset_delta >> 63)
-        out.append((z_ & 0x7F) | 0x80)
-        out.append(z_ >> 7)
-    else:
-        _write_varint(out, offset_delta, "record.offset_delta")
-    if key is None:
-        out.append(1)
-    else:
-        n_ = len(key)
-        if -64 <= n_ < 64:
-            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
-        elif -8192 <= n_ < 8192:
-            z_ = (n_ << 1) ^ (n_ >> 63)
-            out.append((z_ & 0x7F) | 0x80)
-            out.append(z_ >> 7)
-        else:
-            _write_varint(out, n_, "record.key")
-
-        out += key
-    if value is None:
-        out.append(1)
-    else:
-        n_ = len(value)
-        if -64 <= n_ < 64:
-            out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
-        elif -8192 <= n_ < 8192:
-            z_ = (n_ << 1) ^ (n_ >> 63)
-            out.append((z_ & 0x7F) | 0x80)
-            out.append(z_ >> 7)
-        else:
-            _write_varint(out, n_, "record.value")
-
-        out += value
-    n_ = len(headers)
-    if -64 <= n_ < 64:
-        out.append(((n_ << 1) ^ (n_ >> 63)) & 0x7F)
-    elif -8192 <= n_ < 8192:
-        z_ = (n_ << 1) ^ (n_ >> 63)
-        out.append((z_ & 0x7F) | 0x80)
-        out.append(z_ >> 7)
-    else:
-        _write_varint(out, n_, "record.headers")
-
-    index_ = 0
-    try:
-        for index_, item_ in enumerate(headers):
-            _encode_header(item_, out, index_)
-    except _CodecError as exc:
-        raise exc.within("record.headers", index_, "header") from None
-    except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
-        raise _InvalidValueError(
-            f"cannot encode: {type(exc).__name__}: {exc}", path=f"record.headers[{index_}]"
-        ) from None
-    n_ = len(out) - q_length - 1
-    if 0 <= n_ < 64:
-        out[q_length] = n_ << 1
-    elif n_ < 8192:
-        out[q_length : q_length + 1] = (((n_ << 1) & 0x7F) | 0x80, n_ >> 6)
-    else:
-        tmp_ = bytearray()
-        _write_varint(tmp_, n_, "record.length")
-        out[q_length : q_length + 1] = tmp_
-
-
 def _decode_batch(buf, pos, end, opts):
     """Decode one batch from buf[pos:end]; returns (value, next position)."""
     if end - pos < 12:
@@ -810,20 +501,13 @@ def _decode_batch(buf, pos, end, opts):
 
 def _fdecode_batch(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (
-        base_offset,
-        batch_length,
-    ) = _S1.unpack_from(buf, pos)
+    base_offset, batch_length = _S1.unpack_from(buf, pos)
     pos += 12
     p_partition_leader_epoch = pos
     e_0 = p_partition_leader_epoch + batch_length
     if batch_length < 49 or e_0 > end:
         raise _Fallback
-    (
-        partition_leader_epoch,
-        magic,
-        crc,
-    ) = _S2.unpack_from(buf, pos)
+    partition_leader_epoch, magic, crc = _S2.unpack_from(buf, pos)
     pos += 9
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="batch.magic")
@@ -851,10 +535,10 @@ def _fdecode_batch(buf, pos, end, opts):
     if codec is None:
         raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="batch.attributes")
     timestamp_type = (attributes & 8) >> 3
-    is_transactional = (attributes & 16) != 0
-    is_control = (attributes & 32) != 0
-    has_delete_horizon = (attributes & 64) != 0
-    ignore_record_attributes = (attributes & 128) != 0
+    is_transactional = attributes & 16 != 0
+    is_control = attributes & 32 != 0
+    has_delete_horizon = attributes & 64 != 0
+    ignore_record_attributes = attributes & 128 != 0
     if (attributes & 128) >> 7 != 1:
         raise _InvalidValueError(
             "ignore_record_attributes must be 1 in this format", offset=pos, path="batch.attributes"
@@ -879,11 +563,182 @@ def _fdecode_batch(buf, pos, end, opts):
         records = []
         append_records = records.append
         for _ in range(n_records):
-            item_, dpos = _fdecode_record(
-                data_, dpos, dend, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+            length_record_ = data_[dpos]
+            if length_record_ < 128:
+                dpos += 1
+                length_record_ = _ZZ[length_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    length_record_ = _ZZ2[(length_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    length_record_, dpos = _read_uvarint32(data_, dpos, dend, "record.length")
+                    length_record_ = length_record_ >> 1 ^ -(length_record_ & 1)
+            p_timestamp_delta_record_ = dpos
+            e_0_record_ = p_timestamp_delta_record_ + length_record_
+            if length_record_ < 5 or e_0_record_ > dend:
+                raise _Fallback
+            timestamp_delta_record_ = data_[dpos]
+            if timestamp_delta_record_ < 128:
+                dpos += 1
+                timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    timestamp_delta_record_, dpos = _read_uvarint64(data_, dpos, e_0_record_, "record.timestamp_delta")
+                    timestamp_delta_record_ = timestamp_delta_record_ >> 1 ^ -(timestamp_delta_record_ & 1)
+            offset_delta_record_ = data_[dpos]
+            if offset_delta_record_ < 128:
+                dpos += 1
+                offset_delta_record_ = _ZZ[offset_delta_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    offset_delta_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.offset_delta")
+                    offset_delta_record_ = offset_delta_record_ >> 1 ^ -(offset_delta_record_ & 1)
+            n_key_record_ = data_[dpos]
+            if n_key_record_ < 128:
+                dpos += 1
+                n_key_record_ = _ZZ[n_key_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    n_key_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.key")
+                    n_key_record_ = n_key_record_ >> 1 ^ -(n_key_record_ & 1)
+            if n_key_record_ < 0:
+                key_record_ = None
+            else:
+                if n_key_record_ > opts.max_bytes:
+                    raise _Fallback
+                key_record_ = data_[dpos : dpos + n_key_record_]
+                dpos += n_key_record_
+            n_value_record_ = data_[dpos]
+            if n_value_record_ < 128:
+                dpos += 1
+                n_value_record_ = _ZZ[n_value_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    n_value_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.value")
+                    n_value_record_ = n_value_record_ >> 1 ^ -(n_value_record_ & 1)
+            if n_value_record_ < 0:
+                value_record_ = None
+            else:
+                if n_value_record_ > opts.max_bytes:
+                    raise _Fallback
+                value_record_ = data_[dpos : dpos + n_value_record_]
+                dpos += n_value_record_
+            n_headers_record_ = data_[dpos]
+            if n_headers_record_ < 128:
+                dpos += 1
+                n_headers_record_ = _ZZ[n_headers_record_]
+            else:
+                x_record_ = data_[dpos + 1]
+                if x_record_ < 128:
+                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x_record_]
+                    dpos += 2
+                else:
+                    n_headers_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.headers")
+                    n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
+            if n_headers_record_ < 0:
+                raise _InvalidValueError(f"negative count {n_headers_record_}", offset=dpos, path="record.headers")
+            if n_headers_record_ > opts.max_headers:
+                raise _LimitExceededError(
+                    f"count {n_headers_record_} exceeds the limit of {opts.max_headers}",
+                    offset=dpos,
+                    path="record.headers",
+                )
+            if n_headers_record_ * 2 > e_0_record_ - dpos:
+                raise _InvalidValueError(
+                    f"count {n_headers_record_} needs at least {n_headers_record_ * 2} bytes, {e_0_record_ - dpos} left",
+                    offset=dpos,
+                    path="record.headers",
+                )
+            headers_record_ = []
+            append_headers_record_ = headers_record_.append
+            for _record_ in range(n_headers_record_):
+                n_key_header_record_ = data_[dpos]
+                if n_key_header_record_ < 128:
+                    dpos += 1
+                    n_key_header_record_ = _ZZ[n_key_header_record_]
+                else:
+                    x_header_record_ = data_[dpos + 1]
+                    if x_header_record_ < 128:
+                        n_key_header_record_ = _ZZ2[(n_key_header_record_ << 7) + x_header_record_]
+                        dpos += 2
+                    else:
+                        n_key_header_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.key")
+                        n_key_header_record_ = n_key_header_record_ >> 1 ^ -(n_key_header_record_ & 1)
+                if n_key_header_record_ < 0:
+                    raise _Fallback
+                else:
+                    if n_key_header_record_ > opts.max_bytes:
+                        raise _Fallback
+                    r_header_record_ = data_[dpos : dpos + n_key_header_record_]
+                    key_header_record_ = _STR_DECODED.get(r_header_record_)
+                    if key_header_record_ is None:
+                        key_header_record_ = _decode_str(r_header_record_)
+                    dpos += n_key_header_record_
+                n_value_header_record_ = data_[dpos]
+                if n_value_header_record_ < 128:
+                    dpos += 1
+                    n_value_header_record_ = _ZZ[n_value_header_record_]
+                else:
+                    x_header_record_ = data_[dpos + 1]
+                    if x_header_record_ < 128:
+                        n_value_header_record_ = _ZZ2[(n_value_header_record_ << 7) + x_header_record_]
+                        dpos += 2
+                    else:
+                        n_value_header_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.value")
+                        n_value_header_record_ = n_value_header_record_ >> 1 ^ -(n_value_header_record_ & 1)
+                if n_value_header_record_ < 0:
+                    value_header_record_ = None
+                else:
+                    if n_value_header_record_ > opts.max_bytes:
+                        raise _Fallback
+                    value_header_record_ = data_[dpos : dpos + n_value_header_record_]
+                    dpos += n_value_header_record_
+                item_record_ = (key_header_record_, value_header_record_)
+                append_headers_record_(item_record_)
+            if dpos != e_0_record_:
+                raise _Fallback
+            timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
+            if not -9223372036854775808 <= timestamp_record_ <= 9223372036854775807:
+                raise _Fallback
+            offset_record_ = base_offset + offset_delta_record_
+            if not -9223372036854775808 <= offset_record_ <= 9223372036854775807:
+                raise _Fallback
+            if is_control:
+                if key_record_ is None or len(key_record_) < 4:
+                    raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
+                control_record_, _record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+            else:
+                control_record_ = None
+            item_ = Record(
+                length_record_,
+                timestamp_delta_record_,
+                offset_delta_record_,
+                key_record_,
+                value_record_,
+                headers_record_,
+                timestamp_record_,
+                offset_record_,
+                control_record_,
             )
             append_records(item_)
-
         if dpos != dend:
             raise _InvalidValueError(
                 f"{dend - dpos} bytes remain after the last element of the decompressed stream",
@@ -901,36 +756,210 @@ def _fdecode_batch(buf, pos, end, opts):
         records = []
         append_records = records.append
         for _ in range(n_records):
-            item_, pos = _fdecode_record(
-                buf, pos, e_0, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+            length_record_ = buf[pos]
+            if length_record_ < 128:
+                pos += 1
+                length_record_ = _ZZ[length_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    length_record_ = _ZZ2[(length_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    length_record_, pos = _read_uvarint32(buf, pos, e_0, "record.length")
+                    length_record_ = length_record_ >> 1 ^ -(length_record_ & 1)
+            p_timestamp_delta_record_ = pos
+            e_0_record_ = p_timestamp_delta_record_ + length_record_
+            if length_record_ < 5 or e_0_record_ > e_0:
+                raise _Fallback
+            timestamp_delta_record_ = buf[pos]
+            if timestamp_delta_record_ < 128:
+                pos += 1
+                timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    timestamp_delta_record_, pos = _read_uvarint64(buf, pos, e_0_record_, "record.timestamp_delta")
+                    timestamp_delta_record_ = timestamp_delta_record_ >> 1 ^ -(timestamp_delta_record_ & 1)
+            offset_delta_record_ = buf[pos]
+            if offset_delta_record_ < 128:
+                pos += 1
+                offset_delta_record_ = _ZZ[offset_delta_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    offset_delta_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.offset_delta")
+                    offset_delta_record_ = offset_delta_record_ >> 1 ^ -(offset_delta_record_ & 1)
+            n_key_record_ = buf[pos]
+            if n_key_record_ < 128:
+                pos += 1
+                n_key_record_ = _ZZ[n_key_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    n_key_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.key")
+                    n_key_record_ = n_key_record_ >> 1 ^ -(n_key_record_ & 1)
+            if n_key_record_ < 0:
+                key_record_ = None
+            else:
+                if n_key_record_ > opts.max_bytes:
+                    raise _Fallback
+                key_record_ = buf[pos : pos + n_key_record_]
+                pos += n_key_record_
+            n_value_record_ = buf[pos]
+            if n_value_record_ < 128:
+                pos += 1
+                n_value_record_ = _ZZ[n_value_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    n_value_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.value")
+                    n_value_record_ = n_value_record_ >> 1 ^ -(n_value_record_ & 1)
+            if n_value_record_ < 0:
+                value_record_ = None
+            else:
+                if n_value_record_ > opts.max_bytes:
+                    raise _Fallback
+                value_record_ = buf[pos : pos + n_value_record_]
+                pos += n_value_record_
+            n_headers_record_ = buf[pos]
+            if n_headers_record_ < 128:
+                pos += 1
+                n_headers_record_ = _ZZ[n_headers_record_]
+            else:
+                x_record_ = buf[pos + 1]
+                if x_record_ < 128:
+                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x_record_]
+                    pos += 2
+                else:
+                    n_headers_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.headers")
+                    n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
+            if n_headers_record_ < 0:
+                raise _InvalidValueError(f"negative count {n_headers_record_}", offset=pos, path="record.headers")
+            if n_headers_record_ > opts.max_headers:
+                raise _LimitExceededError(
+                    f"count {n_headers_record_} exceeds the limit of {opts.max_headers}",
+                    offset=pos,
+                    path="record.headers",
+                )
+            if n_headers_record_ * 2 > e_0_record_ - pos:
+                raise _InvalidValueError(
+                    f"count {n_headers_record_} needs at least {n_headers_record_ * 2} bytes, {e_0_record_ - pos} left",
+                    offset=pos,
+                    path="record.headers",
+                )
+            headers_record_ = []
+            append_headers_record_ = headers_record_.append
+            for _record_ in range(n_headers_record_):
+                n_key_header_record_ = buf[pos]
+                if n_key_header_record_ < 128:
+                    pos += 1
+                    n_key_header_record_ = _ZZ[n_key_header_record_]
+                else:
+                    x_header_record_ = buf[pos + 1]
+                    if x_header_record_ < 128:
+                        n_key_header_record_ = _ZZ2[(n_key_header_record_ << 7) + x_header_record_]
+                        pos += 2
+                    else:
+                        n_key_header_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.key")
+                        n_key_header_record_ = n_key_header_record_ >> 1 ^ -(n_key_header_record_ & 1)
+                if n_key_header_record_ < 0:
+                    raise _Fallback
+                else:
+                    if n_key_header_record_ > opts.max_bytes:
+                        raise _Fallback
+                    r_header_record_ = buf[pos : pos + n_key_header_record_]
+                    key_header_record_ = _STR_DECODED.get(r_header_record_)
+                    if key_header_record_ is None:
+                        key_header_record_ = _decode_str(r_header_record_)
+                    pos += n_key_header_record_
+                n_value_header_record_ = buf[pos]
+                if n_value_header_record_ < 128:
+                    pos += 1
+                    n_value_header_record_ = _ZZ[n_value_header_record_]
+                else:
+                    x_header_record_ = buf[pos + 1]
+                    if x_header_record_ < 128:
+                        n_value_header_record_ = _ZZ2[(n_value_header_record_ << 7) + x_header_record_]
+                        pos += 2
+                    else:
+                        n_value_header_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.value")
+                        n_value_header_record_ = n_value_header_record_ >> 1 ^ -(n_value_header_record_ & 1)
+                if n_value_header_record_ < 0:
+                    value_header_record_ = None
+                else:
+                    if n_value_header_record_ > opts.max_bytes:
+                        raise _Fallback
+                    value_header_record_ = buf[pos : pos + n_value_header_record_]
+                    pos += n_value_header_record_
+                item_record_ = (key_header_record_, value_header_record_)
+                append_headers_record_(item_record_)
+            if pos != e_0_record_:
+                raise _Fallback
+            timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
+            if not -9223372036854775808 <= timestamp_record_ <= 9223372036854775807:
+                raise _Fallback
+            offset_record_ = base_offset + offset_delta_record_
+            if not -9223372036854775808 <= offset_record_ <= 9223372036854775807:
+                raise _Fallback
+            if is_control:
+                if key_record_ is None or len(key_record_) < 4:
+                    raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
+                control_record_, _record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+            else:
+                control_record_ = None
+            item_ = Record(
+                length_record_,
+                timestamp_delta_record_,
+                offset_delta_record_,
+                key_record_,
+                value_record_,
+                headers_record_,
+                timestamp_record_,
+                offset_record_,
+                control_record_,
             )
             append_records(item_)
-
     if not n_records:
         pos = e_0
     if pos != e_0:
         raise _Fallback
-    return Batch(
-        base_offset,
-        batch_length,
-        partition_leader_epoch,
-        magic,
-        crc,
-        codec,
-        timestamp_type,
-        is_transactional,
-        is_control,
-        has_delete_horizon,
-        ignore_record_attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        num_records,
-        records,
-    ), pos
+    return (
+        Batch(
+            base_offset,
+            batch_length,
+            partition_leader_epoch,
+            magic,
+            crc,
+            codec,
+            timestamp_type,
+            is_transactional,
+            is_control,
+            has_delete_horizon,
+            ignore_record_attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            num_records,
+            records,
+        ),
+        pos,
+    )
 
 
 def _encode_batch(obj, out, index):
@@ -952,9 +981,7 @@ def _encode_batch(obj, out, index):
     records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
-            ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
-            if records
-            else 0
+            (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
         )
     if base_timestamp is None:
         base_timestamp = records[0].timestamp if records else -1
@@ -966,7 +993,7 @@ def _encode_batch(obj, out, index):
     if id_ is None:
         raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="batch.attributes")
     attributes |= id_ << 0
-    attributes |= ((timestamp_type or 0) << 3) & 8
+    attributes |= (timestamp_type or 0) << 3 & 8
     if is_transactional:
         attributes |= 16
     if is_control:
@@ -999,9 +1026,99 @@ def _encode_batch(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                _encode_record(
-                    item_, tmp_, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                timestamp_record_ = item_.timestamp
+                timestamp_delta_kept_record_ = getattr(item_, "timestamp_delta", None)
+                offset_record_ = item_.offset
+                key_record_ = item_.key
+                value_record_ = item_.value
+                headers_record_ = item_.headers
+                control_record_ = item_.control
+                if control_record_ is not None and key_record_ is None:
+                    tmp_record_ = bytearray()
+                    _encode_control_key(control_record_, tmp_record_, 0)
+                    key_record_ = bytes(tmp_record_)
+                timestamp_delta_record_ = (
+                    timestamp_delta_kept_record_
+                    if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
+                    else timestamp_record_ - base_timestamp
                 )
+                offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
+                q_length_record_ = len(tmp_)
+                tmp_.append(0)
+                if -8192 <= timestamp_delta_record_ < 8192:
+                    tmp_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+                else:
+                    _write_varlong(tmp_, timestamp_delta_record_, "record.timestamp_delta")
+                if -8192 <= offset_delta_record_ < 8192:
+                    tmp_ += _ZZ_BYTES[offset_delta_record_ + 8192]
+                else:
+                    _write_varint(tmp_, offset_delta_record_, "record.offset_delta")
+                if key_record_ is None:
+                    tmp_.append(1)
+                else:
+                    n_record_ = len(key_record_)
+                    if n_record_ < 8192:
+                        tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                    else:
+                        _write_varint(tmp_, n_record_, "record.key")
+                    tmp_ += key_record_
+                if value_record_ is None:
+                    tmp_.append(1)
+                else:
+                    n_record_ = len(value_record_)
+                    if n_record_ < 8192:
+                        tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                    else:
+                        _write_varint(tmp_, n_record_, "record.value")
+                    tmp_ += value_record_
+                n_record_ = len(headers_record_)
+                if n_record_ < 8192:
+                    tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                else:
+                    _write_varint(tmp_, n_record_, "record.headers")
+                index_record_ = 0
+                try:
+                    for index_record_, item_record_ in enumerate(headers_record_):
+                        key_header_record_ = item_record_[0]
+                        value_header_record_ = item_record_[1]
+                        if key_header_record_ is None:
+                            raise _InvalidValueError("may not be null", path="header.key")
+                        else:
+                            b_header_record_ = _STR_ENCODED.get(key_header_record_)
+                            key_header_record_ = (
+                                _encode_str(key_header_record_) if b_header_record_ is None else b_header_record_
+                            )
+                            n_header_record_ = len(key_header_record_)
+                            if n_header_record_ < 8192:
+                                tmp_ += _ZZ_BYTES[n_header_record_ + 8192]
+                            else:
+                                _write_varint(tmp_, n_header_record_, "header.key")
+                            tmp_ += key_header_record_
+                        if value_header_record_ is None:
+                            tmp_.append(1)
+                        else:
+                            n_header_record_ = len(value_header_record_)
+                            if n_header_record_ < 8192:
+                                tmp_ += _ZZ_BYTES[n_header_record_ + 8192]
+                            else:
+                                _write_varint(tmp_, n_header_record_, "header.value")
+                            tmp_ += value_header_record_
+                except _CodecError as exc_record_:
+                    raise exc_record_.within("record.headers", index_record_, "header") from None
+                except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
+                    raise _InvalidValueError(
+                        f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
+                        path=f"record.headers[{index_record_}]",
+                    ) from None
+                n_record_ = len(tmp_) - q_length_record_ - 1
+                if 0 <= n_record_ < 64:
+                    tmp_[q_length_record_] = n_record_ << 1
+                elif n_record_ < 8192:
+                    tmp_[q_length_record_ : q_length_record_ + 1] = (n_record_ << 1 & 127 | 128, n_record_ >> 6)
+                else:
+                    tmp_record_ = bytearray()
+                    _write_varint(tmp_record_, n_record_, "record.length")
+                    tmp_[q_length_record_ : q_length_record_ + 1] = tmp_record_
         except _CodecError as exc:
             raise exc.within("batch.records", index_, "record") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
@@ -1013,9 +1130,99 @@ def _encode_batch(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                _encode_record(
-                    item_, out, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                timestamp_record_ = item_.timestamp
+                timestamp_delta_kept_record_ = getattr(item_, "timestamp_delta", None)
+                offset_record_ = item_.offset
+                key_record_ = item_.key
+                value_record_ = item_.value
+                headers_record_ = item_.headers
+                control_record_ = item_.control
+                if control_record_ is not None and key_record_ is None:
+                    tmp_record_ = bytearray()
+                    _encode_control_key(control_record_, tmp_record_, 0)
+                    key_record_ = bytes(tmp_record_)
+                timestamp_delta_record_ = (
+                    timestamp_delta_kept_record_
+                    if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
+                    else timestamp_record_ - base_timestamp
                 )
+                offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
+                q_length_record_ = len(out)
+                out.append(0)
+                if -8192 <= timestamp_delta_record_ < 8192:
+                    out += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+                else:
+                    _write_varlong(out, timestamp_delta_record_, "record.timestamp_delta")
+                if -8192 <= offset_delta_record_ < 8192:
+                    out += _ZZ_BYTES[offset_delta_record_ + 8192]
+                else:
+                    _write_varint(out, offset_delta_record_, "record.offset_delta")
+                if key_record_ is None:
+                    out.append(1)
+                else:
+                    n_record_ = len(key_record_)
+                    if n_record_ < 8192:
+                        out += _ZZ_BYTES[n_record_ + 8192]
+                    else:
+                        _write_varint(out, n_record_, "record.key")
+                    out += key_record_
+                if value_record_ is None:
+                    out.append(1)
+                else:
+                    n_record_ = len(value_record_)
+                    if n_record_ < 8192:
+                        out += _ZZ_BYTES[n_record_ + 8192]
+                    else:
+                        _write_varint(out, n_record_, "record.value")
+                    out += value_record_
+                n_record_ = len(headers_record_)
+                if n_record_ < 8192:
+                    out += _ZZ_BYTES[n_record_ + 8192]
+                else:
+                    _write_varint(out, n_record_, "record.headers")
+                index_record_ = 0
+                try:
+                    for index_record_, item_record_ in enumerate(headers_record_):
+                        key_header_record_ = item_record_[0]
+                        value_header_record_ = item_record_[1]
+                        if key_header_record_ is None:
+                            raise _InvalidValueError("may not be null", path="header.key")
+                        else:
+                            b_header_record_ = _STR_ENCODED.get(key_header_record_)
+                            key_header_record_ = (
+                                _encode_str(key_header_record_) if b_header_record_ is None else b_header_record_
+                            )
+                            n_header_record_ = len(key_header_record_)
+                            if n_header_record_ < 8192:
+                                out += _ZZ_BYTES[n_header_record_ + 8192]
+                            else:
+                                _write_varint(out, n_header_record_, "header.key")
+                            out += key_header_record_
+                        if value_header_record_ is None:
+                            out.append(1)
+                        else:
+                            n_header_record_ = len(value_header_record_)
+                            if n_header_record_ < 8192:
+                                out += _ZZ_BYTES[n_header_record_ + 8192]
+                            else:
+                                _write_varint(out, n_header_record_, "header.value")
+                            out += value_header_record_
+                except _CodecError as exc_record_:
+                    raise exc_record_.within("record.headers", index_record_, "header") from None
+                except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
+                    raise _InvalidValueError(
+                        f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
+                        path=f"record.headers[{index_record_}]",
+                    ) from None
+                n_record_ = len(out) - q_length_record_ - 1
+                if 0 <= n_record_ < 64:
+                    out[q_length_record_] = n_record_ << 1
+                elif n_record_ < 8192:
+                    out[q_length_record_ : q_length_record_ + 1] = (n_record_ << 1 & 127 | 128, n_record_ >> 6)
+                else:
+                    tmp_record_ = bytearray()
+                    _write_varint(tmp_record_, n_record_, "record.length")
+                    out[q_length_record_ : q_length_record_ + 1] = tmp_record_
         except _CodecError as exc:
             raise exc.within("batch.records", index_, "record") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:

@@ -81,3 +81,42 @@ def size_of_uvarint(v: int) -> int:
         v >>= 7
         n += 1
     return n
+
+
+# ---------------------------------------------------------------- tables for the generated fast paths
+#: zigzag value of every one-byte varint
+ZZ1 = tuple((v >> 1) ^ -(v & 1) for v in range(0x80))
+
+
+def _zz2() -> tuple:
+    # index (b0 << 7) + b1 for a two-byte varint b0 b1 (b0 >= 0x80 > b1); lower half unused
+    t = [None] * 0x8000
+    for b0 in range(0x80, 0x100):
+        for b1 in range(0x80):
+            v = (b0 & 0x7F) | (b1 << 7)
+            t[(b0 << 7) + b1] = (v >> 1) ^ -(v & 1)
+    return tuple(t)
+
+
+#: zigzag value of every two-byte varint, indexed by ``(first << 7) + second``
+ZZ2 = _zz2()
+
+
+def _zigzag_bytes(v: int) -> bytes:
+    out = bytearray()
+    _write(out, (v << 1) ^ (v >> 63))
+    return bytes(out)
+
+
+#: varint bytes of every zigzag value in [-8192, 8192) (the one- and two-byte ones), indexed by value + 8192
+ZZ_BYTES = tuple(_zigzag_bytes(v) for v in range(-8192, 8192))
+
+
+def _uvarint_bytes(v: int) -> bytes:
+    out = bytearray()
+    _write(out, v)
+    return bytes(out)
+
+
+#: varint bytes of every unsigned value below 16384
+UV_BYTES = tuple(_uvarint_bytes(v) for v in range(0x4000))

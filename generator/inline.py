@@ -1,0 +1,276 @@
+"""An AST pass over a rendered codec module: inline per-element calls into the loops that make them.
+
+The templates emit one function per struct (``_fdecode_record``, ``_encode_header``...), which keeps them
+small and readable.  In the hot loops (one call per record, one per header) the call itself is a large
+share of the time, so this pass splices the callee's body into the loop instead:
+
+* only the optimistic decoders (``_fdecode_*``) and the encoders (``_encode_*``) are touched; the checked
+  decoders (``_decode_*``) stay as rendered, so error reports keep their precise paths;
+* only call sites inside a ``for``/``while`` loop are inlined (that is where the calls repeat);
+* the callee's locals are renamed ``<name>_<struct>_`` (schema names may not end in ``_``, so the new
+  names cannot meet a schema field), its parameters become the caller's arguments, and its final
+  ``return value, pos`` becomes an assignment;
+* callees are processed bottom-up (headers into records, then records into batches); recursive ones
+  (a v0/v1 wrapper holding messages of its own kind) are left alone;
+* a function no longer called from anywhere is dropped.
+
+Anything outside these shapes is left as it is, so the pass can only remove calls, never change what
+the code computes.  The rewritten functions are spliced back into the module text; the rest of the
+module (comments included) is untouched.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+INLINE_PREFIXES = ("_fdecode_", "_encode_")
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, ast.expr | str]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name):
+        new = self.mapping.get(node.id)
+        if new is None:
+            return node
+        if isinstance(new, str):
+            return ast.copy_location(ast.Name(id=new, ctx=node.ctx), node)
+        return ast.copy_location(copy.deepcopy(new), node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler):
+        self.generic_visit(node)
+        if node.name and isinstance(self.mapping.get(node.name), str):
+            node.name = self.mapping[node.name]
+        return node
+
+
+def _stored(fn: ast.FunctionDef) -> set[str]:
+    names = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _aug_only(fn: ast.FunctionDef, name: str) -> bool:
+    """True if ``name`` is only ever rebound by ``name += ...`` (in-place on a bytearray)."""
+    aug = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AugAssign)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) and id(node) not in aug:
+            return False
+    return True
+
+
+def _all_names(fn: ast.FunctionDef) -> set[str]:
+    out = {a.arg for a in fn.args.args}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+    return out
+
+
+def _calls(fn: ast.FunctionDef) -> set[str]:
+    return {
+        n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+
+
+def _inlinable(fn: ast.FunctionDef) -> bool:
+    if fn.name in _calls(fn) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+        return False
+    body = fn.body
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal, ast.Yield)) for n in ast.walk(fn)
+           if n is not fn):  # fmt: skip
+        return False
+    if fn.name.startswith("_fdecode_"):
+        last = body[-1]
+        return (
+            len(returns) == 1
+            and isinstance(last, ast.Return)
+            and isinstance(last.value, ast.Tuple)
+            and len(last.value.elts) == 2
+            and isinstance(last.value.elts[1], ast.Name)
+        )
+    return not returns
+
+
+def _body_for(callee: ast.FunctionDef, args: list[ast.expr], caller_names: set[str], caller_locals: set[str],
+              result: str | None):
+    """The callee's statements specialised for one call site, or None if the site does not fit."""
+    params = [a.arg for a in callee.args.args]
+    defaults = [None] * (len(params) - len(callee.args.defaults)) + list(callee.args.defaults)
+    if len(args) > len(params) or any(not isinstance(a, (ast.Name, ast.Constant)) for a in args):
+        return None
+    stored = _stored(callee)
+    suffix = callee.name.split("_", 2)[-1]
+    mapping: dict[str, ast.expr | str] = {}
+    prologue: list[ast.stmt] = []
+    pos_param = None
+    if result is not None:
+        pos_param = callee.body[-1].value.elts[1].id
+    for i, p in enumerate(params):
+        arg = args[i] if i < len(args) else defaults[i]
+        if arg is None:
+            return None
+        if p not in stored or (isinstance(arg, ast.Name) and (p == pos_param or _aug_only(callee, p))):
+            mapping[p] = arg.id if isinstance(arg, ast.Name) else arg
+        else:
+            local = f"{p.rstrip('_')}_{suffix}_"
+            mapping[p] = local
+            prologue.append(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())], value=copy.deepcopy(arg),
+                                       lineno=0))  # fmt: skip
+    used = set(caller_names)
+    for name in sorted(stored - set(params)):
+        new = f"{name.rstrip('_')}_{suffix}_"
+        if new in used:
+            return None
+        mapping[name] = new
+        used.add(new)
+    # a global the callee reads must not be shadowed by a local of the caller
+    loads = {n.id for n in ast.walk(callee) if isinstance(n, ast.Name)} - set(params) - stored
+    if loads & caller_locals:
+        return None
+    fn = _Rename(mapping).visit(copy.deepcopy(callee))
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # docstring
+    if result is not None:
+        ret = body[-1]
+        body = body[:-1] + [ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=ret.value.elts[0],
+                                       lineno=0)]  # fmt: skip
+    return prologue + body
+
+
+class _Inliner(ast.NodeTransformer):
+    def __init__(self, funcs: dict[str, ast.FunctionDef], caller: ast.FunctionDef):
+        self.funcs = funcs
+        self.caller = caller
+        self.loop_depth = 0
+        self.changed = False
+        self.names = _all_names(caller)  # before any inlining: sites in sibling branches may share names
+        self.locals = {a.arg for a in caller.args.args} | _stored(caller)
+
+    def _loop(self, node):
+        self.loop_depth += 1
+        self.generic_visit(node)
+        self.loop_depth -= 1
+        return node
+
+    visit_For = _loop
+    visit_While = _loop
+
+    def _site(self, node: ast.stmt):
+        """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_encode_x(...)``."""
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and len(node.targets[0].elts) == 2
+            and all(isinstance(e, ast.Name) for e in node.targets[0].elts)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("_fdecode_")
+            and not node.value.keywords
+        ):
+            res, pos = (e.id for e in node.targets[0].elts)
+            args = node.value.args
+            if len(args) < 2 or not isinstance(args[1], ast.Name) or args[1].id != pos:
+                return None
+            return node.value.func.id, args, res
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("_encode_")
+            and not node.value.keywords
+        ):
+            return node.value.func.id, node.value.args, None
+        return None
+
+    def generic_visit(self, node):
+        for fieldname, old in ast.iter_fields(node):
+            if not isinstance(old, list):
+                if isinstance(old, ast.AST):
+                    new = self.visit(old)
+                    setattr(node, fieldname, new)
+                continue
+            out = []
+            for item in old:
+                if isinstance(item, ast.stmt) and self.loop_depth:
+                    site = self._site(item)
+                    callee = self.funcs.get(site[0]) if site else None
+                    if callee is not None and callee is not self.caller and _inlinable(callee):
+                        body = _body_for(callee, site[1], self.names, self.locals, site[2])
+                        if body is not None:
+                            out.extend(body)
+                            self.changed = True
+                            continue
+                if isinstance(item, ast.AST):
+                    item = self.visit(item)
+                out.append(item)
+            setattr(node, fieldname, out)
+        return node
+
+
+def inline_module(source: str) -> str:
+    """Inline the hot per-element calls of a generated codec module; returns the new source."""
+    tree = ast.parse(source)
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    targets = [f for name, f in funcs.items() if name.startswith(INLINE_PREFIXES)]
+    # bottom-up: a function is rewritten after everything it calls
+    order: list[ast.FunctionDef] = []
+    seen: set[str] = set()
+
+    def visit(f: ast.FunctionDef, stack: tuple = ()):
+        if f.name in seen or f.name in stack:
+            return
+        for c in sorted(_calls(f)):
+            if c in funcs and c.startswith(INLINE_PREFIXES):
+                visit(funcs[c], stack + (f.name,))
+        seen.add(f.name)
+        order.append(f)
+
+    for f in targets:
+        visit(f)
+    changed: set[str] = set()
+    for f in order:
+        inl = _Inliner(funcs, f)
+        inl.visit(f)
+        if inl.changed:
+            changed.add(f.name)
+    if not changed:
+        return source
+    called: set[str] = set()
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith(INLINE_PREFIXES)):
+            called |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    # functions reachable from code that is kept
+    live = set()
+    todo = [n for n in called if n in funcs]
+    while todo:
+        n = todo.pop()
+        if n in live:
+            continue
+        live.add(n)
+        todo.extend(c for c in _calls(funcs[n]) if c in funcs)
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or not node.name.startswith(INLINE_PREFIXES):
+            continue
+        start, stop = node.lineno - 1, node.end_lineno
+        if node.name not in live:
+            edits.append((start, stop, ""))
+        elif node.name in changed:
+            ast.fix_missing_locations(node)
+            edits.append((start, stop, ast.unparse(node) + "\n"))
+    for start, stop, text in sorted(edits, reverse=True):
+        lines[start:stop] = [text]
+    return "".join(lines)
