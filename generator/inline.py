@@ -76,9 +76,7 @@ def _all_names(fn: ast.FunctionDef) -> set[str]:
 
 
 def _calls(fn: ast.FunctionDef) -> set[str]:
-    return {
-        n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
+    return {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
 def _inlinable(fn: ast.FunctionDef) -> bool:
@@ -101,8 +99,9 @@ def _inlinable(fn: ast.FunctionDef) -> bool:
     return not returns
 
 
-def _body_for(callee: ast.FunctionDef, args: list[ast.expr], caller_names: set[str], caller_locals: set[str],
-              result: str | None):
+def _body_for(
+    callee: ast.FunctionDef, args: list[ast.expr], caller_names: set[str], caller_locals: set[str], result: str | None
+):
     """The callee's statements specialised for one call site, or None if the site does not fit."""
     params = [a.arg for a in callee.args.args]
     defaults = [None] * (len(params) - len(callee.args.defaults)) + list(callee.args.defaults)
