@@ -65,6 +65,13 @@ class SegmentSlice(InputPartition):
     end: int
 
 
+@dataclass(frozen=True)
+class SegmentGroup(InputPartition):
+    """One input partition: the slices one task reads, in order."""
+
+    slices: tuple
+
+
 # ------------------------------------------------------------------ reading
 class KafkaLogDataSource(DataSource):
     """``spark.read.format("kafka-log")`` / ``df.write.format("kafka-log")``."""
@@ -77,14 +84,49 @@ class KafkaLogDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return KafkaLogReader(dict(self.options))
+        return KafkaLogReader(dict(self.options), _projection(schema))
 
     def writer(self, schema, overwrite):
         return KafkaLogWriter(dict(self.options), overwrite)
 
 
+def _spark_types() -> dict:
+    """SCHEMA as Spark types, built without a session (readers are made in Python workers)."""
+    from pyspark.sql import types as T
+
+    simple = {"binary": T.BinaryType(), "string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(),
+              "timestamp": T.TimestampType(), "boolean": T.BooleanType()}  # fmt: skip
+    header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+    out = {}
+    for col in SCHEMA.replace("array<struct<key: string, value: binary>>", "headers").split(", "):
+        name, typ = col.split(" ")
+        out[name] = T.ArrayType(header) if typ == "headers" else simple[typ]
+    return out
+
+
+def _projection(schema) -> tuple[str, ...]:
+    """The columns to produce: all of them, or those of a schema the user gave with ``.schema(...)``.
+
+    The Python Data Source API does not prune columns by itself; a narrower user schema is how a job
+    says it needs only some (``offset, timestamp, key, value, headers``, say), and the reader then builds
+    only those.  Names must be columns of this source, with the same types.
+    """
+    full = _spark_types()
+    names = []
+    for f in schema.fields:
+        if f.name not in full:
+            raise ValueError(f"kafka-log: no column {f.name!r} (columns: {', '.join(full)})")
+        if f.dataType != full[f.name]:
+            raise ValueError(
+                f"kafka-log: column {f.name!r} is {full[f.name].simpleString()}, not {f.dataType.simpleString()}"
+            )
+        names.append(f.name)
+    return tuple(names)
+
+
 class KafkaLogReader(DataSourceReader):
-    def __init__(self, options: dict):
+    def __init__(self, options: dict, columns: tuple[str, ...] | None = None):
+        self.columns = columns  # None: every column
         paths = options.get("path") or options.get("paths")
         if not paths:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
@@ -97,6 +139,8 @@ class KafkaLogReader(DataSourceReader):
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
             raise ValueError(f"kafka-log: on_corrupt must be fail, skip or quarantine, not {self.on_corrupt!r}")
         self.split_bytes = int(options.get("split_bytes") or 128 * 1024 * 1024)
+        self.open_cost = int(options.get("open_cost_bytes") or 4 * 1024 * 1024)
+        self.min_partitions = int(options.get("min_partitions") or 2 * (os.cpu_count() or 1))
         self.filters: list = []
 
     # ---- pushdown: prune whole segments; Spark still applies every filter to the rows
@@ -128,24 +172,45 @@ class KafkaLogReader(DataSourceReader):
         return True
 
     def partitions(self):
+        """Input partitions: segments (large ones cut at batch boundaries) packed into groups.
+
+        As Spark's file sources do, small segments share a task: each slice counts its bytes plus
+        ``open_cost_bytes``, and groups fill up to ``min(split_bytes, total / min_partitions)``, so a
+        directory of many small segments runs as a few tasks instead of one task per file.
+        """
         from kfmt.logdir import find_segments
 
         segments = find_segments(self.paths)
-        out = []
+        kept = []
         for i, seg in enumerate(segments):
             nxt = segments[i + 1] if i + 1 < len(segments) else None
             next_base = nxt.base_offset if nxt and (nxt.topic, nxt.partition) == (seg.topic, seg.partition) else None
-            if not self._keep(seg, next_base, _time_range(seg) if self._wants_time() else None):
-                continue
-            for start, end in _split(seg.path, seg.size, self.split_bytes):
-                out.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end))
-        return out
+            if self._keep(seg, next_base, _time_range(seg) if self._wants_time() else None):
+                kept.append(seg)
+        total = sum(seg.size + self.open_cost for seg in kept)
+        target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
+        slices = [
+            SegmentSlice(seg.path, seg.topic, seg.partition, start, end)
+            for seg in kept
+            for start, end in _split(seg.path, seg.size, target)
+        ]
+        groups: list[list[SegmentSlice]] = []
+        size = 0
+        for sl in sorted(slices, key=lambda x: x.end - x.start, reverse=True):
+            cost = sl.end - sl.start + self.open_cost
+            if not groups or size + cost > target:
+                groups.append([])
+                size = 0
+            groups[-1].append(sl)
+            size += cost
+        return [SegmentGroup(tuple(g)) for g in groups]
 
     def _wants_time(self) -> bool:
         return any(f.attribute[0] == "timestamp" for f in self.filters)
 
-    def read(self, partition: SegmentSlice):
-        yield from read_slice(partition, self.verify_crc, self.include_control, self.on_corrupt)
+    def read(self, partition: SegmentGroup):
+        for part in partition.slices:
+            yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns)
 
 
 def _may_match(f, lo, hi) -> bool:
@@ -206,8 +271,8 @@ def _split(path: str, size: int, split_bytes: int):
     return cuts
 
 
-def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail"):
-    """Yield Arrow record batches for one input partition (runs on executors)."""
+def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None):
+    """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects."""
     import pyarrow as pa
 
     import kfmt
@@ -216,7 +281,8 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
     with open(part.path, "rb") as f:
         f.seek(part.start)
         data = f.read(part.end - part.start)
-    cols = _Columns()
+    columns = tuple(columns or arrow_schema(pa).names)
+    cols = _Columns(columns)
     skipped = 0
     try:
         for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail"):
@@ -232,7 +298,7 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
             cols.add_batch(part.start + pos, b)
             if cols.n >= ROWS_PER_ARROW_BATCH:
                 yield cols.to_arrow(pa, part)
-                cols = _Columns()
+                cols = _Columns(columns)
     except kfmt.CodecError as e:
         at = part.start + (getattr(e, "batch_position", None) or 0)
         raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "
@@ -248,68 +314,79 @@ _BATCH_COLS = ("timestampType", "magic", "codec", "batch_base_offset", "producer
 
 
 class _Columns:
-    """Column lists for one Arrow batch; batch-level values are repeated per record in bulk."""
+    """Column lists for one Arrow batch, only for the projected columns; batch-level values are
+    repeated per record in bulk."""
 
-    def __init__(self):
+    def __init__(self, columns: tuple[str, ...]):
+        self.columns = columns
+        self.want = set(columns)
         self.n = 0
         self.key, self.value, self.offset, self.timestamp = [], [], [], []
         self.h_offsets, self.h_keys, self.h_values = [0], [], []
-        self.batch = {c: [] for c in _BATCH_COLS}
+        self.batch = {c: [] for c in _BATCH_COLS if c in self.want}
 
     def add_batch(self, position, b):
         recs = b.records
         n = len(recs)
         self.n += n
-        self.key += [r.key for r in recs]
-        self.value += [r.value for r in recs]
-        self.offset += [r.offset for r in recs]
-        self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
-        ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
-        for r in recs:
-            if r.headers:
-                for k, v in r.headers:
-                    hk.append(k)
-                    hv.append(v)
-            ho.append(len(hk))
-        tt = b.timestamp_type if b.timestamp_type is not None else -1
-        for c, v in (("timestampType", tt), ("magic", b.magic), ("codec", b.codec),
-                     ("batch_base_offset", b.base_offset), ("producer_id", b.producer_id),
-                     ("producer_epoch", b.producer_epoch), ("base_sequence", b.base_sequence),
-                     ("is_transactional", b.is_transactional), ("is_control", b.is_control),
-                     ("position", position), ("error", None), ("raw", None)):  # fmt: skip
-            self.batch[c] += [v] * n
+        want = self.want
+        if "key" in want:
+            self.key += [r.key for r in recs]
+        if "value" in want:
+            self.value += [r.value for r in recs]
+        if "offset" in want:
+            self.offset += [r.offset for r in recs]
+        if "timestamp" in want:
+            self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
+        if "headers" in want:
+            ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
+            for r in recs:
+                if r.headers:
+                    for k, v in r.headers:
+                        hk.append(k)
+                        hv.append(v)
+                ho.append(len(hk))
+        if self.batch:
+            tt = b.timestamp_type if b.timestamp_type is not None else -1
+            for c, v in (("timestampType", tt), ("magic", b.magic), ("codec", b.codec),
+                         ("batch_base_offset", b.base_offset), ("producer_id", b.producer_id),
+                         ("producer_epoch", b.producer_epoch), ("base_sequence", b.base_sequence),
+                         ("is_transactional", b.is_transactional), ("is_control", b.is_control),
+                         ("position", position), ("error", None), ("raw", None)):  # fmt: skip
+                if c in self.batch:
+                    self.batch[c] += [v] * n
 
     def add_corrupt(self, position, error, raw):
         self.n += 1
         for lst in (self.key, self.value, self.offset, self.timestamp):
             lst.append(None)
         self.h_offsets.append(len(self.h_keys))
-        for c in _BATCH_COLS:
-            self.batch[c].append(None)
-        self.batch["position"][-1] = position
-        self.batch["error"][-1] = error
-        self.batch["raw"][-1] = raw
+        for c, lst in self.batch.items():
+            lst.append({"position": position, "error": error, "raw": raw}.get(c))
 
     def to_arrow(self, pa, part):
-        schema = arrow_schema(pa)
-        types = {f.name: f.type for f in schema}
-        header_struct = pa.StructArray.from_arrays(
-            [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
-            fields=list(types["headers"].value_type),
-        )
-        cols = {
-            "key": pa.array(self.key, pa.binary()),
-            "value": pa.array(self.value, pa.binary()),
-            "topic": pa.array([part.topic] * self.n, pa.string()),
-            "partition": pa.array([part.partition] * self.n, pa.int32()),
-            "offset": pa.array(self.offset, pa.int64()),
-            "timestamp": pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
-            "headers": pa.ListArray.from_arrays(pa.array(self.h_offsets, pa.int32()), header_struct),
-            "file": pa.array([part.path] * self.n, pa.string()),
+        full = arrow_schema(pa)
+        schema = pa.schema([full.field(c) for c in self.columns])
+        types = {f.name: f.type for f in full}
+        n = self.n
+        build = {
+            "key": lambda: pa.array(self.key, pa.binary()),
+            "value": lambda: pa.array(self.value, pa.binary()),
+            "topic": lambda: pa.array([part.topic] * n, pa.string()),
+            "partition": lambda: pa.array([part.partition] * n, pa.int32()),
+            "offset": lambda: pa.array(self.offset, pa.int64()),
+            "timestamp": lambda: pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
+            "headers": lambda: pa.ListArray.from_arrays(
+                pa.array(self.h_offsets, pa.int32()),
+                pa.StructArray.from_arrays(
+                    [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+                    fields=list(types["headers"].value_type),
+                ),
+            ),
+            "file": lambda: pa.array([part.path] * n, pa.string()),
         }
-        for c in _BATCH_COLS:
-            cols[c] = pa.array(self.batch[c], types[c])
-        return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+        arrays = [build[c]() if c in build else pa.array(self.batch[c], types[c]) for c in self.columns]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def arrow_schema(pa):

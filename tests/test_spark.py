@@ -60,15 +60,45 @@ def test_rows_equal_read_batches(spark, corpus):
                                "base_sequence", "is_transactional", "is_control"}  # fmt: skip
 
 
+def _slices(partitions):
+    return [s for p in partitions for s in p.slices]
+
+
+def test_small_segments_share_tasks(spark, corpus):
+    from kfmt.spark import KafkaLogReader
+
+    segs = find_segments(str(corpus))
+    parts = KafkaLogReader({"path": str(corpus), "min_partitions": "2"}).partitions()
+    assert len(parts) < len(segs)  # packed: fewer tasks than files
+    assert sorted(s.path for s in _slices(parts)) == sorted(s.path for s in segs)  # every segment, once
+    one_each = KafkaLogReader({"path": str(corpus), "open_cost_bytes": str(1 << 40)}).partitions()
+    assert len(one_each) == len(segs)
+    df = spark.read.format("kafka-log").option("min_partitions", "2").load(str(corpus))
+    assert _rows(df) == _expected(corpus)
+
+
+def test_user_schema_projects_columns(spark, corpus):
+    cols = "magic int, value binary, topic string, offset long, headers array<struct<key: string, value: binary>>"
+    df = spark.read.format("kafka-log").schema(cols).load(str(corpus))
+    assert df.columns == ["magic", "value", "topic", "offset", "headers"]
+    got = {(r["topic"], r["offset"], r["value"], tuple((h["key"], h["value"]) for h in r["headers"]), r["magic"])
+           for r in df.collect()}  # fmt: skip
+    assert got == {(t, o, v, h, m) for t, _p, o, _k, v, h, _ts, m in _expected(corpus)}
+    with pytest.raises(Exception, match="no column 'size'"):
+        spark.read.format("kafka-log").schema("offset long, size int").load(str(corpus)).collect()
+    with pytest.raises(Exception, match="column 'offset' is bigint, not int"):
+        spark.read.format("kafka-log").schema("offset int").load(str(corpus)).collect()
+
+
 def test_pushdown_prunes_segments_and_keeps_rows(spark, corpus):
     from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
 
     from kfmt.spark import KafkaLogReader
 
-    all_parts = KafkaLogReader({"path": str(corpus)}).partitions()
+    all_parts = _slices(KafkaLogReader({"path": str(corpus)}).partitions())
     r = KafkaLogReader({"path": str(corpus)})
     list(r.pushFilters([EqualTo(("topic",), "orders"), GreaterThanOrEqual(("offset",), 250)]))
-    pruned = r.partitions()
+    pruned = _slices(r.partitions())
     assert 0 < len(pruned) < len(all_parts)
     assert all(p.topic == "orders" for p in pruned)
     df = spark.read.format("kafka-log").load(str(corpus)).filter("topic = 'orders' AND offset >= 250")
@@ -88,7 +118,7 @@ def test_timestamp_pushdown_uses_timeindex(spark, corpus):
     when = dt.datetime.fromtimestamp(cut / 1000, dt.timezone.utc)
     r = KafkaLogReader({"path": str(corpus)})
     list(r.pushFilters([GreaterThanOrEqual(("timestamp",), when)]))
-    assert len(r.partitions()) < len(KafkaLogReader({"path": str(corpus)}).partitions())
+    assert len(_slices(r.partitions())) < len(_slices(KafkaLogReader({"path": str(corpus)}).partitions()))
     df = spark.read.format("kafka-log").load(str(corpus)).filter(f"timestamp >= timestamp_millis({cut})")
     assert _rows(df) == {row for row in _expected(corpus) if row[6] is not None and row[6] >= cut}
 
@@ -98,6 +128,7 @@ def test_large_segments_split_at_batch_boundaries(spark, corpus):
 
     parts = KafkaLogReader({"path": str(corpus), "split_bytes": "4096"}).partitions()
     assert len(parts) > len(find_segments(str(corpus)))
+    assert all(len(p.slices) == 1 for p in parts)  # each slice (4 KiB + the open cost) fills a task
     df = spark.read.format("kafka-log").option("split_bytes", "4096").load(str(corpus))
     assert _rows(df) == _expected(corpus)
 
