@@ -90,8 +90,7 @@ def read_batches(
     reuse a real magic); ``backend="construct"`` reads with the reference backend.  A truncated tail ends iteration quietly, as in Kafka;
     anything else wrong raises a :class:`CodecError` naming the byte offset.
     """
-    for _pos, _end, batch in scan(data, verify_crc=verify_crc, format=format, opts=opts, backend=backend):
-        yield batch
+    return _scan(data, verify_crc, format, opts, backend, False, False)
 
 
 def scan(
@@ -109,16 +108,35 @@ def scan(
     ``CodecError`` instead and reading goes on at the next entry, whose framing is intact; a broken
     entry framing (size below the minimum) always ends the scan with an error.
     """
+    return _scan(data, verify_crc, format, opts, backend, skip_corrupt, True)
+
+
+def _scan(data, verify_crc, format, opts, backend, skip_corrupt, positions):
+    """The one loop behind ``read_batches`` and ``scan`` (entry framing as in ``iter_entries``, inlined:
+    with one small message per entry, as in v0/v1 logs, a generator per layer costs as much as decoding)."""
     buf = data if type(data) is bytes else bytes(data)
     opts = opts or options_for(verify_crc)
     forced = backend_module(format, backend) if format else None
     table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
-    for pos, end, magic in iter_entries(buf):
-        mod = forced or table.get(magic)
+    unpack = _ENTRY.unpack_from
+    n = len(buf)
+    pos = 0
+    while n - pos >= HEADER_SIZE_UP_TO_MAGIC:
+        _, size = unpack(buf, pos)
+        if size < MIN_ENTRY_SIZE:
+            raise InvalidValueError(
+                f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
+                offset=pos + 8,
+                path="log.entry.size",
+            )
+        end = pos + LOG_OVERHEAD + size
+        if end > n:
+            return  # a truncated tail ends iteration silently, as in Kafka
+        mod = forced or table.get(buf[pos + 16])
         try:
             if mod is None:
                 raise InvalidValueError(
-                    f"invalid magic {magic} found in record", offset=pos + 16, path="log.entry.magic"
+                    f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
                 )
             batch, _ = mod.decode_from(buf, pos, end, opts)
         except CodecError as e:
@@ -126,8 +144,10 @@ def scan(
             if not skip_corrupt:
                 raise
             yield pos, end, e
+            pos = end
             continue
-        yield pos, end, batch
+        yield (pos, end, batch) if positions else batch
+        pos = end
 
 
 def _as_record(r) -> Record:
@@ -220,22 +240,26 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     if timestamp_type and not has_tt:
         raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
     extra = {"timestamp_type": timestamp_type} if has_tt else {}
-    msgs = []
     has_headers = "headers" in mod.ROOT._fields
+    msgs = []
+    make = mod.ROOT
     for i, r in enumerate(recs):
         if r.headers and not has_headers:
             raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
-        kw = dict(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value,
-                  codec="none", **extra)  # fmt: skip
+        m = make(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value, **extra)
         if has_headers:
-            kw["headers"] = list(r.headers)
+            m.headers = list(r.headers)
         if has_ts:
-            if r.timestamp is not None and r.timestamp < -1:
-                raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
-            kw["timestamp"] = -1 if r.timestamp is None else r.timestamp
-        msgs.append(mod.ROOT(**kw))
+            ts = r.timestamp
+            if ts is not None and ts < -1:
+                raise InvalidValueError(f"invalid timestamp {ts}", path=f"records[{i}].timestamp")
+            m.timestamp = -1 if ts is None else ts
+        msgs.append(m)
     if codec == "none":
-        return b"".join(impl.encode(m) for m in msgs)
+        try:
+            return impl.encode_all(msgs)
+        except CodecError as e:  # "log[i]..." -> "records[i]...", the caller's list
+            raise type(e)(e.reason, offset=e.offset, path="records" + e.path[3:]) from None
     if "messages" not in mod.ROOT._fields:
         raise UnsupportedCodecError(f"{mod.FORMAT_ID} has no compressed wrapper messages; use codec='none'")
     if not msgs:

@@ -64,8 +64,7 @@ LAYOUT = {
 }
 
 
-def _crc32(data):
-    return _zlib.crc32(data) & 0xFFFFFFFF
+_crc32 = _zlib.crc32  # unsigned in Python 3
 
 
 class _Fallback(Exception):
@@ -415,6 +414,20 @@ def encode(value):
         raise
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
         raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path="message") from None
+    return bytes(out)
+
+
+def encode_all(values):
+    """Encode several messages back to back (a log, a message set) into one bytes object."""
+    out = bytearray()
+    index_ = 0
+    try:
+        for index_, value in enumerate(values):
+            _encode_message(value, out, 0)
+    except _CodecError as exc:
+        raise exc.within("log", index_, "message") from None
+    except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
+        raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path=f"log[{index_}]") from None
     return bytes(out)
 
 

@@ -418,6 +418,17 @@ def encode(value):
     return bytes(out)
 
 
+def encode_all(values):
+    """Encode several batchs back to back (a log, a message set) into one bytes object."""
+    out = bytearray()
+    for index_, value in enumerate(values):
+        try:
+            _map_errors(_encode_batch, value, out, 0)
+        except _CodecError as exc:
+            raise exc.within("log", index_, "batch") from None
+    return bytes(out)
+
+
 def encoded_size(value):
     """Size in bytes of ``encode(value)``."""
     return len(encode(value))

@@ -315,6 +315,17 @@ def encode(value):
     return bytes(out)
 
 
+def encode_all(values):
+    """Encode several message_sets back to back (a log, a message set) into one bytes object."""
+    out = bytearray()
+    for index_, value in enumerate(values):
+        try:
+            _map_errors(_encode_message_set, value, out, 0)
+        except _CodecError as exc:
+            raise exc.within("log", index_, "message_set") from None
+    return bytes(out)
+
+
 def encoded_size(value):
     """Size in bytes of ``encode(value)``."""
     return len(encode(value))
