@@ -105,7 +105,8 @@ def _body_for(
     """The callee's statements specialised for one call site, or None if the site does not fit."""
     params = [a.arg for a in callee.args.args]
     defaults = [None] * (len(params) - len(callee.args.defaults)) + list(callee.args.defaults)
-    if len(args) > len(params) or any(not isinstance(a, (ast.Name, ast.Constant)) for a in args):
+    if len(args) > len(params) or any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await)) for a in args
+                                      for n in ast.walk(a)):  # fmt: skip
         return None
     stored = _stored(callee)
     suffix = callee.name.split("_", 2)[-1]
@@ -118,16 +119,17 @@ def _body_for(
         arg = args[i] if i < len(args) else defaults[i]
         if arg is None:
             return None
-        if p not in stored or (isinstance(arg, ast.Name) and (p == pos_param or _aug_only(callee, p))):
+        simple = isinstance(arg, (ast.Name, ast.Constant))
+        if simple and (p not in stored or (isinstance(arg, ast.Name) and (p == pos_param or _aug_only(callee, p)))):
             mapping[p] = arg.id if isinstance(arg, ast.Name) else arg
         else:
-            local = f"{p.rstrip('_')}_{suffix}_"
+            local = f"{p}_{suffix}_"
             mapping[p] = local
             prologue.append(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())], value=copy.deepcopy(arg),
                                        lineno=0))  # fmt: skip
     used = set(caller_names)
     for name in sorted(stored - set(params)):
-        new = f"{name.rstrip('_')}_{suffix}_"
+        new = f"{name}_{suffix}_"
         if new in used:
             return None
         mapping[name] = new

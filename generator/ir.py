@@ -58,6 +58,11 @@ class StructIR:
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
     construct: dict = field(default_factory=dict)  # Construct backend layout (generator/construct_backend.py)
 
+    @property
+    def wraps_itself(self) -> bool:
+        """A wrapper holding its own kind (v0/v1): gets a leaf fast decoder for the inner ones."""
+        return any(op.kind == "wraps" and op.recursive for op in self.decode_ops)
+
 
 @dataclass
 class FormatIR:
@@ -669,6 +674,7 @@ class Builder:
             ts_cond=self.cond_expr(w.timestamps_when) if w.timestamps_when else None,
             path=f"{path}.{f.name}",
             magic=self.s.magic if self.s.magic is not None else 2,
+            recursive=w.as_ == st.name,  # the fast path reads the inner ones with a leaf decoder
             **hdr,
         )
 

@@ -423,10 +423,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 else:
                     if n_key_app_tag_ > opts.max_bytes:
                         raise _Fallback
-                    r_app_tag_ = buf[pos : pos + n_key_app_tag_]
-                    key_app_tag_ = _STR_DECODED.get(r_app_tag_)
+                    r__app_tag_ = buf[pos : pos + n_key_app_tag_]
+                    key_app_tag_ = _STR_DECODED.get(r__app_tag_)
                     if key_app_tag_ is None:
-                        key_app_tag_ = _decode_str(r_app_tag_)
+                        key_app_tag_ = _decode_str(r__app_tag_)
                     pos += n_key_app_tag_
                 (n_value_app_tag_,) = _S1.unpack_from(buf, pos)
                 pos += 4
@@ -483,7 +483,161 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
-                item_, dpos = _fdecode_message(data_, dpos, dend, opts, depth_ + 1)
+                depth__message_leaf_ = depth_ + 1
+                offset_message_leaf_, size_message_leaf_ = _S2.unpack_from(data_, dpos)
+                dpos += 12
+                p_crc_message_leaf_ = dpos
+                e_0_message_leaf_ = p_crc_message_leaf_ + size_message_leaf_
+                if size_message_leaf_ < 22 or e_0_message_leaf_ > dend:
+                    raise _Fallback
+                (crc_message_leaf_,) = _S3.unpack_from(data_, dpos)
+                dpos += 4
+                p_magic_message_leaf_ = dpos
+                if opts.verify_crc:
+                    crc__message_leaf_ = _crc32(data_[p_magic_message_leaf_:e_0_message_leaf_])
+                    if crc__message_leaf_ != crc_message_leaf_:
+                        raise _ChecksumError(
+                            f"stored crc32 {crc_message_leaf_:#010x} != computed {crc__message_leaf_:#010x} (corrupt data)",
+                            offset=p_magic_message_leaf_,
+                            path="message.crc",
+                        )
+                magic_message_leaf_, attributes_message_leaf_, timestamp_message_leaf_ = _S4.unpack_from(data_, dpos)
+                dpos += 10
+                if magic_message_leaf_ != 1:
+                    raise _InvalidValueError(
+                        f"magic is {magic_message_leaf_}, expected 1", offset=dpos, path="message.magic"
+                    )
+                codec_message_leaf_ = _ENUM_codec.get((attributes_message_leaf_ & 15) >> 0)
+                if codec_message_leaf_ is None:
+                    raise _InvalidValueError(
+                        f"unknown codec id {(attributes_message_leaf_ & 15) >> 0}",
+                        offset=dpos,
+                        path="message.attributes",
+                    )
+                (n_kafka_tags_message_leaf_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                if n_kafka_tags_message_leaf_ < 0:
+                    kafka_tags_message_leaf_ = None
+                else:
+                    s_kafka_tags_message_leaf_ = dpos + n_kafka_tags_message_leaf_
+                    if s_kafka_tags_message_leaf_ > e_0_message_leaf_:
+                        raise _Fallback
+                    n_kafka_tags_message_leaf_ = 1
+                    kafka_tags_message_leaf_ = []
+                    append_kafka_tags_message_leaf_ = kafka_tags_message_leaf_.append
+                    i_kafka_tags_message_leaf_ = 0
+                    try:
+                        while dpos < s_kafka_tags_message_leaf_:
+                            if i_kafka_tags_message_leaf_ >= opts.max_headers:
+                                raise _LimitExceededError(
+                                    f"more than {opts.max_headers} elements", offset=dpos, path="message.kafka_tags"
+                                )
+                            tag_id_kafka_tag__message_leaf_ = data_[dpos]
+                            if tag_id_kafka_tag__message_leaf_ > 127:
+                                tag_id_kafka_tag__message_leaf_ -= 256
+                            dpos += 1
+                            (n_tag_value_kafka_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
+                            dpos += 4
+                            if n_tag_value_kafka_tag__message_leaf_ < 0:
+                                raise _Fallback
+                            else:
+                                if n_tag_value_kafka_tag__message_leaf_ > opts.max_bytes:
+                                    raise _Fallback
+                                tag_value_kafka_tag__message_leaf_ = data_[
+                                    dpos : dpos + n_tag_value_kafka_tag__message_leaf_
+                                ]
+                                dpos += n_tag_value_kafka_tag__message_leaf_
+                            item__message_leaf_ = (tag_id_kafka_tag__message_leaf_, tag_value_kafka_tag__message_leaf_)
+                            append_kafka_tags_message_leaf_(item__message_leaf_)
+                            i_kafka_tags_message_leaf_ += 1
+                    except _CodecError as exc_message_leaf_:
+                        raise exc_message_leaf_.within(
+                            "message.kafka_tags", i_kafka_tags_message_leaf_, "kafka_tag"
+                        ) from None
+                    if dpos != s_kafka_tags_message_leaf_:
+                        raise _Fallback
+                (n_headers_message_leaf_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                if n_headers_message_leaf_ < 0:
+                    headers_message_leaf_ = None
+                else:
+                    s_headers_message_leaf_ = dpos + n_headers_message_leaf_
+                    if s_headers_message_leaf_ > e_0_message_leaf_:
+                        raise _Fallback
+                    n_headers_message_leaf_ = 1
+                    headers_message_leaf_ = []
+                    append_headers_message_leaf_ = headers_message_leaf_.append
+                    i_headers_message_leaf_ = 0
+                    try:
+                        while dpos < s_headers_message_leaf_:
+                            if i_headers_message_leaf_ >= opts.max_headers:
+                                raise _LimitExceededError(
+                                    f"more than {opts.max_headers} elements", offset=dpos, path="message.headers"
+                                )
+                            (n_key_app_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
+                            dpos += 4
+                            if n_key_app_tag__message_leaf_ < 0:
+                                raise _Fallback
+                            else:
+                                if n_key_app_tag__message_leaf_ > opts.max_bytes:
+                                    raise _Fallback
+                                r__app_tag__message_leaf_ = data_[dpos : dpos + n_key_app_tag__message_leaf_]
+                                key_app_tag__message_leaf_ = _STR_DECODED.get(r__app_tag__message_leaf_)
+                                if key_app_tag__message_leaf_ is None:
+                                    key_app_tag__message_leaf_ = _decode_str(r__app_tag__message_leaf_)
+                                dpos += n_key_app_tag__message_leaf_
+                            (n_value_app_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
+                            dpos += 4
+                            if n_value_app_tag__message_leaf_ < 0:
+                                value_app_tag__message_leaf_ = None
+                            else:
+                                if n_value_app_tag__message_leaf_ > opts.max_bytes:
+                                    raise _Fallback
+                                value_app_tag__message_leaf_ = data_[dpos : dpos + n_value_app_tag__message_leaf_]
+                                dpos += n_value_app_tag__message_leaf_
+                            item__message_leaf_ = (key_app_tag__message_leaf_, value_app_tag__message_leaf_)
+                            append_headers_message_leaf_(item__message_leaf_)
+                            i_headers_message_leaf_ += 1
+                    except _CodecError as exc_message_leaf_:
+                        raise exc_message_leaf_.within("message.headers", i_headers_message_leaf_, "app_tag") from None
+                    if dpos != s_headers_message_leaf_:
+                        raise _Fallback
+                (n_key_message_leaf_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                if n_key_message_leaf_ < 0:
+                    key_message_leaf_ = None
+                else:
+                    if n_key_message_leaf_ > opts.max_bytes:
+                        raise _Fallback
+                    key_message_leaf_ = data_[dpos : dpos + n_key_message_leaf_]
+                    dpos += n_key_message_leaf_
+                (n_value_message_leaf_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                if n_value_message_leaf_ < 0:
+                    value_message_leaf_ = None
+                else:
+                    if n_value_message_leaf_ > opts.max_bytes:
+                        raise _Fallback
+                    value_message_leaf_ = data_[dpos : dpos + n_value_message_leaf_]
+                    dpos += n_value_message_leaf_
+                if dpos != e_0_message_leaf_:
+                    raise _Fallback
+                messages_message_leaf_ = None
+                if codec_message_leaf_ != "none":
+                    raise _Fallback
+                item_ = Message(
+                    offset_message_leaf_,
+                    size_message_leaf_,
+                    crc_message_leaf_,
+                    magic_message_leaf_,
+                    codec_message_leaf_,
+                    timestamp_message_leaf_,
+                    kafka_tags_message_leaf_,
+                    headers_message_leaf_,
+                    key_message_leaf_,
+                    value_message_leaf_,
+                    messages_message_leaf_,
+                )
             except _CodecError as exc:
                 raise exc.within("message.value.messages", len(messages), "message").in_stream(codec, None) from None
             messages.append(item_)
@@ -554,8 +708,8 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
                 if key_app_tag_ is None:
                     raise _InvalidValueError("may not be null", path="app_tag.key")
                 else:
-                    b_app_tag_ = _STR_ENCODED.get(key_app_tag_)
-                    key_app_tag_ = _encode_str(key_app_tag_) if b_app_tag_ is None else b_app_tag_
+                    b__app_tag_ = _STR_ENCODED.get(key_app_tag_)
+                    key_app_tag_ = _encode_str(key_app_tag_) if b__app_tag_ is None else b__app_tag_
                     out += _S1.pack(len(key_app_tag_))
                     out += key_app_tag_
                 if value_app_tag_ is None:

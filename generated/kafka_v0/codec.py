@@ -200,10 +200,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    (
-        offset,
-        size,
-    ) = _S0.unpack_from(buf, pos)
+    offset, size = _S0.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
@@ -218,10 +215,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    (
-        magic,
-        attributes,
-    ) = _S2.unpack_from(buf, pos)
+    magic, attributes = _S2.unpack_from(buf, pos)
     pos += 2
     if magic != 0:
         raise _InvalidValueError(f"magic is {magic}, expected 0", offset=pos, path="message.magic")
@@ -263,17 +257,80 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         while dend - dpos >= 12:
             (n_,) = _S3.unpack_from(data_, dpos + 8)
             if n_ >= 0 and dpos + 12 + n_ > dend:
-                break  # Kafka drops a truncated inner tail
+                break
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
-                item_, dpos = _fdecode_message(data_, dpos, dend, opts, depth_ + 1)
+                depth__message_leaf_ = depth_ + 1
+                offset_message_leaf_, size_message_leaf_ = _S0.unpack_from(data_, dpos)
+                dpos += 12
+                p_crc_message_leaf_ = dpos
+                e_0_message_leaf_ = p_crc_message_leaf_ + size_message_leaf_
+                if size_message_leaf_ < 14 or e_0_message_leaf_ > dend:
+                    raise _Fallback
+                (crc_message_leaf_,) = _S1.unpack_from(data_, dpos)
+                dpos += 4
+                p_magic_message_leaf_ = dpos
+                if opts.verify_crc:
+                    crc__message_leaf_ = _crc32(data_[p_magic_message_leaf_:e_0_message_leaf_])
+                    if crc__message_leaf_ != crc_message_leaf_:
+                        raise _ChecksumError(
+                            f"stored crc32 {crc_message_leaf_:#010x} != computed {crc__message_leaf_:#010x} (corrupt data)",
+                            offset=p_magic_message_leaf_,
+                            path="message.crc",
+                        )
+                magic_message_leaf_, attributes_message_leaf_ = _S2.unpack_from(data_, dpos)
+                dpos += 2
+                if magic_message_leaf_ != 0:
+                    raise _InvalidValueError(
+                        f"magic is {magic_message_leaf_}, expected 0", offset=dpos, path="message.magic"
+                    )
+                codec_message_leaf_ = _ENUM_codec.get((attributes_message_leaf_ & 7) >> 0)
+                if codec_message_leaf_ is None:
+                    raise _InvalidValueError(
+                        f"unknown codec id {(attributes_message_leaf_ & 7) >> 0}",
+                        offset=dpos,
+                        path="message.attributes",
+                    )
+                (n_key_message_leaf_,) = _S3.unpack_from(data_, dpos)
+                dpos += 4
+                if n_key_message_leaf_ < 0:
+                    key_message_leaf_ = None
+                else:
+                    if n_key_message_leaf_ > opts.max_bytes:
+                        raise _Fallback
+                    key_message_leaf_ = data_[dpos : dpos + n_key_message_leaf_]
+                    dpos += n_key_message_leaf_
+                (n_value_message_leaf_,) = _S3.unpack_from(data_, dpos)
+                dpos += 4
+                if n_value_message_leaf_ < 0:
+                    value_message_leaf_ = None
+                else:
+                    if n_value_message_leaf_ > opts.max_bytes:
+                        raise _Fallback
+                    value_message_leaf_ = data_[dpos : dpos + n_value_message_leaf_]
+                    dpos += n_value_message_leaf_
+                if dpos != e_0_message_leaf_:
+                    raise _Fallback
+                messages_message_leaf_ = None
+                if codec_message_leaf_ != "none":
+                    raise _Fallback
+                item_ = Message(
+                    offset_message_leaf_,
+                    size_message_leaf_,
+                    crc_message_leaf_,
+                    magic_message_leaf_,
+                    codec_message_leaf_,
+                    key_message_leaf_,
+                    value_message_leaf_,
+                    messages_message_leaf_,
+                )
             except _CodecError as exc:
                 raise exc.within("message.value.messages", len(messages), "message").in_stream(codec, None) from None
             messages.append(item_)
         if not messages:
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
-    return Message(offset, size, crc, magic, codec, key, value, messages), pos
+    return (Message(offset, size, crc, magic, codec, key, value, messages), pos)
 
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):

@@ -560,9 +560,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 length_record_ = _ZZ[length_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    length_record_ = _ZZ2[(length_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    length_record_ = _ZZ2[(length_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     length_record_, dpos = _read_uvarint32(data_, dpos, dend, "record.length")
@@ -580,9 +580,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     timestamp_delta_record_, dpos = _read_uvarint64(data_, dpos, e_0_record_, "record.timestamp_delta")
@@ -592,9 +592,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 offset_delta_record_ = _ZZ[offset_delta_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     offset_delta_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.offset_delta")
@@ -604,9 +604,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 n_key_record_ = _ZZ[n_key_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     n_key_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.key")
@@ -623,9 +623,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 n_value_record_ = _ZZ[n_value_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     n_value_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.value")
@@ -642,9 +642,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 dpos += 1
                 n_headers_record_ = _ZZ[n_headers_record_]
             else:
-                x_record_ = data_[dpos + 1]
-                if x_record_ < 128:
-                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x_record_]
+                x__record_ = data_[dpos + 1]
+                if x__record_ < 128:
+                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x__record_]
                     dpos += 2
                 else:
                     n_headers_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.headers")
@@ -665,50 +665,50 @@ def _fdecode_batch(buf, pos, end, opts):
                 )
             headers_record_ = []
             append_headers_record_ = headers_record_.append
-            for _record_ in range(n_headers_record_):
-                n_key_header_record_ = data_[dpos]
-                if n_key_header_record_ < 128:
+            for __record_ in range(n_headers_record_):
+                n_key_header__record_ = data_[dpos]
+                if n_key_header__record_ < 128:
                     dpos += 1
-                    n_key_header_record_ = _ZZ[n_key_header_record_]
+                    n_key_header__record_ = _ZZ[n_key_header__record_]
                 else:
-                    x_header_record_ = data_[dpos + 1]
-                    if x_header_record_ < 128:
-                        n_key_header_record_ = _ZZ2[(n_key_header_record_ << 7) + x_header_record_]
+                    x__header__record_ = data_[dpos + 1]
+                    if x__header__record_ < 128:
+                        n_key_header__record_ = _ZZ2[(n_key_header__record_ << 7) + x__header__record_]
                         dpos += 2
                     else:
-                        n_key_header_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.key")
-                        n_key_header_record_ = n_key_header_record_ >> 1 ^ -(n_key_header_record_ & 1)
-                if n_key_header_record_ < 0:
+                        n_key_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.key")
+                        n_key_header__record_ = n_key_header__record_ >> 1 ^ -(n_key_header__record_ & 1)
+                if n_key_header__record_ < 0:
                     raise _Fallback
                 else:
-                    if n_key_header_record_ > opts.max_bytes:
+                    if n_key_header__record_ > opts.max_bytes:
                         raise _Fallback
-                    r_header_record_ = data_[dpos : dpos + n_key_header_record_]
-                    key_header_record_ = _STR_DECODED.get(r_header_record_)
-                    if key_header_record_ is None:
-                        key_header_record_ = _decode_str(r_header_record_)
-                    dpos += n_key_header_record_
-                n_value_header_record_ = data_[dpos]
-                if n_value_header_record_ < 128:
+                    r__header__record_ = data_[dpos : dpos + n_key_header__record_]
+                    key_header__record_ = _STR_DECODED.get(r__header__record_)
+                    if key_header__record_ is None:
+                        key_header__record_ = _decode_str(r__header__record_)
+                    dpos += n_key_header__record_
+                n_value_header__record_ = data_[dpos]
+                if n_value_header__record_ < 128:
                     dpos += 1
-                    n_value_header_record_ = _ZZ[n_value_header_record_]
+                    n_value_header__record_ = _ZZ[n_value_header__record_]
                 else:
-                    x_header_record_ = data_[dpos + 1]
-                    if x_header_record_ < 128:
-                        n_value_header_record_ = _ZZ2[(n_value_header_record_ << 7) + x_header_record_]
+                    x__header__record_ = data_[dpos + 1]
+                    if x__header__record_ < 128:
+                        n_value_header__record_ = _ZZ2[(n_value_header__record_ << 7) + x__header__record_]
                         dpos += 2
                     else:
-                        n_value_header_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.value")
-                        n_value_header_record_ = n_value_header_record_ >> 1 ^ -(n_value_header_record_ & 1)
-                if n_value_header_record_ < 0:
-                    value_header_record_ = None
+                        n_value_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.value")
+                        n_value_header__record_ = n_value_header__record_ >> 1 ^ -(n_value_header__record_ & 1)
+                if n_value_header__record_ < 0:
+                    value_header__record_ = None
                 else:
-                    if n_value_header_record_ > opts.max_bytes:
+                    if n_value_header__record_ > opts.max_bytes:
                         raise _Fallback
-                    value_header_record_ = data_[dpos : dpos + n_value_header_record_]
-                    dpos += n_value_header_record_
-                item_record_ = (key_header_record_, value_header_record_)
-                append_headers_record_(item_record_)
+                    value_header__record_ = data_[dpos : dpos + n_value_header__record_]
+                    dpos += n_value_header__record_
+                item__record_ = (key_header__record_, value_header__record_)
+                append_headers_record_(item__record_)
             if dpos != e_0_record_:
                 raise _Fallback
             timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
@@ -720,7 +720,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if is_control:
                 if key_record_ is None or len(key_record_) < 4:
                     raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-                control_record_, _record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+                control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
             else:
                 control_record_ = None
             item_ = Record(
@@ -758,9 +758,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 length_record_ = _ZZ[length_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    length_record_ = _ZZ2[(length_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    length_record_ = _ZZ2[(length_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     length_record_, pos = _read_uvarint32(buf, pos, e_0, "record.length")
@@ -778,9 +778,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     timestamp_delta_record_, pos = _read_uvarint64(buf, pos, e_0_record_, "record.timestamp_delta")
@@ -790,9 +790,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 offset_delta_record_ = _ZZ[offset_delta_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     offset_delta_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.offset_delta")
@@ -802,9 +802,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 n_key_record_ = _ZZ[n_key_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     n_key_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.key")
@@ -821,9 +821,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 n_value_record_ = _ZZ[n_value_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     n_value_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.value")
@@ -840,9 +840,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 pos += 1
                 n_headers_record_ = _ZZ[n_headers_record_]
             else:
-                x_record_ = buf[pos + 1]
-                if x_record_ < 128:
-                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x_record_]
+                x__record_ = buf[pos + 1]
+                if x__record_ < 128:
+                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x__record_]
                     pos += 2
                 else:
                     n_headers_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.headers")
@@ -863,50 +863,50 @@ def _fdecode_batch(buf, pos, end, opts):
                 )
             headers_record_ = []
             append_headers_record_ = headers_record_.append
-            for _record_ in range(n_headers_record_):
-                n_key_header_record_ = buf[pos]
-                if n_key_header_record_ < 128:
+            for __record_ in range(n_headers_record_):
+                n_key_header__record_ = buf[pos]
+                if n_key_header__record_ < 128:
                     pos += 1
-                    n_key_header_record_ = _ZZ[n_key_header_record_]
+                    n_key_header__record_ = _ZZ[n_key_header__record_]
                 else:
-                    x_header_record_ = buf[pos + 1]
-                    if x_header_record_ < 128:
-                        n_key_header_record_ = _ZZ2[(n_key_header_record_ << 7) + x_header_record_]
+                    x__header__record_ = buf[pos + 1]
+                    if x__header__record_ < 128:
+                        n_key_header__record_ = _ZZ2[(n_key_header__record_ << 7) + x__header__record_]
                         pos += 2
                     else:
-                        n_key_header_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.key")
-                        n_key_header_record_ = n_key_header_record_ >> 1 ^ -(n_key_header_record_ & 1)
-                if n_key_header_record_ < 0:
+                        n_key_header__record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.key")
+                        n_key_header__record_ = n_key_header__record_ >> 1 ^ -(n_key_header__record_ & 1)
+                if n_key_header__record_ < 0:
                     raise _Fallback
                 else:
-                    if n_key_header_record_ > opts.max_bytes:
+                    if n_key_header__record_ > opts.max_bytes:
                         raise _Fallback
-                    r_header_record_ = buf[pos : pos + n_key_header_record_]
-                    key_header_record_ = _STR_DECODED.get(r_header_record_)
-                    if key_header_record_ is None:
-                        key_header_record_ = _decode_str(r_header_record_)
-                    pos += n_key_header_record_
-                n_value_header_record_ = buf[pos]
-                if n_value_header_record_ < 128:
+                    r__header__record_ = buf[pos : pos + n_key_header__record_]
+                    key_header__record_ = _STR_DECODED.get(r__header__record_)
+                    if key_header__record_ is None:
+                        key_header__record_ = _decode_str(r__header__record_)
+                    pos += n_key_header__record_
+                n_value_header__record_ = buf[pos]
+                if n_value_header__record_ < 128:
                     pos += 1
-                    n_value_header_record_ = _ZZ[n_value_header_record_]
+                    n_value_header__record_ = _ZZ[n_value_header__record_]
                 else:
-                    x_header_record_ = buf[pos + 1]
-                    if x_header_record_ < 128:
-                        n_value_header_record_ = _ZZ2[(n_value_header_record_ << 7) + x_header_record_]
+                    x__header__record_ = buf[pos + 1]
+                    if x__header__record_ < 128:
+                        n_value_header__record_ = _ZZ2[(n_value_header__record_ << 7) + x__header__record_]
                         pos += 2
                     else:
-                        n_value_header_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.value")
-                        n_value_header_record_ = n_value_header_record_ >> 1 ^ -(n_value_header_record_ & 1)
-                if n_value_header_record_ < 0:
-                    value_header_record_ = None
+                        n_value_header__record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.value")
+                        n_value_header__record_ = n_value_header__record_ >> 1 ^ -(n_value_header__record_ & 1)
+                if n_value_header__record_ < 0:
+                    value_header__record_ = None
                 else:
-                    if n_value_header_record_ > opts.max_bytes:
+                    if n_value_header__record_ > opts.max_bytes:
                         raise _Fallback
-                    value_header_record_ = buf[pos : pos + n_value_header_record_]
-                    pos += n_value_header_record_
-                item_record_ = (key_header_record_, value_header_record_)
-                append_headers_record_(item_record_)
+                    value_header__record_ = buf[pos : pos + n_value_header__record_]
+                    pos += n_value_header__record_
+                item__record_ = (key_header__record_, value_header__record_)
+                append_headers_record_(item__record_)
             if pos != e_0_record_:
                 raise _Fallback
             timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
@@ -918,7 +918,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if is_control:
                 if key_record_ is None or len(key_record_) < 4:
                     raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-                control_record_, _record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+                control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
             else:
                 control_record_ = None
             item_ = Record(
@@ -1033,9 +1033,9 @@ def _encode_batch(obj, out, index):
                 headers_record_ = item_.headers
                 control_record_ = item_.control
                 if control_record_ is not None and key_record_ is None:
-                    tmp_record_ = bytearray()
-                    _encode_control_key(control_record_, tmp_record_, 0)
-                    key_record_ = bytes(tmp_record_)
+                    tmp__record_ = bytearray()
+                    _encode_control_key(control_record_, tmp__record_, 0)
+                    key_record_ = bytes(tmp__record_)
                 timestamp_delta_record_ = (
                     timestamp_delta_kept_record_
                     if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
@@ -1059,69 +1059,69 @@ def _encode_batch(obj, out, index):
                 if key_record_ is None:
                     tmp_.append(1)
                 else:
-                    n_record_ = len(key_record_)
-                    if n_record_ < 8192:
-                        tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                    n__record_ = len(key_record_)
+                    if n__record_ < 8192:
+                        tmp_ += _ZZ_BYTES[n__record_ + 8192]
                     else:
-                        _write_varint(tmp_, n_record_, "record.key")
+                        _write_varint(tmp_, n__record_, "record.key")
                     tmp_ += key_record_
                 if value_record_ is None:
                     tmp_.append(1)
                 else:
-                    n_record_ = len(value_record_)
-                    if n_record_ < 8192:
-                        tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                    n__record_ = len(value_record_)
+                    if n__record_ < 8192:
+                        tmp_ += _ZZ_BYTES[n__record_ + 8192]
                     else:
-                        _write_varint(tmp_, n_record_, "record.value")
+                        _write_varint(tmp_, n__record_, "record.value")
                     tmp_ += value_record_
-                n_record_ = len(headers_record_)
-                if n_record_ < 8192:
-                    tmp_ += _ZZ_BYTES[n_record_ + 8192]
+                n__record_ = len(headers_record_)
+                if n__record_ < 8192:
+                    tmp_ += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    _write_varint(tmp_, n_record_, "record.headers")
-                index_record_ = 0
+                    _write_varint(tmp_, n__record_, "record.headers")
+                index__record_ = 0
                 try:
-                    for index_record_, item_record_ in enumerate(headers_record_):
-                        key_header_record_ = item_record_[0]
-                        value_header_record_ = item_record_[1]
-                        if key_header_record_ is None:
+                    for index__record_, item__record_ in enumerate(headers_record_):
+                        key_header__record_ = item__record_[0]
+                        value_header__record_ = item__record_[1]
+                        if key_header__record_ is None:
                             raise _InvalidValueError("may not be null", path="header.key")
                         else:
-                            b_header_record_ = _STR_ENCODED.get(key_header_record_)
-                            key_header_record_ = (
-                                _encode_str(key_header_record_) if b_header_record_ is None else b_header_record_
+                            b__header__record_ = _STR_ENCODED.get(key_header__record_)
+                            key_header__record_ = (
+                                _encode_str(key_header__record_) if b__header__record_ is None else b__header__record_
                             )
-                            n_header_record_ = len(key_header_record_)
-                            if n_header_record_ < 8192:
-                                tmp_ += _ZZ_BYTES[n_header_record_ + 8192]
+                            n__header__record_ = len(key_header__record_)
+                            if n__header__record_ < 8192:
+                                tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
                             else:
-                                _write_varint(tmp_, n_header_record_, "header.key")
-                            tmp_ += key_header_record_
-                        if value_header_record_ is None:
+                                _write_varint(tmp_, n__header__record_, "header.key")
+                            tmp_ += key_header__record_
+                        if value_header__record_ is None:
                             tmp_.append(1)
                         else:
-                            n_header_record_ = len(value_header_record_)
-                            if n_header_record_ < 8192:
-                                tmp_ += _ZZ_BYTES[n_header_record_ + 8192]
+                            n__header__record_ = len(value_header__record_)
+                            if n__header__record_ < 8192:
+                                tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
                             else:
-                                _write_varint(tmp_, n_header_record_, "header.value")
-                            tmp_ += value_header_record_
+                                _write_varint(tmp_, n__header__record_, "header.value")
+                            tmp_ += value_header__record_
                 except _CodecError as exc_record_:
-                    raise exc_record_.within("record.headers", index_record_, "header") from None
+                    raise exc_record_.within("record.headers", index__record_, "header") from None
                 except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
                     raise _InvalidValueError(
                         f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
-                        path=f"record.headers[{index_record_}]",
+                        path=f"record.headers[{index__record_}]",
                     ) from None
-                n_record_ = len(tmp_) - q_length_record_ - 1
-                if 0 <= n_record_ < 64:
-                    tmp_[q_length_record_] = n_record_ << 1
-                elif n_record_ < 8192:
-                    tmp_[q_length_record_ : q_length_record_ + 1] = (n_record_ << 1 & 127 | 128, n_record_ >> 6)
+                n__record_ = len(tmp_) - q_length_record_ - 1
+                if 0 <= n__record_ < 64:
+                    tmp_[q_length_record_] = n__record_ << 1
+                elif n__record_ < 8192:
+                    tmp_[q_length_record_ : q_length_record_ + 1] = (n__record_ << 1 & 127 | 128, n__record_ >> 6)
                 else:
-                    tmp_record_ = bytearray()
-                    _write_varint(tmp_record_, n_record_, "record.length")
-                    tmp_[q_length_record_ : q_length_record_ + 1] = tmp_record_
+                    tmp__record_ = bytearray()
+                    _write_varint(tmp__record_, n__record_, "record.length")
+                    tmp_[q_length_record_ : q_length_record_ + 1] = tmp__record_
         except _CodecError as exc:
             raise exc.within("batch.records", index_, "record") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
@@ -1142,9 +1142,9 @@ def _encode_batch(obj, out, index):
                 headers_record_ = item_.headers
                 control_record_ = item_.control
                 if control_record_ is not None and key_record_ is None:
-                    tmp_record_ = bytearray()
-                    _encode_control_key(control_record_, tmp_record_, 0)
-                    key_record_ = bytes(tmp_record_)
+                    tmp__record_ = bytearray()
+                    _encode_control_key(control_record_, tmp__record_, 0)
+                    key_record_ = bytes(tmp__record_)
                 timestamp_delta_record_ = (
                     timestamp_delta_kept_record_
                     if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
@@ -1168,69 +1168,69 @@ def _encode_batch(obj, out, index):
                 if key_record_ is None:
                     out.append(1)
                 else:
-                    n_record_ = len(key_record_)
-                    if n_record_ < 8192:
-                        out += _ZZ_BYTES[n_record_ + 8192]
+                    n__record_ = len(key_record_)
+                    if n__record_ < 8192:
+                        out += _ZZ_BYTES[n__record_ + 8192]
                     else:
-                        _write_varint(out, n_record_, "record.key")
+                        _write_varint(out, n__record_, "record.key")
                     out += key_record_
                 if value_record_ is None:
                     out.append(1)
                 else:
-                    n_record_ = len(value_record_)
-                    if n_record_ < 8192:
-                        out += _ZZ_BYTES[n_record_ + 8192]
+                    n__record_ = len(value_record_)
+                    if n__record_ < 8192:
+                        out += _ZZ_BYTES[n__record_ + 8192]
                     else:
-                        _write_varint(out, n_record_, "record.value")
+                        _write_varint(out, n__record_, "record.value")
                     out += value_record_
-                n_record_ = len(headers_record_)
-                if n_record_ < 8192:
-                    out += _ZZ_BYTES[n_record_ + 8192]
+                n__record_ = len(headers_record_)
+                if n__record_ < 8192:
+                    out += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    _write_varint(out, n_record_, "record.headers")
-                index_record_ = 0
+                    _write_varint(out, n__record_, "record.headers")
+                index__record_ = 0
                 try:
-                    for index_record_, item_record_ in enumerate(headers_record_):
-                        key_header_record_ = item_record_[0]
-                        value_header_record_ = item_record_[1]
-                        if key_header_record_ is None:
+                    for index__record_, item__record_ in enumerate(headers_record_):
+                        key_header__record_ = item__record_[0]
+                        value_header__record_ = item__record_[1]
+                        if key_header__record_ is None:
                             raise _InvalidValueError("may not be null", path="header.key")
                         else:
-                            b_header_record_ = _STR_ENCODED.get(key_header_record_)
-                            key_header_record_ = (
-                                _encode_str(key_header_record_) if b_header_record_ is None else b_header_record_
+                            b__header__record_ = _STR_ENCODED.get(key_header__record_)
+                            key_header__record_ = (
+                                _encode_str(key_header__record_) if b__header__record_ is None else b__header__record_
                             )
-                            n_header_record_ = len(key_header_record_)
-                            if n_header_record_ < 8192:
-                                out += _ZZ_BYTES[n_header_record_ + 8192]
+                            n__header__record_ = len(key_header__record_)
+                            if n__header__record_ < 8192:
+                                out += _ZZ_BYTES[n__header__record_ + 8192]
                             else:
-                                _write_varint(out, n_header_record_, "header.key")
-                            out += key_header_record_
-                        if value_header_record_ is None:
+                                _write_varint(out, n__header__record_, "header.key")
+                            out += key_header__record_
+                        if value_header__record_ is None:
                             out.append(1)
                         else:
-                            n_header_record_ = len(value_header_record_)
-                            if n_header_record_ < 8192:
-                                out += _ZZ_BYTES[n_header_record_ + 8192]
+                            n__header__record_ = len(value_header__record_)
+                            if n__header__record_ < 8192:
+                                out += _ZZ_BYTES[n__header__record_ + 8192]
                             else:
-                                _write_varint(out, n_header_record_, "header.value")
-                            out += value_header_record_
+                                _write_varint(out, n__header__record_, "header.value")
+                            out += value_header__record_
                 except _CodecError as exc_record_:
-                    raise exc_record_.within("record.headers", index_record_, "header") from None
+                    raise exc_record_.within("record.headers", index__record_, "header") from None
                 except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
                     raise _InvalidValueError(
                         f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
-                        path=f"record.headers[{index_record_}]",
+                        path=f"record.headers[{index__record_}]",
                     ) from None
-                n_record_ = len(out) - q_length_record_ - 1
-                if 0 <= n_record_ < 64:
-                    out[q_length_record_] = n_record_ << 1
-                elif n_record_ < 8192:
-                    out[q_length_record_ : q_length_record_ + 1] = (n_record_ << 1 & 127 | 128, n_record_ >> 6)
+                n__record_ = len(out) - q_length_record_ - 1
+                if 0 <= n__record_ < 64:
+                    out[q_length_record_] = n__record_ << 1
+                elif n__record_ < 8192:
+                    out[q_length_record_ : q_length_record_ + 1] = (n__record_ << 1 & 127 | 128, n__record_ >> 6)
                 else:
-                    tmp_record_ = bytearray()
-                    _write_varint(tmp_record_, n_record_, "record.length")
-                    out[q_length_record_ : q_length_record_ + 1] = tmp_record_
+                    tmp__record_ = bytearray()
+                    _write_varint(tmp__record_, n__record_, "record.length")
+                    out[q_length_record_ : q_length_record_ + 1] = tmp__record_
         except _CodecError as exc:
             raise exc.within("batch.records", index_, "record") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:

@@ -390,9 +390,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                 if length_message_ < 128:
                     dpos += 1
                 else:
-                    x_message_ = data_[dpos + 1]
-                    if x_message_ < 128:
-                        length_message_ = length_message_ & 127 | x_message_ << 7
+                    x__message_ = data_[dpos + 1]
+                    if x__message_ < 128:
+                        length_message_ = length_message_ & 127 | x__message_ << 7
                         dpos += 2
                     else:
                         length_message_, dpos = _read_uvarint32(data_, dpos, dend, "message.length")
@@ -409,9 +409,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                 if offset_delta_message_ < 128:
                     dpos += 1
                 else:
-                    x_message_ = data_[dpos + 1]
-                    if x_message_ < 128:
-                        offset_delta_message_ = offset_delta_message_ & 127 | x_message_ << 7
+                    x__message_ = data_[dpos + 1]
+                    if x__message_ < 128:
+                        offset_delta_message_ = offset_delta_message_ & 127 | x__message_ << 7
                         dpos += 2
                     else:
                         offset_delta_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.offset_delta")
@@ -420,9 +420,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_key_message_ < 128:
                         dpos += 1
                     else:
-                        x_message_ = data_[dpos + 1]
-                        if x_message_ < 128:
-                            n_key_message_ = n_key_message_ & 127 | x_message_ << 7
+                        x__message_ = data_[dpos + 1]
+                        if x__message_ < 128:
+                            n_key_message_ = n_key_message_ & 127 | x__message_ << 7
                             dpos += 2
                         else:
                             n_key_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.key")
@@ -450,10 +450,10 @@ def _fdecode_message_set(buf, pos, end, opts):
                 (message_crc_message_,) = _S1.unpack_from(data_, dpos)
                 dpos += 4
                 if opts.verify_crc:
-                    crc_message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
-                    if crc_message_ != message_crc_message_:
+                    crc__message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
+                    if crc__message_ != message_crc_message_:
                         raise _ChecksumError(
-                            f"stored crc32 {message_crc_message_:#010x} != computed {crc_message_:#010x} (corrupt data)",
+                            f"stored crc32 {message_crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
                             offset=p_attributes_message_,
                             path="message.message_crc",
                         )
@@ -499,9 +499,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                 if length_message_ < 128:
                     pos += 1
                 else:
-                    x_message_ = buf[pos + 1]
-                    if x_message_ < 128:
-                        length_message_ = length_message_ & 127 | x_message_ << 7
+                    x__message_ = buf[pos + 1]
+                    if x__message_ < 128:
+                        length_message_ = length_message_ & 127 | x__message_ << 7
                         pos += 2
                     else:
                         length_message_, pos = _read_uvarint32(buf, pos, e_0, "message.length")
@@ -518,9 +518,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                 if offset_delta_message_ < 128:
                     pos += 1
                 else:
-                    x_message_ = buf[pos + 1]
-                    if x_message_ < 128:
-                        offset_delta_message_ = offset_delta_message_ & 127 | x_message_ << 7
+                    x__message_ = buf[pos + 1]
+                    if x__message_ < 128:
+                        offset_delta_message_ = offset_delta_message_ & 127 | x__message_ << 7
                         pos += 2
                     else:
                         offset_delta_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.offset_delta")
@@ -529,9 +529,9 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_key_message_ < 128:
                         pos += 1
                     else:
-                        x_message_ = buf[pos + 1]
-                        if x_message_ < 128:
-                            n_key_message_ = n_key_message_ & 127 | x_message_ << 7
+                        x__message_ = buf[pos + 1]
+                        if x__message_ < 128:
+                            n_key_message_ = n_key_message_ & 127 | x__message_ << 7
                             pos += 2
                         else:
                             n_key_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.key")
@@ -559,10 +559,10 @@ def _fdecode_message_set(buf, pos, end, opts):
                 (message_crc_message_,) = _S1.unpack_from(buf, pos)
                 pos += 4
                 if opts.verify_crc:
-                    crc_message_ = _crc32(buf[p_attributes_message_:p_message_crc_message_])
-                    if crc_message_ != message_crc_message_:
+                    crc__message_ = _crc32(buf[p_attributes_message_:p_message_crc_message_])
+                    if crc__message_ != message_crc_message_:
                         raise _ChecksumError(
-                            f"stored crc32 {message_crc_message_:#010x} != computed {crc_message_:#010x} (corrupt data)",
+                            f"stored crc32 {message_crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
                             offset=p_attributes_message_,
                             path="message.message_crc",
                         )
@@ -676,11 +676,11 @@ def _encode_message_set(obj, out, index):
                     if key_message_ is None:
                         raise _InvalidValueError("may not be null", path="message.key")
                     else:
-                        n_message_ = len(key_message_)
-                        if n_message_ < 16384:
-                            tmp_ += _UV_BYTES[n_message_]
+                        n__message_ = len(key_message_)
+                        if n__message_ < 16384:
+                            tmp_ += _UV_BYTES[n__message_]
                         else:
-                            _write_uvarint(tmp_, n_message_, "message.key")
+                            _write_uvarint(tmp_, n__message_, "message.key")
                         tmp_ += key_message_
                 if not null_value_message_:
                     if value_message_ is None:
@@ -689,15 +689,15 @@ def _encode_message_set(obj, out, index):
                         tmp_ += value_message_
                 p_message_crc_message_ = len(tmp_)
                 tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
-                n_message_ = len(tmp_) - q_length_message_ - 1
-                if n_message_ < 128:
-                    tmp_[q_length_message_] = n_message_
-                elif n_message_ < 16384:
-                    tmp_[q_length_message_ : q_length_message_ + 1] = (n_message_ & 127 | 128, n_message_ >> 7)
+                n__message_ = len(tmp_) - q_length_message_ - 1
+                if n__message_ < 128:
+                    tmp_[q_length_message_] = n__message_
+                elif n__message_ < 16384:
+                    tmp_[q_length_message_ : q_length_message_ + 1] = (n__message_ & 127 | 128, n__message_ >> 7)
                 else:
-                    tmp_message_ = bytearray()
-                    _write_uvarint(tmp_message_, n_message_, "message.length")
-                    tmp_[q_length_message_ : q_length_message_ + 1] = tmp_message_
+                    tmp__message_ = bytearray()
+                    _write_uvarint(tmp__message_, n__message_, "message.length")
+                    tmp_[q_length_message_ : q_length_message_ + 1] = tmp__message_
         except _CodecError as exc:
             raise exc.within("message_set.records", index_, "message") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
@@ -738,11 +738,11 @@ def _encode_message_set(obj, out, index):
                     if key_message_ is None:
                         raise _InvalidValueError("may not be null", path="message.key")
                     else:
-                        n_message_ = len(key_message_)
-                        if n_message_ < 16384:
-                            out += _UV_BYTES[n_message_]
+                        n__message_ = len(key_message_)
+                        if n__message_ < 16384:
+                            out += _UV_BYTES[n__message_]
                         else:
-                            _write_uvarint(out, n_message_, "message.key")
+                            _write_uvarint(out, n__message_, "message.key")
                         out += key_message_
                 if not null_value_message_:
                     if value_message_ is None:
@@ -751,15 +751,15 @@ def _encode_message_set(obj, out, index):
                         out += value_message_
                 p_message_crc_message_ = len(out)
                 out += _S1.pack(_crc32(out[p_attributes_message_:]))
-                n_message_ = len(out) - q_length_message_ - 1
-                if n_message_ < 128:
-                    out[q_length_message_] = n_message_
-                elif n_message_ < 16384:
-                    out[q_length_message_ : q_length_message_ + 1] = (n_message_ & 127 | 128, n_message_ >> 7)
+                n__message_ = len(out) - q_length_message_ - 1
+                if n__message_ < 128:
+                    out[q_length_message_] = n__message_
+                elif n__message_ < 16384:
+                    out[q_length_message_ : q_length_message_ + 1] = (n__message_ & 127 | 128, n__message_ >> 7)
                 else:
-                    tmp_message_ = bytearray()
-                    _write_uvarint(tmp_message_, n_message_, "message.length")
-                    out[q_length_message_ : q_length_message_ + 1] = tmp_message_
+                    tmp__message_ = bytearray()
+                    _write_uvarint(tmp__message_, n__message_, "message.length")
+                    out[q_length_message_ : q_length_message_ + 1] = tmp__message_
         except _CodecError as exc:
             raise exc.within("message_set.records", index_, "message") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
