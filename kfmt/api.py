@@ -61,21 +61,26 @@ def _by_magic() -> dict[int, object]:
     return table
 
 
+def _entry_end(buf, pos: int, n: int) -> int:
+    """End of the log entry at ``pos``, or -1 at a truncated tail (Kafka stops there quietly)."""
+    if n - pos < HEADER_SIZE_UP_TO_MAGIC:
+        return -1
+    _, size = _ENTRY.unpack_from(buf, pos)
+    if size < MIN_ENTRY_SIZE:
+        raise InvalidValueError(
+            f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
+            offset=pos + 8,
+            path="log.entry.size",
+        )
+    end = pos + LOG_OVERHEAD + size
+    return end if end <= n else -1
+
+
 def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
     """Yield ``(position, end, magic)`` for each complete log entry; stop quietly at a truncated tail."""
     n = len(buf)
     pos = start
-    while n - pos >= HEADER_SIZE_UP_TO_MAGIC:
-        _, size = _ENTRY.unpack_from(buf, pos)
-        if size < MIN_ENTRY_SIZE:
-            raise InvalidValueError(
-                f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
-                offset=pos + 8,
-                path="log.entry.size",
-            )
-        end = pos + LOG_OVERHEAD + size
-        if end > n:
-            return  # a truncated tail ends iteration silently, as in Kafka
+    while (end := _entry_end(buf, pos, n)) >= 0:
         yield pos, end, buf[pos + 16]
         pos = end
 
@@ -112,26 +117,15 @@ def scan(
 
 
 def _scan(data, verify_crc, format, opts, backend, skip_corrupt, positions):
-    """The one loop behind ``read_batches`` and ``scan`` (entry framing as in ``iter_entries``, inlined:
-    with one small message per entry, as in v0/v1 logs, a generator per layer costs as much as decoding)."""
+    """The one loop behind ``read_batches`` and ``scan`` (one generator, not one per layer: with one
+    small message per entry, as in v0/v1 logs, each layer costs about as much as decoding it)."""
     buf = data if type(data) is bytes else bytes(data)
     opts = opts or options_for(verify_crc)
     forced = backend_module(format, backend) if format else None
     table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
-    unpack = _ENTRY.unpack_from
     n = len(buf)
     pos = 0
-    while n - pos >= HEADER_SIZE_UP_TO_MAGIC:
-        _, size = unpack(buf, pos)
-        if size < MIN_ENTRY_SIZE:
-            raise InvalidValueError(
-                f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
-                offset=pos + 8,
-                path="log.entry.size",
-            )
-        end = pos + LOG_OVERHEAD + size
-        if end > n:
-            return  # a truncated tail ends iteration silently, as in Kafka
+    while (end := _entry_end(buf, pos, n)) >= 0:
         mod = forced or table.get(buf[pos + 16])
         try:
             if mod is None:
