@@ -650,14 +650,15 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     """Append one message to out."""
+    own_ = type(obj) is Message
     offset = obj.offset
     codec = obj.codec
     timestamp = obj.timestamp
-    kafka_tags = getattr(obj, "kafka_tags", None)
+    kafka_tags = obj.kafka_tags if own_ else getattr(obj, "kafka_tags", None)
     headers = obj.headers
     key = obj.key
     value = obj.value
-    messages = getattr(obj, "messages", None)
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)

@@ -226,14 +226,15 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 
 def _wire_message(obj, index, rebase_=0, restamp_=False):
+    own_ = type(obj) is Message
     offset = obj.offset
     codec = obj.codec
     timestamp = obj.timestamp
-    kafka_tags = getattr(obj, "kafka_tags", None)
+    kafka_tags = obj.kafka_tags if own_ else getattr(obj, "kafka_tags", None)
     headers = obj.headers
     key = obj.key
     value = obj.value
-    messages = getattr(obj, "messages", None)
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     if codec != "none" and messages is not None:
         if not messages:

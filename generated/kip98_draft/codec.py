@@ -611,16 +611,17 @@ def _fdecode_message_set(buf, pos, end, opts):
 
 def _encode_message_set(obj, out, index):
     """Append one message_set to out."""
-    base_offset = getattr(obj, "base_offset", 0)
+    own_ = type(obj) is MessageSet
+    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
     codec = obj.codec
     timestamp_type = obj.timestamp_type
     is_transactional = obj.is_transactional
-    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
     max_timestamp = obj.max_timestamp
     producer_id = obj.producer_id
     producer_epoch = obj.producer_epoch
     base_sequence = obj.base_sequence
-    records = getattr(obj, "records", None)
+    records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
@@ -647,9 +648,12 @@ def _encode_message_set(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                null_key_message_ = getattr(item_, "null_key", False)
-                null_value_message_ = getattr(item_, "null_value", False)
-                is_control_message_message_ = getattr(item_, "is_control_message", False)
+                own__message_ = type(item_) is Message
+                null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
+                null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
+                is_control_message_message_ = (
+                    item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
+                )
                 timestamp_message_ = item_.timestamp
                 offset_message_ = item_.offset
                 key_message_ = item_.key
@@ -693,7 +697,8 @@ def _encode_message_set(obj, out, index):
                 if n__message_ < 128:
                     tmp_[q_length_message_] = n__message_
                 elif n__message_ < 16384:
-                    tmp_[q_length_message_ : q_length_message_ + 1] = (n__message_ & 127 | 128, n__message_ >> 7)
+                    tmp_[q_length_message_] = n__message_ & 127 | 128
+                    tmp_.insert(q_length_message_ + 1, n__message_ >> 7)
                 else:
                     tmp__message_ = bytearray()
                     _write_uvarint(tmp__message_, n__message_, "message.length")
@@ -709,9 +714,12 @@ def _encode_message_set(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(records):
-                null_key_message_ = getattr(item_, "null_key", False)
-                null_value_message_ = getattr(item_, "null_value", False)
-                is_control_message_message_ = getattr(item_, "is_control_message", False)
+                own__message_ = type(item_) is Message
+                null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
+                null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
+                is_control_message_message_ = (
+                    item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
+                )
                 timestamp_message_ = item_.timestamp
                 offset_message_ = item_.offset
                 key_message_ = item_.key
@@ -755,7 +763,8 @@ def _encode_message_set(obj, out, index):
                 if n__message_ < 128:
                     out[q_length_message_] = n__message_
                 elif n__message_ < 16384:
-                    out[q_length_message_ : q_length_message_ + 1] = (n__message_ & 127 | 128, n__message_ >> 7)
+                    out[q_length_message_] = n__message_ & 127 | 128
+                    out.insert(q_length_message_ + 1, n__message_ >> 7)
                 else:
                     tmp__message_ = bytearray()
                     _write_uvarint(tmp__message_, n__message_, "message.length")

@@ -182,9 +182,10 @@ def _decode_message(buf, pos, end, opts, base_offset):
 
 
 def _wire_message(obj, index, base_offset):
-    null_key = getattr(obj, "null_key", False)
-    null_value = getattr(obj, "null_value", False)
-    is_control_message = getattr(obj, "is_control_message", False)
+    own_ = type(obj) is Message
+    null_key = obj.null_key if own_ else getattr(obj, "null_key", False)
+    null_value = obj.null_value if own_ else getattr(obj, "null_value", False)
+    is_control_message = obj.is_control_message if own_ else getattr(obj, "is_control_message", False)
     timestamp = obj.timestamp
     offset = obj.offset
     key = obj.key
@@ -254,16 +255,17 @@ def _decode_message_set(buf, pos, end, opts):
 
 
 def _wire_message_set(obj, index):
-    base_offset = getattr(obj, "base_offset", 0)
+    own_ = type(obj) is MessageSet
+    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
     codec = obj.codec
     timestamp_type = obj.timestamp_type
     is_transactional = obj.is_transactional
-    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
     max_timestamp = obj.max_timestamp
     producer_id = obj.producer_id
     producer_epoch = obj.producer_epoch
     base_sequence = obj.base_sequence
-    records = getattr(obj, "records", None)
+    records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)

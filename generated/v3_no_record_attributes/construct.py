@@ -337,21 +337,22 @@ def _decode_batch(buf, pos, end, opts):
 
 
 def _wire_batch(obj, index):
-    base_offset = getattr(obj, "base_offset", 0)
+    own_ = type(obj) is Batch
+    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
     partition_leader_epoch = obj.partition_leader_epoch
     codec = obj.codec
     timestamp_type = obj.timestamp_type
     is_transactional = obj.is_transactional
     is_control = obj.is_control
     has_delete_horizon = obj.has_delete_horizon
-    ignore_record_attributes = getattr(obj, "ignore_record_attributes", False)
-    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
+    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
     base_timestamp = obj.base_timestamp
     max_timestamp = obj.max_timestamp
     producer_id = obj.producer_id
     producer_epoch = obj.producer_epoch
     base_sequence = obj.base_sequence
-    records = getattr(obj, "records", None)
+    records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
