@@ -584,7 +584,7 @@ class Builder:
             result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
 
         # ---- encode ops
-        enc = self.encode_ops(st, params, path, frozenset(m for m, _ in model))
+        enc = self.encode_ops(st, params, path)
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
         return StructIR(
             name=name,
@@ -749,7 +749,7 @@ class Builder:
         return a
 
     # ------------------------------------------------------------ encode
-    def encode_ops(self, st: Struct, params: list[str], path: str, model_names: frozenset = frozenset()) -> list[Op]:
+    def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
         ops: list[Op] = []
         base = set(self.base_slots.get(st.role, ())) | set(self.base_class_attrs.get(st.role, ()))
         # 1. load stored values
@@ -789,9 +789,9 @@ class Builder:
                 ops.append(Op("assign", 0, dict(
                     name=t, expr=f"obj.wire_{t} if restamp_ and getattr(obj, 'wire_{t}', None) is not None else {t}")))  # fmt: skip
         # objects of the format's own class have every field: read them directly, others through getattr
-        own = [op for op in ops if op.kind == "load" and not op.base and op.obj == "object"]
-        own = [op for op in own if op.attr in model_names]  # slots its __init__ always sets
-        if st.repr == "object" and len(own) > 1:
+        # (every load names a model field, a slot the generated __init__ always sets)
+        own = [op for op in ops if op.kind == "load" and not op.base] if st.repr == "object" else []
+        if len(own) > 1:
             ops.insert(0, Op("own_check", 0, dict(cls=_camel(st.name))))
             for op in own:
                 op.a["own"] = True

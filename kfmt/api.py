@@ -250,10 +250,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
             m.timestamp = -1 if ts is None else ts
         msgs.append(m)
     if codec == "none":
-        try:
-            return impl.encode_all(msgs)
-        except CodecError as e:  # "log[i]..." -> "records[i]...", the caller's list
-            raise type(e)(e.reason, offset=e.offset, path="records" + e.path[3:]) from None
+        return impl.encode_all(msgs, "records")
     if "messages" not in mod.ROOT._fields:
         raise UnsupportedCodecError(f"{mod.FORMAT_ID} has no compressed wrapper messages; use codec='none'")
     if not msgs:

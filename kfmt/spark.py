@@ -91,17 +91,12 @@ class KafkaLogDataSource(DataSource):
 
 
 def _spark_types() -> dict:
-    """SCHEMA as Spark types, built without a session (readers are made in Python workers)."""
-    from pyspark.sql import types as T
+    """The source's columns as Spark types, from the Arrow schema the reader produces (no session needed:
+    readers are made in Python workers)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    simple = {"binary": T.BinaryType(), "string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(),
-              "timestamp": T.TimestampType(), "boolean": T.BooleanType()}  # fmt: skip
-    header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
-    out = {}
-    for col in SCHEMA.replace("array<struct<key: string, value: binary>>", "headers").split(", "):
-        name, typ = col.split(" ")
-        out[name] = T.ArrayType(header) if typ == "headers" else simple[typ]
-    return out
+    return {f.name: f.dataType for f in from_arrow_schema(arrow_schema(pa)).fields}
 
 
 def _projection(schema) -> tuple[str, ...]:

@@ -166,3 +166,12 @@ def test_every_prefix_truncated(fmt):
         for n in range(len(data)):
             with pytest.raises(kfmt.TruncatedError):
                 mod.decode_from(data[:n], 0, n)
+
+
+@pytest.mark.parametrize("backend", ["codec", "construct"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_message_set_encode_error_names_the_record(magic, backend):
+    recs = [kfmt.Record(key=b"k", value=b"v", timestamp=1), kfmt.Record(key=123, value=b"v", timestamp=2)]
+    with pytest.raises(kfmt.CodecError) as e:
+        kfmt.encode_batch(recs, magic=magic, backend=backend)
+    assert e.value.path.startswith("records[1]"), e.value.path

@@ -799,17 +799,18 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values):
-    """Encode several messages back to back (a log, a message set) into one bytes object."""
+def encode_all(values, path="log"):
+    """Encode message values back to back (a log, a message set) into one bytes object;
+    errors name the element as ``path[i]``."""
     out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
             _encode_message(value, out, 0)
     except _CodecError as exc:
-        raise exc.within("log", index_, "message") from None
+        raise exc.within(path, index_, "message") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
-        raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path=f"log[{index_}]") from None
+        raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path=f"{path}[{index_}]") from None
     return bytes(out)
 
 

@@ -237,14 +237,15 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values):
-    """Encode several messages back to back (a log, a message set) into one bytes object."""
+def encode_all(values, path="log"):
+    """Encode message values back to back (a log, a message set) into one bytes object;
+    errors name the element as ``path[i]``."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
             _map_errors(_encode_message, value, out, 0)
         except _CodecError as exc:
-            raise exc.within("log", index_, "message") from None
+            raise exc.within(path, index_, "message") from None
     return bytes(out)
 
 

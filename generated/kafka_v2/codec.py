@@ -1300,17 +1300,18 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values):
-    """Encode several batchs back to back (a log, a message set) into one bytes object."""
+def encode_all(values, path="log"):
+    """Encode batch values back to back (a log, a message set) into one bytes object;
+    errors name the element as ``path[i]``."""
     out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
             _encode_batch(value, out, 0)
     except _CodecError as exc:
-        raise exc.within("log", index_, "batch") from None
+        raise exc.within(path, index_, "batch") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
-        raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path=f"log[{index_}]") from None
+        raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path=f"{path}[{index_}]") from None
     return bytes(out)
 
 

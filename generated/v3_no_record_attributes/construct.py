@@ -419,14 +419,15 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values):
-    """Encode several batchs back to back (a log, a message set) into one bytes object."""
+def encode_all(values, path="log"):
+    """Encode batch values back to back (a log, a message set) into one bytes object;
+    errors name the element as ``path[i]``."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
             _map_errors(_encode_batch, value, out, 0)
         except _CodecError as exc:
-            raise exc.within("log", index_, "batch") from None
+            raise exc.within(path, index_, "batch") from None
     return bytes(out)
 
 

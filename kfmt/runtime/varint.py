@@ -85,7 +85,7 @@ def size_of_uvarint(v: int) -> int:
 
 # ---------------------------------------------------------------- tables for the generated fast paths
 #: zigzag value of every one-byte varint
-ZZ1 = tuple((v >> 1) ^ -(v & 1) for v in range(0x80))
+ZZ1 = tuple(zigzag32(v) for v in range(0x80))
 
 
 def _zz2() -> tuple:
@@ -93,23 +93,12 @@ def _zz2() -> tuple:
     t = [None] * 0x8000
     for b0 in range(0x80, 0x100):
         for b1 in range(0x80):
-            v = (b0 & 0x7F) | (b1 << 7)
-            t[(b0 << 7) + b1] = (v >> 1) ^ -(v & 1)
+            t[(b0 << 7) + b1] = zigzag32((b0 & 0x7F) | (b1 << 7))
     return tuple(t)
 
 
 #: zigzag value of every two-byte varint, indexed by ``(first << 7) + second``
 ZZ2 = _zz2()
-
-
-def _zigzag_bytes(v: int) -> bytes:
-    out = bytearray()
-    _write(out, (v << 1) ^ (v >> 63))
-    return bytes(out)
-
-
-#: varint bytes of every zigzag value in [-8192, 8192) (the one- and two-byte ones), indexed by value + 8192
-ZZ_BYTES = tuple(_zigzag_bytes(v) for v in range(-8192, 8192))
 
 
 def _uvarint_bytes(v: int) -> bytes:
@@ -118,5 +107,8 @@ def _uvarint_bytes(v: int) -> bytes:
     return bytes(out)
 
 
-#: varint bytes of every unsigned value below 16384
+#: varint bytes of every unsigned value below 16384 (the one- and two-byte ones)
 UV_BYTES = tuple(_uvarint_bytes(v) for v in range(0x4000))
+#: varint bytes of every zigzag value in [-8192, 8192), indexed by value + 8192: the same bytes objects,
+#: since zigzag maps that range onto [0, 16384)
+ZZ_BYTES = tuple(UV_BYTES[(v << 1) ^ (v >> 63)] for v in range(-8192, 8192))
