@@ -1,11 +1,11 @@
 """An AST pass over a rendered codec module: inline per-element calls into the loops that make them.
 
-The templates emit one function per struct (``_fdecode_record``, ``_encode_header``...), which keeps them
+The templates emit one function per struct (``_fdecode_record``, ``_fencode_header``...), which keeps them
 small and readable.  In the hot loops (one call per record, one per header) the call itself is a large
 share of the time, so this pass splices the callee's body into the loop instead:
 
-* only the optimistic decoders (``_fdecode_*``) and the encoders (``_encode_*``) are touched; the checked
-  decoders (``_decode_*``) stay as rendered, so error reports keep their precise paths;
+* only the optimistic decoders and encoders (``_fdecode_*``, ``_fencode_*``) are touched; the checked
+  ones (``_decode_*``, ``_encode_*``) stay as rendered, so error reports keep their precise paths;
 * only call sites inside a ``for``/``while`` loop are inlined (that is where the calls repeat);
 * the callee's locals are renamed ``<name>_<struct>_`` (schema names may not end in ``_``, so the new
   names cannot meet a schema field), its parameters become the caller's arguments, and its final
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 
-INLINE_PREFIXES = ("_fdecode_", "_encode_")
+INLINE_PREFIXES = ("_fdecode_", "_fencode_")
 
 
 class _Rename(ast.NodeTransformer):
@@ -168,7 +168,7 @@ class _Inliner(ast.NodeTransformer):
     visit_While = _loop
 
     def _site(self, node: ast.stmt):
-        """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_encode_x(...)``."""
+        """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_fencode_x(...)``."""
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -189,7 +189,7 @@ class _Inliner(ast.NodeTransformer):
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name)
-            and node.value.func.id.startswith("_encode_")
+            and node.value.func.id.startswith("_fencode_")
             and not node.value.keywords
         ):
             return node.value.func.id, node.value.args, None

@@ -734,6 +734,7 @@ class Builder:
             last=i == len(st.fields) - 1,
             tuple=elem.repr == "tuple",
             limit="max_records" if elem.role in ("record", "batch") else "max_headers",
+            elem_index=self.uses_index(elem),
         )
         if f.count in VARINTS:
             a.update(count="varint", vkind=f.count)
@@ -749,6 +750,12 @@ class Builder:
         return a
 
     # ------------------------------------------------------------ encode
+    def uses_index(self, st: Struct) -> bool:
+        """Whether the encoder of ``st`` reads its position in the array (an offset delta defaulting to it)."""
+        return bool(self.wrapped_by(st.name)) or any(
+            f.derive and f.derive.func == "delta_of" and not f.derive.replaced_by for f in st.fields
+        )
+
     def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
         ops: list[Op] = []
         base = set(self.base_slots.get(st.role, ())) | set(self.base_class_attrs.get(st.role, ()))

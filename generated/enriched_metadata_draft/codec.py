@@ -26,8 +26,14 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
+from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
+from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
+from kfmt.runtime.text import encode_varint as _encode_str_varint
+from kfmt.runtime.text import encode_varlong as _encode_str_varlong
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
@@ -132,6 +138,21 @@ def _decode_kafka_tag(buf, pos, end, opts):
     return (tag_id, tag_value), pos
 
 
+def _encode_kafka_tag(obj, out, index):
+    """Append one kafka_tag to out."""
+    tag_id = obj[0]
+    tag_value = obj[1]
+    if -128 <= tag_id <= 127:
+        out.append(tag_id & 0xFF)
+    else:
+        raise _InvalidValueError(f"{tag_id} does not fit int8", path="kafka_tag.tag_id")
+    if tag_value is None:
+        raise _InvalidValueError("may not be null", path="kafka_tag.tag_value")
+    else:
+        out += _S1.pack(len(tag_value))
+        out += tag_value
+
+
 def _decode_app_tag(buf, pos, end, opts):
     """Decode one app_tag from buf[pos:end]; returns (value, next position)."""
     if end - pos < 4:
@@ -165,6 +186,24 @@ def _decode_app_tag(buf, pos, end, opts):
         value = buf[pos : pos + n_value]
         pos += n_value
     return (key, value), pos
+
+
+def _encode_app_tag(obj, out, index):
+    """Append one app_tag to out."""
+    key = obj[0]
+    value = obj[1]
+    if key is None:
+        raise _InvalidValueError("may not be null", path="app_tag.key")
+    else:
+        b_ = _STR_ENCODED.get(key)
+        key = _encode_str(key) if b_ is None else b_
+        out += _S1.pack(len(key))
+        out += key
+    if value is None:
+        out += _S1.pack(-1)
+    else:
+        out += _S1.pack(len(value))
+        out += value
 
 
 def _decode_message(buf, pos, end, opts, depth_=0):
@@ -678,23 +717,14 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         index_ = 0
         try:
             for index_, item_ in enumerate(kafka_tags):
-                tag_id_kafka_tag_ = item_[0]
-                tag_value_kafka_tag_ = item_[1]
-                if -128 <= tag_id_kafka_tag_ <= 127:
-                    out.append(tag_id_kafka_tag_ & 255)
-                else:
-                    raise _InvalidValueError(f"{tag_id_kafka_tag_} does not fit int8", path="kafka_tag.tag_id")
-                if tag_value_kafka_tag_ is None:
-                    raise _InvalidValueError("may not be null", path="kafka_tag.tag_value")
-                else:
-                    out += _S1.pack(len(tag_value_kafka_tag_))
-                    out += tag_value_kafka_tag_
+                _encode_kafka_tag(item_, out, index_)
         except _CodecError as exc:
             raise exc.within("message.kafka_tags", index_, "kafka_tag") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.kafka_tags[{index_}]"
             ) from None
+
         _S1.pack_into(out, q_kafka_tags, len(out) - q_kafka_tags - 4)
     if not headers:
         out += _S1.pack(-1)
@@ -704,26 +734,14 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         index_ = 0
         try:
             for index_, item_ in enumerate(headers):
-                key_app_tag_ = item_[0]
-                value_app_tag_ = item_[1]
-                if key_app_tag_ is None:
-                    raise _InvalidValueError("may not be null", path="app_tag.key")
-                else:
-                    b__app_tag_ = _STR_ENCODED.get(key_app_tag_)
-                    key_app_tag_ = _encode_str(key_app_tag_) if b__app_tag_ is None else b__app_tag_
-                    out += _S1.pack(len(key_app_tag_))
-                    out += key_app_tag_
-                if value_app_tag_ is None:
-                    out += _S1.pack(-1)
-                else:
-                    out += _S1.pack(len(value_app_tag_))
-                    out += value_app_tag_
+                _encode_app_tag(item_, out, index_)
         except _CodecError as exc:
             raise exc.within("message.headers", index_, "app_tag") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
             ) from None
+
         _S1.pack_into(out, q_headers, len(out) - q_headers - 4)
     if key is None:
         out += _S1.pack(-1)
@@ -739,6 +757,82 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
             _encode_message(item_, tmp_, index_, rb_, False)
+        value = _compress(codec, bytes(tmp_), 1)
+    if value is None:
+        out += _S1.pack(-1)
+    else:
+        out += _S1.pack(len(value))
+        out += value
+    _S1.pack_into(out, q_size, len(out) - p_crc)
+    _S3.pack_into(out, q_crc, _crc32(out[p_magic:]))
+
+
+def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    own_ = type(obj) is Message
+    offset = obj.offset
+    codec = obj.codec
+    timestamp = obj.timestamp
+    kafka_tags = obj.kafka_tags if own_ else getattr(obj, "kafka_tags", None)
+    headers = obj.headers
+    key = obj.key
+    value = obj.value
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
+    offset = offset - rebase_ if offset is not None else index
+    attributes = 0
+    id_ = _ENUM_IDS_codec.get(codec)
+    if id_ is None:
+        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+    attributes |= id_ << 0
+    q_size = len(out) + 8
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(offset, 0, 0, 1, attributes, timestamp)
+    if not kafka_tags:
+        out += _S1.pack(-1)
+    else:
+        q_kafka_tags = len(out)
+        out += _S1.pack(0)
+        for item_ in kafka_tags:
+            tag_id_kafka_tag_ = item_[0]
+            tag_value_kafka_tag_ = item_[1]
+            out.append(tag_id_kafka_tag_)
+            out += _S1.pack(len(tag_value_kafka_tag_))
+            out += tag_value_kafka_tag_
+        _S1.pack_into(out, q_kafka_tags, len(out) - q_kafka_tags - 4)
+    if not headers:
+        out += _S1.pack(-1)
+    else:
+        q_headers = len(out)
+        out += _S1.pack(0)
+        for item_ in headers:
+            key_app_tag_ = item_[0]
+            value_app_tag_ = item_[1]
+            b__app_tag_ = _STR_ENCODED.get(key_app_tag_)
+            key_app_tag_ = _encode_str(key_app_tag_) if b__app_tag_ is None else b__app_tag_
+            out += _S1.pack(len(key_app_tag_))
+            out += key_app_tag_
+            if value_app_tag_ is None:
+                out += _S1.pack(-1)
+            else:
+                out += _S1.pack(len(value_app_tag_))
+                out += value_app_tag_
+        _S1.pack_into(out, q_headers, len(out) - q_headers - 4)
+    if key is None:
+        out += _S1.pack(-1)
+    else:
+        out += _S1.pack(len(key))
+        out += key
+    if codec != "none" and messages is not None:
+        if not messages:
+            raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
+        tmp_ = bytearray()
+        rb_ = messages[0].offset if messages[0].offset is not None else 0
+        for index_, item_ in enumerate(messages):
+            if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
+                raise _InvalidValueError("inner messages must not be compressed", path="message.value")
+            _fencode_message(item_, tmp_, index_, rb_, False)
         value = _compress(codec, bytes(tmp_), 1)
     if value is None:
         out += _S1.pack(-1)
@@ -791,6 +885,11 @@ def encode(value):
     """Encode one message to bytes; derived fields (lengths, counts, CRCs) are computed."""
     out = bytearray()
     try:
+        _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
+    try:
         _encode_message(value, out, 0)
     except _CodecError:
         raise
@@ -802,7 +901,14 @@ def encode(value):
 def encode_all(values, path="log"):
     """Encode message values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``."""
+    values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
+    try:
+        for value in values:
+            _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):

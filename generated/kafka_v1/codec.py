@@ -26,8 +26,14 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
+from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
+from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
+from kfmt.runtime.text import encode_varint as _encode_str_varint
+from kfmt.runtime.text import encode_varlong as _encode_str_varlong
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
@@ -429,6 +435,52 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
+def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    offset = obj.offset
+    codec = obj.codec
+    timestamp_type = obj.timestamp_type
+    timestamp = obj.timestamp
+    key = obj.key
+    value = obj.value
+    messages = getattr(obj, "messages", None)
+    offset = offset - rebase_ if offset is not None else index
+    timestamp = obj.wire_timestamp if restamp_ and getattr(obj, "wire_timestamp", None) is not None else timestamp
+    attributes = 0
+    id_ = _ENUM_IDS_codec.get(codec)
+    if id_ is None:
+        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+    attributes |= id_ << 0
+    attributes |= ((timestamp_type or 0) << 3) & 8
+    q_size = len(out) + 8
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S4.pack(offset, 0, 0, 1, attributes, timestamp)
+    if key is None:
+        out += _S3.pack(-1)
+    else:
+        out += _S3.pack(len(key))
+        out += key
+    if codec != "none" and messages is not None:
+        if not messages:
+            raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
+        tmp_ = bytearray()
+        rb_ = messages[0].offset if messages[0].offset is not None else 0
+        for index_, item_ in enumerate(messages):
+            if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
+                raise _InvalidValueError("inner messages must not be compressed", path="message.value")
+            _fencode_message(item_, tmp_, index_, rb_, timestamp_type == 1)
+        value = _compress(codec, bytes(tmp_), 1)
+    if value is None:
+        out += _S3.pack(-1)
+    else:
+        out += _S3.pack(len(value))
+        out += value
+    _S3.pack_into(out, q_size, len(out) - p_crc)
+    _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
+
+
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
     """Decode one message at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
     if end is None:
@@ -471,6 +523,11 @@ def encode(value):
     """Encode one message to bytes; derived fields (lengths, counts, CRCs) are computed."""
     out = bytearray()
     try:
+        _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
+    try:
         _encode_message(value, out, 0)
     except _CodecError:
         raise
@@ -482,7 +539,14 @@ def encode(value):
 def encode_all(values, path="log"):
     """Encode message values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``."""
+    values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
+    try:
+        for value in values:
+            _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):

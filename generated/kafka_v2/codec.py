@@ -26,8 +26,14 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
+from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
+from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
+from kfmt.runtime.text import encode_varint as _encode_str_varint
+from kfmt.runtime.text import encode_varlong as _encode_str_varlong
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
@@ -174,6 +180,34 @@ def _decode_header(buf, pos, end, opts):
     return (key, value), pos
 
 
+def _encode_header(obj, out, index):
+    """Append one header to out."""
+    key = obj[0]
+    value = obj[1]
+    if key is None:
+        raise _InvalidValueError("may not be null", path="header.key")
+    else:
+        b_ = _STR_ENCODED.get(key)
+        key = _encode_str(key) if b_ is None else b_
+        n_ = len(key)
+        if n_ < 8192:
+            out += _ZZ_BYTES[n_ + 8192]
+        else:
+            _write_varint(out, n_, "header.key")
+
+        out += key
+    if value is None:
+        out.append(1)
+    else:
+        n_ = len(value)
+        if n_ < 8192:
+            out += _ZZ_BYTES[n_ + 8192]
+        else:
+            _write_varint(out, n_, "header.value")
+
+        out += value
+
+
 def _decode_control_key(buf, pos, end, opts):
     """Decode one control_key from buf[pos:end]; returns (value, next position)."""
     if end - pos < 4:
@@ -188,6 +222,13 @@ def _decode_control_key(buf, pos, end, opts):
 
 def _encode_control_key(obj, out, index):
     """Append one control_key to out."""
+    version = obj[0]
+    control_type = obj[1]
+    out += _S0.pack(version, control_type)
+
+
+def _fencode_control_key(obj, out, index):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
     version = obj[0]
     control_type = obj[1]
     out += _S0.pack(version, control_type)
@@ -344,6 +385,87 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
     return Record(
         length, attributes, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control
     ), pos
+
+
+def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+    """Append one record to out."""
+    own_ = type(obj) is Record
+    attributes = obj.attributes if own_ else getattr(obj, "attributes", 0)
+    timestamp = obj.timestamp
+    timestamp_delta_kept = obj.timestamp_delta if own_ else getattr(obj, "timestamp_delta", None)
+    offset = obj.offset
+    key = obj.key
+    value = obj.value
+    headers = obj.headers
+    control = obj.control
+    if control is not None and key is None:
+        tmp_ = bytearray()
+        _encode_control_key(control, tmp_, 0)
+        key = bytes(tmp_)
+    timestamp_delta = (
+        timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
+    )
+    offset_delta = offset - base_offset if offset is not None else index
+    q_length = len(out)
+    out.append(0)
+    if -128 <= attributes <= 127:
+        out.append(attributes & 0xFF)
+    else:
+        raise _InvalidValueError(f"{attributes} does not fit int8", path="record.attributes")
+    if -8192 <= timestamp_delta < 8192:
+        out += _ZZ_BYTES[timestamp_delta + 8192]
+    else:
+        _write_varlong(out, timestamp_delta, "record.timestamp_delta")
+    if -8192 <= offset_delta < 8192:
+        out += _ZZ_BYTES[offset_delta + 8192]
+    else:
+        _write_varint(out, offset_delta, "record.offset_delta")
+    if key is None:
+        out.append(1)
+    else:
+        n_ = len(key)
+        if n_ < 8192:
+            out += _ZZ_BYTES[n_ + 8192]
+        else:
+            _write_varint(out, n_, "record.key")
+
+        out += key
+    if value is None:
+        out.append(1)
+    else:
+        n_ = len(value)
+        if n_ < 8192:
+            out += _ZZ_BYTES[n_ + 8192]
+        else:
+            _write_varint(out, n_, "record.value")
+
+        out += value
+    n_ = len(headers)
+    if n_ < 8192:
+        out += _ZZ_BYTES[n_ + 8192]
+    else:
+        _write_varint(out, n_, "record.headers")
+
+    index_ = 0
+    try:
+        for index_, item_ in enumerate(headers):
+            _encode_header(item_, out, index_)
+    except _CodecError as exc:
+        raise exc.within("record.headers", index_, "header") from None
+    except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+        raise _InvalidValueError(
+            f"cannot encode: {type(exc).__name__}: {exc}", path=f"record.headers[{index_}]"
+        ) from None
+    n_ = len(out) - q_length - 1
+    if 0 <= n_ < 64:
+        out[q_length] = n_ << 1
+    elif n_ < 8192:
+        out[q_length] = ((n_ << 1) & 0x7F) | 0x80
+        out.insert(q_length + 1, n_ >> 6)
+    else:
+        tmp_ = bytearray()
+        _write_varint(tmp_, n_, "record.length")
+        out[q_length : q_length + 1] = tmp_
 
 
 def _decode_batch(buf, pos, end, opts):
@@ -982,6 +1104,98 @@ def _encode_batch(obj, out, index):
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
+            ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
+            if records
+            else 0
+        )
+    if base_timestamp is None:
+        base_timestamp = records[0].timestamp if records else -1
+    if max_timestamp is None:
+        max_timestamp = max([r.timestamp for r in records]) if records else -1
+    num_records = len(records)
+    attributes = 0
+    id_ = _ENUM_IDS_codec.get(codec)
+    if id_ is None:
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="batch.attributes")
+    attributes |= id_ << 0
+    attributes |= ((timestamp_type or 0) << 3) & 8
+    if is_transactional:
+        attributes |= 16
+    if is_control:
+        attributes |= 32
+    if has_delete_horizon:
+        attributes |= 64
+    q_batch_length = len(out) + 8
+    p_partition_leader_epoch = len(out) + 12
+    q_crc = len(out) + 17
+    p_attributes = len(out) + 21
+    out += _S7.pack(
+        base_offset,
+        0,
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        num_records,
+    )
+    if codec != "none" and records:
+        tmp_ = bytearray()
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_record(
+                    item_, tmp_, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                )
+        except _CodecError as exc:
+            raise exc.within("batch.records", index_, "record") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
+            ) from None
+
+        out += _compress(codec, bytes(tmp_), 2)
+    else:
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_record(
+                    item_, out, index_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
+                )
+        except _CodecError as exc:
+            raise exc.within("batch.records", index_, "record") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
+            ) from None
+    _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
+    _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
+
+
+def _fencode_batch(obj, out, index):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    own_ = type(obj) is Batch
+    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
+    partition_leader_epoch = obj.partition_leader_epoch
+    codec = obj.codec
+    timestamp_type = obj.timestamp_type
+    is_transactional = obj.is_transactional
+    is_control = obj.is_control
+    has_delete_horizon = obj.has_delete_horizon
+    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
+    base_timestamp = obj.base_timestamp
+    max_timestamp = obj.max_timestamp
+    producer_id = obj.producer_id
+    producer_epoch = obj.producer_epoch
+    base_sequence = obj.base_sequence
+    records = obj.records if own_ else getattr(obj, "records", None)
+    if last_offset_delta is None:
+        last_offset_delta = (
             (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
         )
     if base_timestamp is None:
@@ -1022,230 +1236,168 @@ def _encode_batch(obj, out, index):
     )
     if codec != "none" and records:
         tmp_ = bytearray()
-        index_ = 0
-        try:
-            for index_, item_ in enumerate(records):
-                own__record_ = type(item_) is Record
-                attributes_record_ = item_.attributes if own__record_ else getattr(item_, "attributes", 0)
-                timestamp_record_ = item_.timestamp
-                timestamp_delta_kept_record_ = (
-                    item_.timestamp_delta if own__record_ else getattr(item_, "timestamp_delta", None)
-                )
-                offset_record_ = item_.offset
-                key_record_ = item_.key
-                value_record_ = item_.value
-                headers_record_ = item_.headers
-                control_record_ = item_.control
-                if control_record_ is not None and key_record_ is None:
-                    tmp__record_ = bytearray()
-                    _encode_control_key(control_record_, tmp__record_, 0)
-                    key_record_ = bytes(tmp__record_)
-                timestamp_delta_record_ = (
-                    timestamp_delta_kept_record_
-                    if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
-                    else timestamp_record_ - base_timestamp
-                )
-                offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-                q_length_record_ = len(tmp_)
-                tmp_.append(0)
-                if -128 <= attributes_record_ <= 127:
-                    tmp_.append(attributes_record_ & 255)
-                else:
-                    raise _InvalidValueError(f"{attributes_record_} does not fit int8", path="record.attributes")
-                if -8192 <= timestamp_delta_record_ < 8192:
-                    tmp_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
-                else:
-                    _write_varlong(tmp_, timestamp_delta_record_, "record.timestamp_delta")
-                if -8192 <= offset_delta_record_ < 8192:
-                    tmp_ += _ZZ_BYTES[offset_delta_record_ + 8192]
-                else:
-                    _write_varint(tmp_, offset_delta_record_, "record.offset_delta")
-                if key_record_ is None:
-                    tmp_.append(1)
-                else:
-                    n__record_ = len(key_record_)
-                    if n__record_ < 8192:
-                        tmp_ += _ZZ_BYTES[n__record_ + 8192]
-                    else:
-                        _write_varint(tmp_, n__record_, "record.key")
-                    tmp_ += key_record_
-                if value_record_ is None:
-                    tmp_.append(1)
-                else:
-                    n__record_ = len(value_record_)
-                    if n__record_ < 8192:
-                        tmp_ += _ZZ_BYTES[n__record_ + 8192]
-                    else:
-                        _write_varint(tmp_, n__record_, "record.value")
-                    tmp_ += value_record_
-                n__record_ = len(headers_record_)
+        for index_, item_ in enumerate(records):
+            own__record_ = type(item_) is Record
+            attributes_record_ = item_.attributes if own__record_ else getattr(item_, "attributes", 0)
+            timestamp_record_ = item_.timestamp
+            timestamp_delta_kept_record_ = (
+                item_.timestamp_delta if own__record_ else getattr(item_, "timestamp_delta", None)
+            )
+            offset_record_ = item_.offset
+            key_record_ = item_.key
+            value_record_ = item_.value
+            headers_record_ = item_.headers
+            control_record_ = item_.control
+            if control_record_ is not None and key_record_ is None:
+                tmp__record_ = bytearray()
+                _fencode_control_key(control_record_, tmp__record_, 0)
+                key_record_ = bytes(tmp__record_)
+            timestamp_delta_record_ = (
+                timestamp_delta_kept_record_
+                if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
+                else timestamp_record_ - base_timestamp
+            )
+            offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
+            q_length_record_ = len(tmp_)
+            tmp_.append(0)
+            tmp_.append(attributes_record_)
+            if -8192 <= timestamp_delta_record_ < 8192:
+                tmp_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+            else:
+                _write_varlong(tmp_, timestamp_delta_record_, "record.timestamp_delta")
+            if -8192 <= offset_delta_record_ < 8192:
+                tmp_ += _ZZ_BYTES[offset_delta_record_ + 8192]
+            else:
+                _write_varint(tmp_, offset_delta_record_, "record.offset_delta")
+            if key_record_ is None:
+                tmp_.append(1)
+            else:
+                n__record_ = len(key_record_)
                 if n__record_ < 8192:
                     tmp_ += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    _write_varint(tmp_, n__record_, "record.headers")
-                index__record_ = 0
-                try:
-                    for index__record_, item__record_ in enumerate(headers_record_):
-                        key_header__record_ = item__record_[0]
-                        value_header__record_ = item__record_[1]
-                        if key_header__record_ is None:
-                            raise _InvalidValueError("may not be null", path="header.key")
-                        else:
-                            b__header__record_ = _STR_ENCODED.get(key_header__record_)
-                            key_header__record_ = (
-                                _encode_str(key_header__record_) if b__header__record_ is None else b__header__record_
-                            )
-                            n__header__record_ = len(key_header__record_)
-                            if n__header__record_ < 8192:
-                                tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
-                            else:
-                                _write_varint(tmp_, n__header__record_, "header.key")
-                            tmp_ += key_header__record_
-                        if value_header__record_ is None:
-                            tmp_.append(1)
-                        else:
-                            n__header__record_ = len(value_header__record_)
-                            if n__header__record_ < 8192:
-                                tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
-                            else:
-                                _write_varint(tmp_, n__header__record_, "header.value")
-                            tmp_ += value_header__record_
-                except _CodecError as exc_record_:
-                    raise exc_record_.within("record.headers", index__record_, "header") from None
-                except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
-                    raise _InvalidValueError(
-                        f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
-                        path=f"record.headers[{index__record_}]",
-                    ) from None
-                n__record_ = len(tmp_) - q_length_record_ - 1
-                if 0 <= n__record_ < 64:
-                    tmp_[q_length_record_] = n__record_ << 1
-                elif n__record_ < 8192:
-                    tmp_[q_length_record_] = n__record_ << 1 & 127 | 128
-                    tmp_.insert(q_length_record_ + 1, n__record_ >> 6)
+                    _write_varint(tmp_, n__record_, "record.key")
+                tmp_ += key_record_
+            if value_record_ is None:
+                tmp_.append(1)
+            else:
+                n__record_ = len(value_record_)
+                if n__record_ < 8192:
+                    tmp_ += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    tmp__record_ = bytearray()
-                    _write_varint(tmp__record_, n__record_, "record.length")
-                    tmp_[q_length_record_ : q_length_record_ + 1] = tmp__record_
-        except _CodecError as exc:
-            raise exc.within("batch.records", index_, "record") from None
-        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
-            raise _InvalidValueError(
-                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
-            ) from None
+                    _write_varint(tmp_, n__record_, "record.value")
+                tmp_ += value_record_
+            n__record_ = len(headers_record_)
+            if n__record_ < 8192:
+                tmp_ += _ZZ_BYTES[n__record_ + 8192]
+            else:
+                _write_varint(tmp_, n__record_, "record.headers")
+            for item__record_ in headers_record_:
+                key_header__record_ = item__record_[0]
+                value_header__record_ = item__record_[1]
+                b__header__record_ = _STR_VARINT.get(key_header__record_)
+                tmp_ += _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                if value_header__record_ is None:
+                    tmp_.append(1)
+                else:
+                    n__header__record_ = len(value_header__record_)
+                    if n__header__record_ < 8192:
+                        tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
+                    else:
+                        _write_varint(tmp_, n__header__record_, "header.value")
+                    tmp_ += value_header__record_
+            n__record_ = len(tmp_) - q_length_record_ - 1
+            if 0 <= n__record_ < 64:
+                tmp_[q_length_record_] = n__record_ << 1
+            elif n__record_ < 8192:
+                tmp_[q_length_record_] = n__record_ << 1 & 127 | 128
+                tmp_.insert(q_length_record_ + 1, n__record_ >> 6)
+            else:
+                tmp__record_ = bytearray()
+                _write_varint(tmp__record_, n__record_, "record.length")
+                tmp_[q_length_record_ : q_length_record_ + 1] = tmp__record_
         out += _compress(codec, bytes(tmp_), 2)
     else:
-        index_ = 0
-        try:
-            for index_, item_ in enumerate(records):
-                own__record_ = type(item_) is Record
-                attributes_record_ = item_.attributes if own__record_ else getattr(item_, "attributes", 0)
-                timestamp_record_ = item_.timestamp
-                timestamp_delta_kept_record_ = (
-                    item_.timestamp_delta if own__record_ else getattr(item_, "timestamp_delta", None)
-                )
-                offset_record_ = item_.offset
-                key_record_ = item_.key
-                value_record_ = item_.value
-                headers_record_ = item_.headers
-                control_record_ = item_.control
-                if control_record_ is not None and key_record_ is None:
-                    tmp__record_ = bytearray()
-                    _encode_control_key(control_record_, tmp__record_, 0)
-                    key_record_ = bytes(tmp__record_)
-                timestamp_delta_record_ = (
-                    timestamp_delta_kept_record_
-                    if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
-                    else timestamp_record_ - base_timestamp
-                )
-                offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-                q_length_record_ = len(out)
-                out.append(0)
-                if -128 <= attributes_record_ <= 127:
-                    out.append(attributes_record_ & 255)
-                else:
-                    raise _InvalidValueError(f"{attributes_record_} does not fit int8", path="record.attributes")
-                if -8192 <= timestamp_delta_record_ < 8192:
-                    out += _ZZ_BYTES[timestamp_delta_record_ + 8192]
-                else:
-                    _write_varlong(out, timestamp_delta_record_, "record.timestamp_delta")
-                if -8192 <= offset_delta_record_ < 8192:
-                    out += _ZZ_BYTES[offset_delta_record_ + 8192]
-                else:
-                    _write_varint(out, offset_delta_record_, "record.offset_delta")
-                if key_record_ is None:
-                    out.append(1)
-                else:
-                    n__record_ = len(key_record_)
-                    if n__record_ < 8192:
-                        out += _ZZ_BYTES[n__record_ + 8192]
-                    else:
-                        _write_varint(out, n__record_, "record.key")
-                    out += key_record_
-                if value_record_ is None:
-                    out.append(1)
-                else:
-                    n__record_ = len(value_record_)
-                    if n__record_ < 8192:
-                        out += _ZZ_BYTES[n__record_ + 8192]
-                    else:
-                        _write_varint(out, n__record_, "record.value")
-                    out += value_record_
-                n__record_ = len(headers_record_)
+        for index_, item_ in enumerate(records):
+            own__record_ = type(item_) is Record
+            attributes_record_ = item_.attributes if own__record_ else getattr(item_, "attributes", 0)
+            timestamp_record_ = item_.timestamp
+            timestamp_delta_kept_record_ = (
+                item_.timestamp_delta if own__record_ else getattr(item_, "timestamp_delta", None)
+            )
+            offset_record_ = item_.offset
+            key_record_ = item_.key
+            value_record_ = item_.value
+            headers_record_ = item_.headers
+            control_record_ = item_.control
+            if control_record_ is not None and key_record_ is None:
+                tmp__record_ = bytearray()
+                _fencode_control_key(control_record_, tmp__record_, 0)
+                key_record_ = bytes(tmp__record_)
+            timestamp_delta_record_ = (
+                timestamp_delta_kept_record_
+                if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
+                else timestamp_record_ - base_timestamp
+            )
+            offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
+            q_length_record_ = len(out)
+            out.append(0)
+            out.append(attributes_record_)
+            if -8192 <= timestamp_delta_record_ < 8192:
+                out += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+            else:
+                _write_varlong(out, timestamp_delta_record_, "record.timestamp_delta")
+            if -8192 <= offset_delta_record_ < 8192:
+                out += _ZZ_BYTES[offset_delta_record_ + 8192]
+            else:
+                _write_varint(out, offset_delta_record_, "record.offset_delta")
+            if key_record_ is None:
+                out.append(1)
+            else:
+                n__record_ = len(key_record_)
                 if n__record_ < 8192:
                     out += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    _write_varint(out, n__record_, "record.headers")
-                index__record_ = 0
-                try:
-                    for index__record_, item__record_ in enumerate(headers_record_):
-                        key_header__record_ = item__record_[0]
-                        value_header__record_ = item__record_[1]
-                        if key_header__record_ is None:
-                            raise _InvalidValueError("may not be null", path="header.key")
-                        else:
-                            b__header__record_ = _STR_ENCODED.get(key_header__record_)
-                            key_header__record_ = (
-                                _encode_str(key_header__record_) if b__header__record_ is None else b__header__record_
-                            )
-                            n__header__record_ = len(key_header__record_)
-                            if n__header__record_ < 8192:
-                                out += _ZZ_BYTES[n__header__record_ + 8192]
-                            else:
-                                _write_varint(out, n__header__record_, "header.key")
-                            out += key_header__record_
-                        if value_header__record_ is None:
-                            out.append(1)
-                        else:
-                            n__header__record_ = len(value_header__record_)
-                            if n__header__record_ < 8192:
-                                out += _ZZ_BYTES[n__header__record_ + 8192]
-                            else:
-                                _write_varint(out, n__header__record_, "header.value")
-                            out += value_header__record_
-                except _CodecError as exc_record_:
-                    raise exc_record_.within("record.headers", index__record_, "header") from None
-                except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc_record_:
-                    raise _InvalidValueError(
-                        f"cannot encode: {type(exc_record_).__name__}: {exc_record_}",
-                        path=f"record.headers[{index__record_}]",
-                    ) from None
-                n__record_ = len(out) - q_length_record_ - 1
-                if 0 <= n__record_ < 64:
-                    out[q_length_record_] = n__record_ << 1
-                elif n__record_ < 8192:
-                    out[q_length_record_] = n__record_ << 1 & 127 | 128
-                    out.insert(q_length_record_ + 1, n__record_ >> 6)
+                    _write_varint(out, n__record_, "record.key")
+                out += key_record_
+            if value_record_ is None:
+                out.append(1)
+            else:
+                n__record_ = len(value_record_)
+                if n__record_ < 8192:
+                    out += _ZZ_BYTES[n__record_ + 8192]
                 else:
-                    tmp__record_ = bytearray()
-                    _write_varint(tmp__record_, n__record_, "record.length")
-                    out[q_length_record_ : q_length_record_ + 1] = tmp__record_
-        except _CodecError as exc:
-            raise exc.within("batch.records", index_, "record") from None
-        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
-            raise _InvalidValueError(
-                f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
-            ) from None
+                    _write_varint(out, n__record_, "record.value")
+                out += value_record_
+            n__record_ = len(headers_record_)
+            if n__record_ < 8192:
+                out += _ZZ_BYTES[n__record_ + 8192]
+            else:
+                _write_varint(out, n__record_, "record.headers")
+            for item__record_ in headers_record_:
+                key_header__record_ = item__record_[0]
+                value_header__record_ = item__record_[1]
+                b__header__record_ = _STR_VARINT.get(key_header__record_)
+                out += _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                if value_header__record_ is None:
+                    out.append(1)
+                else:
+                    n__header__record_ = len(value_header__record_)
+                    if n__header__record_ < 8192:
+                        out += _ZZ_BYTES[n__header__record_ + 8192]
+                    else:
+                        _write_varint(out, n__header__record_, "header.value")
+                    out += value_header__record_
+            n__record_ = len(out) - q_length_record_ - 1
+            if 0 <= n__record_ < 64:
+                out[q_length_record_] = n__record_ << 1
+            elif n__record_ < 8192:
+                out[q_length_record_] = n__record_ << 1 & 127 | 128
+                out.insert(q_length_record_ + 1, n__record_ >> 6)
+            else:
+                tmp__record_ = bytearray()
+                _write_varint(tmp__record_, n__record_, "record.length")
+                out[q_length_record_ : q_length_record_ + 1] = tmp__record_
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
     _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 
@@ -1292,6 +1444,11 @@ def encode(value):
     """Encode one batch to bytes; derived fields (lengths, counts, CRCs) are computed."""
     out = bytearray()
     try:
+        _fencode_batch(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
+    try:
         _encode_batch(value, out, 0)
     except _CodecError:
         raise
@@ -1303,7 +1460,14 @@ def encode(value):
 def encode_all(values, path="log"):
     """Encode batch values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``."""
+    values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
+    try:
+        for value in values:
+            _fencode_batch(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):

@@ -26,8 +26,14 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
+from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
+from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
+from kfmt.runtime.text import encode_varint as _encode_str_varint
+from kfmt.runtime.text import encode_varlong as _encode_str_varlong
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
@@ -126,6 +132,18 @@ def _decode_int_header(buf, pos, end, opts):
         value = buf[pos : pos + n_value]
         pos += n_value
     return (key, value), pos
+
+
+def _encode_int_header(obj, out, index):
+    """Append one int_header to out."""
+    key = obj[0]
+    value = obj[1]
+    out += _S0.pack(key)
+    if value is None:
+        out += _S0.pack(-1)
+    else:
+        out += _S0.pack(len(value))
+        out += value
 
 
 def _decode_message(buf, pos, end, opts):
@@ -422,7 +440,7 @@ def _encode_message(obj, out, index):
     if codec not in (None, _ENUM_codec[0]):
         raise _InvalidValueError(f"codec must be {_ENUM_codec[0]!r} in this format", path="message.attributes")
     attributes |= 0 << 0
-    attributes |= (timestamp_type or 0) << 3 & 8
+    attributes |= ((timestamp_type or 0) << 3) & 8
     if is_tombstone:
         attributes |= 16
     q_size = len(out) + 8
@@ -446,20 +464,69 @@ def _encode_message(obj, out, index):
         index_ = 0
         try:
             for index_, item_ in enumerate(headers):
-                key_int_header_ = item_[0]
-                value_int_header_ = item_[1]
-                out += _S0.pack(key_int_header_)
-                if value_int_header_ is None:
-                    out += _S0.pack(-1)
-                else:
-                    out += _S0.pack(len(value_int_header_))
-                    out += value_int_header_
+                _encode_int_header(item_, out, index_)
         except _CodecError as exc:
             raise exc.within("message.headers", index_, "int_header") from None
         except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message.headers[{index_}]"
             ) from None
+
+        _S0.pack_into(out, q_headers, len(out) - q_headers - 4)
+    if value is None:
+        out += _S0.pack(-1)
+    else:
+        out += _S0.pack(len(value))
+        out += value
+    _S0.pack_into(out, q_len_wrapper, len(out) - p_wrapper_magic)
+    _S0.pack_into(out, q_size, len(out) - p_crc)
+    _S2.pack_into(out, q_crc, _crc32(out[p_magic:]))
+
+
+def _fencode_message(obj, out, index):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    offset = obj.offset
+    codec = obj.codec
+    timestamp_type = obj.timestamp_type
+    is_tombstone = getattr(obj, "is_tombstone", False)
+    timestamp = obj.timestamp
+    key = obj.key
+    headers = obj.headers
+    value = obj.value
+    attributes = 0
+    if codec not in (None, _ENUM_codec[0]):
+        raise _InvalidValueError(f"codec must be {_ENUM_codec[0]!r} in this format", path="message.attributes")
+    attributes |= 0 << 0
+    attributes |= (timestamp_type or 0) << 3 & 8
+    if is_tombstone:
+        attributes |= 16
+    q_size = len(out) + 8
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(offset, 0, 0, 2, attributes, timestamp)
+    if key is None:
+        out += _S0.pack(-1)
+    else:
+        out += _S0.pack(len(key))
+        out += key
+    q_len_wrapper = len(out) + 0
+    p_wrapper_magic = len(out) + 4
+    out += _S6.pack(0, 0)
+    if headers is None:
+        raise _InvalidValueError("may not be null", path="message.headers")
+    else:
+        q_headers = len(out)
+        out += _S0.pack(0)
+        for item_ in headers:
+            key_int_header_ = item_[0]
+            value_int_header_ = item_[1]
+            out += _S0.pack(key_int_header_)
+            if value_int_header_ is None:
+                out += _S0.pack(-1)
+            else:
+                out += _S0.pack(len(value_int_header_))
+                out += value_int_header_
         _S0.pack_into(out, q_headers, len(out) - q_headers - 4)
     if value is None:
         out += _S0.pack(-1)
@@ -513,6 +580,11 @@ def encode(value):
     """Encode one message to bytes; derived fields (lengths, counts, CRCs) are computed."""
     out = bytearray()
     try:
+        _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
+    try:
         _encode_message(value, out, 0)
     except _CodecError:
         raise
@@ -524,7 +596,14 @@ def encode(value):
 def encode_all(values, path="log"):
     """Encode message values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``."""
+    values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
+    try:
+        for value in values:
+            _fencode_message(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):

@@ -26,8 +26,14 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
+from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
+from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
+from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
+from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
+from kfmt.runtime.text import encode_varint as _encode_str_varint
+from kfmt.runtime.text import encode_varlong as _encode_str_varlong
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
@@ -217,6 +223,64 @@ def _decode_message(buf, pos, end, opts, base_offset):
     return Message(
         length, null_key, null_value, is_control_message, timestamp, offset_delta, key, value, message_crc, offset
     ), pos
+
+
+def _encode_message(obj, out, index, base_offset):
+    """Append one message to out."""
+    own_ = type(obj) is Message
+    null_key = obj.null_key if own_ else getattr(obj, "null_key", False)
+    null_value = obj.null_value if own_ else getattr(obj, "null_value", False)
+    is_control_message = obj.is_control_message if own_ else getattr(obj, "is_control_message", False)
+    timestamp = obj.timestamp
+    offset = obj.offset
+    key = obj.key
+    value = obj.value
+    attributes = 0
+    null_key = key is None
+    if null_key:
+        attributes |= 1
+    null_value = value is None
+    if null_value:
+        attributes |= 2
+    if is_control_message:
+        attributes |= 4
+    offset_delta = offset - base_offset if offset is not None else index
+    q_length = len(out)
+    out.append(0)
+    p_attributes = len(out) + 0
+    out += _S0.pack(attributes, timestamp)
+    if 0 <= offset_delta < 0x4000:
+        out += _UV_BYTES[offset_delta]
+    else:
+        _write_uvarint(out, offset_delta, "message.offset_delta")
+    if not null_key:
+        if key is None:
+            raise _InvalidValueError("may not be null", path="message.key")
+        else:
+            n_ = len(key)
+            if n_ < 0x4000:
+                out += _UV_BYTES[n_]
+            else:
+                _write_uvarint(out, n_, "message.key")
+
+            out += key
+    if not null_value:
+        if value is None:
+            raise _InvalidValueError("may not be null", path="message.value")
+        else:
+            out += value
+    p_message_crc = len(out)
+    out += _S1.pack(_crc32(out[p_attributes:]))
+    n_ = len(out) - q_length - 1
+    if n_ < 0x80:
+        out[q_length] = n_
+    elif n_ < 0x4000:
+        out[q_length] = (n_ & 0x7F) | 0x80
+        out.insert(q_length + 1, n_ >> 7)
+    else:
+        tmp_ = bytearray()
+        _write_uvarint(tmp_, n_, "message.length")
+        out[q_length : q_length + 1] = tmp_
 
 
 def _decode_message_set(buf, pos, end, opts):
@@ -624,6 +688,71 @@ def _encode_message_set(obj, out, index):
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
+            ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
+            if records
+            else 0
+        )
+    if max_timestamp is None:
+        max_timestamp = max([r.timestamp for r in records]) if records else -1
+    attributes = 0
+    id_ = _ENUM_IDS_codec.get(codec)
+    if id_ is None:
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message_set.attributes")
+    attributes |= id_ << 0
+    attributes |= ((timestamp_type or 0) << 3) & 8
+    if is_transactional:
+        attributes |= 16
+    q_length = len(out) + 8
+    p_crc = len(out) + 12
+    q_crc = len(out) + 12
+    p_magic = len(out) + 16
+    out += _S5.pack(
+        base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
+    )
+    if codec != "none" and records:
+        tmp_ = bytearray()
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_message(item_, tmp_, index_, base_offset)
+        except _CodecError as exc:
+            raise exc.within("message_set.records", index_, "message") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
+            ) from None
+
+        out += _compress(codec, bytes(tmp_), 2)
+    else:
+        index_ = 0
+        try:
+            for index_, item_ in enumerate(records):
+                _encode_message(item_, out, index_, base_offset)
+        except _CodecError as exc:
+            raise exc.within("message_set.records", index_, "message") from None
+        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
+            raise _InvalidValueError(
+                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
+            ) from None
+    _S4.pack_into(out, q_length, len(out) - p_crc)
+    _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
+
+
+def _fencode_message_set(obj, out, index):
+    """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    own_ = type(obj) is MessageSet
+    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
+    codec = obj.codec
+    timestamp_type = obj.timestamp_type
+    is_transactional = obj.is_transactional
+    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
+    max_timestamp = obj.max_timestamp
+    producer_id = obj.producer_id
+    producer_epoch = obj.producer_epoch
+    base_sequence = obj.base_sequence
+    records = obj.records if own_ else getattr(obj, "records", None)
+    if last_offset_delta is None:
+        last_offset_delta = (
             (records[-1].offset - base_offset if records[-1].offset is not None else len(records) - 1) if records else 0
         )
     if max_timestamp is None:
@@ -645,136 +774,108 @@ def _encode_message_set(obj, out, index):
     )
     if codec != "none" and records:
         tmp_ = bytearray()
-        index_ = 0
-        try:
-            for index_, item_ in enumerate(records):
-                own__message_ = type(item_) is Message
-                null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
-                null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
-                is_control_message_message_ = (
-                    item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
-                )
-                timestamp_message_ = item_.timestamp
-                offset_message_ = item_.offset
-                key_message_ = item_.key
-                value_message_ = item_.value
-                attributes_message_ = 0
-                null_key_message_ = key_message_ is None
-                if null_key_message_:
-                    attributes_message_ |= 1
-                null_value_message_ = value_message_ is None
-                if null_value_message_:
-                    attributes_message_ |= 2
-                if is_control_message_message_:
-                    attributes_message_ |= 4
-                offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
-                q_length_message_ = len(tmp_)
-                tmp_.append(0)
-                p_attributes_message_ = len(tmp_) + 0
-                tmp_ += _S0.pack(attributes_message_, timestamp_message_)
-                if 0 <= offset_delta_message_ < 16384:
-                    tmp_ += _UV_BYTES[offset_delta_message_]
+        for index_, item_ in enumerate(records):
+            own__message_ = type(item_) is Message
+            null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
+            null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
+            is_control_message_message_ = (
+                item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
+            )
+            timestamp_message_ = item_.timestamp
+            offset_message_ = item_.offset
+            key_message_ = item_.key
+            value_message_ = item_.value
+            attributes_message_ = 0
+            null_key_message_ = key_message_ is None
+            if null_key_message_:
+                attributes_message_ |= 1
+            null_value_message_ = value_message_ is None
+            if null_value_message_:
+                attributes_message_ |= 2
+            if is_control_message_message_:
+                attributes_message_ |= 4
+            offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
+            q_length_message_ = len(tmp_)
+            tmp_.append(0)
+            p_attributes_message_ = len(tmp_) + 0
+            tmp_ += _S0.pack(attributes_message_, timestamp_message_)
+            if 0 <= offset_delta_message_ < 16384:
+                tmp_ += _UV_BYTES[offset_delta_message_]
+            else:
+                _write_uvarint(tmp_, offset_delta_message_, "message.offset_delta")
+            if not null_key_message_:
+                n__message_ = len(key_message_)
+                if n__message_ < 16384:
+                    tmp_ += _UV_BYTES[n__message_]
                 else:
-                    _write_uvarint(tmp_, offset_delta_message_, "message.offset_delta")
-                if not null_key_message_:
-                    if key_message_ is None:
-                        raise _InvalidValueError("may not be null", path="message.key")
-                    else:
-                        n__message_ = len(key_message_)
-                        if n__message_ < 16384:
-                            tmp_ += _UV_BYTES[n__message_]
-                        else:
-                            _write_uvarint(tmp_, n__message_, "message.key")
-                        tmp_ += key_message_
-                if not null_value_message_:
-                    if value_message_ is None:
-                        raise _InvalidValueError("may not be null", path="message.value")
-                    else:
-                        tmp_ += value_message_
-                p_message_crc_message_ = len(tmp_)
-                tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
-                n__message_ = len(tmp_) - q_length_message_ - 1
-                if n__message_ < 128:
-                    tmp_[q_length_message_] = n__message_
-                elif n__message_ < 16384:
-                    tmp_[q_length_message_] = n__message_ & 127 | 128
-                    tmp_.insert(q_length_message_ + 1, n__message_ >> 7)
-                else:
-                    tmp__message_ = bytearray()
-                    _write_uvarint(tmp__message_, n__message_, "message.length")
-                    tmp_[q_length_message_ : q_length_message_ + 1] = tmp__message_
-        except _CodecError as exc:
-            raise exc.within("message_set.records", index_, "message") from None
-        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
-            raise _InvalidValueError(
-                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
-            ) from None
+                    _write_uvarint(tmp_, n__message_, "message.key")
+                tmp_ += key_message_
+            if not null_value_message_:
+                tmp_ += value_message_
+            p_message_crc_message_ = len(tmp_)
+            tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
+            n__message_ = len(tmp_) - q_length_message_ - 1
+            if n__message_ < 128:
+                tmp_[q_length_message_] = n__message_
+            elif n__message_ < 16384:
+                tmp_[q_length_message_] = n__message_ & 127 | 128
+                tmp_.insert(q_length_message_ + 1, n__message_ >> 7)
+            else:
+                tmp__message_ = bytearray()
+                _write_uvarint(tmp__message_, n__message_, "message.length")
+                tmp_[q_length_message_ : q_length_message_ + 1] = tmp__message_
         out += _compress(codec, bytes(tmp_), 2)
     else:
-        index_ = 0
-        try:
-            for index_, item_ in enumerate(records):
-                own__message_ = type(item_) is Message
-                null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
-                null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
-                is_control_message_message_ = (
-                    item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
-                )
-                timestamp_message_ = item_.timestamp
-                offset_message_ = item_.offset
-                key_message_ = item_.key
-                value_message_ = item_.value
-                attributes_message_ = 0
-                null_key_message_ = key_message_ is None
-                if null_key_message_:
-                    attributes_message_ |= 1
-                null_value_message_ = value_message_ is None
-                if null_value_message_:
-                    attributes_message_ |= 2
-                if is_control_message_message_:
-                    attributes_message_ |= 4
-                offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
-                q_length_message_ = len(out)
-                out.append(0)
-                p_attributes_message_ = len(out) + 0
-                out += _S0.pack(attributes_message_, timestamp_message_)
-                if 0 <= offset_delta_message_ < 16384:
-                    out += _UV_BYTES[offset_delta_message_]
+        for index_, item_ in enumerate(records):
+            own__message_ = type(item_) is Message
+            null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
+            null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
+            is_control_message_message_ = (
+                item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
+            )
+            timestamp_message_ = item_.timestamp
+            offset_message_ = item_.offset
+            key_message_ = item_.key
+            value_message_ = item_.value
+            attributes_message_ = 0
+            null_key_message_ = key_message_ is None
+            if null_key_message_:
+                attributes_message_ |= 1
+            null_value_message_ = value_message_ is None
+            if null_value_message_:
+                attributes_message_ |= 2
+            if is_control_message_message_:
+                attributes_message_ |= 4
+            offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
+            q_length_message_ = len(out)
+            out.append(0)
+            p_attributes_message_ = len(out) + 0
+            out += _S0.pack(attributes_message_, timestamp_message_)
+            if 0 <= offset_delta_message_ < 16384:
+                out += _UV_BYTES[offset_delta_message_]
+            else:
+                _write_uvarint(out, offset_delta_message_, "message.offset_delta")
+            if not null_key_message_:
+                n__message_ = len(key_message_)
+                if n__message_ < 16384:
+                    out += _UV_BYTES[n__message_]
                 else:
-                    _write_uvarint(out, offset_delta_message_, "message.offset_delta")
-                if not null_key_message_:
-                    if key_message_ is None:
-                        raise _InvalidValueError("may not be null", path="message.key")
-                    else:
-                        n__message_ = len(key_message_)
-                        if n__message_ < 16384:
-                            out += _UV_BYTES[n__message_]
-                        else:
-                            _write_uvarint(out, n__message_, "message.key")
-                        out += key_message_
-                if not null_value_message_:
-                    if value_message_ is None:
-                        raise _InvalidValueError("may not be null", path="message.value")
-                    else:
-                        out += value_message_
-                p_message_crc_message_ = len(out)
-                out += _S1.pack(_crc32(out[p_attributes_message_:]))
-                n__message_ = len(out) - q_length_message_ - 1
-                if n__message_ < 128:
-                    out[q_length_message_] = n__message_
-                elif n__message_ < 16384:
-                    out[q_length_message_] = n__message_ & 127 | 128
-                    out.insert(q_length_message_ + 1, n__message_ >> 7)
-                else:
-                    tmp__message_ = bytearray()
-                    _write_uvarint(tmp__message_, n__message_, "message.length")
-                    out[q_length_message_ : q_length_message_ + 1] = tmp__message_
-        except _CodecError as exc:
-            raise exc.within("message_set.records", index_, "message") from None
-        except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
-            raise _InvalidValueError(
-                f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
-            ) from None
+                    _write_uvarint(out, n__message_, "message.key")
+                out += key_message_
+            if not null_value_message_:
+                out += value_message_
+            p_message_crc_message_ = len(out)
+            out += _S1.pack(_crc32(out[p_attributes_message_:]))
+            n__message_ = len(out) - q_length_message_ - 1
+            if n__message_ < 128:
+                out[q_length_message_] = n__message_
+            elif n__message_ < 16384:
+                out[q_length_message_] = n__message_ & 127 | 128
+                out.insert(q_length_message_ + 1, n__message_ >> 7)
+            else:
+                tmp__message_ = bytearray()
+                _write_uvarint(tmp__message_, n__message_, "message.length")
+                out[q_length_message_ : q_length_message_ + 1] = tmp__message_
     _S4.pack_into(out, q_length, len(out) - p_crc)
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
@@ -821,6 +922,11 @@ def encode(value):
     """Encode one message_set to bytes; derived fields (lengths, counts, CRCs) are computed."""
     out = bytearray()
     try:
+        _fencode_message_set(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
+    try:
         _encode_message_set(value, out, 0)
     except _CodecError:
         raise
@@ -832,7 +938,14 @@ def encode(value):
 def encode_all(values, path="log"):
     """Encode message_set values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``."""
+    values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
+    try:
+        for value in values:
+            _fencode_message_set(value, out, 0)
+        return bytes(out)
+    except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
+        out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):

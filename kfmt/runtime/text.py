@@ -8,6 +8,8 @@ them large; a miss costs one ordinary decode.
 
 from __future__ import annotations
 
+from kfmt.runtime.varint import write_uvarint, write_varint
+
 MAX_LEN = 64
 MAX_ENTRIES = 4096
 
@@ -15,6 +17,11 @@ MAX_ENTRIES = 4096
 DECODED: dict[bytes, str] = {}
 #: str -> UTF-8 bytes, for short strings seen before
 ENCODED: dict[str, bytes] = {}
+#: str -> length prefix + UTF-8 bytes, one table per kind of varint prefix (the optimistic encoders
+#: write a whole header key with one lookup)
+ENCODED_VARINT: dict[str, bytes] = {}
+ENCODED_VARLONG = ENCODED_VARINT  # a zigzag varlong of a length is the same bytes as a zigzag varint
+ENCODED_UVARINT: dict[str, bytes] = {}
 
 
 def decode(raw: bytes) -> str:
@@ -29,3 +36,27 @@ def encode(s: str) -> bytes:
     if len(b) <= MAX_LEN and len(ENCODED) < MAX_ENTRIES:
         ENCODED[s] = b
     return b
+
+
+def _prefixed(s: str, table: dict, write) -> bytes:
+    b = s.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    write(out, len(b))
+    out += b
+    out = bytes(out)
+    if len(b) <= MAX_LEN and len(table) < MAX_ENTRIES:
+        table[s] = out
+    return out
+
+
+def encode_varint(s: str) -> bytes:
+    """Zigzag-varint length prefix + UTF-8 bytes of ``s``."""
+    return _prefixed(s, ENCODED_VARINT, write_varint)
+
+
+encode_varlong = encode_varint
+
+
+def encode_uvarint(s: str) -> bytes:
+    """Unsigned-varint length prefix + UTF-8 bytes of ``s``."""
+    return _prefixed(s, ENCODED_UVARINT, write_uvarint)
