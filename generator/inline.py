@@ -4,7 +4,8 @@ The templates emit one function per struct (``_fdecode_record``, ``_fencode_head
 small and readable.  In the hot loops (one call per record, one per header) the call itself is a large
 share of the time, so this pass splices the callee's body into the loop instead:
 
-* only the optimistic decoders and encoders (``_fdecode_*``, ``_fencode_*``) are touched; the checked
+* only the optimistic decoders and encoders (``_fdecode_*``, ``_fencode_*``) and ``decode_run`` (the loop
+  over a run of legacy log entries) are touched; the checked
   ones (``_decode_*``, ``_encode_*``) stay as rendered, so error reports keep their precise paths;
 * only call sites inside a ``for``/``while`` loop are inlined (that is where the calls repeat);
 * the callee's locals are renamed ``<name>_<struct>_`` (schema names may not end in ``_``, so the new
@@ -25,6 +26,12 @@ import ast
 import copy
 
 INLINE_PREFIXES = ("_fdecode_", "_fencode_")
+#: public loops over optimistic decoders (a run of legacy log entries): rewritten too, and always kept
+INLINE_ROOTS = ("decode_run",)
+
+
+def _rewritable(name: str) -> bool:
+    return name.startswith(INLINE_PREFIXES) or name in INLINE_ROOTS
 
 
 class _Rename(ast.NodeTransformer):
@@ -224,7 +231,7 @@ def inline_module(source: str) -> str:
     """Inline the hot per-element calls of a generated codec module; returns the new source."""
     tree = ast.parse(source)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    targets = [f for name, f in funcs.items() if name.startswith(INLINE_PREFIXES)]
+    targets = [f for name, f in funcs.items() if _rewritable(name)]
     # bottom-up: a function is rewritten after everything it calls
     order: list[ast.FunctionDef] = []
     seen: set[str] = set()
@@ -248,7 +255,7 @@ def inline_module(source: str) -> str:
             changed.add(f.name)
     if not changed:
         return source
-    called: set[str] = set()
+    called: set[str] = set(INLINE_ROOTS)
     for node in tree.body:
         if not (isinstance(node, ast.FunctionDef) and node.name.startswith(INLINE_PREFIXES)):
             called |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -264,7 +271,7 @@ def inline_module(source: str) -> str:
     lines = source.splitlines(keepends=True)
     edits = []
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or not node.name.startswith(INLINE_PREFIXES):
+        if not isinstance(node, ast.FunctionDef) or not _rewritable(node.name):
             continue
         start, stop = node.lineno - 1, node.end_lineno
         if node.name not in live:

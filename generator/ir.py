@@ -432,7 +432,8 @@ class Builder:
                 Op(
                     "run",
                     depth,
-                    dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1),
+                    dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1,
+                         fmt=fmt[1:]),
                 )
             )
             for x in run:
@@ -576,6 +577,7 @@ class Builder:
                     ),
                 )
             )
+        self.prefetch(dec)
         post_ops = dec[first_post:]
         if st.repr == "tuple":
             names = [m for m, _ in model]
@@ -697,6 +699,47 @@ class Builder:
             items[-1].update(const=b.const, is_null=b.is_null)
         return items
 
+    #: ops that neither read the input nor move ``pos``: a prefetched read may jump over them
+    _NO_READ = ("mark", "region", "crc_check", "const_check", "bits")
+
+    def prefetch(self, dec: list[Op]) -> None:
+        """Let the optimistic decoder read each stretch of fixed-width fields with one ``unpack_from``.
+
+        A stretch is a run of fixed fields, the runs that follow it with only position marks, region and
+        CRC checks between, and a fixed length prefix of a blob right after them (v0/v1: offset, size,
+        crc, magic, attributes, timestamp and key length in one call).  The first run reads them all;
+        the later ones only advance ``pos``.  Reading ahead is safe there: the checks between still run
+        before anything read is used, and input too short for the read raises, which sends the batch
+        to the checked decoder.
+        """
+        i = 0
+        while i < len(dec):
+            head = dec[i]
+            if head.kind != "run":
+                i += 1
+                continue
+            group, fmt, names = [head], head.a["fmt"], list(head.a["names"])
+            j = i + 1
+            while j < len(dec) and dec[j].depth == head.depth:
+                op = dec[j]
+                if op.kind == "run":
+                    group.append(op)
+                    fmt += op.a["fmt"]
+                    names += op.a["names"]
+                elif op.kind == "blob" and op.a["prefix"] == "fixed":
+                    group.append(op)
+                    fmt += op.a["fmt"]
+                    names.append(f"n_{op.a['name']}")
+                    break
+                elif op.kind not in self._NO_READ:
+                    break
+                j += 1
+            if len(group) > 1:
+                head.a.update(fetch_const=self.const(">" + fmt, "prefetch: " + ", ".join(names)), fetch_names=names)
+                for op in group[1:]:
+                    op.a["prefetched"] = True
+            i = j
+
     def prefix_attrs(self, f: Field) -> dict:
         """How a length prefix of a sized struct/array is read and written."""
         if f.length in VARINTS:
@@ -713,7 +756,8 @@ class Builder:
             a.update(prefix="varint", vkind=pre)
         elif pre in PRIMITIVES:
             fmt = ">" + PRIMITIVES[pre][0]
-            a.update(prefix="fixed", const=self.const(fmt, f"{f.name} length => {pre}"), size=PRIMITIVES[pre][1])
+            a.update(prefix="fixed", const=self.const(fmt, f"{f.name} length => {pre}"), size=PRIMITIVES[pre][1],
+                     fmt=fmt[1:])
         elif pre == "rest":
             a.update(prefix="rest", trailer=self.trailer_size(st, i))
         else:

@@ -127,6 +127,19 @@ def _scan(data, verify_crc, format, opts, backend, skip_corrupt, positions):
     pos = 0
     while (end := _entry_end(buf, pos, n)) >= 0:
         mod = forced or table.get(buf[pos + 16])
+        run = getattr(mod, "decode_run", None)
+        if run is not None:
+            # legacy entries: decode as many as decode cleanly in one call, then go on below with the
+            # entry the run stopped at (another magic, a truncated tail, or an error to report)
+            values, starts, stop = run(buf, pos, n, opts)
+            if values:
+                if positions:
+                    starts.append(stop)
+                    yield from zip(starts, starts[1:], values)
+                else:
+                    yield from values
+                pos = stop
+                continue
         try:
             if mod is None:
                 raise InvalidValueError(

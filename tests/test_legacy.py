@@ -8,7 +8,7 @@ from conftest import backends, check_case, load_vectors
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
 import kfmt
-from kfmt.api import get_format, iter_entries
+from kfmt.api import get_format, iter_entries, scan
 from kfmt.runtime import compression
 
 LEGACY = ["kafka_v0", "kafka_v1"]
@@ -175,3 +175,42 @@ def test_message_set_encode_error_names_the_record(magic, backend):
     with pytest.raises(kfmt.CodecError) as e:
         kfmt.encode_batch(recs, magic=magic, backend=backend)
     assert e.value.path.startswith("records[1]"), e.value.path
+
+
+def _legacy_run_log():
+    """Runs of uncompressed v0 and v1 messages (one per entry) around a v2 batch, built by kafka-python."""
+    parts = []
+    for magic, first in ((0, 0), (1, 40), (0, 80)):
+        b = LegacyRecordBatchBuilder(magic, 0, 1 << 22)
+        for i in range(first, first + 40):
+            b.append(i, 1_700_000_000_000 + i if magic else None, b"k%d" % i, b"v" * (i % 17))
+        parts.append(bytes(b.build()))
+    parts.insert(2, kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=5)], base_offset=120))
+    return b"".join(parts)
+
+
+def test_runs_of_legacy_entries_read_like_one_entry_at_a_time():
+    """The reader decodes runs of legacy entries in one call (decode_run); positions, values and the
+    stop at a truncated tail must be those of decoding entry by entry (the construct backend)."""
+    log = _legacy_run_log()
+    for tail in (b"", log[:30]):
+        data = log + tail
+        fast = list(scan(data))
+        ref = list(scan(data, backend="construct"))
+        assert [(p, e) for p, e, _ in fast] == [(p, e) for p, e, _ in ref] == [(p, e) for p, e, _ in iter_entries(data)]
+        assert [b.as_dict() for _, _, b in fast] == [b.as_dict() for _, _, b in ref]
+    assert [r.offset for b in kfmt.read_batches(log) for r in b.records] == [*range(80), 120, *range(80, 120)]
+
+
+def test_corrupt_entry_inside_a_legacy_run():
+    log = bytearray(_legacy_run_log())
+    starts = [p for p, _, _ in iter_entries(bytes(log))]
+    bad = starts[57]  # a v1 message in the middle of its run
+    log[bad + 30] ^= 0xFF
+    with pytest.raises(kfmt.ChecksumError) as e:
+        list(kfmt.read_batches(bytes(log)))
+    assert e.value.batch_position == bad
+    out = list(scan(bytes(log), skip_corrupt=True))
+    assert [p for p, _, _ in out] == starts
+    assert [type(b).__name__ for p, _, b in out if p == bad] == ["ChecksumError"]
+    assert sum(isinstance(b, kfmt.CodecError) for _, _, b in out) == 1

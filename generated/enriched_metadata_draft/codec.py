@@ -89,12 +89,11 @@ class _Fallback(Exception):
 
 _S0 = _struct.Struct(">b")  # tag_id => int8
 _S1 = _struct.Struct(">i")  # tag_value length => int32
-_S2 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S3 = _struct.Struct(">I")  # crc => uint32
-_S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S5 = _struct.Struct(
-    ">qiIbbq"
-)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
+_S2 = _struct.Struct(">bi")  # prefetch: tag_id, n_tag_value
+_S3 = _struct.Struct(">qi")  # offset => int64, size => int32
+_S4 = _struct.Struct(">I")  # crc => uint32
+_S5 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
+_S6 = _struct.Struct(">qiIbbq")  # prefetch: offset, size, crc, magic, attributes, timestamp
 
 _ENUM_codec = {
     0: "none",
@@ -213,7 +212,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
     (
         offset,
         size,
-    ) = _S2.unpack_from(buf, pos)
+    ) = _S3.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     if size < 22:
@@ -227,7 +226,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         )
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message")
-    (crc,) = _S3.unpack_from(buf, pos)
+    (crc,) = _S4.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -242,7 +241,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         magic,
         attributes,
         timestamp,
-    ) = _S4.unpack_from(buf, pos)
+    ) = _S5.unpack_from(buf, pos)
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
@@ -377,13 +376,12 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    offset, size = _S2.unpack_from(buf, pos)
+    offset, size, crc, magic, attributes, timestamp = _S6.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
     if size < 22 or e_0 > end:
         raise _Fallback
-    (crc,) = _S3.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -392,7 +390,6 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    magic, attributes, timestamp = _S4.unpack_from(buf, pos)
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
@@ -417,11 +414,8 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
                     )
-                tag_id_kafka_tag_ = buf[pos]
-                if tag_id_kafka_tag_ > 127:
-                    tag_id_kafka_tag_ -= 256
+                tag_id_kafka_tag_, n_tag_value_kafka_tag_ = _S2.unpack_from(buf, pos)
                 pos += 1
-                (n_tag_value_kafka_tag_,) = _S1.unpack_from(buf, pos)
                 pos += 4
                 if n_tag_value_kafka_tag_ < 0:
                     raise _Fallback
@@ -523,13 +517,19 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
                 depth__message_leaf_ = depth_ + 1
-                offset_message_leaf_, size_message_leaf_ = _S2.unpack_from(data_, dpos)
+                (
+                    offset_message_leaf_,
+                    size_message_leaf_,
+                    crc_message_leaf_,
+                    magic_message_leaf_,
+                    attributes_message_leaf_,
+                    timestamp_message_leaf_,
+                ) = _S6.unpack_from(data_, dpos)
                 dpos += 12
                 p_crc_message_leaf_ = dpos
                 e_0_message_leaf_ = p_crc_message_leaf_ + size_message_leaf_
                 if size_message_leaf_ < 22 or e_0_message_leaf_ > dend:
                     raise _Fallback
-                (crc_message_leaf_,) = _S3.unpack_from(data_, dpos)
                 dpos += 4
                 p_magic_message_leaf_ = dpos
                 if opts.verify_crc:
@@ -540,7 +540,6 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                             offset=p_magic_message_leaf_,
                             path="message.crc",
                         )
-                magic_message_leaf_, attributes_message_leaf_, timestamp_message_leaf_ = _S4.unpack_from(data_, dpos)
                 dpos += 10
                 if magic_message_leaf_ != 1:
                     raise _InvalidValueError(
@@ -571,11 +570,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                                 raise _LimitExceededError(
                                     f"more than {opts.max_headers} elements", offset=dpos, path="message.kafka_tags"
                                 )
-                            tag_id_kafka_tag__message_leaf_ = data_[dpos]
-                            if tag_id_kafka_tag__message_leaf_ > 127:
-                                tag_id_kafka_tag__message_leaf_ -= 256
+                            tag_id_kafka_tag__message_leaf_, n_tag_value_kafka_tag__message_leaf_ = _S2.unpack_from(
+                                data_, dpos
+                            )
                             dpos += 1
-                            (n_tag_value_kafka_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
                             dpos += 4
                             if n_tag_value_kafka_tag__message_leaf_ < 0:
                                 raise _Fallback
@@ -708,7 +706,7 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(offset, 0, 0, 1, attributes, timestamp)
+    out += _S6.pack(offset, 0, 0, 1, attributes, timestamp)
     if not kafka_tags:
         out += _S1.pack(-1)
     else:
@@ -764,7 +762,7 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
         out += _S1.pack(len(value))
         out += value
     _S1.pack_into(out, q_size, len(out) - p_crc)
-    _S3.pack_into(out, q_crc, _crc32(out[p_magic:]))
+    _S4.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
 def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
@@ -788,7 +786,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(offset, 0, 0, 1, attributes, timestamp)
+    out += _S6.pack(offset, 0, 0, 1, attributes, timestamp)
     if not kafka_tags:
         out += _S1.pack(-1)
     else:
@@ -840,7 +838,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
         out += _S1.pack(len(value))
         out += value
     _S1.pack_into(out, q_size, len(out) - p_crc)
-    _S3.pack_into(out, q_crc, _crc32(out[p_magic:]))
+    _S4.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
@@ -870,6 +868,395 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message"
         ) from None
+
+
+def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
+    """Decode consecutive log entries of this format from ``pos`` with the optimistic decoder.
+
+    Legacy logs hold one small message per entry, so per-entry calls cost as much as the decoding;
+    this loop (the decoder is inlined into it) goes on while entries carry this format's magic and
+    decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
+    (another magic, a truncated tail, an error to report) with ``decode_from``.
+    """
+    values = []
+    starts = []
+    append_value = values.append
+    append_start = starts.append
+    start = pos
+    try:
+        while True:
+            start = pos
+            if buf[pos + 16] != MAGIC:
+                break
+            offset_message_, size_message_, crc_message_, magic_message_, attributes_message_, timestamp_message_ = (
+                _S6.unpack_from(buf, pos)
+            )
+            pos += 12
+            p_crc_message_ = pos
+            e_0_message_ = p_crc_message_ + size_message_
+            if size_message_ < 22 or e_0_message_ > end:
+                raise _Fallback
+            pos += 4
+            p_magic_message_ = pos
+            if opts.verify_crc:
+                crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
+                if crc__message_ != crc_message_:
+                    raise _ChecksumError(
+                        f"stored crc32 {crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
+                        offset=p_magic_message_,
+                        path="message.crc",
+                    )
+            pos += 10
+            if magic_message_ != 1:
+                raise _InvalidValueError(f"magic is {magic_message_}, expected 1", offset=pos, path="message.magic")
+            codec_message_ = _ENUM_codec.get((attributes_message_ & 15) >> 0)
+            if codec_message_ is None:
+                raise _InvalidValueError(
+                    f"unknown codec id {(attributes_message_ & 15) >> 0}", offset=pos, path="message.attributes"
+                )
+            (n_kafka_tags_message_,) = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n_kafka_tags_message_ < 0:
+                kafka_tags_message_ = None
+            else:
+                s_kafka_tags_message_ = pos + n_kafka_tags_message_
+                if s_kafka_tags_message_ > e_0_message_:
+                    raise _Fallback
+                n_kafka_tags_message_ = 1
+                kafka_tags_message_ = []
+                append_kafka_tags_message_ = kafka_tags_message_.append
+                i_kafka_tags_message_ = 0
+                try:
+                    while pos < s_kafka_tags_message_:
+                        if i_kafka_tags_message_ >= opts.max_headers:
+                            raise _LimitExceededError(
+                                f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
+                            )
+                        tag_id_kafka_tag__message_, n_tag_value_kafka_tag__message_ = _S2.unpack_from(buf, pos)
+                        pos += 1
+                        pos += 4
+                        if n_tag_value_kafka_tag__message_ < 0:
+                            raise _Fallback
+                        else:
+                            if n_tag_value_kafka_tag__message_ > opts.max_bytes:
+                                raise _Fallback
+                            tag_value_kafka_tag__message_ = buf[pos : pos + n_tag_value_kafka_tag__message_]
+                            pos += n_tag_value_kafka_tag__message_
+                        item__message_ = (tag_id_kafka_tag__message_, tag_value_kafka_tag__message_)
+                        append_kafka_tags_message_(item__message_)
+                        i_kafka_tags_message_ += 1
+                except _CodecError as exc_message_:
+                    raise exc_message_.within("message.kafka_tags", i_kafka_tags_message_, "kafka_tag") from None
+                if pos != s_kafka_tags_message_:
+                    raise _Fallback
+            (n_headers_message_,) = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n_headers_message_ < 0:
+                headers_message_ = None
+            else:
+                s_headers_message_ = pos + n_headers_message_
+                if s_headers_message_ > e_0_message_:
+                    raise _Fallback
+                n_headers_message_ = 1
+                headers_message_ = []
+                append_headers_message_ = headers_message_.append
+                i_headers_message_ = 0
+                try:
+                    while pos < s_headers_message_:
+                        if i_headers_message_ >= opts.max_headers:
+                            raise _LimitExceededError(
+                                f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                            )
+                        (n_key_app_tag__message_,) = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        if n_key_app_tag__message_ < 0:
+                            raise _Fallback
+                        else:
+                            if n_key_app_tag__message_ > opts.max_bytes:
+                                raise _Fallback
+                            r__app_tag__message_ = buf[pos : pos + n_key_app_tag__message_]
+                            key_app_tag__message_ = _STR_DECODED.get(r__app_tag__message_)
+                            if key_app_tag__message_ is None:
+                                key_app_tag__message_ = _decode_str(r__app_tag__message_)
+                            pos += n_key_app_tag__message_
+                        (n_value_app_tag__message_,) = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        if n_value_app_tag__message_ < 0:
+                            value_app_tag__message_ = None
+                        else:
+                            if n_value_app_tag__message_ > opts.max_bytes:
+                                raise _Fallback
+                            value_app_tag__message_ = buf[pos : pos + n_value_app_tag__message_]
+                            pos += n_value_app_tag__message_
+                        item__message_ = (key_app_tag__message_, value_app_tag__message_)
+                        append_headers_message_(item__message_)
+                        i_headers_message_ += 1
+                except _CodecError as exc_message_:
+                    raise exc_message_.within("message.headers", i_headers_message_, "app_tag") from None
+                if pos != s_headers_message_:
+                    raise _Fallback
+            (n_key_message_,) = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n_key_message_ < 0:
+                key_message_ = None
+            else:
+                if n_key_message_ > opts.max_bytes:
+                    raise _Fallback
+                key_message_ = buf[pos : pos + n_key_message_]
+                pos += n_key_message_
+            (n_value_message_,) = _S1.unpack_from(buf, pos)
+            pos += 4
+            if n_value_message_ < 0:
+                value_message_ = None
+            else:
+                if n_value_message_ > opts.max_bytes:
+                    raise _Fallback
+                value_message_ = buf[pos : pos + n_value_message_]
+                pos += n_value_message_
+            if pos != e_0_message_:
+                raise _Fallback
+            messages_message_ = None
+            if codec_message_ != "none":
+                if value_message_ is None:
+                    raise _InvalidValueError("found a compressed message set with a null value", path="message.value")
+                if 0 >= opts.max_depth:
+                    raise _InvalidValueError(
+                        f"inner messages must not be compressed (nesting deeper than {opts.max_depth})",
+                        path="message.value",
+                    )
+                data__message_ = _decompress(codec_message_, value_message_, MAGIC, opts, path="message.value")
+                dpos_message_ = 0
+                dend_message_ = len(data__message_)
+                messages_message_ = []
+                while dend_message_ - dpos_message_ >= 12:
+                    (n__message_,) = _S1.unpack_from(data__message_, dpos_message_ + 8)
+                    if n__message_ >= 0 and dpos_message_ + 12 + n__message_ > dend_message_:
+                        break
+                    if len(messages_message_) >= opts.max_records:
+                        raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+                    try:
+                        depth__message_leaf__message_ = 0 + 1
+                        (
+                            offset_message_leaf__message_,
+                            size_message_leaf__message_,
+                            crc_message_leaf__message_,
+                            magic_message_leaf__message_,
+                            attributes_message_leaf__message_,
+                            timestamp_message_leaf__message_,
+                        ) = _S6.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 12
+                        p_crc_message_leaf__message_ = dpos_message_
+                        e_0_message_leaf__message_ = p_crc_message_leaf__message_ + size_message_leaf__message_
+                        if size_message_leaf__message_ < 22 or e_0_message_leaf__message_ > dend_message_:
+                            raise _Fallback
+                        dpos_message_ += 4
+                        p_magic_message_leaf__message_ = dpos_message_
+                        if opts.verify_crc:
+                            crc__message_leaf__message_ = _crc32(
+                                data__message_[p_magic_message_leaf__message_:e_0_message_leaf__message_]
+                            )
+                            if crc__message_leaf__message_ != crc_message_leaf__message_:
+                                raise _ChecksumError(
+                                    f"stored crc32 {crc_message_leaf__message_:#010x} != computed {crc__message_leaf__message_:#010x} (corrupt data)",
+                                    offset=p_magic_message_leaf__message_,
+                                    path="message.crc",
+                                )
+                        dpos_message_ += 10
+                        if magic_message_leaf__message_ != 1:
+                            raise _InvalidValueError(
+                                f"magic is {magic_message_leaf__message_}, expected 1",
+                                offset=dpos_message_,
+                                path="message.magic",
+                            )
+                        codec_message_leaf__message_ = _ENUM_codec.get((attributes_message_leaf__message_ & 15) >> 0)
+                        if codec_message_leaf__message_ is None:
+                            raise _InvalidValueError(
+                                f"unknown codec id {(attributes_message_leaf__message_ & 15) >> 0}",
+                                offset=dpos_message_,
+                                path="message.attributes",
+                            )
+                        (n_kafka_tags_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 4
+                        if n_kafka_tags_message_leaf__message_ < 0:
+                            kafka_tags_message_leaf__message_ = None
+                        else:
+                            s_kafka_tags_message_leaf__message_ = dpos_message_ + n_kafka_tags_message_leaf__message_
+                            if s_kafka_tags_message_leaf__message_ > e_0_message_leaf__message_:
+                                raise _Fallback
+                            n_kafka_tags_message_leaf__message_ = 1
+                            kafka_tags_message_leaf__message_ = []
+                            append_kafka_tags_message_leaf__message_ = kafka_tags_message_leaf__message_.append
+                            i_kafka_tags_message_leaf__message_ = 0
+                            try:
+                                while dpos_message_ < s_kafka_tags_message_leaf__message_:
+                                    if i_kafka_tags_message_leaf__message_ >= opts.max_headers:
+                                        raise _LimitExceededError(
+                                            f"more than {opts.max_headers} elements",
+                                            offset=dpos_message_,
+                                            path="message.kafka_tags",
+                                        )
+                                    (
+                                        tag_id_kafka_tag__message_leaf__message_,
+                                        n_tag_value_kafka_tag__message_leaf__message_,
+                                    ) = _S2.unpack_from(data__message_, dpos_message_)
+                                    dpos_message_ += 1
+                                    dpos_message_ += 4
+                                    if n_tag_value_kafka_tag__message_leaf__message_ < 0:
+                                        raise _Fallback
+                                    else:
+                                        if n_tag_value_kafka_tag__message_leaf__message_ > opts.max_bytes:
+                                            raise _Fallback
+                                        tag_value_kafka_tag__message_leaf__message_ = data__message_[
+                                            dpos_message_ : dpos_message_
+                                            + n_tag_value_kafka_tag__message_leaf__message_
+                                        ]
+                                        dpos_message_ += n_tag_value_kafka_tag__message_leaf__message_
+                                    item__message_leaf__message_ = (
+                                        tag_id_kafka_tag__message_leaf__message_,
+                                        tag_value_kafka_tag__message_leaf__message_,
+                                    )
+                                    append_kafka_tags_message_leaf__message_(item__message_leaf__message_)
+                                    i_kafka_tags_message_leaf__message_ += 1
+                            except _CodecError as exc_message_leaf__message_:
+                                raise exc_message_leaf__message_.within(
+                                    "message.kafka_tags", i_kafka_tags_message_leaf__message_, "kafka_tag"
+                                ) from None
+                            if dpos_message_ != s_kafka_tags_message_leaf__message_:
+                                raise _Fallback
+                        (n_headers_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 4
+                        if n_headers_message_leaf__message_ < 0:
+                            headers_message_leaf__message_ = None
+                        else:
+                            s_headers_message_leaf__message_ = dpos_message_ + n_headers_message_leaf__message_
+                            if s_headers_message_leaf__message_ > e_0_message_leaf__message_:
+                                raise _Fallback
+                            n_headers_message_leaf__message_ = 1
+                            headers_message_leaf__message_ = []
+                            append_headers_message_leaf__message_ = headers_message_leaf__message_.append
+                            i_headers_message_leaf__message_ = 0
+                            try:
+                                while dpos_message_ < s_headers_message_leaf__message_:
+                                    if i_headers_message_leaf__message_ >= opts.max_headers:
+                                        raise _LimitExceededError(
+                                            f"more than {opts.max_headers} elements",
+                                            offset=dpos_message_,
+                                            path="message.headers",
+                                        )
+                                    (n_key_app_tag__message_leaf__message_,) = _S1.unpack_from(
+                                        data__message_, dpos_message_
+                                    )
+                                    dpos_message_ += 4
+                                    if n_key_app_tag__message_leaf__message_ < 0:
+                                        raise _Fallback
+                                    else:
+                                        if n_key_app_tag__message_leaf__message_ > opts.max_bytes:
+                                            raise _Fallback
+                                        r__app_tag__message_leaf__message_ = data__message_[
+                                            dpos_message_ : dpos_message_ + n_key_app_tag__message_leaf__message_
+                                        ]
+                                        key_app_tag__message_leaf__message_ = _STR_DECODED.get(
+                                            r__app_tag__message_leaf__message_
+                                        )
+                                        if key_app_tag__message_leaf__message_ is None:
+                                            key_app_tag__message_leaf__message_ = _decode_str(
+                                                r__app_tag__message_leaf__message_
+                                            )
+                                        dpos_message_ += n_key_app_tag__message_leaf__message_
+                                    (n_value_app_tag__message_leaf__message_,) = _S1.unpack_from(
+                                        data__message_, dpos_message_
+                                    )
+                                    dpos_message_ += 4
+                                    if n_value_app_tag__message_leaf__message_ < 0:
+                                        value_app_tag__message_leaf__message_ = None
+                                    else:
+                                        if n_value_app_tag__message_leaf__message_ > opts.max_bytes:
+                                            raise _Fallback
+                                        value_app_tag__message_leaf__message_ = data__message_[
+                                            dpos_message_ : dpos_message_ + n_value_app_tag__message_leaf__message_
+                                        ]
+                                        dpos_message_ += n_value_app_tag__message_leaf__message_
+                                    item__message_leaf__message_ = (
+                                        key_app_tag__message_leaf__message_,
+                                        value_app_tag__message_leaf__message_,
+                                    )
+                                    append_headers_message_leaf__message_(item__message_leaf__message_)
+                                    i_headers_message_leaf__message_ += 1
+                            except _CodecError as exc_message_leaf__message_:
+                                raise exc_message_leaf__message_.within(
+                                    "message.headers", i_headers_message_leaf__message_, "app_tag"
+                                ) from None
+                            if dpos_message_ != s_headers_message_leaf__message_:
+                                raise _Fallback
+                        (n_key_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 4
+                        if n_key_message_leaf__message_ < 0:
+                            key_message_leaf__message_ = None
+                        else:
+                            if n_key_message_leaf__message_ > opts.max_bytes:
+                                raise _Fallback
+                            key_message_leaf__message_ = data__message_[
+                                dpos_message_ : dpos_message_ + n_key_message_leaf__message_
+                            ]
+                            dpos_message_ += n_key_message_leaf__message_
+                        (n_value_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 4
+                        if n_value_message_leaf__message_ < 0:
+                            value_message_leaf__message_ = None
+                        else:
+                            if n_value_message_leaf__message_ > opts.max_bytes:
+                                raise _Fallback
+                            value_message_leaf__message_ = data__message_[
+                                dpos_message_ : dpos_message_ + n_value_message_leaf__message_
+                            ]
+                            dpos_message_ += n_value_message_leaf__message_
+                        if dpos_message_ != e_0_message_leaf__message_:
+                            raise _Fallback
+                        messages_message_leaf__message_ = None
+                        if codec_message_leaf__message_ != "none":
+                            raise _Fallback
+                        item__message_ = Message(
+                            offset_message_leaf__message_,
+                            size_message_leaf__message_,
+                            crc_message_leaf__message_,
+                            magic_message_leaf__message_,
+                            codec_message_leaf__message_,
+                            timestamp_message_leaf__message_,
+                            kafka_tags_message_leaf__message_,
+                            headers_message_leaf__message_,
+                            key_message_leaf__message_,
+                            value_message_leaf__message_,
+                            messages_message_leaf__message_,
+                        )
+                    except _CodecError as exc_message_:
+                        raise exc_message_.within(
+                            "message.value.messages", len(messages_message_), "message"
+                        ).in_stream(codec_message_, None) from None
+                    messages_message_.append(item__message_)
+                if not messages_message_:
+                    raise _InvalidValueError(
+                        "found a compressed message set with no inner records", path="message.value"
+                    )
+                for m__message_ in messages_message_:
+                    m__message_.offset += offset_message_
+            value = Message(
+                offset_message_,
+                size_message_,
+                crc_message_,
+                magic_message_,
+                codec_message_,
+                timestamp_message_,
+                kafka_tags_message_,
+                headers_message_,
+                key_message_,
+                value_message_,
+                messages_message_,
+            )
+            append_value(value)
+            append_start(start)
+    except Exception:
+        pass
+    return (values, starts, start)
 
 
 def decode(data, *, verify_crc=True, opts=None):

@@ -54,12 +54,11 @@ def _crc32(data):
 
 _S0 = _struct.Struct(">b")  # tag_id => int8
 _S1 = _struct.Struct(">i")  # tag_value length => int32
-_S2 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S3 = _struct.Struct(">I")  # crc => uint32
-_S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S5 = _struct.Struct(
-    ">qiIbbq"
-)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
+_S2 = _struct.Struct(">bi")  # prefetch: tag_id, n_tag_value
+_S3 = _struct.Struct(">qi")  # offset => int64, size => int32
+_S4 = _struct.Struct(">I")  # crc => uint32
+_S5 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
+_S6 = _struct.Struct(">qiIbbq")  # prefetch: offset, size, crc, magic, attributes, timestamp
 
 _ENUM_codec = {
     0: "none",

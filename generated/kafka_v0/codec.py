@@ -80,7 +80,8 @@ _S0 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S1 = _struct.Struct(">I")  # crc => uint32
 _S2 = _struct.Struct(">bb")  # magic => int8, attributes => int8
 _S3 = _struct.Struct(">i")  # key length => int32
-_S4 = _struct.Struct(">qiIbb")  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8
+_S4 = _struct.Struct(">qiIbbi")  # prefetch: offset, size, crc, magic, attributes, n_key
+_S5 = _struct.Struct(">qiIbb")  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8
 
 _ENUM_codec = {
     0: "none",
@@ -206,13 +207,12 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    offset, size = _S0.unpack_from(buf, pos)
+    offset, size, crc, magic, attributes, n_key = _S4.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
     if size < 14 or e_0 > end:
         raise _Fallback
-    (crc,) = _S1.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -221,14 +221,12 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    magic, attributes = _S2.unpack_from(buf, pos)
     pos += 2
     if magic != 0:
         raise _InvalidValueError(f"magic is {magic}, expected 0", offset=pos, path="message.magic")
     codec = _ENUM_codec.get((attributes & 7) >> 0)
     if codec is None:
         raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
-    (n_key,) = _S3.unpack_from(buf, pos)
     pos += 4
     if n_key < 0:
         key = None
@@ -268,13 +266,19 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
                 depth__message_leaf_ = depth_ + 1
-                offset_message_leaf_, size_message_leaf_ = _S0.unpack_from(data_, dpos)
+                (
+                    offset_message_leaf_,
+                    size_message_leaf_,
+                    crc_message_leaf_,
+                    magic_message_leaf_,
+                    attributes_message_leaf_,
+                    n_key_message_leaf_,
+                ) = _S4.unpack_from(data_, dpos)
                 dpos += 12
                 p_crc_message_leaf_ = dpos
                 e_0_message_leaf_ = p_crc_message_leaf_ + size_message_leaf_
                 if size_message_leaf_ < 14 or e_0_message_leaf_ > dend:
                     raise _Fallback
-                (crc_message_leaf_,) = _S1.unpack_from(data_, dpos)
                 dpos += 4
                 p_magic_message_leaf_ = dpos
                 if opts.verify_crc:
@@ -285,7 +289,6 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                             offset=p_magic_message_leaf_,
                             path="message.crc",
                         )
-                magic_message_leaf_, attributes_message_leaf_ = _S2.unpack_from(data_, dpos)
                 dpos += 2
                 if magic_message_leaf_ != 0:
                     raise _InvalidValueError(
@@ -298,7 +301,6 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                         offset=dpos,
                         path="message.attributes",
                     )
-                (n_key_message_leaf_,) = _S3.unpack_from(data_, dpos)
                 dpos += 4
                 if n_key_message_leaf_ < 0:
                     key_message_leaf_ = None
@@ -356,7 +358,7 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S4.pack(offset, 0, 0, 0, attributes)
+    out += _S5.pack(offset, 0, 0, 0, attributes)
     if key is None:
         out += _S3.pack(-1)
     else:
@@ -398,7 +400,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S4.pack(offset, 0, 0, 0, attributes)
+    out += _S5.pack(offset, 0, 0, 0, attributes)
     if key is None:
         out += _S3.pack(-1)
     else:
@@ -450,6 +452,191 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message"
         ) from None
+
+
+def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
+    """Decode consecutive log entries of this format from ``pos`` with the optimistic decoder.
+
+    Legacy logs hold one small message per entry, so per-entry calls cost as much as the decoding;
+    this loop (the decoder is inlined into it) goes on while entries carry this format's magic and
+    decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
+    (another magic, a truncated tail, an error to report) with ``decode_from``.
+    """
+    values = []
+    starts = []
+    append_value = values.append
+    append_start = starts.append
+    start = pos
+    try:
+        while True:
+            start = pos
+            if buf[pos + 16] != MAGIC:
+                break
+            offset_message_, size_message_, crc_message_, magic_message_, attributes_message_, n_key_message_ = (
+                _S4.unpack_from(buf, pos)
+            )
+            pos += 12
+            p_crc_message_ = pos
+            e_0_message_ = p_crc_message_ + size_message_
+            if size_message_ < 14 or e_0_message_ > end:
+                raise _Fallback
+            pos += 4
+            p_magic_message_ = pos
+            if opts.verify_crc:
+                crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
+                if crc__message_ != crc_message_:
+                    raise _ChecksumError(
+                        f"stored crc32 {crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
+                        offset=p_magic_message_,
+                        path="message.crc",
+                    )
+            pos += 2
+            if magic_message_ != 0:
+                raise _InvalidValueError(f"magic is {magic_message_}, expected 0", offset=pos, path="message.magic")
+            codec_message_ = _ENUM_codec.get((attributes_message_ & 7) >> 0)
+            if codec_message_ is None:
+                raise _InvalidValueError(
+                    f"unknown codec id {(attributes_message_ & 7) >> 0}", offset=pos, path="message.attributes"
+                )
+            pos += 4
+            if n_key_message_ < 0:
+                key_message_ = None
+            else:
+                if n_key_message_ > opts.max_bytes:
+                    raise _Fallback
+                key_message_ = buf[pos : pos + n_key_message_]
+                pos += n_key_message_
+            (n_value_message_,) = _S3.unpack_from(buf, pos)
+            pos += 4
+            if n_value_message_ < 0:
+                value_message_ = None
+            else:
+                if n_value_message_ > opts.max_bytes:
+                    raise _Fallback
+                value_message_ = buf[pos : pos + n_value_message_]
+                pos += n_value_message_
+            if pos != e_0_message_:
+                raise _Fallback
+            messages_message_ = None
+            if codec_message_ != "none":
+                if value_message_ is None:
+                    raise _InvalidValueError("found a compressed message set with a null value", path="message.value")
+                if 0 >= opts.max_depth:
+                    raise _InvalidValueError(
+                        f"inner messages must not be compressed (nesting deeper than {opts.max_depth})",
+                        path="message.value",
+                    )
+                data__message_ = _decompress(codec_message_, value_message_, MAGIC, opts, path="message.value")
+                dpos_message_ = 0
+                dend_message_ = len(data__message_)
+                messages_message_ = []
+                while dend_message_ - dpos_message_ >= 12:
+                    (n__message_,) = _S3.unpack_from(data__message_, dpos_message_ + 8)
+                    if n__message_ >= 0 and dpos_message_ + 12 + n__message_ > dend_message_:
+                        break
+                    if len(messages_message_) >= opts.max_records:
+                        raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+                    try:
+                        depth__message_leaf__message_ = 0 + 1
+                        (
+                            offset_message_leaf__message_,
+                            size_message_leaf__message_,
+                            crc_message_leaf__message_,
+                            magic_message_leaf__message_,
+                            attributes_message_leaf__message_,
+                            n_key_message_leaf__message_,
+                        ) = _S4.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 12
+                        p_crc_message_leaf__message_ = dpos_message_
+                        e_0_message_leaf__message_ = p_crc_message_leaf__message_ + size_message_leaf__message_
+                        if size_message_leaf__message_ < 14 or e_0_message_leaf__message_ > dend_message_:
+                            raise _Fallback
+                        dpos_message_ += 4
+                        p_magic_message_leaf__message_ = dpos_message_
+                        if opts.verify_crc:
+                            crc__message_leaf__message_ = _crc32(
+                                data__message_[p_magic_message_leaf__message_:e_0_message_leaf__message_]
+                            )
+                            if crc__message_leaf__message_ != crc_message_leaf__message_:
+                                raise _ChecksumError(
+                                    f"stored crc32 {crc_message_leaf__message_:#010x} != computed {crc__message_leaf__message_:#010x} (corrupt data)",
+                                    offset=p_magic_message_leaf__message_,
+                                    path="message.crc",
+                                )
+                        dpos_message_ += 2
+                        if magic_message_leaf__message_ != 0:
+                            raise _InvalidValueError(
+                                f"magic is {magic_message_leaf__message_}, expected 0",
+                                offset=dpos_message_,
+                                path="message.magic",
+                            )
+                        codec_message_leaf__message_ = _ENUM_codec.get((attributes_message_leaf__message_ & 7) >> 0)
+                        if codec_message_leaf__message_ is None:
+                            raise _InvalidValueError(
+                                f"unknown codec id {(attributes_message_leaf__message_ & 7) >> 0}",
+                                offset=dpos_message_,
+                                path="message.attributes",
+                            )
+                        dpos_message_ += 4
+                        if n_key_message_leaf__message_ < 0:
+                            key_message_leaf__message_ = None
+                        else:
+                            if n_key_message_leaf__message_ > opts.max_bytes:
+                                raise _Fallback
+                            key_message_leaf__message_ = data__message_[
+                                dpos_message_ : dpos_message_ + n_key_message_leaf__message_
+                            ]
+                            dpos_message_ += n_key_message_leaf__message_
+                        (n_value_message_leaf__message_,) = _S3.unpack_from(data__message_, dpos_message_)
+                        dpos_message_ += 4
+                        if n_value_message_leaf__message_ < 0:
+                            value_message_leaf__message_ = None
+                        else:
+                            if n_value_message_leaf__message_ > opts.max_bytes:
+                                raise _Fallback
+                            value_message_leaf__message_ = data__message_[
+                                dpos_message_ : dpos_message_ + n_value_message_leaf__message_
+                            ]
+                            dpos_message_ += n_value_message_leaf__message_
+                        if dpos_message_ != e_0_message_leaf__message_:
+                            raise _Fallback
+                        messages_message_leaf__message_ = None
+                        if codec_message_leaf__message_ != "none":
+                            raise _Fallback
+                        item__message_ = Message(
+                            offset_message_leaf__message_,
+                            size_message_leaf__message_,
+                            crc_message_leaf__message_,
+                            magic_message_leaf__message_,
+                            codec_message_leaf__message_,
+                            key_message_leaf__message_,
+                            value_message_leaf__message_,
+                            messages_message_leaf__message_,
+                        )
+                    except _CodecError as exc_message_:
+                        raise exc_message_.within(
+                            "message.value.messages", len(messages_message_), "message"
+                        ).in_stream(codec_message_, None) from None
+                    messages_message_.append(item__message_)
+                if not messages_message_:
+                    raise _InvalidValueError(
+                        "found a compressed message set with no inner records", path="message.value"
+                    )
+            value = Message(
+                offset_message_,
+                size_message_,
+                crc_message_,
+                magic_message_,
+                codec_message_,
+                key_message_,
+                value_message_,
+                messages_message_,
+            )
+            append_value(value)
+            append_start(start)
+    except Exception:
+        pass
+    return (values, starts, start)
 
 
 def decode(data, *, verify_crc=True, opts=None):

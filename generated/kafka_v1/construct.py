@@ -56,7 +56,8 @@ _S0 = _struct.Struct(">qi")  # offset => int64, size => int32
 _S1 = _struct.Struct(">I")  # crc => uint32
 _S2 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
 _S3 = _struct.Struct(">i")  # key length => int32
-_S4 = _struct.Struct(
+_S4 = _struct.Struct(">qiIbbqi")  # prefetch: offset, size, crc, magic, attributes, timestamp, n_key
+_S5 = _struct.Struct(
     ">qiIbbq"
 )  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
 

@@ -85,14 +85,16 @@ class _Fallback(Exception):
 
 
 _S0 = _struct.Struct(">i")  # key => int32
-_S1 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S2 = _struct.Struct(">I")  # crc => uint32
-_S3 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S4 = _struct.Struct(">b")  # wrapper_magic => int8
-_S5 = _struct.Struct(
+_S1 = _struct.Struct(">ii")  # prefetch: key, n_value
+_S2 = _struct.Struct(">qi")  # offset => int64, size => int32
+_S3 = _struct.Struct(">I")  # crc => uint32
+_S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
+_S5 = _struct.Struct(">b")  # wrapper_magic => int8
+_S6 = _struct.Struct(">qiIbbqi")  # prefetch: offset, size, crc, magic, attributes, timestamp, n_key
+_S7 = _struct.Struct(">ib")  # prefetch: len_wrapper, wrapper_magic
+_S8 = _struct.Struct(
     ">qiIbbq"
 )  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
-_S6 = _struct.Struct(">ib")  # len_wrapper => int32, wrapper_magic => int8
 
 _ENUM_codec = {
     0: "none",
@@ -153,7 +155,7 @@ def _decode_message(buf, pos, end, opts):
     (
         offset,
         size,
-    ) = _S1.unpack_from(buf, pos)
+    ) = _S2.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     if size < 27:
@@ -167,7 +169,7 @@ def _decode_message(buf, pos, end, opts):
         )
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message")
-    (crc,) = _S2.unpack_from(buf, pos)
+    (crc,) = _S3.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -182,7 +184,7 @@ def _decode_message(buf, pos, end, opts):
         magic,
         attributes,
         timestamp,
-    ) = _S3.unpack_from(buf, pos)
+    ) = _S4.unpack_from(buf, pos)
     pos += 10
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message.magic")
@@ -226,7 +228,7 @@ def _decode_message(buf, pos, end, opts):
         )
     if e_1 - pos < 1:
         raise _TruncatedError(f"needs 1 bytes, {e_1 - pos} left", offset=pos, path="message")
-    (wrapper_magic,) = _S4.unpack_from(buf, pos)
+    (wrapper_magic,) = _S5.unpack_from(buf, pos)
     pos += 1
     if wrapper_magic != 0:
         raise _InvalidValueError(
@@ -308,13 +310,12 @@ def _decode_message(buf, pos, end, opts):
 
 def _fdecode_message(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    offset, size = _S1.unpack_from(buf, pos)
+    offset, size, crc, magic, attributes, timestamp, n_key = _S6.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + size
     if size < 27 or e_0 > end:
         raise _Fallback
-    (crc,) = _S2.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -323,7 +324,6 @@ def _fdecode_message(buf, pos, end, opts):
             raise _ChecksumError(
                 f"stored crc32 {crc:#010x} != computed {crc_:#010x} (corrupt data)", offset=p_magic, path="message.crc"
             )
-    magic, attributes, timestamp = _S3.unpack_from(buf, pos)
     pos += 10
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message.magic")
@@ -334,7 +334,6 @@ def _fdecode_message(buf, pos, end, opts):
         raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_tombstone = attributes & 16 != 0
-    (n_key,) = _S0.unpack_from(buf, pos)
     pos += 4
     if n_key < 0:
         key = None
@@ -343,15 +342,12 @@ def _fdecode_message(buf, pos, end, opts):
             raise _Fallback
         key = buf[pos : pos + n_key]
         pos += n_key
-    (len_wrapper,) = _S0.unpack_from(buf, pos)
+    len_wrapper, wrapper_magic = _S7.unpack_from(buf, pos)
     pos += 4
     p_wrapper_magic = pos
     e_1 = p_wrapper_magic + len_wrapper
     if len_wrapper < 5 or e_1 > e_0:
         raise _Fallback
-    wrapper_magic = buf[pos]
-    if wrapper_magic > 127:
-        wrapper_magic -= 256
     pos += 1
     if wrapper_magic != 0:
         raise _InvalidValueError(
@@ -375,9 +371,8 @@ def _fdecode_message(buf, pos, end, opts):
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
                     )
-                (key_int_header_,) = _S0.unpack_from(buf, pos)
+                key_int_header_, n_value_int_header_ = _S1.unpack_from(buf, pos)
                 pos += 4
-                (n_value_int_header_,) = _S0.unpack_from(buf, pos)
                 pos += 4
                 if n_value_int_header_ < 0:
                     value_int_header_ = None
@@ -447,7 +442,7 @@ def _encode_message(obj, out, index):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(offset, 0, 0, 2, attributes, timestamp)
+    out += _S8.pack(offset, 0, 0, 2, attributes, timestamp)
     if key is None:
         out += _S0.pack(-1)
     else:
@@ -455,7 +450,7 @@ def _encode_message(obj, out, index):
         out += key
     q_len_wrapper = len(out) + 0
     p_wrapper_magic = len(out) + 4
-    out += _S6.pack(0, 0)
+    out += _S7.pack(0, 0)
     if headers is None:
         raise _InvalidValueError("may not be null", path="message.headers")
     else:
@@ -480,7 +475,7 @@ def _encode_message(obj, out, index):
         out += value
     _S0.pack_into(out, q_len_wrapper, len(out) - p_wrapper_magic)
     _S0.pack_into(out, q_size, len(out) - p_crc)
-    _S2.pack_into(out, q_crc, _crc32(out[p_magic:]))
+    _S3.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
 def _fencode_message(obj, out, index):
@@ -504,7 +499,7 @@ def _fencode_message(obj, out, index):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(offset, 0, 0, 2, attributes, timestamp)
+    out += _S8.pack(offset, 0, 0, 2, attributes, timestamp)
     if key is None:
         out += _S0.pack(-1)
     else:
@@ -512,7 +507,7 @@ def _fencode_message(obj, out, index):
         out += key
     q_len_wrapper = len(out) + 0
     p_wrapper_magic = len(out) + 4
-    out += _S6.pack(0, 0)
+    out += _S7.pack(0, 0)
     if headers is None:
         raise _InvalidValueError("may not be null", path="message.headers")
     else:
@@ -535,7 +530,7 @@ def _fencode_message(obj, out, index):
         out += value
     _S0.pack_into(out, q_len_wrapper, len(out) - p_wrapper_magic)
     _S0.pack_into(out, q_size, len(out) - p_crc)
-    _S2.pack_into(out, q_crc, _crc32(out[p_magic:]))
+    _S3.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
@@ -565,6 +560,149 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message"
         ) from None
+
+
+def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
+    """Decode consecutive log entries of this format from ``pos`` with the optimistic decoder.
+
+    Legacy logs hold one small message per entry, so per-entry calls cost as much as the decoding;
+    this loop (the decoder is inlined into it) goes on while entries carry this format's magic and
+    decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
+    (another magic, a truncated tail, an error to report) with ``decode_from``.
+    """
+    values = []
+    starts = []
+    append_value = values.append
+    append_start = starts.append
+    start = pos
+    try:
+        while True:
+            start = pos
+            if buf[pos + 16] != MAGIC:
+                break
+            (
+                offset_message_,
+                size_message_,
+                crc_message_,
+                magic_message_,
+                attributes_message_,
+                timestamp_message_,
+                n_key_message_,
+            ) = _S6.unpack_from(buf, pos)
+            pos += 12
+            p_crc_message_ = pos
+            e_0_message_ = p_crc_message_ + size_message_
+            if size_message_ < 27 or e_0_message_ > end:
+                raise _Fallback
+            pos += 4
+            p_magic_message_ = pos
+            if opts.verify_crc:
+                crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
+                if crc__message_ != crc_message_:
+                    raise _ChecksumError(
+                        f"stored crc32 {crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
+                        offset=p_magic_message_,
+                        path="message.crc",
+                    )
+            pos += 10
+            if magic_message_ != 2:
+                raise _InvalidValueError(f"magic is {magic_message_}, expected 2", offset=pos, path="message.magic")
+            codec_message_ = _ENUM_codec.get((attributes_message_ & 7) >> 0)
+            if codec_message_ is None:
+                raise _InvalidValueError(
+                    f"unknown codec id {(attributes_message_ & 7) >> 0}", offset=pos, path="message.attributes"
+                )
+            if (attributes_message_ & 7) >> 0 != 0:
+                raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
+            timestamp_type_message_ = (attributes_message_ & 8) >> 3
+            is_tombstone_message_ = attributes_message_ & 16 != 0
+            pos += 4
+            if n_key_message_ < 0:
+                key_message_ = None
+            else:
+                if n_key_message_ > opts.max_bytes:
+                    raise _Fallback
+                key_message_ = buf[pos : pos + n_key_message_]
+                pos += n_key_message_
+            len_wrapper_message_, wrapper_magic_message_ = _S7.unpack_from(buf, pos)
+            pos += 4
+            p_wrapper_magic_message_ = pos
+            e_1_message_ = p_wrapper_magic_message_ + len_wrapper_message_
+            if len_wrapper_message_ < 5 or e_1_message_ > e_0_message_:
+                raise _Fallback
+            pos += 1
+            if wrapper_magic_message_ != 0:
+                raise _InvalidValueError(
+                    f"wrapper_magic is {wrapper_magic_message_}, expected 0", offset=pos, path="message.wrapper_magic"
+                )
+            (n_headers_message_,) = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n_headers_message_ < 0:
+                raise _InvalidValueError(f"negative length {n_headers_message_}", offset=pos, path="message.headers")
+            else:
+                s_headers_message_ = pos + n_headers_message_
+                if s_headers_message_ > e_1_message_:
+                    raise _Fallback
+                n_headers_message_ = 1
+                headers_message_ = []
+                append_headers_message_ = headers_message_.append
+                i_headers_message_ = 0
+                try:
+                    while pos < s_headers_message_:
+                        if i_headers_message_ >= opts.max_headers:
+                            raise _LimitExceededError(
+                                f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                            )
+                        key_int_header__message_, n_value_int_header__message_ = _S1.unpack_from(buf, pos)
+                        pos += 4
+                        pos += 4
+                        if n_value_int_header__message_ < 0:
+                            value_int_header__message_ = None
+                        else:
+                            if n_value_int_header__message_ > opts.max_bytes:
+                                raise _Fallback
+                            value_int_header__message_ = buf[pos : pos + n_value_int_header__message_]
+                            pos += n_value_int_header__message_
+                        item__message_ = (key_int_header__message_, value_int_header__message_)
+                        append_headers_message_(item__message_)
+                        i_headers_message_ += 1
+                except _CodecError as exc_message_:
+                    raise exc_message_.within("message.headers", i_headers_message_, "int_header") from None
+                if pos != s_headers_message_:
+                    raise _Fallback
+            (n_value_message_,) = _S0.unpack_from(buf, pos)
+            pos += 4
+            if n_value_message_ < 0:
+                value_message_ = None
+            else:
+                if n_value_message_ > opts.max_bytes:
+                    raise _Fallback
+                value_message_ = buf[pos : pos + n_value_message_]
+                pos += n_value_message_
+            if pos != e_1_message_:
+                raise _Fallback
+            if pos != e_0_message_:
+                raise _Fallback
+            value = Message(
+                offset_message_,
+                size_message_,
+                crc_message_,
+                magic_message_,
+                codec_message_,
+                timestamp_type_message_,
+                is_tombstone_message_,
+                timestamp_message_,
+                key_message_,
+                len_wrapper_message_,
+                wrapper_magic_message_,
+                headers_message_,
+                value_message_,
+            )
+            append_value(value)
+            append_start(start)
+    except Exception:
+        pass
+    return (values, starts, start)
 
 
 def decode(data, *, verify_crc=True, opts=None):

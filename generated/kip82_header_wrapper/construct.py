@@ -53,14 +53,16 @@ def _crc32(data):
 
 
 _S0 = _struct.Struct(">i")  # key => int32
-_S1 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S2 = _struct.Struct(">I")  # crc => uint32
-_S3 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S4 = _struct.Struct(">b")  # wrapper_magic => int8
-_S5 = _struct.Struct(
+_S1 = _struct.Struct(">ii")  # prefetch: key, n_value
+_S2 = _struct.Struct(">qi")  # offset => int64, size => int32
+_S3 = _struct.Struct(">I")  # crc => uint32
+_S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
+_S5 = _struct.Struct(">b")  # wrapper_magic => int8
+_S6 = _struct.Struct(">qiIbbqi")  # prefetch: offset, size, crc, magic, attributes, timestamp, n_key
+_S7 = _struct.Struct(">ib")  # prefetch: len_wrapper, wrapper_magic
+_S8 = _struct.Struct(
     ">qiIbbq"
 )  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
-_S6 = _struct.Struct(">ib")  # len_wrapper => int32, wrapper_magic => int8
 
 _ENUM_codec = {
     0: "none",

@@ -95,10 +95,10 @@ _S2 = _struct.Struct(">qi")  # base_offset => int64, length => int32
 _S3 = _struct.Struct(
     ">bhiqqhi"
 )  # magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
-_S4 = _struct.Struct(">i")  # length => int32
-_S5 = _struct.Struct(
+_S4 = _struct.Struct(
     ">qiIbhiqqhi"
-)  # base_offset => int64, length => int32, crc => uint32, magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
+)  # prefetch: base_offset, length, crc, magic, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
+_S5 = _struct.Struct(">i")  # length => int32
 
 _ENUM_codec = {
     0: "none",
@@ -406,13 +406,23 @@ def _decode_message_set(buf, pos, end, opts):
 
 def _fdecode_message_set(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    base_offset, length = _S2.unpack_from(buf, pos)
+    (
+        base_offset,
+        length,
+        crc,
+        magic,
+        attributes,
+        last_offset_delta,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+    ) = _S4.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
     e_0 = p_crc + length
     if length < 33 or e_0 > end:
         raise _Fallback
-    (crc,) = _S1.unpack_from(buf, pos)
     pos += 4
     p_magic = pos
     if opts.verify_crc:
@@ -423,9 +433,6 @@ def _fdecode_message_set(buf, pos, end, opts):
                 offset=p_magic,
                 path="message_set.crc",
             )
-    magic, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence = _S3.unpack_from(
-        buf, pos
-    )
     pos += 29
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message_set.magic")
@@ -706,7 +713,7 @@ def _encode_message_set(obj, out, index):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(
+    out += _S4.pack(
         base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
     )
     if codec != "none" and records:
@@ -734,7 +741,7 @@ def _encode_message_set(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"message_set.records[{index_}]"
             ) from None
-    _S4.pack_into(out, q_length, len(out) - p_crc)
+    _S5.pack_into(out, q_length, len(out) - p_crc)
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
@@ -769,7 +776,7 @@ def _fencode_message_set(obj, out, index):
     p_crc = len(out) + 12
     q_crc = len(out) + 12
     p_magic = len(out) + 16
-    out += _S5.pack(
+    out += _S4.pack(
         base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
     )
     if codec != "none" and records:
@@ -876,7 +883,7 @@ def _fencode_message_set(obj, out, index):
                 tmp__message_ = bytearray()
                 _write_uvarint(tmp__message_, n__message_, "message.length")
                 out[q_length_message_ : q_length_message_ + 1] = tmp__message_
-    _S4.pack_into(out, q_length, len(out) - p_crc)
+    _S5.pack_into(out, q_length, len(out) - p_crc)
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 
 
@@ -907,6 +914,9 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message_set"
         ) from None
+
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 
 
 def decode(data, *, verify_crc=True, opts=None):

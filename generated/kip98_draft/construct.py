@@ -58,10 +58,10 @@ _S2 = _struct.Struct(">qi")  # base_offset => int64, length => int32
 _S3 = _struct.Struct(
     ">bhiqqhi"
 )  # magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
-_S4 = _struct.Struct(">i")  # length => int32
-_S5 = _struct.Struct(
+_S4 = _struct.Struct(
     ">qiIbhiqqhi"
-)  # base_offset => int64, length => int32, crc => uint32, magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
+)  # prefetch: base_offset, length, crc, magic, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
+_S5 = _struct.Struct(">i")  # length => int32
 
 _ENUM_codec = {
     0: "none",

@@ -109,11 +109,11 @@ _S2 = _struct.Struct(">ibI")  # partition_leader_epoch => int32, magic => int8, 
 _S3 = _struct.Struct(
     ">hiqqqhii"
 )  # attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
-_S4 = _struct.Struct(">i")  # batch_length => int32
-_S5 = _struct.Struct(">I")  # crc => uint32
-_S6 = _struct.Struct(
+_S4 = _struct.Struct(
     ">qiibIhiqqqhii"
-)  # base_offset => int64, batch_length => int32, partition_leader_epoch => int32, magic => int8, crc => uint32, attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
+)  # prefetch: base_offset, batch_length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, num_records
+_S5 = _struct.Struct(">i")  # batch_length => int32
+_S6 = _struct.Struct(">I")  # crc => uint32
 
 _ENUM_codec = {
     0: "none",
@@ -616,13 +616,26 @@ def _decode_batch(buf, pos, end, opts):
 
 def _fdecode_batch(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
-    base_offset, batch_length = _S1.unpack_from(buf, pos)
+    (
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        num_records,
+    ) = _S4.unpack_from(buf, pos)
     pos += 12
     p_partition_leader_epoch = pos
     e_0 = p_partition_leader_epoch + batch_length
     if batch_length < 49 or e_0 > end:
         raise _Fallback
-    partition_leader_epoch, magic, crc = _S2.unpack_from(buf, pos)
     pos += 9
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="batch.magic")
@@ -635,16 +648,6 @@ def _fdecode_batch(buf, pos, end, opts):
                 offset=p_attributes,
                 path="batch.crc",
             )
-    (
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        num_records,
-    ) = _S3.unpack_from(buf, pos)
     pos += 40
     codec = _ENUM_codec.get((attributes & 7) >> 0)
     if codec is None:
@@ -1124,7 +1127,7 @@ def _encode_batch(obj, out, index):
     p_partition_leader_epoch = len(out) + 12
     q_crc = len(out) + 17
     p_attributes = len(out) + 21
-    out += _S6.pack(
+    out += _S4.pack(
         base_offset,
         0,
         partition_leader_epoch,
@@ -1168,8 +1171,8 @@ def _encode_batch(obj, out, index):
             raise _InvalidValueError(
                 f"cannot encode: {type(exc).__name__}: {exc}", path=f"batch.records[{index_}]"
             ) from None
-    _S4.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
-    _S5.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
+    _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
+    _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 
 
 def _fencode_batch(obj, out, index):
@@ -1217,7 +1220,7 @@ def _fencode_batch(obj, out, index):
     p_partition_leader_epoch = len(out) + 12
     q_crc = len(out) + 17
     p_attributes = len(out) + 21
-    out += _S6.pack(
+    out += _S4.pack(
         base_offset,
         0,
         partition_leader_epoch,
@@ -1386,8 +1389,8 @@ def _fencode_batch(obj, out, index):
                 tmp__record_ = bytearray()
                 _write_varint(tmp__record_, n__record_, "record.length")
                 out[q_length_record_ : q_length_record_ + 1] = tmp__record_
-    _S4.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
-    _S5.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
+    _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
+    _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
@@ -1417,6 +1420,9 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="batch"
         ) from None
+
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 
 
 def decode(data, *, verify_crc=True, opts=None):

@@ -58,11 +58,11 @@ _S2 = _struct.Struct(">ibI")  # partition_leader_epoch => int32, magic => int8, 
 _S3 = _struct.Struct(
     ">hiqqqhii"
 )  # attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
-_S4 = _struct.Struct(">i")  # batch_length => int32
-_S5 = _struct.Struct(">I")  # crc => uint32
-_S6 = _struct.Struct(
+_S4 = _struct.Struct(
     ">qiibIhiqqqhii"
-)  # base_offset => int64, batch_length => int32, partition_leader_epoch => int32, magic => int8, crc => uint32, attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
+)  # prefetch: base_offset, batch_length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, num_records
+_S5 = _struct.Struct(">i")  # batch_length => int32
+_S6 = _struct.Struct(">I")  # crc => uint32
 
 _ENUM_codec = {
     0: "none",
