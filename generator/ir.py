@@ -79,6 +79,7 @@ class FormatIR:
     struct_consts: list[tuple[str, str, str]]  # (name, format, comment)
     enums: list[tuple[str, list[tuple[int, str]]]]
     wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
+    index_offsets: bool = False  # the root encoder numbers a value without an offset by its index
 
 
 def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
@@ -802,7 +803,10 @@ class Builder:
 
     def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
         ops: list[Op] = []
-        base = set(self.base_slots.get(st.role, ())) | set(self.base_class_attrs.get(st.role, ()))
+        # slots of the runtime base class (offset, key, value, timestamp...) are read directly: any kfmt.Record
+        # has them, so records can be encoded as legacy messages without a copy.  Attributes the base class
+        # only answers for (codec, timestamp_type...) are read like the format's own fields.
+        base = set(self.base_slots.get(st.role, ()))
         # 1. load stored values
         for f in st.fields:
             if f.bits:
@@ -1036,4 +1040,5 @@ def build(b: Builder) -> FormatIR:
         struct_consts=[(n, f, c) for n, (f, c) in b.consts.items()],
         enums=enums,
         wrap_offsets=next((f.wraps.offsets for f in schema.structs[schema.root].fields if f.wraps), None),
+        index_offsets=b.uses_index(schema.structs[schema.root]),
     )

@@ -200,10 +200,14 @@ def encode_batch(
         if mod is None:
             raise UnsupportedCodecError(f"no format for magic {magic}")
     now = None
+    # a missing timestamp becomes the current time, in formats that have timestamps (not magic 0)
+    stamp = mod.ROLE != "message" or "timestamp" in mod.ROOT._fields
     recs = []
+    append = recs.append
     for r in records:
-        r = _as_record(r)
-        if r.timestamp is None or (not keep_offsets and r.offset is not None):
+        if not isinstance(r, Record):
+            r = _as_record(r)
+        if (r.timestamp is None and stamp) or (r.offset is not None and not keep_offsets):
             if now is None:
                 now = int(time.time() * 1000)
             r = Record(
@@ -214,7 +218,7 @@ def encode_batch(
                 offset=r.offset if keep_offsets else None,
                 control=r.control,
             )
-        recs.append(r)
+        append(r)
     impl = mod.codec if backend == "codec" else importlib.import_module(f"{mod.__name__}.construct")
     if mod.ROLE == "message":
         return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
@@ -224,6 +228,21 @@ def encode_batch(
         allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
         raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
     return impl.encode(batch)
+
+
+def _plain_records(mod, recs: list[Record], has_headers: bool, has_ts: bool) -> bool:
+    """True if every record is a plain ``kfmt.Record`` the message encoder can take as it is (format
+    records carry their own codec or timestamp type, and go through a message object); raises for
+    what the format cannot carry."""
+    plain = True
+    for i, r in enumerate(recs):
+        if type(r) is not Record:
+            plain = False
+        if r.headers and not has_headers:
+            raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
+        if has_ts and r.timestamp is not None and r.timestamp < -1:
+            raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
+    return plain
 
 
 def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict) -> bytes:
@@ -248,19 +267,18 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
     extra = {"timestamp_type": timestamp_type} if has_tt else {}
     has_headers = "headers" in mod.ROOT._fields
+    plain = _plain_records(mod, recs, has_headers, has_ts)
+    if codec == "none" and not timestamp_type and plain and mod.codec.INDEX_OFFSETS:
+        # the encoder reads plain records as messages: offset None is numbered base + i, the rest defaults
+        return impl.encode_all(recs, "records", base)
     msgs = []
     make = mod.ROOT
     for i, r in enumerate(recs):
-        if r.headers and not has_headers:
-            raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
         m = make(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value, **extra)
         if has_headers:
             m.headers = list(r.headers)
         if has_ts:
-            ts = r.timestamp
-            if ts is not None and ts < -1:
-                raise InvalidValueError(f"invalid timestamp {ts}", path=f"records[{i}].timestamp")
-            m.timestamp = -1 if ts is None else ts
+            m.timestamp = -1 if r.timestamp is None else r.timestamp
         msgs.append(m)
     if codec == "none":
         return impl.encode_all(msgs, "records")

@@ -54,6 +54,7 @@ WIRE_FINGERPRINT = "55994c525e034f8311cab63353e7457627e25a5c4ed85608e12ce6e4bbe7
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "absolute"
+INDEX_OFFSETS = True  # whether encode_all numbers a message without an offset first_index + i
 ROOT_STRUCT = "message"
 #: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
 LAYOUT = {
@@ -70,6 +71,7 @@ LAYOUT = {
 
 
 _crc32 = _zlib.crc32  # unsigned in Python 3
+_new_object = object.__new__
 
 
 class _Fallback(Exception):
@@ -323,41 +325,58 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 messages_message_leaf_ = None
                 if codec_message_leaf_ != "none":
                     raise _Fallback
-                item_ = Message(
-                    offset_message_leaf_,
-                    size_message_leaf_,
-                    crc_message_leaf_,
-                    magic_message_leaf_,
-                    codec_message_leaf_,
-                    key_message_leaf_,
-                    value_message_leaf_,
-                    messages_message_leaf_,
-                )
+                value__message_leaf_ = _new_object(Message)
+                value__message_leaf_.offset = offset_message_leaf_
+                value__message_leaf_.size = size_message_leaf_
+                value__message_leaf_.crc = crc_message_leaf_
+                value__message_leaf_.magic = magic_message_leaf_
+                value__message_leaf_.codec = codec_message_leaf_
+                value__message_leaf_.key = key_message_leaf_
+                value__message_leaf_.value = value_message_leaf_
+                value__message_leaf_.messages = messages_message_leaf_
+                value__message_leaf_.timestamp = -1
+                value__message_leaf_.headers = []
+                value__message_leaf_.control = None
+                item_ = value__message_leaf_
             except _CodecError as exc:
                 raise exc.within("message.value.messages", len(messages), "message").in_stream(codec, None) from None
             messages.append(item_)
         if not messages:
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
-    return (Message(offset, size, crc, magic, codec, key, value, messages), pos)
+    value_ = _new_object(Message)
+    value_.offset = offset
+    value_.size = size
+    value_.crc = crc
+    value_.magic = magic
+    value_.codec = codec
+    value_.key = key
+    value_.value = value
+    value_.messages = messages
+    value_.timestamp = -1
+    value_.headers = []
+    value_.control = None
+    return (value_, pos)
 
 
 def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     """Append one message to out."""
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
     key = obj.key
     value = obj.value
-    messages = getattr(obj, "messages", None)
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
         raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
-    q_size = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_size = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S5.pack(offset, 0, 0, 0, attributes)
     if key is None:
         out += _S3.pack(-1)
@@ -385,21 +404,23 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
 
 def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
     key = obj.key
     value = obj.value
-    messages = getattr(obj, "messages", None)
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
         raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
-    q_size = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_size = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S5.pack(offset, 0, 0, 0, attributes)
     if key is None:
         out += _S3.pack(-1)
@@ -603,16 +624,19 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         messages_message_leaf__message_ = None
                         if codec_message_leaf__message_ != "none":
                             raise _Fallback
-                        item__message_ = Message(
-                            offset_message_leaf__message_,
-                            size_message_leaf__message_,
-                            crc_message_leaf__message_,
-                            magic_message_leaf__message_,
-                            codec_message_leaf__message_,
-                            key_message_leaf__message_,
-                            value_message_leaf__message_,
-                            messages_message_leaf__message_,
-                        )
+                        value__message_leaf__message_ = _new_object(Message)
+                        value__message_leaf__message_.offset = offset_message_leaf__message_
+                        value__message_leaf__message_.size = size_message_leaf__message_
+                        value__message_leaf__message_.crc = crc_message_leaf__message_
+                        value__message_leaf__message_.magic = magic_message_leaf__message_
+                        value__message_leaf__message_.codec = codec_message_leaf__message_
+                        value__message_leaf__message_.key = key_message_leaf__message_
+                        value__message_leaf__message_.value = value_message_leaf__message_
+                        value__message_leaf__message_.messages = messages_message_leaf__message_
+                        value__message_leaf__message_.timestamp = -1
+                        value__message_leaf__message_.headers = []
+                        value__message_leaf__message_.control = None
+                        item__message_ = value__message_leaf__message_
                     except _CodecError as exc_message_:
                         raise exc_message_.within(
                             "message.value.messages", len(messages_message_), "message"
@@ -622,16 +646,19 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                     raise _InvalidValueError(
                         "found a compressed message set with no inner records", path="message.value"
                     )
-            value = Message(
-                offset_message_,
-                size_message_,
-                crc_message_,
-                magic_message_,
-                codec_message_,
-                key_message_,
-                value_message_,
-                messages_message_,
-            )
+            value__message_ = _new_object(Message)
+            value__message_.offset = offset_message_
+            value__message_.size = size_message_
+            value__message_.crc = crc_message_
+            value__message_.magic = magic_message_
+            value__message_.codec = codec_message_
+            value__message_.key = key_message_
+            value__message_.value = value_message_
+            value__message_.messages = messages_message_
+            value__message_.timestamp = -1
+            value__message_.headers = []
+            value__message_.control = None
+            value = value__message_
             append_value(value)
             append_start(start)
     except Exception:
@@ -665,21 +692,22 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for value in values:
-            _fencode_message(value, out, 0)
+        for index_, value in enumerate(values, first_index):
+            _fencode_message(value, out, index_)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
-            _encode_message(value, out, 0)
+            _encode_message(value, out, first_index + index_)
     except _CodecError as exc:
         raise exc.within(path, index_, "message") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:

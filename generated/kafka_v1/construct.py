@@ -179,13 +179,14 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 
 def _wire_message(obj, index, rebase_=0, restamp_=False):
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
     timestamp = obj.timestamp
     key = obj.key
     value = obj.value
-    messages = getattr(obj, "messages", None)
+    messages = obj.messages if own_ else getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     timestamp = obj.wire_timestamp if restamp_ and getattr(obj, "wire_timestamp", None) is not None else timestamp
     if codec != "none" and messages is not None:
@@ -238,13 +239,14 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
-            _map_errors(_encode_message, value, out, 0)
+            _map_errors(_encode_message, value, out, first_index + index_)
         except _CodecError as exc:
             raise exc.within(path, index_, "message") from None
     return bytes(out)

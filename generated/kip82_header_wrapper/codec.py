@@ -54,6 +54,7 @@ WIRE_FINGERPRINT = "1f6a5e03635a67203b8aa7c3bd30c16f7d7af5657e4dbc6de00a7a81e851
 ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = None
+INDEX_OFFSETS = False  # whether encode_all numbers a message without an offset first_index + i
 ROOT_STRUCT = "message"
 #: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
 LAYOUT = {
@@ -78,6 +79,7 @@ LAYOUT = {
 
 
 _crc32 = _zlib.crc32  # unsigned in Python 3
+_new_object = object.__new__
 
 
 class _Fallback(Exception):
@@ -401,32 +403,31 @@ def _fdecode_message(buf, pos, end, opts):
         raise _Fallback
     if pos != e_0:
         raise _Fallback
-    return (
-        Message(
-            offset,
-            size,
-            crc,
-            magic,
-            codec,
-            timestamp_type,
-            is_tombstone,
-            timestamp,
-            key,
-            len_wrapper,
-            wrapper_magic,
-            headers,
-            value,
-        ),
-        pos,
-    )
+    value_ = _new_object(Message)
+    value_.offset = offset
+    value_.size = size
+    value_.crc = crc
+    value_.magic = magic
+    value_.codec = codec
+    value_.timestamp_type = timestamp_type
+    value_.is_tombstone = is_tombstone
+    value_.timestamp = timestamp
+    value_.key = key
+    value_.len_wrapper = len_wrapper
+    value_.wrapper_magic = wrapper_magic
+    value_.headers = [] if headers is None else headers
+    value_.value = value
+    value_.control = None
+    return (value_, pos)
 
 
 def _encode_message(obj, out, index):
     """Append one message to out."""
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_tombstone = getattr(obj, "is_tombstone", False)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers
@@ -438,18 +439,20 @@ def _encode_message(obj, out, index):
     attributes |= ((timestamp_type or 0) << 3) & 8
     if is_tombstone:
         attributes |= 16
-    q_size = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_size = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S8.pack(offset, 0, 0, 2, attributes, timestamp)
     if key is None:
         out += _S0.pack(-1)
     else:
         out += _S0.pack(len(key))
         out += key
-    q_len_wrapper = len(out) + 0
-    p_wrapper_magic = len(out) + 4
+    at_ = len(out)
+    q_len_wrapper = at_ + 0
+    p_wrapper_magic = at_ + 4
     out += _S7.pack(0, 0)
     if headers is None:
         raise _InvalidValueError("may not be null", path="message.headers")
@@ -480,10 +483,11 @@ def _encode_message(obj, out, index):
 
 def _fencode_message(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_tombstone = getattr(obj, "is_tombstone", False)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers
@@ -495,18 +499,20 @@ def _fencode_message(obj, out, index):
     attributes |= (timestamp_type or 0) << 3 & 8
     if is_tombstone:
         attributes |= 16
-    q_size = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_size = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S8.pack(offset, 0, 0, 2, attributes, timestamp)
     if key is None:
         out += _S0.pack(-1)
     else:
         out += _S0.pack(len(key))
         out += key
-    q_len_wrapper = len(out) + 0
-    p_wrapper_magic = len(out) + 4
+    at_ = len(out)
+    q_len_wrapper = at_ + 0
+    p_wrapper_magic = at_ + 4
     out += _S7.pack(0, 0)
     if headers is None:
         raise _InvalidValueError("may not be null", path="message.headers")
@@ -683,21 +689,22 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _Fallback
             if pos != e_0_message_:
                 raise _Fallback
-            value = Message(
-                offset_message_,
-                size_message_,
-                crc_message_,
-                magic_message_,
-                codec_message_,
-                timestamp_type_message_,
-                is_tombstone_message_,
-                timestamp_message_,
-                key_message_,
-                len_wrapper_message_,
-                wrapper_magic_message_,
-                headers_message_,
-                value_message_,
-            )
+            value__message_ = _new_object(Message)
+            value__message_.offset = offset_message_
+            value__message_.size = size_message_
+            value__message_.crc = crc_message_
+            value__message_.magic = magic_message_
+            value__message_.codec = codec_message_
+            value__message_.timestamp_type = timestamp_type_message_
+            value__message_.is_tombstone = is_tombstone_message_
+            value__message_.timestamp = timestamp_message_
+            value__message_.key = key_message_
+            value__message_.len_wrapper = len_wrapper_message_
+            value__message_.wrapper_magic = wrapper_magic_message_
+            value__message_.headers = [] if headers_message_ is None else headers_message_
+            value__message_.value = value_message_
+            value__message_.control = None
+            value = value__message_
             append_value(value)
             append_start(start)
     except Exception:
@@ -731,21 +738,22 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for value in values:
-            _fencode_message(value, out, 0)
+        for index_, value in enumerate(values, first_index):
+            _fencode_message(value, out, index_)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
-            _encode_message(value, out, 0)
+            _encode_message(value, out, first_index + index_)
     except _CodecError as exc:
         raise exc.within(path, index_, "message") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:

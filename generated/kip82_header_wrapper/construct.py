@@ -201,10 +201,11 @@ def _decode_message(buf, pos, end, opts):
 
 
 def _wire_message(obj, index):
+    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_tombstone = getattr(obj, "is_tombstone", False)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers
@@ -249,13 +250,14 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
-            _map_errors(_encode_message, value, out, 0)
+            _map_errors(_encode_message, value, out, first_index + index_)
         except _CodecError as exc:
             raise exc.within(path, index_, "message") from None
     return bytes(out)

@@ -54,6 +54,7 @@ WIRE_FINGERPRINT = "e60f30e482df32888d55525486ddf5c0c1922ba4ee358231843d5bca34cb
 ROOT = MessageSet
 ROLE = "batch"
 WRAP_OFFSETS = None
+INDEX_OFFSETS = False  # whether encode_all numbers a message_set without an offset first_index + i
 ROOT_STRUCT = "message_set"
 #: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
 LAYOUT = {
@@ -83,6 +84,7 @@ LAYOUT = {
 
 
 _crc32 = _zlib.crc32  # unsigned in Python 3
+_new_object = object.__new__
 
 
 class _Fallback(Exception):
@@ -533,18 +535,20 @@ def _fdecode_message_set(buf, pos, end, opts):
                 offset_message_ = base_offset + offset_delta_message_
                 if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
                     raise _Fallback
-                item_ = Message(
-                    length_message_,
-                    null_key_message_,
-                    null_value_message_,
-                    is_control_message_message_,
-                    timestamp_message_,
-                    offset_delta_message_,
-                    key_message_,
-                    value_message_,
-                    message_crc_message_,
-                    offset_message_,
-                )
+                value__message_ = _new_object(Message)
+                value__message_.length = length_message_
+                value__message_.null_key = null_key_message_
+                value__message_.null_value = null_value_message_
+                value__message_.is_control_message = is_control_message_message_
+                value__message_.timestamp = timestamp_message_
+                value__message_.offset_delta = offset_delta_message_
+                value__message_.key = key_message_
+                value__message_.value = value_message_
+                value__message_.message_crc = message_crc_message_
+                value__message_.offset = offset_message_
+                value__message_.headers = []
+                value__message_.control = None
+                item_ = value__message_
                 append_records(item_)
                 i_records += 1
         except _CodecError as exc:
@@ -642,56 +646,55 @@ def _fdecode_message_set(buf, pos, end, opts):
                 offset_message_ = base_offset + offset_delta_message_
                 if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
                     raise _Fallback
-                item_ = Message(
-                    length_message_,
-                    null_key_message_,
-                    null_value_message_,
-                    is_control_message_message_,
-                    timestamp_message_,
-                    offset_delta_message_,
-                    key_message_,
-                    value_message_,
-                    message_crc_message_,
-                    offset_message_,
-                )
+                value__message_ = _new_object(Message)
+                value__message_.length = length_message_
+                value__message_.null_key = null_key_message_
+                value__message_.null_value = null_value_message_
+                value__message_.is_control_message = is_control_message_message_
+                value__message_.timestamp = timestamp_message_
+                value__message_.offset_delta = offset_delta_message_
+                value__message_.key = key_message_
+                value__message_.value = value_message_
+                value__message_.message_crc = message_crc_message_
+                value__message_.offset = offset_message_
+                value__message_.headers = []
+                value__message_.control = None
+                item_ = value__message_
                 append_records(item_)
                 i_records += 1
         except _CodecError as exc:
             raise exc.within("message_set.records", i_records, "message") from None
     if pos != e_0:
         raise _Fallback
-    return (
-        MessageSet(
-            base_offset,
-            length,
-            crc,
-            magic,
-            codec,
-            timestamp_type,
-            is_transactional,
-            last_offset_delta,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            records,
-        ),
-        pos,
-    )
+    value_ = _new_object(MessageSet)
+    value_.base_offset = base_offset
+    value_.length = length
+    value_.crc = crc
+    value_.magic = magic
+    value_.codec = codec
+    value_.timestamp_type = timestamp_type
+    value_.is_transactional = is_transactional
+    value_.last_offset_delta = last_offset_delta
+    value_.max_timestamp = max_timestamp
+    value_.producer_id = producer_id
+    value_.producer_epoch = producer_epoch
+    value_.base_sequence = base_sequence
+    value_.records = [] if records is None else records
+    return (value_, pos)
 
 
 def _encode_message_set(obj, out, index):
     """Append one message_set to out."""
     own_ = type(obj) is MessageSet
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -709,10 +712,11 @@ def _encode_message_set(obj, out, index):
     attributes |= ((timestamp_type or 0) << 3) & 8
     if is_transactional:
         attributes |= 16
-    q_length = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_length = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S4.pack(
         base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
     )
@@ -749,14 +753,14 @@ def _fencode_message_set(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
     own_ = type(obj) is MessageSet
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -772,10 +776,11 @@ def _fencode_message_set(obj, out, index):
     attributes |= (timestamp_type or 0) << 3 & 8
     if is_transactional:
         attributes |= 16
-    q_length = len(out) + 8
-    p_crc = len(out) + 12
-    q_crc = len(out) + 12
-    p_magic = len(out) + 16
+    at_ = len(out)
+    q_length = at_ + 8
+    p_crc = at_ + 12
+    q_crc = at_ + 12
+    p_magic = at_ + 16
     out += _S4.pack(
         base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
     )
@@ -945,21 +950,22 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message_set values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for value in values:
-            _fencode_message_set(value, out, 0)
+        for index_, value in enumerate(values, first_index):
+            _fencode_message_set(value, out, index_)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
-            _encode_message_set(value, out, 0)
+            _encode_message_set(value, out, first_index + index_)
     except _CodecError as exc:
         raise exc.within(path, index_, "message_set") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:

@@ -257,14 +257,14 @@ def _decode_message_set(buf, pos, end, opts):
 def _wire_message_set(obj, index):
     own_ = type(obj) is MessageSet
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -317,13 +317,14 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode message_set values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
-            _map_errors(_encode_message_set, value, out, 0)
+            _map_errors(_encode_message_set, value, out, first_index + index_)
         except _CodecError as exc:
             raise exc.within(path, index_, "message_set") from None
     return bytes(out)

@@ -339,19 +339,19 @@ def _decode_batch(buf, pos, end, opts):
 def _wire_batch(obj, index):
     own_ = type(obj) is Batch
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
-    is_control = obj.is_control
-    has_delete_horizon = obj.has_delete_horizon
+    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
+    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
+    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
     ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -419,13 +419,14 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode batch values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     out = bytearray()
     for index_, value in enumerate(values):
         try:
-            _map_errors(_encode_batch, value, out, 0)
+            _map_errors(_encode_batch, value, out, first_index + index_)
         except _CodecError as exc:
             raise exc.within(path, index_, "batch") from None
     return bytes(out)

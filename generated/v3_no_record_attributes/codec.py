@@ -54,6 +54,7 @@ WIRE_FINGERPRINT = "3a48a03f0503032f755604c7552026db32be2e8766dff4aaa7f1dffffae0
 ROOT = Batch
 ROLE = "batch"
 WRAP_OFFSETS = None
+INDEX_OFFSETS = False  # whether encode_all numbers a batch without an offset first_index + i
 ROOT_STRUCT = "batch"
 #: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
 LAYOUT = {
@@ -97,6 +98,7 @@ LAYOUT = {
 
 
 _crc32 = _zlib.crc32  # unsigned in Python 3
+_new_object = object.__new__
 
 
 class _Fallback(Exception):
@@ -845,17 +847,17 @@ def _fdecode_batch(buf, pos, end, opts):
                 control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
             else:
                 control_record_ = None
-            item_ = Record(
-                length_record_,
-                timestamp_delta_record_,
-                offset_delta_record_,
-                key_record_,
-                value_record_,
-                headers_record_,
-                timestamp_record_,
-                offset_record_,
-                control_record_,
-            )
+            value__record_ = _new_object(Record)
+            value__record_.length = length_record_
+            value__record_.timestamp_delta = timestamp_delta_record_
+            value__record_.offset_delta = offset_delta_record_
+            value__record_.key = key_record_
+            value__record_.value = value_record_
+            value__record_.headers = [] if headers_record_ is None else headers_record_
+            value__record_.timestamp = timestamp_record_
+            value__record_.offset = offset_record_
+            value__record_.control = control_record_
+            item_ = value__record_
             append_records(item_)
         if dpos != dend:
             raise _InvalidValueError(
@@ -1038,65 +1040,62 @@ def _fdecode_batch(buf, pos, end, opts):
                 control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
             else:
                 control_record_ = None
-            item_ = Record(
-                length_record_,
-                timestamp_delta_record_,
-                offset_delta_record_,
-                key_record_,
-                value_record_,
-                headers_record_,
-                timestamp_record_,
-                offset_record_,
-                control_record_,
-            )
+            value__record_ = _new_object(Record)
+            value__record_.length = length_record_
+            value__record_.timestamp_delta = timestamp_delta_record_
+            value__record_.offset_delta = offset_delta_record_
+            value__record_.key = key_record_
+            value__record_.value = value_record_
+            value__record_.headers = [] if headers_record_ is None else headers_record_
+            value__record_.timestamp = timestamp_record_
+            value__record_.offset = offset_record_
+            value__record_.control = control_record_
+            item_ = value__record_
             append_records(item_)
     if not n_records:
         pos = e_0
     if pos != e_0:
         raise _Fallback
-    return (
-        Batch(
-            base_offset,
-            batch_length,
-            partition_leader_epoch,
-            magic,
-            crc,
-            codec,
-            timestamp_type,
-            is_transactional,
-            is_control,
-            has_delete_horizon,
-            ignore_record_attributes,
-            last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            num_records,
-            records,
-        ),
-        pos,
-    )
+    value_ = _new_object(Batch)
+    value_.base_offset = base_offset
+    value_.batch_length = batch_length
+    value_.partition_leader_epoch = partition_leader_epoch
+    value_.magic = magic
+    value_.crc = crc
+    value_.codec = codec
+    value_.timestamp_type = timestamp_type
+    value_.is_transactional = is_transactional
+    value_.is_control = is_control
+    value_.has_delete_horizon = has_delete_horizon
+    value_.ignore_record_attributes = ignore_record_attributes
+    value_.last_offset_delta = last_offset_delta
+    value_.base_timestamp = base_timestamp
+    value_.max_timestamp = max_timestamp
+    value_.producer_id = producer_id
+    value_.producer_epoch = producer_epoch
+    value_.base_sequence = base_sequence
+    value_.num_records = num_records
+    value_.records = [] if records is None else records
+    return (value_, pos)
 
 
 def _encode_batch(obj, out, index):
     """Append one batch to out."""
     own_ = type(obj) is Batch
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
-    is_control = obj.is_control
-    has_delete_horizon = obj.has_delete_horizon
+    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
+    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
+    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
     ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -1123,10 +1122,11 @@ def _encode_batch(obj, out, index):
         attributes |= 64
     ignore_record_attributes = True
     attributes |= 1 << 7
-    q_batch_length = len(out) + 8
-    p_partition_leader_epoch = len(out) + 12
-    q_crc = len(out) + 17
-    p_attributes = len(out) + 21
+    at_ = len(out)
+    q_batch_length = at_ + 8
+    p_partition_leader_epoch = at_ + 12
+    q_crc = at_ + 17
+    p_attributes = at_ + 21
     out += _S4.pack(
         base_offset,
         0,
@@ -1179,19 +1179,19 @@ def _fencode_batch(obj, out, index):
     """Optimistic encoder: no element bookkeeping; on any exception the checked encoder reruns and reports."""
     own_ = type(obj) is Batch
     base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch
-    codec = obj.codec
-    timestamp_type = obj.timestamp_type
-    is_transactional = obj.is_transactional
-    is_control = obj.is_control
-    has_delete_horizon = obj.has_delete_horizon
+    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
+    codec = obj.codec if own_ else getattr(obj, "codec", "none")
+    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
+    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
+    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
     ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
     last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp
-    max_timestamp = obj.max_timestamp
-    producer_id = obj.producer_id
-    producer_epoch = obj.producer_epoch
-    base_sequence = obj.base_sequence
+    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
+    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
+    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
+    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
+    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
     records = obj.records if own_ else getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
@@ -1216,10 +1216,11 @@ def _fencode_batch(obj, out, index):
         attributes |= 64
     ignore_record_attributes = True
     attributes |= 1 << 7
-    q_batch_length = len(out) + 8
-    p_partition_leader_epoch = len(out) + 12
-    q_crc = len(out) + 17
-    p_attributes = len(out) + 21
+    at_ = len(out)
+    q_batch_length = at_ + 8
+    p_partition_leader_epoch = at_ + 12
+    q_crc = at_ + 17
+    p_attributes = at_ + 21
     out += _S4.pack(
         base_offset,
         0,
@@ -1451,21 +1452,22 @@ def encode(value):
     return bytes(out)
 
 
-def encode_all(values, path="log"):
+def encode_all(values, path="log", first_index=0):
     """Encode batch values back to back (a log, a message set) into one bytes object;
-    errors name the element as ``path[i]``."""
+    errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
+    (what a message without an offset is numbered)."""
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for value in values:
-            _fencode_batch(value, out, 0)
+        for index_, value in enumerate(values, first_index):
+            _fencode_batch(value, out, index_)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0
     try:
         for index_, value in enumerate(values):
-            _encode_batch(value, out, 0)
+            _encode_batch(value, out, first_index + index_)
     except _CodecError as exc:
         raise exc.within(path, index_, "batch") from None
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
