@@ -214,3 +214,23 @@ def test_corrupt_entry_inside_a_legacy_run():
     assert [p for p, _, _ in out] == starts
     assert [type(b).__name__ for p, _, b in out if p == bad] == ["ChecksumError"]
     assert sum(isinstance(b, kfmt.CodecError) for _, _, b in out) == 1
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_plain_records_and_message_objects_encode_alike(magic):
+    """encode_batch hands plain kfmt.Records to the encoder as they are and copies anything else into
+    message objects; both must give kafka-python's bytes, with offsets numbered or kept."""
+    recs = _kp_records(magic)
+    b = LegacyRecordBatchBuilder(magic, 0, 1 << 22)
+    for off, ts, k, v in recs:
+        b.append(off + 7, ts, k, v)
+    expected = bytes(b.build())
+    fmt = get_format(f"kafka_v{magic}")
+    plain = [kfmt.Record(key=k, value=v, timestamp=ts) for _, ts, k, v in recs]
+    msgs = [fmt.Message(key=k, value=v, **({"timestamp": ts} if magic else {})) for _, ts, k, v in recs]
+    assert kfmt.encode_batch(plain, magic=magic, base_offset=7) == expected
+    assert kfmt.encode_batch(msgs, magic=magic, base_offset=7) == expected
+    kept = [kfmt.Record(key=k, value=v, timestamp=ts, offset=off + 7) for off, ts, k, v in recs]
+    assert kfmt.encode_batch(kept, magic=magic, keep_offsets=True) == expected
+    for backend in ("codec", "construct"):
+        assert kfmt.encode_batch(plain, magic=magic, base_offset=7, backend=backend) == expected
