@@ -231,12 +231,12 @@ def encode_batch(
 
 
 def _plain_records(mod, recs: list[Record], has_headers: bool, has_ts: bool) -> bool:
-    """True if every record is a plain ``kfmt.Record`` the message encoder can take as it is (format
-    records carry their own codec or timestamp type, and go through a message object); raises for
-    what the format cannot carry."""
+    """True if every record is a plain ``kfmt.Record`` without an offset, which the message encoder can
+    take as it is (format records carry their own codec or timestamp type, and go through a message
+    object); raises for what the format cannot carry."""
     plain = True
     for i, r in enumerate(recs):
-        if type(r) is not Record:
+        if type(r) is not Record or r.offset is not None:
             plain = False
         if r.headers and not has_headers:
             raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
@@ -267,13 +267,14 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
     extra = {"timestamp_type": timestamp_type} if has_tt else {}
     has_headers = "headers" in mod.ROOT._fields
-    plain = _plain_records(mod, recs, has_headers, has_ts)
-    if codec == "none" and not timestamp_type and plain and mod.codec.INDEX_OFFSETS:
-        # the encoder reads plain records as messages: offset None is numbered base + i, the rest defaults
+    # plain records go to the encoder as they are (it numbers those without an offset by their index, and
+    # reads the attributes records lack, codec and timestamp type, as defaults); others are copied first
+    plain = _plain_records(mod, recs, has_headers, has_ts) and not timestamp_type and mod.codec.INDEX_OFFSETS
+    if codec == "none" and plain:
         return impl.encode_all(recs, "records", base)
-    msgs = []
+    msgs = recs if plain else []
     make = mod.ROOT
-    for i, r in enumerate(recs):
+    for i, r in enumerate(recs if not plain else ()):
         m = make(offset=r.offset if keep and r.offset is not None else base + i, key=r.key, value=r.value, **extra)
         if has_headers:
             m.headers = list(r.headers)
@@ -287,9 +288,14 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     if not msgs:
         return b""
     first = mod.codec.WRAP_OFFSETS == "relative_to_first"  # the wrapper carries its first (else last) offset
-    kw = dict(offset=msgs[0 if first else -1].offset, key=None, value=None, codec=codec, messages=msgs, **extra)
+    edge = msgs[0 if first else -1].offset
+    if edge is None:  # a plain record without an offset
+        edge = base if first else base + len(msgs) - 1
+    kw = dict(offset=edge, key=None, value=None, codec=codec, messages=msgs, **extra)
     if has_ts:
-        kw["timestamp"] = wrapper_ts if wrapper_ts is not None else max(m.timestamp for m in msgs)
+        kw["timestamp"] = (
+            wrapper_ts if wrapper_ts is not None else max(-1 if m.timestamp is None else m.timestamp for m in msgs)
+        )
     return impl.encode(mod.ROOT(**kw))
 
 

@@ -234,3 +234,8 @@ def test_plain_records_and_message_objects_encode_alike(magic):
     assert kfmt.encode_batch(kept, magic=magic, keep_offsets=True) == expected
     for backend in ("codec", "construct"):
         assert kfmt.encode_batch(plain, magic=magic, base_offset=7, backend=backend) == expected
+    for codec in ("gzip", "snappy", "lz4"):  # one compressed wrapper: inner messages numbered alike
+        wrapped = kfmt.encode_batch(plain, magic=magic, base_offset=7, codec=codec)
+        assert wrapped == kfmt.encode_batch(msgs, magic=magic, base_offset=7, codec=codec)
+        entry = LegacyRecordBatch(wrapped[:], magic)
+        assert [(r.offset, r.key, r.value) for r in entry] == [(off + 7, k, v) for off, _, k, v in recs]

@@ -260,10 +260,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
-        while dend - dpos >= 12:
-            (n_,) = _S3.unpack_from(data_, dpos + 8)
-            if n_ >= 0 and dpos + 12 + n_ > dend:
-                break
+        while dpos < dend:
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
@@ -388,10 +385,11 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
             raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
         tmp_ = bytearray()
         rb_ = 0
+        first_ = offset - len(messages) + 1  # inner messages without an offset end at the wrapper's
         for index_, item_ in enumerate(messages):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
-            _encode_message(item_, tmp_, index_, rb_, False)
+            _encode_message(item_, tmp_, first_ + index_, rb_, False)
         value = _compress(codec, bytes(tmp_), 0)
     if value is None:
         out += _S3.pack(-1)
@@ -432,10 +430,11 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
             raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
         tmp_ = bytearray()
         rb_ = 0
+        first_ = offset - len(messages) + 1  # inner messages without an offset end at the wrapper's
         for index_, item_ in enumerate(messages):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
-            _fencode_message(item_, tmp_, index_, rb_, False)
+            _fencode_message(item_, tmp_, first_ + index_, rb_, False)
         value = _compress(codec, bytes(tmp_), 0)
     if value is None:
         out += _S3.pack(-1)
@@ -551,10 +550,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 dpos_message_ = 0
                 dend_message_ = len(data__message_)
                 messages_message_ = []
-                while dend_message_ - dpos_message_ >= 12:
-                    (n__message_,) = _S3.unpack_from(data__message_, dpos_message_ + 8)
-                    if n__message_ >= 0 and dpos_message_ + 12 + n__message_ > dend_message_:
-                        break
+                while dpos_message_ < dend_message_:
                     if len(messages_message_) >= opts.max_records:
                         raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
                     try:

@@ -164,10 +164,11 @@ def _wire_message(obj, index, rebase_=0, restamp_=False):
             raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
         tmp_ = bytearray()
         rb_ = 0
+        first_ = offset - len(messages) + 1  # inner messages without an offset end at the wrapper's
         for index_, item_ in enumerate(messages):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
-            _encode_message(item_, tmp_, index_, rb_, False)
+            _encode_message(item_, tmp_, first_ + index_, rb_, False)
         value = _compress(codec, bytes(tmp_), 0)
     return {"offset": offset, "_g0": {"_g1": {"attributes": {"codec": codec}, "key": key, "value": value}}}
 

@@ -286,10 +286,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
-        while dend - dpos >= 12:
-            (n_,) = _S3.unpack_from(data_, dpos + 8)
-            if n_ >= 0 and dpos + 12 + n_ > dend:
-                break
+        while dpos < dend:
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
             try:
@@ -616,10 +613,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 dpos_message_ = 0
                 dend_message_ = len(data__message_)
                 messages_message_ = []
-                while dend_message_ - dpos_message_ >= 12:
-                    (n__message_,) = _S3.unpack_from(data__message_, dpos_message_ + 8)
-                    if n__message_ >= 0 and dpos_message_ + 12 + n__message_ > dend_message_:
-                        break
+                while dpos_message_ < dend_message_:
                     if len(messages_message_) >= opts.max_records:
                         raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
                     try:
