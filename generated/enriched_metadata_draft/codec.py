@@ -845,7 +845,75 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
         for index_, item_ in enumerate(messages):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
-            _fencode_message(item_, tmp_, index_, rb_, False)
+            own__message_leaf_ = type(item_) is Message
+            offset_message_leaf_ = item_.offset
+            codec_message_leaf_ = item_.codec if own__message_leaf_ else getattr(item_, "codec", "none")
+            timestamp_message_leaf_ = item_.timestamp
+            kafka_tags_message_leaf_ = item_.kafka_tags if own__message_leaf_ else getattr(item_, "kafka_tags", None)
+            headers_message_leaf_ = item_.headers
+            key_message_leaf_ = item_.key
+            value_message_leaf_ = item_.value
+            messages_message_leaf_ = item_.messages if own__message_leaf_ else getattr(item_, "messages", None)
+            offset_message_leaf_ = offset_message_leaf_ - rb_ if offset_message_leaf_ is not None else index_
+            attributes_message_leaf_ = 0
+            id__message_leaf_ = _ENUM_IDS_codec.get(codec_message_leaf_)
+            if id__message_leaf_ is None:
+                raise _InvalidValueError(f"unknown codec {codec_message_leaf_!r}", path="message.attributes")
+            attributes_message_leaf_ |= id__message_leaf_ << 0
+            at__message_leaf_ = len(tmp_)
+            q_size_message_leaf_ = at__message_leaf_ + 8
+            p_crc_message_leaf_ = at__message_leaf_ + 12
+            q_crc_message_leaf_ = at__message_leaf_ + 12
+            p_magic_message_leaf_ = at__message_leaf_ + 16
+            tmp_ += _S6.pack(offset_message_leaf_, 0, 0, 1, attributes_message_leaf_, timestamp_message_leaf_)
+            if not kafka_tags_message_leaf_:
+                tmp_ += _S1.pack(-1)
+            else:
+                q_kafka_tags_message_leaf_ = len(tmp_)
+                tmp_ += _S1.pack(0)
+                for item__message_leaf_ in kafka_tags_message_leaf_:
+                    tag_id_kafka_tag__message_leaf_ = item__message_leaf_[0]
+                    tag_value_kafka_tag__message_leaf_ = item__message_leaf_[1]
+                    tmp_.append(tag_id_kafka_tag__message_leaf_)
+                    tmp_ += _S1.pack(len(tag_value_kafka_tag__message_leaf_))
+                    tmp_ += tag_value_kafka_tag__message_leaf_
+                _S1.pack_into(tmp_, q_kafka_tags_message_leaf_, len(tmp_) - q_kafka_tags_message_leaf_ - 4)
+            if not headers_message_leaf_:
+                tmp_ += _S1.pack(-1)
+            else:
+                q_headers_message_leaf_ = len(tmp_)
+                tmp_ += _S1.pack(0)
+                for item__message_leaf_ in headers_message_leaf_:
+                    key_app_tag__message_leaf_ = item__message_leaf_[0]
+                    value_app_tag__message_leaf_ = item__message_leaf_[1]
+                    b__app_tag__message_leaf_ = _STR_ENCODED.get(key_app_tag__message_leaf_)
+                    key_app_tag__message_leaf_ = (
+                        _encode_str(key_app_tag__message_leaf_)
+                        if b__app_tag__message_leaf_ is None
+                        else b__app_tag__message_leaf_
+                    )
+                    tmp_ += _S1.pack(len(key_app_tag__message_leaf_))
+                    tmp_ += key_app_tag__message_leaf_
+                    if value_app_tag__message_leaf_ is None:
+                        tmp_ += _S1.pack(-1)
+                    else:
+                        tmp_ += _S1.pack(len(value_app_tag__message_leaf_))
+                        tmp_ += value_app_tag__message_leaf_
+                _S1.pack_into(tmp_, q_headers_message_leaf_, len(tmp_) - q_headers_message_leaf_ - 4)
+            if key_message_leaf_ is None:
+                tmp_ += _S1.pack(-1)
+            else:
+                tmp_ += _S1.pack(len(key_message_leaf_))
+                tmp_ += key_message_leaf_
+            if codec_message_leaf_ != "none" and messages_message_leaf_ is not None:
+                raise _InvalidValueError("inner messages must not be compressed", path="message.value")
+            if value_message_leaf_ is None:
+                tmp_ += _S1.pack(-1)
+            else:
+                tmp_ += _S1.pack(len(value_message_leaf_))
+                tmp_ += value_message_leaf_
+            _S1.pack_into(tmp_, q_size_message_leaf_, len(tmp_) - p_crc_message_leaf_)
+            _S4.pack_into(tmp_, q_crc_message_leaf_, _crc32(tmp_[p_magic_message_leaf_:]))
         value = _compress(codec, bytes(tmp_), 1)
     if value is None:
         out += _S1.pack(-1)
@@ -1301,6 +1369,193 @@ def encode(value):
     return bytes(out)
 
 
+def _fencode_run(values, out, first_index):
+    """Optimistic encoder of consecutive message entries (one message per record: the per-entry call
+    is inlined into this loop)."""
+    for index_, value in enumerate(values, first_index):
+        own__message_ = type(value) is Message
+        offset_message_ = value.offset
+        codec_message_ = value.codec if own__message_ else getattr(value, "codec", "none")
+        timestamp_message_ = value.timestamp
+        kafka_tags_message_ = value.kafka_tags if own__message_ else getattr(value, "kafka_tags", None)
+        headers_message_ = value.headers
+        key_message_ = value.key
+        value_message_ = value.value
+        messages_message_ = value.messages if own__message_ else getattr(value, "messages", None)
+        offset_message_ = offset_message_ - 0 if offset_message_ is not None else index_
+        attributes_message_ = 0
+        id__message_ = _ENUM_IDS_codec.get(codec_message_)
+        if id__message_ is None:
+            raise _InvalidValueError(f"unknown codec {codec_message_!r}", path="message.attributes")
+        attributes_message_ |= id__message_ << 0
+        at__message_ = len(out)
+        q_size_message_ = at__message_ + 8
+        p_crc_message_ = at__message_ + 12
+        q_crc_message_ = at__message_ + 12
+        p_magic_message_ = at__message_ + 16
+        out += _S6.pack(offset_message_, 0, 0, 1, attributes_message_, timestamp_message_)
+        if not kafka_tags_message_:
+            out += _S1.pack(-1)
+        else:
+            q_kafka_tags_message_ = len(out)
+            out += _S1.pack(0)
+            for item__message_ in kafka_tags_message_:
+                tag_id_kafka_tag__message_ = item__message_[0]
+                tag_value_kafka_tag__message_ = item__message_[1]
+                out.append(tag_id_kafka_tag__message_)
+                out += _S1.pack(len(tag_value_kafka_tag__message_))
+                out += tag_value_kafka_tag__message_
+            _S1.pack_into(out, q_kafka_tags_message_, len(out) - q_kafka_tags_message_ - 4)
+        if not headers_message_:
+            out += _S1.pack(-1)
+        else:
+            q_headers_message_ = len(out)
+            out += _S1.pack(0)
+            for item__message_ in headers_message_:
+                key_app_tag__message_ = item__message_[0]
+                value_app_tag__message_ = item__message_[1]
+                b__app_tag__message_ = _STR_ENCODED.get(key_app_tag__message_)
+                key_app_tag__message_ = (
+                    _encode_str(key_app_tag__message_) if b__app_tag__message_ is None else b__app_tag__message_
+                )
+                out += _S1.pack(len(key_app_tag__message_))
+                out += key_app_tag__message_
+                if value_app_tag__message_ is None:
+                    out += _S1.pack(-1)
+                else:
+                    out += _S1.pack(len(value_app_tag__message_))
+                    out += value_app_tag__message_
+            _S1.pack_into(out, q_headers_message_, len(out) - q_headers_message_ - 4)
+        if key_message_ is None:
+            out += _S1.pack(-1)
+        else:
+            out += _S1.pack(len(key_message_))
+            out += key_message_
+        if codec_message_ != "none" and messages_message_ is not None:
+            if not messages_message_:
+                raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
+            tmp__message_ = bytearray()
+            rb__message_ = messages_message_[0].offset if messages_message_[0].offset is not None else 0
+            for index__message_, item__message_ in enumerate(messages_message_):
+                if (
+                    getattr(item__message_, "codec", "none") != "none"
+                    or getattr(item__message_, "messages", None) is not None
+                ):
+                    raise _InvalidValueError("inner messages must not be compressed", path="message.value")
+                own__message_leaf__message_ = type(item__message_) is Message
+                offset_message_leaf__message_ = item__message_.offset
+                codec_message_leaf__message_ = (
+                    item__message_.codec if own__message_leaf__message_ else getattr(item__message_, "codec", "none")
+                )
+                timestamp_message_leaf__message_ = item__message_.timestamp
+                kafka_tags_message_leaf__message_ = (
+                    item__message_.kafka_tags
+                    if own__message_leaf__message_
+                    else getattr(item__message_, "kafka_tags", None)
+                )
+                headers_message_leaf__message_ = item__message_.headers
+                key_message_leaf__message_ = item__message_.key
+                value_message_leaf__message_ = item__message_.value
+                messages_message_leaf__message_ = (
+                    item__message_.messages
+                    if own__message_leaf__message_
+                    else getattr(item__message_, "messages", None)
+                )
+                offset_message_leaf__message_ = (
+                    offset_message_leaf__message_ - rb__message_
+                    if offset_message_leaf__message_ is not None
+                    else index__message_
+                )
+                attributes_message_leaf__message_ = 0
+                id__message_leaf__message_ = _ENUM_IDS_codec.get(codec_message_leaf__message_)
+                if id__message_leaf__message_ is None:
+                    raise _InvalidValueError(
+                        f"unknown codec {codec_message_leaf__message_!r}", path="message.attributes"
+                    )
+                attributes_message_leaf__message_ |= id__message_leaf__message_ << 0
+                at__message_leaf__message_ = len(tmp__message_)
+                q_size_message_leaf__message_ = at__message_leaf__message_ + 8
+                p_crc_message_leaf__message_ = at__message_leaf__message_ + 12
+                q_crc_message_leaf__message_ = at__message_leaf__message_ + 12
+                p_magic_message_leaf__message_ = at__message_leaf__message_ + 16
+                tmp__message_ += _S6.pack(
+                    offset_message_leaf__message_,
+                    0,
+                    0,
+                    1,
+                    attributes_message_leaf__message_,
+                    timestamp_message_leaf__message_,
+                )
+                if not kafka_tags_message_leaf__message_:
+                    tmp__message_ += _S1.pack(-1)
+                else:
+                    q_kafka_tags_message_leaf__message_ = len(tmp__message_)
+                    tmp__message_ += _S1.pack(0)
+                    for item__message_leaf__message_ in kafka_tags_message_leaf__message_:
+                        tag_id_kafka_tag__message_leaf__message_ = item__message_leaf__message_[0]
+                        tag_value_kafka_tag__message_leaf__message_ = item__message_leaf__message_[1]
+                        tmp__message_.append(tag_id_kafka_tag__message_leaf__message_)
+                        tmp__message_ += _S1.pack(len(tag_value_kafka_tag__message_leaf__message_))
+                        tmp__message_ += tag_value_kafka_tag__message_leaf__message_
+                    _S1.pack_into(
+                        tmp__message_,
+                        q_kafka_tags_message_leaf__message_,
+                        len(tmp__message_) - q_kafka_tags_message_leaf__message_ - 4,
+                    )
+                if not headers_message_leaf__message_:
+                    tmp__message_ += _S1.pack(-1)
+                else:
+                    q_headers_message_leaf__message_ = len(tmp__message_)
+                    tmp__message_ += _S1.pack(0)
+                    for item__message_leaf__message_ in headers_message_leaf__message_:
+                        key_app_tag__message_leaf__message_ = item__message_leaf__message_[0]
+                        value_app_tag__message_leaf__message_ = item__message_leaf__message_[1]
+                        b__app_tag__message_leaf__message_ = _STR_ENCODED.get(key_app_tag__message_leaf__message_)
+                        key_app_tag__message_leaf__message_ = (
+                            _encode_str(key_app_tag__message_leaf__message_)
+                            if b__app_tag__message_leaf__message_ is None
+                            else b__app_tag__message_leaf__message_
+                        )
+                        tmp__message_ += _S1.pack(len(key_app_tag__message_leaf__message_))
+                        tmp__message_ += key_app_tag__message_leaf__message_
+                        if value_app_tag__message_leaf__message_ is None:
+                            tmp__message_ += _S1.pack(-1)
+                        else:
+                            tmp__message_ += _S1.pack(len(value_app_tag__message_leaf__message_))
+                            tmp__message_ += value_app_tag__message_leaf__message_
+                    _S1.pack_into(
+                        tmp__message_,
+                        q_headers_message_leaf__message_,
+                        len(tmp__message_) - q_headers_message_leaf__message_ - 4,
+                    )
+                if key_message_leaf__message_ is None:
+                    tmp__message_ += _S1.pack(-1)
+                else:
+                    tmp__message_ += _S1.pack(len(key_message_leaf__message_))
+                    tmp__message_ += key_message_leaf__message_
+                if codec_message_leaf__message_ != "none" and messages_message_leaf__message_ is not None:
+                    raise _InvalidValueError("inner messages must not be compressed", path="message.value")
+                if value_message_leaf__message_ is None:
+                    tmp__message_ += _S1.pack(-1)
+                else:
+                    tmp__message_ += _S1.pack(len(value_message_leaf__message_))
+                    tmp__message_ += value_message_leaf__message_
+                _S1.pack_into(
+                    tmp__message_, q_size_message_leaf__message_, len(tmp__message_) - p_crc_message_leaf__message_
+                )
+                _S4.pack_into(
+                    tmp__message_, q_crc_message_leaf__message_, _crc32(tmp__message_[p_magic_message_leaf__message_:])
+                )
+            value_message_ = _compress(codec_message_, bytes(tmp__message_), 1)
+        if value_message_ is None:
+            out += _S1.pack(-1)
+        else:
+            out += _S1.pack(len(value_message_))
+            out += value_message_
+        _S1.pack_into(out, q_size_message_, len(out) - p_crc_message_)
+        _S4.pack_into(out, q_crc_message_, _crc32(out[p_magic_message_:]))
+
+
 def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
@@ -1308,8 +1563,7 @@ def encode_all(values, path="log", first_index=0):
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for index_, value in enumerate(values, first_index):
-            _fencode_message(value, out, index_)
+        _fencode_run(values, out, first_index)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()

@@ -738,6 +738,66 @@ def encode(value):
     return bytes(out)
 
 
+def _fencode_run(values, out, first_index):
+    """Optimistic encoder of consecutive message entries (one message per record: the per-entry call
+    is inlined into this loop)."""
+    for index_, value in enumerate(values, first_index):
+        own__message_ = type(value) is Message
+        offset_message_ = value.offset
+        codec_message_ = value.codec if own__message_ else getattr(value, "codec", "none")
+        timestamp_type_message_ = value.timestamp_type if own__message_ else getattr(value, "timestamp_type", 0)
+        is_tombstone_message_ = value.is_tombstone if own__message_ else getattr(value, "is_tombstone", False)
+        timestamp_message_ = value.timestamp
+        key_message_ = value.key
+        headers_message_ = value.headers
+        value_message_ = value.value
+        attributes_message_ = 0
+        if codec_message_ not in (None, _ENUM_codec[0]):
+            raise _InvalidValueError(f"codec must be {_ENUM_codec[0]!r} in this format", path="message.attributes")
+        attributes_message_ |= 0 << 0
+        attributes_message_ |= (timestamp_type_message_ or 0) << 3 & 8
+        if is_tombstone_message_:
+            attributes_message_ |= 16
+        at__message_ = len(out)
+        q_size_message_ = at__message_ + 8
+        p_crc_message_ = at__message_ + 12
+        q_crc_message_ = at__message_ + 12
+        p_magic_message_ = at__message_ + 16
+        out += _S8.pack(offset_message_, 0, 0, 2, attributes_message_, timestamp_message_)
+        if key_message_ is None:
+            out += _S0.pack(-1)
+        else:
+            out += _S0.pack(len(key_message_))
+            out += key_message_
+        at__message_ = len(out)
+        q_len_wrapper_message_ = at__message_ + 0
+        p_wrapper_magic_message_ = at__message_ + 4
+        out += _S7.pack(0, 0)
+        if headers_message_ is None:
+            raise _InvalidValueError("may not be null", path="message.headers")
+        else:
+            q_headers_message_ = len(out)
+            out += _S0.pack(0)
+            for item__message_ in headers_message_:
+                key_int_header__message_ = item__message_[0]
+                value_int_header__message_ = item__message_[1]
+                out += _S0.pack(key_int_header__message_)
+                if value_int_header__message_ is None:
+                    out += _S0.pack(-1)
+                else:
+                    out += _S0.pack(len(value_int_header__message_))
+                    out += value_int_header__message_
+            _S0.pack_into(out, q_headers_message_, len(out) - q_headers_message_ - 4)
+        if value_message_ is None:
+            out += _S0.pack(-1)
+        else:
+            out += _S0.pack(len(value_message_))
+            out += value_message_
+        _S0.pack_into(out, q_len_wrapper_message_, len(out) - p_wrapper_magic_message_)
+        _S0.pack_into(out, q_size_message_, len(out) - p_crc_message_)
+        _S3.pack_into(out, q_crc_message_, _crc32(out[p_magic_message_:]))
+
+
 def encode_all(values, path="log", first_index=0):
     """Encode message values back to back (a log, a message set) into one bytes object;
     errors name the element as ``path[i]``.  Element ``i`` is encoded at index ``first_index + i``
@@ -745,8 +805,7 @@ def encode_all(values, path="log", first_index=0):
     values = values if type(values) in (list, tuple) else list(values)
     out = bytearray()
     try:
-        for index_, value in enumerate(values, first_index):
-            _fencode_message(value, out, index_)
+        _fencode_run(values, out, first_index)
         return bytes(out)
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
