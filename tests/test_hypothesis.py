@@ -1,5 +1,6 @@
 """Property tests: round trips, backend agreement, and only CodecError escaping on arbitrary bytes."""
 
+import pytest
 from conftest import backends
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -126,3 +127,131 @@ def _outcome_from(mod, data):
     except kfmt.CodecError as e:
         assert "internal decode failure" not in str(e), e
         return ("error", type(e))
+
+
+# ---- the optimistic encoders (_fencode_*) may only ever be faster: whatever they write, the checked
+# encoders (_encode_*) write too, and whatever the checked ones refuse, they refuse (encode() then reruns
+# the checked encoder for the error).  Fed with valid values, one of which may be replaced by an odd one.
+# the edges of int8, int16, int32, int64 and of the one- and two-byte varint tables, and non-ints
+edges = st.sampled_from(
+    [e + d for e in (128, 2**15, 2**31, 2**63, 64, 8192) for d in (-1, 0) for e in (e, -e)] + [255, 256, -(2**63) - 1]
+)
+odd = st.one_of(
+    edges,
+    edges,
+    edges,
+    st.none(),
+    st.binary(max_size=40),
+    st.text(max_size=8),
+    st.integers(-(2**70), 2**70),
+    st.tuples(st.text(max_size=3), st.binary(max_size=3), st.none()),
+)
+RECORD_FIELDS = ["key", "value", "headers", "timestamp", "offset", "attributes", "control", "timestamp_delta"]
+BATCH_FIELDS = ["base_offset", "codec", "timestamp_type", "producer_id", "base_timestamp", "partition_leader_epoch"]
+
+
+def _own_record(r):
+    return V2.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp)
+
+
+@st.composite
+def odd_batch(draw):
+    b = draw(batch)
+    b.records = [_own_record(r) if draw(st.booleans()) else r for r in b.records]  # own and foreign objects
+    where = draw(st.sampled_from(["none", "batch", "record", "header"]))
+    if where == "batch":
+        setattr(b, draw(st.sampled_from(BATCH_FIELDS)), draw(odd))
+    elif where in ("record", "header") and b.records:
+        r = b.records[draw(st.integers(0, len(b.records) - 1))]
+        if where == "record":
+            field = draw(st.sampled_from(RECORD_FIELDS if type(r) is V2.Record else RECORD_FIELDS[:5]))
+            setattr(r, field, draw(odd))
+        elif r.headers:
+            i = draw(st.integers(0, len(r.headers) - 1))
+            r.headers[i] = draw(st.one_of(odd, st.tuples(odd, blob), st.tuples(st.text(max_size=4), odd)))
+    return b
+
+
+def _run(fn, value):
+    out = bytearray()
+    try:
+        fn(value, out, 0)
+    except Exception as e:  # noqa: BLE001 - comparing outcomes, whatever they are
+        return type(e)
+    return bytes(out)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_batch())
+def test_optimistic_encoder_never_disagrees_with_the_checked_one(b):
+    fast, checked = _run(CODEC._fencode_batch, b), _run(CODEC._encode_batch, b)
+    if isinstance(fast, bytes):
+        assert checked == fast
+    if isinstance(checked, type):
+        assert isinstance(fast, type)
+    assert (CODEC.encode(b) if isinstance(checked, bytes) else None) == (
+        checked if isinstance(checked, bytes) else None
+    )
+
+
+ODD_VALUES = [e + d for b in (128, 64, 8192, 2**15, 2**31, 2**63) for e in (b, -b) for d in (-1, 0, 1)] + [
+    255, 256, None, b"", b"xy", "text", "", 1.5, ("k", b"v"), [("k", b"v", 1)], [(None, b"v")], [("k", "v")],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("own", [True, False])
+@pytest.mark.parametrize("field", RECORD_FIELDS + ["header"] + ["batch." + f for f in BATCH_FIELDS])
+def test_optimistic_encoder_edges(field, own):
+    """Every field of an otherwise valid batch set to each edge value (int8/16/32/64 and varint-table
+    bounds, non-ints): the optimistic encoder writes what the checked one writes, or refuses."""
+    for value in ODD_VALUES:
+        recs = [
+            V2.Record(key=b"k", value=b"v", headers=[("h", b"1")], timestamp=1_700_000_000_000 + i) for i in range(3)
+        ]
+        recs = (
+            recs
+            if own
+            else [kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in recs]
+        )
+        b = V2.Batch(records=recs)
+        if field.startswith("batch."):
+            setattr(b, field[6:], value)
+        elif field == "header":
+            recs[1].headers = [("h", b"1"), value]
+        elif own or field in RECORD_FIELDS[:5]:
+            setattr(recs[1], field, value)
+        fast, checked = _run(CODEC._fencode_batch, b), _run(CODEC._encode_batch, b)
+        if isinstance(fast, bytes):
+            assert checked == fast, (field, value)
+        if isinstance(checked, type):
+            assert isinstance(fast, type), (field, value)
+
+
+V1 = get_format("kafka_v1")
+V1_CODEC = backends("kafka_v1")[0][1]
+
+
+@st.composite
+def odd_messages(draw):
+    msgs = [
+        V1.Message(key=k, value=v, timestamp=ts) if draw(st.booleans()) else kfmt.Record(key=k, value=v, timestamp=ts)
+        for k, v, ts in draw(st.lists(st.tuples(blob, blob, st.integers(-1, 2**40)), max_size=4))
+    ]
+    if msgs and draw(st.booleans()):
+        m = msgs[draw(st.integers(0, len(msgs) - 1))]
+        fields = ["key", "value", "timestamp", "offset"] + (
+            ["codec", "timestamp_type"] if type(m) is V1.Message else []
+        )
+        setattr(m, draw(st.sampled_from(fields)), draw(odd))
+    return msgs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_messages())
+def test_optimistic_message_set_encoder_never_disagrees(values):
+    fast = _run(lambda vals, out, i: V1_CODEC._fencode_run(vals, out, i), values)
+    checked = _run(lambda vals, out, i: [V1_CODEC._encode_message(v, out, i + n) for n, v in enumerate(vals)], values)
+    if isinstance(fast, bytes):
+        assert checked == fast
+    if isinstance(checked, type):
+        assert isinstance(fast, type)

@@ -810,7 +810,10 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
         for item_ in kafka_tags:
             tag_id_kafka_tag_ = item_[0]
             tag_value_kafka_tag_ = item_[1]
-            out.append(tag_id_kafka_tag_)
+            if -128 <= tag_id_kafka_tag_ <= 127:
+                out.append(tag_id_kafka_tag_ & 255)
+            else:
+                raise _InvalidValueError(f"{tag_id_kafka_tag_} does not fit int8", path="kafka_tag.tag_id")
             out += _S1.pack(len(tag_value_kafka_tag_))
             out += tag_value_kafka_tag_
         _S1.pack_into(out, q_kafka_tags, len(out) - q_kafka_tags - 4)
@@ -874,7 +877,12 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
                 for item__message_leaf_ in kafka_tags_message_leaf_:
                     tag_id_kafka_tag__message_leaf_ = item__message_leaf_[0]
                     tag_value_kafka_tag__message_leaf_ = item__message_leaf_[1]
-                    tmp_.append(tag_id_kafka_tag__message_leaf_)
+                    if -128 <= tag_id_kafka_tag__message_leaf_ <= 127:
+                        tmp_.append(tag_id_kafka_tag__message_leaf_ & 255)
+                    else:
+                        raise _InvalidValueError(
+                            f"{tag_id_kafka_tag__message_leaf_} does not fit int8", path="kafka_tag.tag_id"
+                        )
                     tmp_ += _S1.pack(len(tag_value_kafka_tag__message_leaf_))
                     tmp_ += tag_value_kafka_tag__message_leaf_
                 _S1.pack_into(tmp_, q_kafka_tags_message_leaf_, len(tmp_) - q_kafka_tags_message_leaf_ - 4)
@@ -1402,7 +1410,10 @@ def _fencode_run(values, out, first_index):
             for item__message_ in kafka_tags_message_:
                 tag_id_kafka_tag__message_ = item__message_[0]
                 tag_value_kafka_tag__message_ = item__message_[1]
-                out.append(tag_id_kafka_tag__message_)
+                if -128 <= tag_id_kafka_tag__message_ <= 127:
+                    out.append(tag_id_kafka_tag__message_ & 255)
+                else:
+                    raise _InvalidValueError(f"{tag_id_kafka_tag__message_} does not fit int8", path="kafka_tag.tag_id")
                 out += _S1.pack(len(tag_value_kafka_tag__message_))
                 out += tag_value_kafka_tag__message_
             _S1.pack_into(out, q_kafka_tags_message_, len(out) - q_kafka_tags_message_ - 4)
@@ -1494,7 +1505,12 @@ def _fencode_run(values, out, first_index):
                     for item__message_leaf__message_ in kafka_tags_message_leaf__message_:
                         tag_id_kafka_tag__message_leaf__message_ = item__message_leaf__message_[0]
                         tag_value_kafka_tag__message_leaf__message_ = item__message_leaf__message_[1]
-                        tmp__message_.append(tag_id_kafka_tag__message_leaf__message_)
+                        if -128 <= tag_id_kafka_tag__message_leaf__message_ <= 127:
+                            tmp__message_.append(tag_id_kafka_tag__message_leaf__message_ & 255)
+                        else:
+                            raise _InvalidValueError(
+                                f"{tag_id_kafka_tag__message_leaf__message_} does not fit int8", path="kafka_tag.tag_id"
+                            )
                         tmp__message_ += _S1.pack(len(tag_value_kafka_tag__message_leaf__message_))
                         tmp__message_ += tag_value_kafka_tag__message_leaf__message_
                     _S1.pack_into(

@@ -1264,7 +1264,10 @@ def _fencode_batch(obj, out, index):
             offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
             q_length_record_ = len(tmp_)
             tmp_.append(0)
-            tmp_.append(attributes_record_)
+            if -128 <= attributes_record_ <= 127:
+                tmp_.append(attributes_record_ & 255)
+            else:
+                raise _InvalidValueError(f"{attributes_record_} does not fit int8", path="record.attributes")
             if -8192 <= timestamp_delta_record_ < 8192:
                 tmp_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
             else:
@@ -1346,7 +1349,10 @@ def _fencode_batch(obj, out, index):
             offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
             q_length_record_ = len(out)
             out.append(0)
-            out.append(attributes_record_)
+            if -128 <= attributes_record_ <= 127:
+                out.append(attributes_record_ & 255)
+            else:
+                raise _InvalidValueError(f"{attributes_record_} does not fit int8", path="record.attributes")
             if -8192 <= timestamp_delta_record_ < 8192:
                 out += _ZZ_BYTES[timestamp_delta_record_ + 8192]
             else:
