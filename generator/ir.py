@@ -433,8 +433,15 @@ class Builder:
                 Op(
                     "run",
                     depth,
-                    dict(const=const, size=size, names=[x.name for x in run], end=end, path=path, signed1=signed1,
-                         fmt=fmt[1:]),
+                    dict(
+                        const=const,
+                        size=size,
+                        names=[x.name for x in run],
+                        end=end,
+                        path=path,
+                        signed1=signed1,
+                        fmt=fmt[1:],
+                    ),
                 )
             )
             for x in run:
@@ -757,8 +764,9 @@ class Builder:
             a.update(prefix="varint", vkind=pre)
         elif pre in PRIMITIVES:
             fmt = ">" + PRIMITIVES[pre][0]
-            a.update(prefix="fixed", const=self.const(fmt, f"{f.name} length => {pre}"), size=PRIMITIVES[pre][1],
-                     fmt=fmt[1:])
+            a.update(
+                prefix="fixed", const=self.const(fmt, f"{f.name} length => {pre}"), size=PRIMITIVES[pre][1], fmt=fmt[1:]
+            )
         elif pre == "rest":
             a.update(prefix="rest", trailer=self.trailer_size(st, i))
         else:
