@@ -53,6 +53,32 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
+class _Fold(ast.NodeTransformer):
+    """Simplify what binding a parameter to a constant leaves behind (``restamp_`` bound to False):
+    ``False and x`` and ``a if False else b``, exactly what Python would evaluate, and the ``x = x``
+    that may leave."""
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        first = node.values[0]
+        if isinstance(node.op, ast.And) and isinstance(first, ast.Constant) and first.value is False:
+            return first
+        return node
+
+    def visit_Assign(self, node: ast.Assign):
+        self.generic_visit(node)
+        t = node.targets
+        if len(t) == 1 and isinstance(t[0], ast.Name) and isinstance(node.value, ast.Name) and t[0].id == node.value.id:
+            return ast.Pass()  # ``x = x`` once the other branch is gone
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp):
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant) and isinstance(node.test.value, bool):
+            return node.body if node.test.value else node.orelse
+        return node
+
+
 def _stored(fn: ast.FunctionDef) -> set[str]:
     names = set()
     for node in ast.walk(fn):
@@ -153,7 +179,8 @@ def _body_for(
         ret = body[-1]
         body = body[:-1] + [ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=ret.value.elts[0],
                                        lineno=0)]  # fmt: skip
-    return prologue + body
+    folded = [_Fold().visit(stmt) for stmt in prologue + body]
+    return [stmt for stmt in folded if not isinstance(stmt, ast.Pass)] or folded
 
 
 class _Inliner(ast.NodeTransformer):

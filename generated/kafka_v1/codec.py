@@ -829,9 +829,6 @@ def _fencode_run(values, out, first_index):
         value_message_ = value.value
         messages_message_ = value.messages if own__message_ else getattr(value, "messages", None)
         offset_message_ = offset_message_ - 0 if offset_message_ is not None else index_
-        timestamp_message_ = (
-            value.wire_timestamp if False and getattr(value, "wire_timestamp", None) is not None else timestamp_message_
-        )
         attributes_message_ = 0
         id__message_ = _ENUM_IDS_codec.get(codec_message_)
         if id__message_ is None:
