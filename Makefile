@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test demo bench bench-spark lint fuzz clean
+.PHONY: setup generate check-generated test demo bench bench-floor bench-spark lint fuzz clean
 
 setup: $(VENV)/.installed
 
@@ -31,6 +31,9 @@ demo: setup generate
 
 bench: setup
 	$(PY) bench/bench_codecs.py
+
+bench-floor: setup
+	cd bench && ../$(PY) v2_decode_floor.py
 
 bench-spark: setup
 	$(PY) bench/bench_spark.py

@@ -941,6 +941,13 @@ class Builder:
             if self._trailing_crc(st, f):
                 ops.append(Op("crc_append", depth, dict(func=f.derive.func, start=f"p_{f.derive.target}", out=out,
                                                          const=self.const(">I", f"{f.name} => uint32"))))  # fmt: skip
+            elif is_varint_len and depth == 0 and self._plain_tail(st, i, needpos):
+                # nothing after the length refers to a position: write the rest into a buffer of its own,
+                # then its length and the buffer (cheaper than widening a placeholder byte in place)
+                buf = f"body_{f.name}"
+                ops.append(Op("region_open", depth, dict(buf=buf)))
+                regions.append(dict(kind="buffer", field=f.name, vkind=f.type, buf=buf, parent=out))
+                out = buf
             elif is_varint_len:
                 # reserve one byte for the length, write the fields after it, then patch (or widen) it
                 body = f"q_{f.name}"
@@ -982,7 +989,10 @@ class Builder:
                 depth -= 1
         flush()
         for r in reversed(regions):
-            if r["kind"] == "varint":
+            if r["kind"] == "buffer":
+                ops.append(Op("region_close", 0, dict(r, path=f"{path}.{r['field']}")))
+                out = r["parent"]
+            elif r["kind"] == "varint":
                 ops.append(Op("region_varint", 0, dict(r, path=f"{path}.{r['field']}")))
                 out = r["parent"]
             else:
@@ -990,6 +1000,16 @@ class Builder:
         for c in crcs:
             ops.append(Op("crc_patch", 0, c))
         return ops
+
+    def _plain_tail(self, st: Struct, i: int, needpos: set[str]) -> bool:
+        """True if no field after ``st.fields[i]`` is a position mark, a CRC, a fixed-width length or
+        conditional: then the encoder may write them into a buffer of their own."""
+        for f in st.fields[i + 1 :]:
+            if f.name in needpos or f.if_:
+                return False
+            if f.derive and f.derive.func in ("crc32", "crc32c", "length_of"):
+                return False
+        return True
 
     def _trailing_crc(self, st: Struct, f: Field) -> bool:
         fn = [x.name for x in st.fields]

@@ -38,6 +38,7 @@ from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
 from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
+from kfmt.runtime.varint import ZZ_POS as _ZZ_POS
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint

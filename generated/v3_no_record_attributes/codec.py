@@ -38,6 +38,7 @@ from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
 from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
+from kfmt.runtime.varint import ZZ_POS as _ZZ_POS
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
@@ -195,7 +196,7 @@ def _encode_header(obj, out, index):
         key = _encode_str(key) if b_ is None else b_
         n_ = len(key)
         if n_ < 8192:
-            out += _ZZ_BYTES[n_ + 8192]
+            out += _ZZ_POS[n_]
         else:
             _write_varint(out, n_, "header.key")
 
@@ -205,7 +206,7 @@ def _encode_header(obj, out, index):
     else:
         n_ = len(value)
         if n_ < 8192:
-            out += _ZZ_BYTES[n_ + 8192]
+            out += _ZZ_POS[n_]
         else:
             _write_varint(out, n_, "header.value")
 
@@ -402,62 +403,58 @@ def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_typ
         timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
     )
     offset_delta = offset - base_offset if offset is not None else index
-    q_length = len(out)
-    out.append(0)
+    body_length = bytearray()
     if -8192 <= timestamp_delta < 8192:
-        out += _ZZ_BYTES[timestamp_delta + 8192]
+        body_length += _ZZ_BYTES[timestamp_delta + 8192]
     else:
-        _write_varlong(out, timestamp_delta, "record.timestamp_delta")
+        _write_varlong(body_length, timestamp_delta, "record.timestamp_delta")
     if -8192 <= offset_delta < 8192:
-        out += _ZZ_BYTES[offset_delta + 8192]
+        body_length += _ZZ_BYTES[offset_delta + 8192]
     else:
-        _write_varint(out, offset_delta, "record.offset_delta")
+        _write_varint(body_length, offset_delta, "record.offset_delta")
     if key is None:
-        out.append(1)
+        body_length.append(1)
     else:
         n_ = len(key)
         if n_ < 8192:
-            out += _ZZ_BYTES[n_ + 8192]
+            body_length += _ZZ_POS[n_]
         else:
-            _write_varint(out, n_, "record.key")
+            _write_varint(body_length, n_, "record.key")
 
-        out += key
+        body_length += key
     if value is None:
-        out.append(1)
+        body_length.append(1)
     else:
         n_ = len(value)
         if n_ < 8192:
-            out += _ZZ_BYTES[n_ + 8192]
+            body_length += _ZZ_POS[n_]
         else:
-            _write_varint(out, n_, "record.value")
+            _write_varint(body_length, n_, "record.value")
 
-        out += value
+        body_length += value
     n_ = len(headers)
     if n_ < 8192:
-        out += _ZZ_BYTES[n_ + 8192]
+        body_length += _ZZ_POS[n_]
     else:
-        _write_varint(out, n_, "record.headers")
+        _write_varint(body_length, n_, "record.headers")
 
     index_ = 0
     try:
         for index_, item_ in enumerate(headers):
-            _encode_header(item_, out, index_)
+            _encode_header(item_, body_length, index_)
     except _CodecError as exc:
         raise exc.within("record.headers", index_, "header") from None
     except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"record.headers[{index_}]"
         ) from None
-    n_ = len(out) - q_length - 1
-    if 0 <= n_ < 64:
-        out[q_length] = n_ << 1
-    elif n_ < 8192:
-        out[q_length] = ((n_ << 1) & 0x7F) | 0x80
-        out.insert(q_length + 1, n_ >> 6)
+    n_ = len(body_length)
+    if n_ < 8192:
+        out += _ZZ_POS[n_]
     else:
-        tmp_ = bytearray()
-        _write_varint(tmp_, n_, "record.length")
-        out[q_length : q_length + 1] = tmp_
+        _write_varint(out, n_, "record.length")
+
+    out += body_length
 
 
 def _decode_batch(buf, pos, end, opts):
@@ -1256,63 +1253,60 @@ def _fencode_batch(obj, out, index):
                 else timestamp_record_ - base_timestamp
             )
             offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-            q_length_record_ = len(tmp_)
-            tmp_.append(0)
+            body_length_record_ = bytearray()
             if -8192 <= timestamp_delta_record_ < 8192:
-                tmp_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+                body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
             else:
-                _write_varlong(tmp_, timestamp_delta_record_, "record.timestamp_delta")
+                _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
             if -8192 <= offset_delta_record_ < 8192:
-                tmp_ += _ZZ_BYTES[offset_delta_record_ + 8192]
+                body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
             else:
-                _write_varint(tmp_, offset_delta_record_, "record.offset_delta")
+                _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
             if key_record_ is None:
-                tmp_.append(1)
+                body_length_record_.append(1)
             else:
                 n__record_ = len(key_record_)
                 if n__record_ < 8192:
-                    tmp_ += _ZZ_BYTES[n__record_ + 8192]
+                    body_length_record_ += _ZZ_POS[n__record_]
                 else:
-                    _write_varint(tmp_, n__record_, "record.key")
-                tmp_ += key_record_
+                    _write_varint(body_length_record_, n__record_, "record.key")
+                body_length_record_ += key_record_
             if value_record_ is None:
-                tmp_.append(1)
+                body_length_record_.append(1)
             else:
                 n__record_ = len(value_record_)
                 if n__record_ < 8192:
-                    tmp_ += _ZZ_BYTES[n__record_ + 8192]
+                    body_length_record_ += _ZZ_POS[n__record_]
                 else:
-                    _write_varint(tmp_, n__record_, "record.value")
-                tmp_ += value_record_
+                    _write_varint(body_length_record_, n__record_, "record.value")
+                body_length_record_ += value_record_
             n__record_ = len(headers_record_)
             if n__record_ < 8192:
-                tmp_ += _ZZ_BYTES[n__record_ + 8192]
+                body_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(tmp_, n__record_, "record.headers")
+                _write_varint(body_length_record_, n__record_, "record.headers")
             for item__record_ in headers_record_:
                 key_header__record_ = item__record_[0]
                 value_header__record_ = item__record_[1]
                 b__header__record_ = _STR_VARINT.get(key_header__record_)
-                tmp_ += _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                body_length_record_ += (
+                    _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                )
                 if value_header__record_ is None:
-                    tmp_.append(1)
+                    body_length_record_.append(1)
                 else:
                     n__header__record_ = len(value_header__record_)
                     if n__header__record_ < 8192:
-                        tmp_ += _ZZ_BYTES[n__header__record_ + 8192]
+                        body_length_record_ += _ZZ_POS[n__header__record_]
                     else:
-                        _write_varint(tmp_, n__header__record_, "header.value")
-                    tmp_ += value_header__record_
-            n__record_ = len(tmp_) - q_length_record_ - 1
-            if 0 <= n__record_ < 64:
-                tmp_[q_length_record_] = n__record_ << 1
-            elif n__record_ < 8192:
-                tmp_[q_length_record_] = n__record_ << 1 & 127 | 128
-                tmp_.insert(q_length_record_ + 1, n__record_ >> 6)
+                        _write_varint(body_length_record_, n__header__record_, "header.value")
+                    body_length_record_ += value_header__record_
+            n__record_ = len(body_length_record_)
+            if n__record_ < 8192:
+                tmp_ += _ZZ_POS[n__record_]
             else:
-                tmp__record_ = bytearray()
-                _write_varint(tmp__record_, n__record_, "record.length")
-                tmp_[q_length_record_ : q_length_record_ + 1] = tmp__record_
+                _write_varint(tmp_, n__record_, "record.length")
+            tmp_ += body_length_record_
         out += _compress(codec, bytes(tmp_), 3)
     else:
         for index_, item_ in enumerate(records):
@@ -1333,63 +1327,60 @@ def _fencode_batch(obj, out, index):
                 else timestamp_record_ - base_timestamp
             )
             offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-            q_length_record_ = len(out)
-            out.append(0)
+            body_length_record_ = bytearray()
             if -8192 <= timestamp_delta_record_ < 8192:
-                out += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+                body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
             else:
-                _write_varlong(out, timestamp_delta_record_, "record.timestamp_delta")
+                _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
             if -8192 <= offset_delta_record_ < 8192:
-                out += _ZZ_BYTES[offset_delta_record_ + 8192]
+                body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
             else:
-                _write_varint(out, offset_delta_record_, "record.offset_delta")
+                _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
             if key_record_ is None:
-                out.append(1)
+                body_length_record_.append(1)
             else:
                 n__record_ = len(key_record_)
                 if n__record_ < 8192:
-                    out += _ZZ_BYTES[n__record_ + 8192]
+                    body_length_record_ += _ZZ_POS[n__record_]
                 else:
-                    _write_varint(out, n__record_, "record.key")
-                out += key_record_
+                    _write_varint(body_length_record_, n__record_, "record.key")
+                body_length_record_ += key_record_
             if value_record_ is None:
-                out.append(1)
+                body_length_record_.append(1)
             else:
                 n__record_ = len(value_record_)
                 if n__record_ < 8192:
-                    out += _ZZ_BYTES[n__record_ + 8192]
+                    body_length_record_ += _ZZ_POS[n__record_]
                 else:
-                    _write_varint(out, n__record_, "record.value")
-                out += value_record_
+                    _write_varint(body_length_record_, n__record_, "record.value")
+                body_length_record_ += value_record_
             n__record_ = len(headers_record_)
             if n__record_ < 8192:
-                out += _ZZ_BYTES[n__record_ + 8192]
+                body_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(out, n__record_, "record.headers")
+                _write_varint(body_length_record_, n__record_, "record.headers")
             for item__record_ in headers_record_:
                 key_header__record_ = item__record_[0]
                 value_header__record_ = item__record_[1]
                 b__header__record_ = _STR_VARINT.get(key_header__record_)
-                out += _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                body_length_record_ += (
+                    _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+                )
                 if value_header__record_ is None:
-                    out.append(1)
+                    body_length_record_.append(1)
                 else:
                     n__header__record_ = len(value_header__record_)
                     if n__header__record_ < 8192:
-                        out += _ZZ_BYTES[n__header__record_ + 8192]
+                        body_length_record_ += _ZZ_POS[n__header__record_]
                     else:
-                        _write_varint(out, n__header__record_, "header.value")
-                    out += value_header__record_
-            n__record_ = len(out) - q_length_record_ - 1
-            if 0 <= n__record_ < 64:
-                out[q_length_record_] = n__record_ << 1
-            elif n__record_ < 8192:
-                out[q_length_record_] = n__record_ << 1 & 127 | 128
-                out.insert(q_length_record_ + 1, n__record_ >> 6)
+                        _write_varint(body_length_record_, n__header__record_, "header.value")
+                    body_length_record_ += value_header__record_
+            n__record_ = len(body_length_record_)
+            if n__record_ < 8192:
+                out += _ZZ_POS[n__record_]
             else:
-                tmp__record_ = bytearray()
-                _write_varint(tmp__record_, n__record_, "record.length")
-                out[q_length_record_ : q_length_record_ + 1] = tmp__record_
+                _write_varint(out, n__record_, "record.length")
+            out += body_length_record_
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
     _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 

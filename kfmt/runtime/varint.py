@@ -112,3 +112,5 @@ UV_BYTES = tuple(_uvarint_bytes(v) for v in range(0x4000))
 #: varint bytes of every zigzag value in [-8192, 8192), indexed by value + 8192: the same bytes objects,
 #: since zigzag maps that range onto [0, 16384)
 ZZ_BYTES = tuple(UV_BYTES[(v << 1) ^ (v >> 63)] for v in range(-8192, 8192))
+#: zigzag varint bytes of every value in [0, 8192), indexed by the value (lengths and counts, never negative)
+ZZ_POS = ZZ_BYTES[8192:]
