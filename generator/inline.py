@@ -13,7 +13,8 @@ share of the time, so this pass splices the callee's body into the loop instead:
   ``return value, pos`` becomes an assignment;
 * callees are processed bottom-up (headers into records, then records into batches); recursive ones
   (a v0/v1 wrapper holding messages of its own kind) are left alone;
-* a function no longer called from anywhere is dropped.
+* a function no longer called from anywhere is dropped;
+* last, reads of the (frozen) decode options inside loops are hoisted to the top of the function.
 
 Anything outside these shapes is left as it is, so the pass can only remove calls, never change what
 the code computes.  The rewritten functions are spliced back into the module text; the rest of the
@@ -254,6 +255,52 @@ class _Inliner(ast.NodeTransformer):
         return node
 
 
+class _HoistOptions(ast.NodeTransformer):
+    """``opts.<limit>`` read inside a loop becomes a local read once at the top of the function."""
+
+    def __init__(self):
+        self.depth = 0
+        self.found: set[str] = set()
+
+    def _loop(self, node):
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    visit_For = _loop
+    visit_While = _loop
+
+    def visit_Attribute(self, node: ast.Attribute):
+        self.generic_visit(node)
+        if self.depth and isinstance(node.value, ast.Name) and node.value.id == "opts" and isinstance(node.ctx, ast.Load):
+            self.found.add(node.attr)
+            return ast.copy_location(ast.Name(id=f"opts_{node.attr}_", ctx=ast.Load()), node)
+        return node
+
+
+def _hoist_options(fn: ast.FunctionDef) -> bool:
+    """Read the options a function's loops use once, before them: ``DecodeOptions`` is a frozen
+    dataclass, so the value cannot change in between.  Returns whether anything moved."""
+    if "opts" not in {a.arg for a in fn.args.args} or "opts" in _stored(fn):
+        return False
+    t = _HoistOptions()
+    t.visit(fn)
+    if not t.found:
+        return False
+    first = 1 if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else 0
+    loads = [
+        ast.Assign(
+            targets=[ast.Name(id=f"opts_{a}_", ctx=ast.Store())],
+            value=ast.Attribute(value=ast.Name(id="opts", ctx=ast.Load()), attr=a, ctx=ast.Load()),
+            lineno=0,
+        )
+        for a in sorted(t.found)
+    ]
+    fn.body[first:first] = loads
+    return True
+
+
 def inline_module(source: str) -> str:
     """Inline the hot per-element calls of a generated codec module; returns the new source."""
     tree = ast.parse(source)
@@ -279,6 +326,9 @@ def inline_module(source: str) -> str:
         inl = _Inliner(funcs, f)
         inl.visit(f)
         if inl.changed:
+            changed.add(f.name)
+    for f in order:  # after all inlining: a callee's hoisted reads would land back inside its caller's loop
+        if _hoist_options(f):
             changed.add(f.name)
     if not changed:
         return source

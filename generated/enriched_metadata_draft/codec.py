@@ -379,6 +379,10 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
+    opts_max_records_ = opts.max_records
+    opts_verify_crc_ = opts.verify_crc
     offset, size, crc, magic, attributes, timestamp = _S6.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
@@ -413,9 +417,9 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         i_kafka_tags = 0
         try:
             while pos < s_kafka_tags:
-                if i_kafka_tags >= opts.max_headers:
+                if i_kafka_tags >= opts_max_headers_:
                     raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
+                        f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
                     )
                 tag_id_kafka_tag_, n_tag_value_kafka_tag_ = _S2.unpack_from(buf, pos)
                 pos += 1
@@ -423,7 +427,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_tag_value_kafka_tag_ < 0:
                     raise _Fallback
                 else:
-                    if n_tag_value_kafka_tag_ > opts.max_bytes:
+                    if n_tag_value_kafka_tag_ > opts_max_bytes_:
                         raise _Fallback
                     tag_value_kafka_tag_ = buf[pos : pos + n_tag_value_kafka_tag_]
                     pos += n_tag_value_kafka_tag_
@@ -448,16 +452,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         i_headers = 0
         try:
             while pos < s_headers:
-                if i_headers >= opts.max_headers:
+                if i_headers >= opts_max_headers_:
                     raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                        f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                     )
                 (n_key_app_tag_,) = _S1.unpack_from(buf, pos)
                 pos += 4
                 if n_key_app_tag_ < 0:
                     raise _Fallback
                 else:
-                    if n_key_app_tag_ > opts.max_bytes:
+                    if n_key_app_tag_ > opts_max_bytes_:
                         raise _Fallback
                     r__app_tag_ = buf[pos : pos + n_key_app_tag_]
                     key_app_tag_ = _STR_DECODED.get(r__app_tag_)
@@ -469,7 +473,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_value_app_tag_ < 0:
                     value_app_tag_ = None
                 else:
-                    if n_value_app_tag_ > opts.max_bytes:
+                    if n_value_app_tag_ > opts_max_bytes_:
                         raise _Fallback
                     value_app_tag_ = buf[pos : pos + n_value_app_tag_]
                     pos += n_value_app_tag_
@@ -513,8 +517,8 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         dend = len(data_)
         messages = []
         while dpos < dend:
-            if len(messages) >= opts.max_records:
-                raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if len(messages) >= opts_max_records_:
+                raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
             try:
                 depth__message_leaf_ = depth_ + 1
                 (
@@ -532,7 +536,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _Fallback
                 dpos += 4
                 p_magic_message_leaf_ = dpos
-                if opts.verify_crc:
+                if opts_verify_crc_:
                     crc__message_leaf_ = _crc32(data_[p_magic_message_leaf_:e_0_message_leaf_])
                     if crc__message_leaf_ != crc_message_leaf_:
                         raise _ChecksumError(
@@ -566,9 +570,9 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     i_kafka_tags_message_leaf_ = 0
                     try:
                         while dpos < s_kafka_tags_message_leaf_:
-                            if i_kafka_tags_message_leaf_ >= opts.max_headers:
+                            if i_kafka_tags_message_leaf_ >= opts_max_headers_:
                                 raise _LimitExceededError(
-                                    f"more than {opts.max_headers} elements", offset=dpos, path="message.kafka_tags"
+                                    f"more than {opts_max_headers_} elements", offset=dpos, path="message.kafka_tags"
                                 )
                             tag_id_kafka_tag__message_leaf_, n_tag_value_kafka_tag__message_leaf_ = _S2.unpack_from(
                                 data_, dpos
@@ -578,7 +582,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                             if n_tag_value_kafka_tag__message_leaf_ < 0:
                                 raise _Fallback
                             else:
-                                if n_tag_value_kafka_tag__message_leaf_ > opts.max_bytes:
+                                if n_tag_value_kafka_tag__message_leaf_ > opts_max_bytes_:
                                     raise _Fallback
                                 tag_value_kafka_tag__message_leaf_ = data_[
                                     dpos : dpos + n_tag_value_kafka_tag__message_leaf_
@@ -607,16 +611,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     i_headers_message_leaf_ = 0
                     try:
                         while dpos < s_headers_message_leaf_:
-                            if i_headers_message_leaf_ >= opts.max_headers:
+                            if i_headers_message_leaf_ >= opts_max_headers_:
                                 raise _LimitExceededError(
-                                    f"more than {opts.max_headers} elements", offset=dpos, path="message.headers"
+                                    f"more than {opts_max_headers_} elements", offset=dpos, path="message.headers"
                                 )
                             (n_key_app_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
                             dpos += 4
                             if n_key_app_tag__message_leaf_ < 0:
                                 raise _Fallback
                             else:
-                                if n_key_app_tag__message_leaf_ > opts.max_bytes:
+                                if n_key_app_tag__message_leaf_ > opts_max_bytes_:
                                     raise _Fallback
                                 r__app_tag__message_leaf_ = data_[dpos : dpos + n_key_app_tag__message_leaf_]
                                 key_app_tag__message_leaf_ = _STR_DECODED.get(r__app_tag__message_leaf_)
@@ -628,7 +632,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                             if n_value_app_tag__message_leaf_ < 0:
                                 value_app_tag__message_leaf_ = None
                             else:
-                                if n_value_app_tag__message_leaf_ > opts.max_bytes:
+                                if n_value_app_tag__message_leaf_ > opts_max_bytes_:
                                     raise _Fallback
                                 value_app_tag__message_leaf_ = data_[dpos : dpos + n_value_app_tag__message_leaf_]
                                 dpos += n_value_app_tag__message_leaf_
@@ -644,7 +648,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_key_message_leaf_ < 0:
                     key_message_leaf_ = None
                 else:
-                    if n_key_message_leaf_ > opts.max_bytes:
+                    if n_key_message_leaf_ > opts_max_bytes_:
                         raise _Fallback
                     key_message_leaf_ = data_[dpos : dpos + n_key_message_leaf_]
                     dpos += n_key_message_leaf_
@@ -653,7 +657,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_value_message_leaf_ < 0:
                     value_message_leaf_ = None
                 else:
-                    if n_value_message_leaf_ > opts.max_bytes:
+                    if n_value_message_leaf_ > opts_max_bytes_:
                         raise _Fallback
                     value_message_leaf_ = data_[dpos : dpos + n_value_message_leaf_]
                     dpos += n_value_message_leaf_
@@ -970,6 +974,11 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
     (another magic, a truncated tail, an error to report) with ``decode_from``.
     """
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_depth_ = opts.max_depth
+    opts_max_headers_ = opts.max_headers
+    opts_max_records_ = opts.max_records
+    opts_verify_crc_ = opts.verify_crc
     values = []
     starts = []
     append_value = values.append
@@ -990,7 +999,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _Fallback
             pos += 4
             p_magic_message_ = pos
-            if opts.verify_crc:
+            if opts_verify_crc_:
                 crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
                 if crc__message_ != crc_message_:
                     raise _ChecksumError(
@@ -1020,9 +1029,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 i_kafka_tags_message_ = 0
                 try:
                     while pos < s_kafka_tags_message_:
-                        if i_kafka_tags_message_ >= opts.max_headers:
+                        if i_kafka_tags_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
-                                f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
+                                f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
                             )
                         tag_id_kafka_tag__message_, n_tag_value_kafka_tag__message_ = _S2.unpack_from(buf, pos)
                         pos += 1
@@ -1030,7 +1039,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_tag_value_kafka_tag__message_ < 0:
                             raise _Fallback
                         else:
-                            if n_tag_value_kafka_tag__message_ > opts.max_bytes:
+                            if n_tag_value_kafka_tag__message_ > opts_max_bytes_:
                                 raise _Fallback
                             tag_value_kafka_tag__message_ = buf[pos : pos + n_tag_value_kafka_tag__message_]
                             pos += n_tag_value_kafka_tag__message_
@@ -1055,16 +1064,16 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 i_headers_message_ = 0
                 try:
                     while pos < s_headers_message_:
-                        if i_headers_message_ >= opts.max_headers:
+                        if i_headers_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
-                                f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                                f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                             )
                         (n_key_app_tag__message_,) = _S1.unpack_from(buf, pos)
                         pos += 4
                         if n_key_app_tag__message_ < 0:
                             raise _Fallback
                         else:
-                            if n_key_app_tag__message_ > opts.max_bytes:
+                            if n_key_app_tag__message_ > opts_max_bytes_:
                                 raise _Fallback
                             r__app_tag__message_ = buf[pos : pos + n_key_app_tag__message_]
                             key_app_tag__message_ = _STR_DECODED.get(r__app_tag__message_)
@@ -1076,7 +1085,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_value_app_tag__message_ < 0:
                             value_app_tag__message_ = None
                         else:
-                            if n_value_app_tag__message_ > opts.max_bytes:
+                            if n_value_app_tag__message_ > opts_max_bytes_:
                                 raise _Fallback
                             value_app_tag__message_ = buf[pos : pos + n_value_app_tag__message_]
                             pos += n_value_app_tag__message_
@@ -1092,7 +1101,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_key_message_ < 0:
                 key_message_ = None
             else:
-                if n_key_message_ > opts.max_bytes:
+                if n_key_message_ > opts_max_bytes_:
                     raise _Fallback
                 key_message_ = buf[pos : pos + n_key_message_]
                 pos += n_key_message_
@@ -1101,7 +1110,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_value_message_ < 0:
                 value_message_ = None
             else:
-                if n_value_message_ > opts.max_bytes:
+                if n_value_message_ > opts_max_bytes_:
                     raise _Fallback
                 value_message_ = buf[pos : pos + n_value_message_]
                 pos += n_value_message_
@@ -1111,9 +1120,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if codec_message_ != "none":
                 if value_message_ is None:
                     raise _InvalidValueError("found a compressed message set with a null value", path="message.value")
-                if 0 >= opts.max_depth:
+                if 0 >= opts_max_depth_:
                     raise _InvalidValueError(
-                        f"inner messages must not be compressed (nesting deeper than {opts.max_depth})",
+                        f"inner messages must not be compressed (nesting deeper than {opts_max_depth_})",
                         path="message.value",
                     )
                 data__message_ = _decompress(codec_message_, value_message_, MAGIC, opts, path="message.value")
@@ -1121,8 +1130,8 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 dend_message_ = len(data__message_)
                 messages_message_ = []
                 while dpos_message_ < dend_message_:
-                    if len(messages_message_) >= opts.max_records:
-                        raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+                    if len(messages_message_) >= opts_max_records_:
+                        raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
                     try:
                         depth__message_leaf__message_ = 0 + 1
                         (
@@ -1140,7 +1149,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             raise _Fallback
                         dpos_message_ += 4
                         p_magic_message_leaf__message_ = dpos_message_
-                        if opts.verify_crc:
+                        if opts_verify_crc_:
                             crc__message_leaf__message_ = _crc32(
                                 data__message_[p_magic_message_leaf__message_:e_0_message_leaf__message_]
                             )
@@ -1178,9 +1187,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             i_kafka_tags_message_leaf__message_ = 0
                             try:
                                 while dpos_message_ < s_kafka_tags_message_leaf__message_:
-                                    if i_kafka_tags_message_leaf__message_ >= opts.max_headers:
+                                    if i_kafka_tags_message_leaf__message_ >= opts_max_headers_:
                                         raise _LimitExceededError(
-                                            f"more than {opts.max_headers} elements",
+                                            f"more than {opts_max_headers_} elements",
                                             offset=dpos_message_,
                                             path="message.kafka_tags",
                                         )
@@ -1193,7 +1202,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                     if n_tag_value_kafka_tag__message_leaf__message_ < 0:
                                         raise _Fallback
                                     else:
-                                        if n_tag_value_kafka_tag__message_leaf__message_ > opts.max_bytes:
+                                        if n_tag_value_kafka_tag__message_leaf__message_ > opts_max_bytes_:
                                             raise _Fallback
                                         tag_value_kafka_tag__message_leaf__message_ = data__message_[
                                             dpos_message_ : dpos_message_
@@ -1226,9 +1235,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             i_headers_message_leaf__message_ = 0
                             try:
                                 while dpos_message_ < s_headers_message_leaf__message_:
-                                    if i_headers_message_leaf__message_ >= opts.max_headers:
+                                    if i_headers_message_leaf__message_ >= opts_max_headers_:
                                         raise _LimitExceededError(
-                                            f"more than {opts.max_headers} elements",
+                                            f"more than {opts_max_headers_} elements",
                                             offset=dpos_message_,
                                             path="message.headers",
                                         )
@@ -1239,7 +1248,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                     if n_key_app_tag__message_leaf__message_ < 0:
                                         raise _Fallback
                                     else:
-                                        if n_key_app_tag__message_leaf__message_ > opts.max_bytes:
+                                        if n_key_app_tag__message_leaf__message_ > opts_max_bytes_:
                                             raise _Fallback
                                         r__app_tag__message_leaf__message_ = data__message_[
                                             dpos_message_ : dpos_message_ + n_key_app_tag__message_leaf__message_
@@ -1259,7 +1268,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                     if n_value_app_tag__message_leaf__message_ < 0:
                                         value_app_tag__message_leaf__message_ = None
                                     else:
-                                        if n_value_app_tag__message_leaf__message_ > opts.max_bytes:
+                                        if n_value_app_tag__message_leaf__message_ > opts_max_bytes_:
                                             raise _Fallback
                                         value_app_tag__message_leaf__message_ = data__message_[
                                             dpos_message_ : dpos_message_ + n_value_app_tag__message_leaf__message_
@@ -1282,7 +1291,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_key_message_leaf__message_ < 0:
                             key_message_leaf__message_ = None
                         else:
-                            if n_key_message_leaf__message_ > opts.max_bytes:
+                            if n_key_message_leaf__message_ > opts_max_bytes_:
                                 raise _Fallback
                             key_message_leaf__message_ = data__message_[
                                 dpos_message_ : dpos_message_ + n_key_message_leaf__message_
@@ -1293,7 +1302,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_value_message_leaf__message_ < 0:
                             value_message_leaf__message_ = None
                         else:
-                            if n_value_message_leaf__message_ > opts.max_bytes:
+                            if n_value_message_leaf__message_ > opts_max_bytes_:
                                 raise _Fallback
                             value_message_leaf__message_ = data__message_[
                                 dpos_message_ : dpos_message_ + n_value_message_leaf__message_

@@ -210,6 +210,9 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_records_ = opts.max_records
+    opts_verify_crc_ = opts.verify_crc
     offset, size, crc, magic, attributes, n_key = _S4.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
@@ -262,8 +265,8 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         dend = len(data_)
         messages = []
         while dpos < dend:
-            if len(messages) >= opts.max_records:
-                raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if len(messages) >= opts_max_records_:
+                raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
             try:
                 depth__message_leaf_ = depth_ + 1
                 (
@@ -281,7 +284,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _Fallback
                 dpos += 4
                 p_magic_message_leaf_ = dpos
-                if opts.verify_crc:
+                if opts_verify_crc_:
                     crc__message_leaf_ = _crc32(data_[p_magic_message_leaf_:e_0_message_leaf_])
                     if crc__message_leaf_ != crc_message_leaf_:
                         raise _ChecksumError(
@@ -305,7 +308,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_key_message_leaf_ < 0:
                     key_message_leaf_ = None
                 else:
-                    if n_key_message_leaf_ > opts.max_bytes:
+                    if n_key_message_leaf_ > opts_max_bytes_:
                         raise _Fallback
                     key_message_leaf_ = data_[dpos : dpos + n_key_message_leaf_]
                     dpos += n_key_message_leaf_
@@ -314,7 +317,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                 if n_value_message_leaf_ < 0:
                     value_message_leaf_ = None
                 else:
-                    if n_value_message_leaf_ > opts.max_bytes:
+                    if n_value_message_leaf_ > opts_max_bytes_:
                         raise _Fallback
                     value_message_leaf_ = data_[dpos : dpos + n_value_message_leaf_]
                     dpos += n_value_message_leaf_
@@ -517,6 +520,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
     (another magic, a truncated tail, an error to report) with ``decode_from``.
     """
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_depth_ = opts.max_depth
+    opts_max_records_ = opts.max_records
+    opts_verify_crc_ = opts.verify_crc
     values = []
     starts = []
     append_value = values.append
@@ -537,7 +544,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _Fallback
             pos += 4
             p_magic_message_ = pos
-            if opts.verify_crc:
+            if opts_verify_crc_:
                 crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
                 if crc__message_ != crc_message_:
                     raise _ChecksumError(
@@ -557,7 +564,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_key_message_ < 0:
                 key_message_ = None
             else:
-                if n_key_message_ > opts.max_bytes:
+                if n_key_message_ > opts_max_bytes_:
                     raise _Fallback
                 key_message_ = buf[pos : pos + n_key_message_]
                 pos += n_key_message_
@@ -566,7 +573,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_value_message_ < 0:
                 value_message_ = None
             else:
-                if n_value_message_ > opts.max_bytes:
+                if n_value_message_ > opts_max_bytes_:
                     raise _Fallback
                 value_message_ = buf[pos : pos + n_value_message_]
                 pos += n_value_message_
@@ -576,9 +583,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if codec_message_ != "none":
                 if value_message_ is None:
                     raise _InvalidValueError("found a compressed message set with a null value", path="message.value")
-                if 0 >= opts.max_depth:
+                if 0 >= opts_max_depth_:
                     raise _InvalidValueError(
-                        f"inner messages must not be compressed (nesting deeper than {opts.max_depth})",
+                        f"inner messages must not be compressed (nesting deeper than {opts_max_depth_})",
                         path="message.value",
                     )
                 data__message_ = _decompress(codec_message_, value_message_, MAGIC, opts, path="message.value")
@@ -586,8 +593,8 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 dend_message_ = len(data__message_)
                 messages_message_ = []
                 while dpos_message_ < dend_message_:
-                    if len(messages_message_) >= opts.max_records:
-                        raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+                    if len(messages_message_) >= opts_max_records_:
+                        raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
                     try:
                         depth__message_leaf__message_ = 0 + 1
                         (
@@ -605,7 +612,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             raise _Fallback
                         dpos_message_ += 4
                         p_magic_message_leaf__message_ = dpos_message_
-                        if opts.verify_crc:
+                        if opts_verify_crc_:
                             crc__message_leaf__message_ = _crc32(
                                 data__message_[p_magic_message_leaf__message_:e_0_message_leaf__message_]
                             )
@@ -633,7 +640,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_key_message_leaf__message_ < 0:
                             key_message_leaf__message_ = None
                         else:
-                            if n_key_message_leaf__message_ > opts.max_bytes:
+                            if n_key_message_leaf__message_ > opts_max_bytes_:
                                 raise _Fallback
                             key_message_leaf__message_ = data__message_[
                                 dpos_message_ : dpos_message_ + n_key_message_leaf__message_
@@ -644,7 +651,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_value_message_leaf__message_ < 0:
                             value_message_leaf__message_ = None
                         else:
-                            if n_value_message_leaf__message_ > opts.max_bytes:
+                            if n_value_message_leaf__message_ > opts_max_bytes_:
                                 raise _Fallback
                             value_message_leaf__message_ = data__message_[
                                 dpos_message_ : dpos_message_ + n_value_message_leaf__message_

@@ -619,6 +619,8 @@ def _decode_batch(buf, pos, end, opts):
 
 def _fdecode_batch(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
     (
         base_offset,
         batch_length,
@@ -670,12 +672,6 @@ def _fdecode_batch(buf, pos, end, opts):
         data_ = _decompress(codec, buf[pos:e_0], MAGIC, opts, offset=pos, path="batch.records")
         dpos = 0
         dend = len(data_)
-        if n_records * 7 > dend - dpos:
-            raise _InvalidValueError(
-                f"count {n_records} needs at least {n_records * 7} bytes, {dend - dpos} left",
-                offset=dpos,
-                path="batch.records",
-            )
         records = []
         append_records = records.append
         for _ in range(n_records):
@@ -738,7 +734,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if n_key_record_ < 0:
                 key_record_ = None
             else:
-                if n_key_record_ > opts.max_bytes:
+                if n_key_record_ > opts_max_bytes_:
                     raise _Fallback
                 key_record_ = data_[dpos : dpos + n_key_record_]
                 dpos += n_key_record_
@@ -757,7 +753,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if n_value_record_ < 0:
                 value_record_ = None
             else:
-                if n_value_record_ > opts.max_bytes:
+                if n_value_record_ > opts_max_bytes_:
                     raise _Fallback
                 value_record_ = data_[dpos : dpos + n_value_record_]
                 dpos += n_value_record_
@@ -775,15 +771,9 @@ def _fdecode_batch(buf, pos, end, opts):
                     n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
             if n_headers_record_ < 0:
                 raise _InvalidValueError(f"negative count {n_headers_record_}", offset=dpos, path="record.headers")
-            if n_headers_record_ > opts.max_headers:
+            if n_headers_record_ > opts_max_headers_:
                 raise _LimitExceededError(
-                    f"count {n_headers_record_} exceeds the limit of {opts.max_headers}",
-                    offset=dpos,
-                    path="record.headers",
-                )
-            if n_headers_record_ * 2 > e_0_record_ - dpos:
-                raise _InvalidValueError(
-                    f"count {n_headers_record_} needs at least {n_headers_record_ * 2} bytes, {e_0_record_ - dpos} left",
+                    f"count {n_headers_record_} exceeds the limit of {opts_max_headers_}",
                     offset=dpos,
                     path="record.headers",
                 )
@@ -805,7 +795,7 @@ def _fdecode_batch(buf, pos, end, opts):
                 if n_key_header__record_ < 0:
                     raise _Fallback
                 else:
-                    if n_key_header__record_ > opts.max_bytes:
+                    if n_key_header__record_ > opts_max_bytes_:
                         raise _Fallback
                     r__header__record_ = data_[dpos : dpos + n_key_header__record_]
                     key_header__record_ = _STR_DECODED.get(r__header__record_)
@@ -827,7 +817,7 @@ def _fdecode_batch(buf, pos, end, opts):
                 if n_value_header__record_ < 0:
                     value_header__record_ = None
                 else:
-                    if n_value_header__record_ > opts.max_bytes:
+                    if n_value_header__record_ > opts_max_bytes_:
                         raise _Fallback
                     value_header__record_ = data_[dpos : dpos + n_value_header__record_]
                     dpos += n_value_header__record_
@@ -868,12 +858,6 @@ def _fdecode_batch(buf, pos, end, opts):
             )
         pos = e_0
     else:
-        if n_records * 7 > e_0 - pos:
-            raise _InvalidValueError(
-                f"count {n_records} needs at least {n_records * 7} bytes, {e_0 - pos} left",
-                offset=pos,
-                path="batch.records",
-            )
         records = []
         append_records = records.append
         for _ in range(n_records):
@@ -936,7 +920,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if n_key_record_ < 0:
                 key_record_ = None
             else:
-                if n_key_record_ > opts.max_bytes:
+                if n_key_record_ > opts_max_bytes_:
                     raise _Fallback
                 key_record_ = buf[pos : pos + n_key_record_]
                 pos += n_key_record_
@@ -955,7 +939,7 @@ def _fdecode_batch(buf, pos, end, opts):
             if n_value_record_ < 0:
                 value_record_ = None
             else:
-                if n_value_record_ > opts.max_bytes:
+                if n_value_record_ > opts_max_bytes_:
                     raise _Fallback
                 value_record_ = buf[pos : pos + n_value_record_]
                 pos += n_value_record_
@@ -973,15 +957,9 @@ def _fdecode_batch(buf, pos, end, opts):
                     n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
             if n_headers_record_ < 0:
                 raise _InvalidValueError(f"negative count {n_headers_record_}", offset=pos, path="record.headers")
-            if n_headers_record_ > opts.max_headers:
+            if n_headers_record_ > opts_max_headers_:
                 raise _LimitExceededError(
-                    f"count {n_headers_record_} exceeds the limit of {opts.max_headers}",
-                    offset=pos,
-                    path="record.headers",
-                )
-            if n_headers_record_ * 2 > e_0_record_ - pos:
-                raise _InvalidValueError(
-                    f"count {n_headers_record_} needs at least {n_headers_record_ * 2} bytes, {e_0_record_ - pos} left",
+                    f"count {n_headers_record_} exceeds the limit of {opts_max_headers_}",
                     offset=pos,
                     path="record.headers",
                 )
@@ -1003,7 +981,7 @@ def _fdecode_batch(buf, pos, end, opts):
                 if n_key_header__record_ < 0:
                     raise _Fallback
                 else:
-                    if n_key_header__record_ > opts.max_bytes:
+                    if n_key_header__record_ > opts_max_bytes_:
                         raise _Fallback
                     r__header__record_ = buf[pos : pos + n_key_header__record_]
                     key_header__record_ = _STR_DECODED.get(r__header__record_)
@@ -1025,7 +1003,7 @@ def _fdecode_batch(buf, pos, end, opts):
                 if n_value_header__record_ < 0:
                     value_header__record_ = None
                 else:
-                    if n_value_header__record_ > opts.max_bytes:
+                    if n_value_header__record_ > opts_max_bytes_:
                         raise _Fallback
                     value_header__record_ = buf[pos : pos + n_value_header__record_]
                     pos += n_value_header__record_

@@ -313,6 +313,8 @@ def _decode_message(buf, pos, end, opts):
 
 def _fdecode_message(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
     offset, size, crc, magic, attributes, timestamp, n_key = _S6.unpack_from(buf, pos)
     pos += 12
     p_crc = pos
@@ -370,9 +372,9 @@ def _fdecode_message(buf, pos, end, opts):
         i_headers = 0
         try:
             while pos < s_headers:
-                if i_headers >= opts.max_headers:
+                if i_headers >= opts_max_headers_:
                     raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                        f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                     )
                 key_int_header_, n_value_int_header_ = _S1.unpack_from(buf, pos)
                 pos += 4
@@ -380,7 +382,7 @@ def _fdecode_message(buf, pos, end, opts):
                 if n_value_int_header_ < 0:
                     value_int_header_ = None
                 else:
-                    if n_value_int_header_ > opts.max_bytes:
+                    if n_value_int_header_ > opts_max_bytes_:
                         raise _Fallback
                     value_int_header_ = buf[pos : pos + n_value_int_header_]
                     pos += n_value_int_header_
@@ -577,6 +579,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     decode cleanly.  Returns ``(values, starts, stop)``: the reader handles the entry at ``stop``
     (another magic, a truncated tail, an error to report) with ``decode_from``.
     """
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
+    opts_verify_crc_ = opts.verify_crc
     values = []
     starts = []
     append_value = values.append
@@ -603,7 +608,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _Fallback
             pos += 4
             p_magic_message_ = pos
-            if opts.verify_crc:
+            if opts_verify_crc_:
                 crc__message_ = _crc32(buf[p_magic_message_:e_0_message_])
                 if crc__message_ != crc_message_:
                     raise _ChecksumError(
@@ -627,7 +632,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_key_message_ < 0:
                 key_message_ = None
             else:
-                if n_key_message_ > opts.max_bytes:
+                if n_key_message_ > opts_max_bytes_:
                     raise _Fallback
                 key_message_ = buf[pos : pos + n_key_message_]
                 pos += n_key_message_
@@ -656,9 +661,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 i_headers_message_ = 0
                 try:
                     while pos < s_headers_message_:
-                        if i_headers_message_ >= opts.max_headers:
+                        if i_headers_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
-                                f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
+                                f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                             )
                         key_int_header__message_, n_value_int_header__message_ = _S1.unpack_from(buf, pos)
                         pos += 4
@@ -666,7 +671,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                         if n_value_int_header__message_ < 0:
                             value_int_header__message_ = None
                         else:
-                            if n_value_int_header__message_ > opts.max_bytes:
+                            if n_value_int_header__message_ > opts_max_bytes_:
                                 raise _Fallback
                             value_int_header__message_ = buf[pos : pos + n_value_int_header__message_]
                             pos += n_value_int_header__message_
@@ -682,7 +687,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             if n_value_message_ < 0:
                 value_message_ = None
             else:
-                if n_value_message_ > opts.max_bytes:
+                if n_value_message_ > opts_max_bytes_:
                     raise _Fallback
                 value_message_ = buf[pos : pos + n_value_message_]
                 pos += n_value_message_

@@ -409,6 +409,9 @@ def _decode_message_set(buf, pos, end, opts):
 
 def _fdecode_message_set(buf, pos, end, opts):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_records_ = opts.max_records
+    opts_verify_crc_ = opts.verify_crc
     (
         base_offset,
         length,
@@ -456,9 +459,9 @@ def _fdecode_message_set(buf, pos, end, opts):
         i_records = 0
         try:
             while dpos < dend:
-                if i_records >= opts.max_records:
+                if i_records >= opts_max_records_:
                     raise _LimitExceededError(
-                        f"more than {opts.max_records} elements", offset=dpos, path="message_set.records"
+                        f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
                     )
                 length_message_ = data_[dpos]
                 if length_message_ < 128:
@@ -503,7 +506,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_key_message_ < 0:
                         raise _Fallback
                     else:
-                        if n_key_message_ > opts.max_bytes:
+                        if n_key_message_ > opts_max_bytes_:
                             raise _Fallback
                         key_message_ = data_[dpos : dpos + n_key_message_]
                         dpos += n_key_message_
@@ -514,7 +517,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_value_message_ < 0:
                         raise _Fallback
                     else:
-                        if n_value_message_ > opts.max_bytes:
+                        if n_value_message_ > opts_max_bytes_:
                             raise _Fallback
                         value_message_ = data_[dpos : dpos + n_value_message_]
                         dpos += n_value_message_
@@ -523,7 +526,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                 p_message_crc_message_ = dpos
                 (message_crc_message_,) = _S1.unpack_from(data_, dpos)
                 dpos += 4
-                if opts.verify_crc:
+                if opts_verify_crc_:
                     crc__message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
                     if crc__message_ != message_crc_message_:
                         raise _ChecksumError(
@@ -567,9 +570,9 @@ def _fdecode_message_set(buf, pos, end, opts):
         i_records = 0
         try:
             while pos < e_0:
-                if i_records >= opts.max_records:
+                if i_records >= opts_max_records_:
                     raise _LimitExceededError(
-                        f"more than {opts.max_records} elements", offset=pos, path="message_set.records"
+                        f"more than {opts_max_records_} elements", offset=pos, path="message_set.records"
                     )
                 length_message_ = buf[pos]
                 if length_message_ < 128:
@@ -614,7 +617,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_key_message_ < 0:
                         raise _Fallback
                     else:
-                        if n_key_message_ > opts.max_bytes:
+                        if n_key_message_ > opts_max_bytes_:
                             raise _Fallback
                         key_message_ = buf[pos : pos + n_key_message_]
                         pos += n_key_message_
@@ -625,7 +628,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                     if n_value_message_ < 0:
                         raise _Fallback
                     else:
-                        if n_value_message_ > opts.max_bytes:
+                        if n_value_message_ > opts_max_bytes_:
                             raise _Fallback
                         value_message_ = buf[pos : pos + n_value_message_]
                         pos += n_value_message_
@@ -634,7 +637,7 @@ def _fdecode_message_set(buf, pos, end, opts):
                 p_message_crc_message_ = pos
                 (message_crc_message_,) = _S1.unpack_from(buf, pos)
                 pos += 4
-                if opts.verify_crc:
+                if opts_verify_crc_:
                     crc__message_ = _crc32(buf[p_attributes_message_:p_message_crc_message_])
                     if crc__message_ != message_crc_message_:
                         raise _ChecksumError(
