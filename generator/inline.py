@@ -273,7 +273,12 @@ class _HoistOptions(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute):
         self.generic_visit(node)
-        if self.depth and isinstance(node.value, ast.Name) and node.value.id == "opts" and isinstance(node.ctx, ast.Load):
+        if (
+            self.depth
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "opts"
+            and isinstance(node.ctx, ast.Load)
+        ):
             self.found.add(node.attr)
             return ast.copy_location(ast.Name(id=f"opts_{node.attr}_", ctx=ast.Load()), node)
         return node
