@@ -248,9 +248,9 @@ def _decode_message(buf, pos, end, opts, depth_=0):
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 15) >> 0)
+    codec = _ENUM_codec.get((attributes & 15))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 15) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {(attributes & 15)}", offset=pos, path="message.attributes")
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message.kafka_tags")
     (n_kafka_tags,) = _S1.unpack_from(buf, pos)
@@ -400,9 +400,9 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 15) >> 0)
+    codec = _ENUM_codec.get(attributes & 15)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 15) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {attributes & 15}", offset=pos, path="message.attributes")
     (n_kafka_tags,) = _S1.unpack_from(buf, pos)
     pos += 4
     if n_kafka_tags < 0:
@@ -549,12 +549,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _InvalidValueError(
                         f"magic is {magic_message_leaf_}, expected 1", offset=dpos, path="message.magic"
                     )
-                codec_message_leaf_ = _ENUM_codec.get((attributes_message_leaf_ & 15) >> 0)
+                codec_message_leaf_ = _ENUM_codec.get(attributes_message_leaf_ & 15)
                 if codec_message_leaf_ is None:
                     raise _InvalidValueError(
-                        f"unknown codec id {(attributes_message_leaf_ & 15) >> 0}",
-                        offset=dpos,
-                        path="message.attributes",
+                        f"unknown codec id {attributes_message_leaf_ & 15}", offset=dpos, path="message.attributes"
                     )
                 (n_kafka_tags_message_leaf_,) = _S1.unpack_from(data_, dpos)
                 dpos += 4
@@ -1010,10 +1008,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             pos += 10
             if magic_message_ != 1:
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 1", offset=pos, path="message.magic")
-            codec_message_ = _ENUM_codec.get((attributes_message_ & 15) >> 0)
+            codec_message_ = _ENUM_codec.get(attributes_message_ & 15)
             if codec_message_ is None:
                 raise _InvalidValueError(
-                    f"unknown codec id {(attributes_message_ & 15) >> 0}", offset=pos, path="message.attributes"
+                    f"unknown codec id {attributes_message_ & 15}", offset=pos, path="message.attributes"
                 )
             (n_kafka_tags_message_,) = _S1.unpack_from(buf, pos)
             pos += 4
@@ -1166,10 +1164,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                 offset=dpos_message_,
                                 path="message.magic",
                             )
-                        codec_message_leaf__message_ = _ENUM_codec.get((attributes_message_leaf__message_ & 15) >> 0)
+                        codec_message_leaf__message_ = _ENUM_codec.get(attributes_message_leaf__message_ & 15)
                         if codec_message_leaf__message_ is None:
                             raise _InvalidValueError(
-                                f"unknown codec id {(attributes_message_leaf__message_ & 15) >> 0}",
+                                f"unknown codec id {attributes_message_leaf__message_ & 15}",
                                 offset=dpos_message_,
                                 path="message.attributes",
                             )

@@ -141,9 +141,9 @@ def _decode_message(buf, pos, end, opts, depth_=0):
     pos += 2
     if magic != 0:
         raise _InvalidValueError(f"magic is {magic}, expected 0", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message.attributes")
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message.key")
     (n_key,) = _S3.unpack_from(buf, pos)
@@ -230,9 +230,9 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
     pos += 2
     if magic != 0:
         raise _InvalidValueError(f"magic is {magic}, expected 0", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {attributes & 7}", offset=pos, path="message.attributes")
     pos += 4
     if n_key < 0:
         key = None
@@ -297,12 +297,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _InvalidValueError(
                         f"magic is {magic_message_leaf_}, expected 0", offset=dpos, path="message.magic"
                     )
-                codec_message_leaf_ = _ENUM_codec.get((attributes_message_leaf_ & 7) >> 0)
+                codec_message_leaf_ = _ENUM_codec.get(attributes_message_leaf_ & 7)
                 if codec_message_leaf_ is None:
                     raise _InvalidValueError(
-                        f"unknown codec id {(attributes_message_leaf_ & 7) >> 0}",
-                        offset=dpos,
-                        path="message.attributes",
+                        f"unknown codec id {attributes_message_leaf_ & 7}", offset=dpos, path="message.attributes"
                     )
                 dpos += 4
                 if n_key_message_leaf_ < 0:
@@ -555,10 +553,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             pos += 2
             if magic_message_ != 0:
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 0", offset=pos, path="message.magic")
-            codec_message_ = _ENUM_codec.get((attributes_message_ & 7) >> 0)
+            codec_message_ = _ENUM_codec.get(attributes_message_ & 7)
             if codec_message_ is None:
                 raise _InvalidValueError(
-                    f"unknown codec id {(attributes_message_ & 7) >> 0}", offset=pos, path="message.attributes"
+                    f"unknown codec id {attributes_message_ & 7}", offset=pos, path="message.attributes"
                 )
             pos += 4
             if n_key_message_ < 0:
@@ -629,10 +627,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                 offset=dpos_message_,
                                 path="message.magic",
                             )
-                        codec_message_leaf__message_ = _ENUM_codec.get((attributes_message_leaf__message_ & 7) >> 0)
+                        codec_message_leaf__message_ = _ENUM_codec.get(attributes_message_leaf__message_ & 7)
                         if codec_message_leaf__message_ is None:
                             raise _InvalidValueError(
-                                f"unknown codec id {(attributes_message_leaf__message_ & 7) >> 0}",
+                                f"unknown codec id {attributes_message_leaf__message_ & 7}",
                                 offset=dpos_message_,
                                 path="message.attributes",
                             )

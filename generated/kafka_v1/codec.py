@@ -145,9 +145,9 @@ def _decode_message(buf, pos, end, opts, depth_=0):
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message.key")
@@ -254,9 +254,9 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
     pos += 10
     if magic != 1:
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
+        raise _InvalidValueError(f"unknown codec id {attributes & 7}", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     pos += 4
     if n_key < 0:
@@ -324,12 +324,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     raise _InvalidValueError(
                         f"magic is {magic_message_leaf_}, expected 1", offset=dpos, path="message.magic"
                     )
-                codec_message_leaf_ = _ENUM_codec.get((attributes_message_leaf_ & 7) >> 0)
+                codec_message_leaf_ = _ENUM_codec.get(attributes_message_leaf_ & 7)
                 if codec_message_leaf_ is None:
                     raise _InvalidValueError(
-                        f"unknown codec id {(attributes_message_leaf_ & 7) >> 0}",
-                        offset=dpos,
-                        path="message.attributes",
+                        f"unknown codec id {attributes_message_leaf_ & 7}", offset=dpos, path="message.attributes"
                     )
                 timestamp_type_message_leaf_ = (attributes_message_leaf_ & 8) >> 3
                 dpos += 4
@@ -624,10 +622,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             pos += 10
             if magic_message_ != 1:
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 1", offset=pos, path="message.magic")
-            codec_message_ = _ENUM_codec.get((attributes_message_ & 7) >> 0)
+            codec_message_ = _ENUM_codec.get(attributes_message_ & 7)
             if codec_message_ is None:
                 raise _InvalidValueError(
-                    f"unknown codec id {(attributes_message_ & 7) >> 0}", offset=pos, path="message.attributes"
+                    f"unknown codec id {attributes_message_ & 7}", offset=pos, path="message.attributes"
                 )
             timestamp_type_message_ = (attributes_message_ & 8) >> 3
             pos += 4
@@ -701,10 +699,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                 offset=dpos_message_,
                                 path="message.magic",
                             )
-                        codec_message_leaf__message_ = _ENUM_codec.get((attributes_message_leaf__message_ & 7) >> 0)
+                        codec_message_leaf__message_ = _ENUM_codec.get(attributes_message_leaf__message_ & 7)
                         if codec_message_leaf__message_ is None:
                             raise _InvalidValueError(
-                                f"unknown codec id {(attributes_message_leaf__message_ & 7) >> 0}",
+                                f"unknown codec id {attributes_message_leaf__message_ & 7}",
                                 offset=dpos_message_,
                                 path="message.attributes",
                             )

@@ -191,10 +191,10 @@ def _decode_message(buf, pos, end, opts):
     pos += 10
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
-    if (attributes & 7) >> 0 != 0:
+        raise _InvalidValueError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message.attributes")
+    if (attributes & 7) != 0:
         raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_tombstone = (attributes & 16) != 0
@@ -332,10 +332,10 @@ def _fdecode_message(buf, pos, end, opts):
     pos += 10
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message.attributes")
-    if (attributes & 7) >> 0 != 0:
+        raise _InvalidValueError(f"unknown codec id {attributes & 7}", offset=pos, path="message.attributes")
+    if attributes & 7 != 0:
         raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_tombstone = attributes & 16 != 0
@@ -619,12 +619,12 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             pos += 10
             if magic_message_ != 2:
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 2", offset=pos, path="message.magic")
-            codec_message_ = _ENUM_codec.get((attributes_message_ & 7) >> 0)
+            codec_message_ = _ENUM_codec.get(attributes_message_ & 7)
             if codec_message_ is None:
                 raise _InvalidValueError(
-                    f"unknown codec id {(attributes_message_ & 7) >> 0}", offset=pos, path="message.attributes"
+                    f"unknown codec id {attributes_message_ & 7}", offset=pos, path="message.attributes"
                 )
-            if (attributes_message_ & 7) >> 0 != 0:
+            if attributes_message_ & 7 != 0:
                 raise _InvalidValueError("codec must be 0 in this format", offset=pos, path="message.attributes")
             timestamp_type_message_ = (attributes_message_ & 8) >> 3
             is_tombstone_message_ = attributes_message_ & 16 != 0

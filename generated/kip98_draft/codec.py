@@ -332,11 +332,9 @@ def _decode_message_set(buf, pos, end, opts):
     pos += 29
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message_set.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _UnsupportedCodecError(
-            f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message_set.attributes"
-        )
+        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message_set.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_transactional = (attributes & 16) != 0
     n_records = 1
@@ -442,11 +440,9 @@ def _fdecode_message_set(buf, pos, end, opts):
     pos += 29
     if magic != 2:
         raise _InvalidValueError(f"magic is {magic}, expected 2", offset=pos, path="message_set.magic")
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _UnsupportedCodecError(
-            f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="message_set.attributes"
-        )
+        raise _UnsupportedCodecError(f"unknown codec id {attributes & 7}", offset=pos, path="message_set.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_transactional = attributes & 16 != 0
     n_records = 1

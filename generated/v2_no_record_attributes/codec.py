@@ -512,9 +512,9 @@ def _decode_batch(buf, pos, end, opts):
         num_records,
     ) = _S3.unpack_from(buf, pos)
     pos += 40
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="batch.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7)}", offset=pos, path="batch.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_transactional = (attributes & 16) != 0
     is_control = (attributes & 32) != 0
@@ -650,9 +650,9 @@ def _fdecode_batch(buf, pos, end, opts):
                 path="batch.crc",
             )
     pos += 40
-    codec = _ENUM_codec.get((attributes & 7) >> 0)
+    codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7) >> 0}", offset=pos, path="batch.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {attributes & 7}", offset=pos, path="batch.attributes")
     timestamp_type = (attributes & 8) >> 3
     is_transactional = attributes & 16 != 0
     is_control = attributes & 32 != 0
