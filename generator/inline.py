@@ -54,6 +54,21 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
+class _LoopAware(ast.NodeTransformer):
+    """A transformer that knows how many loops enclose the node it visits (``loop_depth``)."""
+
+    loop_depth = 0
+
+    def _loop(self, node):
+        self.loop_depth += 1
+        self.generic_visit(node)
+        self.loop_depth -= 1
+        return node
+
+    visit_For = _loop
+    visit_While = _loop
+
+
 class _Fold(ast.NodeTransformer):
     """Simplify what binding a parameter to a constant leaves behind (``restamp_`` bound to False):
     ``False and x`` and ``a if False else b``, exactly what Python would evaluate, and the ``x = x``
@@ -184,7 +199,7 @@ def _body_for(
     return [stmt for stmt in folded if not isinstance(stmt, ast.Pass)] or folded
 
 
-class _Inliner(ast.NodeTransformer):
+class _Inliner(_LoopAware):
     def __init__(self, funcs: dict[str, ast.FunctionDef], caller: ast.FunctionDef):
         self.funcs = funcs
         self.caller = caller
@@ -192,15 +207,6 @@ class _Inliner(ast.NodeTransformer):
         self.changed = False
         self.names = _all_names(caller)  # before any inlining: sites in sibling branches may share names
         self.locals = {a.arg for a in caller.args.args} | _stored(caller)
-
-    def _loop(self, node):
-        self.loop_depth += 1
-        self.generic_visit(node)
-        self.loop_depth -= 1
-        return node
-
-    visit_For = _loop
-    visit_While = _loop
 
     def _site(self, node: ast.stmt):
         """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_fencode_x(...)``."""
@@ -255,26 +261,16 @@ class _Inliner(ast.NodeTransformer):
         return node
 
 
-class _HoistOptions(ast.NodeTransformer):
+class _HoistOptions(_LoopAware):
     """``opts.<limit>`` read inside a loop becomes a local read once at the top of the function."""
 
     def __init__(self):
-        self.depth = 0
         self.found: set[str] = set()
-
-    def _loop(self, node):
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-        return node
-
-    visit_For = _loop
-    visit_While = _loop
 
     def visit_Attribute(self, node: ast.Attribute):
         self.generic_visit(node)
         if (
-            self.depth
+            self.loop_depth
             and isinstance(node.value, ast.Name)
             and node.value.id == "opts"
             and isinstance(node.ctx, ast.Load)
