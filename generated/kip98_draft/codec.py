@@ -450,220 +450,116 @@ def _fdecode_message_set(buf, pos, end, opts):
         data_ = _decompress(codec, buf[pos:e_0], MAGIC, opts, offset=pos, path="message_set.records")
         dpos = 0
         dend = len(data_)
-        records = []
-        append_records = records.append
-        i_records = 0
-        try:
-            while dpos < dend:
-                if i_records >= opts_max_records_:
-                    raise _LimitExceededError(
-                        f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
-                    )
-                length_message_ = data_[dpos]
-                if length_message_ < 128:
-                    dpos += 1
-                else:
-                    x__message_ = data_[dpos + 1]
-                    if x__message_ < 128:
-                        length_message_ = length_message_ & 127 | x__message_ << 7
-                        dpos += 2
-                    else:
-                        length_message_, dpos = _read_uvarint32(data_, dpos, dend, "message.length")
-                p_attributes_message_ = dpos
-                e_0_message_ = p_attributes_message_ + length_message_
-                if length_message_ < 14 or e_0_message_ > dend:
-                    raise _Fallback
-                attributes_message_, timestamp_message_ = _S0.unpack_from(data_, dpos)
-                dpos += 9
-                null_key_message_ = attributes_message_ & 1 != 0
-                null_value_message_ = attributes_message_ & 2 != 0
-                is_control_message_message_ = attributes_message_ & 4 != 0
-                offset_delta_message_ = data_[dpos]
-                if offset_delta_message_ < 128:
-                    dpos += 1
-                else:
-                    x__message_ = data_[dpos + 1]
-                    if x__message_ < 128:
-                        offset_delta_message_ = offset_delta_message_ & 127 | x__message_ << 7
-                        dpos += 2
-                    else:
-                        offset_delta_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.offset_delta")
-                if not null_key_message_:
-                    n_key_message_ = data_[dpos]
-                    if n_key_message_ < 128:
-                        dpos += 1
-                    else:
-                        x__message_ = data_[dpos + 1]
-                        if x__message_ < 128:
-                            n_key_message_ = n_key_message_ & 127 | x__message_ << 7
-                            dpos += 2
-                        else:
-                            n_key_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.key")
-                    if n_key_message_ < 0:
-                        raise _Fallback
-                    else:
-                        if n_key_message_ > opts_max_bytes_:
-                            raise _Fallback
-                        key_message_ = data_[dpos : dpos + n_key_message_]
-                        dpos += n_key_message_
-                else:
-                    key_message_ = None
-                if not null_value_message_:
-                    n_value_message_ = e_0_message_ - 4 - dpos
-                    if n_value_message_ < 0:
-                        raise _Fallback
-                    else:
-                        if n_value_message_ > opts_max_bytes_:
-                            raise _Fallback
-                        value_message_ = data_[dpos : dpos + n_value_message_]
-                        dpos += n_value_message_
-                else:
-                    value_message_ = None
-                p_message_crc_message_ = dpos
-                (message_crc_message_,) = _S1.unpack_from(data_, dpos)
-                dpos += 4
-                if opts_verify_crc_:
-                    crc__message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
-                    if crc__message_ != message_crc_message_:
-                        raise _ChecksumError(
-                            f"stored crc32 {message_crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
-                            offset=p_attributes_message_,
-                            path="message.message_crc",
-                        )
-                if dpos != e_0_message_:
-                    raise _Fallback
-                offset_message_ = base_offset + offset_delta_message_
-                if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
-                    raise _Fallback
-                value__message_ = _new_object(Message)
-                value__message_.length = length_message_
-                value__message_.null_key = null_key_message_
-                value__message_.null_value = null_value_message_
-                value__message_.is_control_message = is_control_message_message_
-                value__message_.timestamp = timestamp_message_
-                value__message_.offset_delta = offset_delta_message_
-                value__message_.key = key_message_
-                value__message_.value = value_message_
-                value__message_.message_crc = message_crc_message_
-                value__message_.offset = offset_message_
-                value__message_.headers = []
-                value__message_.control = None
-                item_ = value__message_
-                append_records(item_)
-                i_records += 1
-        except _CodecError as exc:
-            raise exc.within("message_set.records", i_records, "message") from None
-        if dpos != dend:
-            raise _InvalidValueError(
-                f"{dend - dpos} bytes remain after the last element of the decompressed stream",
-                offset=pos,
-                path="message_set.records",
-            )
-        pos = e_0
     else:
-        records = []
-        append_records = records.append
-        i_records = 0
-        try:
-            while pos < e_0:
-                if i_records >= opts_max_records_:
-                    raise _LimitExceededError(
-                        f"more than {opts_max_records_} elements", offset=pos, path="message_set.records"
+        data_ = buf
+        dpos = pos
+        dend = e_0
+    records = []
+    append_records = records.append
+    i_records = 0
+    try:
+        while dpos < dend:
+            if i_records >= opts_max_records_:
+                raise _LimitExceededError(
+                    f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
+                )
+            length_message_ = data_[dpos]
+            if length_message_ < 128:
+                dpos += 1
+            else:
+                x__message_ = data_[dpos + 1]
+                if x__message_ < 128:
+                    length_message_ = length_message_ & 127 | x__message_ << 7
+                    dpos += 2
+                else:
+                    length_message_, dpos = _read_uvarint32(data_, dpos, dend, "message.length")
+            p_attributes_message_ = dpos
+            e_0_message_ = p_attributes_message_ + length_message_
+            if length_message_ < 14 or e_0_message_ > dend:
+                raise _Fallback
+            attributes_message_, timestamp_message_ = _S0.unpack_from(data_, dpos)
+            dpos += 9
+            null_key_message_ = attributes_message_ & 1 != 0
+            null_value_message_ = attributes_message_ & 2 != 0
+            is_control_message_message_ = attributes_message_ & 4 != 0
+            offset_delta_message_ = data_[dpos]
+            if offset_delta_message_ < 128:
+                dpos += 1
+            else:
+                x__message_ = data_[dpos + 1]
+                if x__message_ < 128:
+                    offset_delta_message_ = offset_delta_message_ & 127 | x__message_ << 7
+                    dpos += 2
+                else:
+                    offset_delta_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.offset_delta")
+            if not null_key_message_:
+                n_key_message_ = data_[dpos]
+                if n_key_message_ < 128:
+                    dpos += 1
+                else:
+                    x__message_ = data_[dpos + 1]
+                    if x__message_ < 128:
+                        n_key_message_ = n_key_message_ & 127 | x__message_ << 7
+                        dpos += 2
+                    else:
+                        n_key_message_, dpos = _read_uvarint32(data_, dpos, e_0_message_, "message.key")
+                if n_key_message_ < 0:
+                    raise _Fallback
+                else:
+                    if n_key_message_ > opts_max_bytes_:
+                        raise _Fallback
+                    key_message_ = data_[dpos : dpos + n_key_message_]
+                    dpos += n_key_message_
+            else:
+                key_message_ = None
+            if not null_value_message_:
+                n_value_message_ = e_0_message_ - 4 - dpos
+                if n_value_message_ < 0:
+                    raise _Fallback
+                else:
+                    if n_value_message_ > opts_max_bytes_:
+                        raise _Fallback
+                    value_message_ = data_[dpos : dpos + n_value_message_]
+                    dpos += n_value_message_
+            else:
+                value_message_ = None
+            p_message_crc_message_ = dpos
+            (message_crc_message_,) = _S1.unpack_from(data_, dpos)
+            dpos += 4
+            if opts_verify_crc_:
+                crc__message_ = _crc32(data_[p_attributes_message_:p_message_crc_message_])
+                if crc__message_ != message_crc_message_:
+                    raise _ChecksumError(
+                        f"stored crc32 {message_crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
+                        offset=p_attributes_message_,
+                        path="message.message_crc",
                     )
-                length_message_ = buf[pos]
-                if length_message_ < 128:
-                    pos += 1
-                else:
-                    x__message_ = buf[pos + 1]
-                    if x__message_ < 128:
-                        length_message_ = length_message_ & 127 | x__message_ << 7
-                        pos += 2
-                    else:
-                        length_message_, pos = _read_uvarint32(buf, pos, e_0, "message.length")
-                p_attributes_message_ = pos
-                e_0_message_ = p_attributes_message_ + length_message_
-                if length_message_ < 14 or e_0_message_ > e_0:
-                    raise _Fallback
-                attributes_message_, timestamp_message_ = _S0.unpack_from(buf, pos)
-                pos += 9
-                null_key_message_ = attributes_message_ & 1 != 0
-                null_value_message_ = attributes_message_ & 2 != 0
-                is_control_message_message_ = attributes_message_ & 4 != 0
-                offset_delta_message_ = buf[pos]
-                if offset_delta_message_ < 128:
-                    pos += 1
-                else:
-                    x__message_ = buf[pos + 1]
-                    if x__message_ < 128:
-                        offset_delta_message_ = offset_delta_message_ & 127 | x__message_ << 7
-                        pos += 2
-                    else:
-                        offset_delta_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.offset_delta")
-                if not null_key_message_:
-                    n_key_message_ = buf[pos]
-                    if n_key_message_ < 128:
-                        pos += 1
-                    else:
-                        x__message_ = buf[pos + 1]
-                        if x__message_ < 128:
-                            n_key_message_ = n_key_message_ & 127 | x__message_ << 7
-                            pos += 2
-                        else:
-                            n_key_message_, pos = _read_uvarint32(buf, pos, e_0_message_, "message.key")
-                    if n_key_message_ < 0:
-                        raise _Fallback
-                    else:
-                        if n_key_message_ > opts_max_bytes_:
-                            raise _Fallback
-                        key_message_ = buf[pos : pos + n_key_message_]
-                        pos += n_key_message_
-                else:
-                    key_message_ = None
-                if not null_value_message_:
-                    n_value_message_ = e_0_message_ - 4 - pos
-                    if n_value_message_ < 0:
-                        raise _Fallback
-                    else:
-                        if n_value_message_ > opts_max_bytes_:
-                            raise _Fallback
-                        value_message_ = buf[pos : pos + n_value_message_]
-                        pos += n_value_message_
-                else:
-                    value_message_ = None
-                p_message_crc_message_ = pos
-                (message_crc_message_,) = _S1.unpack_from(buf, pos)
-                pos += 4
-                if opts_verify_crc_:
-                    crc__message_ = _crc32(buf[p_attributes_message_:p_message_crc_message_])
-                    if crc__message_ != message_crc_message_:
-                        raise _ChecksumError(
-                            f"stored crc32 {message_crc_message_:#010x} != computed {crc__message_:#010x} (corrupt data)",
-                            offset=p_attributes_message_,
-                            path="message.message_crc",
-                        )
-                if pos != e_0_message_:
-                    raise _Fallback
-                offset_message_ = base_offset + offset_delta_message_
-                if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
-                    raise _Fallback
-                value__message_ = _new_object(Message)
-                value__message_.length = length_message_
-                value__message_.null_key = null_key_message_
-                value__message_.null_value = null_value_message_
-                value__message_.is_control_message = is_control_message_message_
-                value__message_.timestamp = timestamp_message_
-                value__message_.offset_delta = offset_delta_message_
-                value__message_.key = key_message_
-                value__message_.value = value_message_
-                value__message_.message_crc = message_crc_message_
-                value__message_.offset = offset_message_
-                value__message_.headers = []
-                value__message_.control = None
-                item_ = value__message_
-                append_records(item_)
-                i_records += 1
-        except _CodecError as exc:
-            raise exc.within("message_set.records", i_records, "message") from None
+            if dpos != e_0_message_:
+                raise _Fallback
+            offset_message_ = base_offset + offset_delta_message_
+            if not -9223372036854775808 <= offset_message_ <= 9223372036854775807:
+                raise _Fallback
+            value__message_ = _new_object(Message)
+            value__message_.length = length_message_
+            value__message_.null_key = null_key_message_
+            value__message_.null_value = null_value_message_
+            value__message_.is_control_message = is_control_message_message_
+            value__message_.timestamp = timestamp_message_
+            value__message_.offset_delta = offset_delta_message_
+            value__message_.key = key_message_
+            value__message_.value = value_message_
+            value__message_.message_crc = message_crc_message_
+            value__message_.offset = offset_message_
+            value__message_.headers = []
+            value__message_.control = None
+            item_ = value__message_
+            append_records(item_)
+            i_records += 1
+    except _CodecError as exc:
+        raise exc.within("message_set.records", i_records, "message") from None
+    if dpos != dend:
+        raise _Fallback
+    pos = e_0
     if pos != e_0:
         raise _Fallback
     value_ = _new_object(MessageSet)
@@ -784,110 +680,60 @@ def _fencode_message_set(obj, out, index):
     out += _S4.pack(
         base_offset, 0, 0, 2, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
     )
-    if codec != "none" and records:
-        tmp_ = bytearray()
-        for index_, item_ in enumerate(records):
-            own__message_ = type(item_) is Message
-            null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
-            null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
-            is_control_message_message_ = (
-                item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
-            )
-            timestamp_message_ = item_.timestamp
-            offset_message_ = item_.offset
-            key_message_ = item_.key
-            value_message_ = item_.value
-            attributes_message_ = 0
-            null_key_message_ = key_message_ is None
-            if null_key_message_:
-                attributes_message_ |= 1
-            null_value_message_ = value_message_ is None
-            if null_value_message_:
-                attributes_message_ |= 2
-            if is_control_message_message_:
-                attributes_message_ |= 4
-            offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
-            q_length_message_ = len(tmp_)
-            tmp_.append(0)
-            p_attributes_message_ = len(tmp_) + 0
-            tmp_ += _S0.pack(attributes_message_, timestamp_message_)
-            if 0 <= offset_delta_message_ < 16384:
-                tmp_ += _UV_BYTES[offset_delta_message_]
+    squeeze_ = codec != "none" and records
+    tmp_ = bytearray() if squeeze_ else out
+    for index_, item_ in enumerate(records):
+        own__message_ = type(item_) is Message
+        null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
+        null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
+        is_control_message_message_ = (
+            item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
+        )
+        timestamp_message_ = item_.timestamp
+        offset_message_ = item_.offset
+        key_message_ = item_.key
+        value_message_ = item_.value
+        attributes_message_ = 0
+        null_key_message_ = key_message_ is None
+        if null_key_message_:
+            attributes_message_ |= 1
+        null_value_message_ = value_message_ is None
+        if null_value_message_:
+            attributes_message_ |= 2
+        if is_control_message_message_:
+            attributes_message_ |= 4
+        offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
+        q_length_message_ = len(tmp_)
+        tmp_.append(0)
+        p_attributes_message_ = len(tmp_) + 0
+        tmp_ += _S0.pack(attributes_message_, timestamp_message_)
+        if 0 <= offset_delta_message_ < 16384:
+            tmp_ += _UV_BYTES[offset_delta_message_]
+        else:
+            _write_uvarint(tmp_, offset_delta_message_, "message.offset_delta")
+        if not null_key_message_:
+            n__message_ = len(key_message_)
+            if n__message_ < 16384:
+                tmp_ += _UV_BYTES[n__message_]
             else:
-                _write_uvarint(tmp_, offset_delta_message_, "message.offset_delta")
-            if not null_key_message_:
-                n__message_ = len(key_message_)
-                if n__message_ < 16384:
-                    tmp_ += _UV_BYTES[n__message_]
-                else:
-                    _write_uvarint(tmp_, n__message_, "message.key")
-                tmp_ += key_message_
-            if not null_value_message_:
-                tmp_ += value_message_
-            p_message_crc_message_ = len(tmp_)
-            tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
-            n__message_ = len(tmp_) - q_length_message_ - 1
-            if n__message_ < 128:
-                tmp_[q_length_message_] = n__message_
-            elif n__message_ < 16384:
-                tmp_[q_length_message_] = n__message_ & 127 | 128
-                tmp_.insert(q_length_message_ + 1, n__message_ >> 7)
-            else:
-                tmp__message_ = bytearray()
-                _write_uvarint(tmp__message_, n__message_, "message.length")
-                tmp_[q_length_message_ : q_length_message_ + 1] = tmp__message_
+                _write_uvarint(tmp_, n__message_, "message.key")
+            tmp_ += key_message_
+        if not null_value_message_:
+            tmp_ += value_message_
+        p_message_crc_message_ = len(tmp_)
+        tmp_ += _S1.pack(_crc32(tmp_[p_attributes_message_:]))
+        n__message_ = len(tmp_) - q_length_message_ - 1
+        if n__message_ < 128:
+            tmp_[q_length_message_] = n__message_
+        elif n__message_ < 16384:
+            tmp_[q_length_message_] = n__message_ & 127 | 128
+            tmp_.insert(q_length_message_ + 1, n__message_ >> 7)
+        else:
+            tmp__message_ = bytearray()
+            _write_uvarint(tmp__message_, n__message_, "message.length")
+            tmp_[q_length_message_ : q_length_message_ + 1] = tmp__message_
+    if squeeze_:
         out += _compress(codec, bytes(tmp_), 2)
-    else:
-        for index_, item_ in enumerate(records):
-            own__message_ = type(item_) is Message
-            null_key_message_ = item_.null_key if own__message_ else getattr(item_, "null_key", False)
-            null_value_message_ = item_.null_value if own__message_ else getattr(item_, "null_value", False)
-            is_control_message_message_ = (
-                item_.is_control_message if own__message_ else getattr(item_, "is_control_message", False)
-            )
-            timestamp_message_ = item_.timestamp
-            offset_message_ = item_.offset
-            key_message_ = item_.key
-            value_message_ = item_.value
-            attributes_message_ = 0
-            null_key_message_ = key_message_ is None
-            if null_key_message_:
-                attributes_message_ |= 1
-            null_value_message_ = value_message_ is None
-            if null_value_message_:
-                attributes_message_ |= 2
-            if is_control_message_message_:
-                attributes_message_ |= 4
-            offset_delta_message_ = offset_message_ - base_offset if offset_message_ is not None else index_
-            q_length_message_ = len(out)
-            out.append(0)
-            p_attributes_message_ = len(out) + 0
-            out += _S0.pack(attributes_message_, timestamp_message_)
-            if 0 <= offset_delta_message_ < 16384:
-                out += _UV_BYTES[offset_delta_message_]
-            else:
-                _write_uvarint(out, offset_delta_message_, "message.offset_delta")
-            if not null_key_message_:
-                n__message_ = len(key_message_)
-                if n__message_ < 16384:
-                    out += _UV_BYTES[n__message_]
-                else:
-                    _write_uvarint(out, n__message_, "message.key")
-                out += key_message_
-            if not null_value_message_:
-                out += value_message_
-            p_message_crc_message_ = len(out)
-            out += _S1.pack(_crc32(out[p_attributes_message_:]))
-            n__message_ = len(out) - q_length_message_ - 1
-            if n__message_ < 128:
-                out[q_length_message_] = n__message_
-            elif n__message_ < 16384:
-                out[q_length_message_] = n__message_ & 127 | 128
-                out.insert(q_length_message_ + 1, n__message_ >> 7)
-            else:
-                tmp__message_ = bytearray()
-                _write_uvarint(tmp__message_, n__message_, "message.length")
-                out[q_length_message_ : q_length_message_ + 1] = tmp__message_
     _S5.pack_into(out, q_length, len(out) - p_crc)
     _S1.pack_into(out, q_crc, _crc32(out[p_magic:]))
 

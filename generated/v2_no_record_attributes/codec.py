@@ -673,360 +673,186 @@ def _fdecode_batch(buf, pos, end, opts):
         data_ = _decompress(codec, buf[pos:e_0], MAGIC, opts, offset=pos, path="batch.records")
         dpos = 0
         dend = len(data_)
-        records = []
-        append_records = records.append
-        for _ in range(n_records):
-            length_record_ = data_[dpos]
-            if length_record_ < 128:
-                dpos += 1
-                length_record_ = _ZZ[length_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    length_record_ = _ZZ2[(length_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    length_record_, dpos = _read_uvarint32(data_, dpos, dend, "record.length")
-                    length_record_ = length_record_ >> 1 ^ -(length_record_ & 1)
-            p_timestamp_delta_record_ = dpos
-            e_0_record_ = p_timestamp_delta_record_ + length_record_
-            if length_record_ < 5 or e_0_record_ > dend:
-                raise _Fallback
-            timestamp_delta_record_ = data_[dpos]
-            if timestamp_delta_record_ < 128:
-                dpos += 1
-                timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    timestamp_delta_record_, dpos = _read_uvarint64(data_, dpos, e_0_record_, "record.timestamp_delta")
-                    timestamp_delta_record_ = timestamp_delta_record_ >> 1 ^ -(timestamp_delta_record_ & 1)
-            offset_delta_record_ = data_[dpos]
-            if offset_delta_record_ < 128:
-                dpos += 1
-                offset_delta_record_ = _ZZ[offset_delta_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    offset_delta_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.offset_delta")
-                    offset_delta_record_ = offset_delta_record_ >> 1 ^ -(offset_delta_record_ & 1)
-            n_key_record_ = data_[dpos]
-            if n_key_record_ < 128:
-                dpos += 1
-                n_key_record_ = _ZZ[n_key_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    n_key_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.key")
-                    n_key_record_ = n_key_record_ >> 1 ^ -(n_key_record_ & 1)
-            if n_key_record_ < 0:
-                key_record_ = None
-            else:
-                if n_key_record_ > opts_max_bytes_:
-                    raise _Fallback
-                key_record_ = data_[dpos : dpos + n_key_record_]
-                dpos += n_key_record_
-            n_value_record_ = data_[dpos]
-            if n_value_record_ < 128:
-                dpos += 1
-                n_value_record_ = _ZZ[n_value_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    n_value_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.value")
-                    n_value_record_ = n_value_record_ >> 1 ^ -(n_value_record_ & 1)
-            if n_value_record_ < 0:
-                value_record_ = None
-            else:
-                if n_value_record_ > opts_max_bytes_:
-                    raise _Fallback
-                value_record_ = data_[dpos : dpos + n_value_record_]
-                dpos += n_value_record_
-            n_headers_record_ = data_[dpos]
-            if n_headers_record_ < 128:
-                dpos += 1
-                n_headers_record_ = _ZZ[n_headers_record_]
-            else:
-                x__record_ = data_[dpos + 1]
-                if x__record_ < 128:
-                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x__record_]
-                    dpos += 2
-                else:
-                    n_headers_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.headers")
-                    n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
-            if n_headers_record_ < 0:
-                raise _InvalidValueError(f"negative count {n_headers_record_}", offset=dpos, path="record.headers")
-            if n_headers_record_ > opts_max_headers_:
-                raise _LimitExceededError(
-                    f"count {n_headers_record_} exceeds the limit of {opts_max_headers_}",
-                    offset=dpos,
-                    path="record.headers",
-                )
-            headers_record_ = []
-            append_headers_record_ = headers_record_.append
-            for __record_ in range(n_headers_record_):
-                n_key_header__record_ = data_[dpos]
-                if n_key_header__record_ < 128:
-                    dpos += 1
-                    n_key_header__record_ = _ZZ[n_key_header__record_]
-                else:
-                    x__header__record_ = data_[dpos + 1]
-                    if x__header__record_ < 128:
-                        n_key_header__record_ = _ZZ2[(n_key_header__record_ << 7) + x__header__record_]
-                        dpos += 2
-                    else:
-                        n_key_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.key")
-                        n_key_header__record_ = n_key_header__record_ >> 1 ^ -(n_key_header__record_ & 1)
-                if n_key_header__record_ < 0:
-                    raise _Fallback
-                else:
-                    if n_key_header__record_ > opts_max_bytes_:
-                        raise _Fallback
-                    r__header__record_ = data_[dpos : dpos + n_key_header__record_]
-                    key_header__record_ = _STR_DECODED.get(r__header__record_)
-                    if key_header__record_ is None:
-                        key_header__record_ = _decode_str(r__header__record_)
-                    dpos += n_key_header__record_
-                n_value_header__record_ = data_[dpos]
-                if n_value_header__record_ < 128:
-                    dpos += 1
-                    n_value_header__record_ = _ZZ[n_value_header__record_]
-                else:
-                    x__header__record_ = data_[dpos + 1]
-                    if x__header__record_ < 128:
-                        n_value_header__record_ = _ZZ2[(n_value_header__record_ << 7) + x__header__record_]
-                        dpos += 2
-                    else:
-                        n_value_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.value")
-                        n_value_header__record_ = n_value_header__record_ >> 1 ^ -(n_value_header__record_ & 1)
-                if n_value_header__record_ < 0:
-                    value_header__record_ = None
-                else:
-                    if n_value_header__record_ > opts_max_bytes_:
-                        raise _Fallback
-                    value_header__record_ = data_[dpos : dpos + n_value_header__record_]
-                    dpos += n_value_header__record_
-                item__record_ = (key_header__record_, value_header__record_)
-                append_headers_record_(item__record_)
-            if dpos != e_0_record_:
-                raise _Fallback
-            timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
-            if not -9223372036854775808 <= timestamp_record_ <= 9223372036854775807:
-                raise _Fallback
-            offset_record_ = base_offset + offset_delta_record_
-            if not -9223372036854775808 <= offset_record_ <= 9223372036854775807:
-                raise _Fallback
-            if is_control:
-                if key_record_ is None or len(key_record_) < 4:
-                    raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-                control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
-            else:
-                control_record_ = None
-            value__record_ = _new_object(Record)
-            value__record_.length = length_record_
-            value__record_.timestamp_delta = timestamp_delta_record_
-            value__record_.offset_delta = offset_delta_record_
-            value__record_.key = key_record_
-            value__record_.value = value_record_
-            value__record_.headers = [] if headers_record_ is None else headers_record_
-            value__record_.timestamp = timestamp_record_
-            value__record_.offset = offset_record_
-            value__record_.control = control_record_
-            item_ = value__record_
-            append_records(item_)
-        if dpos != dend:
-            raise _InvalidValueError(
-                f"{dend - dpos} bytes remain after the last element of the decompressed stream",
-                offset=pos,
-                path="batch.records",
-            )
-        pos = e_0
     else:
-        records = []
-        append_records = records.append
-        for _ in range(n_records):
-            length_record_ = buf[pos]
-            if length_record_ < 128:
-                pos += 1
-                length_record_ = _ZZ[length_record_]
+        data_ = buf
+        dpos = pos
+        dend = e_0
+    records = []
+    append_records = records.append
+    for _ in range(n_records):
+        length_record_ = data_[dpos]
+        if length_record_ < 128:
+            dpos += 1
+            length_record_ = _ZZ[length_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                length_record_ = _ZZ2[(length_record_ << 7) + x__record_]
+                dpos += 2
             else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    length_record_ = _ZZ2[(length_record_ << 7) + x__record_]
-                    pos += 2
-                else:
-                    length_record_, pos = _read_uvarint32(buf, pos, e_0, "record.length")
-                    length_record_ = length_record_ >> 1 ^ -(length_record_ & 1)
-            p_timestamp_delta_record_ = pos
-            e_0_record_ = p_timestamp_delta_record_ + length_record_
-            if length_record_ < 5 or e_0_record_ > e_0:
+                length_record_, dpos = _read_uvarint32(data_, dpos, dend, "record.length")
+                length_record_ = length_record_ >> 1 ^ -(length_record_ & 1)
+        p_timestamp_delta_record_ = dpos
+        e_0_record_ = p_timestamp_delta_record_ + length_record_
+        if length_record_ < 5 or e_0_record_ > dend:
+            raise _Fallback
+        timestamp_delta_record_ = data_[dpos]
+        if timestamp_delta_record_ < 128:
+            dpos += 1
+            timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x__record_]
+                dpos += 2
+            else:
+                timestamp_delta_record_, dpos = _read_uvarint64(data_, dpos, e_0_record_, "record.timestamp_delta")
+                timestamp_delta_record_ = timestamp_delta_record_ >> 1 ^ -(timestamp_delta_record_ & 1)
+        offset_delta_record_ = data_[dpos]
+        if offset_delta_record_ < 128:
+            dpos += 1
+            offset_delta_record_ = _ZZ[offset_delta_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x__record_]
+                dpos += 2
+            else:
+                offset_delta_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.offset_delta")
+                offset_delta_record_ = offset_delta_record_ >> 1 ^ -(offset_delta_record_ & 1)
+        n_key_record_ = data_[dpos]
+        if n_key_record_ < 128:
+            dpos += 1
+            n_key_record_ = _ZZ[n_key_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                n_key_record_ = _ZZ2[(n_key_record_ << 7) + x__record_]
+                dpos += 2
+            else:
+                n_key_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.key")
+                n_key_record_ = n_key_record_ >> 1 ^ -(n_key_record_ & 1)
+        if n_key_record_ < 0:
+            key_record_ = None
+        else:
+            if n_key_record_ > opts_max_bytes_:
                 raise _Fallback
-            timestamp_delta_record_ = buf[pos]
-            if timestamp_delta_record_ < 128:
-                pos += 1
-                timestamp_delta_record_ = _ZZ[timestamp_delta_record_]
+            key_record_ = data_[dpos : dpos + n_key_record_]
+            dpos += n_key_record_
+        n_value_record_ = data_[dpos]
+        if n_value_record_ < 128:
+            dpos += 1
+            n_value_record_ = _ZZ[n_value_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                n_value_record_ = _ZZ2[(n_value_record_ << 7) + x__record_]
+                dpos += 2
             else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    timestamp_delta_record_ = _ZZ2[(timestamp_delta_record_ << 7) + x__record_]
-                    pos += 2
+                n_value_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.value")
+                n_value_record_ = n_value_record_ >> 1 ^ -(n_value_record_ & 1)
+        if n_value_record_ < 0:
+            value_record_ = None
+        else:
+            if n_value_record_ > opts_max_bytes_:
+                raise _Fallback
+            value_record_ = data_[dpos : dpos + n_value_record_]
+            dpos += n_value_record_
+        n_headers_record_ = data_[dpos]
+        if n_headers_record_ < 128:
+            dpos += 1
+            n_headers_record_ = _ZZ[n_headers_record_]
+        else:
+            x__record_ = data_[dpos + 1]
+            if x__record_ < 128:
+                n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x__record_]
+                dpos += 2
+            else:
+                n_headers_record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "record.headers")
+                n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
+        if n_headers_record_ < 0:
+            raise _InvalidValueError(f"negative count {n_headers_record_}", offset=dpos, path="record.headers")
+        if n_headers_record_ > opts_max_headers_:
+            raise _LimitExceededError(
+                f"count {n_headers_record_} exceeds the limit of {opts_max_headers_}",
+                offset=dpos,
+                path="record.headers",
+            )
+        headers_record_ = []
+        append_headers_record_ = headers_record_.append
+        for __record_ in range(n_headers_record_):
+            n_key_header__record_ = data_[dpos]
+            if n_key_header__record_ < 128:
+                dpos += 1
+                n_key_header__record_ = _ZZ[n_key_header__record_]
+            else:
+                x__header__record_ = data_[dpos + 1]
+                if x__header__record_ < 128:
+                    n_key_header__record_ = _ZZ2[(n_key_header__record_ << 7) + x__header__record_]
+                    dpos += 2
                 else:
-                    timestamp_delta_record_, pos = _read_uvarint64(buf, pos, e_0_record_, "record.timestamp_delta")
-                    timestamp_delta_record_ = timestamp_delta_record_ >> 1 ^ -(timestamp_delta_record_ & 1)
-            offset_delta_record_ = buf[pos]
-            if offset_delta_record_ < 128:
-                pos += 1
-                offset_delta_record_ = _ZZ[offset_delta_record_]
+                    n_key_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.key")
+                    n_key_header__record_ = n_key_header__record_ >> 1 ^ -(n_key_header__record_ & 1)
+            if n_key_header__record_ < 0:
+                raise _Fallback
             else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    offset_delta_record_ = _ZZ2[(offset_delta_record_ << 7) + x__record_]
-                    pos += 2
-                else:
-                    offset_delta_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.offset_delta")
-                    offset_delta_record_ = offset_delta_record_ >> 1 ^ -(offset_delta_record_ & 1)
-            n_key_record_ = buf[pos]
-            if n_key_record_ < 128:
-                pos += 1
-                n_key_record_ = _ZZ[n_key_record_]
-            else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    n_key_record_ = _ZZ2[(n_key_record_ << 7) + x__record_]
-                    pos += 2
-                else:
-                    n_key_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.key")
-                    n_key_record_ = n_key_record_ >> 1 ^ -(n_key_record_ & 1)
-            if n_key_record_ < 0:
-                key_record_ = None
-            else:
-                if n_key_record_ > opts_max_bytes_:
+                if n_key_header__record_ > opts_max_bytes_:
                     raise _Fallback
-                key_record_ = buf[pos : pos + n_key_record_]
-                pos += n_key_record_
-            n_value_record_ = buf[pos]
-            if n_value_record_ < 128:
-                pos += 1
-                n_value_record_ = _ZZ[n_value_record_]
+                r__header__record_ = data_[dpos : dpos + n_key_header__record_]
+                key_header__record_ = _STR_DECODED.get(r__header__record_)
+                if key_header__record_ is None:
+                    key_header__record_ = _decode_str(r__header__record_)
+                dpos += n_key_header__record_
+            n_value_header__record_ = data_[dpos]
+            if n_value_header__record_ < 128:
+                dpos += 1
+                n_value_header__record_ = _ZZ[n_value_header__record_]
             else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    n_value_record_ = _ZZ2[(n_value_record_ << 7) + x__record_]
-                    pos += 2
+                x__header__record_ = data_[dpos + 1]
+                if x__header__record_ < 128:
+                    n_value_header__record_ = _ZZ2[(n_value_header__record_ << 7) + x__header__record_]
+                    dpos += 2
                 else:
-                    n_value_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.value")
-                    n_value_record_ = n_value_record_ >> 1 ^ -(n_value_record_ & 1)
-            if n_value_record_ < 0:
-                value_record_ = None
+                    n_value_header__record_, dpos = _read_uvarint32(data_, dpos, e_0_record_, "header.value")
+                    n_value_header__record_ = n_value_header__record_ >> 1 ^ -(n_value_header__record_ & 1)
+            if n_value_header__record_ < 0:
+                value_header__record_ = None
             else:
-                if n_value_record_ > opts_max_bytes_:
+                if n_value_header__record_ > opts_max_bytes_:
                     raise _Fallback
-                value_record_ = buf[pos : pos + n_value_record_]
-                pos += n_value_record_
-            n_headers_record_ = buf[pos]
-            if n_headers_record_ < 128:
-                pos += 1
-                n_headers_record_ = _ZZ[n_headers_record_]
-            else:
-                x__record_ = buf[pos + 1]
-                if x__record_ < 128:
-                    n_headers_record_ = _ZZ2[(n_headers_record_ << 7) + x__record_]
-                    pos += 2
-                else:
-                    n_headers_record_, pos = _read_uvarint32(buf, pos, e_0_record_, "record.headers")
-                    n_headers_record_ = n_headers_record_ >> 1 ^ -(n_headers_record_ & 1)
-            if n_headers_record_ < 0:
-                raise _InvalidValueError(f"negative count {n_headers_record_}", offset=pos, path="record.headers")
-            if n_headers_record_ > opts_max_headers_:
-                raise _LimitExceededError(
-                    f"count {n_headers_record_} exceeds the limit of {opts_max_headers_}",
-                    offset=pos,
-                    path="record.headers",
-                )
-            headers_record_ = []
-            append_headers_record_ = headers_record_.append
-            for __record_ in range(n_headers_record_):
-                n_key_header__record_ = buf[pos]
-                if n_key_header__record_ < 128:
-                    pos += 1
-                    n_key_header__record_ = _ZZ[n_key_header__record_]
-                else:
-                    x__header__record_ = buf[pos + 1]
-                    if x__header__record_ < 128:
-                        n_key_header__record_ = _ZZ2[(n_key_header__record_ << 7) + x__header__record_]
-                        pos += 2
-                    else:
-                        n_key_header__record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.key")
-                        n_key_header__record_ = n_key_header__record_ >> 1 ^ -(n_key_header__record_ & 1)
-                if n_key_header__record_ < 0:
-                    raise _Fallback
-                else:
-                    if n_key_header__record_ > opts_max_bytes_:
-                        raise _Fallback
-                    r__header__record_ = buf[pos : pos + n_key_header__record_]
-                    key_header__record_ = _STR_DECODED.get(r__header__record_)
-                    if key_header__record_ is None:
-                        key_header__record_ = _decode_str(r__header__record_)
-                    pos += n_key_header__record_
-                n_value_header__record_ = buf[pos]
-                if n_value_header__record_ < 128:
-                    pos += 1
-                    n_value_header__record_ = _ZZ[n_value_header__record_]
-                else:
-                    x__header__record_ = buf[pos + 1]
-                    if x__header__record_ < 128:
-                        n_value_header__record_ = _ZZ2[(n_value_header__record_ << 7) + x__header__record_]
-                        pos += 2
-                    else:
-                        n_value_header__record_, pos = _read_uvarint32(buf, pos, e_0_record_, "header.value")
-                        n_value_header__record_ = n_value_header__record_ >> 1 ^ -(n_value_header__record_ & 1)
-                if n_value_header__record_ < 0:
-                    value_header__record_ = None
-                else:
-                    if n_value_header__record_ > opts_max_bytes_:
-                        raise _Fallback
-                    value_header__record_ = buf[pos : pos + n_value_header__record_]
-                    pos += n_value_header__record_
-                item__record_ = (key_header__record_, value_header__record_)
-                append_headers_record_(item__record_)
-            if pos != e_0_record_:
-                raise _Fallback
-            timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
-            if not -9223372036854775808 <= timestamp_record_ <= 9223372036854775807:
-                raise _Fallback
-            offset_record_ = base_offset + offset_delta_record_
-            if not -9223372036854775808 <= offset_record_ <= 9223372036854775807:
-                raise _Fallback
-            if is_control:
-                if key_record_ is None or len(key_record_) < 4:
-                    raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-                control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
-            else:
-                control_record_ = None
-            value__record_ = _new_object(Record)
-            value__record_.length = length_record_
-            value__record_.timestamp_delta = timestamp_delta_record_
-            value__record_.offset_delta = offset_delta_record_
-            value__record_.key = key_record_
-            value__record_.value = value_record_
-            value__record_.headers = [] if headers_record_ is None else headers_record_
-            value__record_.timestamp = timestamp_record_
-            value__record_.offset = offset_record_
-            value__record_.control = control_record_
-            item_ = value__record_
-            append_records(item_)
+                value_header__record_ = data_[dpos : dpos + n_value_header__record_]
+                dpos += n_value_header__record_
+            item__record_ = (key_header__record_, value_header__record_)
+            append_headers_record_(item__record_)
+        if dpos != e_0_record_:
+            raise _Fallback
+        timestamp_record_ = max_timestamp if timestamp_type == 1 else base_timestamp + timestamp_delta_record_
+        if not -9223372036854775808 <= timestamp_record_ <= 9223372036854775807:
+            raise _Fallback
+        offset_record_ = base_offset + offset_delta_record_
+        if not -9223372036854775808 <= offset_record_ <= 9223372036854775807:
+            raise _Fallback
+        if is_control:
+            if key_record_ is None or len(key_record_) < 4:
+                raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
+            control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+        else:
+            control_record_ = None
+        value__record_ = _new_object(Record)
+        value__record_.length = length_record_
+        value__record_.timestamp_delta = timestamp_delta_record_
+        value__record_.offset_delta = offset_delta_record_
+        value__record_.key = key_record_
+        value__record_.value = value_record_
+        value__record_.headers = [] if headers_record_ is None else headers_record_
+        value__record_.timestamp = timestamp_record_
+        value__record_.offset = offset_record_
+        value__record_.control = control_record_
+        item_ = value__record_
+        append_records(item_)
+    if dpos != dend:
+        raise _Fallback
+    pos = e_0
     if not n_records:
         pos = e_0
     if pos != e_0:
@@ -1211,154 +1037,82 @@ def _fencode_batch(obj, out, index):
         base_sequence,
         num_records,
     )
-    if codec != "none" and records:
-        tmp_ = bytearray()
-        for index_, item_ in enumerate(records):
-            timestamp_record_ = item_.timestamp
-            timestamp_delta_kept_record_ = getattr(item_, "timestamp_delta", None)
-            offset_record_ = item_.offset
-            key_record_ = item_.key
-            value_record_ = item_.value
-            headers_record_ = item_.headers
-            control_record_ = item_.control
-            if control_record_ is not None and key_record_ is None:
-                tmp__record_ = bytearray()
-                _fencode_control_key(control_record_, tmp__record_, 0)
-                key_record_ = bytes(tmp__record_)
-            timestamp_delta_record_ = (
-                timestamp_delta_kept_record_
-                if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
-                else timestamp_record_ - base_timestamp
-            )
-            offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-            body_length_record_ = bytearray()
-            if -8192 <= timestamp_delta_record_ < 8192:
-                body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
-            else:
-                _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
-            if -8192 <= offset_delta_record_ < 8192:
-                body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
-            else:
-                _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
-            if key_record_ is None:
-                body_length_record_.append(1)
-            else:
-                n__record_ = len(key_record_)
-                if n__record_ < 8192:
-                    body_length_record_ += _ZZ_POS[n__record_]
-                else:
-                    _write_varint(body_length_record_, n__record_, "record.key")
-                body_length_record_ += key_record_
-            if value_record_ is None:
-                body_length_record_.append(1)
-            else:
-                n__record_ = len(value_record_)
-                if n__record_ < 8192:
-                    body_length_record_ += _ZZ_POS[n__record_]
-                else:
-                    _write_varint(body_length_record_, n__record_, "record.value")
-                body_length_record_ += value_record_
-            n__record_ = len(headers_record_)
+    squeeze_ = codec != "none" and records
+    tmp_ = bytearray() if squeeze_ else out
+    for index_, item_ in enumerate(records):
+        timestamp_record_ = item_.timestamp
+        timestamp_delta_kept_record_ = getattr(item_, "timestamp_delta", None)
+        offset_record_ = item_.offset
+        key_record_ = item_.key
+        value_record_ = item_.value
+        headers_record_ = item_.headers
+        control_record_ = item_.control
+        if control_record_ is not None and key_record_ is None:
+            tmp__record_ = bytearray()
+            _fencode_control_key(control_record_, tmp__record_, 0)
+            key_record_ = bytes(tmp__record_)
+        timestamp_delta_record_ = (
+            timestamp_delta_kept_record_
+            if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
+            else timestamp_record_ - base_timestamp
+        )
+        offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
+        body_length_record_ = bytearray()
+        if -8192 <= timestamp_delta_record_ < 8192:
+            body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+        else:
+            _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
+        if -8192 <= offset_delta_record_ < 8192:
+            body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
+        else:
+            _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
+        if key_record_ is None:
+            body_length_record_.append(1)
+        else:
+            n__record_ = len(key_record_)
             if n__record_ < 8192:
                 body_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(body_length_record_, n__record_, "record.headers")
-            for item__record_ in headers_record_:
-                key_header__record_ = item__record_[0]
-                value_header__record_ = item__record_[1]
-                b__header__record_ = _STR_VARINT.get(key_header__record_)
-                body_length_record_ += (
-                    _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
-                )
-                if value_header__record_ is None:
-                    body_length_record_.append(1)
-                else:
-                    n__header__record_ = len(value_header__record_)
-                    if n__header__record_ < 8192:
-                        body_length_record_ += _ZZ_POS[n__header__record_]
-                    else:
-                        _write_varint(body_length_record_, n__header__record_, "header.value")
-                    body_length_record_ += value_header__record_
-            n__record_ = len(body_length_record_)
+                _write_varint(body_length_record_, n__record_, "record.key")
+            body_length_record_ += key_record_
+        if value_record_ is None:
+            body_length_record_.append(1)
+        else:
+            n__record_ = len(value_record_)
             if n__record_ < 8192:
-                tmp_ += _ZZ_POS[n__record_]
+                body_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(tmp_, n__record_, "record.length")
-            tmp_ += body_length_record_
+                _write_varint(body_length_record_, n__record_, "record.value")
+            body_length_record_ += value_record_
+        n__record_ = len(headers_record_)
+        if n__record_ < 8192:
+            body_length_record_ += _ZZ_POS[n__record_]
+        else:
+            _write_varint(body_length_record_, n__record_, "record.headers")
+        for item__record_ in headers_record_:
+            key_header__record_ = item__record_[0]
+            value_header__record_ = item__record_[1]
+            b__header__record_ = _STR_VARINT.get(key_header__record_)
+            body_length_record_ += (
+                _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
+            )
+            if value_header__record_ is None:
+                body_length_record_.append(1)
+            else:
+                n__header__record_ = len(value_header__record_)
+                if n__header__record_ < 8192:
+                    body_length_record_ += _ZZ_POS[n__header__record_]
+                else:
+                    _write_varint(body_length_record_, n__header__record_, "header.value")
+                body_length_record_ += value_header__record_
+        n__record_ = len(body_length_record_)
+        if n__record_ < 8192:
+            tmp_ += _ZZ_POS[n__record_]
+        else:
+            _write_varint(tmp_, n__record_, "record.length")
+        tmp_ += body_length_record_
+    if squeeze_:
         out += _compress(codec, bytes(tmp_), 2)
-    else:
-        for index_, item_ in enumerate(records):
-            timestamp_record_ = item_.timestamp
-            timestamp_delta_kept_record_ = getattr(item_, "timestamp_delta", None)
-            offset_record_ = item_.offset
-            key_record_ = item_.key
-            value_record_ = item_.value
-            headers_record_ = item_.headers
-            control_record_ = item_.control
-            if control_record_ is not None and key_record_ is None:
-                tmp__record_ = bytearray()
-                _fencode_control_key(control_record_, tmp__record_, 0)
-                key_record_ = bytes(tmp__record_)
-            timestamp_delta_record_ = (
-                timestamp_delta_kept_record_
-                if timestamp_type == 1 and timestamp_delta_kept_record_ is not None
-                else timestamp_record_ - base_timestamp
-            )
-            offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-            body_length_record_ = bytearray()
-            if -8192 <= timestamp_delta_record_ < 8192:
-                body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
-            else:
-                _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
-            if -8192 <= offset_delta_record_ < 8192:
-                body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
-            else:
-                _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
-            if key_record_ is None:
-                body_length_record_.append(1)
-            else:
-                n__record_ = len(key_record_)
-                if n__record_ < 8192:
-                    body_length_record_ += _ZZ_POS[n__record_]
-                else:
-                    _write_varint(body_length_record_, n__record_, "record.key")
-                body_length_record_ += key_record_
-            if value_record_ is None:
-                body_length_record_.append(1)
-            else:
-                n__record_ = len(value_record_)
-                if n__record_ < 8192:
-                    body_length_record_ += _ZZ_POS[n__record_]
-                else:
-                    _write_varint(body_length_record_, n__record_, "record.value")
-                body_length_record_ += value_record_
-            n__record_ = len(headers_record_)
-            if n__record_ < 8192:
-                body_length_record_ += _ZZ_POS[n__record_]
-            else:
-                _write_varint(body_length_record_, n__record_, "record.headers")
-            for item__record_ in headers_record_:
-                key_header__record_ = item__record_[0]
-                value_header__record_ = item__record_[1]
-                b__header__record_ = _STR_VARINT.get(key_header__record_)
-                body_length_record_ += (
-                    _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
-                )
-                if value_header__record_ is None:
-                    body_length_record_.append(1)
-                else:
-                    n__header__record_ = len(value_header__record_)
-                    if n__header__record_ < 8192:
-                        body_length_record_ += _ZZ_POS[n__header__record_]
-                    else:
-                        _write_varint(body_length_record_, n__header__record_, "header.value")
-                    body_length_record_ += value_header__record_
-            n__record_ = len(body_length_record_)
-            if n__record_ < 8192:
-                out += _ZZ_POS[n__record_]
-            else:
-                _write_varint(out, n__record_, "record.length")
-            out += body_length_record_
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
     _S6.pack_into(out, q_crc, _crc32c(out[p_attributes:]))
 
