@@ -126,3 +126,17 @@ def test_corrupt_streams_are_codec_errors(codec):
 def test_zstd_refused_below_magic2():
     with pytest.raises(comp.UnsupportedCodecError):
         comp.compress("zstd", b"x", 1)
+
+
+def test_crc32_is_the_standard_librarys():
+    """kfmt's CRC-32 (zlib-ng when installed) is the function zlib computes, on every length up to
+    a few SIMD blocks and on unaligned views."""
+    import os
+    import zlib
+
+    from kfmt.runtime.checksums import crc32
+
+    data = os.urandom(5000)
+    for n in list(range(0, 300)) + [1023, 1024, 1025, 4096, 4999]:
+        assert crc32(data[:n]) == zlib.crc32(data[:n])
+        assert crc32(data[3 : 3 + n]) == zlib.crc32(data[3 : 3 + n])

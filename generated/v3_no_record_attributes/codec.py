@@ -10,10 +10,10 @@ interpreted at run time.  Source: Seed 001_36beb342b554ea49.txt (KIP-931: "the m
 """
 
 import struct as _struct
-import zlib as _zlib
 
-from crc32c import crc32c as _crc32c
 
+from kfmt.runtime.checksums import crc32 as _crc32  # unsigned, as in Python 3's zlib
+from kfmt.runtime.checksums import crc32c as _crc32c
 from kfmt.runtime.compression import compress as _compress
 from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import ChecksumError as _ChecksumError
@@ -98,7 +98,6 @@ LAYOUT = {
 }
 
 
-_crc32 = _zlib.crc32  # unsigned in Python 3
 _new_object = object.__new__
 
 
