@@ -140,3 +140,26 @@ def test_crc32_is_the_standard_librarys():
     for n in list(range(0, 300)) + [1023, 1024, 1025, 4096, 4999]:
         assert crc32(data[:n]) == zlib.crc32(data[:n])
         assert crc32(data[3 : 3 + n]) == zlib.crc32(data[3 : 3 + n])
+
+
+def test_zstd_from_several_threads():
+    """zstd (de)compressors are kept per thread (one may not serve two threads at once): round trips
+    from eight threads at a time all come back whole."""
+    import os
+    import threading
+
+    payloads = [os.urandom(64) * (i + 1) for i in range(20)]
+    failures = []
+
+    def work(k):
+        for i in range(50):
+            d = payloads[(i + k) % len(payloads)]
+            if comp.decompress("zstd", comp.compress("zstd", d, 2), 2, DEFAULT_OPTIONS) != d:
+                failures.append((k, i))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import struct
+import threading
 import zlib
 
 try:
@@ -106,11 +107,23 @@ def compress(codec: str, data: bytes, magic: int = 2) -> bytes:
     if codec == "zstd":
         if magic < 2:
             raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}")
-        import zstandard
-
-        c = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        c = _zstd_compressor().compressobj()
         return c.compress(data) + c.flush()
     raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
+
+
+_local = threading.local()
+
+
+def _zstd_compressor():
+    """This thread's zstd compressor (level 3, no content size).  Setting one up costs as much as
+    compressing a 13 KB batch, and a compressor may not serve two threads at once: one per thread."""
+    c = getattr(_local, "zstd", None)
+    if c is None:
+        import zstandard
+
+        c = _local.zstd = zstandard.ZstdCompressor(level=3, write_content_size=False)
+    return c
 
 
 def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None, path: str = "") -> bytes:
@@ -309,9 +322,12 @@ def _lz4_decompress(data: bytes, limit: int, *, verify_hc: bool) -> bytes:
 
 # ---------------------------------------------------------------- zstd
 def _zstd_decompress(data: bytes, limit: int) -> bytes:
-    import zstandard
+    d = getattr(_local, "unzstd", None)
+    if d is None:  # one per thread, as for compressing
+        import zstandard
 
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+        d = _local.unzstd = zstandard.ZstdDecompressor()
+    reader = d.stream_reader(io.BytesIO(data), read_across_frames=True)
     out = bytearray()
     while True:
         chunk = reader.read(min(1 << 20, limit - len(out) + 1))
