@@ -944,7 +944,7 @@ class Builder:
             elif is_varint_len and depth == 0 and self._plain_tail(st, i, needpos):
                 # nothing after the length refers to a position: write the rest into a buffer of its own,
                 # then its length and the buffer (cheaper than widening a placeholder byte in place)
-                buf = f"body_{f.name}"
+                buf = f"counted_{f.name}"  # the bytes the length counts
                 ops.append(Op("region_open", depth, dict(buf=buf)))
                 regions.append(dict(kind="buffer", field=f.name, vkind=f.type, buf=buf, parent=out))
                 out = buf

@@ -402,58 +402,58 @@ def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_typ
         timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
     )
     offset_delta = offset - base_offset if offset is not None else index
-    body_length = bytearray()
+    counted_length = bytearray()
     if -8192 <= timestamp_delta < 8192:
-        body_length += _ZZ_BYTES[timestamp_delta + 8192]
+        counted_length += _ZZ_BYTES[timestamp_delta + 8192]
     else:
-        _write_varlong(body_length, timestamp_delta, "record.timestamp_delta")
+        _write_varlong(counted_length, timestamp_delta, "record.timestamp_delta")
     if -8192 <= offset_delta < 8192:
-        body_length += _ZZ_BYTES[offset_delta + 8192]
+        counted_length += _ZZ_BYTES[offset_delta + 8192]
     else:
-        _write_varint(body_length, offset_delta, "record.offset_delta")
+        _write_varint(counted_length, offset_delta, "record.offset_delta")
     if key is None:
-        body_length.append(1)
+        counted_length.append(1)
     else:
         n_ = len(key)
         if n_ < 8192:
-            body_length += _ZZ_POS[n_]
+            counted_length += _ZZ_POS[n_]
         else:
-            _write_varint(body_length, n_, "record.key")
+            _write_varint(counted_length, n_, "record.key")
 
-        body_length += key
+        counted_length += key
     if value is None:
-        body_length.append(1)
+        counted_length.append(1)
     else:
         n_ = len(value)
         if n_ < 8192:
-            body_length += _ZZ_POS[n_]
+            counted_length += _ZZ_POS[n_]
         else:
-            _write_varint(body_length, n_, "record.value")
+            _write_varint(counted_length, n_, "record.value")
 
-        body_length += value
+        counted_length += value
     n_ = len(headers)
     if n_ < 8192:
-        body_length += _ZZ_POS[n_]
+        counted_length += _ZZ_POS[n_]
     else:
-        _write_varint(body_length, n_, "record.headers")
+        _write_varint(counted_length, n_, "record.headers")
 
     index_ = 0
     try:
         for index_, item_ in enumerate(headers):
-            _encode_header(item_, body_length, index_)
+            _encode_header(item_, counted_length, index_)
     except _CodecError as exc:
         raise exc.within("record.headers", index_, "header") from None
     except (TypeError, ValueError, AttributeError, OverflowError, IndexError, _struct.error) as exc:
         raise _InvalidValueError(
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"record.headers[{index_}]"
         ) from None
-    n_ = len(body_length)
+    n_ = len(counted_length)
     if n_ < 8192:
         out += _ZZ_POS[n_]
     else:
         _write_varint(out, n_, "record.length")
 
-    out += body_length
+    out += counted_length
 
 
 def _decode_batch(buf, pos, end, opts):
@@ -1056,60 +1056,60 @@ def _fencode_batch(obj, out, index):
             else timestamp_record_ - base_timestamp
         )
         offset_delta_record_ = offset_record_ - base_offset if offset_record_ is not None else index_
-        body_length_record_ = bytearray()
+        counted_length_record_ = bytearray()
         if -8192 <= timestamp_delta_record_ < 8192:
-            body_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
+            counted_length_record_ += _ZZ_BYTES[timestamp_delta_record_ + 8192]
         else:
-            _write_varlong(body_length_record_, timestamp_delta_record_, "record.timestamp_delta")
+            _write_varlong(counted_length_record_, timestamp_delta_record_, "record.timestamp_delta")
         if -8192 <= offset_delta_record_ < 8192:
-            body_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
+            counted_length_record_ += _ZZ_BYTES[offset_delta_record_ + 8192]
         else:
-            _write_varint(body_length_record_, offset_delta_record_, "record.offset_delta")
+            _write_varint(counted_length_record_, offset_delta_record_, "record.offset_delta")
         if key_record_ is None:
-            body_length_record_.append(1)
+            counted_length_record_.append(1)
         else:
             n__record_ = len(key_record_)
             if n__record_ < 8192:
-                body_length_record_ += _ZZ_POS[n__record_]
+                counted_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(body_length_record_, n__record_, "record.key")
-            body_length_record_ += key_record_
+                _write_varint(counted_length_record_, n__record_, "record.key")
+            counted_length_record_ += key_record_
         if value_record_ is None:
-            body_length_record_.append(1)
+            counted_length_record_.append(1)
         else:
             n__record_ = len(value_record_)
             if n__record_ < 8192:
-                body_length_record_ += _ZZ_POS[n__record_]
+                counted_length_record_ += _ZZ_POS[n__record_]
             else:
-                _write_varint(body_length_record_, n__record_, "record.value")
-            body_length_record_ += value_record_
+                _write_varint(counted_length_record_, n__record_, "record.value")
+            counted_length_record_ += value_record_
         n__record_ = len(headers_record_)
         if n__record_ < 8192:
-            body_length_record_ += _ZZ_POS[n__record_]
+            counted_length_record_ += _ZZ_POS[n__record_]
         else:
-            _write_varint(body_length_record_, n__record_, "record.headers")
+            _write_varint(counted_length_record_, n__record_, "record.headers")
         for item__record_ in headers_record_:
             key_header__record_ = item__record_[0]
             value_header__record_ = item__record_[1]
             b__header__record_ = _STR_VARINT.get(key_header__record_)
-            body_length_record_ += (
+            counted_length_record_ += (
                 _encode_str_varint(key_header__record_) if b__header__record_ is None else b__header__record_
             )
             if value_header__record_ is None:
-                body_length_record_.append(1)
+                counted_length_record_.append(1)
             else:
                 n__header__record_ = len(value_header__record_)
                 if n__header__record_ < 8192:
-                    body_length_record_ += _ZZ_POS[n__header__record_]
+                    counted_length_record_ += _ZZ_POS[n__header__record_]
                 else:
-                    _write_varint(body_length_record_, n__header__record_, "header.value")
-                body_length_record_ += value_header__record_
-        n__record_ = len(body_length_record_)
+                    _write_varint(counted_length_record_, n__header__record_, "header.value")
+                counted_length_record_ += value_header__record_
+        n__record_ = len(counted_length_record_)
         if n__record_ < 8192:
             tmp_ += _ZZ_POS[n__record_]
         else:
             _write_varint(tmp_, n__record_, "record.length")
-        tmp_ += body_length_record_
+        tmp_ += counted_length_record_
     if squeeze_:
         out += _compress(codec, bytes(tmp_), 2)
     _S5.pack_into(out, q_batch_length, len(out) - p_partition_leader_epoch)
