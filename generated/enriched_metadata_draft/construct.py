@@ -12,11 +12,9 @@ Decoding yields the same value classes as the optimised codec.
 
 import io as _io
 import struct as _struct
-import zlib as _zlib
 
 import construct as c
 from construct import this
-from crc32c import crc32c as _crc32c
 
 from kfmt.runtime.constructs import (
     BitsView,
@@ -46,11 +44,6 @@ from .model import Message
 
 FORMAT_ID = "enriched_metadata_draft"
 MAGIC = 1
-
-
-def _crc32(data):
-    return _zlib.crc32(data) & 0xFFFFFFFF
-
 
 _S0 = _struct.Struct(">b")  # tag_id => int8
 _S1 = _struct.Struct(">i")  # tag_value length => int32

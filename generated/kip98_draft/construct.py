@@ -12,11 +12,9 @@ Decoding yields the same value classes as the optimised codec.
 
 import io as _io
 import struct as _struct
-import zlib as _zlib
 
 import construct as c
 from construct import this
-from crc32c import crc32c as _crc32c
 
 from kfmt.runtime.constructs import (
     BitsView,
@@ -46,11 +44,6 @@ from .model import Message, MessageSet
 
 FORMAT_ID = "kip98_draft"
 MAGIC = 2
-
-
-def _crc32(data):
-    return _zlib.crc32(data) & 0xFFFFFFFF
-
 
 _S0 = _struct.Struct(">bq")  # attributes => int8, timestamp => int64
 _S1 = _struct.Struct(">I")  # message_crc => uint32

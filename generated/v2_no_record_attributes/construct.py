@@ -12,11 +12,9 @@ Decoding yields the same value classes as the optimised codec.
 
 import io as _io
 import struct as _struct
-import zlib as _zlib
 
 import construct as c
 from construct import this
-from crc32c import crc32c as _crc32c
 
 from kfmt.runtime.constructs import (
     BitsView,
@@ -46,11 +44,6 @@ from .model import Record, Batch
 
 FORMAT_ID = "v2_no_record_attributes"
 MAGIC = 2
-
-
-def _crc32(data):
-    return _zlib.crc32(data) & 0xFFFFFFFF
-
 
 _S0 = _struct.Struct(">hh")  # version => int16, control_type => int16
 _S1 = _struct.Struct(">qi")  # base_offset => int64, batch_length => int32

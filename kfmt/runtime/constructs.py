@@ -9,9 +9,11 @@ compose them declaratively (``this`` expressions, no lambdas).
 from __future__ import annotations
 
 import io
+import zlib
 
 import construct as c
 from construct.core import stream_read, stream_tell, stream_write
+from crc32c import crc32c
 
 from kfmt.runtime import compression as _compression
 from kfmt.runtime.errors import CodecError, InvalidValueError
@@ -32,6 +34,33 @@ def _sub(data, parent, base, compressed=False) -> SubStream:
     s = SubStream(data)
     s.parent, s.base, s.compressed = parent, base, compressed
     return s
+
+
+def _parse_span(subcon, stream, n, context, path):
+    """Parse ``subcon`` from the next ``n`` bytes of ``stream``; returns the value and how many bytes it used."""
+    base = stream_tell(stream, path)
+    sub = _sub(stream_read(stream, n, path), stream, base)
+    return subcon._parsereport(sub, context, path), sub.tell()
+
+
+def _build_alone(subcon, obj, context, path) -> bytes:
+    """The bytes of ``subcon`` built on their own (what a length or CRC written before them measures)."""
+    sub = io.BytesIO()
+    subcon._build(obj, sub, context, path)
+    return sub.getvalue()
+
+
+def _checksum(func: str, data) -> int:
+    # the standard library's CRC-32 on purpose: this backend checks the codec backend (kfmt.runtime.checksums)
+    return crc32c(data) if func == "crc32c" else zlib.crc32(data) & 0xFFFFFFFF
+
+
+def _verify(func: str, data, stored: int, context, verify_key: str, path) -> None:
+    """Raise a ChecksumError if ``stored`` is not the checksum of ``data`` (unless the parse turned checks off)."""
+    if context._params.get(verify_key, True):
+        computed = _checksum(func, data)
+        if computed != stored:
+            raise c.ChecksumError(f"stored {func} {stored:#010x} != computed {computed:#010x}", path=path)
 
 
 class KVarint(c.Construct):
@@ -212,19 +241,14 @@ class Region(c.Construct):
         n = self.lengthfield._parsereport(stream, context, path)
         if n < self.minimum:
             raise c.ValidationError(f"{self.lname} {n} is below the minimum of {self.minimum}", path=path)
-        base = stream_tell(stream, path)
-        data = stream_read(stream, n, path)
-        sub = _sub(data, stream, base)
-        obj = self.subcon._parsereport(sub, context, path)
-        if sub.tell() != n:
-            raise c.ValidationError(f"{self.lname} declares {n} bytes but the fields end at {sub.tell()}", path=path)
+        obj, used = _parse_span(self.subcon, stream, n, context, path)
+        if used != n:
+            raise c.ValidationError(f"{self.lname} declares {n} bytes but the fields end at {used}", path=path)
         obj[self.lname] = n
         return obj
 
     def _build(self, obj, stream, context, path):
-        sub = io.BytesIO()
-        self.subcon._build(obj, sub, context, path)
-        data = sub.getvalue()
+        data = _build_alone(self.subcon, obj, context, path)
         self.lengthfield._build(len(data), stream, context, path)
         stream_write(stream, data, len(data), path)
         return obj
@@ -238,41 +262,24 @@ class CrcGuarded(c.Construct):
         super().__init__()
         self.cname, self.func, self.subcon, self.verify_key, self.to_end = name, func, subcon, verify_key, to_end
 
-    def _crc(self, data: bytes) -> int:
-        if self.func == "crc32c":
-            from crc32c import crc32c
-
-            return crc32c(data)
-        import zlib
-
-        return zlib.crc32(data) & 0xFFFFFFFF
-
     def _parse(self, stream, context, path):
         stored = c.Int32ub._parsereport(stream, context, path)
         start = stream_tell(stream, path)
         if self.to_end:  # check before parsing: a corrupt body is reported as corrupt, not as malformed
-            self._check(stream.read(), stored, context, path)
+            _verify(self.func, stream.read(), stored, context, self.verify_key, path)
             stream.seek(start)
             obj = self.subcon._parsereport(stream, context, path)
         else:
             obj = self.subcon._parsereport(stream, context, path)
             end = stream_tell(stream, path)
             stream.seek(start)
-            self._check(stream.read(end - start), stored, context, path)
+            _verify(self.func, stream.read(end - start), stored, context, self.verify_key, path)
         obj[self.cname] = stored
         return obj
 
-    def _check(self, data, stored, context, path):
-        if context._params.get(self.verify_key, True):
-            computed = self._crc(data)
-            if computed != stored:
-                raise c.ChecksumError(f"stored {self.func} {stored:#010x} != computed {computed:#010x}", path=path)
-
     def _build(self, obj, stream, context, path):
-        sub = io.BytesIO()
-        self.subcon._build(obj, sub, context, path)
-        data = sub.getvalue()
-        c.Int32ub._build(self._crc(data), stream, context, path)
+        data = _build_alone(self.subcon, obj, context, path)
+        c.Int32ub._build(_checksum(self.func, data), stream, context, path)
         stream_write(stream, data, len(data), path)
         return obj
 
@@ -301,9 +308,7 @@ class KafkaCompressed(c.Construct):
 
     def _build(self, obj, stream, context, path):
         codec = c.evaluate(self.codec, context)
-        sub = io.BytesIO()
-        self.subcon._build(obj, sub, context, path)
-        data = sub.getvalue()
+        data = _build_alone(self.subcon, obj, context, path)
         if codec != "none" and obj:
             data = _compression.compress(codec, data, self.magic)
         stream_write(stream, data, len(data), path)
@@ -363,11 +368,8 @@ class KSized(_LengthPrefixed):
         n = self._length(stream, context, path)
         if n is None:
             return None
-        base = stream_tell(stream, path)
-        data = stream_read(stream, n, path)
-        sub = _sub(data, stream, base)
-        obj = self.subcon._parsereport(sub, context, path)
-        if sub.tell() != n:
+        obj, used = _parse_span(self.subcon, stream, n, context, path)
+        if used != n:
             raise c.ValidationError(f"length {n} does not match the content", path=path)
         return obj
 
@@ -375,9 +377,7 @@ class KSized(_LengthPrefixed):
         if obj is None:
             self._build_null(stream, context, path)
             return obj
-        sub = io.BytesIO()
-        self.subcon._build(obj, sub, context, path)
-        data = sub.getvalue()
+        data = _build_alone(self.subcon, obj, context, path)
         self.lengthfield._build(len(data), stream, context, path)
         stream_write(stream, data, len(data), path)
         return obj
@@ -415,26 +415,13 @@ class TrailingCrc(c.Construct):
         self.func, self.data, self.verify_key = func, data, verify_key
         self.flagbuildnone = True  # computed on build: the caller gives no value
 
-    def _crc(self, context):
-        data = c.evaluate(self.data, context)
-        if self.func == "crc32c":
-            from crc32c import crc32c
-
-            return crc32c(data)
-        import zlib
-
-        return zlib.crc32(data) & 0xFFFFFFFF
-
     def _parse(self, stream, context, path):
         stored = c.Int32ub._parsereport(stream, context, path)
-        if context._params.get(self.verify_key, True):
-            computed = self._crc(context)
-            if computed != stored:
-                raise c.ChecksumError(f"stored {self.func} {stored:#010x} != computed {computed:#010x}", path=path)
+        _verify(self.func, c.evaluate(self.data, context), stored, context, self.verify_key, path)
         return stored
 
     def _build(self, obj, stream, context, path):
-        value = self._crc(context)
+        value = _checksum(self.func, c.evaluate(self.data, context))
         c.Int32ub._build(value, stream, context, path)
         return value
 
