@@ -448,6 +448,11 @@ class Builder:
                 post_decode(x)
             run = []
 
+        def crc_check(cf: Field, stop: str) -> Op:
+            """Check of the CRC field ``cf`` over its target's start up to ``stop``."""
+            return Op("crc_check", depth, dict(func=cf.derive.func, crc=cf.name, start=f"p_{cf.derive.target}",
+                                               stop=stop, path=f"{path}.{cf.name}"))  # fmt: skip
+
         def post_decode(x: Field):
             if x.const is not None:
                 dec.append(Op("const_check", depth, dict(name=x.name, value=x.const, path=f"{path}.{x.name}")))
@@ -484,17 +489,7 @@ class Builder:
                     end = new_end
                 if f.name in pending_crc:
                     cf = pending_crc[f.name]
-                    check = Op(
-                        "crc_check",
-                        depth,
-                        dict(
-                            func=cf.derive.func,
-                            crc=cf.name,
-                            start=f"p_{f.name}",
-                            stop=f"p_{cf.derive.to}" if cf.derive.to else end,
-                            path=f"{path}.{cf.name}",
-                        ),
-                    )
+                    check = crc_check(cf, f"p_{cf.derive.to}" if cf.derive.to else end)
                     if cf.derive.to:
                         deferred_crc[cf.derive.to] = check  # checked once the end of its range is known
                     else:
@@ -528,19 +523,7 @@ class Builder:
                 and f.name not in [c.name for c in pending_crc.values()]
             ):
                 flush_run()
-                dec.append(
-                    Op(
-                        "crc_check",
-                        depth,
-                        dict(
-                            func=f.derive.func,
-                            crc=f.name,
-                            start=f"p_{f.derive.target}",
-                            stop=f"p_{f.derive.to or f.name}",
-                            path=f"{path}.{f.name}",
-                        ),
-                    )
-                )
+                dec.append(crc_check(f, f"p_{f.derive.to or f.name}"))
             if f.if_:
                 flush_run()
                 depth -= 1
