@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 
-from bench_codecs import _rate, workload
+from bench_codecs import _rate, touch, workload
 from kafka.record.default_records import DefaultRecordBatch
 
 import generated.kafka_v2.codec as codec
@@ -98,10 +98,6 @@ def main() -> None:
     data = codec.encode(codec.Batch(codec="none", records=recs))
     batch = codec.decode(data)
     first = 61  # the records start after the 61-byte batch header
-
-    def touch(records):
-        for r in records:
-            r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
 
     assert [r.as_dict() for r in floor(data, first, len(recs), batch.base_timestamp, 0)] == [
         r.as_dict() for r in batch.records
