@@ -5,8 +5,8 @@ small and readable.  In the hot loops (one call per record, one per header) the 
 share of the time, so this pass splices the callee's body into the loop instead:
 
 * only the optimistic decoders and encoders (``_fdecode_*``, ``_fencode_*``) and ``decode_run`` (the loop
-  over a run of legacy log entries) are touched; the checked
-  ones (``_decode_*``, ``_encode_*``) stay as rendered, so error reports keep their precise paths;
+  over a run of legacy log entries) are touched; the checked ones (``_decode_*``, ``_encode_*``) stay as
+  rendered, so error reports keep their precise paths;
 * only call sites inside a ``for``/``while`` loop are inlined (that is where the calls repeat);
 * the callee's locals are renamed ``<name>_<struct>_`` (schema names may not end in ``_``, so the new
   names cannot meet a schema field), its parameters become the caller's arguments, and its final
@@ -16,8 +16,8 @@ share of the time, so this pass splices the callee's body into the loop instead:
 * a function no longer called from anywhere is dropped;
 * last, reads of the (frozen) decode options inside loops are hoisted to the top of the function.
 
-Anything outside these shapes is left as it is, so the pass can only remove calls, never change what
-the code computes.  The rewritten functions are spliced back into the module text; the rest of the
+Anything outside these shapes is left as it is, so the pass can only remove calls, fold what a constant
+argument leaves behind and move reads of frozen options, never change what the code computes.  The rewritten functions are spliced back into the module text; the rest of the
 module (comments included) is untouched.
 """
 
@@ -203,7 +203,6 @@ class _Inliner(_LoopAware):
     def __init__(self, funcs: dict[str, ast.FunctionDef], caller: ast.FunctionDef):
         self.funcs = funcs
         self.caller = caller
-        self.loop_depth = 0
         self.changed = False
         self.names = _all_names(caller)  # before any inlining: sites in sibling branches may share names
         self.locals = {a.arg for a in caller.args.args} | _stored(caller)
