@@ -250,14 +250,16 @@ def _split(path: str, size: int, split_bytes: int):
         return [(0, size)]
     import struct
 
+    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
+
     cuts, pos, start = [], 0, 0
     with open(path, "rb") as f:
-        while pos + 12 <= size:
-            f.seek(pos + 8)
+        while pos + LOG_OVERHEAD <= size:
+            f.seek(pos + 8)  # the entry's size follows its int64 offset
             (n,) = struct.unpack(">i", f.read(4))
-            if n < 14:
+            if n < MIN_ENTRY_SIZE:
                 break  # corrupt framing: the reader of the last range reports it
-            nxt = pos + 12 + n
+            nxt = pos + LOG_OVERHEAD + n
             if nxt - start >= split_bytes and nxt < size:
                 cuts.append((start, nxt))
                 start = nxt
