@@ -83,16 +83,15 @@ def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", seg
     rows = sorted(rows, key=lambda r: r["offset"])
     groups: list[list[dict]] = []
     for r in rows:
-        same = (keep_batches and groups and r.get("batch_base_offset") is not None
-                and groups[-1][0].get("batch_base_offset") == r.get("batch_base_offset"))  # fmt: skip
-        if (
-            not groups
-            or same
-            or (not keep_batches or r.get("batch_base_offset") is None)
-            and len(groups[-1]) < batch_records
-        ):
-            if groups and (same or not keep_batches or r.get("batch_base_offset") is None):
-                groups[-1].append(r)
+        batch = r.get("batch_base_offset")
+        if groups:
+            last = groups[-1]
+            if keep_batches and batch is not None:  # rows of one input batch stay together
+                joins = last[0].get("batch_base_offset") == batch
+            else:
+                joins = len(last) < batch_records
+            if joins:
+                last.append(r)
                 continue
         groups.append([r])
     folder = Path(folder)
