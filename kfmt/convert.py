@@ -138,11 +138,9 @@ def convert(
             if to_magic == 0:
                 for r in records:
                     r.timestamp = -1
-            if target_codec == "none":
-                for r in records:  # one message per record, absolute offsets
-                    emit(encode_batch([r], magic=to_magic, keep_offsets=True, **fields), 1, 1)
-            else:
-                emit(encode_batch(records, magic=to_magic, codec=target_codec, keep_offsets=True, **fields), 1, n)
+            blob = encode_batch(records, magic=to_magic, codec=target_codec, keep_offsets=True, **fields)
+            # uncompressed: one message (one log entry) per record; compressed: one wrapper
+            emit(blob, n if target_codec == "none" else 1, n)
             continue
         # up-conversion to v2
         records = _records_of(batch)
