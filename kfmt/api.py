@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -76,6 +77,20 @@ def _entry_end(buf, pos: int, n: int) -> int:
     return end if end <= n else -1
 
 
+def tail_error(buf, pos: int, n: int, base: int = 0) -> TruncatedError:
+    """The error describing the ``n - pos`` bytes at ``pos`` that do not hold a complete entry."""
+    left = n - pos
+    if left < HEADER_SIZE_UP_TO_MAGIC:
+        why = f"too short for an entry header ({HEADER_SIZE_UP_TO_MAGIC} bytes up to the magic)"
+    else:
+        size = _ENTRY.unpack_from(buf, pos)[1]
+        why = f"the entry there declares size {size}, which runs {LOG_OVERHEAD + size - left} bytes past the end"
+    e = TruncatedError(f"{left} byte(s) not read: {why}", offset=base + pos, path="log.entry")
+    e.batch_position = base + pos
+    e.unread = left
+    return e
+
+
 def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
     """Yield ``(position, end, magic)`` for each complete log entry; stop quietly at a truncated tail."""
     n = len(buf)
@@ -86,16 +101,29 @@ def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
 
 
 def read_batches(
-    data, *, verify_crc: bool = True, format: str | None = None, opts=None, backend: str = "codec"
+    data,
+    *,
+    verify_crc: bool = True,
+    format: str | None = None,
+    opts=None,
+    backend: str = "codec",
+    isolation: str = "read_uncommitted",
+    partial_tail: str = "ignore",
 ) -> Iterator[Batch]:
-    """Iterate the batches of a bytes-like Kafka log (segment file bytes, a fetch payload).
+    """Iterate the batches of a Kafka log: bytes-like data (segment bytes, a fetch payload), a path, or a
+    binary file (read in chunks: memory does not grow with the file).
 
     The magic byte of each entry selects the codec (v0, v1 and v2 may be mixed).
-    ``format`` forces one format for every entry (required for proposals that
-    reuse a real magic); ``backend="construct"`` reads with the reference backend.  A truncated tail ends iteration quietly, as in Kafka;
-    anything else wrong raises a :class:`CodecError` naming the byte offset.
+    ``format`` forces one format for every entry (required for proposals that reuse a real magic);
+    ``backend="construct"`` reads with the reference backend.  ``isolation="read_committed"`` leaves out
+    the records of aborted (and still open) transactions, as a Kafka consumer does.  A truncated tail
+    ends iteration quietly, as a fetch response's partial last batch does in Kafka (``partial_tail=
+    "error"`` raises :class:`TruncatedError` instead, with the count of bytes not read); anything else
+    wrong raises a :class:`CodecError` naming the byte offset.
     """
-    return _scan(data, verify_crc, format, opts, backend, False, False)
+    if partial_tail not in ("ignore", "error"):
+        raise ValueError(f"partial_tail must be 'ignore' or 'error', not {partial_tail!r}")
+    return _items(data, verify_crc, format, opts, backend, False, False, partial_tail == "error", isolation)
 
 
 def scan(
@@ -106,26 +134,128 @@ def scan(
     opts=None,
     backend: str = "codec",
     skip_corrupt: bool = False,
+    isolation: str = "read_uncommitted",
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
-    """Yield ``(position, end, batch)`` for each entry of a log.
+    """Yield ``(position, end, batch)`` for each entry of a log (bytes-like data, a path or a binary file).
 
-    With ``skip_corrupt`` a batch that fails to decode (bad CRC, bad record...) is yielded as its
-    ``CodecError`` instead and reading goes on at the next entry, whose framing is intact; a broken
-    entry framing (size below the minimum) always ends the scan with an error.
+    Every byte is accounted for: bytes at the end that do not hold a complete entry raise a
+    :class:`TruncatedError` (``unread`` bytes from ``batch_position``).  With ``skip_corrupt`` a batch
+    that fails to decode (bad CRC, bad record...) is yielded as its ``CodecError`` instead and reading
+    goes on at the next entry, whose framing is intact; a broken entry framing (a size below the
+    minimum) or an incomplete tail is yielded as the last item, ``(position, len(data), error)``.
     """
-    return _scan(data, verify_crc, format, opts, backend, skip_corrupt, True)
+    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation)
 
 
-def _scan(data, verify_crc, format, opts, backend, skip_corrupt, positions):
-    """The one loop behind ``read_batches`` and ``scan`` (one generator, not one per layer: with one
-    small message per entry, as in v0/v1 logs, each layer costs about as much as decoding it)."""
-    buf = data if type(data) is bytes else bytes(data)
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+CHUNK = 8 << 20
+
+
+def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, strict_tail, isolation):
+    if isolation not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATION_LEVELS)}, not {isolation!r}")
     opts = opts or options_for(verify_crc)
+    committed = isolation == "read_committed"
+    # transactions are resolved first (a pass over batch headers), so batches come out in log order
+    args = (opts, format, backend, skip_corrupt, strict_tail, positions or committed)
+    if isinstance(data, (str, os.PathLike)):
+        return _from_path(os.fspath(data), args, positions, committed)
+    if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+        if committed:
+            raise ValueError("isolation='read_committed' needs a path or bytes (transactions are resolved first)")
+        return _scan_stream(data, *args)
+    try:
+        buf = data if type(data) is bytes else bytes(memoryview(data))
+    except TypeError:
+        raise TypeError(f"a Kafka log is bytes-like data, a path or a binary file, not {type(data).__name__}") from None
+    items = _scan(buf, 0, len(buf), *args, True)
+    if committed:
+        from kfmt.txn import committed_only, transactions
+
+        return committed_only(items, transactions(buf, format=format), positions)
+    return items
+
+
+def _from_path(path, args, positions, committed):
+    f = open(path, "rb")  # noqa: SIM115 - opened now (a missing file fails here), closed by _closing
+    items = _scan_stream(f, *args)
+    if committed:
+        from kfmt.txn import committed_only, transactions
+
+        with open(path, "rb") as g:
+            items = committed_only(items, transactions(g, format=args[1]), positions)
+    return _closing(items, f)
+
+
+def _closing(items, f):
+    with f:
+        yield from items
+
+
+def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions):
+    """``_scan`` over a binary file read in chunks (an entry larger than a chunk is read whole)."""
+    base = 0
+    buf = b""
+    while True:
+        need = CHUNK
+        if len(buf) >= LOG_OVERHEAD:
+            need = max(need, LOG_OVERHEAD + _ENTRY.unpack_from(buf, 0)[1] - len(buf))
+        chunk = f.read(need)
+        eof = not chunk
+        if chunk:
+            buf = buf + chunk if buf else chunk
+        items = _scan(buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof)
+        stop = yield from _shifted(items, base)
+        if eof or stop is None:
+            return
+        base += stop
+        buf = buf[stop:]
+
+
+def _shifted(items, base):
+    """Items of a chunk with positions (and error offsets) made file-relative; returns the chunk's stop."""
+    if not base:
+        return (yield from items)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration as s:
+            return s.value
+        except CodecError as e:
+            raise _moved(e, base) from None
+        if type(item) is tuple:
+            pos, end, b = item
+            item = (pos + base, end + base, _moved(b, base) if isinstance(b, CodecError) else b)
+        yield item
+
+
+def _moved(e: CodecError, base: int) -> CodecError:
+    m = e.at(offset=None if e.offset is None else e.offset + base)
+    m.batch_position = None if e.batch_position is None else e.batch_position + base
+    if hasattr(e, "unread"):
+        m.unread = e.unread
+    return m
+
+
+def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof):
+    """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
+    not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
+    as decoding it).  Returns where it stopped: None once everything is accounted for, else the position
+    of an incomplete entry (more data may complete it, unless ``eof``)."""
     forced = backend_module(format, backend) if format else None
     table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
-    n = len(buf)
-    pos = 0
-    while (end := _entry_end(buf, pos, n)) >= 0:
+    while True:
+        try:
+            end = _entry_end(buf, pos, n)
+        except CodecError as e:  # broken framing: nothing after it can be found
+            e.batch_position = pos
+            e.unread = n - pos
+            if not skip_corrupt:
+                raise
+            yield pos, n, e
+            return None
+        if end < 0:
+            break
         mod = forced or table.get(buf[pos + 16])
         run = getattr(mod, "decode_run", None)
         if run is not None:
@@ -155,6 +285,14 @@ def _scan(data, verify_crc, format, opts, backend, skip_corrupt, positions):
             continue
         yield (pos, end, batch) if positions else batch
         pos = end
+    if not eof:
+        return pos
+    if pos < n and strict_tail:
+        e = tail_error(buf, pos, n)
+        if not skip_corrupt:
+            raise e
+        yield pos, n, e
+    return None
 
 
 def _as_record(r) -> Record:

@@ -1,0 +1,145 @@
+"""Transactions in a log: which producer's data was aborted, as a read_committed consumer sees it.
+
+A transactional producer's data batches (attributes bit 4) stay undecided until a control batch of the
+same producer id ends the transaction: COMMIT makes them visible, ABORT hides them (spec section 3).
+The broker keeps the aborted ones in each segment's ``.txnindex`` (entries: int16 version, int64
+producerId, int64 firstOffset, int64 lastOffset, int64 lastStableOffset); a consumer fetches that list
+and drops transactional batches of an aborted producer from its first offset up to its ABORT marker.
+Here the same list is computed from the log itself (batch headers, and the control records), so it
+holds with or without ``.txnindex`` files; data of a transaction that has no marker yet is above the
+last stable offset and is not returned either (a Kafka consumer would wait for it).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from kfmt.runtime.errors import CodecError
+
+# v2 batch header positions (DefaultRecordBatch): magic at 16, attributes at 21, producerId at 43
+_V2_HEAD = struct.Struct(">qiibIhiqqqhii")
+_V2_HEAD_SIZE = 61
+ABORT, COMMIT = 0, 1
+_TXN_INDEX_ENTRY = struct.Struct(">hqqqq")
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+
+@dataclass
+class Transactions:
+    """What a read_committed reader must leave out: aborted ranges and still-open transactions."""
+
+    #: ``(producer_id, first_offset, last_offset)``: the producer's transactional data from first to
+    #: last (the ABORT marker's offset) was aborted; ``first_offset`` is None when it began before the data
+    aborted: list[tuple[int, int | None, int]] = field(default_factory=list)
+    #: ``producer_id -> first offset`` of transactions that have no marker in the data
+    open: dict[int, int] = field(default_factory=dict)
+
+    def is_dropped(self, batch) -> bool:
+        """Whether a read_committed consumer leaves this batch out (control batches are kept)."""
+        if not batch.is_transactional or batch.is_control:
+            return False
+        pid, base = batch.producer_id, batch.base_offset
+        first = self.open.get(pid)
+        if first is not None and base >= first:
+            return True
+        for p, lo, hi in self.aborted:
+            if p == pid and (lo is None or lo <= base) and base <= hi:
+                return True
+        return False
+
+
+def _marker_type(batch) -> int | None:
+    for r in batch.records:
+        if r.control is not None:
+            return r.control[1]
+    return None
+
+
+def transactions(source, *, format: str | None = None) -> Transactions:
+    """Aborted and open transactions of a log (bytes-like data or a binary file), from its batch headers.
+
+    Only v2 batches carry transactions; other entries are stepped over.  Control batches are decoded (they
+    are tiny) to tell COMMIT from ABORT; a corrupt or truncated entry ends the pass (the reader reports it).
+    """
+    from kfmt.api import LOG_OVERHEAD, get_format
+
+    if format is not None and format != "kafka_v2":
+        mod = get_format(format)
+        if mod.MAGIC != 2 or "producer_id" not in mod.ROOT._fields:
+            return Transactions()
+    read = _reader(source)
+    out = Transactions()
+    pos = 0
+    while True:
+        head = read(pos, _V2_HEAD_SIZE)
+        if len(head) < 17:
+            break
+        size = struct.unpack_from(">i", head, 8)[0]
+        if size < 14:
+            break
+        end = pos + LOG_OVERHEAD + size
+        if head[16] == 2 and len(head) == _V2_HEAD_SIZE:
+            (base, _, _, _, _, attrs, _, _, _, pid, _, _, _) = _V2_HEAD.unpack(head)
+            if attrs & 0x10:
+                if attrs & 0x20:
+                    entry = read(pos, end - pos)
+                    if len(entry) < end - pos:
+                        break
+                    try:
+                        from kfmt.api import backend_module
+
+                        batch, _ = backend_module("kafka_v2").decode_from(entry, 0, len(entry))
+                    except CodecError:
+                        pos = end
+                        continue
+                    kind = _marker_type(batch)
+                    first = out.open.pop(pid, None)
+                    if kind == ABORT:
+                        out.aborted.append((pid, first, base))
+                elif pid not in out.open:
+                    out.open[pid] = base
+        pos = end
+    return out
+
+
+def _reader(source):
+    if hasattr(source, "read") and hasattr(source, "seek"):
+
+        def read_file(pos, n):
+            source.seek(pos)
+            return source.read(n)
+
+        return read_file
+    buf = source if isinstance(source, (bytes, bytearray)) else memoryview(source)
+    return lambda pos, n: bytes(buf[pos : pos + n])
+
+
+def committed_only(items, txns: Transactions, positions: bool):
+    """``(pos, end, batch)`` items of a scan without the batches ``txns`` drops (batches alone unless
+    ``positions``)."""
+    dropped = txns.is_dropped
+    for item in items:
+        b = item[2]
+        if isinstance(b, CodecError) or not dropped(b):
+            yield item if positions else b
+
+
+def read_txn_index(path) -> list[tuple[int, int, int, int, int]]:
+    """Entries ``(version, producer_id, first_offset, last_offset, last_stable_offset)`` of a .txnindex."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = len(data) // _TXN_INDEX_ENTRY.size
+    return [_TXN_INDEX_ENTRY.unpack_from(data, i * _TXN_INDEX_ENTRY.size) for i in range(n)]
+
+
+def txn_index_entry(producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int) -> bytes:
+    return _TXN_INDEX_ENTRY.pack(0, producer_id, first_offset, last_offset, last_stable_offset)
