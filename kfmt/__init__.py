@@ -5,6 +5,7 @@ Public API (kept light: heavy modules load on first use)::
     kfmt.read_batches(data, verify_crc=True)      # batches of any auto-detected magic in a log
     kfmt.encode_batch(records, magic=2, codec="none", **batch_fields)
     kfmt.Record(key=..., value=..., headers=[...], timestamp=...)
+    kfmt.convert(data, to_magic=1, codec=None, strict=False)   # Kafka's conversion rules, losses listed
     kfmt.CodecError and its subclasses
 """
 
@@ -36,16 +37,19 @@ __all__ = [
     "get_format",
     "read_batches",
     "control_record",
+    "convert",
+    "Conversion",
+    "scan",
 ]
 
 
 def __getattr__(name):
-    if name in ("read_batches", "encode_batch", "format_ids", "get_format", "control_record", "iter_entries"):
+    if name in ("read_batches", "encode_batch", "format_ids", "get_format", "control_record", "iter_entries", "scan"):
         from kfmt import api
 
         return getattr(api, name)
-    if name == "convert":
-        from kfmt import convert as _c
+    if name in ("convert", "Conversion"):
+        from kfmt import conversion
 
-        return _c.convert
+        return getattr(conversion, name)
     raise AttributeError(f"module 'kfmt' has no attribute {name!r}")

@@ -358,6 +358,10 @@ def encode_batch(
             )
         append(r)
     impl = mod.codec if backend == "codec" else importlib.import_module(f"{mod.__name__}.construct")
+    if not _record_fields(mod).issuperset(("headers",)):
+        for i, r in enumerate(recs):
+            if r.headers:  # never dropped silently: a format without headers refuses records that have some
+                raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
     if mod.ROLE == "message":
         return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
     try:
@@ -366,6 +370,16 @@ def encode_batch(
         allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
         raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
     return impl.encode(batch)
+
+
+@lru_cache(maxsize=None)
+def _record_fields(mod) -> frozenset:
+    """Field names of a format's record (or message) class."""
+    model = importlib.import_module(f"{mod.__name__}.model")
+    for v in vars(model).values():
+        if isinstance(v, type) and issubclass(v, Record) and v.__module__ == model.__name__:
+            return frozenset(v._fields)
+    return frozenset()
 
 
 def _plain_records(mod, recs: list[Record], has_headers: bool, has_ts: bool) -> bool:

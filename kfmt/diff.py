@@ -140,21 +140,40 @@ def workload_rows(formats, *, batch_sizes=(1, 3, 10, 50, 100), key_size=10, valu
 
 
 # ------------------------------------------------------------------ corpus
-def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
+TOTALS = ("bytes", "records", "payload", "skipped", "skipped_records", "headers_dropped")
+
+
+def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None = None) -> dict:
     """Re-encode every batch of the logs under ``paths`` into each format and codec.
 
-    Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "fields": {...}}}}``;
-    ``fields`` attributes the bytes of the uncompressed encoding to schema fields (see kfmt.explain).
+    Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "skipped",
+    "skipped_records", "headers_dropped", "fields": {...}}}}``; ``fields`` attributes the bytes of the
+    uncompressed encoding to schema fields (see kfmt.explain); ``skipped``/``skipped_records`` count the
+    batches and records a format or codec cannot carry, ``headers_dropped`` the headers a format without
+    headers leaves out.  ``account``, if given, is filled with what was read: ``records``, ``batches``,
+    ``control_records`` (markers are not data: never re-encoded), ``corrupt_batches`` and
+    ``unread_bytes``, so that for every format and codec
+    ``records + skipped_records + control_records == account["records"]``.
     """
     from kfmt.logdir import find_segments
 
     mods = [_mod(f) for f in formats]
     out = new_totals(mods, codecs)
+    acct = account if account is not None else {}
+    for k in ("records", "batches", "control_records", "corrupt_batches", "unread_bytes"):
+        acct.setdefault(k, 0)
     for seg in find_segments(paths):
-        with open(seg.path, "rb") as f:
-            data = f.read()
-        for _pos, _end, batch in scan(data, skip_corrupt=True):
-            if isinstance(batch, kfmt.CodecError) or batch.is_control or not batch.records:
+        for pos, end, batch in scan(seg.path, skip_corrupt=True):
+            if isinstance(batch, kfmt.CodecError):
+                acct["unread_bytes"] += end - pos
+                acct["corrupt_batches"] += getattr(batch, "unread", None) is None
+                continue
+            acct["batches"] += 1
+            acct["records"] += len(batch.records)
+            if batch.is_control:
+                acct["control_records"] += len(batch.records)
+                continue
+            if not batch.records:
                 continue
             recs = [
                 kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records
@@ -164,9 +183,7 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd")) -> dict:
 
 
 def new_totals(mods, codecs) -> dict:
-    return {
-        fid(m): {c: {"bytes": 0, "records": 0, "payload": 0, "skipped": 0, "fields": {}} for c in codecs} for m in mods
-    }
+    return {fid(m): {c: dict.fromkeys(TOTALS, 0) | {"fields": {}} for c in codecs} for m in mods}
 
 
 def add_batch(out: dict, mods, codecs, recs) -> None:
@@ -174,14 +191,18 @@ def add_batch(out: dict, mods, codecs, recs) -> None:
     from kfmt.explain import attribute
 
     payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+    headers = sum(len(r.headers) for r in recs)
     for m in mods:
+        dropped = 0 if levels(m)["header"] else headers
         for c in codecs:
             acc = out[fid(m)][c]
             try:
                 blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=c)
             except kfmt.CodecError:
                 acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
+                acc["skipped_records"] += len(recs)
                 continue
+            acc["headers_dropped"] += dropped
             acc["bytes"] += len(blob)
             acc["records"] += len(recs)
             acc["payload"] += payload
@@ -286,14 +307,16 @@ def run(args) -> int:
     except kfmt.CodecError as e:
         print(f"kfmt diff: {e}", file=sys.stderr)
         return 2
+    account: dict = {}
     if args.json:
         doc = {"rows": rows} if rows is not None else {}
         if want_structure and not args.workload:
             doc["structure"] = [r.__dict__ for r in structure(mods)]
         if args.corpus:
-            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")))
+            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")), account)
+            doc["input"] = account
         print(json.dumps(doc))
-        return 0
+        return _corpus_status(account)
     md = args.markdown
     if want_structure:
         print(("## Structure\n\n" if md else "") + render_structure(mods, md) + "\n")
@@ -304,14 +327,16 @@ def run(args) -> int:
         )
         print(render_workload(rows, mods, md) + "\n")
     if args.corpus:
-        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")))
+        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")), account)
         body = []
         for f, per in res.items():
             for c, acc in per.items():
                 bpr = f"{acc['bytes_per_record']:.1f}" if acc["bytes_per_record"] else "n/a"
-                body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"]])
-        print(("## Corpus\n\n" if md else "== corpus ==\n") + table(
-            ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes"], body, md) + "\n")  # fmt: skip
+                body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"],
+                             acc["skipped_records"], acc["headers_dropped"]])  # fmt: skip
+        print(("## Corpus\n\n" if md else "== corpus ==\n") + _account_line(account) + "\n\n" + table(
+            ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes", "records not carried",
+             "headers dropped"], body, md) + "\n")  # fmt: skip
         fields = []
         for f, per in res.items():
             for k, v in sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1]):
@@ -323,6 +348,19 @@ def run(args) -> int:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         for p in plot(rows, mods, args.plot):
             print(f"wrote {p}", file=sys.stderr)
+    return _corpus_status(account)
+
+
+def _account_line(a: dict) -> str:
+    return (f"read {a['records']} records in {a['batches']} batches ({a['control_records']} control records, "
+            f"not data, not re-encoded); {a['corrupt_batches']} corrupt batches, {a['unread_bytes']} bytes unread")  # fmt: skip
+
+
+def _corpus_status(account: dict) -> int:
+    """1 when some corpus bytes could not be read (reported on stderr), else 0."""
+    if account.get("unread_bytes"):
+        print(f"kfmt diff: {_account_line(account)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -43,11 +43,13 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
     df = (spark.read.format("kafka-log").option("on_corrupt", "skip").load(paths if isinstance(paths, str) else ",".join(paths))
           .select("file", "position", "key", "value", "headers", "timestamp"))  # fmt: skip
     fmts, cods = tuple(formats), tuple(codecs)
-    out_schema = "format string, codec string, field string, bytes long, records long, payload long, skipped long"
+    from kfmt.diff import TOTALS
+
+    out_schema = "format string, codec string, field string, " + ", ".join(f"{c} long" for c in TOTALS)
     summed = (
         df.mapInArrow(lambda it: _compare_partition(it, fmts, cods), out_schema)
         .groupBy("format", "codec", "field")
-        .agg(*(F.sum(c).alias(c) for c in ("bytes", "records", "payload", "skipped")))
+        .agg(*(F.sum(c).alias(c) for c in TOTALS))
         .collect()
     )
     from kfmt.diff import finish_totals, new_totals
@@ -56,7 +58,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
     for r in summed:
         acc = out[r["format"]][r["codec"]]
         if r["field"] is None:
-            for c in ("bytes", "records", "payload", "skipped"):
+            for c in TOTALS:
                 acc[c] += r[c]
         else:
             acc["fields"][r["field"]] = acc["fields"].get(r["field"], 0) + r["bytes"]
@@ -73,7 +75,7 @@ def _compare_partition(iterator, formats, codecs):
     import pyarrow as pa
 
     import kfmt
-    from kfmt.diff import add_batch, new_totals
+    from kfmt.diff import TOTALS, add_batch, new_totals
 
     mods = [_mod(f) for f in formats]
     totals = new_totals(mods, codecs)
@@ -95,12 +97,11 @@ def _compare_partition(iterator, formats, codecs):
     rows = []
     for f, per in totals.items():
         for c, acc in per.items():
-            rows.append(dict(format=f, codec=c, field=None, bytes=acc["bytes"], records=acc["records"],
-                             payload=acc["payload"], skipped=acc["skipped"]))  # fmt: skip
+            rows.append(dict(format=f, codec=c, field=None, **{t: acc[t] for t in TOTALS}))
             for field, n in acc["fields"].items():
-                rows.append(dict(format=f, codec=c, field=field, bytes=n, records=0, payload=0, skipped=0))
-    schema = pa.schema([("format", pa.string()), ("codec", pa.string()), ("field", pa.string()), ("bytes", pa.int64()),
-                        ("records", pa.int64()), ("payload", pa.int64()), ("skipped", pa.int64())])  # fmt: skip
+                rows.append(dict(format=f, codec=c, field=field, **(dict.fromkeys(TOTALS, 0) | {"bytes": n})))
+    schema = pa.schema([("format", pa.string()), ("codec", pa.string()), ("field", pa.string())]
+                       + [(t, pa.int64()) for t in TOTALS])  # fmt: skip
     yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 

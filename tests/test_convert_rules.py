@@ -4,7 +4,7 @@ import pytest
 
 import kfmt
 from kfmt.api import scan
-from kfmt.convert import convert
+from kfmt.conversion import convert
 
 
 def _batches(data):
