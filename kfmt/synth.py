@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import kfmt
+from kfmt.segments import build_indexes
 from kfmt.tools import atomic_write
+from kfmt.txn import txn_index_entry
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-INDEX_INTERVAL = 4096
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo")
 
 
@@ -34,17 +34,14 @@ class SynthConfig:
 
 
 class _Segments:
-    """Rolls segments by size and keeps Kafka's sparse indexes."""
+    """Rolls segments by size; each closed segment gets the .index / .timeindex its broker's recovery writes
+    (kfmt.segments.build_indexes) and, when some of its transactions were aborted, a .txnindex."""
 
     def __init__(self, folder: Path, segment_bytes: int):
         self.folder, self.segment_bytes = folder, segment_bytes
         self.base = None
         self.buf = bytearray()
-        self.index = bytearray()
-        self.timeindex = bytearray()
-        self.since_index = 0
-        self.max_ts = -1
-        self.max_ts_offset = 0
+        self.txn_index = bytearray()
         self.files: list[Path] = []
 
     def append(self, data: bytes, base_offset: int, last_offset: int, max_ts: int):
@@ -52,30 +49,25 @@ class _Segments:
             self.flush()
         if self.base is None:
             self.base = base_offset
-        if max_ts > self.max_ts:
-            self.max_ts, self.max_ts_offset = max_ts, last_offset
-        if self.since_index >= INDEX_INTERVAL or not self.index:
-            self.index += struct.pack(">ii", last_offset - self.base, len(self.buf))
-            self.timeindex += struct.pack(">qi", self.max_ts, self.max_ts_offset - self.base)
-            self.since_index = 0
         self.buf += data
-        self.since_index += len(data)
+
+    def aborted(self, producer_id: int, first_offset: int, marker_offset: int):
+        """An ABORT marker was appended: the broker records the aborted range in the segment's .txnindex
+        (with the last stable offset, here the marker's next offset: no other transaction is open)."""
+        self.txn_index += txn_index_entry(producer_id, first_offset, marker_offset, marker_offset + 1)
 
     def flush(self):
         if self.base is None:
             return
         stem = self.folder / f"{self.base:020d}"
+        index, timeindex = build_indexes(self.buf, self.base)
         atomic_write(stem.with_suffix(".log"), bytes(self.buf))
-        atomic_write(stem.with_suffix(".index"), bytes(self.index))
-        atomic_write(stem.with_suffix(".timeindex"), bytes(self.timeindex))
+        atomic_write(stem.with_suffix(".index"), index)
+        atomic_write(stem.with_suffix(".timeindex"), timeindex)
+        if self.txn_index:
+            atomic_write(stem.with_suffix(".txnindex"), bytes(self.txn_index))
         self.files.append(stem.with_suffix(".log"))
-        self.base, self.buf, self.index, self.timeindex, self.since_index = (
-            None,
-            bytearray(),
-            bytearray(),
-            bytearray(),
-            0,
-        )
+        self.base, self.buf, self.txn_index = None, bytearray(), bytearray()
 
 
 def _zipf_key(rng: random.Random, n: int = 500) -> bytes:
@@ -109,6 +101,7 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
                  for k in range(3)]  # fmt: skip
     offset, ts, written, batches, markers = 0, cfg.t0 + partition_seed * 1000, 0, 0, 0
     open_txn: dict | None = None
+    txn_first = 0
     while written < cfg.records:
         p = rng.choice(producers)
         n = min(
@@ -129,6 +122,8 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
         written += n
         batches += 1
         if p["txn"]:
+            if open_txn is None:
+                txn_first = offset - n
             open_txn = p
         if open_txn and rng.random() < 0.3:
             kind = "abort" if rng.random() < 0.25 else "commit"
@@ -137,6 +132,8 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
                                        base_offset=offset, producer_id=open_txn["pid"],
                                        producer_epoch=open_txn["epoch"], is_transactional=True, is_control=True)  # fmt: skip
             seg.append(marker, offset, offset, ts)
+            if kind == "abort":
+                seg.aborted(open_txn["pid"], txn_first, offset)
             offset += 1
             markers += 1
             open_txn = None

@@ -64,20 +64,21 @@ def _marker_type(batch) -> int | None:
     return None
 
 
-def transactions(source, *, format: str | None = None) -> Transactions:
+def transactions(source, *, format: str | None = None, into: Transactions | None = None) -> Transactions:
     """Aborted and open transactions of a log (bytes-like data or a binary file), from its batch headers.
 
     Only v2 batches carry transactions; other entries are stepped over.  Control batches are decoded (they
     are tiny) to tell COMMIT from ABORT; a corrupt or truncated entry ends the pass (the reader reports it).
+    ``into`` carries the state of the segments before this one (a partition's segments in order).
     """
-    from kfmt.api import LOG_OVERHEAD, get_format
+    from kfmt.api import LOG_OVERHEAD, backend_module, get_format
 
+    out = into if into is not None else Transactions()
     if format is not None and format != "kafka_v2":
         mod = get_format(format)
         if mod.MAGIC != 2 or "producer_id" not in mod.ROOT._fields:
-            return Transactions()
+            return out
     read = _reader(source)
-    out = Transactions()
     pos = 0
     while True:
         head = read(pos, _V2_HEAD_SIZE)
@@ -95,8 +96,6 @@ def transactions(source, *, format: str | None = None) -> Transactions:
                     if len(entry) < end - pos:
                         break
                     try:
-                        from kfmt.api import backend_module
-
                         batch, _ = backend_module("kafka_v2").decode_from(entry, 0, len(entry))
                     except CodecError:
                         pos = end
@@ -108,6 +107,15 @@ def transactions(source, *, format: str | None = None) -> Transactions:
                 elif pid not in out.open:
                     out.open[pid] = base
         pos = end
+    return out
+
+
+def transactions_of_files(paths, *, format: str | None = None) -> Transactions:
+    """Transactions of a partition's segment files, read in order (a transaction may span segments)."""
+    out = Transactions()
+    for p in paths:
+        with open(p, "rb") as f:
+            transactions(f, format=format, into=out)
     return out
 
 

@@ -66,11 +66,16 @@ def test_dump_corrupt_batch_stops_or_skips(tmp_path, capsys):
     path.write_bytes(bytes(data))
     assert main(["dump", "--json", str(path)]) == 1
     cap = capsys.readouterr()
-    assert f"corrupt batch at byte {sizes[0]}" in cap.err and str(path) in cap.err
-    assert len(cap.out.splitlines()) == 1  # stopped after the first batch
+    assert f"{path} at byte {sizes[0]}: corrupt batch of {sizes[1]} bytes" in cap.err
+    objs = [json.loads(x) for x in cap.out.splitlines()]
+    # the first batch, then the corrupt one and the bytes left unread, as problem objects
+    assert [o["type"] for o in objs] == ["batch", "problem", "problem"]
+    assert [(o["kind"], o["position"]) for o in objs[1:]] == [("corrupt_batch", sizes[0]),
+                                                               ("unread_bytes", sizes[0] + sizes[1])]  # fmt: skip
+    assert "index" not in cap.err  # entries past the corrupt batch are not called mismatches
     assert main(["dump", "--json", "--skip-corrupt", str(path)]) == 1
     cap = capsys.readouterr()
-    assert len(cap.out.splitlines()) == 2  # first and third batch
+    assert [json.loads(x)["type"] for x in cap.out.splitlines()] == ["batch", "problem", "batch"]
 
 
 def test_dump_proposal_format_explicitly(tmp_path, capsys):

@@ -1,0 +1,184 @@
+"""The other files of a Kafka log directory, read and sanity-checked as the broker does.
+
+``.index`` (8-byte entries: int32 relative offset, int32 position), ``.timeindex`` (12 bytes: int64
+timestamp, int32 relative offset), ``.txnindex`` (34 bytes: int16 version, int64 producerId, int64
+firstOffset, int64 lastOffset, int64 lastStableOffset), producer-state ``.snapshot`` (int16 version,
+uint32 CRC-32C of everything after it, int32 count, then per producer: int64 producerId, int16 epoch,
+int32 lastSequence, int64 lastOffset, int32 offsetDelta, int64 timestamp, int32 coordinatorEpoch,
+int64 currentTxnFirstOffset; ProducerStateManager), ``leader-epoch-checkpoint`` (text: version, count,
+then ``epoch startOffset`` lines), ``partition.metadata`` (text: ``version: 0``, ``topic_id: ...``).
+KRaft snapshots (``<offset>-<epoch>.checkpoint``) are record batches, read like segments.
+
+Each reader returns ``(entries, problems)``: problems are one-line strings, never exceptions.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import crc32c
+
+_SNAPSHOT_HEAD = struct.Struct(">hIi")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+SNAPSHOT_FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp",
+                   "coordinator_epoch", "current_txn_first_offset")  # fmt: skip
+_TXN = struct.Struct(">hqqqq")
+TXN_FIELDS = ("version", "producer_id", "first_offset", "last_offset", "last_stable_offset")
+
+
+def kind_of(path: Path) -> str | None:
+    """What a file of a log directory holds, by its name (None: not a Kafka log file)."""
+    name = path.name
+    if name == "leader-epoch-checkpoint":
+        return "leader_epoch_checkpoint"
+    if name == "partition.metadata":
+        return "partition_metadata"
+    for suffix, kind in ((".log", "log"), (".index", "index"), (".timeindex", "timeindex"),
+                         (".txnindex", "txnindex"), (".snapshot", "snapshot"), (".checkpoint", "log")):  # fmt: skip
+        if name.endswith(suffix):
+            return kind
+    return None
+
+
+def base_offset_of(path: Path) -> int:
+    stem = path.name.split(".")[0].split("-")[0]
+    return int(stem) if stem.isdigit() else 0
+
+
+def _entries(data: bytes, st: struct.Struct) -> tuple[list, int]:
+    """Entries of a preallocated index (trailing all-zero entries are free space), and any leftover bytes."""
+    n = len(data) // st.size
+    out = [st.unpack_from(data, i * st.size) for i in range(n)]
+    while len(out) > 1 and not any(out[-1]):
+        out.pop()
+    if len(out) == 1 and not any(out[0]) and st.size == 12:
+        out.pop()  # an empty time index is all zeros
+    return out, len(data) % st.size
+
+
+def read_offset_index(path: Path) -> tuple[list[tuple[int, int]], list[str]]:
+    """``(offset, position)`` entries (absolute offsets) and the broker's sanity check (OffsetIndex)."""
+    base = base_offset_of(path)
+    raw, extra = _entries(Path(path).read_bytes(), struct.Struct(">ii"))
+    problems = [f"size is not a multiple of 8 ({extra} trailing byte(s))"] if extra else []
+    entries = [(base + rel, pos) for rel, pos in raw]
+    for i in range(1, len(entries)):
+        if entries[i][0] <= entries[i - 1][0] or entries[i][1] <= entries[i - 1][1]:
+            problems.append(f"entry {i} ({entries[i][0]} -> {entries[i][1]}) does not follow entry {i - 1} "
+                            f"({entries[i - 1][0]} -> {entries[i - 1][1]}): offsets and positions must increase")  # fmt: skip
+    if entries and entries[-1][0] < base:
+        problems.append(f"the last offset {entries[-1][0]} is less than the base offset {base}")
+    return entries, problems
+
+
+def read_time_index(path: Path) -> tuple[list[tuple[int, int]], list[str]]:
+    """``(timestamp, offset)`` entries (absolute offsets) and the broker's sanity check (TimeIndex)."""
+    base = base_offset_of(path)
+    raw, extra = _entries(Path(path).read_bytes(), struct.Struct(">qi"))
+    problems = [f"size is not a multiple of 12 ({extra} trailing byte(s))"] if extra else []
+    entries = [(ts, base + rel) for ts, rel in raw]
+    for i in range(1, len(entries)):
+        if entries[i][0] < entries[i - 1][0] or entries[i][1] < entries[i - 1][1]:
+            problems.append(f"entry {i} ({entries[i][0]}, offset {entries[i][1]}) goes backwards from entry {i - 1} "
+                            f"({entries[i - 1][0]}, offset {entries[i - 1][1]})")  # fmt: skip
+    if entries and entries[-1][1] < base:
+        problems.append(f"the last offset {entries[-1][1]} is less than the base offset {base}")
+    return entries, problems
+
+
+def read_txn_index(path: Path) -> tuple[list[dict], list[str]]:
+    data = Path(path).read_bytes()
+    n, extra = divmod(len(data), _TXN.size)
+    problems = [f"size is not a multiple of {_TXN.size} ({extra} trailing byte(s))"] if extra else []
+    entries = [dict(zip(TXN_FIELDS, _TXN.unpack_from(data, i * _TXN.size))) for i in range(n)]
+    for i, e in enumerate(entries):
+        if e["version"] != 0:
+            problems.append(f"entry {i}: unknown version {e['version']}")
+        if e["first_offset"] > e["last_offset"]:
+            problems.append(f"entry {i}: first offset {e['first_offset']} after last offset {e['last_offset']}")
+    return entries, problems
+
+
+def read_producer_snapshot(path: Path) -> tuple[list[dict], list[str]]:
+    data = Path(path).read_bytes()
+    if len(data) < _SNAPSHOT_HEAD.size:
+        return [], [f"{len(data)} bytes: too short for a producer snapshot header ({_SNAPSHOT_HEAD.size} bytes)"]
+    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
+    problems = []
+    if version != 1:
+        problems.append(f"unknown snapshot version {version} (Kafka writes 1)")
+    computed = crc32c.crc32c(data[6:])
+    if computed != crc:
+        problems.append(f"stored crc32c 0x{crc:08x} != computed 0x{computed:08x} (corrupt snapshot)")
+    room = (len(data) - _SNAPSHOT_HEAD.size) // _SNAPSHOT_ENTRY.size
+    if count < 0 or count > room:
+        problems.append(f"producer count {count} does not fit the file ({room} entries fit)")
+        count = max(0, min(count, room))
+    entries = [dict(zip(SNAPSHOT_FIELDS, _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEAD.size + i * _SNAPSHOT_ENTRY.size)))
+               for i in range(count)]  # fmt: skip
+    extra = len(data) - _SNAPSHOT_HEAD.size - count * _SNAPSHOT_ENTRY.size
+    if extra and not problems:
+        problems.append(f"{extra} byte(s) after the last producer entry")
+    return entries, problems
+
+
+def producer_snapshot(entries: list[dict]) -> bytes:
+    """The bytes of a producer-state snapshot holding ``entries`` (dicts of SNAPSHOT_FIELDS)."""
+    body = struct.pack(">i", len(entries)) + b"".join(
+        _SNAPSHOT_ENTRY.pack(*(e[f] for f in SNAPSHOT_FIELDS)) for e in entries
+    )
+    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+
+
+def read_leader_epoch_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
+    return _checkpoint_lines(path, ("epoch", "start_offset"))
+
+
+def _checkpoint_lines(path: Path, names: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+    lines = Path(path).read_text(errors="replace").splitlines()
+    problems: list[str] = []
+    if len(lines) < 2 or not lines[0].strip().isdigit() or not lines[1].strip().isdigit():
+        return [], ["not a checkpoint file (expected a version line and a count line)"]
+    count = int(lines[1])
+    entries = []
+    for i, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if len(parts) != len(names) or not all(p.lstrip("-").isdigit() for p in parts):
+            problems.append(f"line {i}: {line!r} is not {len(names)} integers")
+            continue
+        entries.append(dict(zip(names, map(int, parts))))
+    if count != len(entries) + len([p for p in problems if p.startswith("line")]):
+        problems.append(f"the count line says {count} entries, the file holds {len(lines) - 2}")
+    for a, b in zip(entries, entries[1:]):
+        if b["epoch"] <= a["epoch"] or b["start_offset"] < a["start_offset"]:
+            problems.append(f"epoch {b['epoch']} at {b['start_offset']} does not follow epoch {a['epoch']} at "
+                            f"{a['start_offset']}")  # fmt: skip
+    return entries, problems
+
+
+def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
+    fields, problems = {}, []
+    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            problems.append(f"line {i}: {line!r} is not 'key: value'")
+            continue
+        fields[key.strip()] = value.strip()
+    if fields.get("version") != "0":
+        problems.append(f"unknown version {fields.get('version')!r} (Kafka writes 0)")
+    if "topic_id" not in fields:
+        problems.append("no topic_id")
+    return [fields], problems
+
+
+READERS = {
+    "index": read_offset_index,
+    "timeindex": read_time_index,
+    "txnindex": read_txn_index,
+    "snapshot": read_producer_snapshot,
+    "leader_epoch_checkpoint": read_leader_epoch_checkpoint,
+    "partition_metadata": read_partition_metadata,
+}
