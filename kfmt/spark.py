@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
     InputPartition,
-    LessThan,
-    LessThanOrEqual,
     WriterCommitMessage,
 )
 
@@ -43,9 +38,55 @@ ROWS_PER_ARROW_BATCH = 8192
 
 
 def register(spark) -> None:
-    """Register the ``kafka-log`` data source with a Spark session (and enable Python filter pushdown)."""
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    """Register the ``kafka-log`` data source with a Spark session."""
     spark.dataSource.register(KafkaLogDataSource)
+
+
+READ_OPTIONS = {
+    "path": "log directory, topic-partition folder or segment files (comma-separated)",
+    "paths": "same as path",
+    "verify_crc": "check CRCs (default true)",
+    "include_control": "also return control records (default false)",
+    "on_corrupt": "fail (default) | skip | quarantine",
+    "isolation": "read_uncommitted (default) | read_committed: leave out aborted transactions",
+    "kafka.isolation.level": "same as isolation (the name Spark's Kafka source uses)",
+    "subscribe": "only these topics (comma-separated)",
+    "subscribePattern": "only topics matching this regular expression",
+    "assign": 'only these topic-partitions, JSON: {"topic": [0, 1]}',
+    "startingOffsets": 'earliest (default) or JSON {"topic": {"0": 23}} (-2: earliest); inclusive',
+    "endingOffsets": 'latest (default) or JSON {"topic": {"0": 50}} (-1: latest); exclusive',
+    "split_bytes": "largest input split in bytes (default 128 MiB)",
+    "open_cost_bytes": "cost of opening a segment, in bytes (default 4 MiB)",
+    "min_partitions": "fewest input partitions to aim for (default 2 x CPU count)",
+}
+WRITE_OPTIONS = {
+    "path": "output log directory",
+    "magic": "0, 1 or 2 (default 2)",
+    "codec": "none (default), gzip, snappy, lz4, zstd",
+    "segment_bytes": "roll segments at this size (default 1 GiB)",
+    "batch_records": "records per batch when rows carry no batch (default 500)",
+    "keep_batches": "rows of one input batch stay one batch (default true)",
+}
+
+
+def check_options(options: dict, known: dict, what: str) -> None:
+    """Refuse an option this source does not know (a typo must not be ignored silently)."""
+    lowered = {x.lower() for x in known}
+    unknown = sorted(k for k in options if k.lower() not in lowered)
+    if unknown:
+        valid = "; ".join(f"{k}: {v}" for k, v in known.items())
+        raise ValueError(f"kafka-log: unknown {what} option(s) {', '.join(unknown)}. Valid options: {valid}")
+
+
+def _opt(options: dict, name: str):
+    """Spark passes option names case-insensitively (often lower-cased): look a name up either way."""
+    if name in options:
+        return options[name]
+    low = name.lower()
+    for k, v in options.items():
+        if k.lower() == low:
+            return v
+    return None
 
 
 def _bool(v, default: bool) -> bool:
@@ -63,6 +104,12 @@ class SegmentSlice(InputPartition):
     partition: int
     start: int
     end: int
+    #: offsets to return, [first, stop) (None: unbounded)
+    first_offset: int | None = None
+    stop_offset: int | None = None
+    #: read_committed: the partition's aborted transactions ``(producer id, first, last)`` and open ones
+    aborted: tuple | None = None
+    open_txns: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -120,51 +167,58 @@ def _projection(schema) -> tuple[str, ...]:
 
 
 class KafkaLogReader(DataSourceReader):
+    """Plans input partitions from the options alone.
+
+    Spark caches a Python data source's reader and planned partitions per relation and reuses them for
+    later queries on the same DataFrame or view, whatever their filters: a reader that prunes on pushed
+    filters then answers an unfiltered query with the last query's pruning.  So this reader takes no
+    filters (Spark applies every filter to the rows) and prunes only on its options (``subscribe``,
+    ``assign``, ``startingOffsets``...), which are part of the relation, as in Spark's Kafka source.
+    """
+
     def __init__(self, options: dict, columns: tuple[str, ...] | None = None):
+        check_options(options, READ_OPTIONS, "read")
         self.columns = columns  # None: every column
-        paths = options.get("path") or options.get("paths")
+        paths = _opt(options, "path") or _opt(options, "paths")
         if not paths:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
         self.paths = (
             [p for p in str(paths).strip("[]").replace('"', "").split(",") if p] if "," in str(paths) else [paths]
         )
-        self.verify_crc = _bool(options.get("verify_crc"), True)
-        self.include_control = _bool(options.get("include_control"), False)
-        self.on_corrupt = (options.get("on_corrupt") or "fail").lower()
+        self.verify_crc = _bool(_opt(options, "verify_crc"), True)
+        self.include_control = _bool(_opt(options, "include_control"), False)
+        self.on_corrupt = (_opt(options, "on_corrupt") or "fail").lower()
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
             raise ValueError(f"kafka-log: on_corrupt must be fail, skip or quarantine, not {self.on_corrupt!r}")
-        self.split_bytes = int(options.get("split_bytes") or 128 * 1024 * 1024)
-        self.open_cost = int(options.get("open_cost_bytes") or 4 * 1024 * 1024)
-        self.min_partitions = int(options.get("min_partitions") or 2 * (os.cpu_count() or 1))
-        self.filters: list = []
+        iso = _opt(options, "isolation") or _opt(options, "kafka.isolation.level") or "read_uncommitted"
+        self.isolation = str(iso).lower()
+        if self.isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"kafka-log: isolation must be read_uncommitted or read_committed, not {iso!r}")
+        self.split_bytes = _int_opt(options, "split_bytes", 128 * 1024 * 1024)
+        self.open_cost = _int_opt(options, "open_cost_bytes", 4 * 1024 * 1024)
+        self.min_partitions = _int_opt(options, "min_partitions", 2 * (os.cpu_count() or 1))
+        self.topics = _csv(_opt(options, "subscribe"))
+        pattern = _opt(options, "subscribePattern")
+        try:
+            self.pattern = re.compile(pattern).fullmatch if pattern else None
+        except re.error as e:
+            raise ValueError(f"kafka-log: subscribePattern {pattern!r} is not a regular expression: {e}") from None
+        self.assign = _json_opt(options, "assign")
+        self.starting = _offsets_opt(options, "startingOffsets", "earliest", -2)
+        self.ending = _offsets_opt(options, "endingOffsets", "latest", -1)
+        from kfmt.logdir import find_segments
 
-    # ---- pushdown: prune whole segments; Spark still applies every filter to the rows
-    def pushFilters(self, filters):
-        for f in filters:
-            if (
-                isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In))
-                and len(f.attribute) == 1
-                and f.attribute[0] in ("topic", "partition", "offset", "timestamp")
-            ):
-                self.filters.append(f)
-            yield f
+        try:  # paths are checked on the driver, before any task runs
+            self.segments = find_segments(self.paths)
+        except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
+            raise ValueError(f"kafka-log: {e}") from None
 
-    def _keep(self, seg, next_base, ts_range) -> bool:
-        for f in self.filters:
-            col = f.attribute[0]
-            if col == "topic":
-                lo = hi = seg.topic
-            elif col == "partition":
-                lo = hi = seg.partition
-            elif col == "offset":
-                lo, hi = seg.base_offset, (next_base - 1 if next_base is not None else None)
-            else:
-                if ts_range is None:
-                    continue
-                lo, hi = ts_range
-            if not _may_match(f, lo, hi):
-                return False
-        return True
+    def _wanted(self, seg) -> bool:
+        if self.topics is not None and seg.topic not in self.topics:
+            return False
+        if self.pattern is not None and not self.pattern(seg.topic):
+            return False
+        return self.assign is None or seg.partition in self.assign.get(seg.topic, ())
 
     def partitions(self):
         """Input partitions: segments (large ones cut at batch boundaries) packed into groups.
@@ -173,22 +227,34 @@ class KafkaLogReader(DataSourceReader):
         ``open_cost_bytes``, and groups fill up to ``min(split_bytes, total / min_partitions)``, so a
         directory of many small segments runs as a few tasks instead of one task per file.
         """
-        from kfmt.logdir import find_segments
-
-        segments = find_segments(self.paths)
+        segments = [s for s in self.segments if self._wanted(s)]
         kept = []
         for i, seg in enumerate(segments):
             nxt = segments[i + 1] if i + 1 < len(segments) else None
             next_base = nxt.base_offset if nxt and (nxt.topic, nxt.partition) == (seg.topic, seg.partition) else None
-            if self._keep(seg, next_base, _time_range(seg) if self._wants_time() else None):
-                kept.append(seg)
-        total = sum(seg.size + self.open_cost for seg in kept)
+            lo, hi = _bound(self.starting, seg, -2), _bound(self.ending, seg, -1)
+            if (hi is not None and seg.base_offset >= hi) or (
+                lo is not None and next_base is not None and next_base <= lo
+            ):
+                continue  # the whole segment is outside [startingOffsets, endingOffsets)
+            kept.append((seg, lo, hi))
+        txns = {}
+        if self.isolation == "read_committed":
+            from kfmt.txn import transactions_of_files
+
+            by_tp: dict = {}
+            for seg in segments:
+                by_tp.setdefault((seg.topic, seg.partition), []).append(seg.path)
+            for tp, paths in by_tp.items():
+                t = transactions_of_files(paths)
+                txns[tp] = (tuple(t.aborted), tuple(t.open.items()))
+        total = sum(seg.size + self.open_cost for seg, _, _ in kept)
         target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
-        slices = [
-            SegmentSlice(seg.path, seg.topic, seg.partition, start, end)
-            for seg in kept
-            for start, end in _split(seg.path, seg.size, target)
-        ]
+        slices = []
+        for seg, lo, hi in kept:
+            aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
+            for start, end in _split(seg.path, seg.size, target):
+                slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns))
         groups: list[list[SegmentSlice]] = []
         size = 0
         for sl in sorted(slices, key=lambda x: x.end - x.start, reverse=True):
@@ -200,48 +266,63 @@ class KafkaLogReader(DataSourceReader):
             size += cost
         return [SegmentGroup(tuple(g)) for g in groups]
 
-    def _wants_time(self) -> bool:
-        return any(f.attribute[0] == "timestamp" for f in self.filters)
-
-    def read(self, partition: SegmentGroup):
-        for part in partition.slices:
+    def read(self, partition):
+        # Spark hands a bare InputPartition when the plan has none (every segment pruned)
+        for part in getattr(partition, "slices", ()):
             yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns)
 
 
-def _may_match(f, lo, hi) -> bool:
-    """Whether a value in [lo, hi] (hi None: unbounded) can satisfy filter ``f``."""
-    v = f.value
-    if hasattr(v, "timestamp"):  # a datetime from a timestamp filter -> ms
-        v = int(v.timestamp() * 1000)
-    if isinstance(f, In):
-        vals = [int(x.timestamp() * 1000) if hasattr(x, "timestamp") else x for x in v]
-        return any(_may_match(EqualTo(f.attribute, x), lo, hi) for x in vals)
+def _int_opt(options, name, default) -> int:
+    v = _opt(options, name)
+    if v is None or v == "":
+        return default
     try:
-        if isinstance(f, EqualTo):
-            return lo <= v and (hi is None or v <= hi)
-        if isinstance(f, GreaterThan):
-            return hi is None or hi > v
-        if isinstance(f, GreaterThanOrEqual):
-            return hi is None or hi >= v
-        if isinstance(f, LessThan):
-            return lo < v
-        if isinstance(f, LessThanOrEqual):
-            return lo <= v
-    except TypeError:
-        return True
-    return True
+        n = int(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"kafka-log: option {name} must be an integer, not {v!r}") from None
+    if n <= 0:
+        raise ValueError(f"kafka-log: option {name} must be positive, not {n}")
+    return n
 
 
-def _time_range(seg):
-    """(min, max) record timestamps of a segment from its .timeindex, or None when unknown."""
-    from pathlib import Path
+def _csv(v):
+    return None if v is None else {x.strip() for x in str(v).split(",") if x.strip()}
 
-    from kfmt.logdir import read_time_index
 
-    entries = read_time_index(Path(seg.path).with_suffix(".timeindex"))
-    if not entries:
+def _json_opt(options, name):
+    import json
+
+    v = _opt(options, name)
+    if v is None:
         return None
-    return (-(2**63), max(ts for ts, _ in entries))  # the index holds maxima only: no lower bound
+    try:
+        doc = json.loads(v)
+        return {str(t): {int(p) for p in parts} for t, parts in doc.items()}
+    except (ValueError, TypeError, AttributeError):
+        raise ValueError(f'kafka-log: option {name} must be JSON like {{"topic": [0, 1]}}, not {v!r}') from None
+
+
+def _offsets_opt(options, name, word, sentinel):
+    import json
+
+    v = _opt(options, name)
+    if v is None or str(v).strip().lower() == word:
+        return None
+    try:
+        doc = json.loads(v)
+        return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in doc.items()}
+    except (ValueError, TypeError, AttributeError):
+        raise ValueError(
+            f'kafka-log: option {name} must be {word} or JSON like {{"topic": {{"0": 23}}}} ({sentinel}: {word}), '
+            f"not {v!r}"
+        ) from None
+
+
+def _bound(spec, seg, sentinel):
+    if spec is None:
+        return None
+    o = spec.get(seg.topic, {}).get(seg.partition)
+    return None if o is None or o == sentinel else o
 
 
 def _split(path: str, size: int, split_bytes: int):
@@ -281,6 +362,12 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
     columns = tuple(columns or arrow_schema(pa).names)
     cols = _Columns(columns)
     skipped = 0
+    dropped = None
+    if part.aborted is not None:
+        from kfmt.txn import Transactions
+
+        dropped = Transactions(list(part.aborted), dict(part.open_txns or ())).is_dropped
+    lo, hi = part.first_offset, part.stop_offset
     try:
         for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail"):
             if isinstance(b, kfmt.CodecError):
@@ -290,9 +377,11 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
                     continue
                 cols.add_corrupt(part.start + pos, str(b), data[pos:end])
                 continue
-            if b.is_control and not include_control:
+            if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
                 continue
-            cols.add_batch(part.start + pos, b)
+            if (lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi):
+                continue
+            cols.add_batch(part.start + pos, b, lo, hi)
             if cols.n >= ROWS_PER_ARROW_BATCH:
                 yield cols.to_arrow(pa, part)
                 cols = _Columns(columns)
@@ -322,8 +411,10 @@ class _Columns:
         self.h_offsets, self.h_keys, self.h_values = [0], [], []
         self.batch = {c: [] for c in _BATCH_COLS if c in self.want}
 
-    def add_batch(self, position, b):
+    def add_batch(self, position, b, lo=None, hi=None):
         recs = b.records
+        if (lo is not None and recs and recs[0].offset < lo) or (hi is not None and recs and recs[-1].offset >= hi):
+            recs = [r for r in recs if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi)]
         n = len(recs)
         self.n += n
         want = self.want
@@ -406,55 +497,86 @@ class WrittenFiles(WriterCommitMessage):
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
-    """Writes segments per topic-partition: batches of ``batch_records`` (or the input's own batches), rolled at
-    ``segment_bytes``, named by base offset, each written to a temporary name and renamed."""
+    """Writes a log directory as one job: tasks encode their rows into batches under a staging folder
+    (``<path>/.kfmt-staging-<job>``), and only the job's commit, on the driver, puts segments in place.
+
+    Per topic-partition the commit orders every task's batches by offset (rows of one input batch split
+    across tasks by a ``repartition()`` are merged back into one batch; the same offset twice is an error),
+    rolls segments at ``segment_bytes`` and writes ``.index``/``.timeindex`` as a broker does.  With
+    ``mode("overwrite")`` the target's segments are replaced; otherwise (append) new segments must not
+    overlap the offsets already there.  A failed job leaves nothing at the target.
+    """
 
     def __init__(self, options: dict, overwrite: bool):
-        self.path = options.get("path")
+        import uuid
+
+        check_options(options, WRITE_OPTIONS, "write")
+        self.path = _opt(options, "path")
         if not self.path:
             raise ValueError("kafka-log: give an output path: df.write.format('kafka-log').save(PATH)")
-        self.magic = int(options.get("magic") or 2)
-        self.codec = options.get("codec") or "none"
-        self.segment_bytes = int(options.get("segment_bytes") or 1024**3)
-        self.batch_records = int(options.get("batch_records") or 500)
-        self.keep_batches = _bool(options.get("keep_batches"), True)
+        magic = _opt(options, "magic")
+        self.magic = 2 if magic in (None, "") else int(magic) if str(magic) in ("0", "1", "2") else -1
+        if self.magic not in (0, 1, 2):
+            raise ValueError(f"kafka-log: magic must be 0, 1 or 2, not {magic!r}")
+        from kfmt.runtime.compression import CODECS
+
+        self.codec = (_opt(options, "codec") or "none").lower()
+        if self.codec not in CODECS or (self.codec == "zstd" and self.magic < 2):
+            raise ValueError(f"kafka-log: codec {self.codec!r} cannot be written with magic {self.magic} "
+                             f"(codecs: {', '.join(CODECS)}; zstd needs magic 2)")  # fmt: skip
+        self.segment_bytes = _int_opt(options, "segment_bytes", 1024**3)
+        self.batch_records = _int_opt(options, "batch_records", 500)
+        self.keep_batches = _bool(_opt(options, "keep_batches"), True)
         self.overwrite = overwrite
+        self.staging = os.path.join(self.path, f".kfmt-staging-{uuid.uuid4().hex}")
 
     def write(self, iterator):
+        import uuid
+
         import pyarrow as pa
 
-        from kfmt.tools import write_partition_rows
+        from kfmt.tools import encode_rows
 
         groups: dict = {}
         skipped = 0
         for batch in iterator:
-            t = pa.Table.from_batches([batch])
-            d = t.to_pydict()
-            n = t.num_rows
-            for i in range(n):
-                if d.get("error") and d["error"][i] is not None:
+            d = pa.Table.from_batches([batch]).to_pydict()
+            errors = d.get("error")
+            for i in range(batch.num_rows):
+                if errors and errors[i] is not None:
                     skipped += 1  # quarantined rows carry no record: counted and reported at commit
                     continue
-                key = (d["topic"][i], d["partition"][i])
-                groups.setdefault(key, []).append({c: d[c][i] for c in d})
-        files = []
+                groups.setdefault((d["topic"][i], d["partition"][i]), []).append({c: d[c][i] for c in d})
+        pieces = []
         for (topic, part), rows in groups.items():
-            folder = os.path.join(self.path, f"{topic}-{part}")
-            files += write_partition_rows(folder, rows, magic=self.magic, codec=self.codec,
-                                          segment_bytes=self.segment_bytes, batch_records=self.batch_records,
-                                          keep_batches=self.keep_batches, replace=self.overwrite)  # fmt: skip
-        return WrittenFiles(files, skipped)
+            blob = encode_rows(rows, magic=self.magic, codec=self.codec, batch_records=self.batch_records,
+                               keep_batches=self.keep_batches)  # fmt: skip
+            folder = os.path.join(self.staging, f"{topic}-{part}")
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"{uuid.uuid4().hex}.part")
+            with open(path, "wb") as f:
+                f.write(blob)
+            pieces.append((topic, part, path, len(rows)))
+        return WrittenFiles(pieces, skipped)
 
     def commit(self, messages):
-        skipped = sum(getattr(m, "skipped", 0) for m in messages or [])
-        if skipped:
-            log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
-        return None
+        import shutil
+
+        from kfmt.tools import commit_partitions
+
+        try:
+            skipped = sum(getattr(m, "skipped", 0) for m in messages or [])
+            pieces: dict = {}
+            for m in messages or []:
+                for topic, part, path, _n in getattr(m, "files", []) or []:
+                    pieces.setdefault((topic, part), []).append(path)
+            commit_partitions(self.path, pieces, segment_bytes=self.segment_bytes, replace=self.overwrite)
+            if skipped:
+                log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
+        finally:
+            shutil.rmtree(self.staging, ignore_errors=True)
 
     def abort(self, messages):
-        for m in messages or []:
-            for f in getattr(m, "files", []) or []:
-                try:
-                    os.unlink(f)
-                except FileNotFoundError:
-                    pass
+        import shutil
+
+        shutil.rmtree(self.staging, ignore_errors=True)

@@ -132,25 +132,19 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     return 0
 
 
-def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", segment_bytes=1024**3,
-                         batch_records=500, keep_batches=True, replace=False) -> list[str]:  # fmt: skip
-    """Write rows (dicts with offset, key, value, headers, timestamp[, batch_base_offset]) as segments.
+_BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
 
-    Rows are ordered by offset; with ``keep_batches`` rows that shared a batch stay together.
-    Segments roll at ``segment_bytes`` and are named by their base offset; every file is written to a
-    temporary name and renamed, so an interrupted job leaves no half segment.
-    """
-    import kfmt
 
-    if rows and rows[0].get("offset") is None:
-        raise ValueError("kafka-log writer: rows need an 'offset' column")
+def _row_groups(rows: list[dict], keep_batches: bool, batch_records: int) -> list[list[dict]]:
+    """Rows in offset order, grouped: rows of one input batch together (``keep_batches`` and a
+    ``batch_base_offset``), else up to ``batch_records`` consecutive rows."""
     rows = sorted(rows, key=lambda r: r["offset"])
     groups: list[list[dict]] = []
     for r in rows:
         batch = r.get("batch_base_offset")
         if groups:
             last = groups[-1]
-            if keep_batches and batch is not None:  # rows of one input batch stay together
+            if keep_batches and batch is not None:
                 joins = last[0].get("batch_base_offset") == batch
             else:
                 joins = len(last) < batch_records
@@ -158,33 +152,123 @@ def write_partition_rows(folder, rows: list[dict], *, magic=2, codec="none", seg
                 last.append(r)
                 continue
         groups.append([r])
-    folder = Path(folder)
-    written, buf, base = [], bytearray(), None
+    return groups
 
-    def flush():
-        nonlocal buf, base
-        if base is not None and buf:
-            target = folder / f"{base:020d}.log"
-            if target.exists() and not replace:
-                raise FileExistsError(f"kafka-log writer: {target} exists (use mode('overwrite') to replace it)")
-            atomic_write(target, bytes(buf))
-            written.append(str(target))
-        buf, base = bytearray(), None
 
-    for g in groups:
+def encode_rows(rows: list[dict], *, magic=2, codec="none", batch_records=500, keep_batches=True) -> bytes:
+    """Rows (dicts with offset, key, value, headers, timestamp and, when present, batch_base_offset and the
+    batch's producer_id, producer_epoch, base_sequence, is_transactional, is_control) as batches.
+
+    Magic 2 batches keep the rows' producer state and transactional/control flags.  An older magic
+    refuses what it cannot carry: headers, control records, producer state and transactional data.
+    """
+    import kfmt
+
+    if rows and rows[0].get("offset") is None:
+        raise ValueError("kafka-log writer: rows need an 'offset' column")
+    out = bytearray()
+    for g in _row_groups(rows, keep_batches, batch_records):
+        first = g[0]
+        fields = {}
+        if magic >= 2:
+            fields = {f: first[f] for f in _BATCH_FIELDS if first.get(f) is not None}
+        else:
+            for f, bad in (("headers", lambda r: r.get("headers")), ("is_control", lambda r: r.get("is_control")),
+                           ("is_transactional", lambda r: r.get("is_transactional")),
+                           ("producer_id", lambda r: (r.get("producer_id") or -1) != -1)):  # fmt: skip
+                n = sum(1 for r in g if bad(r))
+                if n:
+                    raise ValueError(f"kafka-log writer: magic {magic} cannot carry {f.replace('_', ' ')} ({n} row(s) "
+                                     f"from offset {first['offset']}); drop or filter them, or write magic 2")  # fmt: skip
         recs = []
         for r in g:
             ts = r.get("timestamp")
             if ts is not None and hasattr(ts, "timestamp"):
                 ts = int(round(ts.timestamp() * 1000))
-            hs = [(h["key"], h["value"]) for h in (r.get("headers") or [])] if magic >= 2 else []
+            hs = [(h["key"], h["value"]) for h in (r.get("headers") or [])]
             recs.append(kfmt.Record(key=r.get("key"), value=r.get("value"), headers=hs,
                                     timestamp=-1 if ts is None else ts, offset=r["offset"]))  # fmt: skip
-        data = kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=recs[0].offset, keep_offsets=True)
-        if base is not None and len(buf) + len(data) > segment_bytes:
-            flush()
-        if base is None:
-            base = recs[0].offset
-        buf += data
-    flush()
-    return written
+        out += kfmt.encode_batch(recs, magic=magic, codec=codec if not fields.get("is_control") else "none",
+                                 base_offset=recs[0].offset, keep_offsets=True, **fields)  # fmt: skip
+    return bytes(out)
+
+
+def _merged(batches: list) -> bytes:
+    """Batches whose offsets interleave (one input batch split across tasks): one batch per original batch."""
+    import kfmt
+
+    by_offset: dict = {}
+    for b in batches:
+        for r in b.records:
+            if r.offset in by_offset:
+                raise ValueError(f"kafka-log writer: offset {r.offset} is written twice")
+            by_offset[r.offset] = (b, r)
+    first = batches[0]
+    recs = [kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp, offset=r.offset)
+            for _, (_, r) in sorted(by_offset.items())]  # fmt: skip
+    fields = {}
+    if first.magic >= 2:
+        fields = {f: getattr(first, f) for f in _BATCH_FIELDS}
+    return kfmt.encode_batch(recs, magic=first.magic, codec=first.codec, base_offset=recs[0].offset,
+                             keep_offsets=True, **fields)  # fmt: skip
+
+
+def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False) -> list[str]:
+    """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``) in place as
+    segments named by base offset, with their indexes: all partitions are computed first, then every
+    file appears at once.  ``replace`` removes the partition's old segments; otherwise new offsets must
+    come after the ones already there."""
+    from kfmt.api import scan
+    from kfmt.segments import build_indexes
+
+    staged: list[tuple[Path, bytes]] = []
+    remove: list[Path] = []
+    for (topic, part), files in sorted(pieces.items()):
+        folder = Path(root) / f"{topic}-{part}"
+        entries = []
+        for f in files:
+            data = Path(f).read_bytes()
+            for pos, end, b in scan(data):
+                entries.append((b.base_offset, b.last_offset, data[pos:end], b))
+        entries.sort(key=lambda e: (e[0], e[1]))
+        blobs, cluster, top = [], [], None
+        for e in entries + [None]:
+            if e is not None and cluster and e[0] <= top:
+                cluster.append(e)
+                top = max(top, e[1])
+                continue
+            if cluster:
+                blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
+            if e is not None:
+                cluster, top = [e], e[1]
+        old = sorted(folder.glob("*.log")) if folder.is_dir() else []
+        if old and not replace and blobs:
+            last_old = max((b.last_offset for _, _, b in scan(old[-1], skip_corrupt=True) if not isinstance(b, Exception)),
+                           default=-1)  # fmt: skip
+            if blobs[0][0] <= last_old:
+                raise ValueError(f"kafka-log writer: {folder} already holds offsets up to {last_old}; new rows start at "
+                                 f"{blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
+        seg, base = bytearray(), None
+        for start, blob in blobs + [(None, b"")]:
+            if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
+                index, timeindex = build_indexes(seg, base)
+                stem = folder / f"{base:020d}"
+                staged += [(stem.with_suffix(".log"), bytes(seg)), (stem.with_suffix(".index"), index),
+                           (stem.with_suffix(".timeindex"), timeindex)]  # fmt: skip
+                seg, base = bytearray(), None
+            if start is not None:
+                base = start if base is None else base
+                seg += blob
+    if replace:  # the whole target is replaced: every partition folder's segment files go
+        for folder in Path(root).glob("*-*"):
+            if folder.is_dir() and not folder.name.startswith("."):
+                remove += [p for p in folder.iterdir() if p.suffix in (".log", ".index", ".timeindex", ".txnindex")]
+    _write_all(staged)
+    keep = {p for p, _ in staged}
+    for p in remove:
+        if p not in keep:
+            p.unlink(missing_ok=True)
+    for folder in {p.parent for p in remove}:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    return [str(p) for p, _ in staged if p.suffix == ".log"]

@@ -90,37 +90,74 @@ def test_user_schema_projects_columns(spark, corpus):
         spark.read.format("kafka-log").schema("offset int").load(str(corpus)).collect()
 
 
-def test_pushdown_prunes_segments_and_keeps_rows(spark, corpus):
-    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
-
+def test_options_prune_segments_and_keep_rows(spark, corpus):
+    """Pruning comes from options (part of the relation), as in Spark's Kafka source: subscribe, assign,
+    startingOffsets (inclusive) and endingOffsets (exclusive)."""
     from kfmt.spark import KafkaLogReader
 
     all_parts = _slices(KafkaLogReader({"path": str(corpus)}).partitions())
-    r = KafkaLogReader({"path": str(corpus)})
-    list(r.pushFilters([EqualTo(("topic",), "orders"), GreaterThanOrEqual(("offset",), 250)]))
-    pruned = _slices(r.partitions())
-    assert 0 < len(pruned) < len(all_parts)
-    assert all(p.topic == "orders" for p in pruned)
-    df = spark.read.format("kafka-log").load(str(corpus)).filter("topic = 'orders' AND offset >= 250")
-    expected = {row for row in _expected(corpus) if row[0] == "orders" and row[2] >= 250}
+    opts = {"path": str(corpus), "subscribe": "orders", "startingOffsets": '{"orders": {"0": 250, "1": 250}}'}
+    pruned = _slices(KafkaLogReader(opts).partitions())
+    assert 0 < len(pruned) < len(all_parts) and all(p.topic == "orders" for p in pruned)
+    df = (spark.read.format("kafka-log").option("subscribe", "orders")
+          .option("startingOffsets", '{"orders": {"0": 250, "1": 250}}')
+          .option("endingOffsets", '{"orders": {"0": 280, "1": -1}}').load(str(corpus)))  # fmt: skip
+    expected = {
+        row for row in _expected(corpus) if row[0] == "orders" and row[2] >= 250 and (row[1] == 1 or row[2] < 280)
+    }
     assert _rows(df) == expected and expected
+    assert spark.read.format("kafka-log").option("assign", '{"clicks": [1]}').load(str(corpus)).select(
+        "topic", "partition"
+    ).distinct().collect() == [("clicks", 1)]
 
 
-def test_timestamp_pushdown_uses_timeindex(spark, corpus):
-    import datetime as dt
+def test_reused_dataframe_and_view_answer_every_query(spark, corpus):
+    """Spark reuses a Python source's planned partitions across queries on one DataFrame: every query
+    must still return what a fresh load() returns."""
+    expected = _expected(corpus)
+    df = spark.read.format("kafka-log").load(str(corpus))
+    n = len(expected)
+    assert df.count() == n
+    assert df.where("partition = 0").count() == sum(1 for r in expected if r[1] == 0)
+    assert df.count() == n
+    assert df.filter("topic = 'nope'").count() == 0  # prunes everything: an empty result, not an error
+    assert df.count() == n
+    df.createOrReplaceTempView("kl")
+    assert spark.sql("SELECT count(*) FROM kl WHERE topic = 'orders'").collect()[0][0] == sum(
+        1 for r in expected if r[0] == "orders")  # fmt: skip
+    by_topic = {r[0]: r[1] for r in spark.sql("SELECT topic, count(*) FROM kl GROUP BY topic").collect()}
+    assert by_topic == {t: sum(1 for r in expected if r[0] == t) for t in {r[0] for r in expected}}
+    assert spark.read.format("kafka-log").option("subscribe", "nope").load(str(corpus)).count() == 0
 
-    from pyspark.sql.datasource import GreaterThanOrEqual
 
-    from kfmt.spark import KafkaLogReader
+def test_options_are_validated_on_the_driver(spark, corpus):
+    for opts, msg in (({"startingOffset": "earliest"}, "unknown read option"),
+                      ({"on_corrupt": "ignore"}, "on_corrupt"), ({"split_bytes": "big"}, "integer"),
+                      ({"isolation": "serializable"}, "isolation"),
+                      ({"kafka.isolation.level": "read-committed"}, "isolation")):  # fmt: skip
+        with pytest.raises(Exception, match=msg):
+            r = spark.read.format("kafka-log")  # a DataFrameReader keeps its options: a fresh one each time
+            for k, v in opts.items():
+                r = r.option(k, v)
+            r.load(str(corpus)).count()
+    with pytest.raises(Exception, match="no such file"):
+        spark.read.format("kafka-log").load(str(corpus / "missing")).count()
 
-    stamps = sorted(r[6] for r in _expected(corpus) if r[6] is not None)
-    cut = stamps[len(stamps) * 3 // 4]
-    when = dt.datetime.fromtimestamp(cut / 1000, dt.timezone.utc)
-    r = KafkaLogReader({"path": str(corpus)})
-    list(r.pushFilters([GreaterThanOrEqual(("timestamp",), when)]))
-    assert len(_slices(r.partitions())) < len(_slices(KafkaLogReader({"path": str(corpus)}).partitions()))
-    df = spark.read.format("kafka-log").load(str(corpus)).filter(f"timestamp >= timestamp_millis({cut})")
-    assert _rows(df) == {row for row in _expected(corpus) if row[6] is not None and row[6] >= cut}
+
+def test_read_committed_leaves_out_aborted_transactions(spark, corpus):
+    from kfmt.txn import transactions_of_files
+
+    committed = spark.read.format("kafka-log").option("kafka.isolation.level", "read_committed").load(str(corpus))
+    got = _rows(committed)
+    every = _expected(corpus)
+    dropped = every - got
+    assert dropped and got <= every
+    for topic, part in {(r[0], r[1]) for r in dropped}:
+        segs = sorted(s.path for s in find_segments(str(corpus)) if (s.topic, s.partition) == (topic, part))
+        t = transactions_of_files(segs)
+        undecided = min(t.open.values(), default=None)  # a transaction without a marker: above the LSO
+        assert all(any(lo <= r[2] <= hi for _, lo, hi in t.aborted) or (undecided is not None and r[2] >= undecided)
+                   for r in dropped if (r[0], r[1]) == (topic, part))  # fmt: skip
 
 
 def test_large_segments_split_at_batch_boundaries(spark, corpus):
@@ -167,10 +204,42 @@ def test_write_then_read(spark, corpus, tmp_path):
     assert {r[0] for r in back.select("codec").distinct().collect()} == {"zstd"}
     assert not list(out.rglob("*.tmp"))
     legacy = tmp_path / "v1"
-    df.filter("topic = 'orders'").write.format("kafka-log").mode("overwrite").option("magic", 1).save(str(legacy))
+    orders = df.filter("topic = 'orders'")
+    with pytest.raises(Exception, match="magic 1 cannot carry headers"):  # refused, never dropped silently
+        orders.write.format("kafka-log").mode("overwrite").option("magic", 1).save(str(legacy))
+    assert not legacy.exists() or not list(legacy.rglob("*.log"))  # a failed job leaves nothing behind
+    plain = orders.select("topic", "partition", "offset", "key", "value", "timestamp")
+    plain.write.format("kafka-log").mode("overwrite").option("magic", 1).save(str(legacy))
     assert {r.magic for r in spark.read.format("kafka-log").load(str(legacy)).select("magic").distinct().collect()} == {
         1
     }
+
+
+def test_writer_is_one_job_overwrite_append_and_any_partitioning(spark, corpus, tmp_path):
+    df = spark.read.format("kafka-log").option("include_control", "true").load(str(corpus))
+    n = df.count()
+    out = tmp_path / "w"
+    # rows of one topic-partition spread over tasks in any order still land in ordered, disjoint segments
+    df.repartition(5).write.format("kafka-log").mode("overwrite").option("segment_bytes", 16000).save(str(out))
+    back = spark.read.format("kafka-log").option("include_control", "true").load(str(out))
+    assert back.count() == n
+    for d in out.iterdir():
+        ranges = [(b.base_offset, b.last_offset) for seg in sorted(d.glob("*.log")) for b in kfmt.read_batches(seg)]
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:])), d
+    # producer state, transactional flags and control batches are kept
+    cols = "topic, partition, offset, producer_id, producer_epoch, base_sequence, is_transactional, is_control"
+    assert {tuple(r) for r in back.selectExpr(*cols.split(", ")).collect()} == {
+        tuple(r) for r in df.selectExpr(*cols.split(", ")).collect()}  # fmt: skip
+    # overwrite replaces the target's segments: no rows left over from before
+    df.filter("topic = 'orders'").write.format("kafka-log").mode("overwrite").save(str(out))
+    assert spark.read.format("kafka-log").option("include_control", "true").load(str(out)).count() == df.filter(
+        "topic = 'orders'").count()  # fmt: skip
+    assert not [p for p in out.rglob("*") if "staging" in p.name]
+    # append: offsets already there are refused, new ones are added
+    with pytest.raises(Exception, match="already holds offsets"):
+        df.filter("topic = 'orders'").write.format("kafka-log").mode("append").save(str(out))
+    with pytest.raises(Exception, match="unknown write option"):
+        df.write.format("kafka-log").mode("overwrite").option("codex", "zstd").save(str(out))
 
 
 def test_compare_equals_diff_corpus_mode(spark, corpus):
