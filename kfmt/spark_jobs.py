@@ -123,8 +123,23 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     s, d = Path(src).resolve(), Path(dst).resolve()
     if s == d or s in d.parents or d in s.parents:
         raise ValueError(f"kfmt spark convert: refusing to write {dst} over or around its input {src}")
-    df = spark.read.format("kafka-log").load(src)
+    from pyspark.sql import functions as F
+
+    # control batches and producer state are carried over as `kfmt convert` carries them
+    df = spark.read.format("kafka-log").option("include_control", "true").load(src)
     n = df.count()
+    if magic < 2:  # what an old magic cannot carry is counted and reported, then left out (Kafka's down-conversion)
+        lost = df.agg(
+            F.sum(F.col("is_control").cast("long")).alias("control records"),
+            F.sum(F.size("headers")).alias("headers"),
+            F.sum((F.col("producer_id") != -1).cast("long")).alias("records with producer state"),
+            F.sum(F.col("is_transactional").cast("long")).alias("transactional records"),
+        ).collect()[0]
+        kinds = ", ".join(f"{k} {v}" for k, v in lost.asDict().items() if v)
+        if kinds:
+            print(f"kfmt spark convert: not carried over to magic {magic}: {kinds}", file=sys.stderr)
+        df = df.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
+                                                     "batch_base_offset")  # fmt: skip
     (df.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
        .option("segment_bytes", segment_bytes).save(dst))  # fmt: skip
     return n
@@ -144,7 +159,35 @@ def render_compare(res: dict, markdown=True) -> str:
     return table(["format", "codec", "total bytes", "records", "bytes/record", "overhead/record"], body, markdown)
 
 
+def _check_args(args) -> str | None:
+    """What is wrong with the command line, checked before Spark starts (None: nothing)."""
+    from pathlib import Path
+
+    from kfmt.api import format_ids
+
+    paths = args.logdir.split(",") if args.job == "compare" else [args.src]
+    for p in paths:
+        if not Path(p).exists():
+            return f"no such file or directory: {p}"
+    if args.job == "compare":
+        unknown = [f for f in args.formats.split(",") if f not in format_ids()]
+        if unknown:
+            return f"unknown format(s) {', '.join(unknown)}; known: {', '.join(format_ids())}"
+        from kfmt.runtime.compression import CODECS
+
+        bad = [c for c in args.codecs.split(",") if c not in CODECS]
+        if bad:
+            return f"unknown codec(s) {', '.join(bad)}; use {', '.join(CODECS)}"
+    elif args.magic < 2 and args.codec == "zstd":
+        return "zstd cannot be written with magic 0 or 1"
+    return None
+
+
 def run(args) -> int:
+    problem = _check_args(args)
+    if problem:
+        print(f"kfmt spark {args.job}: {problem}", file=sys.stderr)
+        return 2
     t0 = time.time()
     spark = session(args.master)
     try:
@@ -157,7 +200,12 @@ def run(args) -> int:
             else:
                 print(render_compare(res, markdown=args.markdown))
         else:
-            n = convert(spark, args.src, args.dst, magic=args.magic, codec=args.codec, segment_bytes=args.segment_bytes)
+            try:
+                n = convert(spark, args.src, args.dst, magic=args.magic, codec=args.codec,
+                            segment_bytes=args.segment_bytes)  # fmt: skip
+            except ValueError as e:
+                print(f"kfmt spark convert: {e}", file=sys.stderr)
+                return 1
             print(f"converted {n} rows from {args.src} to {args.dst} (magic {args.magic}, codec {args.codec})")
     finally:
         spark.stop()

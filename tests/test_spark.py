@@ -278,3 +278,30 @@ def test_synth_is_deterministic_and_kafka_python_reads_it(tmp_path):
         while (bt := mr.next_batch()) is not None:
             theirs += [(r.offset, r.key, r.value) for r in bt]
         assert ours == theirs
+
+
+def test_spark_convert_keeps_producer_state_and_markers(spark, corpus, tmp_path):
+    from kfmt.spark_jobs import convert
+
+    out = tmp_path / "sc"
+    convert(spark, str(corpus), str(out), magic=2, codec="zstd")
+    fields = ("base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence", "is_transactional",
+              "is_control")  # fmt: skip
+    for seg in find_segments(str(corpus)):
+        if seg.topic == "legacy":
+            continue
+        src = [tuple(getattr(b, f) for f in fields) for b in kfmt.read_batches(seg.path)]
+        got = [tuple(getattr(b, f) for f in fields) for p in sorted((out / f"{seg.topic}-{seg.partition}").glob("*.log"))
+               for b in kfmt.read_batches(p)]  # fmt: skip
+        assert set(src) <= set(got)
+    assert any(b.is_control for p in out.rglob("*.log") for b in kfmt.read_batches(p))
+
+
+def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
+    from kfmt.cli import main
+
+    assert main(["spark", "compare", str(corpus / "missing")]) == 2
+    assert main(["spark", "compare", str(corpus), "--formats", "kafka_v9"]) == 2
+    assert main(["spark", "convert", str(corpus), "x", "--magic", "1", "--codec", "zstd"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "kafka_v9" in err and "zstd" in err
