@@ -177,3 +177,29 @@ def test_formats_without_headers_refuse_records_with_headers():
     for fmt in ("kafka_v0", "kafka_v1", "kip98_draft"):
         with pytest.raises(kfmt.InvalidValueError, match="cannot carry record headers"):
             kfmt.encode_batch([rec], format=fmt)
+
+
+def test_read_batches_takes_bytes_paths_and_files(corpus):
+    seg = next(corpus.glob("orders-0/*.log"))
+    want = [(b.base_offset, b.last_offset) for b in kfmt.read_batches(seg.read_bytes())]
+    assert len(want) > 10
+    assert [(b.base_offset, b.last_offset) for b in kfmt.read_batches(seg)] == want
+    assert [(b.base_offset, b.last_offset) for b in kfmt.read_batches(str(seg))] == want
+    assert [(b.base_offset, b.last_offset) for b in kfmt.read_batches(bytearray(seg.read_bytes()))] == want
+    with open(seg, "rb") as f:
+        assert [(b.base_offset, b.last_offset) for b in kfmt.read_batches(f)] == want
+    with pytest.raises(TypeError, match="bytes-like data, a path or a binary file"):
+        kfmt.read_batches(12345)
+    with pytest.raises(FileNotFoundError):
+        kfmt.read_batches(corpus / "missing.log")
+    # chunked reading sees the same entries whatever the chunk size
+    import kfmt.api as api
+
+    old = api.CHUNK
+    try:
+        api.CHUNK = 1000
+        assert [(p, e) for p, e, _ in scan(seg)] == [(p, e) for p, e, _ in scan(seg.read_bytes())]
+    finally:
+        api.CHUNK = old
+    with pytest.raises(kfmt.TruncatedError, match="not read"):
+        list(kfmt.read_batches(seg.read_bytes()[:-3], partial_tail="error"))
