@@ -12,6 +12,7 @@ last stable offset and is not returned either (a Kafka consumer would wait for i
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import dataclass, field
 
@@ -42,19 +43,32 @@ class Transactions:
     aborted: list[tuple[int, int | None, int]] = field(default_factory=list)
     #: ``producer_id -> first offset`` of transactions that have no marker in the data
     open: dict[int, int] = field(default_factory=dict)
+    #: the aborted ranges by producer id, ``(last offsets, first offsets)`` in offset order (built on use)
+    _by_pid: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _indexed: int = field(default=0, init=False, repr=False, compare=False)
 
     def is_dropped(self, batch) -> bool:
-        """Whether a read_committed consumer leaves this batch out (control batches are kept)."""
+        """Whether a read_committed consumer leaves this batch out (control batches are kept).  A binary
+        search in the producer's aborted ranges (one producer's transactions never overlap)."""
         if not batch.is_transactional or batch.is_control:
             return False
         pid, base = batch.producer_id, batch.base_offset
         first = self.open.get(pid)
         if first is not None and base >= first:
             return True
-        for p, lo, hi in self.aborted:
-            if p == pid and (lo is None or lo <= base) and base <= hi:
-                return True
-        return False
+        if self._indexed != len(self.aborted):  # ``transactions(into=...)`` may have added ranges
+            self._by_pid = {}
+            for p, lo, hi in sorted(self.aborted, key=lambda a: a[2]):
+                his, los = self._by_pid.setdefault(p, ([], []))
+                his.append(hi)
+                los.append(lo)
+            self._indexed = len(self.aborted)
+        ranges = self._by_pid.get(pid)
+        if ranges is None:
+            return False
+        his, los = ranges
+        i = bisect.bisect_left(his, base)  # the first range ending at or after base
+        return i < len(his) and (los[i] is None or los[i] <= base)
 
 
 def _marker_type(batch) -> int | None:
