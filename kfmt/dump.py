@@ -189,7 +189,7 @@ class Dump:
     def segment(self, seg: Segment, prev_last: int | None, txns) -> int | None:
         a = self.args
         filt: Filters = a.filters
-        facts = (array("q"), array("q"), array("q"), array("q"))  # position, base, last, max timestamp
+        facts = _new_facts()
         if prev_last is not None and seg.base_offset <= prev_last:
             self.problem(seg.path, "offset_order", f"segment base offset {seg.base_offset} is not above the last "
                          f"offset {prev_last} of the segment before it")  # fmt: skip
@@ -223,8 +223,7 @@ class Dump:
                         break
                     continue
                 last = self._offsets(seg, pos, b, last)
-                for arr, v in zip(facts, (pos, b.base_offset, b.last_offset, b.max_timestamp)):
-                    arr.append(v)
+                _add_fact(facts, pos, b)
                 self.counts["magic", b.magic] += 1
                 self.counts["codec", b.codec] += 1
                 self.counts["topic", seg.topic] += 1
@@ -341,13 +340,22 @@ class Dump:
 _ENTRY_NAMES = {"index": ("offset", "position"), "timeindex": ("timestamp", "offset")}
 
 
+def _new_facts():
+    """What index checks need of a segment's batches, compactly: positions, base and last offsets, max
+    timestamps (four int64 arrays, in file order)."""
+    return (array("q"), array("q"), array("q"), array("q"))
+
+
+def _add_fact(facts, pos: int, b) -> None:
+    for arr, v in zip(facts, (pos, b.base_offset, b.last_offset, b.max_timestamp)):
+        arr.append(v)
+
+
 def _facts_of(log: Path, args):
-    facts = (array("q"), array("q"), array("q"), array("q"))
+    facts = _new_facts()
     for pos, _end, b in scan(log, verify_crc=False, skip_corrupt=True, format=args.format):
-        if isinstance(b, CodecError):
-            continue
-        for arr, v in zip(facts, (pos, b.base_offset, b.last_offset, b.max_timestamp)):
-            arr.append(v)
+        if not isinstance(b, CodecError):
+            _add_fact(facts, pos, b)
     return facts
 
 
