@@ -297,7 +297,15 @@ def run(args) -> int:
     except kfmt.CodecError as e:
         print(f"kfmt diff: {e}", file=sys.stderr)
         return 2
-    sizes = [int(x) for x in args.batch_sizes.split(",") if x]
+    for path in args.corpus or ():
+        if not Path(path).exists():
+            print(f"kfmt diff: no such file or directory: {path}", file=sys.stderr)
+            return 2
+    try:
+        sizes = [int(x) for x in args.batch_sizes.split(",") if x]
+    except ValueError:
+        print(f"kfmt diff: --batch-sizes must be comma-separated integers, not {args.batch_sizes!r}", file=sys.stderr)
+        return 2
     want_structure = args.structure or not (args.workload or args.corpus)
     want_workload = args.workload or not (args.structure or args.corpus)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,7 +183,11 @@ def synth(out_dir, cfg: SynthConfig | None = None) -> dict:
 def run(args) -> int:
     cfg = SynthConfig(seed=args.seed, topics=tuple(args.topics.split(",")), partitions=args.partitions,
                       records=args.records, segment_bytes=args.segment_bytes, legacy=not args.no_legacy)  # fmt: skip
-    summary = synth(args.out, cfg)
+    try:
+        summary = synth(args.out, cfg)
+    except OSError as e:
+        print(f"kfmt synth: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 2
     total = sum(v["records"] for v in summary.values())
     print(f"wrote {total} records in {sum(v['segments'] for v in summary.values())} segments under {args.out}")
     for tp, v in summary.items():

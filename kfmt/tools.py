@@ -64,7 +64,11 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
 
     err = err or sys.stderr
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()
-    segments = find_segments(src_p)
+    try:
+        segments = find_segments(src_p)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
+        print(f"kfmt convert: {e}", file=err)
+        return 2
     if not segments:
         print(f"kfmt convert: no .log segment under {src}", file=err)
         return 2
