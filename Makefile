@@ -14,7 +14,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark,plot,progress]'
+	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress]'
 	touch $@
 
 generate: setup

@@ -275,6 +275,7 @@ class Schema:
 
 
 # ---------------------------------------------------------------- parsing
+LIBRARY_KEYS = {"library": bool, "doc": str, "doc_ref": str, "types": dict, "enums": dict, "structs": dict}
 _TOP_KEYS = {
     "doc": str, "doc_ref": str, "magic": int, "auto_detect": bool, "imports": list, "root": str,
     "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict,
@@ -398,12 +399,18 @@ def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
         t = named["type"]
     get = {k: v.value for k, v in m.items()}
     props.update({k: v for k, v in get.items() if k in ("length", "nullable", "max")})
-    bits = []
+    bits: list[Bit] = []
     if "bits" in m:
         for i, b in enumerate(m["bits"].value):
             bctx = ctx.sub("bits", m["bits"]).sub(i, b)
             bm = _mapping(b, bctx, _BIT_KEYS, required=("name", "mask"))
             mask = _int(bm["mask"].value, bctx.sub("mask", bm["mask"]), 1, 2**32 - 1)
+            clash = next((x for x in bits if x.mask & mask), None)
+            if clash is not None:
+                raise bctx.sub("mask", bm["mask"]).error(
+                    f"mask {mask:#x} overlaps bit {clash.name!r} (mask {clash.mask:#x}); "
+                    "each bit of a bit field belongs to one name"
+                )
             bits.append(
                 Bit(
                     name=_ident(bm["name"].value, bctx.sub("name", bm["name"])),
@@ -487,9 +494,17 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict) -> Struct:
 
 
 def _read(path: Path, display: str) -> _Located:
-    text = path.read_text(encoding="utf-8")
-    if len(text) > 1_000_000:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise SchemaError(f"{display}: cannot read: {e.strerror or e}") from None
+    if len(raw) > 1_000_000:
         raise SchemaError(f"{display}: schema file larger than 1 MB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SchemaError(f"{display}:{line}: not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
@@ -530,11 +545,26 @@ def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
     return out
 
 
+DEFAULT_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def display_dir(schema_dir: Path) -> str:
+    """How error messages and generated headers name a schema directory: ``schemas`` for the project's own,
+    otherwise the directory as the user gave it (so an error points at the files actually read)."""
+    try:
+        if schema_dir.resolve() == DEFAULT_SCHEMAS.resolve():
+            return "schemas"
+    except OSError:
+        pass
+    return str(schema_dir).rstrip("/") or "/"
+
+
 def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
     """Load, merge imports, and validate one schema file."""
     path = Path(path)
     schema_dir = Path(schema_dir) if schema_dir else path.parent
-    display = f"schemas/{path.name}" if path.parent.resolve() == schema_dir.resolve() else str(path)
+    sdir = display_dir(schema_dir)
+    display = f"{sdir}/{path.name}" if path.parent.resolve() == schema_dir.resolve() else str(path)
     sid = path.stem
     ctx0 = _Ctx(display)
     _ident(sid, ctx0, "format id (file stem)")
@@ -552,9 +582,11 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
         ipath = schema_dir / f"{iname}.yaml"
         if not ipath.is_file():
             raise ictx.error(f"imported schema {iname!r} not found in {schema_dir}")
-        iloc = _read(ipath, f"schemas/{ipath.name}")
-        ic = _Ctx(f"schemas/{ipath.name}")
-        im = _mapping(iloc, ic, {"doc": str, "doc_ref": str, "types": dict, "enums": dict, "structs": dict})
+        iloc = _read(ipath, f"{sdir}/{ipath.name}")
+        ic = _Ctx(f"{sdir}/{ipath.name}")
+        im = _mapping(iloc, ic, LIBRARY_KEYS)
+        if "library" not in im or im["library"].value is not True:
+            raise ictx.error(f"imported schema {iname!r} is not a library (it needs 'library: true')")
         types.update(_types(im.get("types"), ic.sub("types")))
         enums.update(_enums(im.get("enums"), ic.sub("enums")))
         for sname, sv in (im["structs"].value if "structs" in im else {}).items():

@@ -30,8 +30,13 @@ def format_ids() -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def get_format(fmt: str):
-    """The generated package of format ``fmt`` (e.g. ``kafka_v2``)."""
+def get_format(fmt):
+    """The generated package of format ``fmt`` (an id such as ``kafka_v2``, or a package generated with
+    ``kfmt generate --out`` elsewhere, passed as the imported module)."""
+    if not isinstance(fmt, str):
+        if not hasattr(fmt, "codec") or not hasattr(fmt, "FORMAT_ID"):
+            raise UnsupportedCodecError(f"format must be a format id or a generated format package, not {fmt!r}")
+        return fmt
     if fmt not in format_ids():
         raise UnsupportedCodecError(f"unknown format {fmt!r}; known: {', '.join(format_ids())}")
     return importlib.import_module(f"generated.{fmt}")
@@ -41,12 +46,12 @@ BACKENDS = ("codec", "construct")
 
 
 @lru_cache(maxsize=None)
-def backend_module(fmt: str, backend: str = "codec"):
+def backend_module(fmt, backend: str = "codec"):
     """The module of one backend of a format: ``codec`` (optimised) or ``construct`` (reference)."""
     if backend not in BACKENDS:
         raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     pkg = get_format(fmt)
-    return pkg.codec if backend == "codec" else importlib.import_module(f"generated.{fmt}.construct")
+    return pkg.codec if backend == "codec" else importlib.import_module(f"{pkg.__name__}.construct")
 
 
 @lru_cache(maxsize=None)
@@ -329,9 +334,7 @@ def encode_batch(
     gets the current time, as the Java producer does.  ``batch_fields`` are the
     format's batch fields (``base_offset``, ``producer_id``, ``is_transactional``...).
     """
-    if format is not None and not isinstance(format, str):
-        mod = format  # a generated format package (e.g. one generated outside generated/)
-    elif format:
+    if format:
         mod = get_format(format)
     else:
         mod = _by_magic().get(magic)

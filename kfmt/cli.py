@@ -10,13 +10,32 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cmd_generate(args) -> int:
-    from generator.loader import SchemaError
-    from generator.render import generate
-
     try:
-        changed = generate(Path(args.schemas), Path(args.out), check=args.check)
+        from generator.loader import SchemaError
+        from generator.render import generate
+    except ImportError as e:  # a plain install: the generator's own dependencies are the 'generate' extra
+        print(
+            f"kfmt generate: the generator needs the 'generate' extra ({e.name} is missing): "
+            "pip install 'kfmt[generate]'",
+            file=sys.stderr,
+        )
+        return 2
+    schemas = Path(args.schemas or ROOT / "schemas")
+    out = Path(args.out or ROOT / "generated")
+    if args.schemas is None and not schemas.is_dir():
+        print(
+            f"kfmt generate: no schemas/ beside the installed package ({schemas}); "
+            "pass --schemas DIR and --out DIR",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        changed = generate(schemas, out, check=args.check)
     except SchemaError as e:
         print(f"kfmt generate: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"kfmt generate: cannot write {e.filename or out}: {e.strerror or e}", file=sys.stderr)
         return 2
     if args.check:
         if changed:
@@ -56,10 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kfmt {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    g = sub.add_parser("generate", help="compile schemas/*.yaml into generated/ (both backends)")
-    g.add_argument("--schemas", default=str(ROOT / "schemas"), help="schema directory (default: schemas/)")
-    g.add_argument("--out", default=str(ROOT / "generated"), help="output package directory (default: generated/)")
-    g.add_argument("--check", action="store_true", help="write nothing; exit 1 if generated/ differs from the schemas")
+    g = sub.add_parser(
+        "generate",
+        help="compile schemas/*.yaml into generated/ (both backends)",
+        description="Compile every format schema (a *.yaml with 'root' or 'extends') into one package per format "
+        "under --out. Only files carrying the generator's header are replaced or removed; anything else in --out "
+        "is left alone, and a same-named file without the header is refused. Needs the 'generate' extra "
+        "(jinja2, pyyaml, ruff). Exit status: 0 done, 1 --check found differences, 2 schema or usage error.",
+    )
+    g.add_argument("--schemas", help="schema directory (default: the project's schemas/)")
+    g.add_argument("--out", help="output package directory (default: the project's generated/)")
+    g.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out differs from the schemas")
     g.set_defaults(func=_cmd_generate)
 
     f = sub.add_parser("formats", help="list every format with its one-line description")

@@ -91,3 +91,57 @@ def test_every_schema_field_in_repo_has_valid_refs():
 
     for p in format_ids(SCHEMAS):
         load(p, SCHEMAS)
+
+
+def _generate_dir(schema_dir, out):
+    from generator.render import generate
+
+    return generate(schema_dir, out)
+
+
+def _only(tmp_path, files: dict[str, str]):
+    d = tmp_path / "myschemas"
+    d.mkdir()
+    (d / "common.yaml").write_text((SCHEMAS / "common.yaml").read_text())
+    for name, text in files.items():
+        (d / name).write_bytes(text if isinstance(text, bytes) else textwrap.dedent(text).encode())
+    return d
+
+
+AUTO = GOOD.replace("root: msg", "root: msg\nmagic: 7\nauto_detect: true")
+
+
+@pytest.mark.parametrize(
+    "files,expect",
+    [
+        # two formats both claiming to be *the* reader of magic 7
+        ({"a.yaml": AUTO, "b.yaml": AUTO}, "b.yaml: auto_detect for magic 7 is already claimed by {d}/a.yaml"),
+        ({"a.yaml": GOOD.replace("root: msg", "auto_detect: true")}, "{d}/a.yaml:1: no 'root'"),
+        ({"fmt.yaml": GOOD, "empty.yaml": ""}, "{d}/empty.yaml:1: empty schema"),
+        ({"fmt.yaml": GOOD, "notes.yaml": "doc: notes\n"}, "{d}/notes.yaml:1: no 'root'"),
+        ({"fmt.yaml": b"doc: caf\xe9\nroot: msg\n"}, "{d}/fmt.yaml:1: not UTF-8 (byte 0xe9 at offset 8)"),
+        ({"fmt.yaml": "- a list\n"}, "{d}/fmt.yaml:1: a schema file is a mapping"),
+        (
+            {
+                "fmt.yaml": GOOD.replace(
+                    "        type: int32",
+                    "        type: int32\n        bits:\n          - {name: a, mask: 0x0c}\n          - {name: b, mask: 0x18}",
+                )
+            },
+            "{d}/fmt.yaml:10 structs.msg.fields[0].bits[1].mask: mask 0x18 overlaps bit 'a' (mask 0xc)",
+        ),
+    ],
+)
+def test_schema_directory_errors_name_the_file_in_the_directory_used(tmp_path, files, expect):
+    d = _only(tmp_path, files)
+    with pytest.raises(SchemaError) as e:
+        _generate_dir(d, tmp_path / "out")
+    assert expect.format(d=d) in str(e.value)
+    assert not (tmp_path / "out").exists(), "nothing is written when a schema is refused"
+
+
+def test_project_schemas_are_named_schemas_in_errors(tmp_path):
+    from generator.loader import display_dir
+
+    assert display_dir(SCHEMAS) == "schemas"
+    assert display_dir(tmp_path) == str(tmp_path)
