@@ -189,7 +189,8 @@ def generate(schema_dir: Path, out_dir: Path, *, check: bool = False) -> list[st
             ids=ids,
             sdir=display_dir(schema_dir),
             docs={s.id: s.doc for s in schemas},
-            digest=hashlib.sha256("".join(ids).encode()).hexdigest())
+            digest=hashlib.sha256("".join(ids).encode()).hexdigest(),
+        )
     )
     files = ruff_format(files)
     if out_dir.exists() and not out_dir.is_dir():

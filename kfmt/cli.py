@@ -24,8 +24,7 @@ def _cmd_generate(args) -> int:
     out = Path(args.out or ROOT / "generated")
     if args.schemas is None and not schemas.is_dir():
         print(
-            f"kfmt generate: no schemas/ beside the installed package ({schemas}); "
-            "pass --schemas DIR and --out DIR",
+            f"kfmt generate: no schemas/ beside the installed package ({schemas}); pass --schemas DIR and --out DIR",
             file=sys.stderr,
         )
         return 2
