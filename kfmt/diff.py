@@ -239,7 +239,7 @@ def table(headers: list[str], rows: list[list], markdown: bool) -> str:
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join(out)
+    return "\n".join(x.rstrip() for x in out)
 
 
 def render_structure(formats, markdown=False) -> str:

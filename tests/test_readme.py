@@ -1,0 +1,210 @@
+"""Every code block of the README is executed or checked against what the code does, so the README cannot rot.
+
+`test_every_block_is_claimed` fails on a block no test here (or the Python-block test in test_spark.py)
+handles: adding a block to the README means adding its check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import kfmt
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BLOCKS = [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w*)\n(.*?)```", README, re.S)]
+
+
+def _block(lang: str, first: str) -> str:
+    found = [text for lg, text in BLOCKS if lg == lang and text.lstrip().startswith(first)]
+    assert len(found) == 1, f"README block ```{lang} starting {first!r}: found {len(found)}"
+    return found[0]
+
+
+# (language, first characters) -> the test that executes or checks the block
+CLAIMS = [
+    ("bash", "make demo", "test_setup_block"),
+    ("", "ChecksumError:", "test_error_block"),
+    ("", "$ kfmt diff", "test_diff_output_block"),
+    ("yaml", "doc:", "test_proposal_yaml_block"),
+    ("bash", "make generate", "test_proposal_commands_block"),
+    ("bash", "mkdir -p dist", "test_cluster_recipe_block"),
+    ("text", "schemas/*.yaml", "test_layout_block"),
+    ("python", "", "tests/test_spark.py::test_readme_python_blocks_run"),
+]
+
+
+def test_every_block_is_claimed():
+    assert len(BLOCKS) >= 10
+    for lang, text in BLOCKS:
+        claims = [c for c in CLAIMS if c[0] == lang and text.lstrip().startswith(c[1])]
+        assert claims, f"no test executes the README block ```{lang}\n{text[:80]}"
+    for _, _, name in CLAIMS:
+        if "::" not in name:
+            assert callable(globals().get(name)), name
+    assert "def test_readme_python_blocks_run" in (ROOT / "tests" / "test_spark.py").read_text()
+
+
+def _commands(block: str) -> list[str]:
+    """The shell commands of a block: comments dropped, backslash continuations joined."""
+    text = block.replace("\\\n", " ")
+    return [ln.split("  #")[0].strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_setup_block():
+    """`make demo` runs as written (from the project root, on its embedded defaults) and its report holds the
+    numbers the README quotes; `make test` cannot run inside itself, so its recipe is checked instead."""
+    cmds = _commands(_block("bash", "make demo"))
+    assert cmds == ["make demo", "make test"]
+    r = subprocess.run(["make", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    report = (ROOT / "out" / "report.md").read_text()
+    rows = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| (\d+) \| ([\d.-]+) \| ([\d.-]+) \|$", report, re.M)
+    assert rows
+    records = {r[3] for r in rows}
+    assert len(records) == 1
+    quoted = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| ([\d.-]+) \| ([\d.-]+) \|$", README, re.M)
+    assert len(quoted) >= 8
+    by_key = {(f, c): (total, bpr, ovh) for f, c, total, _, bpr, ovh in rows}
+    for f, c, total, bpr, ovh in quoted:
+        assert by_key[(f, c)] == (total, bpr, ovh), f"README's demo row for {f}/{c} is out of date"
+    assert f"({int(next(iter(records))):,} records" in README
+    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "kfmt generate --check" in dry and "-m pytest" in dry
+
+
+def _regex(line: str) -> str:
+    """A README error line as a pattern: its numbers and hex values stand for any."""
+    out, pos = [], 0
+    for m in re.finditer(r"0x[0-9a-f]+|-?\d+", line):
+        out.append(re.escape(line[pos : m.start()]))
+        out.append("0x[0-9a-f]{8}" if m.group().startswith("0x") else "-?\\d+")
+        pos = m.end()
+    out.append(re.escape(line[pos:]))
+    return "".join(out)
+
+
+def test_error_block():
+    """The two example errors are what the decoder says, word for word (numbers aside)."""
+    import crc32c
+
+    crc_line, count_line = (ln.strip() for ln in _block("", "ChecksumError:").strip().splitlines())
+    data = bytearray(kfmt.encode_batch([kfmt.Record(value=b"a" * 10, timestamp=1)]))
+    data[-1] ^= 0xFF
+    with pytest.raises(kfmt.ChecksumError) as e:
+        list(kfmt.read_batches(bytes(data)))
+    assert re.fullmatch(_regex(crc_line), f"ChecksumError: {e.value}"), str(e.value)
+    recs = [kfmt.Record(value=b"v", timestamp=1) for _ in range(2)]
+    recs.append(kfmt.Record(value=b"v", headers=[("h", b"1")], timestamp=1))
+    data = bytearray(kfmt.encode_batch(recs))
+    at = data.rfind(b"\x02\x02h\x021")  # header count 1 (zigzag 2), then key "h", value "1"
+    data[at] = 0x7B  # zigzag 123: -62
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    with pytest.raises(kfmt.InvalidValueError) as e:
+        list(kfmt.read_batches(bytes(data)))
+    assert re.fullmatch(_regex(count_line), f"InvalidValueError: {e.value}"), str(e.value)
+
+
+def _kfmt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kfmt.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_diff_output_block():
+    block = _block("", "$ kfmt diff").rstrip("\n").splitlines()
+    args = shlex.split(block[0][2:])[1:]
+    r = _kfmt(*args)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n").splitlines() == block[1:]
+
+
+def test_proposal_yaml_block(tmp_path):
+    """'The whole format is this file': the README's YAML, generated on its own, has exactly the wire layout
+    of schemas/v2_no_record_attributes.yaml (the fingerprint leaves out docs)."""
+    from generator.loader import load
+
+    d = tmp_path / "s"
+    d.mkdir()
+    for name in ("common.yaml", "kafka_v2.yaml"):
+        shutil.copy(ROOT / "schemas" / name, d / name)
+    (d / "v2_no_record_attributes.yaml").write_text(_block("yaml", "doc:"))
+    mine = load(d / "v2_no_record_attributes.yaml", d)
+    ours = load(ROOT / "schemas" / "v2_no_record_attributes.yaml", ROOT / "schemas")
+    assert mine.fingerprint == ours.fingerprint
+    assert (mine.magic, mine.auto_detect, mine.root) == (ours.magic, ours.auto_detect, ours.root)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from kfmt.synth import SynthConfig, synth
+
+    d = tmp_path_factory.mktemp("logs")
+    synth(d, SynthConfig(seed=3, topics=("orders",), partitions=1, records=200, segment_bytes=16 * 1024))
+    return d
+
+
+def test_proposal_commands_block(tmp_path, corpus):
+    cmds = _commands(_block("bash", "make generate"))
+    assert cmds[0] == "make generate" and all(c.startswith("kfmt ") for c in cmds[1:])
+    r = subprocess.run(["make", "generate"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for c in cmds[1:]:
+        r = _kfmt(*shlex.split(c.replace("/data/kafka-logs", str(corpus)))[1:], cwd=tmp_path)
+        assert r.returncode == 0, (c, r.stderr)
+        assert r.stdout.strip(), c
+    assert list(tmp_path.glob("out/*.svg")), "kfmt explain wrote no diagram"
+
+
+def test_layout_block():
+    """The layout diagram names paths that exist."""
+    text = _block("text", "schemas/*.yaml")
+    assert (ROOT / "schemas").is_dir() and list((ROOT / "schemas").glob("*.yaml"))
+    for d in re.findall(r"\b(generator|kfmt/runtime)/?", text):
+        assert (ROOT / d).is_dir(), d
+    for part in ("model", "codec", "construct"):
+        assert "{model,codec,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
+
+
+@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"), reason="needs Java")
+def test_cluster_recipe_block(tmp_path, corpus):
+    """The recipe as written, with local[2] for the master and a Python that sees every dependency but kfmt:
+    the driver, the planner and the executors can import kfmt only from the zip."""
+    zip_line, submit = _commands(_block("bash", "mkdir -p dist"))
+    r = subprocess.run(zip_line, shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "dist").mkdir()
+    shutil.copy(ROOT / "dist" / "kfmt.zip", tmp_path / "dist" / "kfmt.zip")
+    python = tmp_path / "python-without-kfmt"
+    site = sysconfig.get_paths()["purelib"]
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    control = subprocess.run([str(python), "-c", "import kfmt"], cwd=tmp_path, capture_output=True, text=True)
+    assert control.returncode != 0 and "No module named 'kfmt'" in control.stderr
+    out = tmp_path / "counted.txt"
+    (tmp_path / "my_job.py").write_text(
+        "from pyspark.sql import SparkSession\nimport kfmt.spark\n"
+        "spark = SparkSession.builder.getOrCreate()\nkfmt.spark.register(spark)\n"
+        f"df = spark.read.format('kafka-log').load({str(corpus)!r})\n"
+        f"open({str(out)!r}, 'w').write(str(df.count()) + ' ' + kfmt.__file__)\nspark.stop()\n"
+    )
+    argv = shlex.split(submit.replace("spark://host:7077", "local[2]"))
+    assert argv[0] == "spark-submit"
+    argv[0] = str(Path(sys.executable).parent / "spark-submit")
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    count, where = out.read_text().split(" ", 1)
+    expected = sum(
+        len(b.records) for seg in sorted(corpus.rglob("*.log")) for b in kfmt.read_batches(seg) if not b.is_control
+    )
+    assert int(count) == expected
+    assert "kfmt.zip" in where
