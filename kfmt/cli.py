@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -64,8 +63,10 @@ def _cmd_demo(args) -> int:
     return run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build_parser():
+    from kfmt.cli_args import Parser, existing_path, positive_int
+
+    p = Parser(
         prog="kfmt",
         description="Kafka wire formats, declared once in YAML (schemas/), generated into fast Python codecs.",
     )
@@ -94,10 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="the main job: synthesize a corpus (or use --corpus), compare all formats with Spark, write out/report.md",
     )
-    d.add_argument("--corpus", help="a Kafka log directory to analyse (default: synthesize one under OUT/corpus)")
+    d.add_argument(
+        "--corpus",
+        type=existing_path,
+        help="a Kafka log directory to analyse (default: synthesize one under OUT/corpus)",
+    )
     d.add_argument("--out", default="out", help="report directory (default out/)")
     d.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    d.add_argument("--records", type=int, default=2000, help="records per partition of the synthesized corpus")
+    d.add_argument("--records", type=positive_int, default=2000, help="records per partition of the synthesized corpus")
     d.add_argument("--codec-only", action="store_true", help="only encode a v2 batch and show it field by field")
     d.set_defaults(func=_cmd_demo)
 

@@ -52,10 +52,16 @@ def run(args) -> int:
     if args.codec_only:
         run_codec_demo()
         return 0
+    t0 = time.time()
+    corpus = str(args.corpus) if args.corpus else None
+    if corpus:
+        from kfmt.logdir import find_segments
+
+        if not (Path(corpus).is_dir() or corpus.endswith(".log")) or not find_segments(corpus):
+            print(f"kfmt demo: no Kafka log segments (*.log) under {corpus}", file=sys.stderr)
+            return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    corpus = args.corpus
     if not corpus:
         corpus = str(out / "corpus")
         if not Path(corpus).exists():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import kfmt
 from kfmt.api import get_format, scan
+from kfmt.cli_args import CODECS, codec_list, int_at_least, int_list, non_negative_int
 
 LEVELS = ("batch", "record", "header")
 TIMESTAMP0 = 1_700_000_000_000
@@ -110,7 +111,7 @@ def workload_records(mod, n, key_size, value_size, headers, header_size=8, times
     return [
         kfmt.Record(
             key=(b"k" * key_size) if key_size >= 0 else None,
-            value=b"v" * value_size,
+            value=(b"v" * value_size) if value_size >= 0 else None,
             headers=[(k, b"h" * header_size) for k in hk],
             timestamp=TIMESTAMP0 + i * timestamp_step,
         )
@@ -134,7 +135,7 @@ def workload_rows(formats, *, batch_sizes=(1, 3, 10, 50, 100), key_size=10, valu
                 over[fid(m)] = None  # the format cannot carry headers: no figure rather than a wrong one
                 continue
             recs = workload_records(m, n, key_size, value_size, headers, header_size, timestamp_step)
-            over[fid(m)] = encoded_size(m, recs, codec) - n * (max(key_size, 0) + value_size)
+            over[fid(m)] = encoded_size(m, recs, codec) - n * (max(key_size, 0) + max(value_size, 0))
         rows.append({"batch_size": n, "key_size": key_size, "value_size": value_size, "overhead": over})
     return rows
 
@@ -301,11 +302,7 @@ def run(args) -> int:
         if not Path(path).exists():
             print(f"kfmt diff: no such file or directory: {path}", file=sys.stderr)
             return 2
-    try:
-        sizes = [int(x) for x in args.batch_sizes.split(",") if x]
-    except ValueError:
-        print(f"kfmt diff: --batch-sizes must be comma-separated integers, not {args.batch_sizes!r}", file=sys.stderr)
-        return 2
+    sizes = args.batch_sizes
     want_structure = args.structure or not (args.workload or args.corpus)
     want_workload = args.workload or not (args.structure or args.corpus)
     try:
@@ -321,7 +318,7 @@ def run(args) -> int:
         if want_structure and not args.workload:
             doc["structure"] = [r.__dict__ for r in structure(mods)]
         if args.corpus:
-            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")), account)
+            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account)
             doc["input"] = account
         print(json.dumps(doc))
         return _corpus_status(account)
@@ -335,7 +332,7 @@ def run(args) -> int:
         )
         print(render_workload(rows, mods, md) + "\n")
     if args.corpus:
-        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs.split(",")), account)
+        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account)
         body = []
         for f, per in res.items():
             for c, acc in per.items():
@@ -383,14 +380,22 @@ def add_parser(sub) -> None:
     d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")
     d.add_argument("--workload", action="store_true", help="overhead bytes by batch size")
     d.add_argument("--corpus", nargs="+", metavar="PATH", help="re-encode the batches of these logs into each format")
-    d.add_argument("--corpus-codecs", default="none,zstd", help="codecs for --corpus (default none,zstd)")
-    d.add_argument("--batch-sizes", default="1,3,10,50,100", help="comma-separated (default 1,3,10,50,100)")
-    d.add_argument("--key-size", type=int, default=10, help="key bytes (-1 for a null key; default 10)")
-    d.add_argument("--value-size", type=int, default=100, help="value bytes (default 100)")
-    d.add_argument("--headers", type=int, default=0, help="headers per record (default 0)")
-    d.add_argument("--header-size", type=int, default=8, help="bytes per header value (default 8)")
-    d.add_argument("--timestamp-step", type=int, default=0, help="ms between records of a batch (default 0)")
-    d.add_argument("--codec", default="none", help="codec for the workload (default none)")
+    d.add_argument(
+        "--corpus-codecs", type=codec_list, default="none,zstd", help="codecs for --corpus (default none,zstd)"
+    )
+    d.add_argument(
+        "--batch-sizes", type=int_list, default="1,3,10,50,100", help="comma-separated (default 1,3,10,50,100)"
+    )
+    d.add_argument("--key-size", type=int_at_least(-1), default=10, help="key bytes (-1 for a null key; default 10)")
+    d.add_argument(
+        "--value-size", type=int_at_least(-1), default=100, help="value bytes (-1 for a null value; default 100)"
+    )
+    d.add_argument("--headers", type=non_negative_int, default=0, help="headers per record (default 0)")
+    d.add_argument("--header-size", type=non_negative_int, default=8, help="bytes per header value (default 8)")
+    d.add_argument(
+        "--timestamp-step", type=non_negative_int, default=0, help="ms between records of a batch (default 0)"
+    )
+    d.add_argument("--codec", choices=CODECS, default="none", help="codec for the workload (default none)")
     d.add_argument("--markdown", action="store_true", help="Markdown tables")
     d.add_argument(
         "--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}'

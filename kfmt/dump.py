@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kfmt.api import scan
+from kfmt.cli_args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.logdir import Segment, find_segments
 from kfmt.logfiles import READERS, kind_of
 from kfmt.runtime.errors import CodecError
@@ -133,22 +134,6 @@ class Filters:
             and (tlo is None or r.timestamp >= tlo)
             and (thi is None or r.timestamp <= thi)
         )
-
-
-def _range(text: str, parse) -> tuple:
-    lo, sep, hi = text.partition(":")
-    if not sep:
-        raise ValueError(f"{text!r} is not a range FROM:TO (either end may be empty)")
-    return (parse(lo) if lo else None, parse(hi) if hi else None)
-
-
-def _time(text: str) -> int:
-    if text.lstrip("-").isdigit():
-        return int(text)
-    t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.timezone.utc)
-    return int(t.timestamp() * 1000)
 
 
 # ------------------------------------------------------------------ the dump
@@ -443,8 +428,8 @@ def run(args, out=None, err=None) -> int:
     err = err or sys.stderr
     try:
         args.filters = Filters(
-            offsets=_range(args.offsets, int) if args.offsets else (None, None),
-            times=_range(args.time, _time) if args.time else (None, None),
+            offsets=args.offsets or (None, None),
+            times=args.time or (None, None),
             topic=args.topic,
             partition=args.partition,
             max_bytes=args.max_bytes,
@@ -530,11 +515,18 @@ def add_parser(sub) -> None:
     d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
     d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")
     d.add_argument("--format", help="read every entry as this format (proposals are never auto-detected)")
-    d.add_argument("--offsets", metavar="FROM:TO", help="show only these offsets (inclusive; either end may be empty)")
-    d.add_argument("--time", metavar="FROM:TO", help="show only these timestamps (ms or ISO 8601, inclusive)")
+    d.add_argument(
+        "--offsets",
+        type=offset_range,
+        metavar="FROM:TO",
+        help="show only these offsets (inclusive; either end may be empty)",
+    )
+    d.add_argument(
+        "--time", type=time_range, metavar="FROM:TO", help="show only these timestamps (ms or ISO 8601, inclusive)"
+    )
     d.add_argument("--topic", help="only this topic")
-    d.add_argument("--partition", type=int, help="only this partition")
-    d.add_argument("--max-bytes", type=int, metavar="N", help="read at most N bytes of each segment")
+    d.add_argument("--partition", type=non_negative_int, help="only this partition")
+    d.add_argument("--max-bytes", type=positive_int, metavar="N", help="read at most N bytes of each segment")
     d.add_argument(
         "--isolation",
         choices=("read_uncommitted", "read_committed"),

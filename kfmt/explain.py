@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import io
 import sys
@@ -18,6 +19,7 @@ import construct as c
 
 import kfmt
 from kfmt.api import get_format, iter_entries
+from kfmt.cli_args import existing_file, positive_int
 from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -206,9 +208,14 @@ def run(args) -> int:
     from pathlib import Path
 
     if args.bytes:
-        data = Path(args.target).read_bytes()
         try:
-            hexdump(get_format(args.format) if args.format else None, data, limit=args.limit)
+            mod = get_format(args.format) if args.format else None
+            data = existing_file(args.target).read_bytes()
+        except (kfmt.CodecError, argparse.ArgumentTypeError, OSError) as e:
+            print(f"kfmt explain: {e}", file=sys.stderr)
+            return 2
+        try:
+            hexdump(mod, data, limit=args.limit)
         except (kfmt.CodecError, c.ConstructError) as e:
             print(f"kfmt explain: {args.target}: {e}", file=sys.stderr)
             return 1
@@ -235,6 +242,6 @@ def add_parser(sub) -> None:
     e.add_argument("target", help="a format id, or with --bytes a log file")
     e.add_argument("--bytes", action="store_true", help="annotate the bytes of TARGET (a log file)")
     e.add_argument("--format", help="with --bytes: the format to read (default: by magic, Kafka formats)")
-    e.add_argument("--limit", type=int, default=1, help="with --bytes: entries to show (default 1)")
+    e.add_argument("--limit", type=positive_int, default=1, help="with --bytes: entries to show (default 1)")
     e.add_argument("--out", help="output stem for diagrams (default out/<format>-layout)")
     e.set_defaults(func=run)

@@ -6,6 +6,8 @@ import os
 import sys
 import time
 
+from kfmt.cli_args import positive_int
+
 DEFAULT_FORMATS = ("kafka_v0", "kafka_v1", "kafka_v2", "v2_no_record_attributes", "kip98_draft",
                    "kip82_header_wrapper", "enriched_metadata_draft")  # fmt: skip
 
@@ -229,6 +231,6 @@ def add_parser(sub) -> None:
     v.add_argument("dst")
     v.add_argument("--magic", type=int, default=2, choices=(0, 1, 2))
     v.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
-    v.add_argument("--segment-bytes", type=int, default=1024**3)
+    v.add_argument("--segment-bytes", type=positive_int, default=1024**3, help="roll segments at this size")
     v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     v.set_defaults(func=run)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kfmt
+from kfmt.cli_args import positive_int, topic_names
 from kfmt.segments import build_indexes
 from kfmt.tools import atomic_write
 from kfmt.txn import txn_index_entry
@@ -181,7 +182,7 @@ def synth(out_dir, cfg: SynthConfig | None = None) -> dict:
 
 
 def run(args) -> int:
-    cfg = SynthConfig(seed=args.seed, topics=tuple(args.topics.split(",")), partitions=args.partitions,
+    cfg = SynthConfig(seed=args.seed, topics=tuple(args.topics), partitions=args.partitions,
                       records=args.records, segment_bytes=args.segment_bytes, legacy=not args.no_legacy)  # fmt: skip
     try:
         summary = synth(args.out, cfg)
@@ -199,9 +200,9 @@ def add_parser(sub) -> None:
     s = sub.add_parser("synth", help="write a realistic, deterministic Kafka log directory (a corpus)")
     s.add_argument("out", metavar="OUTDIR")
     s.add_argument("--seed", type=int, default=42)
-    s.add_argument("--topics", default="orders,clicks,payments", help="comma-separated topic names")
-    s.add_argument("--partitions", type=int, default=2, help="partitions per topic")
-    s.add_argument("--records", type=int, default=3000, help="records per partition")
-    s.add_argument("--segment-bytes", type=int, default=256 * 1024, help="roll segments at this size")
+    s.add_argument("--topics", type=topic_names, default="orders,clicks,payments", help="comma-separated topic names")
+    s.add_argument("--partitions", type=positive_int, default=2, help="partitions per topic")
+    s.add_argument("--records", type=positive_int, default=3000, help="records per partition")
+    s.add_argument("--segment-bytes", type=positive_int, default=256 * 1024, help="roll segments at this size")
     s.add_argument("--no-legacy", action="store_true", help="no legacy-0 topic with magic 0/1 segments")
     s.set_defaults(func=run)

@@ -75,6 +75,12 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     single = src_p.is_file()
     if single and dst_p.is_dir():
         dst_p = dst_p / src_p.name
+    if not single and dst_p.exists() and not dst_p.is_dir():
+        print(f"kfmt convert: {dst}: not a directory (converting a directory writes one)", file=err)
+        return 2
+    if codec == "zstd" and to_magic < 2:
+        print(f"kfmt convert: zstd cannot be written with magic {to_magic} (Kafka reads zstd only in v2)", file=err)
+        return 2
     staged: list[tuple[Path, bytes]] = []
     totals: dict[str, int] = {}
     ins = outs = unread = 0

@@ -203,20 +203,3 @@ def test_read_batches_takes_bytes_paths_and_files(corpus):
         api.CHUNK = old
     with pytest.raises(kfmt.TruncatedError, match="not read"):
         list(kfmt.read_batches(seg.read_bytes()[:-3], partial_tail="error"))
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["convert", "/nonexistent/logs", "out", "--magic", "2"],
-        ["diff", "kafka_v2", "--corpus", "/nonexistent/logs"],
-        ["diff", "kafka_v2", "--batch-sizes", "1,x"],
-        ["dump", "/nonexistent/x.log"],
-        ["dump", "--time", "x:y", "/nonexistent"],
-        ["synth", __file__],  # a file where a directory is needed
-    ],
-)
-def test_wrong_invocations_get_one_line_and_exit_2(argv, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
