@@ -361,10 +361,7 @@ def encode_batch(
             )
         append(r)
     impl = mod.codec if backend == "codec" else importlib.import_module(f"{mod.__name__}.construct")
-    if not _record_fields(mod).issuperset(("headers",)):
-        for i, r in enumerate(recs):
-            if r.headers:  # never dropped silently: a format without headers refuses records that have some
-                raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
+    _refuse_uncarried(mod, recs)
     if mod.ROLE == "message":
         return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
     try:
@@ -373,6 +370,26 @@ def encode_batch(
         allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
         raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
     return impl.encode(batch)
+
+
+# what a kfmt.Record can hold that a format's record may lack, with the values that mean "nothing to carry".
+# As Kafka's producer: headers and control records are refused below v2; a timestamp given for magic 0
+# is not written (MemoryRecordsBuilder ignores it), and kfmt.convert reports timestamps lost to v0.
+_CARRIED = (
+    ("headers", lambda r: not r.headers, "record headers"),
+    ("control", lambda r: r.control is None, "control records"),
+)
+
+
+def _refuse_uncarried(mod, recs) -> None:
+    """Nothing is dropped silently: a record holding what the format cannot carry is refused, naming it."""
+    have = _record_fields(mod)
+    for name, empty, what in _CARRIED:
+        if name in have:
+            continue
+        for i, r in enumerate(recs):
+            if not empty(r):
+                raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry {what}", path=f"records[{i}].{name}")
 
 
 @lru_cache(maxsize=None)
@@ -385,7 +402,7 @@ def _record_fields(mod) -> frozenset:
     return frozenset()
 
 
-def _plain_records(mod, recs: list[Record], has_headers: bool, has_ts: bool) -> bool:
+def _plain_records(mod, recs: list[Record], has_ts: bool) -> bool:
     """True if every record is a plain ``kfmt.Record`` without an offset, which the message encoder can
     take as it is (format records carry their own codec or timestamp type, and go through a message
     object); raises for what the format cannot carry."""
@@ -393,8 +410,6 @@ def _plain_records(mod, recs: list[Record], has_headers: bool, has_ts: bool) -> 
     for i, r in enumerate(recs):
         if type(r) is not Record or r.offset is not None:
             plain = False
-        if r.headers and not has_headers:
-            raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry record headers", path=f"records[{i}].headers")
         if has_ts and r.timestamp is not None and r.timestamp < -1:
             raise InvalidValueError(f"invalid timestamp {r.timestamp}", path=f"records[{i}].timestamp")
     return plain
@@ -424,7 +439,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     has_headers = "headers" in mod.ROOT._fields
     # plain records go to the encoder as they are (it numbers those without an offset by their index, and
     # reads the attributes records lack, codec and timestamp type, as defaults); others are copied first
-    plain = _plain_records(mod, recs, has_headers, has_ts) and not timestamp_type and mod.codec.INDEX_OFFSETS
+    plain = _plain_records(mod, recs, has_ts) and not timestamp_type and mod.codec.INDEX_OFFSETS
     if codec == "none" and plain:
         return impl.encode_all(recs, "records", base)
     msgs = recs if plain else []

@@ -580,3 +580,36 @@ class KafkaLogWriter(DataSourceArrowWriter):
         import shutil
 
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+SAVE_MODES = ("errorifexists", "error", "ignore", "append", "overwrite")
+
+
+def save(df, path: str, mode: str = "errorifexists", **options) -> bool:
+    """Write ``df`` as a Kafka log directory with any of Spark's save modes.
+
+    Spark runs Python data sources only in ``append`` and ``overwrite`` mode (``df.write.save()`` with the
+    default mode, or ``mode("ignore")``, fails with UNSUPPORTED_DATA_SOURCE_SAVE_MODE before writing). This
+    gives the other two their usual meaning, decided on the driver: ``errorifexists`` (the default) refuses a
+    target that already holds segments, ``ignore`` leaves such a target alone and writes nothing. Returns
+    True when the job ran. Options are the writer's (``magic``, ``codec``, ``segment_bytes``, ...)."""
+    from kfmt.logdir import find_segments
+
+    mode = mode.lower()
+    if mode not in SAVE_MODES:
+        raise ValueError(f"kafka-log: unknown save mode {mode!r}; use one of {', '.join(SAVE_MODES)}")
+    check_options({**options, "path": path}, WRITE_OPTIONS, "write")
+    if mode in ("errorifexists", "error", "ignore") and os.path.isdir(path):
+        existing = find_segments(path)
+        if existing:
+            if mode == "ignore":
+                return False
+            raise FileExistsError(
+                f"kafka-log: {path} already holds {len(existing)} segment(s); "
+                "save with mode 'append', 'overwrite' or 'ignore'"
+            )
+    writer = df.write.format("kafka-log").mode("overwrite" if mode == "overwrite" else "append")
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    writer.save(path)
+    return True

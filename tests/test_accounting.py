@@ -121,7 +121,7 @@ def _mixed_log(rng) -> bytes:
     parts, off = [], 0
     for magic, codec in ((0, "none"), (1, "gzip"), (2, "none"), (2, "lz4"), (1, "none"), (2, "snappy")):
         n = rng.randint(1, 6)
-        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * rng.randint(0, 30), timestamp=1000 + i,
+        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * rng.randint(0, 30), timestamp=1000 + i if magic else None,
                             headers=[("h", b"x")] if magic == 2 else []) for i in range(n)]  # fmt: skip
         parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
         off += n

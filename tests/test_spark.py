@@ -242,6 +242,34 @@ def test_writer_is_one_job_overwrite_append_and_any_partitioning(spark, corpus, 
         df.write.format("kafka-log").mode("overwrite").option("codex", "zstd").save(str(out))
 
 
+def test_every_save_mode(spark, corpus, tmp_path):
+    """Spark runs Python sources only in append/overwrite; kfmt.spark.save gives errorifexists (default) and
+    ignore their meaning, and a plain df.write.save() is refused by Spark before anything is written."""
+    from pyspark.errors import AnalysisException
+
+    import kfmt.spark
+
+    df = spark.read.format("kafka-log").load(str(corpus)).filter("topic = 'orders'")
+    n = df.count()
+    out = tmp_path / "modes"
+    with pytest.raises(AnalysisException, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+        df.write.format("kafka-log").save(str(out))
+    assert not out.exists() or not list(out.rglob("*.log"))
+    assert kfmt.spark.save(df, str(out)) is True  # errorifexists on an empty target writes
+    assert spark.read.format("kafka-log").load(str(out)).count() == n
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*.log"))
+    with pytest.raises(FileExistsError, match="already holds"):
+        kfmt.spark.save(df, str(out))
+    assert kfmt.spark.save(df, str(out), mode="ignore") is False
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*.log")) == before
+    assert kfmt.spark.save(df, str(out), mode="overwrite", codec="lz4") is True
+    assert {b.codec for seg in out.rglob("*.log") for b in kfmt.read_batches(seg)} == {"lz4"}
+    with pytest.raises(ValueError, match="unknown save mode"):
+        kfmt.spark.save(df, str(out), mode="upsert")
+    with pytest.raises(ValueError, match="unknown write option"):
+        kfmt.spark.save(df, str(out), mode="overwrite", codex="lz4")
+
+
 def test_compare_equals_diff_corpus_mode(spark, corpus):
     from kfmt.diff import corpus_sizes
     from kfmt.spark_jobs import compare
