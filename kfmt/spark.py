@@ -7,7 +7,7 @@
 
 Columns are those of Spark's own Kafka source (key, value, topic, partition, offset, timestamp,
 timestampType, headers) plus the batch's (magic, codec, batch_base_offset, producer_id, producer_epoch,
-base_sequence, is_transactional, is_control) and provenance (file, position; error and raw for
+base_sequence, is_transactional, is_control, partition_leader_epoch, delete_horizon) and provenance (file, position; error and raw for
 quarantined batches). Everything the reader ships to executors is plain, picklable data.
 """
 
@@ -28,12 +28,38 @@ from pyspark.sql.datasource import (
 
 log = logging.getLogger("kfmt.spark")
 
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-    "timestampType int, headers array<struct<key: string, value: binary>>, "
-    "magic int, codec string, batch_base_offset long, producer_id long, producer_epoch int, base_sequence int, "
-    "is_transactional boolean, is_control boolean, file string, position long, error string, raw binary"
+# The source's columns, once: (name, Arrow type, source). ``record`` and ``segment`` columns are built
+# specially; ``batch`` columns repeat a batch-level value (a getter on the decoded batch) per record.
+# The Spark schema and the Arrow schema are both derived from this table.
+COLUMNS = (
+    ("key", "binary", "record"),
+    ("value", "binary", "record"),
+    ("topic", "string", "segment"),
+    ("partition", "int32", "segment"),
+    ("offset", "int64", "record"),
+    ("timestamp", "timestamp", "record"),
+    ("timestampType", "int32", lambda b: b.timestamp_type if b.timestamp_type is not None else -1),
+    ("headers", "headers", "record"),
+    ("magic", "int32", lambda b: b.magic),
+    ("codec", "string", lambda b: b.codec),
+    ("batch_base_offset", "int64", lambda b: b.base_offset),
+    ("producer_id", "int64", lambda b: b.producer_id),
+    ("producer_epoch", "int32", lambda b: b.producer_epoch),
+    ("base_sequence", "int32", lambda b: b.base_sequence),
+    ("is_transactional", "bool", lambda b: b.is_transactional),
+    ("is_control", "bool", lambda b: b.is_control),
+    ("partition_leader_epoch", "int32", lambda b: b.partition_leader_epoch),
+    ("delete_horizon", "int64", lambda b: b.base_timestamp if getattr(b, "has_delete_horizon", False) else None),
+    ("file", "string", "segment"),
+    ("position", "int64", "position"),
+    ("error", "string", "quarantine"),
+    ("raw", "binary", "quarantine"),
 )
+_SPARK_TYPE = {"binary": "binary", "string": "string", "int32": "int", "int64": "long", "bool": "boolean",
+               "timestamp": "timestamp", "headers": "array<struct<key: string, value: binary>>"}  # fmt: skip
+SCHEMA = ", ".join(f"{name} {_SPARK_TYPE[t]}" for name, t, _ in COLUMNS)
+_BATCH_GETTERS = {name: src for name, _, src in COLUMNS if callable(src)}
+_BATCH_COLS = tuple(_BATCH_GETTERS) + ("position", "error", "raw")
 ROWS_PER_ARROW_BATCH = 8192
 
 
@@ -395,10 +421,6 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
         yield cols.to_arrow(pa, part)
 
 
-_BATCH_COLS = ("timestampType", "magic", "codec", "batch_base_offset", "producer_id", "producer_epoch",
-               "base_sequence", "is_transactional", "is_control", "position", "error", "raw")  # fmt: skip
-
-
 class _Columns:
     """Column lists for one Arrow batch, only for the projected columns; batch-level values are
     repeated per record in bulk."""
@@ -434,15 +456,9 @@ class _Columns:
                         hk.append(k)
                         hv.append(v)
                 ho.append(len(hk))
-        if self.batch:
-            tt = b.timestamp_type if b.timestamp_type is not None else -1
-            for c, v in (("timestampType", tt), ("magic", b.magic), ("codec", b.codec),
-                         ("batch_base_offset", b.base_offset), ("producer_id", b.producer_id),
-                         ("producer_epoch", b.producer_epoch), ("base_sequence", b.base_sequence),
-                         ("is_transactional", b.is_transactional), ("is_control", b.is_control),
-                         ("position", position), ("error", None), ("raw", None)):  # fmt: skip
-                if c in self.batch:
-                    self.batch[c] += [v] * n
+        for c, lst in self.batch.items():
+            get = _BATCH_GETTERS.get(c)
+            lst += [get(b) if get else position if c == "position" else None] * n
 
     def add_corrupt(self, position, error, raw):
         self.n += 1
@@ -478,15 +494,10 @@ class _Columns:
 
 
 def arrow_schema(pa):
-    return pa.schema([
-        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-        ("magic", pa.int32()), ("codec", pa.string()), ("batch_base_offset", pa.int64()), ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()), ("base_sequence", pa.int32()), ("is_transactional", pa.bool_()),
-        ("is_control", pa.bool_()), ("file", pa.string()), ("position", pa.int64()), ("error", pa.string()),
-        ("raw", pa.binary()),
-    ])  # fmt: skip
+    types = {"binary": pa.binary(), "string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
+             "bool": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"),
+             "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))}  # fmt: skip
+    return pa.schema([(name, types[t]) for name, t, _ in COLUMNS])
 
 
 # ------------------------------------------------------------------ writing

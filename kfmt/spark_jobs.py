@@ -131,17 +131,22 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     df = spark.read.format("kafka-log").option("include_control", "true").load(src)
     n = df.count()
     if magic < 2:  # what an old magic cannot carry is counted and reported, then left out (Kafka's down-conversion)
-        lost = df.agg(
+        counts = [
             F.sum(F.col("is_control").cast("long")).alias("control records"),
             F.sum(F.size("headers")).alias("headers"),
             F.sum((F.col("producer_id") != -1).cast("long")).alias("records with producer state"),
             F.sum(F.col("is_transactional").cast("long")).alias("transactional records"),
-        ).collect()[0]
+            F.sum((F.col("partition_leader_epoch") != -1).cast("long")).alias("records with a leader epoch"),
+            F.sum(F.col("delete_horizon").isNotNull().cast("long")).alias("records with a delete horizon"),
+        ]
+        if magic == 0:
+            counts.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
+        lost = df.agg(*counts).collect()[0]
         kinds = ", ".join(f"{k} {v}" for k, v in lost.asDict().items() if v)
         if kinds:
             print(f"kfmt spark convert: not carried over to magic {magic}: {kinds}", file=sys.stderr)
         df = df.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
-                                                     "batch_base_offset")  # fmt: skip
+                                                     "timestampType", "batch_base_offset")  # fmt: skip
     (df.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
        .option("segment_bytes", segment_bytes).save(dst))  # fmt: skip
     return n

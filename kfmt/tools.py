@@ -127,6 +127,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
 
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
+_V2_KEPT = ("partition_leader_epoch", "timestamp_type")
 
 
 def _row_groups(rows: list[dict], keep_batches: bool, batch_records: int) -> list[list[dict]]:
@@ -149,12 +150,38 @@ def _row_groups(rows: list[dict], keep_batches: bool, batch_records: int) -> lis
     return groups
 
 
+def _v2_fields(row: dict) -> dict:
+    """The batch fields of a v2 batch that a row carries (columns of the kafka-log source)."""
+    fields = {f: row[f] for f in _BATCH_FIELDS if row.get(f) is not None}
+    if row.get("partition_leader_epoch") is not None:
+        fields["partition_leader_epoch"] = row["partition_leader_epoch"]
+    if row.get("timestampType") in (0, 1):
+        fields["timestamp_type"] = row["timestampType"]
+    if row.get("delete_horizon") is not None:
+        fields["has_delete_horizon"] = True
+        fields["base_timestamp"] = row["delete_horizon"]
+    return fields
+
+
+# what an old magic cannot carry, per row: (what, is it there)
+_NOT_BELOW_V2 = (
+    ("headers", lambda r: r.get("headers")),
+    ("control records", lambda r: r.get("is_control")),
+    ("transactional records", lambda r: r.get("is_transactional")),
+    ("producer state", lambda r: r.get("producer_id") not in (None, -1)),
+    ("partition leader epochs", lambda r: r.get("partition_leader_epoch") not in (None, -1)),
+    ("delete horizons", lambda r: r.get("delete_horizon") is not None),
+)
+
+
 def encode_rows(rows: list[dict], *, magic=2, codec="none", batch_records=500, keep_batches=True) -> bytes:
     """Rows (dicts with offset, key, value, headers, timestamp and, when present, batch_base_offset and the
-    batch's producer_id, producer_epoch, base_sequence, is_transactional, is_control) as batches.
+    batch's columns: producer state, transactional/control flags, timestampType, partition_leader_epoch,
+    delete_horizon) as batches.
 
-    Magic 2 batches keep the rows' producer state and transactional/control flags.  An older magic
-    refuses what it cannot carry: headers, control records, producer state and transactional data.
+    Magic 2 batches keep every batch field the rows carry.  An older magic refuses what it cannot carry:
+    headers, control records, producer state, transactional data, leader epochs and delete horizons (magic
+    1 keeps LogAppendTime; magic 0 has no timestamps, which Kafka drops when writing it).
     """
     import kfmt
 
@@ -163,17 +190,15 @@ def encode_rows(rows: list[dict], *, magic=2, codec="none", batch_records=500, k
     out = bytearray()
     for g in _row_groups(rows, keep_batches, batch_records):
         first = g[0]
-        fields = {}
         if magic >= 2:
-            fields = {f: first[f] for f in _BATCH_FIELDS if first.get(f) is not None}
+            fields = _v2_fields(first)
         else:
-            for f, bad in (("headers", lambda r: r.get("headers")), ("is_control", lambda r: r.get("is_control")),
-                           ("is_transactional", lambda r: r.get("is_transactional")),
-                           ("producer_id", lambda r: (r.get("producer_id") or -1) != -1)):  # fmt: skip
-                n = sum(1 for r in g if bad(r))
+            for what, there in _NOT_BELOW_V2:
+                n = sum(1 for r in g if there(r))
                 if n:
-                    raise ValueError(f"kafka-log writer: magic {magic} cannot carry {f.replace('_', ' ')} ({n} row(s) "
-                                     f"from offset {first['offset']}); drop or filter them, or write magic 2")  # fmt: skip
+                    raise ValueError(f"kafka-log writer: magic {magic} cannot carry {what} ({n} row(s) from offset "
+                                     f"{first['offset']}); drop or filter them, or write magic 2")  # fmt: skip
+            fields = {"timestamp_type": 1} if magic == 1 and first.get("timestampType") == 1 else {}
         recs = []
         for r in g:
             ts = r.get("timestamp")
@@ -202,7 +227,11 @@ def _merged(batches: list) -> bytes:
             for _, (_, r) in sorted(by_offset.items())]  # fmt: skip
     fields = {}
     if first.magic >= 2:
-        fields = {f: getattr(first, f) for f in _BATCH_FIELDS}
+        fields = {f: getattr(first, f) for f in _BATCH_FIELDS + _V2_KEPT}
+        if first.has_delete_horizon:
+            fields.update(has_delete_horizon=True, base_timestamp=first.base_timestamp)
+    elif first.magic == 1 and first.timestamp_type:
+        fields["timestamp_type"] = first.timestamp_type
     return kfmt.encode_batch(recs, magic=first.magic, codec=first.codec, base_offset=recs[0].offset,
                              keep_offsets=True, **fields)  # fmt: skip
 

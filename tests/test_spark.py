@@ -227,9 +227,15 @@ def test_writer_is_one_job_overwrite_append_and_any_partitioning(spark, corpus, 
         ranges = [(b.base_offset, b.last_offset) for seg in sorted(d.glob("*.log")) for b in kfmt.read_batches(seg)]
         assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:])), d
     # producer state, transactional flags and control batches are kept
-    cols = "topic, partition, offset, producer_id, producer_epoch, base_sequence, is_transactional, is_control"
-    assert {tuple(r) for r in back.selectExpr(*cols.split(", ")).collect()} == {
-        tuple(r) for r in df.selectExpr(*cols.split(", ")).collect()}  # fmt: skip
+    cols = ("topic, partition, offset, producer_id, producer_epoch, base_sequence, is_transactional, is_control, "
+            "partition_leader_epoch, timestampType, delete_horizon, timestamp")  # fmt: skip
+    assert df.filter("partition_leader_epoch > 0").count() > 0
+    v2 = "magic = 2"  # legacy rows are up-converted as Kafka does (CreateTime, no leader epoch): compared below
+    assert {tuple(r) for r in back.filter("topic != 'legacy'").selectExpr(*cols.split(", ")).collect()} == {
+        tuple(r) for r in df.filter(v2).selectExpr(*cols.split(", ")).collect()}  # fmt: skip
+    base = "topic, partition, offset, key, value, timestamp"
+    assert {tuple(r) for r in back.filter("topic = 'legacy'").selectExpr(*base.split(", ")).collect()} == {
+        tuple(r) for r in df.filter("magic < 2").selectExpr(*base.split(", ")).collect()}  # fmt: skip
     # overwrite replaces the target's segments: no rows left over from before
     df.filter("topic = 'orders'").write.format("kafka-log").mode("overwrite").save(str(out))
     assert spark.read.format("kafka-log").option("include_control", "true").load(str(out)).count() == df.filter(
@@ -240,6 +246,31 @@ def test_writer_is_one_job_overwrite_append_and_any_partitioning(spark, corpus, 
         df.filter("topic = 'orders'").write.format("kafka-log").mode("append").save(str(out))
     with pytest.raises(Exception, match="unknown write option"):
         df.write.format("kafka-log").mode("overwrite").option("codex", "zstd").save(str(out))
+
+
+def test_writer_keeps_log_append_time_leader_epoch_and_delete_horizon(spark, tmp_path):
+    src = tmp_path / "src" / "t-0"
+    src.mkdir(parents=True)
+    recs = [kfmt.Record(key=b"k%d" % i, value=None if i == 2 else b"v", timestamp=1000 + i) for i in range(3)]
+    (src / "00000000000000000000.log").write_bytes(
+        kfmt.encode_batch(recs, timestamp_type=1, max_timestamp=5000, partition_leader_epoch=4, codec="gzip")
+        + kfmt.encode_batch(recs, base_offset=3, has_delete_horizon=True, base_timestamp=86400000,
+                            partition_leader_epoch=5, producer_id=11, producer_epoch=2, base_sequence=7)
+    )  # fmt: skip
+    out = tmp_path / "out"
+    spark.read.format("kafka-log").load(str(src.parent)).write.format("kafka-log").mode("overwrite").save(str(out))
+    keep = ("base_offset", "last_offset", "partition_leader_epoch", "timestamp_type", "max_timestamp",
+            "has_delete_horizon", "producer_id", "producer_epoch", "base_sequence")  # fmt: skip
+
+    def facts(folder):
+        return [
+            (tuple(getattr(b, f) for f in keep), [(r.offset, r.key, r.value, r.timestamp) for r in b.records])
+            for seg in sorted(folder.rglob("*.log")) for b in kfmt.read_batches(seg)
+        ]  # fmt: skip
+
+    assert facts(out) == facts(src.parent)
+    (b1, b2) = [b for seg in out.rglob("*.log") for b in kfmt.read_batches(seg)]
+    assert b1.timestamp_type == 1 and b1.max_timestamp == 5000 and b2.base_timestamp == 86400000
 
 
 def test_every_save_mode(spark, corpus, tmp_path):
