@@ -157,8 +157,8 @@ def write_legacy(folder: Path, rng: random.Random, cfg: SynthConfig) -> dict:
         for k in range(20):
             n = rng.randint(1, 30)
             codec = ("none", "gzip", "snappy", "lz4")[k % 4]
-            stamp = (lambda i: ts + i) if magic else (lambda i: None)  # v0 has no timestamps
-            recs = [kfmt.Record(key=_zipf_key(rng), value=_value(rng, offset + i), timestamp=stamp(i)) for i in range(n)]
+            recs = [kfmt.Record(key=_zipf_key(rng), value=_value(rng, offset + i),
+                                timestamp=ts + i if magic else None) for i in range(n)]  # fmt: skip  (v0: none)
             data = kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=offset)
             seg.append(data, offset, offset + n - 1, ts + n if magic else -1)
             offset += n
