@@ -157,8 +157,10 @@ def write_legacy(folder: Path, rng: random.Random, cfg: SynthConfig) -> dict:
         for k in range(20):
             n = rng.randint(1, 30)
             codec = ("none", "gzip", "snappy", "lz4")[k % 4]
-            recs = [kfmt.Record(key=_zipf_key(rng), value=_value(rng, offset + i),
-                                timestamp=ts + i if magic else None) for i in range(n)]  # fmt: skip  (v0: none)
+            recs = [
+                kfmt.Record(key=_zipf_key(rng), value=_value(rng, offset + i), timestamp=ts + i if magic else None)
+                for i in range(n)
+            ]  # fmt: skip  (v0: none)
             data = kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=offset)
             seg.append(data, offset, offset + n - 1, ts + n if magic else -1)
             offset += n
