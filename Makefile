@@ -23,7 +23,7 @@ generate: setup
 check-generated: setup
 	$(VENV)/bin/kfmt generate --check
 
-test: setup check-generated
+test: setup check-generated lint
 	$(PY) -m pytest
 
 demo: setup generate
@@ -46,6 +46,7 @@ fuzz: setup
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench fuzz
 	$(VENV)/bin/ruff format --check kfmt generator tests bench fuzz
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

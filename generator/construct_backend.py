@@ -189,7 +189,7 @@ def render(schema: Schema, header: str, fir: _ir.FormatIR, builder: _ir.Builder)
     for name in builder.used:
         lay = Layout(builder, name)
         st = schema.structs[name]
-        loads = []
+        loads: list = []
         for f in st.fields:
             k = builder.kind(f)
             if f.bits:

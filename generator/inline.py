@@ -49,8 +49,9 @@ class _Rename(ast.NodeTransformer):
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler):
         self.generic_visit(node)
-        if node.name and isinstance(self.mapping.get(node.name), str):
-            node.name = self.mapping[node.name]
+        new = self.mapping.get(node.name) if node.name else None
+        if isinstance(new, str):
+            node.name = new
         return node
 
 
@@ -163,7 +164,11 @@ def _body_for(
     prologue: list[ast.stmt] = []
     pos_param = None
     if result is not None:
-        pos_param = callee.body[-1].value.elts[1].id
+        ret = callee.body[-1]
+        assert isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)  # `return value, pos`
+        elt = ret.value.elts[1]
+        assert isinstance(elt, ast.Name)
+        pos_param = elt.id
     for i, p in enumerate(params):
         arg = args[i] if i < len(args) else defaults[i]
         if arg is None:
@@ -220,7 +225,7 @@ class _Inliner(_LoopAware):
             and node.value.func.id.startswith("_fdecode_")
             and not node.value.keywords
         ):
-            res, pos = (e.id for e in node.targets[0].elts)
+            res, pos = (e.id for e in node.targets[0].elts if isinstance(e, ast.Name))
             args = node.value.args
             if len(args) < 2 or not isinstance(args[1], ast.Name) or args[1].id != pos:
                 return None

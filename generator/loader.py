@@ -13,6 +13,7 @@ import hashlib
 import json
 import keyword
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ def _suggest(word, options) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _mapping(loc: _Located, ctx: _Ctx, allowed: dict[str, type | tuple], required=()) -> dict[str, _Located]:
+def _mapping(loc: _Located, ctx: _Ctx, allowed: Mapping[str, Any], required=()) -> dict[str, _Located]:
     if not isinstance(loc.value, dict):
         raise ctx.error(f"expected a mapping, got {type(loc.value).__name__}")
     for k, v in loc.value.items():
@@ -271,7 +272,7 @@ class Schema:
     imports: tuple[str, ...] = ()
     sha256: str = ""
     fingerprint: str = ""
-    sources: tuple[str, ...] = ()
+    sources: tuple[bytes, ...] = ()
 
 
 # ---------------------------------------------------------------- parsing
@@ -517,7 +518,7 @@ def _read(path: Path, display: str) -> _Located:
 
 
 def _types(loc: _Located | None, ctx: _Ctx) -> dict:
-    out = {}
+    out: dict[str, dict] = {}
     if loc is None:
         return out
     for tname, tv in loc.value.items():
@@ -529,7 +530,7 @@ def _types(loc: _Located | None, ctx: _Ctx) -> dict:
 
 
 def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
-    out = {}
+    out: dict[str, Enum] = {}
     if loc is None:
         return out
     for ename, ev in loc.value.items():
@@ -575,7 +576,7 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
     structs: dict[str, Struct] = {}
     imports = []
     sources = [path.read_bytes()]
-    base_structs: dict[str, Struct] = {}
+    base_structs: dict[str, tuple[_Located, _Ctx]] = {}  # raw struct mappings, validated after overrides
     for i, imp in enumerate(m["imports"].value if "imports" in m else []):
         ictx = ctx0.sub("imports", m["imports"]).sub(i, imp)
         iname = _ident(imp.value, ictx, "import")

@@ -8,6 +8,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
+from typing import Any
 
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
 from kfmt.runtime.model import Batch, Record
@@ -55,7 +56,7 @@ def backend_module(fmt, backend: str = "codec"):
 
 
 @lru_cache(maxsize=None)
-def _by_magic() -> dict[int, object]:
+def _by_magic() -> dict[int, Any]:
     """Auto-detected formats by magic: only real Kafka formats, never the proposals that reuse a magic."""
     table = {}
     for fid in format_ids():
@@ -293,10 +294,10 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     if not eof:
         return pos
     if pos < n and strict_tail:
-        e = tail_error(buf, pos, n)
+        tail = tail_error(buf, pos, n)
         if not skip_corrupt:
-            raise e
-        yield pos, n, e
+            raise tail
+        yield pos, n, tail
     return None
 
 
@@ -343,7 +344,7 @@ def encode_batch(
     now = None
     # a missing timestamp becomes the current time, in formats that have timestamps (not magic 0)
     stamp = mod.ROLE != "message" or "timestamp" in mod.ROOT._fields
-    recs = []
+    recs: list[Record] = []
     append = recs.append
     for r in records:
         if not isinstance(r, Record):

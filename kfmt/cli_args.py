@@ -13,7 +13,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``kfmt dump: --partition: invalid int value: 'x' (see kfmt dump --help)``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kfmt.api import encode_batch, get_format, scan
 from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
@@ -37,7 +37,7 @@ class Loss(NamedTuple):
     kind: str  # e.g. "headers", "control_batch", "corrupt_batch"
     position: int  # byte position of the input batch
     detail: str  # what, in words
-    count: int = 1  # how many of that kind (headers, records, bytes...)
+    count: int = 1  # type: ignore[assignment]  # how many of that kind (a field, not tuple.count)
 
 
 @dataclass
@@ -119,7 +119,7 @@ def convert(
         with open(data, "rb") as f:
             data = f.read()
     res = Conversion(b"")
-    out: list[bytes] = []
+    out: list[bytes | bytearray] = []
     pending: list[Record] = []  # consecutive uncompressed legacy messages, for one v2 batch
     v2 = get_format("kafka_v2")
 
@@ -128,7 +128,7 @@ def convert(
             raise InvalidValueError(f"converting to magic {to_magic} would lose {detail}", offset=pos, path=kind)
         res.lost.append(Loss(kind, pos, detail, count))
 
-    def emit(blob: bytes, n_batches: int, n_records: int):
+    def emit(blob: bytes | bytearray, n_batches: int, n_records: int):
         out.append(blob)
         res.batches_out += n_batches
         res.records_out += n_records
@@ -176,7 +176,7 @@ def convert(
             pending.extend(records)
             continue
         flush()
-        fields = {"base_offset": records[0].offset if records else batch.base_offset}
+        fields: dict[str, Any] = {"base_offset": records[0].offset if records else batch.base_offset}
         if batch.timestamp_type == 1:
             fields.update(timestamp_type=1, max_timestamp=batch.max_timestamp)
         emit(encode_batch(records, magic=2, codec=target_codec, keep_offsets=True, **fields), 1, n)
@@ -223,7 +223,7 @@ def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:
     records = _records_of(batch)
     for r in records:
         r.headers = []
-    fields = {}
+    fields: dict[str, Any] = {}
     if to_magic == 1:
         fields["timestamp_type"] = batch.timestamp_type or 0
         if batch.timestamp_type == 1:

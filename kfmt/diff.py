@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import kfmt
 from kfmt.api import get_format, scan
@@ -129,7 +130,7 @@ def workload_rows(formats, *, batch_sizes=(1, 3, 10, 50, 100), key_size=10, valu
     mods = [_mod(f) for f in formats]
     rows = []
     for n in batch_sizes:
-        over = {}
+        over: dict[str, int | None] = {}
         for m in mods:
             if headers and not levels(m)["header"]:
                 over[fid(m)] = None  # the format cannot carry headers: no figure rather than a wrong one
@@ -314,7 +315,7 @@ def run(args) -> int:
         return 2
     account: dict = {}
     if args.json:
-        doc = {"rows": rows} if rows is not None else {}
+        doc: dict[str, Any] = {"rows": rows} if rows is not None else {}
         if want_structure and not args.workload:
             doc["structure"] = [r.__dict__ for r in structure(mods)]
         if args.corpus:

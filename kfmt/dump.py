@@ -19,6 +19,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 from kfmt.api import scan
 from kfmt.cli_args import non_negative_int, offset_range, positive_int, time_range
@@ -139,12 +140,12 @@ class Filters:
 # ------------------------------------------------------------------ the dump
 @dataclass
 class Dump:
-    args: object
-    out: object
-    err: object
+    args: Any  # the parsed command line (argparse.Namespace)
+    out: TextIO
+    err: TextIO
     problems: int = 0
     counts: Counter = field(default_factory=Counter)
-    header_for: object = None
+    header_for: Any = None
 
     def problem(self, path, kind: str, message: str, position: int | None = None, **extra) -> None:
         """Report one problem: on stderr, and as an object in the --json stream."""
@@ -302,13 +303,13 @@ class Dump:
             return
         if not self.args.summary:
             if self.args.json:
-                for e in entries:
-                    obj = e if isinstance(e, dict) else dict(zip(_ENTRY_NAMES[kind], e))
+                for entry in entries:
+                    obj = entry if isinstance(entry, dict) else dict(zip(_ENTRY_NAMES[kind], entry))
                     self.out.write(json.dumps({"type": kind, "file": str(path)} | obj) + "\n")
             else:
                 self.out.write(f"# {path} ({kind.replace('_', ' ')}, {len(entries)} entries)\n")
-                for e in entries:
-                    obj = e if isinstance(e, dict) else dict(zip(_ENTRY_NAMES[kind], e))
+                for entry in entries:
+                    obj = entry if isinstance(entry, dict) else dict(zip(_ENTRY_NAMES[kind], entry))
                     self.out.write("  " + " ".join(f"{k} {v}" for k, v in obj.items()) + "\n")
         self.counts["files", kind] += 1
         for msg in problems:

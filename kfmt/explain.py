@@ -168,7 +168,7 @@ def draw(mod, stem: str) -> list[str]:
         for k, (name, t, _orig) in enumerate(layout[s]):
             u = _units(t)
             size = _static_size(t)
-            remaining = u
+            remaining: float = u
             while remaining > 0:
                 take = min(remaining, width - x)
                 ax.add_patch(Rectangle((x, y - 0.6), take, 0.6, facecolor=colors[k % len(colors)], edgecolor="black"))

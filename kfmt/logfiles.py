@@ -15,6 +15,7 @@ Each reader returns ``(entries, problems)``: problems are one-line strings, neve
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import crc32c
@@ -174,7 +175,8 @@ def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
     return [fields], problems
 
 
-READERS = {
+# each reader returns (entries, problems): entries as tuples (or dicts), problems as strings
+READERS: dict[str, Callable[[Path], tuple[list, list]]] = {
     "index": read_offset_index,
     "timeindex": read_time_index,
     "txnindex": read_txn_index,

@@ -429,9 +429,14 @@ class _Columns:
         self.columns = columns
         self.want = set(columns)
         self.n = 0
-        self.key, self.value, self.offset, self.timestamp = [], [], [], []
-        self.h_offsets, self.h_keys, self.h_values = [0], [], []
-        self.batch = {c: [] for c in _BATCH_COLS if c in self.want}
+        self.key: list = []
+        self.value: list = []
+        self.offset: list = []
+        self.timestamp: list = []
+        self.h_offsets: list[int] = [0]
+        self.h_keys: list = []
+        self.h_values: list = []
+        self.batch: dict[str, list] = {c: [] for c in _BATCH_COLS if c in self.want}
 
     def add_batch(self, position, b, lo=None, hi=None):
         recs = b.records

@@ -81,7 +81,8 @@ def _compare_partition(iterator, formats, codecs):
 
     mods = [_mod(f) for f in formats]
     totals = new_totals(mods, codecs)
-    current, recs = None, []
+    current: object = None
+    recs: list = []
     for batch in iterator:
         d = batch.to_pydict()
         for i in range(batch.num_rows):

@@ -41,7 +41,7 @@ class _Segments:
 
     def __init__(self, folder: Path, segment_bytes: int):
         self.folder, self.segment_bytes = folder, segment_bytes
-        self.base = None
+        self.base: int | None = None
         self.buf = bytearray()
         self.txn_index = bytearray()
         self.files: list[Path] = []
@@ -86,7 +86,7 @@ def _value(rng: random.Random, i: int) -> bytes:
 
 
 def _headers(rng: random.Random) -> list:
-    h = []
+    h: list[tuple[str, bytes | None]] = []
     if rng.random() < 0.7:
         h.append(("trace-id", b"%016x" % rng.getrandbits(64)))
     if rng.random() < 0.4:
@@ -110,7 +110,7 @@ def write_partition(folder: Path, rng: random.Random, cfg: SynthConfig, partitio
             cfg.records - written, max(1, int(rng.paretovariate(1.2))) if rng.random() < 0.8 else rng.randint(20, 120)
         )
         codec = CODECS[batches % len(CODECS)]
-        recs = []
+        recs: list = []
         for _ in range(n):
             ts += rng.randint(0, 40)
             recs.append(kfmt.Record(key=_zipf_key(rng) if rng.random() < 0.9 else None, value=_value(rng, offset + len(recs)),

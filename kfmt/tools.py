@@ -252,9 +252,13 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
         for f in files:
             data = Path(f).read_bytes()
             for pos, end, b in scan(data):
+                if isinstance(b, CodecError):  # scan without skip_corrupt raises; staged batches are ours
+                    raise b
                 entries.append((b.base_offset, b.last_offset, data[pos:end], b))
         entries.sort(key=lambda e: (e[0], e[1]))
-        blobs, cluster, top = [], [], None
+        blobs: list[tuple[int, bytes]] = []
+        cluster: list = []
+        top = -1
         for e in entries + [None]:
             if e is not None and cluster and e[0] <= top:
                 cluster.append(e)
@@ -272,7 +276,8 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
                 raise ValueError(f"kafka-log writer: {folder} already holds offsets up to {last_old}; new rows start at "
                                  f"{blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
         seg, base = bytearray(), None
-        for start, blob in blobs + [(None, b"")]:
+        ends: list[tuple[int | None, bytes]] = [(None, b"")]
+        for start, blob in [*blobs, *ends]:
             if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
                 index, timeindex = build_indexes(seg, base)
                 stem = folder / f"{base:020d}"

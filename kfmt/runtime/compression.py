@@ -23,13 +23,15 @@ import io
 import struct
 import threading
 import zlib
+from types import ModuleType
 
+from kfmt.runtime.errors import CodecError, InvalidValueError, LimitExceededError, UnsupportedCodecError
+
+_inflate_lib: ModuleType
 try:
     from zlib_ng import zlib_ng as _inflate_lib
 except ImportError:  # pragma: no cover - zlib-ng is a dependency; this keeps a bare install working
     _inflate_lib = zlib
-
-from kfmt.runtime.errors import CodecError, InvalidValueError, LimitExceededError, UnsupportedCodecError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 

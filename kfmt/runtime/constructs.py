@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from typing import Any
 
 import construct as c
 from construct.core import stream_read, stream_tell, stream_write
@@ -101,7 +102,7 @@ class KVarint(c.Construct):
 class _LengthPrefixed(c.Construct):
     """Shared by KBytes and KSized: a length prefix where, if ``nullable``, a negative length means None."""
 
-    lengthfield = None
+    lengthfield: Any = None
     nullable = False
 
     def _length(self, stream, context, path) -> int | None:

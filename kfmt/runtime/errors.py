@@ -13,6 +13,8 @@ class CodecError(ValueError):
 
     #: start of the log entry (batch) that holds the error, set by kfmt.read_batches / kfmt.api.scan
     batch_position: int | None = None
+    #: input bytes left unread because of this error (framing errors and incomplete tails), set by scan
+    unread: int | None = None
 
     def __init__(self, reason: str, *, offset: int | None = None, path: str | None = None):
         self.reason = reason
@@ -33,6 +35,17 @@ class CodecError(ValueError):
         """Return a copy located somewhere else (used when re-raising from a nested buffer)."""
         return type(self)(self.reason, offset=self.offset if offset is None else offset, path=path or self.path)
 
+    def within(self, path: str, index: int, elem: str) -> CodecError:
+        """Re-locate an error raised inside element ``index`` of array ``path`` (whose structs are ``elem``)."""
+        inner = self.path or elem
+        rest = inner[len(elem) :] if inner.startswith(elem) else "." + inner
+        return type(self)(self.reason, offset=self.offset, path=f"{path}[{index}]{rest}")
+
+    def in_stream(self, codec: str, offset: int) -> CodecError:
+        """Re-locate an error raised while reading a decompressed stream that starts at ``offset``."""
+        where = f" (at byte {self.offset} of the decompressed {codec} stream)" if self.offset is not None else ""
+        return type(self)(self.reason + where, offset=offset, path=self.path)
+
 
 class TruncatedError(CodecError):
     """The input ends before the structure it announces."""
@@ -52,20 +65,3 @@ class LimitExceededError(CodecError):
 
 class UnsupportedCodecError(CodecError):
     """The compression codec id is unknown, or not allowed with this magic."""
-
-
-def _within(self: CodecError, path: str, index: int, elem: str) -> CodecError:
-    """Re-locate an error raised inside element ``index`` of array ``path`` (whose structs are ``elem``)."""
-    inner = self.path or elem
-    rest = inner[len(elem) :] if inner.startswith(elem) else "." + inner
-    return type(self)(self.reason, offset=self.offset, path=f"{path}[{index}]{rest}")
-
-
-def _in_stream(self: CodecError, codec: str, offset: int) -> CodecError:
-    """Re-locate an error raised while reading a decompressed stream that starts at ``offset``."""
-    where = f" (at byte {self.offset} of the decompressed {codec} stream)" if self.offset is not None else ""
-    return type(self)(self.reason + where, offset=offset, path=self.path)
-
-
-CodecError.within = _within
-CodecError.in_stream = _in_stream

@@ -8,6 +8,8 @@ batch reports ``producer_id == -1`` and ``timestamp_type is None``, as Kafka doe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 _STD_RECORD = ("offset", "timestamp", "key", "value", "headers", "control")
 
 
@@ -39,7 +41,7 @@ class Record:
             return all(getattr(self, f) == getattr(other, f) for f in self._fields)
         return all(getattr(self, f) == getattr(other, f) for f in _STD_RECORD)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
@@ -55,7 +57,11 @@ class Batch:
 
     __slots__ = ()
     _fields: tuple = ()
-    magic = None
+    if TYPE_CHECKING:  # every generated batch class has these (slots or properties)
+        base_offset: int
+        last_offset: int
+        records: list
+    magic: int | None = None
     partition_leader_epoch = -1
     crc = None
     codec = "none"
@@ -80,7 +86,7 @@ class Batch:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields if f != "records")
@@ -102,7 +108,7 @@ class Struct:
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
@@ -120,25 +126,25 @@ class Message(Record, Batch):
     messages = None  # formats without compressed wrappers have no inner messages
 
     @property
-    def records(self):
+    def records(self):  # type: ignore[override]  # computed for legacy entries
         inner = self.messages
         return inner if inner is not None else [self]
 
     @property
-    def base_offset(self):
+    def base_offset(self):  # type: ignore[override]  # computed for legacy entries
         inner = self.messages
         return inner[0].offset if inner else self.offset
 
     @property
-    def last_offset(self):
+    def last_offset(self):  # type: ignore[override]  # computed for legacy entries
         return self.offset
 
     @property
-    def max_timestamp(self):
+    def max_timestamp(self):  # type: ignore[override]  # computed for legacy entries
         return self.timestamp
 
     @property
-    def base_timestamp(self):
+    def base_timestamp(self):  # type: ignore[override]  # computed for legacy entries
         inner = self.messages
         return inner[0].timestamp if inner else self.timestamp
 

@@ -40,10 +40,10 @@ def encode(s: str) -> bytes:
 
 def _prefixed(s: str, table: dict, write) -> bytes:
     b = s.encode("utf-8", "surrogateescape")
-    out = bytearray()
-    write(out, len(b))
-    out += b
-    out = bytes(out)
+    buf = bytearray()
+    write(buf, len(b))
+    buf += b
+    out = bytes(buf)
     if len(b) <= MAX_LEN and len(table) < MAX_ENTRIES:
         table[s] = out
     return out

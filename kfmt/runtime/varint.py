@@ -90,7 +90,7 @@ ZZ1 = tuple(zigzag32(v) for v in range(0x80))
 
 def _zz2() -> tuple:
     # index (b0 << 7) + b1 for a two-byte varint b0 b1 (b0 >= 0x80 > b1); lower half unused
-    t = [None] * 0x8000
+    t: list[int | None] = [None] * 0x8000
     for b0 in range(0x80, 0x100):
         for b1 in range(0x80):
             t[(b0 << 7) + b1] = zigzag32((b0 & 0x7F) | (b1 << 7))
