@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 
 from kfmt.cli_args import positive_int
 
@@ -12,7 +14,7 @@ DEFAULT_FORMATS = ("kafka_v0", "kafka_v1", "kafka_v2", "v2_no_record_attributes"
                    "kip82_header_wrapper", "enriched_metadata_draft")  # fmt: skip
 
 
-def session(master: str = "local[*]", app: str = "kfmt"):
+def session(master: str = "local[*]", app: str = "kfmt", log_level: str = "ERROR"):
     """A Spark session set up for kfmt: loopback, the current Python for workers, kafka-log registered."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -29,7 +31,7 @@ def session(master: str = "local[*]", app: str = "kfmt"):
         .config("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     kfmt.spark.register(spark)
     return spark
 
@@ -116,10 +118,15 @@ def _ms(ts) -> int:
     return round(ts.timestamp() * 1000)
 
 
-def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: int = 1024**3) -> int:
-    """Convert a log directory with Spark: read with kafka-log, write with kafka-log (atomic segment files).
+def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: int = 1024**3,
+            skip_corrupt: bool = False) -> dict:  # fmt: skip
+    """Convert a log directory with Spark: read with kafka-log, write with kafka-log (one job-level commit).
 
-    Refuses to write into (or above) its input, so the input is never overwritten.
+    Accounts for every input record and byte, as ``kfmt convert`` does: returns ``records_in`` (decoded,
+    control records included), ``records_out`` (read back from ``dst``), ``records_lost`` and ``lost``
+    (per kind: what magic 0/1 cannot carry), and ``corrupt_batches`` / ``bytes_unread`` (with
+    ``skip_corrupt`` corrupt batches and unreadable tails are left out and counted; without it the job
+    fails and nothing is written). Refuses to write into (or above) its input.
     """
     from pathlib import Path
 
@@ -129,10 +136,19 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     from pyspark.sql import functions as F
 
     # control batches and producer state are carried over as `kfmt convert` carries them
-    df = spark.read.format("kafka-log").option("include_control", "true").load(src)
-    n = df.count()
+    reader = spark.read.format("kafka-log").option("include_control", "true")
+    if skip_corrupt:
+        reader = reader.option("on_corrupt", "quarantine")
+    df = reader.load(src)
+    good = F.col("error").isNull()
+    counts = [
+        F.sum(good.cast("long")).alias("records_in"),
+        F.sum((~good).cast("long")).alias("corrupt_batches"),
+        F.sum(F.when(~good, F.length("raw")).otherwise(0)).alias("bytes_unread"),
+    ]
+    lost_cols = []
     if magic < 2:  # what an old magic cannot carry is counted and reported, then left out (Kafka's down-conversion)
-        counts = [
+        lost_cols = [
             F.sum(F.col("is_control").cast("long")).alias("control records"),
             F.sum(F.size("headers")).alias("headers"),
             F.sum((F.col("producer_id") != -1).cast("long")).alias("records with producer state"),
@@ -141,16 +157,19 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
             F.sum(F.col("delete_horizon").isNotNull().cast("long")).alias("records with a delete horizon"),
         ]
         if magic == 0:
-            counts.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
-        lost = df.agg(*counts).collect()[0]
-        kinds = ", ".join(f"{k} {v}" for k, v in lost.asDict().items() if v)
-        if kinds:
-            print(f"kfmt spark convert: not carried over to magic {magic}: {kinds}", file=sys.stderr)
-        df = df.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
-                                                     "timestampType", "batch_base_offset")  # fmt: skip
-    (df.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
-       .option("segment_bytes", segment_bytes).save(dst))  # fmt: skip
-    return n
+            lost_cols.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
+    row = df.agg(*counts, *[c for c in lost_cols]).collect()[0].asDict()
+    res = {k: int(row.pop(k) or 0) for k in ("records_in", "corrupt_batches", "bytes_unread")}
+    res["lost"] = {k: int(v) for k, v in row.items() if v}
+    out = df.filter(good)
+    if magic < 2:
+        out = out.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
+                                                       "timestampType", "batch_base_offset")  # fmt: skip
+    (out.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
+        .option("segment_bytes", segment_bytes).save(dst))  # fmt: skip
+    res["records_lost"] = res["lost"].get("control records", 0)
+    res["records_out"] = spark.read.format("kafka-log").option("include_control", "true").load(dst).count()
+    return res
 
 
 def render_compare(res: dict, markdown=True) -> str:
@@ -191,16 +210,64 @@ def _check_args(args) -> str | None:
     return None
 
 
+def _reason(e: BaseException) -> str:
+    """The one line of a failed Spark job that says what went wrong: the reader's ``...Error: kafka-log: ...``."""
+    lines = str(e).splitlines()
+    for line in reversed(lines):
+        for marker in ("Error: kafka-log:", "Exception: kafka-log:"):
+            if marker in line:
+                return line[line.index(marker) + len(marker) - len("kafka-log:") :].strip()
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    return first or type(e).__name__
+
+
+@contextmanager
+def _spark_output_to_log():
+    """Spark's JVM and its Python workers write banners, stack traces and progress straight to file
+    descriptor 2; send that to a log file, so the terminal gets kfmt's own one-line messages (which name
+    the log when something failed). Yields (stream for kfmt's messages, log path)."""
+    sys.stderr.flush()
+    log = tempfile.NamedTemporaryFile(prefix="kfmt-spark-", suffix=".log", delete=False)
+    saved = os.dup(2)
+    os.dup2(log.fileno(), 2)
+    ours = os.fdopen(os.dup(saved), "w", buffering=1)
+    old, sys.stderr = sys.stderr, ours
+    try:
+        yield ours, log.name
+    finally:
+        sys.stderr = old
+        ours.close()
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
+
+
 def run(args) -> int:
     problem = _check_args(args)
     if problem:
         print(f"kfmt spark {args.job}: {problem}", file=sys.stderr)
         return 2
+    with _spark_output_to_log() as (err, log):
+        rc = _run(args, err, log)
+    if rc == 0 and os.path.exists(log):
+        os.unlink(log)
+    return rc
+
+
+def _run(args, err, log) -> int:
     t0 = time.time()
-    spark = session(args.master)
+    try:
+        spark = session(args.master)
+    except Exception as e:
+        print(f"kfmt spark {args.job}: Spark did not start: {_reason(e)} (Spark's log: {log})", file=err)
+        return 1
     try:
         if args.job == "compare":
-            res = compare(spark, args.logdir, args.formats.split(","), args.codecs.split(","))
+            try:
+                res = compare(spark, args.logdir, args.formats.split(","), args.codecs.split(","))
+            except Exception as e:
+                print(f"kfmt spark compare: {_reason(e)} (Spark's log: {log})", file=err)
+                return 1
             if args.json:
                 import json
 
@@ -209,15 +276,24 @@ def run(args) -> int:
                 print(render_compare(res, markdown=args.markdown))
         else:
             try:
-                n = convert(spark, args.src, args.dst, magic=args.magic, codec=args.codec,
-                            segment_bytes=args.segment_bytes)  # fmt: skip
-            except ValueError as e:
-                print(f"kfmt spark convert: {e}", file=sys.stderr)
+                res = convert(spark, args.src, args.dst, magic=args.magic, codec=args.codec,
+                              segment_bytes=args.segment_bytes, skip_corrupt=args.skip_corrupt)  # fmt: skip
+            except Exception as e:  # a Spark job failure wraps the reader's one-line reason
+                why = _reason(e).replace("option on_corrupt=skip or quarantine", "--skip-corrupt")
+                print(f"kfmt spark convert: {why}; nothing written (Spark's log: {log})", file=err)
                 return 1
-            print(f"converted {n} rows from {args.src} to {args.dst} (magic {args.magic}, codec {args.codec})")
+            kinds = ", ".join(f"{k} {v}" for k, v in res["lost"].items())
+            if kinds:
+                print(f"kfmt spark convert: not carried over to magic {args.magic}: {kinds}", file=err)
+            print(f"converted {res['records_out']} of {res['records_in']} records from {args.src} to {args.dst} "
+                  f"(magic {args.magic}, codec {args.codec}; {res['records_lost']} not carried over)")  # fmt: skip
+            if res["corrupt_batches"]:
+                print(f"kfmt spark convert: {res['corrupt_batches']} corrupt batch(es) or unreadable tail(s), "
+                      f"{res['bytes_unread']} input byte(s) not read", file=err)  # fmt: skip
+                return 1
     finally:
         spark.stop()
-    print(f"done in {time.time() - t0:.1f}s", file=sys.stderr)
+    print(f"done in {time.time() - t0:.1f}s", file=err)
     return 0
 
 
@@ -229,6 +305,9 @@ def add_parser(sub) -> None:
     c.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help="format ids, comma-separated")
     c.add_argument("--codecs", default="none,lz4", help="codecs, comma-separated (default none,lz4)")
     c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    c.add_argument(
+        "--spark-log-level", default="FATAL", help="Spark's own log level (default FATAL: kfmt says what failed)"
+    )
     c.add_argument("--json", action="store_true")
     c.add_argument("--markdown", action="store_true")
     c.set_defaults(func=run)
@@ -239,4 +318,12 @@ def add_parser(sub) -> None:
     v.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
     v.add_argument("--segment-bytes", type=positive_int, default=1024**3, help="roll segments at this size")
     v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    v.add_argument(
+        "--spark-log-level", default="FATAL", help="Spark's own log level (default FATAL: kfmt says what failed)"
+    )
+    v.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="leave corrupt batches and unreadable tails out, count them and exit 1 (default: fail, write nothing)",
+    )
     v.set_defaults(func=run)

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+import kfmt
 from kfmt.api import get_format
 
 VECTORS = Path(__file__).parent / "vectors"
@@ -63,3 +64,31 @@ from hypothesis import settings as _settings  # noqa: E402
 
 _settings.register_profile("suite", derandomize=True, deadline=None, print_blob=True)
 _settings.load_profile("suite")
+
+
+def mixed_log(rng) -> bytes:
+    """A log mixing v0, v1 and v2 entries, every codec, headers and a COMMIT marker (random sizes)."""
+    parts, off = [], 0
+    for magic, codec in ((0, "none"), (1, "gzip"), (2, "none"), (2, "lz4"), (1, "none"), (2, "snappy")):
+        n = rng.randint(1, 6)
+        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * rng.randint(0, 30), timestamp=1000 + i if magic else None,
+                            headers=[("h", b"x")] if magic == 2 else []) for i in range(n)]  # fmt: skip
+        parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
+        off += n
+    parts.insert(3, kfmt.encode_batch([kfmt.control_record("commit")], base_offset=off, producer_id=9,
+                                      is_transactional=True, is_control=True))  # fmt: skip
+    return b"".join(parts)
+
+
+
+
+def mutated(rng, data: bytes) -> bytes:
+    """``data`` with up to three random byte changes or short deletions."""
+    out = bytearray(data)
+    for _ in range(rng.randint(0, 3)):
+        i = rng.randrange(len(out))
+        if rng.random() < 0.7:
+            out[i] = rng.randrange(256)
+        else:
+            del out[i : i + rng.randint(1, 8)]
+    return bytes(out)

@@ -11,6 +11,8 @@ from kfmt.cli import main
 from kfmt.conversion import convert
 from kfmt.synth import SynthConfig, synth
 
+from conftest import mixed_log, mutated
+
 BATCH_FIELDS = ("base_offset", "last_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                 "base_sequence", "is_transactional", "is_control", "timestamp_type", "base_timestamp",
                 "max_timestamp", "has_delete_horizon")  # fmt: skip
@@ -117,30 +119,11 @@ def test_damaged_length_is_never_converted_quietly(corpus, tmp_path, capsys):
     assert not (tmp_path / "n.log").exists()
 
 
-def _mixed_log(rng) -> bytes:
-    parts, off = [], 0
-    for magic, codec in ((0, "none"), (1, "gzip"), (2, "none"), (2, "lz4"), (1, "none"), (2, "snappy")):
-        n = rng.randint(1, 6)
-        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * rng.randint(0, 30), timestamp=1000 + i if magic else None,
-                            headers=[("h", b"x")] if magic == 2 else []) for i in range(n)]  # fmt: skip
-        parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
-        off += n
-    parts.insert(3, kfmt.encode_batch([kfmt.control_record("commit")], base_offset=off, producer_id=9,
-                                      is_transactional=True, is_control=True))  # fmt: skip
-    return b"".join(parts)
-
-
 def test_records_in_equal_records_out_plus_reported_over_mutated_logs():
     rng = random.Random(2026)
     seen_damage = 0
     for _ in range(150):
-        data = bytearray(_mixed_log(rng))
-        for _ in range(rng.randint(0, 3)):
-            i = rng.randrange(len(data))
-            if rng.random() < 0.7:
-                data[i] = rng.randrange(256)
-            else:
-                del data[i : i + rng.randint(1, 8)]
+        data = mutated(rng, mixed_log(rng))
         for to_magic, codec in ((0, None), (1, "gzip"), (2, None), (2, "zstd")):
             try:
                 res = convert(bytes(data), to_magic=to_magic, codec=codec, skip_corrupt=True)
