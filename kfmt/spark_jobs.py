@@ -7,6 +7,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from typing import Any
 
 from kfmt.cli_args import positive_int
 
@@ -159,7 +160,7 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
         if magic == 0:
             lost_cols.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
     row = df.agg(*counts, *[c for c in lost_cols]).collect()[0].asDict()
-    res = {k: int(row.pop(k) or 0) for k in ("records_in", "corrupt_batches", "bytes_unread")}
+    res: dict[str, Any] = {k: int(row.pop(k) or 0) for k in ("records_in", "corrupt_batches", "bytes_unread")}
     res["lost"] = {k: int(v) for k, v in row.items() if v}
     out = df.filter(good)
     if magic < 2:
@@ -248,26 +249,41 @@ def run(args) -> int:
         print(f"kfmt spark {args.job}: {problem}", file=sys.stderr)
         return 2
     with _spark_output_to_log() as (err, log):
-        rc = _run(args, err, log)
-    if rc == 0 and os.path.exists(log):
+        out = _Messages(err, log)
+        rc = _run(args, out)
+    if not out.named_log and os.path.exists(log):  # kept only when a message pointed the user at it
         os.unlink(log)
     return rc
 
 
-def _run(args, err, log) -> int:
+class _Messages:
+    """Where ``kfmt spark`` says things: the terminal's stderr, and the log that holds Spark's own output."""
+
+    def __init__(self, err, log: str):
+        self.err, self.log, self.named_log = err, log, False
+
+    def say(self, text: str) -> None:
+        print(text, file=self.err)
+
+    def fail(self, text: str) -> int:
+        """A one-line failure that names Spark's log (kept for the user); returns exit status 1."""
+        self.named_log = True
+        print(f"{text} (Spark's log: {self.log})", file=self.err)
+        return 1
+
+
+def _run(args, out: _Messages) -> int:
     t0 = time.time()
     try:
         spark = session(args.master)
     except Exception as e:
-        print(f"kfmt spark {args.job}: Spark did not start: {_reason(e)} (Spark's log: {log})", file=err)
-        return 1
+        return out.fail(f"kfmt spark {args.job}: Spark did not start: {_reason(e)}")
     try:
         if args.job == "compare":
             try:
                 res = compare(spark, args.logdir, args.formats.split(","), args.codecs.split(","))
             except Exception as e:
-                print(f"kfmt spark compare: {_reason(e)} (Spark's log: {log})", file=err)
-                return 1
+                return out.fail(f"kfmt spark compare: {_reason(e)}")
             if args.json:
                 import json
 
@@ -280,20 +296,19 @@ def _run(args, err, log) -> int:
                               segment_bytes=args.segment_bytes, skip_corrupt=args.skip_corrupt)  # fmt: skip
             except Exception as e:  # a Spark job failure wraps the reader's one-line reason
                 why = _reason(e).replace("option on_corrupt=skip or quarantine", "--skip-corrupt")
-                print(f"kfmt spark convert: {why}; nothing written (Spark's log: {log})", file=err)
-                return 1
+                return out.fail(f"kfmt spark convert: {why}; nothing written")
             kinds = ", ".join(f"{k} {v}" for k, v in res["lost"].items())
             if kinds:
-                print(f"kfmt spark convert: not carried over to magic {args.magic}: {kinds}", file=err)
+                out.say(f"kfmt spark convert: not carried over to magic {args.magic}: {kinds}")
             print(f"converted {res['records_out']} of {res['records_in']} records from {args.src} to {args.dst} "
                   f"(magic {args.magic}, codec {args.codec}; {res['records_lost']} not carried over)")  # fmt: skip
             if res["corrupt_batches"]:
-                print(f"kfmt spark convert: {res['corrupt_batches']} corrupt batch(es) or unreadable tail(s), "
-                      f"{res['bytes_unread']} input byte(s) not read", file=err)  # fmt: skip
+                out.say(f"kfmt spark convert: {res['corrupt_batches']} corrupt batch(es) or unreadable tail(s), "
+                        f"{res['bytes_unread']} input byte(s) not read")  # fmt: skip
                 return 1
     finally:
         spark.stop()
-    print(f"done in {time.time() - t0:.1f}s", file=err)
+    out.say(f"done in {time.time() - t0:.1f}s")
     return 0
 
 

@@ -1,5 +1,6 @@
 """The kafka-log Spark data source and jobs (local[2], one shared session, a small synthesized corpus)."""
 
+import os
 import pickle
 import subprocess
 import sys
@@ -396,6 +397,9 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     reason = [ln for ln in r.stderr.splitlines() if ln.startswith("kfmt spark convert:")]
     assert len(reason) == 1 and "kafka-log: corrupt batch in" in reason[0] and "nothing written" in reason[0]
+    log = reason[0].rsplit("(Spark's log: ", 1)[1].rstrip(")")
+    assert "Traceback" in open(log).read()  # Spark's own stack traces are kept, in the log the message names
+    os.unlink(log)
     assert not list((tmp_path / "strict").rglob("*.log"))
 
 
