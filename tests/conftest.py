@@ -80,8 +80,6 @@ def mixed_log(rng) -> bytes:
     return b"".join(parts)
 
 
-
-
 def mutated(rng, data: bytes) -> bytes:
     """``data`` with up to three random byte changes or short deletions."""
     out = bytearray(data)

@@ -6,12 +6,11 @@ import struct
 import pytest
 
 import kfmt
+from conftest import mixed_log, mutated
 from kfmt.api import scan
 from kfmt.cli import main
 from kfmt.conversion import convert
 from kfmt.synth import SynthConfig, synth
-
-from conftest import mixed_log, mutated
 
 BATCH_FIELDS = ("base_offset", "last_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                 "base_sequence", "is_transactional", "is_control", "timestamp_type", "base_timestamp",

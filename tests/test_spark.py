@@ -363,7 +363,6 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
     import random
 
     from conftest import mixed_log, mutated
-
     from kfmt.conversion import convert as convert_bytes
     from kfmt.spark_jobs import convert
 
@@ -384,6 +383,7 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
         assert res["bytes_unread"] == sum(e.bytes_unread for e in expect)
         if magic == 1:
             assert res["records_lost"] == sum(e.records_lost for e in expect) > 0
+
     # the command line (its own Spark session, so in a subprocess): the damage counted, exit 1; without
     # --skip-corrupt the job fails with the reader's one-line reason and nothing is written
     def cli(*args):
