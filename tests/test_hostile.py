@@ -7,11 +7,11 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from conftest import backends
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kfmt
+from conftest import backends
 from kfmt.api import format_ids
 from kfmt.runtime.options import DecodeOptions
 

@@ -1,11 +1,11 @@
 """Property tests: round trips, backend agreement, and only CodecError escaping on arbitrary bytes."""
 
 import pytest
-from conftest import backends
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kfmt
+from conftest import backends
 from kfmt.api import get_format
 
 (_, CODEC), (_, CONSTRUCT) = backends("kafka_v2")

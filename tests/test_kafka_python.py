@@ -1,10 +1,10 @@
 """kafka-python as an independent oracle: its builders -> our decoders, our encoders -> its reader."""
 
 import pytest
-from conftest import backends
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 import kfmt
+from conftest import backends
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 

@@ -4,10 +4,10 @@ import struct
 import zlib
 
 import pytest
-from conftest import backends, check_case, load_vectors
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
 import kfmt
+from conftest import backends, check_case, load_vectors
 from kfmt.api import get_format, iter_entries, scan
 from kfmt.runtime import compression
 

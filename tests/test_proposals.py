@@ -6,9 +6,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import backends, check_case, load_vectors
 
 import kfmt
+from conftest import backends, check_case, load_vectors
 from kfmt.api import format_ids, get_format
 
 PROPOSALS = ["kip82_header_wrapper", "v2_no_record_attributes", "v3_no_record_attributes", "kip98_draft",

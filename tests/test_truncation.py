@@ -1,9 +1,9 @@
 """h11's habit: every proper prefix of a valid input raises the truncated error."""
 
 import pytest
-from conftest import backends
 
 import kfmt
+from conftest import backends
 from kfmt import TruncatedError
 
 

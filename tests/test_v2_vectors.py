@@ -1,6 +1,7 @@
 """Golden vectors (sources in each file) through both backends."""
 
 import pytest
+
 from conftest import backends, check_case, load_vectors
 
 VECTORS = load_vectors("kafka_v2")
