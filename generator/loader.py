@@ -48,6 +48,12 @@ RESERVED = {
     "len", "bytes", "str", "getattr", "max", "enumerate", "range", "bytearray", "type", "list", "tuple",
     "int", "bool", "dict", "object", "super", "property", "isinstance",
 }  # fmt: skip
+# module-level names of the generated modules (entry points, Construct objects' neighbours) and the
+# model's methods: a struct or field of that name would shadow them
+ENTRY_POINTS = {"decode", "decode_from", "decode_run", "encode", "encode_all", "encoded_size", "as_dict"}
+MAX_DEPTH = 32  # YAML nesting (a format needs about 6)
+MAX_SCALAR = 10_000  # characters in one YAML scalar (docs are capped at 4,000 after loading)
+MAX_INT_DIGITS = 25  # an int64 in decimal, hex or binary fits; anything longer is a mistake or an attack
 
 
 class SchemaError(Exception):
@@ -143,6 +149,8 @@ def _ident(name, ctx: _Ctx, what="name", *, reserved: bool = True) -> str:
         raise ctx.error(f"{what} {name!r} is longer than 64 characters")
     if reserved and (name in RESERVED or RESERVED_PREFIX.match(name)):
         raise ctx.error(f"{what} {name!r} is reserved by the generated code (names of generated locals)")
+    if reserved and name in ENTRY_POINTS:
+        raise ctx.error(f"{what} {name!r} is reserved: generated modules define {name}()")
     return name
 
 
@@ -507,6 +515,7 @@ def _read(path: Path, display: str) -> _Located:
         line = raw[: e.start].count(b"\n") + 1
         raise SchemaError(f"{display}:{line}: not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start})") from None
     try:
+        _prescan(text, display)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -515,6 +524,34 @@ def _read(path: Path, display: str) -> _Located:
     if node is None:
         raise SchemaError(f"{display}:1: empty schema")
     return _construct(node, display)
+
+
+_INT_LIKE = re.compile(r"[-+]?(0[xob])?[0-9a-fA-F_]+")
+
+
+def _prescan(text: str, display: str) -> None:
+    """Refuse what would make composing the YAML itself costly, before any node is built: anchors and
+    aliases (a few lines of aliases expand to billions of nodes; a recursive one never ends), nesting
+    deeper than MAX_DEPTH (the composer recurses), and overlong scalars and integer literals."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = ev.start_mark.line + 1
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            name = getattr(ev, "anchor", None) or ""
+            raise SchemaError(f"{display}:{line}: YAML anchors and aliases are not allowed (&{name} / *{name})")
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SchemaError(f"{display}:{line}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(ev, yaml.ScalarEvent):
+            if len(ev.value) > MAX_SCALAR:
+                raise SchemaError(
+                    f"{display}:{line}: value too long ({len(ev.value)} characters, at most {MAX_SCALAR})"
+                )
+            if ev.implicit[0] and len(ev.value) > MAX_INT_DIGITS and _INT_LIKE.fullmatch(ev.value):
+                raise SchemaError(f"{display}:{line}: integer literal too long ({len(ev.value)} digits)")
 
 
 def _types(loc: _Located | None, ctx: _Ctx) -> dict:
@@ -560,7 +597,7 @@ def display_dir(schema_dir: Path) -> str:
     return str(schema_dir).rstrip("/") or "/"
 
 
-def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
+def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[str, ...] = ()) -> Schema:
     """Load, merge imports, and validate one schema file."""
     path = Path(path)
     schema_dir = Path(schema_dir) if schema_dir else path.parent
@@ -599,9 +636,12 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
         ectx = ctx0.sub("extends", m["extends"])
         ename = _ident(m["extends"].value, ectx, "extends")
         epath = schema_dir / f"{ename}.yaml"
-        if not epath.is_file() or ename == sid:
+        if ename == sid or ename in _chain:
+            cycle = " -> ".join((*_chain, sid, ename))
+            raise ectx.error(f"extends cycle: {cycle}")
+        if not epath.is_file():
             raise ectx.error(f"extended schema {ename!r} not found")
-        parent = load(epath, schema_dir)
+        parent = load(epath, schema_dir, (*_chain, sid))
         # the child inherits everything, then overrides structs whole or field by field
         types.update(parent._types)  # type: ignore[attr-defined]
         enums.update(parent.enums)
@@ -664,12 +704,96 @@ def load(path: str | Path, schema_dir: str | Path | None = None) -> Schema:
         raise ctx0.sub("magic").error(
             f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}"
         )
+    _check_conditions(schema)
     h = hashlib.sha256()
     for s in schema.sources:
         h.update(hashlib.sha256(s).digest())
     schema.sha256 = h.hexdigest()
     schema.fingerprint = wire_fingerprint(schema)
     return schema
+
+
+_VARINT_RANGES = {"varint": (-(2**31), 2**31 - 1), "varlong": (-(2**63), 2**63 - 1), "uvarint": (0, 2**32 - 1)}
+
+
+def _int_range(t: str) -> tuple[int, int] | None:
+    if t in PRIMITIVES:
+        fmt, size = PRIMITIVES[t]
+        bits = size * 8
+        return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if fmt.islower() else (0, 2**bits - 1)
+    return _VARINT_RANGES.get(t)
+
+
+def _conditions(st: Struct):
+    """(field index, YAML path, condition) of every condition in a struct."""
+    for i, f in enumerate(st.fields):
+        if f.if_:
+            yield i, "if", f.if_
+        if f.derive and f.derive.when:
+            yield i, "derive.when", f.derive.when
+        if f.wraps:
+            yield i, "wraps.when", f.wraps.when
+            if f.wraps.timestamps_when:
+                yield i, "wraps.timestamps.when", f.wraps.timestamps_when
+    for v in st.views:
+        if v.when:
+            yield None, f"views.{v.name}.when", v.when
+
+
+def _check_conditions(schema: Schema) -> None:
+    """A condition's value must be one its field can hold: an enum value by name (or id), a flag's
+    true/false, an integer in the field's range. Anything else would compile into code that never (or
+    always) matches, and both backends would then reject every message."""
+    for st in schema.structs.values():
+        fields = {f.name: f for f in st.fields}
+        bits = {b.name: b for f in st.fields for b in f.bits}
+        for i, where, c in _conditions(st):
+            line = st.fields[i].line if i is not None else st.line
+            at = f"structs.{st.name}" + (f".fields[{i}]" if i is not None else "") + f".{where}"
+
+            def bad(msg: str, line: int = line, at: str = at) -> SchemaError:
+                return SchemaError(f"{schema.file}:{line} {at}: {msg}")
+
+            v = c.value
+            if c.op is None:
+                continue
+            if c.field in bits:
+                b = bits[c.field]
+                if b.enum:
+                    enum = schema.enums.get(b.enum)
+                    names = dict((n, k) for k, n in enum.values) if enum else {}
+                    if isinstance(v, str):
+                        if v not in names:
+                            raise bad(f"{v!r} is not a value of enum {b.enum!r}{_suggest(v, names)} "
+                                      f"(values: {', '.join(names)})")  # fmt: skip
+                        if c.op not in ("eq", "ne"):
+                            raise bad(f"enum values compare with eq or ne, not {c.op}")
+                        continue
+                    if isinstance(v, int) and not isinstance(v, bool) and enum and v in dict(enum.values):
+                        continue
+                    raise bad(f"compares enum {b.enum!r} with {v!r}; use one of: {', '.join(names)}")
+                if b.flag:
+                    if not (isinstance(v, bool) or v in (0, 1)) or c.op not in ("eq", "ne"):
+                        raise bad(f"flag {c.field!r} compares with eq/ne true or false, not {c.op} {v!r}")
+                    continue
+                hi = b.mask >> ((b.mask & -b.mask).bit_length() - 1)
+                if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+                    raise bad(f"{v!r} does not fit bit field {c.field!r} (0..{hi})")
+                continue
+            f = fields.get(c.field)
+            if f is None:
+                continue  # an unknown reference is reported, with suggestions, where references resolve
+            rng = _int_range(f.type)
+            if rng is None:
+                continue
+            if isinstance(v, str):
+                raise bad(f"compares {f.type} field {c.field!r} with a string ({v!r})")
+            if isinstance(v, bool):
+                if v not in (0, 1) or c.op not in ("eq", "ne"):
+                    raise bad(f"compares {f.type} field {c.field!r} with {v!r}")
+                continue
+            if not rng[0] <= v <= rng[1]:
+                raise bad(f"{v} does not fit {f.type} (field {c.field!r})")
 
 
 def _apply_override(base: _Located, ov: _Located, ctx: _Ctx) -> _Located:

@@ -195,6 +195,11 @@ def generate(schema_dir: Path, out_dir: Path, *, check: bool = False) -> list[st
     files = ruff_format(files)
     if out_dir.exists() and not out_dir.is_dir():
         raise SchemaError(f"{out_dir}: --out is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not _generated_by_us(out_dir / "__init__.py"):
+        raise SchemaError(
+            f"{out_dir}: not empty and not a package this generator wrote (no generated __init__.py); "
+            "choose an empty directory or one it generated before"
+        )
     foreign = [rel for rel in sorted(files) if (out_dir / rel).exists() and not _generated_by_us(out_dir / rel)]
     if foreign:
         raise SchemaError(

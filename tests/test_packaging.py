@@ -129,20 +129,26 @@ def test_generate_out_never_touches_files_it_did_not_write(tmp_path):
     schemas.mkdir()
     for name in ("common.yaml", "kafka_v0.yaml"):
         shutil.copy(SCHEMAS / name, schemas / name)
-    out = tmp_path / "project"
-    (out / "pkg" / "deep").mkdir(parents=True)
-    mine = {out / "app.py": "print('mine')\n", out / "pkg" / "deep" / "util.py": "X = 1\n"}
+    # a non-empty folder the generator did not make (a project, say) is refused as a whole
+    project = tmp_path / "project"
+    (project / "pkg" / "deep").mkdir(parents=True)
+    (project / "app.py").write_text("print('mine')\n")
+    (project / "pkg" / "deep" / "util.py").write_text("X = 1\n")
+    before = sorted(p.relative_to(project) for p in project.rglob("*"))
+    r = _generate(schemas, project)
+    assert r.returncode == 2 and "not a package this generator wrote" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.relative_to(project) for p in project.rglob("*")) == before
+    # in a package it generated, files it did not write are left alone
+    out = tmp_path / "gen"
+    assert _generate(schemas, out).returncode == 0
+    mine = {out / "helpers.py": "print('mine')\n", out / "kafka_v0" / "notes.py": "X = 1\n"}
     for p, text in mine.items():
         p.write_text(text)
-    r = _generate(schemas, out)
-    assert r.returncode == 0, r.stderr
-    assert (out / "kafka_v0" / "codec.py").exists()
-    assert all(p.read_text() == text for p, text in mine.items()), "user files were changed"
-    # a renamed schema: the old generated package is swept, the user's files stay
+    # a renamed schema: the old generated files are swept, the user's files stay
     (schemas / "kafka_v0.yaml").rename(schemas / "legacy_v0.yaml")
     r = _generate(schemas, out)
     assert r.returncode == 0, r.stderr
-    assert not (out / "kafka_v0").exists() and (out / "legacy_v0" / "codec.py").exists()
+    assert not (out / "kafka_v0" / "codec.py").exists() and (out / "legacy_v0" / "codec.py").exists()
     assert all(p.read_text() == text for p, text in mine.items()), "user files were changed"
     # a same-named file without the generator's header is refused, and nothing is written
     (out / "legacy_v0" / "model.py").write_text("# my own model\n")
