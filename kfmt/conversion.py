@@ -171,7 +171,9 @@ def convert(
         # up-conversion of a legacy entry to v2
         records = _records_of(batch)
         if batch.codec == "none" and codec in (None, "none"):
-            if pending and (pending[-1].offset >= records[0].offset or len(pending) >= 10_000):
+            # one v2 batch per run of consecutive offsets (an offset field is outside the legacy CRC: a
+            # damaged one may jump anywhere, and a batch's offset deltas are int32)
+            if pending and (records[0].offset != pending[-1].offset + 1 or len(pending) >= 10_000):
                 flush()
             pending.extend(records)
             continue

@@ -154,6 +154,29 @@ def test_diff_corpus_accounts_for_every_record(corpus, tmp_path, capsys):
     assert "10 bytes unread" in capsys.readouterr().err
 
 
+def test_diff_corpus_accounts_for_every_record_of_mutated_mixed_logs(tmp_path):
+    """records decoded = records encoded + records skipped (format or codec cannot carry them) + markers, per
+    format and codec, and the bytes left unread are those kfmt.convert reports, on damaged mixed logs."""
+    from kfmt.diff import corpus_sizes
+
+    rng = random.Random(404)
+    logs = []
+    for i in range(40):
+        data = mutated(rng, mixed_log(rng))
+        (tmp_path / f"t-{i}").mkdir()
+        (tmp_path / f"t-{i}" / "00000000000000000000.log").write_bytes(data)
+        logs.append(data)
+    account: dict = {}
+    res = corpus_sizes(["kafka_v2", "kafka_v0", "kip98_draft", "v2_no_record_attributes"], [str(tmp_path)],
+                       ("none", "zstd"), account)  # fmt: skip
+    expect = [convert(d, to_magic=2, skip_corrupt=True) for d in logs]
+    assert account["records"] == sum(e.records_in for e in expect)
+    assert account["unread_bytes"] == sum(e.bytes_unread for e in expect) > 0
+    for per in res.values():
+        for acc in per.values():
+            assert acc["records"] + acc["skipped_records"] + account["control_records"] == account["records"]
+
+
 def test_formats_without_headers_refuse_records_with_headers():
     rec = kfmt.Record(value=b"v", headers=[("a", b"1")], timestamp=1)
     for fmt in ("kafka_v0", "kafka_v1", "kip98_draft"):
