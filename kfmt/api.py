@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from kfmt.resync import describe, next_entry, valid_entry_at, zero_run_end
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
 from kfmt.runtime.model import Batch, Record
 from kfmt.runtime.options import options_for
@@ -115,6 +116,7 @@ def read_batches(
     backend: str = "codec",
     isolation: str = "read_uncommitted",
     partial_tail: str = "ignore",
+    on_corrupt="fail",
 ) -> Iterator[Batch]:
     """Iterate the batches of a Kafka log: bytes-like data (segment bytes, a fetch payload), a path, or a
     binary file (read in chunks: memory does not grow with the file).
@@ -126,10 +128,38 @@ def read_batches(
     ends iteration quietly, as a fetch response's partial last batch does in Kafka (``partial_tail=
     "error"`` raises :class:`TruncatedError` instead, with the count of bytes not read); anything else
     wrong raises a :class:`CodecError` naming the byte offset.
+
+    ``on_corrupt="skip"`` (or a function taking the error) goes on after damage instead: a corrupt batch
+    or a damaged region (broken framing, a zero-filled hole or tail, bytes that hold no entry) is passed to
+    the function, or logged as a warning, with ``batch_position`` and ``unread`` (the region's length) set,
+    and reading resumes at the next position where a complete entry with a valid CRC starts. Every byte
+    is then either in a batch or in a reported region, the incomplete tail included.
     """
     if partial_tail not in ("ignore", "error"):
         raise ValueError(f"partial_tail must be 'ignore' or 'error', not {partial_tail!r}")
-    return _items(data, verify_crc, format, opts, backend, False, False, partial_tail == "error", isolation)
+    if on_corrupt == "fail":
+        return _items(data, verify_crc, format, opts, backend, False, False, partial_tail == "error", isolation)
+    if on_corrupt == "skip":
+        on_corrupt = _log_damage
+    if not callable(on_corrupt):
+        raise ValueError(f"on_corrupt must be 'fail', 'skip' or a function taking the error, not {on_corrupt!r}")
+    return _reporting(_items(data, verify_crc, format, opts, backend, True, True, True, isolation), on_corrupt)
+
+
+def _log_damage(e: CodecError) -> None:
+    import logging
+
+    logging.getLogger("kfmt").warning("skipped %d byte(s) at byte %s: %s", e.unread or 0, e.batch_position, e)
+
+
+def _reporting(items, report) -> Iterator[Batch]:
+    for _pos, _end, b in items:
+        if isinstance(b, CodecError):
+            if b.unread is None:
+                b.unread = _end - _pos
+            report(b)
+        else:
+            yield b
 
 
 def scan(
@@ -238,8 +268,8 @@ def _shifted(items, base):
 def _moved(e: CodecError, base: int) -> CodecError:
     m = e.at(offset=None if e.offset is None else e.offset + base)
     m.batch_position = None if e.batch_position is None else e.batch_position + base
-    if hasattr(e, "unread"):
-        m.unread = e.unread
+    m.unread = e.unread
+    m.zero_filled = e.zero_filled
     return m
 
 
@@ -250,17 +280,28 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     of an incomplete entry (more data may complete it, unless ``eof``)."""
     forced = backend_module(format, backend) if format else None
     table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
+    check = (lambda b, p, e: forced.decode_from(b, p, e, opts)) if forced else None
     while True:
         try:
             end = _entry_end(buf, pos, n)
-        except CodecError as e:  # broken framing: nothing after it can be found
-            e.batch_position = pos
-            e.unread = n - pos
+        except CodecError as e:  # broken framing: the next valid entry, if any, is searched for
             if not skip_corrupt:
+                e.batch_position = pos
+                e.unread = n - pos
                 raise
-            yield pos, n, e
-            return None
+            q = next_entry(buf, pos, n, check)
+            if q >= n and not eof:
+                return pos  # the search needs more of the stream
+            yield pos, q, _damaged(e, buf, pos, q)
+            pos = q
+            continue
         if end < 0:
+            if eof and skip_corrupt and n - pos >= LOG_OVERHEAD:
+                q = next_entry(buf, pos, n, check)  # a size running past the end: good entries may follow
+                if q < n:
+                    yield pos, q, _damaged(tail_error(buf, pos, n), buf, pos, q)
+                    pos = q
+                    continue
             break
         mod = forced or table.get(buf[pos + 16])
         run = getattr(mod, "decode_run", None)
@@ -286,8 +327,13 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
             e.batch_position = pos  # where the entry holding the error starts
             if not skip_corrupt:
                 raise
-            yield pos, end, e
-            pos = end
+            if not eof and not _judgeable(buf, end, n):
+                return pos  # whether the framing after it holds needs more of the stream
+            q = end
+            if end < n and not valid_entry_at(buf, end, n, check):
+                q = next_entry(buf, pos, n, check)  # its size may be damaged too: resynchronise
+            yield pos, q, _damaged(e, buf, pos, q) if q != end else e
+            pos = q
             continue
         yield (pos, end, batch) if positions else batch
         pos = end
@@ -295,10 +341,30 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
         return pos
     if pos < n and strict_tail:
         tail = tail_error(buf, pos, n)
+        if zero_run_end(buf, pos, n) >= n:
+            tail = _damaged(tail, buf, pos, n)
         if not skip_corrupt:
             raise tail
         yield pos, n, tail
     return None
+
+
+def _judgeable(buf, p: int, n: int) -> bool:
+    """Whether the bytes in hand tell if a valid entry starts at ``p`` (its framing is broken, or it is complete)."""
+    if n - p < HEADER_SIZE_UP_TO_MAGIC:
+        return False
+    size = _ENTRY.unpack_from(buf, p)[1]
+    return size < MIN_ENTRY_SIZE or p + LOG_OVERHEAD + size <= n
+
+
+def _damaged(e: CodecError, buf, pos: int, q: int) -> CodecError:
+    """The error for the damaged region ``[pos, q)`` that began with ``e``: what was wrong first, and what
+    the region holds (zero fill, or bytes with no valid entry); ``unread`` is its length."""
+    d = type(e)(f"{e.reason}; {describe(buf, pos, q)} up to byte {q}", offset=e.offset, path=e.path)
+    d.batch_position = pos
+    d.unread = q - pos
+    d.zero_filled = zero_run_end(buf, pos, q) >= q
+    return d
 
 
 def _as_record(r) -> Record:

@@ -192,11 +192,18 @@ class Dump:
                               "not read or checked")  # fmt: skip
                     break
                 if isinstance(b, CodecError):
-                    if getattr(b, "unread", None) is not None:
-                        msg = str(b) if "not read" in str(b) else f"{b}; {end - pos} byte(s) from here not read"
-                        self.problem(seg.path, "unread_bytes", msg, pos, bytes=end - pos)
-                        stop = pos
-                        break
+                    if b.unread is not None:  # a damaged region (broken framing, zero fill, a tail)
+                        msg = str(b) if "not read" in str(b) or b.zero_filled else f"{b}; {end - pos} byte(s) not read"
+                        kind = "zero_fill" if b.zero_filled else "unread_bytes"
+                        self.problem(seg.path, kind, msg, pos, bytes=end - pos)
+                        damaged.add(pos)
+                        if end < seg.size and not a.skip_corrupt:
+                            stop = pos
+                            self.problem(seg.path, "unread_bytes", f"{seg.size - end} byte(s) after it not read "
+                                         "(--skip-corrupt goes on with the next valid batch)", end,
+                                         bytes=seg.size - end)  # fmt: skip
+                            break
+                        continue
                     self.problem(seg.path, "corrupt_batch", f"corrupt batch of {end - pos} bytes: {b}", pos,
                                  bytes=end - pos)  # fmt: skip
                     damaged.add(pos)

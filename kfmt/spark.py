@@ -61,6 +61,7 @@ SCHEMA = ", ".join(f"{name} {_SPARK_TYPE[t]}" for name, t, _ in COLUMNS)
 _BATCH_GETTERS = {name: src for name, _, src in COLUMNS if callable(src)}
 _BATCH_COLS = tuple(_BATCH_GETTERS) + ("position", "error", "raw")
 ROWS_PER_ARROW_BATCH = 8192
+QUARANTINE_RAW_BYTES = 1 << 20  # a quarantine row keeps at most this much of its damaged region
 
 
 def register(spark) -> None:
@@ -401,7 +402,9 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
                     skipped += 1
                     log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
                     continue
-                cols.add_corrupt(part.start + pos, str(b), data[pos:end])
+                raw = data[pos : min(end, pos + QUARANTINE_RAW_BYTES)]
+                cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
+                cols.add_corrupt(part.start + pos, f"{b}{cut}", raw)
                 continue
             if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
                 continue
@@ -488,7 +491,7 @@ class _Columns:
             "headers": lambda: pa.ListArray.from_arrays(
                 pa.array(self.h_offsets, pa.int32()),
                 pa.StructArray.from_arrays(
-                    [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+                    [_utf8_array(pa, self.h_keys), pa.array(self.h_values, pa.binary())],
                     fields=list(types["headers"].value_type),
                 ),
             ),
@@ -496,6 +499,18 @@ class _Columns:
         }
         arrays = [build[c]() if c in build else pa.array(self.batch[c], types[c]) for c in self.columns]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _utf8_array(pa, keys: list):
+    """Header keys as an Arrow string array. A key that is not valid UTF-8 (kfmt keeps its bytes with
+    surrogate escapes) gets U+FFFD for each bad byte, as Kafka's Java consumer decodes header keys."""
+    try:
+        return pa.array(keys, pa.string())
+    except UnicodeEncodeError:
+        fixed = [k.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k in keys]
+        log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does",
+                    sum(a != b for a, b in zip(keys, fixed)))  # fmt: skip
+        return pa.array(fixed, pa.string())
 
 
 def arrow_schema(pa):

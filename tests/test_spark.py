@@ -403,6 +403,38 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
     assert not list((tmp_path / "strict").rglob("*.log"))
 
 
+def test_damaged_framing_never_fails_skip_or_quarantine(spark, corpus, tmp_path):
+    """A huge size in the middle, an entry size below 14, a zero-filled tail, a non-UTF-8 header key: skip
+    and quarantine read what read_batches(on_corrupt=...) reads, one quarantine row per damaged region."""
+    import struct
+
+    seg = sorted(corpus.glob("orders-0/*.log"))[0].read_bytes()
+    entries = [(p, e) for p, e, _ in kfmt.scan(seg)]
+    bad = bytearray(seg)
+    struct.pack_into(">i", bad, entries[2][0] + 8, 0x7FFF0000)
+    struct.pack_into(">i", bad, entries[5][0] + 8, 3)
+    bad += bytes(300_000)
+    odd = kfmt.encode_batch([kfmt.Record(value=b"v", headers=[("h\udcff", b"1")], timestamp=1)], base_offset=10**6)
+    bad += odd
+    d = tmp_path / "orders-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(bytes(bad))
+    errors: list = []
+    want = sum(len(b.records) for b in kfmt.read_batches(bytes(bad), on_corrupt=errors.append) if not b.is_control)
+    assert len(errors) == 3 and errors[-1].zero_filled
+    skip = spark.read.format("kafka-log").option("on_corrupt", "skip").load(str(tmp_path))
+    assert skip.count() == want
+    q = spark.read.format("kafka-log").option("on_corrupt", "quarantine").load(str(tmp_path))
+    bad_rows = q.filter("error is not null").select("position", "error", "raw").collect()
+    assert sorted(r["position"] for r in bad_rows) == sorted(e.batch_position for e in errors)
+    assert max(len(r["raw"]) for r in bad_rows) <= 1 << 20
+    assert q.filter("error is null").count() == want
+    keys = [h["key"] for r in skip.filter("offset = 1000000").collect() for h in r["headers"]]
+    assert keys == ["h\ufffd"]
+    with pytest.raises(Exception, match="kafka-log: corrupt batch"):
+        spark.read.format("kafka-log").load(str(tmp_path)).count()
+
+
 def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
     from kfmt.cli import main
 

@@ -15,6 +15,8 @@ class CodecError(ValueError):
     batch_position: int | None = None
     #: input bytes left unread because of this error (framing errors and incomplete tails), set by scan
     unread: int | None = None
+    #: the damaged region holds only zero bytes (a preallocated tail or a zeroed hole), set by scan
+    zero_filled: bool = False
 
     def __init__(self, reason: str, *, offset: int | None = None, path: str | None = None):
         self.reason = reason
