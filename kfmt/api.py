@@ -340,7 +340,7 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     if not eof:
         return pos
     if pos < n and strict_tail:
-        tail = tail_error(buf, pos, n)
+        tail: CodecError = tail_error(buf, pos, n)
         if zero_run_end(buf, pos, n) >= n:
             tail = _damaged(tail, buf, pos, n)
         if not skip_corrupt:
