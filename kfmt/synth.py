@@ -17,7 +17,6 @@ from pathlib import Path
 import kfmt
 from kfmt.cli_args import positive_int, topic_names
 from kfmt.segments import build_indexes
-from kfmt.tools import atomic_write
 from kfmt.txn import txn_index_entry
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -63,11 +62,11 @@ class _Segments:
             return
         stem = self.folder / f"{self.base:020d}"
         index, timeindex = build_indexes(self.buf, self.base)
-        atomic_write(stem.with_suffix(".log"), bytes(self.buf))
-        atomic_write(stem.with_suffix(".index"), index)
-        atomic_write(stem.with_suffix(".timeindex"), timeindex)
+        stem.with_suffix(".log").write_bytes(bytes(self.buf))
+        stem.with_suffix(".index").write_bytes(index)
+        stem.with_suffix(".timeindex").write_bytes(timeindex)
         if self.txn_index:
-            atomic_write(stem.with_suffix(".txnindex"), bytes(self.txn_index))
+            stem.with_suffix(".txnindex").write_bytes(bytes(self.txn_index))
         self.files.append(stem.with_suffix(".log"))
         self.base, self.buf, self.txn_index = None, bytearray(), bytearray()
 
@@ -170,17 +169,23 @@ def write_legacy(folder: Path, rng: random.Random, cfg: SynthConfig) -> dict:
     return {"records": n_total, "segments": len(seg.files)}
 
 
-def synth(out_dir, cfg: SynthConfig | None = None) -> dict:
-    """Write the corpus under ``out_dir``; returns a summary per topic-partition."""
+def synth(out_dir, cfg: SynthConfig | None = None, *, overwrite: bool = False) -> dict:
+    """Write the corpus under ``out_dir`` (published whole, with a completion marker, when it is complete;
+    an existing non-empty ``out_dir`` is refused unless ``overwrite``); returns a summary per topic-partition."""
+    from kfmt.publish import Staging
+
     cfg = cfg or SynthConfig()
-    out = Path(out_dir)
     summary = {}
-    for t_i, topic in enumerate(cfg.topics):
-        for part in range(cfg.partitions):
-            rng = random.Random(f"{cfg.seed}/{topic}/{part}")
-            summary[f"{topic}-{part}"] = write_partition(out / f"{topic}-{part}", rng, cfg, t_i * 10 + part)
-    if cfg.legacy:
-        summary["legacy-0"] = write_legacy(out / "legacy-0", random.Random(f"{cfg.seed}/legacy"), cfg)
+    with Staging(Path(out_dir), overwrite=overwrite) as st:
+        out = st.root
+        for t_i, topic in enumerate(cfg.topics):
+            for part in range(cfg.partitions):
+                rng = random.Random(f"{cfg.seed}/{topic}/{part}")
+                summary[f"{topic}-{part}"] = write_partition(out / f"{topic}-{part}", rng, cfg, t_i * 10 + part)
+        if cfg.legacy:
+            summary["legacy-0"] = write_legacy(out / "legacy-0", random.Random(f"{cfg.seed}/legacy"), cfg)
+        st.publish({"tool": "kfmt synth", "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
+                    "partitions": summary})  # fmt: skip
     return summary
 
 
@@ -188,7 +193,10 @@ def run(args) -> int:
     cfg = SynthConfig(seed=args.seed, topics=tuple(args.topics), partitions=args.partitions,
                       records=args.records, segment_bytes=args.segment_bytes, legacy=not args.no_legacy)  # fmt: skip
     try:
-        summary = synth(args.out, cfg)
+        summary = synth(args.out, cfg, overwrite=args.overwrite)
+    except FileExistsError as e:
+        print(f"kfmt synth: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"kfmt synth: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -207,5 +215,6 @@ def add_parser(sub) -> None:
     s.add_argument("--partitions", type=positive_int, default=2, help="partitions per topic")
     s.add_argument("--records", type=positive_int, default=3000, help="records per partition")
     s.add_argument("--segment-bytes", type=positive_int, default=256 * 1024, help="roll segments at this size")
+    s.add_argument("--overwrite", action="store_true", help="replace OUTDIR if it exists (default: refuse)")
     s.add_argument("--no-legacy", action="store_true", help="no legacy-0 topic with magic 0/1 segments")
     s.set_defaults(func=run)

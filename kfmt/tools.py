@@ -55,12 +55,17 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     """``kfmt convert``: every segment under ``src`` converted into ``dst`` (same layout), with ``.index``
     and ``.timeindex`` files rebuilt as a broker writes them.
 
-    Every segment is converted before anything is written; then all files appear at once.  A corrupt
-    batch or an incomplete tail stops the whole conversion (nothing written, exit 1) unless
-    ``skip_corrupt``, which writes the rest and reports the unread bytes (exit 1); with ``strict`` anything
-    that would be lost stops it too.  Exit 0 only when every input byte was read.
+    Segments are converted one at a time into a staging folder beside ``dst`` (memory holds one segment),
+    and the output is published only when complete (kfmt.publish: a directory gets a ``_KFMT_SUCCESS``
+    marker with the counts and appears by one rename). A corrupt batch or an incomplete tail stops the
+    whole conversion (nothing written, exit 1) unless ``skip_corrupt``, which writes the rest and reports
+    the unread bytes (exit 1); with ``strict`` anything that would be lost stops it too.  An existing
+    ``dst`` is refused unless ``overwrite`` (which replaces it whole).  Exit 0 only when every input byte
+    was read; a full disk or a permission error is one line, exit 1, nothing written.
     """
-    from kfmt.segments import build_indexes
+    import errno
+
+    from kfmt.publish import Staging
 
     err = err or sys.stderr
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()
@@ -81,49 +86,70 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     if codec == "zstd" and to_magic < 2:
         print(f"kfmt convert: zstd cannot be written with magic {to_magic} (Kafka reads zstd only in v2)", file=err)
         return 2
-    staged: list[tuple[Path, bytes]] = []
+    if dst_p == src_p or (dst_p.exists() and os.path.samefile(dst_p, src_p)):
+        print(f"kfmt convert: refusing to overwrite the input {src_p}", file=err)
+        return 2
+    if src_p in dst_p.parents or (not single and dst_p in src_p.parents):
+        print(f"kfmt convert: refusing to write {dst} inside or around its input {src}", file=err)
+        return 2
     totals: dict[str, int] = {}
-    ins = outs = unread = 0
-    for seg in segments:
-        seg_path = Path(seg.path).resolve()
-        target = dst_p if single else dst_p / seg_path.relative_to(src_p)
-        if target == seg_path or (target.exists() and os.path.samefile(target, seg_path)):
-            print(f"kfmt convert: refusing to overwrite the input {seg_path}", file=err)
-            return 2
-        if target.exists() and not overwrite:
-            print(f"kfmt convert: {target} exists (pass --overwrite to replace it)", file=err)
-            return 2
-        try:
-            res = convert(seg_path.read_bytes(), to_magic=to_magic, codec=codec, strict=strict,
-                          skip_corrupt=skip_corrupt)  # fmt: skip
-        except CodecError as e:
-            at = getattr(e, "batch_position", None)
-            where = f" (batch at byte {at})" if at is not None else ""
-            print(f"kfmt convert: {seg_path}{where}: {e}; nothing written", file=err)
-            return 1
-        staged.append((target, res.data))
-        if target.suffix == ".log" and _SEGMENT_NAME.match(target.name):
-            index, timeindex = build_indexes(res.data, int(target.stem))
-            staged += [(target.with_suffix(".index"), index), (target.with_suffix(".timeindex"), timeindex)]
-        ins += res.records_in
-        outs += res.records_out
-        unread += res.bytes_unread
-        for kind, n in res.summary().items():
-            totals[kind] = totals.get(kind, 0) + n
-        print(f"{seg_path} -> {target}: {res.batches_in} batches / {res.records_in} records in, "
-              f"{res.batches_out} batches / {res.records_out} records out", file=err)  # fmt: skip
-        for loss in res.lost:  # damage is always listed; format losses batch by batch with --verbose
-            if verbose or loss.kind in UNREAD_KINDS:
-                print(f"  not carried over: {loss.kind} at byte {loss.position}: {loss.detail}", file=err)
-    _write_all(staged)
-    print(f"kfmt convert: {len(segments)} segment(s), {ins} records in, {outs} records out", file=err)
+    counts = {"segments": len(segments), "records_in": 0, "records_out": 0, "bytes_unread": 0}
+    try:
+        with Staging(dst_p, overwrite=overwrite, single=single) as st:
+            for seg in segments:
+                seg_path = Path(seg.path).resolve()
+                target = st.root / (dst_p.name if single else seg_path.relative_to(src_p))
+                try:
+                    res = convert(seg_path.read_bytes(), to_magic=to_magic, codec=codec, strict=strict,
+                                  skip_corrupt=skip_corrupt)  # fmt: skip
+                except CodecError as e:
+                    at = getattr(e, "batch_position", None)
+                    where = f" (batch at byte {at})" if at is not None else ""
+                    print(f"kfmt convert: {seg_path}{where}: {e}; nothing written", file=err)
+                    return 1
+                _write_segment(target, res.data)
+                counts["records_in"] += res.records_in
+                counts["records_out"] += res.records_out
+                counts["bytes_unread"] += res.bytes_unread
+                for kind, n in res.summary().items():
+                    totals[kind] = totals.get(kind, 0) + n
+                shown = dst_p if single else dst_p / seg_path.relative_to(src_p)
+                print(f"{seg_path} -> {shown}: {res.batches_in} batches / {res.records_in} records in, "
+                      f"{res.batches_out} batches / {res.records_out} records out", file=err)  # fmt: skip
+                for loss in res.lost:  # damage is always listed; format losses batch by batch with --verbose
+                    if verbose or loss.kind in UNREAD_KINDS:
+                        print(f"  not carried over: {loss.kind} at byte {loss.position}: {loss.detail}", file=err)
+            st.publish({"tool": "kfmt convert", "source": str(src_p), "magic": to_magic, "codec": codec,
+                        **counts, "not_carried_over": totals})  # fmt: skip
+    except FileExistsError as e:
+        print(f"kfmt convert: {e}", file=err)
+        return 2
+    except OSError as e:
+        why = "no space left on device" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+        print(f"kfmt convert: cannot write {dst}: {why}; nothing written", file=err)
+        return 1
+    print(f"kfmt convert: {len(segments)} segment(s), {counts['records_in']} records in, "
+          f"{counts['records_out']} records out", file=err)  # fmt: skip
     if totals:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(totals.items()))
         print(f"kfmt convert: not carried over: {kinds}" + ("" if verbose else " (--verbose: per batch)"), file=err)
-    if unread:
-        print(f"kfmt convert: {unread} input byte(s) could not be read (see corrupt_batch/unread_bytes)", file=err)
+    if counts["bytes_unread"]:
+        print(f"kfmt convert: {counts['bytes_unread']} input byte(s) could not be read "
+              "(see corrupt_batch/unread_bytes)", file=err)  # fmt: skip
         return 1
     return 0
+
+
+def _write_segment(target: Path, data: bytes) -> None:
+    """A converted segment and, for a segment named by its base offset, its indexes (written as a broker does)."""
+    from kfmt.segments import build_indexes
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    if target.suffix == ".log" and _SEGMENT_NAME.match(target.name):
+        index, timeindex = build_indexes(data, int(target.stem))
+        target.with_suffix(".index").write_bytes(index)
+        target.with_suffix(".timeindex").write_bytes(timeindex)
 
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")

@@ -1,0 +1,119 @@
+"""Outputs that appear complete or not at all.
+
+A tool writes into a staging folder beside its destination (``.NAME.kfmt-partial-<pid>-<random>``); only
+when everything is written (and flushed to disk) is it published with renames. A directory output gets a
+completion marker (``_KFMT_SUCCESS``, JSON: what was written and what was not carried over) before the one
+rename that publishes it, so a directory without the marker is never a finished output. A process killed
+at any point leaves at most a staging folder, which the next run for the same destination removes (the
+pid in its name is no longer running). An existing destination is refused unless ``overwrite``; replacing
+one renames it aside first and removes it only after the new output is in place (a run killed between
+the two renames is rolled back by the next one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+MARKER = "_KFMT_SUCCESS"
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.kfmt-(?P<kind>partial|old)-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_leftovers(dst: Path) -> list[Path]:
+    """Remove what interrupted runs for ``dst`` left beside it; restore a destination that was renamed
+    aside by a run killed before it put the new one in place. Returns what was removed."""
+    removed: list[Path] = []
+    parent = dst.parent
+    if not parent.is_dir():
+        return removed
+    for p in sorted(parent.iterdir()):
+        m = _LEFTOVER.match(p.name)
+        if not m or m["name"] != dst.name or _alive(int(m["pid"])):
+            continue
+        if m["kind"] == "old" and not dst.exists():
+            p.rename(dst)  # the replacement never landed: the old output is still the output
+            continue
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+        removed.append(p)
+    return removed
+
+
+def _fsync_tree(root: Path) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+
+
+class Staging:
+    """``with Staging(dst, overwrite) as st: write under st.root ...; st.publish(marker)``.
+
+    ``single=True``: ``dst`` is one file (plus companions such as ``.index`` written beside it in
+    ``st.root``); they are renamed into ``dst``'s folder, ``dst`` itself last. Otherwise ``dst`` is a
+    directory, published whole by one rename, with the completion marker inside.
+    """
+
+    def __init__(self, dst: Path, *, overwrite: bool = False, single: bool = False):
+        self.dst = Path(dst)
+        self.overwrite = overwrite
+        self.single = single
+        self.root = self.dst.parent / f".{self.dst.name}.kfmt-partial-{os.getpid()}-{secrets.token_hex(4)}"
+        self.published = False
+
+    def __enter__(self) -> Staging:
+        clean_leftovers(self.dst)
+        if self.dst.is_dir() and not any(self.dst.iterdir()):
+            self.dst.rmdir()  # an empty folder is not an output: it is replaced, not refused
+        if self.dst.exists() and not self.overwrite:
+            raise FileExistsError(f"{self.dst} exists (pass --overwrite to replace it)")
+        self.dst.parent.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def publish(self, marker: dict | None = None) -> None:
+        _fsync_tree(self.root)
+        if self.single:
+            files = sorted(self.root.iterdir(), key=lambda p: p.name == self.dst.name)  # dst itself last
+            for p in files:
+                os.replace(p, self.dst.parent / p.name)
+        else:
+            if marker is not None:
+                with open(self.root / MARKER, "w") as f:
+                    json.dump(marker, f, indent=1, sort_keys=True)
+                    f.flush()
+                    os.fsync(f.fileno())
+            old = None
+            if self.dst.exists():
+                old = self.dst.parent / f".{self.dst.name}.kfmt-old-{os.getpid()}-{secrets.token_hex(4)}"
+                os.rename(self.dst, old)
+            os.rename(self.root, self.dst)
+            if old is not None:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+        self._sync_dir(self.dst.parent)
+        self.published = True
+
+    @staticmethod
+    def _sync_dir(d: Path) -> None:
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
