@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
 import struct
 import time
@@ -185,6 +186,7 @@ def scan(
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 CHUNK = 8 << 20
+RUN_BYTES = 256 << 10  # input bytes of legacy entries decoded per decode_run call
 
 
 def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, strict_tail, isolation):
@@ -201,7 +203,8 @@ def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, str
             raise ValueError("isolation='read_committed' needs a path or bytes (transactions are resolved first)")
         return _scan_stream(data, *args)
     try:
-        buf = data if type(data) is bytes else bytes(memoryview(data))
+        # bytes and mmap objects are read in place (slicing either gives bytes); others are copied once
+        buf = data if type(data) in (bytes, mmap.mmap) else bytes(memoryview(data))
     except TypeError:
         raise TypeError(f"a Kafka log is bytes-like data, a path or a binary file, not {type(data).__name__}") from None
     items = _scan(buf, 0, len(buf), *args, True)
@@ -308,7 +311,9 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
         if run is not None:
             # legacy entries: decode as many as decode cleanly in one call, then go on below with the
             # entry the run stopped at (another magic, a truncated tail, or an error to report)
-            values, starts, stop = run(buf, pos, n, opts)
+            # at most RUN_BYTES of input per call, so batches come out as they are read (400 compressed
+            # wrappers are not all decompressed before the first is yielded)
+            values, starts, stop = run(buf, pos, min(n, pos + RUN_BYTES), opts)
             if values:
                 if positions:
                     starts.append(stop)

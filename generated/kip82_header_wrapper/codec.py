@@ -549,22 +549,19 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         value, npos = _fdecode_message(buf, pos, end, opts)
         if npos <= end:
             return value, npos
+    except MemoryError:
+        raise  # running out of memory is not a property of the data: never retried, never called corrupt
     except Exception:  # noqa: BLE001 - anything unusual: the checked decoder below says what and where
         pass
     try:
         return _decode_message(buf, pos, end, opts)
     except _CodecError:
         raise
-    except (
-        IndexError,
-        KeyError,
-        ValueError,
-        TypeError,
-        OverflowError,
-        _struct.error,
-        MemoryError,
-        RecursionError,
-    ) as e:
+    except RecursionError:
+        raise _LimitExceededError(
+            "nesting deeper than the interpreter's recursion limit", offset=pos, path="message"
+        ) from None
+    except (IndexError, KeyError, ValueError, TypeError, OverflowError, _struct.error) as e:
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message"
         ) from None
@@ -712,6 +709,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
             value = value__message_
             append_value(value)
             append_start(start)
+            if value.messages is not None:
+                return (values, starts, pos)
+    except MemoryError:
+        raise
     except Exception:
         pass
     return (values, starts, start)
@@ -732,6 +733,8 @@ def encode(value):
     try:
         _fencode_message(value, out, 0)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     try:
@@ -812,6 +815,8 @@ def encode_all(values, path="log", first_index=0):
     try:
         _fencode_run(values, out, first_index)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0

@@ -745,22 +745,19 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         value, npos = _fdecode_message_set(buf, pos, end, opts)
         if npos <= end:
             return value, npos
+    except MemoryError:
+        raise  # running out of memory is not a property of the data: never retried, never called corrupt
     except Exception:  # noqa: BLE001 - anything unusual: the checked decoder below says what and where
         pass
     try:
         return _decode_message_set(buf, pos, end, opts)
     except _CodecError:
         raise
-    except (
-        IndexError,
-        KeyError,
-        ValueError,
-        TypeError,
-        OverflowError,
-        _struct.error,
-        MemoryError,
-        RecursionError,
-    ) as e:
+    except RecursionError:
+        raise _LimitExceededError(
+            "nesting deeper than the interpreter's recursion limit", offset=pos, path="message_set"
+        ) from None
+    except (IndexError, KeyError, ValueError, TypeError, OverflowError, _struct.error) as e:
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="message_set"
         ) from None
@@ -784,6 +781,8 @@ def encode(value):
     try:
         _fencode_message_set(value, out, 0)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     try:
@@ -805,6 +804,8 @@ def encode_all(values, path="log", first_index=0):
         for index_, value in enumerate(values, first_index):
             _fencode_message_set(value, out, index_)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0

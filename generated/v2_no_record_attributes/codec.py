@@ -1124,22 +1124,19 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
         value, npos = _fdecode_batch(buf, pos, end, opts)
         if npos <= end:
             return value, npos
+    except MemoryError:
+        raise  # running out of memory is not a property of the data: never retried, never called corrupt
     except Exception:  # noqa: BLE001 - anything unusual: the checked decoder below says what and where
         pass
     try:
         return _decode_batch(buf, pos, end, opts)
     except _CodecError:
         raise
-    except (
-        IndexError,
-        KeyError,
-        ValueError,
-        TypeError,
-        OverflowError,
-        _struct.error,
-        MemoryError,
-        RecursionError,
-    ) as e:
+    except RecursionError:
+        raise _LimitExceededError(
+            "nesting deeper than the interpreter's recursion limit", offset=pos, path="batch"
+        ) from None
+    except (IndexError, KeyError, ValueError, TypeError, OverflowError, _struct.error) as e:
         raise _InvalidValueError(
             f"internal decode failure ({type(e).__name__}: {e})", offset=pos, path="batch"
         ) from None
@@ -1163,6 +1160,8 @@ def encode(value):
     try:
         _fencode_batch(value, out, 0)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     try:
@@ -1184,6 +1183,8 @@ def encode_all(values, path="log", first_index=0):
         for index_, value in enumerate(values, first_index):
             _fencode_batch(value, out, index_)
         return bytes(out)
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
         out = bytearray()
     index_ = 0
