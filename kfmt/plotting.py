@@ -14,11 +14,18 @@ def pyplot():
 
 
 def save_figure(fig, stem: str, dpi: int = 110) -> list[str]:
-    """Write ``stem.png`` and ``stem.svg``, close the figure, return the paths."""
-    paths = []
+    """Write ``stem.png`` and ``stem.svg`` (rendered in memory, then written through a temporary file and a
+    rename: an interrupted run never leaves a half-written image), close the figure, return the paths."""
+    import io
+    from pathlib import Path
+
+    from kfmt.tools import _write_all
+
+    staged = []
     for ext in ("png", "svg"):
-        path = f"{stem}.{ext}"
-        fig.savefig(path, dpi=dpi)
-        paths.append(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=dpi)
+        staged.append((Path(f"{stem}.{ext}"), buf.getvalue()))
     pyplot().close(fig)
-    return paths
+    _write_all(staged)
+    return [str(p) for p, _ in staged]

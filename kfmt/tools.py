@@ -313,6 +313,10 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
             if start is not None:
                 base = start if base is None else base
                 seg += blob
+    from kfmt.publish import MARKER
+
+    marker = Path(root) / MARKER
+    marker.unlink(missing_ok=True)  # not complete again until the last file is in place
     if replace:  # the whole target is replaced: every partition folder's segment files go
         for folder in Path(root).glob("*-*"):
             if folder.is_dir() and not folder.name.startswith("."):
@@ -325,4 +329,9 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     for folder in {p.parent for p in remove}:
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
-    return [str(p) for p, _ in staged if p.suffix == ".log"]
+    written = [str(p) for p, _ in staged if p.suffix == ".log"]
+    import json
+
+    Path(root).mkdir(parents=True, exist_ok=True)
+    _write_all([(marker, json.dumps({"tool": "kafka-log writer", "segments_written": len(written)}).encode())])
+    return written

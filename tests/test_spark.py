@@ -289,6 +289,7 @@ def test_every_save_mode(spark, corpus, tmp_path):
     assert not out.exists() or not list(out.rglob("*.log"))
     assert kfmt.spark.save(df, str(out)) is True  # errorifexists on an empty target writes
     assert spark.read.format("kafka-log").load(str(out)).count() == n
+    assert (out / "_KFMT_SUCCESS").exists()  # written last, by the job's commit
     before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*.log"))
     with pytest.raises(FileExistsError, match="already holds"):
         kfmt.spark.save(df, str(out))
