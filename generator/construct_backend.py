@@ -153,15 +153,18 @@ class Layout:
             if f.length == "rest":
                 con = f"KRest({self.b.trailer_size(self.st, [x.name for x in self.st.fields].index(f.name))})"
             else:
-                con = f"KBytes({_prefix(f.length)}, nullable={f.nullable}, string={f.type == 'string'})"
+                cap = f", max_len={f.max}" if f.max is not None else ""
+                con = f"KBytes({_prefix(f.length)}, nullable={f.nullable}, string={f.type == 'string'}{cap})"
         elif k == "array":
             elem = f.type
+            # the same limit the optimised backend applies to this array
+            limit = "max_records" if self.s.structs[elem].role in ("record", "batch", "message") else "max_headers"
             if f.count in _VAR or f.count in PRIMITIVES:
-                con = f"KCounted({_prefix(f.count)}, {elem})"
+                con = f"KCounted({_prefix(f.count)}, {elem}, {limit!r})"
             elif f.count == "rest":
-                con = f"KUntilEnd({elem})"
+                con = f"KUntilEnd({elem}, {limit!r})"
             else:
-                con = f"c.Array({self.ref(f.count, depth)}, {elem})"
+                con = f"KArray({self.ref(f.count, depth)}, {elem}, {limit!r})"
             if f.compressed_by:
                 magic = self.s.magic if self.s.magic is not None else 2
                 count = f", count={self.ref(f.count, depth)}" if f.count in self.depth_of else ""

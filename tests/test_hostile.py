@@ -192,3 +192,46 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
     a, c = _result(codec, bytes(raw)), _result(con, bytes(raw))
     assert a[0] == c[0], (fid, a, c)
     assert a[1] == c[1]
+
+
+@pytest.mark.parametrize("fmt", ["kafka_v0", "kafka_v1", "kafka_v2", "kip82_header_wrapper", "kip98_draft",
+                                 "enriched_metadata_draft", "v2_no_record_attributes", "v3_no_record_attributes"])  # fmt: skip
+def test_backends_apply_the_same_limits(fmt):
+    """Limits (records, headers, bytes) are checked by the Construct reference too: same value or same error."""
+    from kfmt.api import _record_fields, backend_module, get_format
+    from kfmt.runtime.options import DecodeOptions
+
+    mod = get_format(fmt)
+    has_headers = "headers" in _record_fields(mod)
+    key = 7 if fmt == "kip82_header_wrapper" else "h"
+    recs = [kfmt.Record(key=b"k", value=b"v" * 40, timestamp=1, headers=[(key, b"1")] * 30 if has_headers else [])
+            for _ in range(20)]  # fmt: skip
+    for codec in ("none", "gzip") if fmt != "kip82_header_wrapper" else ("none",):
+        data = kfmt.encode_batch(recs, format=fmt, codec=codec)
+        for lim in ({"max_headers": 10}, {"max_records": 5}, {"max_bytes": 8}, {}):
+            opts = DecodeOptions(**lim)
+            outcome = []
+            for be in ("codec", "construct"):
+                try:
+                    v, _ = backend_module(fmt, be).decode_from(data, 0, len(data), opts)
+                    outcome.append(("ok", len(v.records)))
+                except kfmt.CodecError as e:
+                    outcome.append((type(e).__name__, None))
+            assert outcome[0] == outcome[1], (fmt, codec, lim, outcome)
+
+
+@pytest.mark.parametrize("code,codec", [(1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")])
+def test_empty_compressed_payload_is_zero_records_in_both_backends(code, codec):
+    import struct
+    import zlib
+
+    from kfmt.api import backend_module
+
+    k = kfmt.api.get_format("kip98_draft")
+    x = bytearray(k.encode(k.ROOT(records=[], codec="none")))
+    attrs = struct.unpack_from(">h", x, 17)[0]
+    struct.pack_into(">h", x, 17, (attrs & ~7) | code)
+    struct.pack_into(">I", x, 12, zlib.crc32(bytes(x[16:])))
+    for be in ("codec", "construct"):
+        v, _ = backend_module("kip98_draft", be).decode_from(bytes(x), 0, len(x))
+        assert v.records == [] and v.codec == codec

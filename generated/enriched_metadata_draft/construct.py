@@ -20,6 +20,7 @@ from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
     KafkaCompressed,
+    KArray,
     KBytes,
     KCounted,
     KRest,
@@ -100,10 +101,10 @@ message = c.Struct(
                     * "The lowest 4 bits give the message type (normal uncompressed, gzip, snappy, ...).",
                     "timestamp" / c.Int64sb * "Timestamp",
                     "kafka_tags"
-                    / KSized(c.Int32sb, KUntilEnd(kafka_tag), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(kafka_tag, "max_headers"), nullable=True)
                     * "KafkaTagLength => int32, the total bytes of the tags (-1 for none).",
                     "headers"
-                    / KSized(c.Int32sb, KUntilEnd(app_tag), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(app_tag, "max_headers"), nullable=True)
                     * "App tags (string key-value pairs), AppTagLength => int32 total bytes (-1 for none).",
                     "key" / KBytes(c.Int32sb, nullable=True, string=False) * "Key",
                     "value" / KBytes(c.Int32sb, nullable=True, string=False) * "Value",

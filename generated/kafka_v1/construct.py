@@ -20,6 +20,7 @@ from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
     KafkaCompressed,
+    KArray,
     KBytes,
     KCounted,
     KRest,

@@ -20,6 +20,7 @@ from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
     KafkaCompressed,
+    KArray,
     KBytes,
     KCounted,
     KRest,
@@ -110,7 +111,7 @@ message = c.Struct(
                         c.Struct(
                             "wrapper_magic" / c.Const(0, c.Int8sb) * '"this is used for future versioning"',
                             "headers"
-                            / KSized(c.Int32sb, KUntilEnd(int_header), nullable=False)
+                            / KSized(c.Int32sb, KUntilEnd(int_header, "max_headers"), nullable=False)
                             * "HeadersLength => int32, the size of the serialised headers.",
                             "value"
                             / KBytes(c.Int32sb, nullable=True, string=False)

@@ -20,6 +20,7 @@ from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
     KafkaCompressed,
+    KArray,
     KBytes,
     KCounted,
     KRest,
@@ -138,7 +139,9 @@ message_set = c.Struct(
                     "producer_id" / c.Int64sb * "PID",
                     "producer_epoch" / c.Int16sb * "Epoch",
                     "base_sequence" / c.Int32sb * "Sequence",
-                    "records" / KafkaCompressed(KUntilEnd(message), this.attributes.codec, 2) * "Messages",
+                    "records"
+                    / KafkaCompressed(KUntilEnd(message, "max_records"), this.attributes.codec, 2)
+                    * "Messages",
                 ),
             )
         ),

@@ -20,6 +20,7 @@ from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
     KafkaCompressed,
+    KArray,
     KBytes,
     KCounted,
     KRest,
@@ -98,7 +99,7 @@ record = c.Struct(
             * "Record offset minus base_offset (an encoder numbers records 0, 1, 2 ... unless offsets are given).",
             "key" / KBytes(KVarint(32), nullable=True, string=False) * "key",
             "value" / KBytes(KVarint(32), nullable=True, string=False) * "value",
-            "headers" / KCounted(KVarint(32), header) * "Headers",
+            "headers" / KCounted(KVarint(32), header, "max_headers") * "Headers",
         ),
         5,
     ),
@@ -149,7 +150,10 @@ batch = c.Struct(
                     "num_records" / c.Rebuild(c.Int32sb, c.len_(this.records)) * "Number of records; never compressed.",
                     "records"
                     / KafkaCompressed(
-                        c.Array(this.num_records, record), this.attributes.codec, 3, count=this.num_records
+                        KArray(this.num_records, record, "max_records"),
+                        this.attributes.codec,
+                        3,
+                        count=this.num_records,
                     )
                     * "The records, or one stream compressed by `codec` holding all of them.",
                 ),

@@ -134,6 +134,12 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
     Raises only :class:`CodecError` subclasses, located at ``offset``/``path``.
     """
     data = bytes(data)
+    if not data and codec in CODECS:
+        # an empty payload holds no records whatever the codec (Kafka reads a compressed batch of zero
+        # records without decompressing, as compaction leaves them), in both backends alike
+        if codec == "zstd" and magic < 2:
+            raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}", offset=offset, path=path)
+        return b""
     limit = min(opts.max_decompressed, max(len(data) * opts.max_ratio, 1 << 20))
     try:
         if codec == "gzip":
@@ -149,6 +155,8 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
         raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
     except CodecError as e:
         raise type(e)(e.reason, offset=offset, path=path) from None
+    except MemoryError:
+        raise  # out of memory is not corrupt data
     except Exception as e:  # the codec libraries' own errors: corrupt streams
         raise InvalidValueError(f"corrupt {codec} stream: {e}", offset=offset, path=path) from None
 

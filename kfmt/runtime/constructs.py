@@ -119,17 +119,39 @@ class _LengthPrefixed(c.Construct):
         self.lengthfield._build(-1, stream, context, path)
 
 
-class KBytes(_LengthPrefixed):
-    """Length-prefixed bytes or UTF-8 string; with ``nullable`` a negative length is None."""
+class KArray(c.Construct):
+    """An array whose count is another field (a context expression), checked against ``limit`` first."""
 
-    def __init__(self, lengthfield, *, nullable: bool, string: bool):
+    def __init__(self, count, subcon, limit: str = "max_records"):
         super().__init__()
-        self.lengthfield, self.nullable, self.string = lengthfield, nullable, string
+        self.count, self.subcon, self.limit = count, subcon, limit
+
+    def _parse(self, stream, context, path):
+        n = c.evaluate(self.count, context)
+        _check_count(n, self.limit, context, path)
+        return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
+
+    def _build(self, obj, stream, context, path):
+        for item in obj:
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+
+class KBytes(_LengthPrefixed):
+    """Length-prefixed bytes or UTF-8 string; with ``nullable`` a negative length is None. A length above
+    ``max_len`` (or the ``max_bytes`` option) is an error before anything is read."""
+
+    def __init__(self, lengthfield, *, nullable: bool, string: bool, max_len: int | None = None):
+        super().__init__()
+        self.lengthfield, self.nullable, self.string, self.max_len = lengthfield, nullable, string, max_len
 
     def _parse(self, stream, context, path):
         n = self._length(stream, context, path)
         if n is None:
             return None
+        cap = self.max_len if self.max_len is not None else _opts(context).max_bytes
+        if n > cap:
+            raise LimitError(f"length {n} exceeds the limit", path=path)
         data = stream_read(stream, n, path)
         return str(data, "utf-8", "surrogateescape") if self.string else data
 
@@ -166,6 +188,9 @@ class KRest(c.Construct):
         if self.trailer:
             stream.seek(-self.trailer, io.SEEK_CUR)
             data = data[: -self.trailer]
+        cap = _opts(context).max_bytes
+        if len(data) > cap:
+            raise LimitError(f"length {len(data)} exceeds the limit", path=path)
         return data
 
     def _build(self, obj, stream, context, path):
@@ -173,17 +198,36 @@ class KRest(c.Construct):
         return obj
 
 
-class KCounted(c.Construct):
-    """An array whose count is a prefix; a negative count is an error."""
+class LimitError(c.ValidationError):
+    """A count or length above the decode options' limit (reported as LimitExceededError)."""
 
-    def __init__(self, countfield, subcon):
+
+def _opts(context):
+    """The DecodeOptions a parse was started with (``parse_stream(..., opts=...)``), else the defaults."""
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    return getattr(getattr(context, "_params", None), "opts", None) or DEFAULT_OPTIONS
+
+
+def _check_count(n: int, limit: str, context, path) -> None:
+    if n < 0:
+        raise c.ValidationError(f"negative count {n}", path=path)
+    cap = getattr(_opts(context), limit)
+    if n > cap:
+        raise LimitError(f"count {n} exceeds the limit of {cap}", path=path)
+
+
+class KCounted(c.Construct):
+    """An array whose count is a prefix; a negative count, or one above the ``limit`` option
+    (``max_headers`` or ``max_records``), is an error before anything is allocated."""
+
+    def __init__(self, countfield, subcon, limit: str = "max_headers"):
         super().__init__()
-        self.countfield, self.subcon = countfield, subcon
+        self.countfield, self.subcon, self.limit = countfield, subcon, limit
 
     def _parse(self, stream, context, path):
         n = self.countfield._parsereport(stream, context, path)
-        if n < 0:
-            raise c.ValidationError(f"negative count {n}", path=path)
+        _check_count(n, self.limit, context, path)
         return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
 
     def _build(self, obj, stream, context, path):
@@ -331,7 +375,7 @@ def flatten(container) -> dict:
 
 def map_errors(fn, *args, **kwargs):
     """Run a Construct parse/build; report failures as CodecError like the codec backend."""
-    from kfmt.runtime.errors import ChecksumError, TruncatedError
+    from kfmt.runtime.errors import ChecksumError, LimitExceededError, TruncatedError
 
     try:
         return fn(*args, **kwargs)
@@ -341,6 +385,8 @@ def map_errors(fn, *args, **kwargs):
         raise TruncatedError(f"input ends early ({_msg(e)})", path=_path(e)) from None
     except c.ChecksumError as e:
         raise ChecksumError(f"{_msg(e)} (corrupt data)", path=_path(e)) from None
+    except LimitError as e:
+        raise LimitExceededError(_msg(e), path=_path(e)) from None
     except (c.ConstructError, ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError) as e:
         raise InvalidValueError(_msg(e), path=_path(e)) from None
 
@@ -387,9 +433,9 @@ class KSized(_LengthPrefixed):
 class KUntilEnd(c.Construct):
     """Elements up to the end of the enclosing region; unlike GreedyRange, a bad element is an error."""
 
-    def __init__(self, subcon):
+    def __init__(self, subcon, limit: str = "max_records"):
         super().__init__()
-        self.subcon = subcon
+        self.subcon, self.limit = subcon, limit
 
     def _parse(self, stream, context, path):
         out = c.ListContainer()
@@ -397,7 +443,10 @@ class KUntilEnd(c.Construct):
         stream.seek(0, io.SEEK_END)
         end = stream_tell(stream, path)
         stream.seek(start)
+        cap = getattr(_opts(context), self.limit)
         while stream_tell(stream, path) < end:
+            if len(out) >= cap:
+                raise LimitError(f"more than {cap} elements", path=path)
             out.append(self.subcon._parsereport(stream, context, path))
         return out
 
