@@ -98,3 +98,45 @@ def test_read_batches_and_dump_stream_a_large_segment(tmp_path):
                         "--no-index", str(seg)], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert int(r.stderr.strip().splitlines()[-1]) < 150_000, r.stderr  # KB: well under the 140 MB segment
+
+
+BOMB = """
+import struct, zlib, crc32c
+from kfmt.runtime.compression import compress
+def batch(code, comp):
+    d = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)], codec="none"))
+    body = d[:61] + comp
+    struct.pack_into(">h", body, 21, code)
+    struct.pack_into(">i", body, 8, len(body) - 12)
+    struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
+    return bytes(body)
+def refused(data):
+    base = rss_kb()
+    try:
+        list(kfmt.read_batches(data))
+        return "decoded", hwm_kb() - base
+    except kfmt.CodecError as e:
+        return type(e).__name__, hwm_kb() - base
+"""
+
+
+def test_bombs_are_refused_within_the_limit_plus_a_step():
+    """A gzip stream of 1 GiB of zeros (1 MB compressed; also padded with 2 MB that gzip readers ignore) is
+    refused by the ratio guard after a few MB (it peaked at +513 MB, twice the 256 MiB cap); an LZ4 frame
+    of 300 MiB (ratio under the guard) is refused at the 256 MiB cap plus a block."""
+    out = _probe(
+        BOMB
+        + textwrap.dedent("""
+        co = zlib.compressobj(9, zlib.DEFLATED, 31)
+        gz = b"".join(co.compress(bytes(1 << 20)) for _ in range(1024)) + co.flush()
+        kind, grew = refused(batch(1, gz))
+        kind2, grew2 = refused(batch(1, gz + bytes(2_000_000)))
+        lz = compress("lz4", bytes(300 << 20), 2)
+        kind3, grew3 = refused(batch(3, lz))
+        print(kind, grew, kind2, grew2, kind3, grew3)
+    """)
+    )
+    k1, g1, k2, g2, k3, g3 = out.split()
+    assert (k1, k2, k3) == ("LimitExceededError",) * 3, out
+    assert int(g1) < 40_000 and int(g2) < 40_000, out
+    assert int(g3) < (256 << 10) + 40_000, out

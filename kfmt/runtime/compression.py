@@ -143,11 +143,11 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
     limit = min(opts.max_decompressed, max(len(data) * opts.max_ratio, 1 << 20))
     try:
         if codec == "gzip":
-            return _gzip_decompress(data, limit)
+            return _gzip_decompress(data, opts.max_decompressed, opts.max_ratio)
         if codec == "snappy":
             return _snappy_decompress(data, limit)
         if codec == "lz4":
-            return _lz4_decompress(data, limit, verify_hc=(magic != 0))
+            return _lz4_decompress(data, opts.max_decompressed, opts.max_ratio, verify_hc=(magic != 0))
         if codec == "zstd":
             if magic < 2:
                 raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}")
@@ -166,21 +166,34 @@ def _too_big(limit: int) -> LimitExceededError:
 
 
 # ---------------------------------------------------------------- gzip
-def _gzip_decompress(data: bytes, limit: int) -> bytes:
+STEP = 1 << 20  # decompressed bytes per step: a refused stream costs at most its limit plus one step
+
+
+def _gzip_decompress(data: bytes, max_decompressed: int, max_ratio: int) -> bytes:
+    """Inflate every gzip member, a step at a time. The size is checked against ``max_decompressed`` and
+    against ``max_ratio`` times the compressed bytes actually consumed so far (padding after the last
+    member, which gzip readers ignore, does not raise the allowance)."""
     out = bytearray()
     rest = data
+    consumed = 0
     while rest:
         d = _inflate_lib.decompressobj(31)
-        chunk = d.decompress(rest, limit - len(out) + 1)
-        out += chunk
-        if len(out) > limit:
-            raise _too_big(limit)
-        while d.unconsumed_tail:
-            out += d.decompress(d.unconsumed_tail, limit - len(out) + 1)
+        pending = rest
+        while True:
+            out += d.decompress(pending, STEP)
+            pending = d.unconsumed_tail
+            used = consumed + len(rest) - len(pending) - len(d.unused_data)
+            limit = min(max_decompressed, max(used * max_ratio, 1 << 20))
             if len(out) > limit:
                 raise _too_big(limit)
-        if not d.eof:
-            raise InvalidValueError("gzip stream ends early")
+            if d.eof:
+                break
+            if not pending:  # all input consumed: drain what zlib still holds, or the stream ended early
+                more = d.decompress(b"", STEP)
+                if not more:
+                    raise InvalidValueError("gzip stream ends early")
+                out += more
+        consumed += len(rest) - len(d.unused_data)
         rest = d.unused_data
         if rest and rest[:2] != b"\x1f\x8b":  # trailing garbage after the last member is ignored, as Java does
             break
@@ -263,7 +276,9 @@ def _lz4_compress(data: bytes, *, broken_checksum: bool) -> bytes:
     return bytes(out)
 
 
-def _lz4_decompress(data: bytes, limit: int, *, verify_hc: bool) -> bytes:
+def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verify_hc: bool) -> bytes:
+    """Kafka's LZ4 frame, block by block; the size allowance grows with the compressed bytes consumed so far
+    (bytes after the end mark, which readers ignore, do not raise it)."""
     import lz4.block
 
     n = len(data)
@@ -313,6 +328,7 @@ def _lz4_decompress(data: bytes, limit: int, *, verify_hc: bool) -> bytes:
             pos += 4
             if xxh32(block) != want:
                 raise InvalidValueError("LZ4 frame: block checksum mismatch")
+        limit = min(max_decompressed, max(pos * max_ratio, 1 << 20))
         room = min(max_block, limit - len(out))
         if raw:
             if size > room:
