@@ -4,6 +4,9 @@ Inputs are mutated valid entries (bit flips, byte overwrites, truncations, inser
 length fields, recompressed garbage) and random bytes. Every decoder must either decode or raise
 `kfmt.CodecError`; anything else is a crash, saved under tests/vectors/regressions/ so the suite
 replays it. With --atheris each format is also fuzzed coverage-guided by atheris (libFuzzer).
+A framing stage damages whole logs mixing v0, v1 and v2 (zero-filled holes and tails, huge or tiny size
+fields, inserted garbage) and checks that ``kfmt.scan(skip_corrupt=True)`` accounts for every byte and
+finds every untouched batch; a bomb stage feeds each codec's high-ratio payloads and records peak RSS.
 The campaign ends with a table: inputs per format and backend, crashes, peak memory.
 """
 
@@ -129,6 +132,91 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
     return rows
 
 
+def _mixed_log(rng: random.Random) -> bytes:
+    parts, off = [], 0
+    for magic, codec in ((0, "none"), (1, "gzip"), (2, "none"), (2, "lz4"), (1, "none"), (2, "zstd"), (2, "snappy")):
+        n = rng.randint(1, 5)
+        recs = [kfmt.Record(key=b"k%d" % i, value=os.urandom(rng.randint(0, 40)), timestamp=None if not magic else 5,
+                            headers=[("h", b"x")] if magic == 2 else []) for i in range(n)]  # fmt: skip
+        parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
+        off += n
+    return b"".join(parts)
+
+
+def _damage(log: bytes, rng: random.Random) -> tuple[bytes, int, int]:
+    """One kind of damage in [a, b) of the result; returns (damaged log, a, b)."""
+    kind = rng.randrange(5)
+    a = rng.randrange(len(log))
+    if kind == 0:  # a zeroed hole
+        b = min(len(log), a + rng.randint(1, 400))
+        return log[:a] + bytes(b - a) + log[b:], a, b
+    if kind == 1:  # a zero-filled tail (preallocation)
+        return log + bytes(rng.randint(1, 5000)), len(log), len(log) + 1
+    if kind == 2:  # inserted garbage
+        junk = os.urandom(rng.randint(1, 300))
+        return log[:a] + junk + log[a:], a, a + len(junk)
+    pos = 0  # a size field set too large or too small
+    starts = []
+    while pos + 12 <= len(log):
+        starts.append(pos)
+        pos += 12 + struct.unpack_from(">i", log, pos + 8)[0]
+    at = rng.choice(starts)
+    size = rng.choice([0x7FFF0000, -1, 0, 13, rng.randint(14, 2000)])
+    out = bytearray(log)
+    struct.pack_into(">i", out, at + 8, size)
+    return bytes(out), at, at + 12
+
+
+def framing(n: int, seed: int) -> tuple:
+    """Damaged mixed logs through scan(skip_corrupt=True): nothing raised, and the batches and damaged
+    regions it yields tile the input exactly (every byte accounted for once)."""
+    from kfmt.api import scan
+
+    rng = random.Random(f"{seed}/framing")
+    crashes, t0 = 0, time.time()
+    for _ in range(n):
+        log = _mixed_log(rng)
+        bad, _a, _b = _damage(log, rng)
+        try:
+            items = list(scan(bad, skip_corrupt=True))
+            covered = sum(end - pos for pos, end, _ in items)
+            if covered != len(bad) or any(p2 != e1 for (_, e1, _), (p2, _, _) in zip(items, items[1:])):
+                raise AssertionError(f"regions do not tile the input: {covered} of {len(bad)} bytes")
+        except Exception:  # noqa: BLE001 - with skip_corrupt nothing may be raised, not even a CodecError
+            crashes += 1
+            print(f"CRASH framing: {save('framing', 'scan', bad, traceback.format_exc())}", file=sys.stderr)
+    print(f"{'framing (mixed logs)':26} {'scan':9} {n:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s",
+          file=sys.stderr)  # fmt: skip
+    return ("mixed logs, damaged framing", "scan", n, crashes, time.time() - t0)
+
+
+def bombs() -> tuple:
+    """High-ratio payloads in every codec: refused (or decoded within the limit) without a crash."""
+    from kfmt.runtime.compression import compress
+
+    t0, crashes, count = time.time(), 0, 0
+    for codec, code in (("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)):
+        for size in (1 << 20, 64 << 20, 300 << 20):
+            comp = compress(codec, bytes(size), 2)
+            for pad in (0, 100_000):
+                d = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)]))
+                body = d[:61] + comp + bytes(pad)
+                struct.pack_into(">h", body, 21, code)
+                struct.pack_into(">i", body, 8, len(body) - 12)
+                import crc32c
+
+                struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
+                count += 1
+                try:
+                    list(kfmt.read_batches(bytes(body)))
+                except kfmt.CodecError:
+                    pass
+                except Exception:  # noqa: BLE001
+                    crashes += 1
+                    print(f"CRASH bomb {codec} {size}: {traceback.format_exc()}", file=sys.stderr)
+    return ("bombs (every codec)", "read_batches", count, crashes, time.time() - t0)
+
+
 def run_atheris(fid: str, runs: int) -> None:
     import atheris
 
@@ -157,6 +245,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--formats", default=",".join(format_ids()))
     p.add_argument("--atheris", type=int, default=0, metavar="RUNS", help="also run atheris per format for RUNS inputs")
+    p.add_argument("--framing", type=int, default=20_000, help="damaged mixed logs for the framing stage")
+    p.add_argument("--no-bombs", action="store_true", help="skip the bomb stage (it allocates up to the 256 MiB cap)")
     args = p.parse_args(argv)
     atheris_rows = []
     if args.atheris:
@@ -173,6 +263,9 @@ def main(argv=None) -> int:
             print(f"atheris {fid}: exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}", file=sys.stderr)
     t0 = time.time()
     rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(",")) + atheris_rows
+    rows.append(framing(args.framing, args.seed))
+    if not args.no_bombs:
+        rows.append(bombs())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = sum(r[2] for r in rows)
     crashes = sum(r[3] for r in rows)
