@@ -1131,6 +1131,9 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
             return value, npos
     except MemoryError:
         raise  # running out of memory is not a property of the data: never retried, never called corrupt
+    except _CodecError as e:
+        if e.final:
+            raise  # a decompression limit, already located: decompressing again would double the cost
     except Exception:  # noqa: BLE001 - anything unusual: the checked decoder below says what and where
         pass
     try:

@@ -154,7 +154,9 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
             return _zstd_decompress(data, limit)
         raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
     except CodecError as e:
-        raise type(e)(e.reason, offset=offset, path=path) from None
+        located = type(e)(e.reason, offset=offset, path=path)
+        located.final = isinstance(e, LimitExceededError)  # exact as it stands: no decoder need retry it
+        raise located from None
     except MemoryError:
         raise  # out of memory is not corrupt data
     except Exception as e:  # the codec libraries' own errors: corrupt streams

@@ -17,6 +17,9 @@ class CodecError(ValueError):
     unread: int | None = None
     #: the damaged region holds only zero bytes (a preallocated tail or a zeroed hole), set by scan
     zero_filled: bool = False
+    #: located exactly where it was raised (a decompression limit): an optimistic decoder re-raises it
+    #: instead of having the checked decoder decompress the same bomb again
+    final: bool = False
 
     def __init__(self, reason: str, *, offset: int | None = None, path: str | None = None):
         self.reason = reason
