@@ -120,22 +120,31 @@ def _ms(ts) -> int:
 
 
 def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: int = 1024**3,
-            skip_corrupt: bool = False) -> dict:  # fmt: skip
+            skip_corrupt: bool = False, overwrite: bool = False) -> dict:  # fmt: skip
     """Convert a log directory with Spark: read with kafka-log, write with kafka-log (one job-level commit).
 
     Accounts for every input record and byte, as ``kfmt convert`` does: returns ``records_in`` (decoded,
     control records included), ``records_out`` (read back from ``dst``), ``records_lost`` and ``lost``
     (per kind: what magic 0/1 cannot carry), and ``corrupt_batches`` / ``bytes_unread`` (with
     ``skip_corrupt`` corrupt batches and unreadable tails are left out and counted; without it the job
-    fails and nothing is written). Refuses to write into (or above) its input.
+    fails and nothing is written). Refuses to write into (or above) its input, and an existing ``dst``
+    unless ``overwrite``. The job writes into a staging folder beside ``dst`` that is published, with a
+    ``_KFMT_SUCCESS`` marker holding these counts, by one rename once the output has been read back
+    (kfmt.publish): a killed or failed run leaves nothing that looks complete.
     """
     from pathlib import Path
+
+    from kfmt.publish import Staging
 
     s, d = Path(src).resolve(), Path(dst).resolve()
     if s == d or s in d.parents or d in s.parents:
         raise ValueError(f"kfmt spark convert: refusing to write {dst} over or around its input {src}")
     from pyspark.sql import functions as F
 
+    from kfmt.publish import MARKER
+
+    if d.exists() and not overwrite and (not d.is_dir() or any(d.iterdir())):
+        raise FileExistsError(f"{dst} exists (pass --overwrite to replace it)")
     # control batches and producer state are carried over as `kfmt convert` carries them
     reader = spark.read.format("kafka-log").option("include_control", "true")
     if skip_corrupt:
@@ -166,10 +175,13 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     if magic < 2:
         out = out.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
                                                        "timestampType", "batch_base_offset")  # fmt: skip
-    (out.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
-        .option("segment_bytes", segment_bytes).save(dst))  # fmt: skip
-    res["records_lost"] = res["lost"].get("control records", 0)
-    res["records_out"] = spark.read.format("kafka-log").option("include_control", "true").load(dst).count()
+    with Staging(d, overwrite=overwrite) as st:
+        (out.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
+            .option("segment_bytes", segment_bytes).save(str(st.root)))  # fmt: skip
+        res["records_lost"] = res["lost"].get("control records", 0)
+        res["records_out"] = spark.read.format("kafka-log").option("include_control", "true").load(str(st.root)).count()
+        (st.root / MARKER).unlink(missing_ok=True)  # the writer's own marker: replaced by the job's
+        st.publish({"tool": "kfmt spark convert", "source": str(s), "magic": magic, "codec": codec, **res})
     return res
 
 
@@ -197,6 +209,10 @@ def _check_args(args) -> str | None:
     for p in paths:
         if not Path(p).exists():
             return f"no such file or directory: {p}"
+    if args.job == "convert" and not args.overwrite:
+        d = Path(args.dst)
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            return f"{args.dst} exists (pass --overwrite to replace it)"
     if args.job == "compare":
         unknown = [f for f in args.formats.split(",") if f not in format_ids()]
         if unknown:
@@ -293,7 +309,11 @@ def _run(args, out: _Messages) -> int:
         else:
             try:
                 res = convert(spark, args.src, args.dst, magic=args.magic, codec=args.codec,
-                              segment_bytes=args.segment_bytes, skip_corrupt=args.skip_corrupt)  # fmt: skip
+                              segment_bytes=args.segment_bytes, skip_corrupt=args.skip_corrupt,
+                              overwrite=args.overwrite)  # fmt: skip
+            except FileExistsError as e:
+                out.say(f"kfmt spark convert: {e}")
+                return 2
             except Exception as e:  # a Spark job failure wraps the reader's one-line reason
                 why = _reason(e).replace("option on_corrupt=skip or quarantine", "--skip-corrupt")
                 return out.fail(f"kfmt spark convert: {why}; nothing written")
@@ -320,9 +340,6 @@ def add_parser(sub) -> None:
     c.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help="format ids, comma-separated")
     c.add_argument("--codecs", default="none,lz4", help="codecs, comma-separated (default none,lz4)")
     c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    c.add_argument(
-        "--spark-log-level", default="FATAL", help="Spark's own log level (default FATAL: kfmt says what failed)"
-    )
     c.add_argument("--json", action="store_true")
     c.add_argument("--markdown", action="store_true")
     c.set_defaults(func=run)
@@ -333,9 +350,7 @@ def add_parser(sub) -> None:
     v.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
     v.add_argument("--segment-bytes", type=positive_int, default=1024**3, help="roll segments at this size")
     v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    v.add_argument(
-        "--spark-log-level", default="FATAL", help="Spark's own log level (default FATAL: kfmt says what failed)"
-    )
+    v.add_argument("--overwrite", action="store_true", help="replace DST if it exists (default: refuse)")
     v.add_argument(
         "--skip-corrupt",
         action="store_true",

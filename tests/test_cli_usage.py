@@ -89,6 +89,7 @@ WRONG = {
         ["spark", "convert", "c", "o", "--magic", "1", "--codec", "zstd"],
         ["spark", "convert", "c", "o", "--segment-bytes", "0"],
         ["spark", "convert", "c", "o", "--magic", "7"],
+        ["spark", "convert", "c", "afile"],
     ],
 }
 CASES = [(cmd, argv) for cmd, table in WRONG.items() for argv in table]

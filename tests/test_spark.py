@@ -356,6 +356,16 @@ def test_spark_convert_keeps_producer_state_and_markers(spark, corpus, tmp_path)
                for b in kfmt.read_batches(p)]  # fmt: skip
         assert set(src) <= set(got)
     assert any(b.is_control for p in out.rglob("*.log") for b in kfmt.read_batches(p))
+    # published whole with its counts; an existing output is refused unless overwrite; nothing left beside it
+    import json
+
+    marker = json.loads((out / "_KFMT_SUCCESS").read_text())
+    assert marker["records_out"] == marker["records_in"] > 0 and marker["tool"] == "kfmt spark convert"
+    with pytest.raises(FileExistsError):
+        convert(spark, str(corpus), str(out), magic=2, codec="zstd")
+    res = convert(spark, str(corpus), str(out), magic=2, codec="lz4", overwrite=True)
+    assert json.loads((out / "_KFMT_SUCCESS").read_text())["codec"] == "lz4" and res["records_out"] > 0
+    assert [p.name for p in tmp_path.iterdir() if ".kfmt-" in p.name] == []
 
 
 def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tmp_path):
