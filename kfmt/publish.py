@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 MARKER = "_KFMT_SUCCESS"
-_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.kfmt-(?P<kind>partial|old)-(?P<pid>\d+)-[0-9a-f]+$")
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.kfmt-(?P<kind>partial|old)-(?P<pid>\d+)-[A-Za-z0-9_]+$")
 
 
 def _alive(pid: int) -> bool:

@@ -21,8 +21,13 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def _temp_beside(path: Path) -> Path:
+    """A temporary file beside ``path``, named so that the next write of ``path`` removes it if the process
+    that made it was killed (kfmt.publish.clean_leftovers)."""
+    from kfmt.publish import clean_leftovers
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    clean_leftovers(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.kfmt-partial-{os.getpid()}-", dir=path.parent)
     os.close(fd)
     return Path(tmp)
 

@@ -118,3 +118,26 @@ def test_full_disk_on_a_small_tmpfs(corpus, tmp_path):
         assert "Traceback" not in r.stderr and os.listdir(mnt) == []
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_leftovers_of_dead_writers_are_removed_by_the_next_write(tmp_path):
+    """Temporary files and staging folders carry their writer's pid: the next write of the same target
+    removes those whose writer is gone, and leaves a live writer's alone; a replaced output whose
+    replacement never landed is restored."""
+    from kfmt.tools import atomic_write
+
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    target = tmp_path / "plot.png"
+    (tmp_path / f".plot.png.kfmt-partial-{dead}-abc_12").write_bytes(b"half")
+    (tmp_path / f".plot.png.kfmt-partial-{os.getpid()}-live").write_bytes(b"in progress")
+    atomic_write(target, b"png")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f".plot.png.kfmt-partial-{os.getpid()}-live", "plot.png"], names
+    # a directory output renamed aside by a writer killed before its replacement landed comes back
+    old = tmp_path / f".out.kfmt-old-{dead}-1a2b"
+    old.mkdir()
+    (old / MARKER).write_text("{}")
+    from kfmt.publish import clean_leftovers
+
+    clean_leftovers(tmp_path / "out")
+    assert (tmp_path / "out" / MARKER).exists() and not old.exists()
