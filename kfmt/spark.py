@@ -527,6 +527,20 @@ class WrittenFiles(WriterCommitMessage):
     skipped: int = 0  # quarantined rows (corrupt batches) that carry no record and were not written
 
 
+def _remove_dead_staging(path: str) -> None:
+    """Staging folders of write jobs whose driver process is gone (killed before commit or abort)."""
+    import shutil
+
+    from kfmt.publish import _alive
+
+    if not os.path.isdir(path):
+        return
+    for name in os.listdir(path):
+        m = re.match(r"^\.kfmt-staging-(\d+)-[0-9a-f]+$", name)
+        if m and not _alive(int(m[1])):
+            shutil.rmtree(os.path.join(path, name), ignore_errors=True)
+
+
 class KafkaLogWriter(DataSourceArrowWriter):
     """Writes a log directory as one job: tasks encode their rows into batches under a staging folder
     (``<path>/.kfmt-staging-<job>``), and only the job's commit, on the driver, puts segments in place.
@@ -559,7 +573,8 @@ class KafkaLogWriter(DataSourceArrowWriter):
         self.batch_records = _int_opt(options, "batch_records", 500)
         self.keep_batches = _bool(_opt(options, "keep_batches"), True)
         self.overwrite = overwrite
-        self.staging = os.path.join(self.path, f".kfmt-staging-{uuid.uuid4().hex}")
+        _remove_dead_staging(self.path)
+        self.staging = os.path.join(self.path, f".kfmt-staging-{os.getpid()}-{uuid.uuid4().hex}")
 
     def write(self, iterator):
         import uuid

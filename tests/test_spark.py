@@ -299,6 +299,11 @@ def test_every_save_mode(spark, corpus, tmp_path):
     assert {b.codec for seg in out.rglob("*.log") for b in kfmt.read_batches(seg)} == {"lz4"}
     with pytest.raises(ValueError, match="unknown save mode"):
         kfmt.spark.save(df, str(out), mode="upsert")
+    # a job killed before its commit left its staging folder: the next write job removes it
+    stale = out / f".kfmt-staging-{2**22 + 7}-{'ab' * 16}"
+    (stale / "t-0").mkdir(parents=True)
+    kfmt.spark.save(df, str(out), mode="overwrite")
+    assert not stale.exists()
     with pytest.raises(ValueError, match="unknown write option"):
         kfmt.spark.save(df, str(out), mode="overwrite", codex="lz4")
 
