@@ -116,8 +116,15 @@ def convert(
         if codec not in CODECS:
             raise UnsupportedCodecError(f"unknown codec {codec!r}; use one of {', '.join(CODECS)}")
     if isinstance(data, (str, os.PathLike)):
+        import mmap
+
         with open(data, "rb") as f:
-            data = f.read()
+            if os.fstat(f.fileno()).st_size:
+                # read in place: only the batches being converted are copied, not the whole segment
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    return convert(mm, to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
+                                   skip_corrupt=skip_corrupt)  # fmt: skip
+        data = b""
     res = Conversion(b"")
     out: list[bytes | bytearray] = []
     pending: list[Record] = []  # consecutive uncompressed legacy messages, for one v2 batch

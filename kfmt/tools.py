@@ -105,7 +105,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
                 seg_path = Path(seg.path).resolve()
                 target = st.root / (dst_p.name if single else seg_path.relative_to(src_p))
                 try:
-                    res = convert(seg_path.read_bytes(), to_magic=to_magic, codec=codec, strict=strict,
+                    res = convert(seg_path, to_magic=to_magic, codec=codec, strict=strict,
                                   skip_corrupt=skip_corrupt)  # fmt: skip
                 except CodecError as e:
                     at = getattr(e, "batch_position", None)
