@@ -11,16 +11,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from kfmt.resync import describe, next_entry, valid_entry_at, zero_run_end
+from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MIN_ENTRY_SIZE,
+    describe,
+    next_entry,
+    valid_entry_at,
+    zero_run_end,
+)
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
 from kfmt.runtime.model import Batch, Record
 from kfmt.runtime.options import options_for
 
-# Every entry of a Kafka log, whatever its magic, starts with offset (int64) and
-# size (int32); the magic byte is always at entry offset 16 (Records.MAGIC_OFFSET).
-LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0
 _ENTRY = struct.Struct(">qi")
 
 
@@ -154,10 +157,10 @@ def _log_damage(e: CodecError) -> None:
 
 
 def _reporting(items, report) -> Iterator[Batch]:
-    for _pos, _end, b in items:
+    for pos, end, b in items:
         if isinstance(b, CodecError):
             if b.unread is None:
-                b.unread = _end - _pos
+                b.unread = end - pos
             report(b)
         else:
             yield b

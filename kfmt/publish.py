@@ -33,13 +33,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clean_leftovers(dst: Path) -> list[Path]:
+def clean_leftovers(dst: Path) -> None:
     """Remove what interrupted runs for ``dst`` left beside it; restore a destination that was renamed
-    aside by a run killed before it put the new one in place. Returns what was removed."""
-    removed: list[Path] = []
+    aside by a run killed before it put the new one in place."""
     parent = dst.parent
     if not parent.is_dir():
-        return removed
+        return
     for p in sorted(parent.iterdir()):
         m = _LEFTOVER.match(p.name)
         if not m or m["name"] != dst.name or _alive(int(m["pid"])):
@@ -48,8 +47,11 @@ def clean_leftovers(dst: Path) -> list[Path]:
             p.rename(dst)  # the replacement never landed: the old output is still the output
             continue
         shutil.rmtree(p) if p.is_dir() else p.unlink()
-        removed.append(p)
-    return removed
+
+
+def occupied(dst: Path) -> bool:
+    """Whether ``dst`` holds an output (anything but an empty folder, which is replaced, not refused)."""
+    return dst.exists() and not (dst.is_dir() and not any(dst.iterdir()))
 
 
 def _fsync_tree(root: Path) -> None:
@@ -72,14 +74,13 @@ class Staging:
         self.overwrite = overwrite
         self.single = single
         self.root = self.dst.parent / f".{self.dst.name}.kfmt-partial-{os.getpid()}-{secrets.token_hex(4)}"
-        self.published = False
 
     def __enter__(self) -> Staging:
         clean_leftovers(self.dst)
-        if self.dst.is_dir() and not any(self.dst.iterdir()):
-            self.dst.rmdir()  # an empty folder is not an output: it is replaced, not refused
-        if self.dst.exists() and not self.overwrite:
+        if occupied(self.dst) and not self.overwrite:
             raise FileExistsError(f"{self.dst} exists (pass --overwrite to replace it)")
+        if self.dst.is_dir() and not any(self.dst.iterdir()):
+            self.dst.rmdir()  # an empty folder is not an output: it is replaced
         self.dst.parent.mkdir(parents=True, exist_ok=True)
         self.root.mkdir()
         return self
@@ -108,7 +109,6 @@ class Staging:
             if old is not None:
                 shutil.rmtree(old) if old.is_dir() else old.unlink()
         self._sync_dir(self.dst.parent)
-        self.published = True
 
     @staticmethod
     def _sync_dir(d: Path) -> None:

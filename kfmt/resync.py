@@ -18,7 +18,11 @@ import struct
 
 from kfmt.runtime.checksums import crc32, crc32c
 
+# Every entry of a Kafka log, whatever its magic, starts with offset (int64) and size (int32); the magic
+# byte is always at entry offset 16 (Records.MAGIC_OFFSET). kfmt.api frames entries with these too.
 LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0
 MIN_SIZE = {0: 14, 1: 22, 2: 49}  # LegacyRecord.RECORD_OVERHEAD_V0/V1, DefaultRecordBatch.RECORD_BATCH_OVERHEAD - 12
 _NONZERO = re.compile(rb"[^\x00]")
 _SIZE = struct.Struct(">i")
@@ -34,11 +38,11 @@ def zero_run_end(buf, pos: int, n: int) -> int:
 def valid_entry_at(buf, p: int, n: int, decode=None) -> bool:
     """True if a complete entry whose checksum matches starts at ``p`` (``decode``: a forced format's
     ``decode_from``, used instead of the built-in v0/v1/v2 checks)."""
-    if n - p < LOG_OVERHEAD + 5:
+    if n - p < HEADER_SIZE_UP_TO_MAGIC:
         return False
     size = _SIZE.unpack_from(buf, p + 8)[0]
     end = p + LOG_OVERHEAD + size
-    if size < 14 or end > n:
+    if size < MIN_ENTRY_SIZE or end > n:
         return False
     if decode is not None:
         try:
@@ -67,10 +71,10 @@ def next_entry(buf, pos: int, n: int, decode=None) -> int:
             return n
         if z - p > 16:
             p = z - 16  # an entry may begin with up to 11 zero bytes (offset high bytes, size high byte)
-        if n - p < LOG_OVERHEAD + 5:
+        if n - p < HEADER_SIZE_UP_TO_MAGIC:
             return n
         size = _SIZE.unpack_from(buf, p + 8)[0]
-        if 14 <= size <= n - p - LOG_OVERHEAD and (decode is not None or buf[p + 16] in MIN_SIZE):
+        if MIN_ENTRY_SIZE <= size <= n - p - LOG_OVERHEAD and (decode is not None or buf[p + 16] in MIN_SIZE):
             if valid_entry_at(buf, p, n, decode):
                 return p
         p += 1

@@ -11,6 +11,7 @@ offset (a wrapper carries its last inner offset) and v1 timestamp.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 INDEX_INTERVAL_BYTES = 4096
 _ENTRY = struct.Struct(">qi")
@@ -55,3 +56,10 @@ def build_indexes(data, base_offset: int, interval: int = INDEX_INTERVAL_BYTES) 
     if max_ts > last_time[0]:  # a closed segment ends its time index with the largest timestamp
         timeindex += _TIME_ENTRY.pack(max_ts, max_ts_offset - base_offset)
     return bytes(index), bytes(timeindex)
+
+
+def segment_files(log: Path, data, base_offset: int) -> list[tuple[Path, bytes]]:
+    """A segment ``log`` (``<base offset>.log``) holding ``data``, with the ``.index`` and ``.timeindex``
+    a broker writes beside it: ``[(path, bytes), ...]``, the log first."""
+    index, timeindex = build_indexes(data, base_offset)
+    return [(log, bytes(data)), (log.with_suffix(".index"), index), (log.with_suffix(".timeindex"), timeindex)]

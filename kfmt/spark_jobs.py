@@ -134,51 +134,47 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     """
     from pathlib import Path
 
-    from kfmt.publish import Staging
+    from pyspark.sql import functions as F
+
+    from kfmt.publish import MARKER, Staging
 
     s, d = Path(src).resolve(), Path(dst).resolve()
     if s == d or s in d.parents or d in s.parents:
         raise ValueError(f"kfmt spark convert: refusing to write {dst} over or around its input {src}")
-    from pyspark.sql import functions as F
-
-    from kfmt.publish import MARKER
-
-    if d.exists() and not overwrite and (not d.is_dir() or any(d.iterdir())):
-        raise FileExistsError(f"{dst} exists (pass --overwrite to replace it)")
-    # control batches and producer state are carried over as `kfmt convert` carries them
-    reader = spark.read.format("kafka-log").option("include_control", "true")
-    if skip_corrupt:
-        reader = reader.option("on_corrupt", "quarantine")
-    df = reader.load(src)
-    good = F.col("error").isNull()
-    counts = [
-        F.sum(good.cast("long")).alias("records_in"),
-        F.sum((~good).cast("long")).alias("corrupt_batches"),
-        F.sum(F.when(~good, F.length("raw")).otherwise(0)).alias("bytes_unread"),
-    ]
-    lost_cols = []
-    if magic < 2:  # what an old magic cannot carry is counted and reported, then left out (Kafka's down-conversion)
-        lost_cols = [
-            F.sum(F.col("is_control").cast("long")).alias("control records"),
-            F.sum(F.size("headers")).alias("headers"),
-            F.sum((F.col("producer_id") != -1).cast("long")).alias("records with producer state"),
-            F.sum(F.col("is_transactional").cast("long")).alias("transactional records"),
-            F.sum((F.col("partition_leader_epoch") != -1).cast("long")).alias("records with a leader epoch"),
-            F.sum(F.col("delete_horizon").isNotNull().cast("long")).alias("records with a delete horizon"),
-        ]
-        if magic == 0:
-            lost_cols.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
-    row = df.agg(*counts, *[c for c in lost_cols]).collect()[0].asDict()
-    res: dict[str, Any] = {k: int(row.pop(k) or 0) for k in ("records_in", "corrupt_batches", "bytes_unread")}
-    res["lost"] = {k: int(v) for k, v in row.items() if v}
-    out = df.filter(good)
-    if magic < 2:
-        out = out.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value", "timestamp",
-                                                       "timestampType", "batch_base_offset")  # fmt: skip
+    # an existing destination is refused here, before any Spark job runs
     with Staging(d, overwrite=overwrite) as st:
+        # control batches and producer state are carried over as `kfmt convert` carries them
+        reader = spark.read.format("kafka-log").option("include_control", "true")
+        if skip_corrupt:
+            reader = reader.option("on_corrupt", "quarantine")
+        df = reader.load(src)
+        good = F.col("error").isNull()
+        counts = [
+            F.sum(good.cast("long")).alias("records_in"),
+            F.sum((~good).cast("long")).alias("corrupt_batches"),
+            F.sum(F.when(~good, F.length("raw")).otherwise(0)).alias("bytes_unread"),
+        ]
+        if magic < 2:  # what an old magic cannot carry is counted and reported, then left out (as Kafka does)
+            counts += [
+                F.sum(F.col("is_control").cast("long")).alias("control records"),
+                F.sum(F.size("headers")).alias("headers"),
+                F.sum((F.col("producer_id") != -1).cast("long")).alias("records with producer state"),
+                F.sum(F.col("is_transactional").cast("long")).alias("transactional records"),
+                F.sum((F.col("partition_leader_epoch") != -1).cast("long")).alias("records with a leader epoch"),
+                F.sum(F.col("delete_horizon").isNotNull().cast("long")).alias("records with a delete horizon"),
+            ]
+            if magic == 0:
+                counts.append(F.sum(F.col("timestamp").isNotNull().cast("long")).alias("timestamps"))
+        row = df.agg(*counts).collect()[0].asDict()
+        res: dict[str, Any] = {k: int(row.pop(k) or 0) for k in ("records_in", "corrupt_batches", "bytes_unread")}
+        res["lost"] = {k: int(v) for k, v in row.items() if v}
+        res["records_lost"] = res["lost"].get("control records", 0)
+        out = df.filter(good)
+        if magic < 2:
+            out = out.filter(~F.col("is_control")).select("topic", "partition", "offset", "key", "value",
+                                                           "timestamp", "timestampType", "batch_base_offset")  # fmt: skip
         (out.write.format("kafka-log").mode("overwrite").option("magic", magic).option("codec", codec)
             .option("segment_bytes", segment_bytes).save(str(st.root)))  # fmt: skip
-        res["records_lost"] = res["lost"].get("control records", 0)
         res["records_out"] = spark.read.format("kafka-log").option("include_control", "true").load(str(st.root)).count()
         (st.root / MARKER).unlink(missing_ok=True)  # the writer's own marker: replaced by the job's
         st.publish({"tool": "kfmt spark convert", "source": str(s), "magic": magic, "codec": codec, **res})
@@ -210,8 +206,9 @@ def _check_args(args) -> str | None:
         if not Path(p).exists():
             return f"no such file or directory: {p}"
     if args.job == "convert" and not args.overwrite:
-        d = Path(args.dst)
-        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        from kfmt.publish import occupied
+
+        if occupied(Path(args.dst)):
             return f"{args.dst} exists (pass --overwrite to replace it)"
     if args.job == "compare":
         unknown = [f for f in args.formats.split(",") if f not in format_ids()]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import kfmt
 from kfmt.cli_args import positive_int, topic_names
-from kfmt.segments import build_indexes
+from kfmt.segments import segment_files
 from kfmt.txn import txn_index_entry
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -36,7 +36,7 @@ class SynthConfig:
 
 class _Segments:
     """Rolls segments by size; each closed segment gets the .index / .timeindex its broker's recovery writes
-    (kfmt.segments.build_indexes) and, when some of its transactions were aborted, a .txnindex."""
+    (kfmt.segments.segment_files) and, when some of its transactions were aborted, a .txnindex."""
 
     def __init__(self, folder: Path, segment_bytes: int):
         self.folder, self.segment_bytes = folder, segment_bytes
@@ -61,10 +61,8 @@ class _Segments:
         if self.base is None:
             return
         stem = self.folder / f"{self.base:020d}"
-        index, timeindex = build_indexes(self.buf, self.base)
-        stem.with_suffix(".log").write_bytes(bytes(self.buf))
-        stem.with_suffix(".index").write_bytes(index)
-        stem.with_suffix(".timeindex").write_bytes(timeindex)
+        for path, blob in segment_files(stem.with_suffix(".log"), self.buf, self.base):
+            path.write_bytes(blob)
         if self.txn_index:
             stem.with_suffix(".txnindex").write_bytes(bytes(self.txn_index))
         self.files.append(stem.with_suffix(".log"))

@@ -103,7 +103,8 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
         with Staging(dst_p, overwrite=overwrite, single=single) as st:
             for seg in segments:
                 seg_path = Path(seg.path).resolve()
-                target = st.root / (dst_p.name if single else seg_path.relative_to(src_p))
+                rel = Path(dst_p.name) if single else seg_path.relative_to(src_p)
+                target = st.root / rel  # published as (dst's folder or dst) / rel
                 try:
                     res = convert(seg_path, to_magic=to_magic, codec=codec, strict=strict,
                                   skip_corrupt=skip_corrupt)  # fmt: skip
@@ -118,8 +119,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
                 counts["bytes_unread"] += res.bytes_unread
                 for kind, n in res.summary().items():
                     totals[kind] = totals.get(kind, 0) + n
-                shown = dst_p if single else dst_p / seg_path.relative_to(src_p)
-                print(f"{seg_path} -> {shown}: {res.batches_in} batches / {res.records_in} records in, "
+                print(f"{seg_path} -> {(dst_p.parent if single else dst_p) / rel}: {res.batches_in} batches / {res.records_in} records in, "
                       f"{res.batches_out} batches / {res.records_out} records out", file=err)  # fmt: skip
                 for loss in res.lost:  # damage is always listed; format losses batch by batch with --verbose
                     if verbose or loss.kind in UNREAD_KINDS:
@@ -147,14 +147,12 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
 
 def _write_segment(target: Path, data: bytes) -> None:
     """A converted segment and, for a segment named by its base offset, its indexes (written as a broker does)."""
-    from kfmt.segments import build_indexes
+    from kfmt.segments import segment_files
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    if target.suffix == ".log" and _SEGMENT_NAME.match(target.name):
-        index, timeindex = build_indexes(data, int(target.stem))
-        target.with_suffix(".index").write_bytes(index)
-        target.with_suffix(".timeindex").write_bytes(timeindex)
+    named = target.suffix == ".log" and _SEGMENT_NAME.match(target.name)
+    for path, blob in segment_files(target, data, int(target.stem)) if named else [(target, data)]:
+        path.write_bytes(blob)
 
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
@@ -273,7 +271,7 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     file appears at once.  ``replace`` removes the partition's old segments; otherwise new offsets must
     come after the ones already there."""
     from kfmt.api import scan
-    from kfmt.segments import build_indexes
+    from kfmt.segments import segment_files
 
     staged: list[tuple[Path, bytes]] = []
     remove: list[Path] = []
@@ -310,10 +308,7 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
         ends: list[tuple[int | None, bytes]] = [(None, b"")]
         for start, blob in [*blobs, *ends]:
             if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
-                index, timeindex = build_indexes(seg, base)
-                stem = folder / f"{base:020d}"
-                staged += [(stem.with_suffix(".log"), bytes(seg)), (stem.with_suffix(".index"), index),
-                           (stem.with_suffix(".timeindex"), timeindex)]  # fmt: skip
+                staged += segment_files(folder / f"{base:020d}.log", seg, base)
                 seg, base = bytearray(), None
             if start is not None:
                 base = start if base is None else base

@@ -140,7 +140,7 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
         if codec == "zstd" and magic < 2:
             raise UnsupportedCodecError(f"zstd is not allowed with magic {magic}", offset=offset, path=path)
         return b""
-    limit = min(opts.max_decompressed, max(len(data) * opts.max_ratio, 1 << 20))
+    limit = allowance(len(data), opts.max_decompressed, opts.max_ratio)
     try:
         if codec == "gzip":
             return _gzip_decompress(data, opts.max_decompressed, opts.max_ratio)
@@ -161,6 +161,12 @@ def decompress(codec: str, data, magic: int, opts, *, offset: int | None = None,
         raise  # out of memory is not corrupt data
     except Exception as e:  # the codec libraries' own errors: corrupt streams
         raise InvalidValueError(f"corrupt {codec} stream: {e}", offset=offset, path=path) from None
+
+
+def allowance(compressed: int, max_decompressed: int, max_ratio: int) -> int:
+    """Decompressed bytes allowed for ``compressed`` input bytes: ``max_ratio`` times as many (at least
+    1 MiB), never more than ``max_decompressed``."""
+    return min(max_decompressed, max(compressed * max_ratio, 1 << 20))
 
 
 def _too_big(limit: int) -> LimitExceededError:
@@ -185,7 +191,7 @@ def _gzip_decompress(data: bytes, max_decompressed: int, max_ratio: int) -> byte
             out += d.decompress(pending, STEP)
             pending = d.unconsumed_tail
             used = consumed + len(rest) - len(pending) - len(d.unused_data)
-            limit = min(max_decompressed, max(used * max_ratio, 1 << 20))
+            limit = allowance(used, max_decompressed, max_ratio)
             if len(out) > limit:
                 raise _too_big(limit)
             if d.eof:
@@ -330,7 +336,7 @@ def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verif
             pos += 4
             if xxh32(block) != want:
                 raise InvalidValueError("LZ4 frame: block checksum mismatch")
-        limit = min(max_decompressed, max(pos * max_ratio, 1 << 20))
+        limit = allowance(pos, max_decompressed, max_ratio)
         room = min(max_block, limit - len(out))
         if raw:
             if size > room:

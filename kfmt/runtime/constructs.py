@@ -119,7 +119,18 @@ class _LengthPrefixed(c.Construct):
         self.lengthfield._build(-1, stream, context, path)
 
 
-class KArray(c.Construct):
+class _Elements(c.Construct):
+    """An array whose length is not written by the array itself: building writes the elements only."""
+
+    subcon: Any = None
+
+    def _build(self, obj, stream, context, path):
+        for item in obj:
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+
+class KArray(_Elements):
     """An array whose count is another field (a context expression), checked against ``limit`` first."""
 
     def __init__(self, count, subcon, limit: str = "max_records"):
@@ -130,11 +141,6 @@ class KArray(c.Construct):
         n = c.evaluate(self.count, context)
         _check_count(n, self.limit, context, path)
         return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
-
-    def _build(self, obj, stream, context, path):
-        for item in obj:
-            self.subcon._build(item, stream, context, path)
-        return obj
 
 
 class KBytes(_LengthPrefixed):
@@ -217,7 +223,7 @@ def _check_count(n: int, limit: str, context, path) -> None:
         raise LimitError(f"count {n} exceeds the limit of {cap}", path=path)
 
 
-class KCounted(c.Construct):
+class KCounted(_Elements):
     """An array whose count is a prefix; a negative count, or one above the ``limit`` option
     (``max_headers`` or ``max_records``), is an error before anything is allocated."""
 
@@ -232,9 +238,7 @@ class KCounted(c.Construct):
 
     def _build(self, obj, stream, context, path):
         self.countfield._build(len(obj), stream, context, path)
-        for item in obj:
-            self.subcon._build(item, stream, context, path)
-        return obj
+        return super()._build(obj, stream, context, path)
 
 
 class BitsView(c.Adapter):
@@ -430,7 +434,7 @@ class KSized(_LengthPrefixed):
         return obj
 
 
-class KUntilEnd(c.Construct):
+class KUntilEnd(_Elements):
     """Elements up to the end of the enclosing region; unlike GreedyRange, a bad element is an error."""
 
     def __init__(self, subcon, limit: str = "max_records"):
@@ -449,11 +453,6 @@ class KUntilEnd(c.Construct):
                 raise LimitError(f"more than {cap} elements", path=path)
             out.append(self.subcon._parsereport(stream, context, path))
         return out
-
-    def _build(self, obj, stream, context, path):
-        for item in obj:
-            self.subcon._build(item, stream, context, path)
-        return obj
 
 
 class TrailingCrc(c.Construct):
