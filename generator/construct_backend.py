@@ -158,13 +158,18 @@ class Layout:
         elif k == "array":
             elem = f.type
             # the same limit the optimised backend applies to this array
-            limit = "max_records" if self.s.structs[elem].role in ("record", "batch", "message") else "max_headers"
+            est = self.s.structs[elem]
+            limit = "max_records" if est.role in ("record", "batch", "message") else "max_headers"
+            nested = tuple((n["access"].lstrip("."), n["cost"]) for n in self.b.nested_arrays(est))
+            # an array inside the elements of another array is counted by that one's budget (cost 0 here)
+            cost = 0 if self.st.name not in self.b.solo else self.b.element_cost(est)
+            budget = f"cost={cost}, min={max(self.b.min_size(elem), 1)}, nested={nested!r}"
             if f.count in _VAR or f.count in PRIMITIVES:
-                con = f"KCounted({_prefix(f.count)}, {elem}, {limit!r})"
+                con = f"KCounted({_prefix(f.count)}, {elem}, {limit!r}, {budget})"
             elif f.count == "rest":
-                con = f"KUntilEnd({elem}, {limit!r})"
+                con = f"KUntilEnd({elem}, {limit!r}, {budget})"
             else:
-                con = f"KArray({self.ref(f.count, depth)}, {elem}, {limit!r})"
+                con = f"KArray({self.ref(f.count, depth)}, {elem}, {limit!r}, {budget})"
             if f.compressed_by:
                 magic = self.s.magic if self.s.magic is not None else 2
                 count = f", count={self.ref(f.count, depth)}" if f.count in self.depth_of else ""

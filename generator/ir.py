@@ -16,6 +16,7 @@ import struct as _struct
 from dataclasses import dataclass, field
 
 from generator.loader import BLOBS, PRIMITIVES, VARINTS, Cond, Field, Schema, SchemaError, Struct
+from kfmt.runtime.options import HEADER_COST, RECORD_COST
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
@@ -103,6 +104,7 @@ class Builder:
         self.base_class_attrs = base_class_attrs  # per role: attributes the base class answers for
         self.consts: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, list[str]] = {}
+        self.solo: set[str] = {schema.root}  # structs decoded other than as an array's elements
         self.used = self._reachable()
         self._codec_views = {f.compressed_by for st in schema.structs.values() for f in st.fields if f.compressed_by}
         self._check_refs()
@@ -138,15 +140,19 @@ class Builder:
                     if f.type not in self.s.structs:
                         raise _err(self.s, st, f, f"unknown struct {f.type!r}")
                     self.parents.setdefault(f.type, []).append(name)
+                    if k == "struct":
+                        self.solo.add(f.type)
                     visit(f.type)
             for v in st.views:
                 if v.as_ not in self.s.structs:
                     raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
+                self.solo.add(v.as_)
                 visit(v.as_)
             for f in st.fields:
                 if f.wraps:
                     if f.wraps.as_ not in self.s.structs:
                         raise _err(self.s, st, f, f"wraps: unknown struct {f.wraps.as_!r}")
+                    self.solo.add(f.wraps.as_)
                     if f.wraps.as_ != name:  # a wrapper may hold its own kind, depth-limited at run time
                         visit(f.wraps.as_)
             stack.pop()
@@ -668,6 +674,7 @@ class Builder:
             path=f"{path}.{f.name}",
             magic=self.s.magic if self.s.magic is not None else 2,
             recursive=w.as_ == st.name,  # the fast path reads the inner ones with a leaf decoder
+            cost=self.element_cost(self.s.structs[w.as_]),
             **hdr,
         )
 
@@ -770,6 +777,10 @@ class Builder:
             last=i == len(st.fields) - 1,
             tuple=elem.repr == "tuple",
             limit="max_records" if elem.role in ("record", "batch") else "max_headers",
+            cost=self.element_cost(elem),
+            nested=self.nested_arrays(elem),
+            # an array inside the elements of another array: that one's budget counts these elements
+            accounted=st.name not in self.solo,
             elem_index=self.uses_index(elem),
         )
         if f.count in VARINTS:
@@ -784,6 +795,24 @@ class Builder:
         if f.compressed_by and not a["last"]:
             raise SchemaError(f"{self.s.file}:{f.line}: a compressed array must be the last field of its struct")
         return a
+
+    @staticmethod
+    def element_cost(elem: Struct) -> int:
+        """Estimated bytes of Python objects one decoded element of ``elem`` takes (the ``max_memory`` budget)."""
+        return RECORD_COST if elem.role in ("record", "batch", "message") else HEADER_COST
+
+    def nested_arrays(self, elem: Struct) -> list[dict]:
+        """The arrays inside each element of an array of ``elem``: their elements count against the same
+        ``max_memory`` budget as the outer ones (the headers of every record of a batch)."""
+        out = []
+        names = [f.name for f in elem.fields]
+        for f in elem.fields:
+            if self.kind(f) != "array":
+                continue
+            inner = self.s.structs[f.type]
+            access = f"[{names.index(f.name)}]" if elem.repr == "tuple" else f".{f.name}"
+            out.append(dict(access=access, cost=self.element_cost(inner), min=max(self.min_size(f.type), 1)))
+        return out
 
     # ------------------------------------------------------------ encode
     def uses_index(self, st: Struct) -> bool:

@@ -103,17 +103,21 @@ def test_read_batches_and_dump_stream_a_large_segment(tmp_path):
 BOMB = """
 import struct, zlib, crc32c
 from kfmt.runtime.compression import compress
-def batch(code, comp):
+def batch(code, comp, n=1):
     d = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)], codec="none"))
     body = d[:61] + comp
     struct.pack_into(">h", body, 21, code)
+    struct.pack_into(">ii", body, 23, n - 1, n)  # last offset delta (the count is read at byte 57)
+    struct.pack_into(">i", body, 57, n)
     struct.pack_into(">i", body, 8, len(body) - 12)
     struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
     return bytes(body)
-def refused(data):
+def refused(data, **kw):
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS: each probe measures its own peak
     base = rss_kb()
     try:
-        list(kfmt.read_batches(data))
+        list(kfmt.read_batches(data, **kw))
         return "decoded", hwm_kb() - base
     except kfmt.CodecError as e:
         return type(e).__name__, hwm_kb() - base
@@ -140,3 +144,80 @@ def test_bombs_are_refused_within_the_limit_plus_a_step():
     assert (k1, k2, k3) == ("LimitExceededError",) * 3, out
     assert int(g1) < 40_000 and int(g2) < 40_000, out
     assert int(g3) < (256 << 10) + 40_000, out
+
+
+AMPLIFY = """
+def gz(raw):
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return co.compress(raw) + co.flush()
+# an empty record: length 6, attributes 0, timestamp delta 0, offset delta 0, null key, null value, no headers
+EMPTY = bytes([12, 0, 0, 0, 1, 1, 0])
+def with_headers(k):
+    # a record with k headers, each an empty key and a null value (2 bytes): 100,000 fits in a 3-byte varint
+    hv = bytearray()
+    z = k << 1
+    while z >= 0x80:
+        hv.append(z & 0x7F | 0x80); z >>= 7
+    hv.append(z)
+    body = bytes([0, 0, 0, 1, 1]) + bytes(hv) + bytes([0, 1]) * k
+    ln = bytearray(); z = len(body) << 1
+    while z >= 0x80:
+        ln.append(z & 0x7F | 0x80); z >>= 7
+    ln.append(z)
+    return bytes(ln) + body
+"""
+
+
+def test_many_tiny_records_or_headers_are_refused_before_they_are_built():
+    """The object budget (``max_memory``): a 70 KB gzip batch of 9.9M empty records (under ``max_records``)
+    took +2.27 GB and 46 s; 100 records of 100,000 headers each (10M headers, under ``max_headers``) +707 MB.
+    Both are now refused with LimitExceededError: the records before any is built (their count is known), the
+    headers once those built so far reach the budget, so growth stays within the budget plus a constant.
+    With a 32 MiB budget the same holds at a smaller scale, and a batch that fits is read whole."""
+    out = _probe(
+        BOMB
+        + AMPLIFY
+        + textwrap.dedent("""
+        import time
+        from kfmt.runtime.options import DecodeOptions
+        t = time.perf_counter()
+        records = batch(1, gz(EMPTY * 9_900_000), 9_900_000)
+        kind1, grew1 = refused(records)
+        t1 = time.perf_counter() - t
+        headers = batch(1, gz(with_headers(100_000) * 100), 100)
+        kind2, grew2 = refused(headers)
+        small = DecodeOptions(max_memory=32 << 20)
+        kind3, grew3 = refused(headers, opts=small)
+        kind4, _ = refused(headers, opts=small, backend="construct")
+        fits = batch(1, gz(with_headers(100_000) * 2), 2)
+        kind5, grew5 = refused(fits, opts=small)
+        print(len(records), kind1, grew1, round(t1, 1), len(headers), kind2, grew2, kind3, grew3, kind4, kind5, grew5)
+    """)
+    )
+    f = out.split()
+    assert f[1] == "LimitExceededError" and int(f[2]) < 160_000, out  # the 69 MB decompressed stream, joined
+    assert f[5] == "LimitExceededError" and int(f[6]) < (256 << 10) + 60_000, out
+    assert f[7] == "LimitExceededError" and int(f[8]) < (32 << 10) + 40_000, out
+    assert f[9] == "LimitExceededError", out  # the reference backend applies the same budget
+    assert f[10] == "decoded" and int(f[11]) < (32 << 10) + 40_000, out
+
+
+def test_a_wrapper_of_many_tiny_messages_is_refused_before_they_are_built():
+    """A v1 gzip wrapper whose inner set holds 3M minimal messages (102 MB decompressed, under
+    ``max_records``): refused once the messages built reach the budget, not after building all of them."""
+    out = _probe(
+        BOMB
+        + textwrap.dedent("""
+        from kfmt.runtime.options import DecodeOptions
+        inner = kfmt.encode_batch([kfmt.Record(key=None, value=None, timestamp=1)], magic=1)
+        co = zlib.compressobj(9, zlib.DEFLATED, 31)
+        comp = b"".join(co.compress(inner) for _ in range(3_000_000)) + co.flush()
+        # a v1 wrapper: offset, size, crc, then magic 1, attributes 1 (gzip), timestamp, null key, the value
+        body = struct.pack(">bbqii", 1, 1, 1, -1, len(comp)) + comp
+        w = struct.pack(">qiI", 2_999_999, 4 + len(body), zlib.crc32(body)) + body
+        kind, grew = refused(bytes(w))
+        print(len(w), kind, grew)
+    """)
+    )
+    f = out.split()
+    assert f[1] == "LimitExceededError" and int(f[2]) < (256 << 10) + 120_000, out

@@ -264,14 +264,25 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         kafka_tags = []
         append_kafka_tags = kafka_tags.append
         i_kafka_tags = 0
+        budget_kafka_tags = opts.max_memory - (s_kafka_tags - pos)
+
         try:
             while pos < s_kafka_tags:
                 if i_kafka_tags >= opts.max_headers:
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
                     )
+                budget_kafka_tags -= 96
+                if budget_kafka_tags < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_kafka_tags} bytes, over max_memory={opts.max_memory}",
+                        offset=pos,
+                        path="message.kafka_tags",
+                    )
+
                 item_, pos = _decode_kafka_tag(buf, pos, s_kafka_tags, opts)
                 append_kafka_tags(item_)
+
                 i_kafka_tags += 1
         except _CodecError as exc:
             raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
@@ -294,14 +305,25 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         headers = []
         append_headers = headers.append
         i_headers = 0
+        budget_headers = opts.max_memory - (s_headers - pos)
+
         try:
             while pos < s_headers:
                 if i_headers >= opts.max_headers:
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
                     )
+                budget_headers -= 96
+                if budget_headers < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
+                        offset=pos,
+                        path="message.headers",
+                    )
+
                 item_, pos = _decode_app_tag(buf, pos, s_headers, opts)
                 append_headers(item_)
+
                 i_headers += 1
         except _CodecError as exc:
             raise exc.within("message.headers", i_headers, "app_tag") from None
@@ -364,6 +386,11 @@ def _decode_message(buf, pos, end, opts, depth_=0):
                 break  # Kafka drops a truncated inner tail
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
+                    path="message.value",
+                )
             try:
                 item_, dpos = _decode_message(data_, dpos, dend, opts, depth_ + 1)
             except _CodecError as exc:
@@ -380,6 +407,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
     opts_max_bytes_ = opts.max_bytes
     opts_max_headers_ = opts.max_headers
+    opts_max_memory_ = opts.max_memory
     opts_max_records_ = opts.max_records
     opts_verify_crc_ = opts.verify_crc
     offset, size, crc, magic, attributes, timestamp = _S6.unpack_from(buf, pos)
@@ -414,12 +442,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         kafka_tags = []
         append_kafka_tags = kafka_tags.append
         i_kafka_tags = 0
+        budget_kafka_tags = opts.max_memory - (s_kafka_tags - pos)
         try:
             while pos < s_kafka_tags:
                 if i_kafka_tags >= opts_max_headers_:
                     raise _LimitExceededError(
                         f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
                     )
+                budget_kafka_tags -= 96
+                if budget_kafka_tags < 0:
+                    raise _Fallback
                 tag_id_kafka_tag_, n_tag_value_kafka_tag_ = _S2.unpack_from(buf, pos)
                 pos += 1
                 pos += 4
@@ -449,12 +481,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         headers = []
         append_headers = headers.append
         i_headers = 0
+        budget_headers = opts.max_memory - (s_headers - pos)
         try:
             while pos < s_headers:
                 if i_headers >= opts_max_headers_:
                     raise _LimitExceededError(
                         f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                     )
+                budget_headers -= 96
+                if budget_headers < 0:
+                    raise _Fallback
                 (n_key_app_tag_,) = _S1.unpack_from(buf, pos)
                 pos += 4
                 if n_key_app_tag_ < 0:
@@ -518,6 +554,8 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         while dpos < dend:
             if len(messages) >= opts_max_records_:
                 raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts_max_memory_:
+                raise _Fallback
             try:
                 depth__message_leaf_ = depth_ + 1
                 (
@@ -565,12 +603,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     kafka_tags_message_leaf_ = []
                     append_kafka_tags_message_leaf_ = kafka_tags_message_leaf_.append
                     i_kafka_tags_message_leaf_ = 0
+                    budget_kafka_tags_message_leaf_ = opts_max_memory_ - (s_kafka_tags_message_leaf_ - dpos)
                     try:
                         while dpos < s_kafka_tags_message_leaf_:
                             if i_kafka_tags_message_leaf_ >= opts_max_headers_:
                                 raise _LimitExceededError(
                                     f"more than {opts_max_headers_} elements", offset=dpos, path="message.kafka_tags"
                                 )
+                            budget_kafka_tags_message_leaf_ -= 96
+                            if budget_kafka_tags_message_leaf_ < 0:
+                                raise _Fallback
                             tag_id_kafka_tag__message_leaf_, n_tag_value_kafka_tag__message_leaf_ = _S2.unpack_from(
                                 data_, dpos
                             )
@@ -606,12 +648,16 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     headers_message_leaf_ = []
                     append_headers_message_leaf_ = headers_message_leaf_.append
                     i_headers_message_leaf_ = 0
+                    budget_headers_message_leaf_ = opts_max_memory_ - (s_headers_message_leaf_ - dpos)
                     try:
                         while dpos < s_headers_message_leaf_:
                             if i_headers_message_leaf_ >= opts_max_headers_:
                                 raise _LimitExceededError(
                                     f"more than {opts_max_headers_} elements", offset=dpos, path="message.headers"
                                 )
+                            budget_headers_message_leaf_ -= 96
+                            if budget_headers_message_leaf_ < 0:
+                                raise _Fallback
                             (n_key_app_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
                             dpos += 4
                             if n_key_app_tag__message_leaf_ < 0:
@@ -974,6 +1020,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     opts_max_bytes_ = opts.max_bytes
     opts_max_depth_ = opts.max_depth
     opts_max_headers_ = opts.max_headers
+    opts_max_memory_ = opts.max_memory
     opts_max_records_ = opts.max_records
     opts_verify_crc_ = opts.verify_crc
     values = []
@@ -1024,12 +1071,16 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 kafka_tags_message_ = []
                 append_kafka_tags_message_ = kafka_tags_message_.append
                 i_kafka_tags_message_ = 0
+                budget_kafka_tags_message_ = opts_max_memory_ - (s_kafka_tags_message_ - pos)
                 try:
                     while pos < s_kafka_tags_message_:
                         if i_kafka_tags_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
                                 f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
                             )
+                        budget_kafka_tags_message_ -= 96
+                        if budget_kafka_tags_message_ < 0:
+                            raise _Fallback
                         tag_id_kafka_tag__message_, n_tag_value_kafka_tag__message_ = _S2.unpack_from(buf, pos)
                         pos += 1
                         pos += 4
@@ -1059,12 +1110,16 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 headers_message_ = []
                 append_headers_message_ = headers_message_.append
                 i_headers_message_ = 0
+                budget_headers_message_ = opts_max_memory_ - (s_headers_message_ - pos)
                 try:
                     while pos < s_headers_message_:
                         if i_headers_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
                                 f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                             )
+                        budget_headers_message_ -= 96
+                        if budget_headers_message_ < 0:
+                            raise _Fallback
                         (n_key_app_tag__message_,) = _S1.unpack_from(buf, pos)
                         pos += 4
                         if n_key_app_tag__message_ < 0:
@@ -1129,6 +1184,8 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 while dpos_message_ < dend_message_:
                     if len(messages_message_) >= opts_max_records_:
                         raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
+                    if (len(messages_message_) + 1) * 320 + dend_message_ > opts_max_memory_:
+                        raise _Fallback
                     try:
                         depth__message_leaf__message_ = 0 + 1
                         (
@@ -1182,6 +1239,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             kafka_tags_message_leaf__message_ = []
                             append_kafka_tags_message_leaf__message_ = kafka_tags_message_leaf__message_.append
                             i_kafka_tags_message_leaf__message_ = 0
+                            budget_kafka_tags_message_leaf__message_ = opts_max_memory_ - (
+                                s_kafka_tags_message_leaf__message_ - dpos_message_
+                            )
                             try:
                                 while dpos_message_ < s_kafka_tags_message_leaf__message_:
                                     if i_kafka_tags_message_leaf__message_ >= opts_max_headers_:
@@ -1190,6 +1250,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                             offset=dpos_message_,
                                             path="message.kafka_tags",
                                         )
+                                    budget_kafka_tags_message_leaf__message_ -= 96
+                                    if budget_kafka_tags_message_leaf__message_ < 0:
+                                        raise _Fallback
                                     (
                                         tag_id_kafka_tag__message_leaf__message_,
                                         n_tag_value_kafka_tag__message_leaf__message_,
@@ -1230,6 +1293,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             headers_message_leaf__message_ = []
                             append_headers_message_leaf__message_ = headers_message_leaf__message_.append
                             i_headers_message_leaf__message_ = 0
+                            budget_headers_message_leaf__message_ = opts_max_memory_ - (
+                                s_headers_message_leaf__message_ - dpos_message_
+                            )
                             try:
                                 while dpos_message_ < s_headers_message_leaf__message_:
                                     if i_headers_message_leaf__message_ >= opts_max_headers_:
@@ -1238,6 +1304,9 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                             offset=dpos_message_,
                                             path="message.headers",
                                         )
+                                    budget_headers_message_leaf__message_ -= 96
+                                    if budget_headers_message_leaf__message_ < 0:
+                                        raise _Fallback
                                     (n_key_app_tag__message_leaf__message_,) = _S1.unpack_from(
                                         data__message_, dpos_message_
                                     )

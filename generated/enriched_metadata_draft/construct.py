@@ -101,10 +101,10 @@ message = c.Struct(
                     * "The lowest 4 bits give the message type (normal uncompressed, gzip, snappy, ...).",
                     "timestamp" / c.Int64sb * "Timestamp",
                     "kafka_tags"
-                    / KSized(c.Int32sb, KUntilEnd(kafka_tag, "max_headers"), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(kafka_tag, "max_headers", cost=96, min=5, nested=()), nullable=True)
                     * "KafkaTagLength => int32, the total bytes of the tags (-1 for none).",
                     "headers"
-                    / KSized(c.Int32sb, KUntilEnd(app_tag, "max_headers"), nullable=True)
+                    / KSized(c.Int32sb, KUntilEnd(app_tag, "max_headers", cost=96, min=8, nested=()), nullable=True)
                     * "App tags (string key-value pairs), AppTagLength => int32 total bytes (-1 for none).",
                     "key" / KBytes(c.Int32sb, nullable=True, string=False) * "Key",
                     "value" / KBytes(c.Int32sb, nullable=True, string=False) * "Value",
@@ -199,6 +199,11 @@ def _model_message(c_, opts, depth_=0):
                 break  # Kafka drops a truncated inner tail
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
+                    path="message.value",
+                )
             try:
                 item_, dpos = _decode_message(data_, dpos, dend, opts, depth_ + 1)
             except _CodecError as exc:

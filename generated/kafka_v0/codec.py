@@ -197,6 +197,11 @@ def _decode_message(buf, pos, end, opts, depth_=0):
                 break  # Kafka drops a truncated inner tail
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
+                    path="message.value",
+                )
             try:
                 item_, dpos = _decode_message(data_, dpos, dend, opts, depth_ + 1)
             except _CodecError as exc:
@@ -210,6 +215,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
     opts_max_bytes_ = opts.max_bytes
+    opts_max_memory_ = opts.max_memory
     opts_max_records_ = opts.max_records
     opts_verify_crc_ = opts.verify_crc
     offset, size, crc, magic, attributes, n_key = _S4.unpack_from(buf, pos)
@@ -266,6 +272,8 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         while dpos < dend:
             if len(messages) >= opts_max_records_:
                 raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts_max_memory_:
+                raise _Fallback
             try:
                 depth__message_leaf_ = depth_ + 1
                 (
@@ -519,6 +527,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     """
     opts_max_bytes_ = opts.max_bytes
     opts_max_depth_ = opts.max_depth
+    opts_max_memory_ = opts.max_memory
     opts_max_records_ = opts.max_records
     opts_verify_crc_ = opts.verify_crc
     values = []
@@ -592,6 +601,8 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 while dpos_message_ < dend_message_:
                     if len(messages_message_) >= opts_max_records_:
                         raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
+                    if (len(messages_message_) + 1) * 320 + dend_message_ > opts_max_memory_:
+                        raise _Fallback
                     try:
                         depth__message_leaf__message_ = 0 + 1
                         (

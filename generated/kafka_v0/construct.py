@@ -128,6 +128,11 @@ def _model_message(c_, opts, depth_=0):
                 break  # Kafka drops a truncated inner tail
             if len(messages) >= opts.max_records:
                 raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
+                    path="message.value",
+                )
             try:
                 item_, dpos = _decode_message(data_, dpos, dend, opts, depth_ + 1)
             except _CodecError as exc:

@@ -364,6 +364,7 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
         for i_headers in range(n_headers):
             item_, pos = _decode_header(buf, pos, e_0, opts)
             append_headers(item_)
+
     except _CodecError as exc:
         raise exc.within("record.headers", i_headers, "header") from None
     if pos != e_0:
@@ -546,6 +547,16 @@ def _decode_batch(buf, pos, end, opts):
                     offset=dpos,
                     path="batch.records",
                 )
+            budget_records = opts.max_memory - (dend - dpos) - n_records * 320
+            if budget_records < 0:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                    offset=dpos,
+                    path="batch.records",
+                )
+
+            track_records = (dend - dpos) // 2 * 96 > budget_records
+
             records = []
             append_records = records.append
             i_records = 0
@@ -555,6 +566,15 @@ def _decode_batch(buf, pos, end, opts):
                         data_, dpos, dend, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
                     )
                     append_records(item_)
+                    if track_records:
+                        budget_records -= len(item_.headers) * 96
+                        if budget_records < 0:
+                            raise _LimitExceededError(
+                                f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                                offset=dpos,
+                                path="batch.records",
+                            )
+
             except _CodecError as exc:
                 raise exc.within("batch.records", i_records, "record") from None
 
@@ -574,6 +594,16 @@ def _decode_batch(buf, pos, end, opts):
                 offset=pos,
                 path="batch.records",
             )
+        budget_records = opts.max_memory - (e_0 - pos) - n_records * 320
+        if budget_records < 0:
+            raise _LimitExceededError(
+                f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                offset=pos,
+                path="batch.records",
+            )
+
+        track_records = (e_0 - pos) // 2 * 96 > budget_records
+
         records = []
         append_records = records.append
         i_records = 0
@@ -583,6 +613,15 @@ def _decode_batch(buf, pos, end, opts):
                     buf, pos, e_0, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
                 )
                 append_records(item_)
+                if track_records:
+                    budget_records -= len(item_.headers) * 96
+                    if budget_records < 0:
+                        raise _LimitExceededError(
+                            f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                            offset=pos,
+                            path="batch.records",
+                        )
+
         except _CodecError as exc:
             raise exc.within("batch.records", i_records, "record") from None
 
@@ -675,6 +714,10 @@ def _fdecode_batch(buf, pos, end, opts):
         data_ = buf
         dpos = pos
         dend = e_0
+    budget_records = opts.max_memory - (dend - dpos) - n_records * 320
+    if budget_records < 0:
+        raise _Fallback
+    track_records = (dend - dpos) // 2 * 96 > budget_records
     records = []
     append_records = records.append
     for _ in range(n_records):
@@ -853,6 +896,10 @@ def _fdecode_batch(buf, pos, end, opts):
         value__record_.control = control_record_
         item_ = value__record_
         append_records(item_)
+        if track_records:
+            budget_records -= len(item_.headers) * 96
+            if budget_records < 0:
+                raise _Fallback
     if dpos != dend:
         raise _Fallback
     pos = e_0

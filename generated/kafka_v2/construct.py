@@ -101,7 +101,7 @@ record = c.Struct(
             * "Record offset minus base_offset (an encoder numbers records 0, 1, 2 ... unless offsets are given).",
             "key" / KBytes(KVarint(32), nullable=True, string=False) * "key",
             "value" / KBytes(KVarint(32), nullable=True, string=False) * "value",
-            "headers" / KCounted(KVarint(32), header, "max_headers") * "Headers",
+            "headers" / KCounted(KVarint(32), header, "max_headers", cost=0, min=2, nested=()) * "Headers",
         ),
         6,
     ),
@@ -151,7 +151,7 @@ batch = c.Struct(
                     "num_records" / c.Rebuild(c.Int32sb, c.len_(this.records)) * "Number of records; never compressed.",
                     "records"
                     / KafkaCompressed(
-                        KArray(this.num_records, record, "max_records"),
+                        KArray(this.num_records, record, "max_records", cost=320, min=7, nested=(("headers", 96),)),
                         this.attributes.codec,
                         2,
                         count=this.num_records,

@@ -250,14 +250,25 @@ def _decode_message(buf, pos, end, opts):
         headers = []
         append_headers = headers.append
         i_headers = 0
+        budget_headers = opts.max_memory - (s_headers - pos)
+
         try:
             while pos < s_headers:
                 if i_headers >= opts.max_headers:
                     raise _LimitExceededError(
                         f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
                     )
+                budget_headers -= 96
+                if budget_headers < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
+                        offset=pos,
+                        path="message.headers",
+                    )
+
                 item_, pos = _decode_int_header(buf, pos, s_headers, opts)
                 append_headers(item_)
+
                 i_headers += 1
         except _CodecError as exc:
             raise exc.within("message.headers", i_headers, "int_header") from None
@@ -369,12 +380,16 @@ def _fdecode_message(buf, pos, end, opts):
         headers = []
         append_headers = headers.append
         i_headers = 0
+        budget_headers = opts.max_memory - (s_headers - pos)
         try:
             while pos < s_headers:
                 if i_headers >= opts_max_headers_:
                     raise _LimitExceededError(
                         f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                     )
+                budget_headers -= 96
+                if budget_headers < 0:
+                    raise _Fallback
                 key_int_header_, n_value_int_header_ = _S1.unpack_from(buf, pos)
                 pos += 4
                 pos += 4
@@ -580,6 +595,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
     """
     opts_max_bytes_ = opts.max_bytes
     opts_max_headers_ = opts.max_headers
+    opts_max_memory_ = opts.max_memory
     opts_verify_crc_ = opts.verify_crc
     values = []
     starts = []
@@ -658,12 +674,16 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 headers_message_ = []
                 append_headers_message_ = headers_message_.append
                 i_headers_message_ = 0
+                budget_headers_message_ = opts_max_memory_ - (s_headers_message_ - pos)
                 try:
                     while pos < s_headers_message_:
                         if i_headers_message_ >= opts_max_headers_:
                             raise _LimitExceededError(
                                 f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
                             )
+                        budget_headers_message_ -= 96
+                        if budget_headers_message_ < 0:
+                            raise _Fallback
                         key_int_header__message_, n_value_int_header__message_ = _S1.unpack_from(buf, pos)
                         pos += 4
                         pos += 4

@@ -111,7 +111,11 @@ message = c.Struct(
                         c.Struct(
                             "wrapper_magic" / c.Const(0, c.Int8sb) * '"this is used for future versioning"',
                             "headers"
-                            / KSized(c.Int32sb, KUntilEnd(int_header, "max_headers"), nullable=False)
+                            / KSized(
+                                c.Int32sb,
+                                KUntilEnd(int_header, "max_headers", cost=96, min=8, nested=()),
+                                nullable=False,
+                            )
                             * "HeadersLength => int32, the size of the serialised headers.",
                             "value"
                             / KBytes(c.Int32sb, nullable=True, string=False)

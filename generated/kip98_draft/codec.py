@@ -345,14 +345,25 @@ def _decode_message_set(buf, pos, end, opts):
             records = []
             append_records = records.append
             i_records = 0
+            budget_records = opts.max_memory - (dend - dpos)
+
             try:
                 while dpos < dend:
                     if i_records >= opts.max_records:
                         raise _LimitExceededError(
                             f"more than {opts.max_records} elements", offset=dpos, path="message_set.records"
                         )
+                    budget_records -= 320
+                    if budget_records < 0:
+                        raise _LimitExceededError(
+                            f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                            offset=dpos,
+                            path="message_set.records",
+                        )
+
                     item_, dpos = _decode_message(data_, dpos, dend, opts, base_offset)
                     append_records(item_)
+
                     i_records += 1
             except _CodecError as exc:
                 raise exc.within("message_set.records", i_records, "message") from None
@@ -370,14 +381,25 @@ def _decode_message_set(buf, pos, end, opts):
         records = []
         append_records = records.append
         i_records = 0
+        budget_records = opts.max_memory - (e_0 - pos)
+
         try:
             while pos < e_0:
                 if i_records >= opts.max_records:
                     raise _LimitExceededError(
                         f"more than {opts.max_records} elements", offset=pos, path="message_set.records"
                     )
+                budget_records -= 320
+                if budget_records < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                        offset=pos,
+                        path="message_set.records",
+                    )
+
                 item_, pos = _decode_message(buf, pos, e_0, opts, base_offset)
                 append_records(item_)
+
                 i_records += 1
         except _CodecError as exc:
             raise exc.within("message_set.records", i_records, "message") from None
@@ -456,12 +478,16 @@ def _fdecode_message_set(buf, pos, end, opts):
     records = []
     append_records = records.append
     i_records = 0
+    budget_records = opts.max_memory - (dend - dpos)
     try:
         while dpos < dend:
             if i_records >= opts_max_records_:
                 raise _LimitExceededError(
                     f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
                 )
+            budget_records -= 320
+            if budget_records < 0:
+                raise _Fallback
             length_message_ = data_[dpos]
             if length_message_ < 128:
                 dpos += 1

@@ -140,7 +140,9 @@ message_set = c.Struct(
                     "producer_epoch" / c.Int16sb * "Epoch",
                     "base_sequence" / c.Int32sb * "Sequence",
                     "records"
-                    / KafkaCompressed(KUntilEnd(message, "max_records"), this.attributes.codec, 2)
+                    / KafkaCompressed(
+                        KUntilEnd(message, "max_records", cost=320, min=15, nested=()), this.attributes.codec, 2
+                    )
                     * "Messages",
                 ),
             )

@@ -120,9 +120,45 @@ class _LengthPrefixed(c.Construct):
 
 
 class _Elements(c.Construct):
-    """An array whose length is not written by the array itself: building writes the elements only."""
+    """An array whose length is not written by the array itself: building writes the elements only.
+
+    Parsing checks the ``max_memory`` budget the optimised backend checks, in the same order: the bytes
+    the array spans plus ``cost`` per element (all at once for a known count, one by one otherwise),
+    then, after each element, ``cost`` per element of the arrays inside it (``nested``: (name, cost)
+    pairs, the headers of a record)."""
 
     subcon: Any = None
+    limit = "max_records"
+    cost = 0
+    min = 1
+    nested: tuple = ()
+
+    def _parse_elements(self, stream, context, path, n: int | None):
+        opts = _opts(context)
+        left = _remaining(stream, path)
+        budget = opts.max_memory - left
+        if n is not None:
+            _check_count(n, self.limit, context, path)
+            if n * self.min > left:
+                raise c.ValidationError(f"count {n} needs at least {n * self.min} bytes, {left} left", path=path)
+            budget -= n * self.cost
+            if self.cost:  # 0: the elements are counted by an enclosing array's budget
+                _check_budget(budget, opts, path)
+        out = c.ListContainer()
+        while (len(out) < n) if n is not None else _remaining(stream, path) > 0:
+            if n is None:
+                if len(out) >= getattr(opts, self.limit):
+                    raise LimitError(f"more than {getattr(opts, self.limit)} elements", path=path)
+                budget -= self.cost
+                if self.cost:
+                    _check_budget(budget, opts, path)
+            item = self.subcon._parsereport(stream, context, path)
+            out.append(item)
+            for name, cost in self.nested:
+                budget -= len(_member(item, name)) * cost
+            if self.nested:
+                _check_budget(budget, opts, path)
+        return out
 
     def _build(self, obj, stream, context, path):
         for item in obj:
@@ -130,17 +166,43 @@ class _Elements(c.Construct):
         return obj
 
 
+def _remaining(stream, path) -> int:
+    here = stream_tell(stream, path)
+    end = stream.seek(0, io.SEEK_END)
+    stream.seek(here)
+    return end - here
+
+
+def _check_budget(budget: int, opts, path) -> None:
+    if budget < 0:
+        raise LimitError(
+            f"decoding needs an estimated {opts.max_memory - budget} bytes, over max_memory={opts.max_memory}",
+            path=path,
+        )
+
+
+def _member(item, name: str):
+    """Field ``name`` of a parsed struct, looking into the groups Region / CrcGuarded introduce."""
+    if name in item:
+        return item[name]
+    for k, v in item.items():
+        if k.startswith("_g") and isinstance(v, dict):
+            found = _member(v.get("value", v) if "offset1" in v else v, name)
+            if found is not None:
+                return found
+    return None
+
+
 class KArray(_Elements):
     """An array whose count is another field (a context expression), checked against ``limit`` first."""
 
-    def __init__(self, count, subcon, limit: str = "max_records"):
+    def __init__(self, count, subcon, limit: str = "max_records", cost: int = 0, min: int = 1, nested: tuple = ()):
         super().__init__()
-        self.count, self.subcon, self.limit = count, subcon, limit
+        self.count, self.subcon, self.limit, self.cost, self.nested = count, subcon, limit, cost, nested
+        self.min = min
 
     def _parse(self, stream, context, path):
-        n = c.evaluate(self.count, context)
-        _check_count(n, self.limit, context, path)
-        return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
+        return self._parse_elements(stream, context, path, c.evaluate(self.count, context))
 
 
 class KBytes(_LengthPrefixed):
@@ -227,14 +289,13 @@ class KCounted(_Elements):
     """An array whose count is a prefix; a negative count, or one above the ``limit`` option
     (``max_headers`` or ``max_records``), is an error before anything is allocated."""
 
-    def __init__(self, countfield, subcon, limit: str = "max_headers"):
+    def __init__(self, countfield, subcon, limit: str = "max_headers", cost: int = 0, min: int = 1, nested: tuple = ()):
         super().__init__()
-        self.countfield, self.subcon, self.limit = countfield, subcon, limit
+        self.countfield, self.subcon, self.limit, self.cost, self.nested = countfield, subcon, limit, cost, nested
+        self.min = min
 
     def _parse(self, stream, context, path):
-        n = self.countfield._parsereport(stream, context, path)
-        _check_count(n, self.limit, context, path)
-        return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
+        return self._parse_elements(stream, context, path, self.countfield._parsereport(stream, context, path))
 
     def _build(self, obj, stream, context, path):
         self.countfield._build(len(obj), stream, context, path)
@@ -437,22 +498,13 @@ class KSized(_LengthPrefixed):
 class KUntilEnd(_Elements):
     """Elements up to the end of the enclosing region; unlike GreedyRange, a bad element is an error."""
 
-    def __init__(self, subcon, limit: str = "max_records"):
+    def __init__(self, subcon, limit: str = "max_records", cost: int = 0, min: int = 1, nested: tuple = ()):
         super().__init__()
-        self.subcon, self.limit = subcon, limit
+        self.subcon, self.limit, self.cost, self.nested = subcon, limit, cost, nested
+        self.min = min
 
     def _parse(self, stream, context, path):
-        out = c.ListContainer()
-        start = stream_tell(stream, path)
-        stream.seek(0, io.SEEK_END)
-        end = stream_tell(stream, path)
-        stream.seek(start)
-        cap = getattr(_opts(context), self.limit)
-        while stream_tell(stream, path) < end:
-            if len(out) >= cap:
-                raise LimitError(f"more than {cap} elements", path=path)
-            out.append(self.subcon._parsereport(stream, context, path))
-        return out
+        return self._parse_elements(stream, context, path, None)
 
 
 class TrailingCrc(c.Construct):
