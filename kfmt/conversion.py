@@ -100,8 +100,14 @@ def convert(
     strict: bool = False,
     verify_crc: bool = True,
     skip_corrupt: bool = False,
+    out=None,
 ) -> Conversion:
     """Convert every batch of a log to ``to_magic``; ``codec`` None keeps each batch's codec.
+
+    The converted log is ``.data`` of the result, or, with ``out`` (anything with ``write``, such as
+    :class:`kfmt.segments.SegmentWriter`), written there batch by batch as it is made, so memory does not
+    grow with the log (``.data`` then stays empty; on an error ``out`` holds a prefix: write to a staging
+    location).
 
     Raises :class:`CodecError` on corrupt input or an incomplete tail (with its byte position) unless
     ``skip_corrupt``, which carries the other batches over and lists each corrupt batch and the unread
@@ -116,17 +122,26 @@ def convert(
         if codec not in CODECS:
             raise UnsupportedCodecError(f"unknown codec {codec!r}; use one of {', '.join(CODECS)}")
     if isinstance(data, (str, os.PathLike)):
-        import mmap
+        with open(data, "rb") as f:  # read in chunks: memory holds a chunk and a batch, not the segment
+            return convert(f, to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
+                           skip_corrupt=skip_corrupt, out=out)  # fmt: skip
+    if hasattr(data, "read"):
+        try:
+            fd, start = data.fileno(), data.tell()
+        except (OSError, ValueError):  # io.UnsupportedOperation: a file object with no descriptor
+            return convert(data.read(), to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
+                           skip_corrupt=skip_corrupt, out=out)  # fmt: skip
 
-        with open(data, "rb") as f:
-            if os.fstat(f.fileno()).st_size:
-                # read in place: only the batches being converted are copied, not the whole segment
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                    return convert(mm, to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
-                                   skip_corrupt=skip_corrupt)  # fmt: skip
-        data = b""
+        def raw(pos: int, end: int) -> bytes | bytearray:  # an entry carried over as it is, read again by position
+            return os.pread(fd, end - pos, start + pos)
+    else:
+
+        def raw(pos: int, end: int) -> bytes | bytearray:
+            return data[pos:end] if isinstance(data, (bytes, bytearray)) else bytes(memoryview(data)[pos:end])
+
     res = Conversion(b"")
-    out: list[bytes | bytearray] = []
+    parts: list[bytes | bytearray] = []
+    write = parts.append if out is None else out.write
     pending: list[Record] = []  # consecutive uncompressed legacy messages, for one v2 batch
     v2 = get_format("kafka_v2")
 
@@ -136,7 +151,7 @@ def convert(
         res.lost.append(Loss(kind, pos, detail, count))
 
     def emit(blob: bytes | bytearray, n_batches: int, n_records: int):
-        out.append(blob)
+        write(blob)
         res.batches_out += n_batches
         res.records_out += n_records
 
@@ -166,7 +181,7 @@ def convert(
         target_codec = codec or batch.codec
         if batch.magic == to_magic and (target_codec == batch.codec or batch.is_control):
             flush()  # already in the target form; control batches are never recompressed
-            emit(data[pos:end] if isinstance(data, (bytes, bytearray)) else bytes(memoryview(data)[pos:end]), 1, n)
+            emit(raw(pos, end), 1, n)
             continue
         if to_magic < 2:
             _down(batch, pos, n, to_magic, target_codec, lose, emit, res)
@@ -190,7 +205,7 @@ def convert(
             fields.update(timestamp_type=1, max_timestamp=batch.max_timestamp)
         emit(encode_batch(records, magic=2, codec=target_codec, keep_offsets=True, **fields), 1, n)
     flush()
-    res.data = b"".join(out)
+    res.data = b"".join(parts)
     return res
 
 

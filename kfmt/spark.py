@@ -378,14 +378,36 @@ def _split(path: str, size: int, split_bytes: int):
 
 def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None):
     """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects."""
+    with open(part.path, "rb") as f:
+        yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns)
+
+
+class _Range:
+    """Bytes ``start``..``end`` of an open file as a file read in chunks: a slice is streamed (memory holds
+    a chunk and a batch), and ``raw`` reads a damaged region's bytes again for the quarantine row."""
+
+    def __init__(self, f, start: int, end: int):
+        self.f, self.start, self.end = f, start, end
+        f.seek(start)
+        self.pos = start
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.end - self.pos if n < 0 else min(n, self.end - self.pos)
+        data = self.f.read(n) if n > 0 else b""
+        self.pos += len(data)
+        return data
+
+    def raw(self, pos: int, end: int) -> bytes:
+        return os.pread(self.f.fileno(), end - pos, self.start + pos)
+
+
+def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns):
     import pyarrow as pa
 
     import kfmt
     from kfmt.api import scan
 
-    with open(part.path, "rb") as f:
-        f.seek(part.start)
-        data = f.read(part.end - part.start)
+    data = _Range(f, part.start, part.end)
     columns = tuple(columns or arrow_schema(pa).names)
     cols = _Columns(columns)
     skipped = 0
@@ -402,7 +424,7 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
                     skipped += 1
                     log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
                     continue
-                raw = data[pos : min(end, pos + QUARANTINE_RAW_BYTES)]
+                raw = data.raw(pos, min(end, pos + QUARANTINE_RAW_BYTES))
                 cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
                 cols.add_corrupt(part.start + pos, f"{b}{cut}", raw)
                 continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -11,8 +10,6 @@ from pathlib import Path
 from kfmt.conversion import UNREAD_KINDS, convert
 from kfmt.logdir import find_segments
 from kfmt.runtime.errors import CodecError
-
-_SEGMENT_NAME = re.compile(r"^\d{20}\.log$")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -60,7 +57,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     """``kfmt convert``: every segment under ``src`` converted into ``dst`` (same layout), with ``.index``
     and ``.timeindex`` files rebuilt as a broker writes them.
 
-    Segments are converted one at a time into a staging folder beside ``dst`` (memory holds one segment),
+    Segments are converted one at a time into a staging folder beside ``dst`` (streamed batch by batch: memory holds a chunk of input and a batch, not a segment),
     and the output is published only when complete (kfmt.publish: a directory gets a ``_KFMT_SUCCESS``
     marker with the counts and appears by one rename). A corrupt batch or an incomplete tail stops the
     whole conversion (nothing written, exit 1) unless ``skip_corrupt``, which writes the rest and reports
@@ -71,6 +68,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     import errno
 
     from kfmt.publish import Staging
+    from kfmt.segments import SegmentWriter
 
     err = err or sys.stderr
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()
@@ -105,15 +103,17 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
                 seg_path = Path(seg.path).resolve()
                 rel = Path(dst_p.name) if single else seg_path.relative_to(src_p)
                 target = st.root / rel  # published as (dst's folder or dst) / rel
+                out = SegmentWriter(target)  # streamed: memory holds a batch and the indexes, not the segment
                 try:
                     res = convert(seg_path, to_magic=to_magic, codec=codec, strict=strict,
-                                  skip_corrupt=skip_corrupt)  # fmt: skip
+                                  skip_corrupt=skip_corrupt, out=out)  # fmt: skip
                 except CodecError as e:
                     at = getattr(e, "batch_position", None)
                     where = f" (batch at byte {at})" if at is not None else ""
                     print(f"kfmt convert: {seg_path}{where}: {e}; nothing written", file=err)
-                    return 1
-                _write_segment(target, res.data)
+                    return 1  # the staging folder, with the partial segment, is removed on the way out
+                finally:
+                    out.close()
                 counts["records_in"] += res.records_in
                 counts["records_out"] += res.records_out
                 counts["bytes_unread"] += res.bytes_unread
@@ -143,16 +143,6 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
               "(see corrupt_batch/unread_bytes)", file=err)  # fmt: skip
         return 1
     return 0
-
-
-def _write_segment(target: Path, data: bytes) -> None:
-    """A converted segment and, for a segment named by its base offset, its indexes (written as a broker does)."""
-    from kfmt.segments import segment_files
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    named = target.suffix == ".log" and _SEGMENT_NAME.match(target.name)
-    for path, blob in segment_files(target, data, int(target.stem)) if named else [(target, data)]:
-        path.write_bytes(blob)
 
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")

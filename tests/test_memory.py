@@ -98,6 +98,31 @@ def test_read_batches_and_dump_stream_a_large_segment(tmp_path):
                         "--no-index", str(seg)], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert int(r.stderr.strip().splitlines()[-1]) < 150_000, r.stderr  # KB: well under the 140 MB segment
+    # kfmt convert streams each converted batch into its staging file (it held one segment's output: 190 MB)
+    dst = tmp_path / "out"
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kfmt.cli", "convert", str(seg.parent),
+                        str(dst), "--magic", "2", "--codec", "lz4"], capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert int(r.stderr.strip().splitlines()[-1]) < 100_000, r.stderr
+    assert (dst / seg.name).stat().st_size > 0 and (dst / seg.name).with_suffix(".index").stat().st_size > 0
+    # the Spark source streams its slice (it read the whole slice into memory first)
+    out = _probe(f"""
+        from kfmt.spark import SegmentSlice, read_slice
+        import os
+        path = {str(seg)!r}
+        part = SegmentSlice(path=path, topic="big", partition=0, start=0, end=os.path.getsize(path))
+        import struct
+        first = 12 + struct.unpack(">i", open(path, "rb").read(12)[8:])[0]  # the first batch: the imports
+        list(read_slice(SegmentSlice(path=path, topic="big", partition=0, start=0, end=first)))
+        base = rss_kb()
+        rows = 0
+        for rb in read_slice(part, columns=["offset", "value"]):
+            rows += rb.num_rows
+            del rb
+        print(rows, hwm_kb() - base)
+    """)
+    rows, peak_kb = map(int, out.split())
+    assert rows == 150_000 and peak_kb < 100_000, out
 
 
 BOMB = """
