@@ -6,8 +6,10 @@ length fields, recompressed garbage) and random bytes. Every decoder must either
 replays it. With --atheris each format is also fuzzed coverage-guided by atheris (libFuzzer).
 A framing stage damages whole logs mixing v0, v1 and v2 (zero-filled holes and tails, huge or tiny size
 fields, inserted garbage) and checks that ``kfmt.scan(skip_corrupt=True)`` accounts for every byte and
-finds every untouched batch; a bomb stage feeds each codec's high-ratio payloads and records peak RSS.
-The campaign ends with a table: inputs per format and backend, crashes, peak memory.
+finds every untouched batch; a bomb stage feeds each codec's high-ratio payloads, and an amplification
+stage small batches of millions of empty records, headers or inner messages (refused by the max_memory
+budget), each recording its peak RSS growth. The campaign ends with a table: inputs per format and
+backend, crashes, seconds, peak memory growth per stage.
 """
 
 from __future__ import annotations
@@ -191,30 +193,113 @@ def framing(n: int, seed: int) -> tuple:
 
 
 def bombs() -> tuple:
-    """High-ratio payloads in every codec: refused (or decoded within the limit) without a crash."""
+    """High-ratio payloads in every codec: refused (or decoded within the limit) without a crash; the row
+    carries the largest peak RSS growth of any one of them."""
     from kfmt.runtime.compression import compress
 
-    t0, crashes, count = time.time(), 0, 0
+    t0, crashes, count, worst = time.time(), 0, 0, 0.0
     for codec, code in (("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)):
         for size in (1 << 20, 64 << 20, 300 << 20):
             comp = compress(codec, bytes(size), 2)
             for pad in (0, 100_000):
-                d = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)]))
-                body = d[:61] + comp + bytes(pad)
-                struct.pack_into(">h", body, 21, code)
-                struct.pack_into(">i", body, 8, len(body) - 12)
-                import crc32c
-
-                struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
+                data = _v2_batch(code, comp + bytes(pad))
                 count += 1
+                base = _reset_peak()
                 try:
-                    list(kfmt.read_batches(bytes(body)))
+                    list(kfmt.read_batches(data))
                 except kfmt.CodecError:
                     pass
                 except Exception:  # noqa: BLE001
                     crashes += 1
                     print(f"CRASH bomb {codec} {size}: {traceback.format_exc()}", file=sys.stderr)
-    return ("bombs (every codec)", "read_batches", count, crashes, time.time() - t0)
+                worst = max(worst, _grown_mb(base))
+    return ("bombs (every codec)", "read_batches", count, crashes, time.time() - t0, worst)
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith(key))
+
+
+def _reset_peak() -> int:
+    """Reset VmHWM to the current RSS (Linux ``clear_refs``); returns the current RSS in KB. Freed memory
+    goes back to the system first (glibc ``malloc_trim``), so a case cannot hide in what another freed."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: growth may then be understated
+        pass
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_kb("VmRSS")
+
+
+def _grown_mb(base_kb: int) -> float:
+    return (_status_kb("VmHWM") - base_kb) / 1024
+
+
+def _v2_batch(code: int, payload: bytes, n: int = 1) -> bytes:
+    import crc32c
+
+    body = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)]))[:61] + payload
+    struct.pack_into(">h", body, 21, code)
+    struct.pack_into(">ii", body, 23, n - 1, n)  # last offset delta (the count is read at byte 57)
+    struct.pack_into(">i", body, 57, n)
+    struct.pack_into(">i", body, 8, len(body) - 12)
+    struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
+    return bytes(body)
+
+
+def _varint(z: int) -> bytes:
+    out = bytearray()
+    while z >= 0x80:
+        out.append(z & 0x7F | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def amplification() -> list[tuple]:
+    """Small inputs that decode to many tiny objects, each with its peak RSS growth: 9.9M empty records,
+    10M headers (100 records of 100,000), 3M messages in one v1 gzip wrapper. Each must be refused with
+    LimitExceededError (the max_memory budget) within the budget plus a constant."""
+    import zlib
+
+    def gz(raw: bytes) -> bytes:
+        co = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return co.compress(raw) + co.flush()
+
+    empty = bytes([12, 0, 0, 0, 1, 1, 0])  # length 6; attributes, deltas 0; null key and value; no headers
+    body = bytes([0, 0, 0, 1, 1]) + _varint(100_000 << 1) + bytes([0, 1]) * 100_000
+    headers = _varint(len(body) << 1) + body
+    inner = kfmt.encode_batch([kfmt.Record(key=None, value=None, timestamp=1)], magic=1)
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    comp = b"".join(co.compress(inner) for _ in range(3_000_000)) + co.flush()
+    wbody = struct.pack(">bbqii", 1, 1, 1, -1, len(comp)) + comp
+    cases = [
+        ("9.9M empty records", _v2_batch(1, gz(empty * 9_900_000), 9_900_000)),
+        ("10M headers", _v2_batch(1, gz(headers * 100), 100)),
+        ("3M messages, one wrapper", struct.pack(">qiI", 2_999_999, 4 + len(wbody), zlib.crc32(wbody)) + wbody),
+    ]
+    rows = []
+    for name, data in cases:
+        t0 = time.time()
+        base = _reset_peak()
+        try:
+            list(kfmt.read_batches(data))
+            outcome, crashes = "decoded", 1  # each of these must be refused
+        except kfmt.LimitExceededError:
+            outcome, crashes = "refused", 0
+        except Exception:  # noqa: BLE001
+            outcome, crashes = "crash", 1
+            print(f"CRASH amplification {name}: {traceback.format_exc()}", file=sys.stderr)
+        grown = _grown_mb(base)
+        print(f"{'amplification':26} {name:26} {len(data):>9} bytes  {outcome}  +{grown:.0f} MB", file=sys.stderr)
+        rows.append((f"amplification: {name} ({len(data):,} B)", "read_batches", 1, crashes, time.time() - t0, grown))
+    return rows
 
 
 def run_atheris(fid: str, runs: int) -> None:
@@ -263,19 +348,22 @@ def main(argv=None) -> int:
             print(f"atheris {fid}: exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}", file=sys.stderr)
     t0 = time.time()
     rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(",")) + atheris_rows
-    rows.append(framing(args.framing, args.seed))
+    base = _reset_peak()
+    rows.append(framing(args.framing, args.seed) + (_grown_mb(base),))
     if not args.no_bombs:
         rows.append(bombs())
+        rows += amplification()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = sum(r[2] for r in rows)
     crashes = sum(r[3] for r in rows)
     print(
         f"\n## fuzz campaign: {total:,} inputs in {time.time() - t0:.0f}s, {crashes} crashes, peak RSS {peak_mb:.0f} MB\n"
     )
-    print("| format | backend | inputs | crashes | seconds |")
-    print("|---|---|---|---|---|")
-    for fid, be, n, c, s in rows:
-        print(f"| {fid} | {be} | {n:,} | {c} | {s:.0f} |")
+    print("| format / stage | backend | inputs | crashes | seconds | peak RSS growth |")
+    print("|---|---|---|---|---|---|")
+    for fid, be, n, c, secs, *grown in rows:
+        peak = f"+{grown[0]:.0f} MB" if grown else ""
+        print(f"| {fid} | {be} | {n:,} | {c} | {secs:.0f} | {peak} |")
     return 1 if crashes else 0
 
 

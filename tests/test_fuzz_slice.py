@@ -1,5 +1,5 @@
 """A short slice of `make fuzz` in CI: mutated entries of every format in both backends, damaged mixed logs
-through scan, and bombs in every codec; any crash fails (and is saved for the suite to replay)."""
+through scan, bombs in every codec and amplification cases (with their peak RSS); any crash fails (and is saved for the suite to replay)."""
 
 import subprocess
 import sys
@@ -15,3 +15,8 @@ def test_short_fuzz_campaign_finds_no_crash():
     assert ", 0 crashes, peak RSS" in r.stdout
     assert "| mixed logs, damaged framing | scan | 400 | 0 |" in r.stdout
     assert "| bombs (every codec) | read_batches | 24 | 0 |" in r.stdout
+    amplified = [ln for ln in r.stdout.splitlines() if ln.startswith("| amplification: ")]
+    assert len(amplified) == 3 and all("| read_batches | 1 | 0 |" in ln for ln in amplified), r.stdout
+    for ln in amplified + [ln for ln in r.stdout.splitlines() if ln.startswith("| bombs")]:
+        grown = float(ln.rstrip(" |").rsplit("+", 1)[1].split()[0])
+        assert grown < 256 + 60, ln  # MB: the 256 MiB limits plus a constant

@@ -177,22 +177,42 @@ def _too_big(limit: int) -> LimitExceededError:
 STEP = 1 << 20  # decompressed bytes per step: a refused stream costs at most its limit plus one step
 
 
+class _Out:
+    """A decompressor's output, grown chunk by chunk and handed over without a final copy (a bytearray
+    turned into bytes is copied whole, doubling the peak; ``BytesIO.getvalue`` gives up its buffer)."""
+
+    __slots__ = ("buf", "size")
+
+    def __init__(self):
+        self.buf = io.BytesIO()
+        self.size = 0
+
+    def add(self, chunk) -> None:
+        self.buf.write(chunk)
+        self.size += len(chunk)
+
+    def value(self) -> bytes:
+        v = self.buf.getvalue()
+        self.buf = io.BytesIO()
+        return v
+
+
 def _gzip_decompress(data: bytes, max_decompressed: int, max_ratio: int) -> bytes:
     """Inflate every gzip member, a step at a time. The size is checked against ``max_decompressed`` and
     against ``max_ratio`` times the compressed bytes actually consumed so far (padding after the last
     member, which gzip readers ignore, does not raise the allowance)."""
-    out = bytearray()
+    out = _Out()
     rest = data
     consumed = 0
     while rest:
         d = _inflate_lib.decompressobj(31)
         pending = rest
         while True:
-            out += d.decompress(pending, STEP)
+            out.add(d.decompress(pending, STEP))
             pending = d.unconsumed_tail
             used = consumed + len(rest) - len(pending) - len(d.unused_data)
             limit = allowance(used, max_decompressed, max_ratio)
-            if len(out) > limit:
+            if out.size > limit:
                 raise _too_big(limit)
             if d.eof:
                 break
@@ -200,12 +220,12 @@ def _gzip_decompress(data: bytes, max_decompressed: int, max_ratio: int) -> byte
                 more = d.decompress(b"", STEP)
                 if not more:
                     raise InvalidValueError("gzip stream ends early")
-                out += more
+                out.add(more)
         consumed += len(rest) - len(d.unused_data)
         rest = d.unused_data
         if rest and rest[:2] != b"\x1f\x8b":  # trailing garbage after the last member is ignored, as Java does
             break
-    return bytes(out)
+    return out.value()
 
 
 # ---------------------------------------------------------------- snappy
@@ -241,12 +261,9 @@ def _snappy_block(block: bytes, room: int, limit: int) -> bytes:
     return _snappy().uncompress(block)
 
 
-def _snappy_decompress(data: bytes, limit: int) -> bytes:
-    if not data:
-        raise InvalidValueError("cannot decompress an empty snappy stream")
-    if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
-        return _snappy_block(data, limit, limit)
-    out = bytearray()
+def _xerial_blocks(data: bytes) -> list[tuple[int, int]]:
+    """``(position, length)`` of each block of a xerial snappy stream (concatenated streams included)."""
+    blocks = []
     pos = 16
     n = len(data)
     while pos < n:
@@ -259,9 +276,28 @@ def _snappy_decompress(data: bytes, limit: int) -> bytes:
         pos += 4
         if length < 0 or pos + length > n:
             raise InvalidValueError(f"xerial snappy block length {length} is out of range")
-        out += _snappy_block(data[pos : pos + length], limit - len(out), limit)
+        blocks.append((pos, length))
         pos += length
-    return bytes(out)
+    return blocks
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
+    """Each snappy block states its decompressed length first: the total is checked against ``limit``
+    before anything is decompressed."""
+    if not data:
+        raise InvalidValueError("cannot decompress an empty snappy stream")
+    if len(data) < 16 or data[:8] != _XERIAL_MAGIC:
+        return _snappy_block(data, limit, limit)
+    blocks = _xerial_blocks(data)
+    total = 0
+    for pos, _ in blocks:
+        total += _raw_snappy_length(data[pos : pos + 5])
+        if total > limit:
+            raise _too_big(limit)
+    out = _Out()
+    for pos, length in blocks:
+        out.add(_snappy_block(data[pos : pos + length], limit - out.size, limit))
+    return out.value()
 
 
 # ---------------------------------------------------------------- lz4
@@ -315,7 +351,7 @@ def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verif
         if data[pos] != hc:
             raise InvalidValueError(f"LZ4 frame: header checksum {data[pos]:#04x} != {hc:#04x}")
     pos += 1
-    out = bytearray()
+    out = _Out()
     while True:
         if pos + 4 > n:
             raise InvalidValueError("LZ4 frame: missing end mark")
@@ -337,21 +373,21 @@ def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verif
             if xxh32(block) != want:
                 raise InvalidValueError("LZ4 frame: block checksum mismatch")
         limit = allowance(pos, max_decompressed, max_ratio)
-        room = min(max_block, limit - len(out))
+        room = min(max_block, limit - out.size)
         if raw:
             if size > room:
                 raise _too_big(limit)
-            out += block
+            out.add(block)
         else:
             try:
-                out += lz4.block.decompress(block, uncompressed_size=max(room, 1))
+                out.add(lz4.block.decompress(block, uncompressed_size=max(room, 1)))
             except Exception:
                 if room < max_block:
                     raise _too_big(limit) from None
                 raise
-        if len(out) > limit:
+        if out.size > limit:
             raise _too_big(limit)
-    return bytes(out)
+    return out.value()
 
 
 # ---------------------------------------------------------------- zstd
@@ -362,12 +398,12 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
 
         d = _local.unzstd = zstandard.ZstdDecompressor()
     reader = d.stream_reader(io.BytesIO(data), read_across_frames=True)
-    out = bytearray()
+    out = _Out()
     while True:
-        chunk = reader.read(min(1 << 20, limit - len(out) + 1))
+        chunk = reader.read(min(1 << 20, limit - out.size + 1))
         if not chunk:
             break
-        out += chunk
-        if len(out) > limit:
+        out.add(chunk)
+        if out.size > limit:
             raise _too_big(limit)
-    return bytes(out)
+    return out.value()
