@@ -96,6 +96,23 @@ def one(mod, data: bytes, opts) -> str | None:
     return None
 
 
+def disagreement(codec_mod, construct_mod, data: bytes, opts) -> str | None:
+    """Both backends on one input: the same value, or both an error (their classes may differ: a huge
+    length is "exceeds the limit" to one and "runs past the end" to the other); else a description."""
+    out = []
+    for mod in (codec_mod, construct_mod):
+        try:
+            out.append(("ok", mod.decode_from(data, 0, len(data), opts)[0]))
+        except kfmt.CodecError as e:
+            out.append(("error", type(e).__name__))
+        except Exception as e:  # noqa: BLE001 - reported by one() as a crash
+            out.append(("crash", type(e).__name__))
+    (ka, va), (kc, vc) = out
+    if ka != kc or (ka == "ok" and va != vc):
+        return f"backends disagree: codec {ka} {va!r:.300}, construct {kc} {vc!r:.300}"
+    return None
+
+
 def save(fid: str, backend: str, data: bytes, why: str) -> Path:
     REGRESSIONS.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256(data).hexdigest()[:16]
@@ -110,6 +127,7 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
     for fid in formats:
         rng = random.Random(f"{seed}/{fid}")
         pool = seeds(fid, rng)
+        codec_mod = importlib.import_module(f"generated.{fid}.codec")
         for backend in ("codec", "construct"):
             mod = importlib.import_module(f"generated.{fid}.{backend}")
             budget = n if backend == "codec" else max(1, int(n * construct_share))
@@ -123,6 +141,8 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
                 else:
                     data = mutate(rng.choice(pool), rng)
                 why = one(mod, data, OPTS[k % len(OPTS)])
+                if not why and backend == "construct":  # every construct input is also a differential test
+                    why = disagreement(codec_mod, mod, data, OPTS[k % len(OPTS)])
                 if why:
                     crashes += 1
                     if crashes <= 5:

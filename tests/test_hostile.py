@@ -197,7 +197,8 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
 @pytest.mark.parametrize("fmt", ["kafka_v0", "kafka_v1", "kafka_v2", "kip82_header_wrapper", "kip98_draft",
                                  "enriched_metadata_draft", "v2_no_record_attributes", "v3_no_record_attributes"])  # fmt: skip
 def test_backends_apply_the_same_limits(fmt):
-    """Limits (records, headers, bytes) are checked by the Construct reference too: same value or same error."""
+    """Limits (records, headers, bytes, the max_memory budget) are checked by the Construct reference too:
+    same value or same error."""
     from kfmt.api import _record_fields, backend_module, get_format
     from kfmt.runtime.options import DecodeOptions
 
@@ -208,7 +209,10 @@ def test_backends_apply_the_same_limits(fmt):
             for _ in range(20)]  # fmt: skip
     for codec in ("none", "gzip") if fmt != "kip82_header_wrapper" else ("none",):
         data = kfmt.encode_batch(recs, format=fmt, codec=codec)
-        for lim in ({"max_headers": 10}, {"max_records": 5}, {"max_bytes": 8}, {}):
+        # max_memory: 2,000 refuses the records before any is built; 12,000 lets them start and (with 30
+        # headers each) refuses part way through the batch; 10**6 reads it
+        for lim in ({"max_headers": 10}, {"max_records": 5}, {"max_bytes": 8}, {"max_memory": 2_000},
+                    {"max_memory": 12_000}, {"max_memory": 10**6}, {}):  # fmt: skip
             opts = DecodeOptions(**lim)
             outcome = []
             for be in ("codec", "construct"):

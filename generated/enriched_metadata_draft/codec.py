@@ -266,26 +266,26 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         i_kafka_tags = 0
         budget_kafka_tags = opts.max_memory - (s_kafka_tags - pos)
 
-        try:
-            while pos < s_kafka_tags:
-                if i_kafka_tags >= opts.max_headers:
-                    raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
-                    )
-                budget_kafka_tags -= 96
-                if budget_kafka_tags < 0:
-                    raise _LimitExceededError(
-                        f"decoding needs an estimated {opts.max_memory - budget_kafka_tags} bytes, over max_memory={opts.max_memory}",
-                        offset=pos,
-                        path="message.kafka_tags",
-                    )
+        while pos < s_kafka_tags:
+            if i_kafka_tags >= opts.max_headers:
+                raise _LimitExceededError(
+                    f"more than {opts.max_headers} elements", offset=pos, path="message.kafka_tags"
+                )
+            budget_kafka_tags -= 96
+            if budget_kafka_tags < 0:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {opts.max_memory - budget_kafka_tags} bytes, over max_memory={opts.max_memory}",
+                    offset=pos,
+                    path="message.kafka_tags",
+                )
 
+            try:
                 item_, pos = _decode_kafka_tag(buf, pos, s_kafka_tags, opts)
-                append_kafka_tags(item_)
+            except _CodecError as exc:
+                raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
+            append_kafka_tags(item_)
 
-                i_kafka_tags += 1
-        except _CodecError as exc:
-            raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
+            i_kafka_tags += 1
 
         if pos != s_kafka_tags:
             raise _InvalidValueError(
@@ -307,26 +307,24 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         i_headers = 0
         budget_headers = opts.max_memory - (s_headers - pos)
 
-        try:
-            while pos < s_headers:
-                if i_headers >= opts.max_headers:
-                    raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
-                    )
-                budget_headers -= 96
-                if budget_headers < 0:
-                    raise _LimitExceededError(
-                        f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
-                        offset=pos,
-                        path="message.headers",
-                    )
+        while pos < s_headers:
+            if i_headers >= opts.max_headers:
+                raise _LimitExceededError(f"more than {opts.max_headers} elements", offset=pos, path="message.headers")
+            budget_headers -= 96
+            if budget_headers < 0:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
+                    offset=pos,
+                    path="message.headers",
+                )
 
+            try:
                 item_, pos = _decode_app_tag(buf, pos, s_headers, opts)
-                append_headers(item_)
+            except _CodecError as exc:
+                raise exc.within("message.headers", i_headers, "app_tag") from None
+            append_headers(item_)
 
-                i_headers += 1
-        except _CodecError as exc:
-            raise exc.within("message.headers", i_headers, "app_tag") from None
+            i_headers += 1
 
         if pos != s_headers:
             raise _InvalidValueError(
@@ -443,15 +441,15 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         append_kafka_tags = kafka_tags.append
         i_kafka_tags = 0
         budget_kafka_tags = opts.max_memory - (s_kafka_tags - pos)
-        try:
-            while pos < s_kafka_tags:
-                if i_kafka_tags >= opts_max_headers_:
-                    raise _LimitExceededError(
-                        f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
-                    )
-                budget_kafka_tags -= 96
-                if budget_kafka_tags < 0:
-                    raise _Fallback
+        while pos < s_kafka_tags:
+            if i_kafka_tags >= opts_max_headers_:
+                raise _LimitExceededError(
+                    f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
+                )
+            budget_kafka_tags -= 96
+            if budget_kafka_tags < 0:
+                raise _Fallback
+            try:
                 tag_id_kafka_tag_, n_tag_value_kafka_tag_ = _S2.unpack_from(buf, pos)
                 pos += 1
                 pos += 4
@@ -463,10 +461,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     tag_value_kafka_tag_ = buf[pos : pos + n_tag_value_kafka_tag_]
                     pos += n_tag_value_kafka_tag_
                 item_ = (tag_id_kafka_tag_, tag_value_kafka_tag_)
-                append_kafka_tags(item_)
-                i_kafka_tags += 1
-        except _CodecError as exc:
-            raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
+            except _CodecError as exc:
+                raise exc.within("message.kafka_tags", i_kafka_tags, "kafka_tag") from None
+            append_kafka_tags(item_)
+            i_kafka_tags += 1
         if pos != s_kafka_tags:
             raise _Fallback
     (n_headers,) = _S1.unpack_from(buf, pos)
@@ -482,15 +480,13 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         append_headers = headers.append
         i_headers = 0
         budget_headers = opts.max_memory - (s_headers - pos)
-        try:
-            while pos < s_headers:
-                if i_headers >= opts_max_headers_:
-                    raise _LimitExceededError(
-                        f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
-                    )
-                budget_headers -= 96
-                if budget_headers < 0:
-                    raise _Fallback
+        while pos < s_headers:
+            if i_headers >= opts_max_headers_:
+                raise _LimitExceededError(f"more than {opts_max_headers_} elements", offset=pos, path="message.headers")
+            budget_headers -= 96
+            if budget_headers < 0:
+                raise _Fallback
+            try:
                 (n_key_app_tag_,) = _S1.unpack_from(buf, pos)
                 pos += 4
                 if n_key_app_tag_ < 0:
@@ -513,10 +509,10 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     value_app_tag_ = buf[pos : pos + n_value_app_tag_]
                     pos += n_value_app_tag_
                 item_ = (key_app_tag_, value_app_tag_)
-                append_headers(item_)
-                i_headers += 1
-        except _CodecError as exc:
-            raise exc.within("message.headers", i_headers, "app_tag") from None
+            except _CodecError as exc:
+                raise exc.within("message.headers", i_headers, "app_tag") from None
+            append_headers(item_)
+            i_headers += 1
         if pos != s_headers:
             raise _Fallback
     (n_key,) = _S1.unpack_from(buf, pos)
@@ -604,15 +600,15 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     append_kafka_tags_message_leaf_ = kafka_tags_message_leaf_.append
                     i_kafka_tags_message_leaf_ = 0
                     budget_kafka_tags_message_leaf_ = opts_max_memory_ - (s_kafka_tags_message_leaf_ - dpos)
-                    try:
-                        while dpos < s_kafka_tags_message_leaf_:
-                            if i_kafka_tags_message_leaf_ >= opts_max_headers_:
-                                raise _LimitExceededError(
-                                    f"more than {opts_max_headers_} elements", offset=dpos, path="message.kafka_tags"
-                                )
-                            budget_kafka_tags_message_leaf_ -= 96
-                            if budget_kafka_tags_message_leaf_ < 0:
-                                raise _Fallback
+                    while dpos < s_kafka_tags_message_leaf_:
+                        if i_kafka_tags_message_leaf_ >= opts_max_headers_:
+                            raise _LimitExceededError(
+                                f"more than {opts_max_headers_} elements", offset=dpos, path="message.kafka_tags"
+                            )
+                        budget_kafka_tags_message_leaf_ -= 96
+                        if budget_kafka_tags_message_leaf_ < 0:
+                            raise _Fallback
+                        try:
                             tag_id_kafka_tag__message_leaf_, n_tag_value_kafka_tag__message_leaf_ = _S2.unpack_from(
                                 data_, dpos
                             )
@@ -628,12 +624,12 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                                 ]
                                 dpos += n_tag_value_kafka_tag__message_leaf_
                             item__message_leaf_ = (tag_id_kafka_tag__message_leaf_, tag_value_kafka_tag__message_leaf_)
-                            append_kafka_tags_message_leaf_(item__message_leaf_)
-                            i_kafka_tags_message_leaf_ += 1
-                    except _CodecError as exc_message_leaf_:
-                        raise exc_message_leaf_.within(
-                            "message.kafka_tags", i_kafka_tags_message_leaf_, "kafka_tag"
-                        ) from None
+                        except _CodecError as exc_message_leaf_:
+                            raise exc_message_leaf_.within(
+                                "message.kafka_tags", i_kafka_tags_message_leaf_, "kafka_tag"
+                            ) from None
+                        append_kafka_tags_message_leaf_(item__message_leaf_)
+                        i_kafka_tags_message_leaf_ += 1
                     if dpos != s_kafka_tags_message_leaf_:
                         raise _Fallback
                 (n_headers_message_leaf_,) = _S1.unpack_from(data_, dpos)
@@ -649,15 +645,15 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     append_headers_message_leaf_ = headers_message_leaf_.append
                     i_headers_message_leaf_ = 0
                     budget_headers_message_leaf_ = opts_max_memory_ - (s_headers_message_leaf_ - dpos)
-                    try:
-                        while dpos < s_headers_message_leaf_:
-                            if i_headers_message_leaf_ >= opts_max_headers_:
-                                raise _LimitExceededError(
-                                    f"more than {opts_max_headers_} elements", offset=dpos, path="message.headers"
-                                )
-                            budget_headers_message_leaf_ -= 96
-                            if budget_headers_message_leaf_ < 0:
-                                raise _Fallback
+                    while dpos < s_headers_message_leaf_:
+                        if i_headers_message_leaf_ >= opts_max_headers_:
+                            raise _LimitExceededError(
+                                f"more than {opts_max_headers_} elements", offset=dpos, path="message.headers"
+                            )
+                        budget_headers_message_leaf_ -= 96
+                        if budget_headers_message_leaf_ < 0:
+                            raise _Fallback
+                        try:
                             (n_key_app_tag__message_leaf_,) = _S1.unpack_from(data_, dpos)
                             dpos += 4
                             if n_key_app_tag__message_leaf_ < 0:
@@ -680,10 +676,12 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                                 value_app_tag__message_leaf_ = data_[dpos : dpos + n_value_app_tag__message_leaf_]
                                 dpos += n_value_app_tag__message_leaf_
                             item__message_leaf_ = (key_app_tag__message_leaf_, value_app_tag__message_leaf_)
-                            append_headers_message_leaf_(item__message_leaf_)
-                            i_headers_message_leaf_ += 1
-                    except _CodecError as exc_message_leaf_:
-                        raise exc_message_leaf_.within("message.headers", i_headers_message_leaf_, "app_tag") from None
+                        except _CodecError as exc_message_leaf_:
+                            raise exc_message_leaf_.within(
+                                "message.headers", i_headers_message_leaf_, "app_tag"
+                            ) from None
+                        append_headers_message_leaf_(item__message_leaf_)
+                        i_headers_message_leaf_ += 1
                     if dpos != s_headers_message_leaf_:
                         raise _Fallback
                 (n_key_message_leaf_,) = _S1.unpack_from(data_, dpos)
@@ -1072,15 +1070,15 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 append_kafka_tags_message_ = kafka_tags_message_.append
                 i_kafka_tags_message_ = 0
                 budget_kafka_tags_message_ = opts_max_memory_ - (s_kafka_tags_message_ - pos)
-                try:
-                    while pos < s_kafka_tags_message_:
-                        if i_kafka_tags_message_ >= opts_max_headers_:
-                            raise _LimitExceededError(
-                                f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
-                            )
-                        budget_kafka_tags_message_ -= 96
-                        if budget_kafka_tags_message_ < 0:
-                            raise _Fallback
+                while pos < s_kafka_tags_message_:
+                    if i_kafka_tags_message_ >= opts_max_headers_:
+                        raise _LimitExceededError(
+                            f"more than {opts_max_headers_} elements", offset=pos, path="message.kafka_tags"
+                        )
+                    budget_kafka_tags_message_ -= 96
+                    if budget_kafka_tags_message_ < 0:
+                        raise _Fallback
+                    try:
                         tag_id_kafka_tag__message_, n_tag_value_kafka_tag__message_ = _S2.unpack_from(buf, pos)
                         pos += 1
                         pos += 4
@@ -1092,10 +1090,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             tag_value_kafka_tag__message_ = buf[pos : pos + n_tag_value_kafka_tag__message_]
                             pos += n_tag_value_kafka_tag__message_
                         item__message_ = (tag_id_kafka_tag__message_, tag_value_kafka_tag__message_)
-                        append_kafka_tags_message_(item__message_)
-                        i_kafka_tags_message_ += 1
-                except _CodecError as exc_message_:
-                    raise exc_message_.within("message.kafka_tags", i_kafka_tags_message_, "kafka_tag") from None
+                    except _CodecError as exc_message_:
+                        raise exc_message_.within("message.kafka_tags", i_kafka_tags_message_, "kafka_tag") from None
+                    append_kafka_tags_message_(item__message_)
+                    i_kafka_tags_message_ += 1
                 if pos != s_kafka_tags_message_:
                     raise _Fallback
             (n_headers_message_,) = _S1.unpack_from(buf, pos)
@@ -1111,15 +1109,15 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 append_headers_message_ = headers_message_.append
                 i_headers_message_ = 0
                 budget_headers_message_ = opts_max_memory_ - (s_headers_message_ - pos)
-                try:
-                    while pos < s_headers_message_:
-                        if i_headers_message_ >= opts_max_headers_:
-                            raise _LimitExceededError(
-                                f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
-                            )
-                        budget_headers_message_ -= 96
-                        if budget_headers_message_ < 0:
-                            raise _Fallback
+                while pos < s_headers_message_:
+                    if i_headers_message_ >= opts_max_headers_:
+                        raise _LimitExceededError(
+                            f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
+                        )
+                    budget_headers_message_ -= 96
+                    if budget_headers_message_ < 0:
+                        raise _Fallback
+                    try:
                         (n_key_app_tag__message_,) = _S1.unpack_from(buf, pos)
                         pos += 4
                         if n_key_app_tag__message_ < 0:
@@ -1142,10 +1140,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             value_app_tag__message_ = buf[pos : pos + n_value_app_tag__message_]
                             pos += n_value_app_tag__message_
                         item__message_ = (key_app_tag__message_, value_app_tag__message_)
-                        append_headers_message_(item__message_)
-                        i_headers_message_ += 1
-                except _CodecError as exc_message_:
-                    raise exc_message_.within("message.headers", i_headers_message_, "app_tag") from None
+                    except _CodecError as exc_message_:
+                        raise exc_message_.within("message.headers", i_headers_message_, "app_tag") from None
+                    append_headers_message_(item__message_)
+                    i_headers_message_ += 1
                 if pos != s_headers_message_:
                     raise _Fallback
             (n_key_message_,) = _S1.unpack_from(buf, pos)
@@ -1242,17 +1240,17 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             budget_kafka_tags_message_leaf__message_ = opts_max_memory_ - (
                                 s_kafka_tags_message_leaf__message_ - dpos_message_
                             )
-                            try:
-                                while dpos_message_ < s_kafka_tags_message_leaf__message_:
-                                    if i_kafka_tags_message_leaf__message_ >= opts_max_headers_:
-                                        raise _LimitExceededError(
-                                            f"more than {opts_max_headers_} elements",
-                                            offset=dpos_message_,
-                                            path="message.kafka_tags",
-                                        )
-                                    budget_kafka_tags_message_leaf__message_ -= 96
-                                    if budget_kafka_tags_message_leaf__message_ < 0:
-                                        raise _Fallback
+                            while dpos_message_ < s_kafka_tags_message_leaf__message_:
+                                if i_kafka_tags_message_leaf__message_ >= opts_max_headers_:
+                                    raise _LimitExceededError(
+                                        f"more than {opts_max_headers_} elements",
+                                        offset=dpos_message_,
+                                        path="message.kafka_tags",
+                                    )
+                                budget_kafka_tags_message_leaf__message_ -= 96
+                                if budget_kafka_tags_message_leaf__message_ < 0:
+                                    raise _Fallback
+                                try:
                                     (
                                         tag_id_kafka_tag__message_leaf__message_,
                                         n_tag_value_kafka_tag__message_leaf__message_,
@@ -1273,12 +1271,12 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                         tag_id_kafka_tag__message_leaf__message_,
                                         tag_value_kafka_tag__message_leaf__message_,
                                     )
-                                    append_kafka_tags_message_leaf__message_(item__message_leaf__message_)
-                                    i_kafka_tags_message_leaf__message_ += 1
-                            except _CodecError as exc_message_leaf__message_:
-                                raise exc_message_leaf__message_.within(
-                                    "message.kafka_tags", i_kafka_tags_message_leaf__message_, "kafka_tag"
-                                ) from None
+                                except _CodecError as exc_message_leaf__message_:
+                                    raise exc_message_leaf__message_.within(
+                                        "message.kafka_tags", i_kafka_tags_message_leaf__message_, "kafka_tag"
+                                    ) from None
+                                append_kafka_tags_message_leaf__message_(item__message_leaf__message_)
+                                i_kafka_tags_message_leaf__message_ += 1
                             if dpos_message_ != s_kafka_tags_message_leaf__message_:
                                 raise _Fallback
                         (n_headers_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)
@@ -1296,17 +1294,17 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             budget_headers_message_leaf__message_ = opts_max_memory_ - (
                                 s_headers_message_leaf__message_ - dpos_message_
                             )
-                            try:
-                                while dpos_message_ < s_headers_message_leaf__message_:
-                                    if i_headers_message_leaf__message_ >= opts_max_headers_:
-                                        raise _LimitExceededError(
-                                            f"more than {opts_max_headers_} elements",
-                                            offset=dpos_message_,
-                                            path="message.headers",
-                                        )
-                                    budget_headers_message_leaf__message_ -= 96
-                                    if budget_headers_message_leaf__message_ < 0:
-                                        raise _Fallback
+                            while dpos_message_ < s_headers_message_leaf__message_:
+                                if i_headers_message_leaf__message_ >= opts_max_headers_:
+                                    raise _LimitExceededError(
+                                        f"more than {opts_max_headers_} elements",
+                                        offset=dpos_message_,
+                                        path="message.headers",
+                                    )
+                                budget_headers_message_leaf__message_ -= 96
+                                if budget_headers_message_leaf__message_ < 0:
+                                    raise _Fallback
+                                try:
                                     (n_key_app_tag__message_leaf__message_,) = _S1.unpack_from(
                                         data__message_, dpos_message_
                                     )
@@ -1344,12 +1342,12 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                                         key_app_tag__message_leaf__message_,
                                         value_app_tag__message_leaf__message_,
                                     )
-                                    append_headers_message_leaf__message_(item__message_leaf__message_)
-                                    i_headers_message_leaf__message_ += 1
-                            except _CodecError as exc_message_leaf__message_:
-                                raise exc_message_leaf__message_.within(
-                                    "message.headers", i_headers_message_leaf__message_, "app_tag"
-                                ) from None
+                                except _CodecError as exc_message_leaf__message_:
+                                    raise exc_message_leaf__message_.within(
+                                        "message.headers", i_headers_message_leaf__message_, "app_tag"
+                                    ) from None
+                                append_headers_message_leaf__message_(item__message_leaf__message_)
+                                i_headers_message_leaf__message_ += 1
                             if dpos_message_ != s_headers_message_leaf__message_:
                                 raise _Fallback
                         (n_key_message_leaf__message_,) = _S1.unpack_from(data__message_, dpos_message_)

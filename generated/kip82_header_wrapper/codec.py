@@ -252,26 +252,24 @@ def _decode_message(buf, pos, end, opts):
         i_headers = 0
         budget_headers = opts.max_memory - (s_headers - pos)
 
-        try:
-            while pos < s_headers:
-                if i_headers >= opts.max_headers:
-                    raise _LimitExceededError(
-                        f"more than {opts.max_headers} elements", offset=pos, path="message.headers"
-                    )
-                budget_headers -= 96
-                if budget_headers < 0:
-                    raise _LimitExceededError(
-                        f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
-                        offset=pos,
-                        path="message.headers",
-                    )
+        while pos < s_headers:
+            if i_headers >= opts.max_headers:
+                raise _LimitExceededError(f"more than {opts.max_headers} elements", offset=pos, path="message.headers")
+            budget_headers -= 96
+            if budget_headers < 0:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {opts.max_memory - budget_headers} bytes, over max_memory={opts.max_memory}",
+                    offset=pos,
+                    path="message.headers",
+                )
 
+            try:
                 item_, pos = _decode_int_header(buf, pos, s_headers, opts)
-                append_headers(item_)
+            except _CodecError as exc:
+                raise exc.within("message.headers", i_headers, "int_header") from None
+            append_headers(item_)
 
-                i_headers += 1
-        except _CodecError as exc:
-            raise exc.within("message.headers", i_headers, "int_header") from None
+            i_headers += 1
 
         if pos != s_headers:
             raise _InvalidValueError(
@@ -381,15 +379,13 @@ def _fdecode_message(buf, pos, end, opts):
         append_headers = headers.append
         i_headers = 0
         budget_headers = opts.max_memory - (s_headers - pos)
-        try:
-            while pos < s_headers:
-                if i_headers >= opts_max_headers_:
-                    raise _LimitExceededError(
-                        f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
-                    )
-                budget_headers -= 96
-                if budget_headers < 0:
-                    raise _Fallback
+        while pos < s_headers:
+            if i_headers >= opts_max_headers_:
+                raise _LimitExceededError(f"more than {opts_max_headers_} elements", offset=pos, path="message.headers")
+            budget_headers -= 96
+            if budget_headers < 0:
+                raise _Fallback
+            try:
                 key_int_header_, n_value_int_header_ = _S1.unpack_from(buf, pos)
                 pos += 4
                 pos += 4
@@ -401,10 +397,10 @@ def _fdecode_message(buf, pos, end, opts):
                     value_int_header_ = buf[pos : pos + n_value_int_header_]
                     pos += n_value_int_header_
                 item_ = (key_int_header_, value_int_header_)
-                append_headers(item_)
-                i_headers += 1
-        except _CodecError as exc:
-            raise exc.within("message.headers", i_headers, "int_header") from None
+            except _CodecError as exc:
+                raise exc.within("message.headers", i_headers, "int_header") from None
+            append_headers(item_)
+            i_headers += 1
         if pos != s_headers:
             raise _Fallback
     (n_value,) = _S0.unpack_from(buf, pos)
@@ -675,15 +671,15 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 append_headers_message_ = headers_message_.append
                 i_headers_message_ = 0
                 budget_headers_message_ = opts_max_memory_ - (s_headers_message_ - pos)
-                try:
-                    while pos < s_headers_message_:
-                        if i_headers_message_ >= opts_max_headers_:
-                            raise _LimitExceededError(
-                                f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
-                            )
-                        budget_headers_message_ -= 96
-                        if budget_headers_message_ < 0:
-                            raise _Fallback
+                while pos < s_headers_message_:
+                    if i_headers_message_ >= opts_max_headers_:
+                        raise _LimitExceededError(
+                            f"more than {opts_max_headers_} elements", offset=pos, path="message.headers"
+                        )
+                    budget_headers_message_ -= 96
+                    if budget_headers_message_ < 0:
+                        raise _Fallback
+                    try:
                         key_int_header__message_, n_value_int_header__message_ = _S1.unpack_from(buf, pos)
                         pos += 4
                         pos += 4
@@ -695,10 +691,10 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             value_int_header__message_ = buf[pos : pos + n_value_int_header__message_]
                             pos += n_value_int_header__message_
                         item__message_ = (key_int_header__message_, value_int_header__message_)
-                        append_headers_message_(item__message_)
-                        i_headers_message_ += 1
-                except _CodecError as exc_message_:
-                    raise exc_message_.within("message.headers", i_headers_message_, "int_header") from None
+                    except _CodecError as exc_message_:
+                        raise exc_message_.within("message.headers", i_headers_message_, "int_header") from None
+                    append_headers_message_(item__message_)
+                    i_headers_message_ += 1
                 if pos != s_headers_message_:
                     raise _Fallback
             (n_value_message_,) = _S0.unpack_from(buf, pos)

@@ -347,26 +347,26 @@ def _decode_message_set(buf, pos, end, opts):
             i_records = 0
             budget_records = opts.max_memory - (dend - dpos)
 
-            try:
-                while dpos < dend:
-                    if i_records >= opts.max_records:
-                        raise _LimitExceededError(
-                            f"more than {opts.max_records} elements", offset=dpos, path="message_set.records"
-                        )
-                    budget_records -= 320
-                    if budget_records < 0:
-                        raise _LimitExceededError(
-                            f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
-                            offset=dpos,
-                            path="message_set.records",
-                        )
+            while dpos < dend:
+                if i_records >= opts.max_records:
+                    raise _LimitExceededError(
+                        f"more than {opts.max_records} elements", offset=dpos, path="message_set.records"
+                    )
+                budget_records -= 320
+                if budget_records < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                        offset=dpos,
+                        path="message_set.records",
+                    )
 
+                try:
                     item_, dpos = _decode_message(data_, dpos, dend, opts, base_offset)
-                    append_records(item_)
+                except _CodecError as exc:
+                    raise exc.within("message_set.records", i_records, "message") from None
+                append_records(item_)
 
-                    i_records += 1
-            except _CodecError as exc:
-                raise exc.within("message_set.records", i_records, "message") from None
+                i_records += 1
 
         except _CodecError as exc:
             raise exc.in_stream(codec, pos) from None
@@ -383,26 +383,26 @@ def _decode_message_set(buf, pos, end, opts):
         i_records = 0
         budget_records = opts.max_memory - (e_0 - pos)
 
-        try:
-            while pos < e_0:
-                if i_records >= opts.max_records:
-                    raise _LimitExceededError(
-                        f"more than {opts.max_records} elements", offset=pos, path="message_set.records"
-                    )
-                budget_records -= 320
-                if budget_records < 0:
-                    raise _LimitExceededError(
-                        f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
-                        offset=pos,
-                        path="message_set.records",
-                    )
+        while pos < e_0:
+            if i_records >= opts.max_records:
+                raise _LimitExceededError(
+                    f"more than {opts.max_records} elements", offset=pos, path="message_set.records"
+                )
+            budget_records -= 320
+            if budget_records < 0:
+                raise _LimitExceededError(
+                    f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                    offset=pos,
+                    path="message_set.records",
+                )
 
+            try:
                 item_, pos = _decode_message(buf, pos, e_0, opts, base_offset)
-                append_records(item_)
+            except _CodecError as exc:
+                raise exc.within("message_set.records", i_records, "message") from None
+            append_records(item_)
 
-                i_records += 1
-        except _CodecError as exc:
-            raise exc.within("message_set.records", i_records, "message") from None
+            i_records += 1
     if pos != e_0:
         raise _InvalidValueError(
             f"length declares {length} bytes but the fields end {pos - e_0} bytes from there",
@@ -479,15 +479,15 @@ def _fdecode_message_set(buf, pos, end, opts):
     append_records = records.append
     i_records = 0
     budget_records = opts.max_memory - (dend - dpos)
-    try:
-        while dpos < dend:
-            if i_records >= opts_max_records_:
-                raise _LimitExceededError(
-                    f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
-                )
-            budget_records -= 320
-            if budget_records < 0:
-                raise _Fallback
+    while dpos < dend:
+        if i_records >= opts_max_records_:
+            raise _LimitExceededError(
+                f"more than {opts_max_records_} elements", offset=dpos, path="message_set.records"
+            )
+        budget_records -= 320
+        if budget_records < 0:
+            raise _Fallback
+        try:
             length_message_ = data_[dpos]
             if length_message_ < 128:
                 dpos += 1
@@ -578,10 +578,10 @@ def _fdecode_message_set(buf, pos, end, opts):
             value__message_.headers = []
             value__message_.control = None
             item_ = value__message_
-            append_records(item_)
-            i_records += 1
-    except _CodecError as exc:
-        raise exc.within("message_set.records", i_records, "message") from None
+        except _CodecError as exc:
+            raise exc.within("message_set.records", i_records, "message") from None
+        append_records(item_)
+        i_records += 1
     if dpos != dend:
         raise _Fallback
     pos = e_0

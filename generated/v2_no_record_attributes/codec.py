@@ -357,14 +357,12 @@ def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp
         )
     headers = []
     append_headers = headers.append
-    i_headers = 0
-    try:
-        for i_headers in range(n_headers):
+    for i_headers in range(n_headers):
+        try:
             item_, pos = _decode_header(buf, pos, e_0, opts)
-            append_headers(item_)
-
-    except _CodecError as exc:
-        raise exc.within("record.headers", i_headers, "header") from None
+        except _CodecError as exc:
+            raise exc.within("record.headers", i_headers, "header") from None
+        append_headers(item_)
     if pos != e_0:
         raise _InvalidValueError(
             f"length declares {length} bytes but the fields end {pos - e_0} bytes from there",
@@ -554,24 +552,22 @@ def _decode_batch(buf, pos, end, opts):
 
             records = []
             append_records = records.append
-            i_records = 0
-            try:
-                for i_records in range(n_records):
+            for i_records in range(n_records):
+                try:
                     item_, dpos = _decode_record(
                         data_, dpos, dend, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
                     )
-                    append_records(item_)
-                    if track_records:
-                        budget_records -= len(item_.headers) * 96
-                        if budget_records < 0:
-                            raise _LimitExceededError(
-                                f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
-                                offset=dpos,
-                                path="batch.records",
-                            )
-
-            except _CodecError as exc:
-                raise exc.within("batch.records", i_records, "record") from None
+                except _CodecError as exc:
+                    raise exc.within("batch.records", i_records, "record") from None
+                append_records(item_)
+                if track_records:
+                    budget_records -= len(item_.headers) * 96
+                    if budget_records < 0:
+                        raise _LimitExceededError(
+                            f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                            offset=dpos,
+                            path="batch.records",
+                        )
 
         except _CodecError as exc:
             raise exc.in_stream(codec, pos) from None
@@ -601,24 +597,22 @@ def _decode_batch(buf, pos, end, opts):
 
         records = []
         append_records = records.append
-        i_records = 0
-        try:
-            for i_records in range(n_records):
+        for i_records in range(n_records):
+            try:
                 item_, pos = _decode_record(
                     buf, pos, e_0, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control
                 )
-                append_records(item_)
-                if track_records:
-                    budget_records -= len(item_.headers) * 96
-                    if budget_records < 0:
-                        raise _LimitExceededError(
-                            f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
-                            offset=pos,
-                            path="batch.records",
-                        )
-
-        except _CodecError as exc:
-            raise exc.within("batch.records", i_records, "record") from None
+            except _CodecError as exc:
+                raise exc.within("batch.records", i_records, "record") from None
+            append_records(item_)
+            if track_records:
+                budget_records -= len(item_.headers) * 96
+                if budget_records < 0:
+                    raise _LimitExceededError(
+                        f"decoding needs an estimated {opts.max_memory - budget_records} bytes, over max_memory={opts.max_memory}",
+                        offset=pos,
+                        path="batch.records",
+                    )
 
     if not n_records:
         pos = e_0
