@@ -191,13 +191,14 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
+        cap_ = min(opts.max_records, (opts.max_memory - dend) // 320)  # max_records, or the max_memory budget
         while dend - dpos >= 12:
             (n_,) = _S3.unpack_from(data_, dpos + 8)
             if n_ >= 0 and dpos + 12 + n_ > dend:
                 break  # Kafka drops a truncated inner tail
-            if len(messages) >= opts.max_records:
-                raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
-            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+            if len(messages) >= cap_:
+                if len(messages) >= opts.max_records:
+                    raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
                 raise _LimitExceededError(
                     f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
                     path="message.value",
@@ -215,7 +216,6 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 def _fdecode_message(buf, pos, end, opts, depth_=0):
     """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
     opts_max_bytes_ = opts.max_bytes
-    opts_max_memory_ = opts.max_memory
     opts_max_records_ = opts.max_records
     opts_verify_crc_ = opts.verify_crc
     offset, size, crc, magic, attributes, n_key = _S4.unpack_from(buf, pos)
@@ -269,10 +269,11 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
+        cap_ = min(opts.max_records, (opts.max_memory - dend) // 320)
         while dpos < dend:
-            if len(messages) >= opts_max_records_:
-                raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
-            if (len(messages) + 1) * 320 + dend > opts_max_memory_:
+            if len(messages) >= cap_:
+                if len(messages) >= opts_max_records_:
+                    raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
                 raise _Fallback
             try:
                 depth__message_leaf_ = depth_ + 1
@@ -598,10 +599,13 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 dpos_message_ = 0
                 dend_message_ = len(data__message_)
                 messages_message_ = []
+                cap__message_ = min(opts_max_records_, (opts_max_memory_ - dend_message_) // 320)
                 while dpos_message_ < dend_message_:
-                    if len(messages_message_) >= opts_max_records_:
-                        raise _LimitExceededError(f"more than {opts_max_records_} inner messages", path="message.value")
-                    if (len(messages_message_) + 1) * 320 + dend_message_ > opts_max_memory_:
+                    if len(messages_message_) >= cap__message_:
+                        if len(messages_message_) >= opts_max_records_:
+                            raise _LimitExceededError(
+                                f"more than {opts_max_records_} inner messages", path="message.value"
+                            )
                         raise _Fallback
                     try:
                         depth__message_leaf__message_ = 0 + 1

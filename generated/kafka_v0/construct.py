@@ -122,13 +122,14 @@ def _model_message(c_, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
+        cap_ = min(opts.max_records, (opts.max_memory - dend) // 320)  # max_records, or the max_memory budget
         while dend - dpos >= 12:
             (n_,) = _S3.unpack_from(data_, dpos + 8)
             if n_ >= 0 and dpos + 12 + n_ > dend:
                 break  # Kafka drops a truncated inner tail
-            if len(messages) >= opts.max_records:
-                raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
-            if (len(messages) + 1) * 320 + dend > opts.max_memory:
+            if len(messages) >= cap_:
+                if len(messages) >= opts.max_records:
+                    raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
                 raise _LimitExceededError(
                     f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
                     path="message.value",
