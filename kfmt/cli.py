@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _cmd_generate(args) -> int:
     try:
+        from generator.driver import generate
         from generator.loader import SchemaError
-        from generator.render import generate
     except ImportError as e:  # a plain install: the generator's own dependencies are the 'generate' extra
         print(
             f"kfmt generate: the generator needs the 'generate' extra ({e.name} is missing): "
@@ -26,6 +26,11 @@ def _cmd_generate(args) -> int:
             f"kfmt generate: no schemas/ beside the installed package ({schemas}); pass --schemas DIR and --out DIR",
             file=sys.stderr,
         )
+        return 2
+    if args.show_ir:
+        return _show_ir(schemas, args.show_ir, args.until)
+    if args.until:
+        print("kfmt generate: --until goes with --show-ir FORMAT", file=sys.stderr)
         return 2
     try:
         changed = generate(schemas, out, check=args.check)
@@ -44,6 +49,23 @@ def _cmd_generate(args) -> int:
         print("generated/ is up to date")
         return 0
     print(f"generated {len(changed)} changed file(s)" + (": " + ", ".join(changed) if changed else ""))
+    return 0
+
+
+def _show_ir(schemas: Path, fid: str, until: str | None) -> int:
+    from generator import ir
+    from generator.ir.printer import show
+    from generator.loader import SchemaError, load
+
+    path = schemas / f"{fid}.yaml"
+    if not path.is_file():
+        print(f"kfmt generate: no schema {path}", file=sys.stderr)
+        return 2
+    try:
+        print(show(ir.build(load(path, schemas), until=until)), end="")
+    except (SchemaError, ValueError) as e:
+        print(f"kfmt generate: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -77,15 +99,18 @@ def build_parser():
 
     g = sub.add_parser(
         "generate",
-        help="compile schemas/*.yaml into generated/ (both backends)",
+        help="compile schemas/*.yaml into generated/ (every backend)",
         description="Compile every format schema (a *.yaml with 'root' or 'extends') into one package per format "
-        "under --out. Only files carrying the generator's header are replaced or removed; anything else in --out "
+        "under --out, through the typed IR and every backend in generator/backends (python: codec.py and the "
+        "model; construct: construct.py; markdown: FIELDS.md). Only files carrying the generator's header are replaced or removed; anything else in --out "
         "is left alone, and a same-named file without the header is refused. Needs the 'generate' extra "
         "(jinja2, pyyaml, ruff). Exit status: 0 done, 1 --check found differences, 2 schema or usage error.",
     )
     g.add_argument("--schemas", help="schema directory (default: the project's schemas/)")
     g.add_argument("--out", help="output package directory (default: the project's generated/)")
     g.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out differs from the schemas")
+    g.add_argument("--show-ir", metavar="FORMAT", help="write nothing; print the typed IR of one format")
+    g.add_argument("--until", metavar="PASS", help="with --show-ir: the IR after this pass (resolve, derive, ...)")
     g.set_defaults(func=_cmd_generate)
 
     f = sub.add_parser("formats", help="list every format with its one-line description")

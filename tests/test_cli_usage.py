@@ -16,6 +16,9 @@ WRONG = {
         ["generate", "--schemas", "/nonexistent", "--out", "o"],
         ["generate", "--schemas", "afile", "--out", "o"],
         ["generate", "--out", "afile"],
+        ["generate", "--show-ir", "nope"],
+        ["generate", "--show-ir", "kafka_v2", "--until", "nope"],
+        ["generate", "--until", "derive"],
     ],
     "formats": [["formats", "extra"]],
     "demo": [

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import generated
-from generator.render import generate
+from generator.driver import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -125,7 +125,7 @@ structs:
 
 
 def test_adding_a_format_is_adding_one_file(tmp_path, monkeypatch):
-    from generator.render import generate
+    from generator.driver import generate
 
     schemas = tmp_path / "schemas"
     schemas.mkdir()

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def fmt(tmp_path_factory):
-    from generator.render import generate
+    from generator.driver import generate
 
     d = tmp_path_factory.mktemp("features")
     schemas = d / "schemas"

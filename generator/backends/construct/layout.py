@@ -7,7 +7,7 @@ a ``RawCopy`` group.  Everything here is data for ``construct.py.j2``.
 
 from __future__ import annotations
 
-from generator import ir as _ir
+from generator.backends.python import lowering as _ir
 from generator.loader import PRIMITIVES, Field, Schema, SchemaError
 
 _CON = {
@@ -191,7 +191,14 @@ class Layout:
 
 def render(schema: Schema, header: str, fir: _ir.FormatIR, builder: _ir.Builder) -> str:
     """The Construct module of a format, laid out from the same IR as the codec backend."""
-    from generator.render import _env
+    from pathlib import Path
+
+    from generator.backends import template_env
+    from generator.backends.python import HERE as PYTHON
+
+    # the fast backend's macros are still shared for deltas, first/last/max and wrappers (to be replaced
+    # by this backend's own translation of the typed IR)
+    env = template_env(Path(__file__).parent, PYTHON)
 
     by_name = {s.name: s for s in fir.structs}
     for name in builder.used:
@@ -216,4 +223,4 @@ def render(schema: Schema, header: str, fir: _ir.FormatIR, builder: _ir.Builder)
             else:
                 loads.append((f.name, f"d_[{f.name!r}]"))
         by_name[name].construct = dict(items=lay.items, wire="{" + ", ".join(lay.wire) + "}", loads=loads)
-    return _env().get_template("construct.py.j2").render(f=fir, header=header)
+    return env.get_template("construct.py.j2").render(f=fir, header=header)

@@ -1,0 +1,377 @@
+"""The typed IR: frozen nodes every backend reads, and nothing else.
+
+No node holds target-language text: values are :data:`Expr` trees over a closed vocabulary, wire types
+are :data:`Wire` nodes, and names are the schema's own (a backend chooses its local variable names).
+The passes in :mod:`generator.ir.passes` build a :class:`FormatIR` from a validated
+:class:`generator.loader.Schema`; :mod:`generator.ir.printer` shows one as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Union
+
+# ---------------------------------------------------------------- expressions (the closed vocabulary)
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: an integer, a boolean, or None (a null)."""
+
+    value: int | bool | None
+
+
+@dataclass(frozen=True)
+class EnumConst:
+    """A named value of an enum, with its wire id."""
+
+    enum: str
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The decoded value of field (or bit view) ``name`` of struct ``owner``: the struct being decoded, or
+    one enclosing it (then it is one of the struct's :attr:`StructIR.params`)."""
+
+    name: str
+    owner: str
+
+
+@dataclass(frozen=True)
+class ElementIndex:
+    """The position of the element being encoded in its array (0, 1, 2 ...)."""
+
+
+CmpOp = Literal["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: CmpOp
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Truthy:
+    """A flag or a non-zero / non-null value."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Arith:
+    """``left + right`` or ``left - right``; with ``wrap64`` the result wraps as a Java ``long`` does
+    (Kafka's ``baseOffset + offsetDelta`` arithmetic)."""
+
+    op: Literal["add", "sub"]
+    left: Expr
+    right: Expr
+    wrap64: bool = False
+
+
+@dataclass(frozen=True)
+class Length:
+    """The number of elements of an array, or of bytes of a blob."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Fold:
+    """``member`` of the first or last element of ``array``, or its largest value; ``default`` when the
+    array is empty."""
+
+    func: Literal["first", "last", "max"]
+    array: Ref
+    member: str
+    default: Expr
+
+
+@dataclass(frozen=True)
+class Choose:
+    """``then`` if ``cond`` holds, else ``otherwise``."""
+
+    cond: Expr
+    then: Expr
+    otherwise: Expr
+
+
+Expr = Union[Const, EnumConst, Ref, ElementIndex, Compare, Truthy, Arith, Length, Fold, Choose]
+
+# ---------------------------------------------------------------- wire types
+
+
+@dataclass(frozen=True)
+class Int:
+    """A big-endian two's-complement (or unsigned) integer of ``width`` bytes."""
+
+    width: Literal[1, 2, 4, 8]
+    signed: bool
+
+
+@dataclass(frozen=True)
+class Varint:
+    """Kafka's varint: ``bits`` 32 or 64, ``zigzag`` for the signed kinds; at most 5 or 10 bytes."""
+
+    bits: Literal[32, 64]
+    zigzag: bool
+
+    @property
+    def max_bytes(self) -> int:
+        return 5 if self.bits == 32 else 10
+
+
+@dataclass(frozen=True)
+class Rest:
+    """Up to the end of the enclosing region, less ``trailer`` bytes of fixed-width fields after it."""
+
+    trailer: int = 0
+
+
+@dataclass(frozen=True)
+class CountFrom:
+    """A count given by an earlier field."""
+
+    field: Ref
+
+
+Prefix = Union[Int, Varint]
+Extent = Union[Int, Varint, Rest, CountFrom]
+
+
+@dataclass(frozen=True)
+class Blob:
+    """Bytes, or UTF-8 text, of a length given by ``length``; ``nullable``: a negative length is null."""
+
+    length: Extent
+    nullable: bool
+    text: bool
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class StructType:
+    """An embedded struct, optionally preceded by its byte size (``size``)."""
+
+    name: str
+    size: Prefix | None = None
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class NestedArray:
+    """An array inside each element of another array, counted against that array's memory budget."""
+
+    field: str
+    cost: int
+    min_size: int
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The ``max_memory`` estimate of an array: ``cost`` bytes per element, and the arrays in each element
+    (``nested``); ``accounted``: this array's elements are counted by an enclosing array's budget."""
+
+    cost: int
+    nested: tuple[NestedArray, ...] = ()
+    accounted: bool = False
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """Elements of struct ``elem``; ``count`` a prefix, an earlier field or the rest of the region;
+    ``size`` an optional byte-size prefix; ``compressed_by`` the field naming the stream's codec."""
+
+    elem: str
+    count: Extent
+    size: Prefix | None = None
+    nullable: bool = False
+    compressed_by: Ref | None = None
+    limit: Literal["max_records", "max_headers"] = "max_headers"
+    min_elem_size: int = 1
+    budget: Budget | None = None
+
+
+Wire = Union[Int, Varint, Blob, StructType, ArrayType]
+
+# ---------------------------------------------------------------- derived values
+
+
+@dataclass(frozen=True)
+class LengthOf:
+    """The byte count from field ``start`` to the end of the struct (a region the decoder checks)."""
+
+    start: str
+
+
+@dataclass(frozen=True)
+class CountOf:
+    array: str
+
+
+@dataclass(frozen=True)
+class Checksum:
+    """CRC-32 or CRC-32C over ``[start, end)`` (``end`` None: the end of the struct); ``trailing``: the
+    field sits after the bytes it covers."""
+
+    algo: Literal["crc32", "crc32c"]
+    start: str
+    end: str | None
+    trailing: bool
+
+
+@dataclass(frozen=True)
+class FoldOf:
+    """Informational: computed from the elements (``value``), or given by the caller if ``overridable``."""
+
+    value: Fold
+    overridable: bool
+
+
+@dataclass(frozen=True)
+class DeltaOf:
+    """The wire value is ``logical - base``; decoding exposes ``logical`` as ``decoded``."""
+
+    logical: str
+    base: Expr
+    decoded: Expr
+    numbered: bool  # an element without a value takes its index (offsets 0, 1, 2 ...)
+
+
+Derived = Union[LengthOf, CountOf, Checksum, FoldOf, DeltaOf]
+
+# ---------------------------------------------------------------- fields and structs
+
+
+@dataclass(frozen=True)
+class BitView:
+    """``(raw & mask) >> shift`` of an integer field, exposed as ``name``."""
+
+    name: str
+    mask: int
+    shift: int
+    kind: Literal["enum", "flag", "int"]
+    enum: str | None = None
+    const: int | None = None  # always this raw value: written, checked on read
+    null_marker_for: str | None = None  # set when that field is null
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    wire: Wire
+    line: int
+    orig_name: str = ""
+    doc: str = ""
+    offset: int | None = None  # from the struct's start, when every field before it is fixed-width
+    const: int | None = None
+    default: Const | EnumConst | None = None
+    condition: Expr | None = None  # present only when this holds
+    bits: tuple[BitView, ...] = ()
+    derived: Derived | None = None
+
+
+@dataclass(frozen=True)
+class Region:
+    """Fields ``first``..``last`` are the bytes counted by the length field ``length_field``."""
+
+    length_field: str
+    first: str
+    last: str
+
+
+@dataclass(frozen=True)
+class FixedRun:
+    """Consecutive unconditional fixed-width fields: one read of ``size`` bytes."""
+
+    fields: tuple[str, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class View:
+    """Blob field ``source`` parsed as struct ``struct`` (when ``condition`` holds), exposed as ``name``."""
+
+    name: str
+    source: str
+    struct: str
+    condition: Expr | None
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """Blob field ``source`` holds, when ``condition`` holds, a set of ``struct`` entries compressed by the
+    codec ``codec``, exposed as ``into``; inner offsets are ``offsets`` (Kafka v0 absolute, v1 relative to
+    the last); under ``timestamps_when`` inner timestamps read as the wrapper's ``timestamps_from``."""
+
+    source: str
+    into: str
+    struct: str
+    condition: Expr
+    codec: Ref
+    offsets: Literal["absolute", "relative_to_last", "relative_to_first"]
+    offset_field: str
+    timestamps_from: str | None
+    timestamps_when: Expr | None
+    cost: int
+
+
+@dataclass(frozen=True)
+class Logical:
+    """A read-only value computed from fields."""
+
+    name: str
+    value: Expr
+
+
+Role = Literal["batch", "record", "message", "struct"]
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    role: Role
+    repr: Literal["object", "tuple"]
+    fields: tuple[Field, ...]
+    line: int
+    orig_name: str = ""
+    doc: str = ""
+    params: tuple[Ref, ...] = ()  # values of enclosing structs this one reads
+    regions: tuple[Region, ...] = ()
+    runs: tuple[FixedRun, ...] = ()
+    views: tuple[View, ...] = ()
+    wrappers: tuple[Wrapper, ...] = ()
+    logical: tuple[Logical, ...] = ()
+    min_size: int = 0
+    fixed_size: int | None = None  # every field fixed-width and unconditional
+
+    def field(self, name: str) -> Field:
+        return next(f for f in self.fields if f.name == name)
+
+
+@dataclass(frozen=True)
+class Enum:
+    name: str
+    values: tuple[tuple[int, str], ...]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class FormatIR:
+    id: str
+    doc: str
+    doc_ref: str
+    file: str
+    magic: int | None
+    auto_detect: bool
+    root: str
+    structs: tuple[Struct, ...]  # dependencies first, the root last
+    enums: tuple[Enum, ...]
+    fingerprint: str
+
+    def struct(self, name: str) -> Struct:
+        return next(s for s in self.structs if s.name == name)

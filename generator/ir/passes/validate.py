@@ -1,0 +1,208 @@
+"""Pass 0, validate: the checks on the schema's structure that need the whole format (reachable structs,
+the kind of every field, references resolved here or in an enclosing struct, lengths, counts, derived
+fields, bit views and constants that fit), each a SchemaError naming file, line and path."""
+
+from __future__ import annotations
+
+import struct as _struct
+
+from generator.loader import BLOBS, PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
+
+
+def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
+    line = f.line if f else s.line
+    where = f"structs.{s.name}" + (f".fields[{[x.name for x in s.fields].index(f.name)}]" if f else "")
+    return SchemaError(f"{schema.file}:{line} {where}: {msg}")
+
+
+class Validator:
+    """Validates a schema on construction; ``used`` is the reachable structs, dependencies first;
+    ``parents`` who embeds whom; ``solo`` the structs decoded other than as an array's elements."""
+
+    def __init__(self, schema: Schema):
+        self.s = schema
+        self.parents: dict[str, list[str]] = {}
+        self.solo: set[str] = {schema.root or ""}
+        self.used = self._reachable()
+        self._check_refs()
+
+    # ------------------------------------------------------------ pass 1: resolve
+    def kind(self, f: Field) -> str:
+        if f.array:
+            return "array"
+        if f.type in PRIMITIVES:
+            return "int"
+        if f.type in VARINTS:
+            return "varint"
+        if f.type in BLOBS:
+            return "blob"
+        if f.type in self.s.structs:
+            return "struct"
+        raise SchemaError(f"{self.s.file}:{f.line} field {f.name!r}: unknown type {f.type!r}")
+
+    def _reachable(self) -> list[str]:
+        order: list[str] = []
+        stack: list[str] = []
+
+        def visit(name):
+            if name in stack:
+                raise SchemaError(f"{self.s.file}: struct {name!r} contains itself ({' -> '.join(stack + [name])})")
+            if name in order:
+                return
+            stack.append(name)
+            st = self.s.structs[name]
+            for f in st.fields:
+                k = self.kind(f)
+                if k in ("array", "struct"):
+                    if f.type not in self.s.structs:
+                        raise _err(self.s, st, f, f"unknown struct {f.type!r}")
+                    self.parents.setdefault(f.type, []).append(name)
+                    if k == "struct":
+                        self.solo.add(f.type)
+                    visit(f.type)
+            for v in st.views:
+                if v.as_ not in self.s.structs:
+                    raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
+                self.solo.add(v.as_)
+                visit(v.as_)
+            for f in st.fields:
+                if f.wraps:
+                    if f.wraps.as_ not in self.s.structs:
+                        raise _err(self.s, st, f, f"wraps: unknown struct {f.wraps.as_!r}")
+                    self.solo.add(f.wraps.as_)
+                    if f.wraps.as_ != name:  # a wrapper may hold its own kind, depth-limited at run time
+                        visit(f.wraps.as_)
+            stack.pop()
+            order.append(name)
+
+        visit(self.s.root)
+        return order
+
+    def locals_of(self, st: Struct) -> set[str]:
+        names = set()
+        for f in st.fields:
+            names.add(f.name)
+            names.update(b.name for b in f.bits)
+            if f.derive and f.derive.func == "delta_of":
+                names.add(f.derive.target)
+        names.update(v.name for v in st.views)
+        names.update(n for n, _ in st.logical)
+        names.update(f.wraps.field for f in st.fields if f.wraps)
+        return names
+
+    def _check_refs(self):
+        for name in self.used:
+            st = self.s.structs[name]
+            fnames = [f.name for f in st.fields]
+            if len(set(fnames)) != len(fnames):
+                raise _err(self.s, st, None, "duplicate field names")
+            loc = self.locals_of(st)
+            for f in st.fields:
+                k = self.kind(f)
+                if k == "blob":
+                    if not f.length:
+                        raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
+                    if (
+                        f.length not in PRIMITIVES
+                        and f.length not in VARINTS
+                        and f.length != "rest"
+                        and f.length not in fnames
+                    ):
+                        raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
+                elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
+                    raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
+                elif f.length is not None and f.length not in PRIMITIVES and f.length not in VARINTS:
+                    raise _err(self.s, st, f, f"length {f.length!r} of a struct or array must be a prefix type")
+                if k == "array":
+                    if not f.count:
+                        raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
+                    if (
+                        f.count not in VARINTS
+                        and f.count not in PRIMITIVES
+                        and f.count != "rest"
+                        and f.count not in fnames
+                    ):
+                        raise _err(self.s, st, f, f"count {f.count!r} is neither a prefix type, 'rest' nor a field")
+                    if f.compressed_by and f.compressed_by not in loc:
+                        raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
+                elif f.count or f.compressed_by:
+                    raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
+                if f.wraps and k != "blob":
+                    raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
+                if f.bits and k != "int":
+                    raise _err(self.s, st, f, "'bits' apply to fixed-width integers only")
+                for b in f.bits:
+                    if b.enum and b.enum not in self.s.enums:
+                        raise _err(self.s, st, f, f"bit view {b.name!r}: unknown enum {b.enum!r}")
+                if f.const is not None and k != "int":
+                    raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
+                if k == "int" and f.const is not None:
+                    self._check_fits(st, f, f.const)
+                if k == "int" and isinstance(f.default, int) and not isinstance(f.default, bool):
+                    self._check_fits(st, f, f.default)
+                d = f.derive
+                if d:
+                    tgt = d.target.split(".")[0]
+                    if d.func in ("length_of", "crc32", "crc32c") and tgt not in fnames:
+                        raise _err(self.s, st, f, f"{d.func}: no field {tgt!r} in this struct")
+                    if d.func in ("count_of", "last_of", "first_of", "max_of"):
+                        if tgt not in fnames or self.kind(st.fields[fnames.index(tgt)]) != "array":
+                            raise _err(self.s, st, f, f"{d.func}: {tgt!r} is not an array of this struct")
+                    if d.func in ("length_of", "count_of") and k not in ("int", "varint"):
+                        raise _err(self.s, st, f, f"{d.func} needs an integer field")
+                    if d.func in ("crc32", "crc32c") and f.type != "uint32":
+                        raise _err(self.s, st, f, f"{d.func} needs a uint32 field")
+                    if d.func == "length_of" and fnames.index(tgt) <= fnames.index(f.name):
+                        raise _err(self.s, st, f, "length_of must name a field after the length")
+            for ref in self.refs_of(st):
+                if ref not in loc and not self._outer_has(name, ref, set()):
+                    raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_fits(self, st, f, v):
+        fmt, _ = PRIMITIVES[f.type]
+        try:
+            _struct.pack(">" + fmt, v)
+        except _struct.error:
+            raise _err(self.s, st, f, f"value {v} does not fit {f.type}") from None
+
+    def refs_of(self, st: Struct) -> list[str]:
+        refs: list[str] = []
+
+        def add(x):
+            if x and x not in refs:
+                refs.append(x)
+
+        for f in st.fields:
+            if f.if_:
+                add(f.if_.field)
+            if f.derive:
+                add(f.derive.base)
+                add(f.derive.replaced_by)
+                if f.derive.when:
+                    add(f.derive.when.field)
+        for v in st.views:
+            if v.when:
+                add(v.when.field)
+        for f in st.fields:
+            if f.wraps:
+                add(f.wraps.when.field)
+                add(f.wraps.compressed_by)
+                add(f.wraps.timestamp_field)
+                if f.wraps.timestamps_when:
+                    add(f.wraps.timestamps_when.field)
+        for _, terms in st.logical:
+            for t in terms:
+                add(t)
+        return refs
+
+    def _outer_has(self, name, ref, seen) -> bool:
+        parents = self.parents.get(name, [])
+        if not parents:
+            return False
+        for p in parents:
+            if p in seen:
+                continue
+            pst = self.s.structs[p]
+            if ref not in self.locals_of(pst) and not self._outer_has(p, ref, seen | {p}):
+                return False
+        return True
