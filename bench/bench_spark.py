@@ -43,8 +43,8 @@ def main(argv=None) -> int:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
 
-    from kfmt.spark_jobs import session
-    from kfmt.synth import SynthConfig, synth
+    from kfmt.spark.jobs import session
+    from kfmt.tools.synth import SynthConfig, synth
 
     corpus = tempfile.mkdtemp(prefix="kfmt-bench-")
     summary = synth(corpus, SynthConfig(records=args.records, segment_bytes=1024 * 1024))

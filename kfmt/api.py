@@ -9,8 +9,9 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
 
+from kfmt.formats import backend_module, format_ids, get_format
+from kfmt.formats import by_magic as _by_magic
 from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -25,52 +26,6 @@ from kfmt.runtime.model import Batch, Record
 from kfmt.runtime.options import options_for
 
 _ENTRY = struct.Struct(">qi")
-
-
-@lru_cache(maxsize=None)
-def format_ids() -> tuple[str, ...]:
-    """Ids of every generated format (schema file stems)."""
-    import generated
-
-    return tuple(generated.FORMATS)
-
-
-@lru_cache(maxsize=None)
-def get_format(fmt):
-    """The generated package of format ``fmt`` (an id such as ``kafka_v2``, or a package generated with
-    ``kfmt generate --out`` elsewhere, passed as the imported module)."""
-    if not isinstance(fmt, str):
-        if not hasattr(fmt, "codec") or not hasattr(fmt, "FORMAT_ID"):
-            raise UnsupportedCodecError(f"format must be a format id or a generated format package, not {fmt!r}")
-        return fmt
-    if fmt not in format_ids():
-        raise UnsupportedCodecError(f"unknown format {fmt!r}; known: {', '.join(format_ids())}")
-    return importlib.import_module(f"generated.{fmt}")
-
-
-BACKENDS = ("codec", "construct")
-
-
-@lru_cache(maxsize=None)
-def backend_module(fmt, backend: str = "codec"):
-    """The module of one backend of a format: ``codec`` (optimised) or ``construct`` (reference)."""
-    if backend not in BACKENDS:
-        raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    pkg = get_format(fmt)
-    return pkg.codec if backend == "codec" else importlib.import_module(f"{pkg.__name__}.construct")
-
-
-@lru_cache(maxsize=None)
-def _by_magic() -> dict[int, Any]:
-    """Auto-detected formats by magic: only real Kafka formats, never the proposals that reuse a magic."""
-    table = {}
-    for fid in format_ids():
-        mod = get_format(fid)
-        if mod.AUTO_DETECT:
-            if mod.MAGIC in table:
-                raise RuntimeError(f"two auto-detected formats claim magic {mod.MAGIC}")
-            table[mod.MAGIC] = mod
-    return table
 
 
 def _entry_end(buf, pos: int, n: int) -> int:
@@ -117,7 +72,7 @@ def read_batches(
     verify_crc: bool = True,
     format: str | None = None,
     opts=None,
-    backend: str = "codec",
+    backend: str = "python",
     isolation: str = "read_uncommitted",
     partial_tail: str = "ignore",
     on_corrupt="fail",
@@ -172,7 +127,7 @@ def scan(
     verify_crc: bool = True,
     format: str | None = None,
     opts=None,
-    backend: str = "codec",
+    backend: str = "python",
     skip_corrupt: bool = False,
     isolation: str = "read_uncommitted",
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
@@ -399,7 +354,7 @@ def encode_batch(
     codec: str = "none",
     format: str | None = None,
     keep_offsets: bool = False,
-    backend: str = "codec",
+    backend: str = "python",
     **batch_fields,
 ) -> bytes:
     """Encode ``records`` as one batch of the format for ``magic`` (or ``format``).
@@ -435,7 +390,7 @@ def encode_batch(
                 control=r.control,
             )
         append(r)
-    impl = mod.codec if backend == "codec" else importlib.import_module(f"{mod.__name__}.construct")
+    impl = backend_module(mod, backend)
     _refuse_uncarried(mod, recs)
     if mod.ROLE == "message":
         return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))

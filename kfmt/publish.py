@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from pathlib import Path
 
 MARKER = "_KFMT_SUCCESS"
@@ -117,3 +118,41 @@ class Staging:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    write_all([(Path(path), data)])
+
+
+def temp_beside(path: Path) -> Path:
+    """A temporary file beside ``path``, named so that the next write of ``path`` removes it if the process
+    that made it was killed (kfmt.publish.clean_leftovers)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_leftovers(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.kfmt-partial-{os.getpid()}-", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_all(staged: list[tuple[Path, bytes]]) -> None:
+    """Write every ``(path, data)`` to a temporary name beside it, then rename them all: either every file
+    appears or (on an error before the renames) none does."""
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in staged:
+            tmp = temp_beside(path)
+            temps.append((tmp, path))
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in temps:
+        os.replace(tmp, path)

@@ -8,9 +8,9 @@ import pytest
 import kfmt
 from conftest import mixed_log, mutated
 from kfmt.api import scan
-from kfmt.cli import main
 from kfmt.conversion import convert
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.cli import main
+from kfmt.tools.synth import SynthConfig, synth
 
 BATCH_FIELDS = ("base_offset", "last_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
                 "base_sequence", "is_transactional", "is_control", "timestamp_type", "base_timestamp",
@@ -139,7 +139,7 @@ def test_records_in_equal_records_out_plus_reported_over_mutated_logs():
 
 
 def test_diff_corpus_accounts_for_every_record(corpus, tmp_path, capsys):
-    from kfmt.diff import corpus_sizes
+    from kfmt.measure import corpus_sizes
 
     account: dict = {}
     res = corpus_sizes(["kafka_v2", "kafka_v0", "kip98_draft"], [str(corpus)], ("none", "zstd"), account)
@@ -160,7 +160,7 @@ def test_diff_corpus_accounts_for_every_record(corpus, tmp_path, capsys):
 def test_diff_corpus_accounts_for_every_record_of_mutated_mixed_logs(tmp_path):
     """records decoded = records encoded + records skipped (format or codec cannot carry them) + markers, per
     format and codec, and the bytes left unread are those kfmt.convert reports, on damaged mixed logs."""
-    from kfmt.diff import corpus_sizes
+    from kfmt.measure import corpus_sizes
 
     rng = random.Random(404)
     logs = []

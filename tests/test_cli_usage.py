@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kfmt.cli import main
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.cli import main
+from kfmt.tools.synth import SynthConfig, synth
 
 SEG = "c/a-0/00000000000000000000.log"
 
@@ -112,7 +112,7 @@ def _listing(d):
 
 
 def test_every_command_has_wrong_invocations():
-    from kfmt.cli import build_parser
+    from kfmt.tools.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "cmd")
     assert set(sub.choices) <= set(WRONG), set(sub.choices) - set(WRONG)

@@ -11,8 +11,8 @@ import pytest
 
 import kfmt
 from kfmt.api import scan
-from kfmt.cli import main
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.cli import main
+from kfmt.tools.synth import SynthConfig, synth
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ import json
 
 import kfmt
 from kfmt.api import get_format
-from kfmt.cli import main
-from kfmt.diff import structure, workload_rows
-from kfmt.explain import attribute, byte_labels
+from kfmt.measure import attribute, byte_labels
+from kfmt.tools.cli import main
+from kfmt.tools.diff import structure, workload_rows
 
 
 def test_seed_space_comparison_table_exactly():

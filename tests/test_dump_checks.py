@@ -7,9 +7,9 @@ import struct
 import pytest
 
 import kfmt
-from kfmt.cli import main
 from kfmt.logfiles import producer_snapshot
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.cli import main
+from kfmt.tools.synth import SynthConfig, synth
 from kfmt.txn import transactions_of_files
 
 
@@ -160,7 +160,7 @@ def test_filters_and_isolation(corpus, capsys):
 def test_index_check_on_many_entries(tmp_path):
     """One batch per 100 bytes and an index entry per batch: 20,000 entries (a binary search each; the old
     quadratic check took 16 s for 10,000), and one wrong entry among them is found."""
-    from kfmt.dump import check_offset_index, check_time_index
+    from kfmt.tools.dump import check_offset_index, check_time_index
 
     n = 20_000
     facts = tuple(__import__("array").array("q", v) for v in (

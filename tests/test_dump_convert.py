@@ -9,8 +9,8 @@ import sys
 import pytest
 
 import kfmt
-from kfmt.cli import main
 from kfmt.conversion import convert
+from kfmt.tools.cli import main
 
 
 def _segment(tmp_path, topic="orders", part=0, base=0, corrupt_at=None):
@@ -137,7 +137,7 @@ def test_interrupted_conversion_leaves_nothing(tmp_path):
     before = seg.read_bytes()
     out = tmp_path / "out"
     code = (
-        "import sys, kfmt.tools as t, kfmt.conversion as c\n"
+        "import sys, kfmt.tools.convert as t, kfmt.conversion as c\n"
         "real = c.convert\n"
         "def slow(*a, **k):\n"
         "    r = real(*a, **k)\n"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from kfmt.publish import MARKER
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.synth import SynthConfig, synth
 
-KFMT = [sys.executable, "-m", "kfmt.cli"]
+KFMT = [sys.executable, "-m", "kfmt"]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_a_write_that_fails_is_one_line_and_leaves_nothing(corpus, tmp_path):
     out = tmp_path / "o"
     code = (
         "import resource, signal, sys\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\nfrom kfmt.cli import main\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\nfrom kfmt.tools.cli import main\n"
         f"sys.exit(main(['convert', {str(corpus)!r}, {str(out)!r}, '--magic', '2']))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -124,7 +124,7 @@ def test_leftovers_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     """Temporary files and staging folders carry their writer's pid: the next write of the same target
     removes those whose writer is gone, and leaves a live writer's alone; a replaced output whose
     replacement never landed is restored."""
-    from kfmt.tools import atomic_write
+    from kfmt.publish import atomic_write
 
     dead = 2**22 + 12345  # above the default pid_max: no such process
     target = tmp_path / "plot.png"

@@ -95,7 +95,7 @@ def test_ir_nodes_are_frozen_and_hold_no_target_text():
 
 
 def test_show_ir_prints_the_golden_ir(capsys):
-    from kfmt.cli import main
+    from kfmt.tools.cli import main
 
     assert main(["generate", "--show-ir", "kafka_v2"]) == 0
     want = (GOLDEN / "format-kafka_v2.ir").read_text().split("\n", 1)[1]

@@ -94,13 +94,13 @@ def test_read_batches_and_dump_stream_a_large_segment(tmp_path):
     n, peak_kb = map(int, out.split())
     assert n == 150_000 and seg.stat().st_size > 130_000_000
     assert peak_kb < 60_000, out
-    r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kfmt.cli", "dump", "--summary",
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kfmt", "dump", "--summary",
                         "--no-index", str(seg)], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert int(r.stderr.strip().splitlines()[-1]) < 150_000, r.stderr  # KB: well under the 140 MB segment
     # kfmt convert streams each converted batch into its staging file (it held one segment's output: 190 MB)
     dst = tmp_path / "out"
-    r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kfmt.cli", "convert", str(seg.parent),
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kfmt", "convert", str(seg.parent),
                         str(dst), "--magic", "2", "--codec", "lz4"], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert int(r.stderr.strip().splitlines()[-1]) < 100_000, r.stderr

@@ -146,7 +146,7 @@ def test_adding_a_format_is_adding_one_file(tmp_path, monkeypatch):
         assert [(r.offset, r.key, r.value, r.headers) for r in d.records] == [
             (7 + i, r.key, r.value, r.headers) for i, r in enumerate(recs)
         ]
-    from kfmt.diff import workload_rows
+    from kfmt.tools.diff import workload_rows
 
     rows = workload_rows([mod, get_format("kafka_v2")], batch_sizes=[1, 10], key_size=10, value_size=100, headers=1)
     assert rows[0]["overhead"]["my_format"] > 0 and rows[1]["overhead"]["kafka_v2"] > 0

@@ -115,7 +115,7 @@ def test_error_block():
 
 
 def _kfmt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kfmt.cli", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "kfmt", *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_diff_output_block():
@@ -144,7 +144,7 @@ def test_proposal_yaml_block(tmp_path):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from kfmt.synth import SynthConfig, synth
+    from kfmt.tools.synth import SynthConfig, synth
 
     d = tmp_path_factory.mktemp("logs")
     synth(d, SynthConfig(seed=3, topics=("orders",), partitions=1, records=200, segment_bytes=16 * 1024))

@@ -131,7 +131,7 @@ def test_billion_laughs_is_refused_fast_in_bounded_memory(tmp_path):
 
 def test_cli_reports_hostile_schema_in_one_line(tmp_path):
     d = _dir(tmp_path, {"fmt.yaml": GOOD + "deep: " + "[" * 5000 + "]" * 5000 + "\n"})
-    r = subprocess.run([sys.executable, "-m", "kfmt.cli", "generate", "--schemas", str(d), "--out", str(tmp_path / "o")],
+    r = subprocess.run([sys.executable, "-m", "kfmt", "generate", "--schemas", str(d), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 

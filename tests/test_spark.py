@@ -9,7 +9,7 @@ import pytest
 
 import kfmt
 from kfmt.logdir import find_segments
-from kfmt.synth import SynthConfig, synth
+from kfmt.tools.synth import SynthConfig, synth
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -23,7 +23,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark():
-    from kfmt.spark_jobs import session
+    from kfmt.spark.jobs import session
 
     s = session("local[2]", "kfmt-tests")
     yield s
@@ -309,8 +309,8 @@ def test_every_save_mode(spark, corpus, tmp_path):
 
 
 def test_compare_equals_diff_corpus_mode(spark, corpus):
-    from kfmt.diff import corpus_sizes
-    from kfmt.spark_jobs import compare
+    from kfmt.measure import corpus_sizes
+    from kfmt.spark.jobs import compare
 
     fmts, codecs = ["kafka_v1", "kafka_v2", "kip98_draft"], ["none", "lz4"]
     assert compare(spark, str(corpus), fmts, codecs) == corpus_sizes(fmts, [str(corpus)], tuple(codecs))
@@ -347,7 +347,7 @@ def test_synth_is_deterministic_and_kafka_python_reads_it(tmp_path):
 
 
 def test_spark_convert_keeps_producer_state_and_markers(spark, corpus, tmp_path):
-    from kfmt.spark_jobs import convert
+    from kfmt.spark.jobs import convert
 
     out = tmp_path / "sc"
     convert(spark, str(corpus), str(out), magic=2, codec="zstd")
@@ -380,7 +380,7 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
 
     from conftest import mixed_log, mutated
     from kfmt.conversion import convert as convert_bytes
-    from kfmt.spark_jobs import convert
+    from kfmt.spark.jobs import convert
 
     rng = random.Random(77)
     src = tmp_path / "src"
@@ -403,7 +403,7 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
     # the command line (its own Spark session, so in a subprocess): the damage counted, exit 1; without
     # --skip-corrupt the job fails with the reader's one-line reason and nothing is written
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "kfmt.cli", "spark", "convert", *args, "--master", "local[2]"],
+        return subprocess.run([sys.executable, "-m", "kfmt", "spark", "convert", *args, "--master", "local[2]"],
                               capture_output=True, text=True)  # fmt: skip
 
     r = cli(str(src), str(tmp_path / "cli"), "--skip-corrupt")
@@ -452,7 +452,7 @@ def test_damaged_framing_never_fails_skip_or_quarantine(spark, corpus, tmp_path)
 
 
 def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
-    from kfmt.cli import main
+    from kfmt.tools.cli import main
 
     assert main(["spark", "compare", str(corpus / "missing")]) == 2
     assert main(["spark", "compare", str(corpus), "--formats", "kafka_v9"]) == 2

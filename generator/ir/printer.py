@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from generator.ir import nodes as n
+import generator.ir.nodes as n
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from generator.ir import nodes as n
+import generator.ir.nodes as n
 from kfmt.runtime.options import HEADER_COST, RECORD_COST
 
 

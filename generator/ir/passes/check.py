@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.ir import nodes as n
+import generator.ir.nodes as n
 from generator.loader import SchemaError
 
 

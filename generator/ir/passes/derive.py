@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from generator.ir import nodes as n
+import generator.ir.nodes as n
 from generator.ir.passes.resolve import Scope
 from generator.loader import Derive, Schema
 

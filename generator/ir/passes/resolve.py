@@ -4,7 +4,7 @@ expression trees and every reference bound to the struct that owns it."""
 
 from __future__ import annotations
 
-from generator.ir import nodes as n
+import generator.ir.nodes as n
 from generator.ir.passes.validate import Validator
 from generator.loader import BLOBS, PRIMITIVES, VARINTS, Cond, Schema, SchemaError
 from generator.loader import Field as SpecField

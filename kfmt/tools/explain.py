@@ -9,107 +9,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import io
 import sys
-from collections import Counter
-from contextlib import contextmanager
 
 import construct as c
 
 import kfmt
 from kfmt.api import get_format, iter_entries
-from kfmt.cli_args import existing_file, positive_int
-from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
-from kfmt.runtime.options import DEFAULT_OPTIONS
-
-
-@contextmanager
-def _tracing(events):
-    orig = c.Construct._parsereport
-
-    def traced(self, stream, context, path):
-        start = stream.tell()
-        obj = orig(self, stream, context, path)
-        if isinstance(self, c.Renamed) and self.name:
-            events.append((path, self.name, self.subcon, stream, start, stream.tell(), obj))
-        elif isinstance(self, (Region, CrcGuarded)):
-            name = self.lname if isinstance(self, Region) else self.cname
-            events.append((path, name, self, stream, start, stream.tell(), obj))
-        return obj
-
-    c.Construct._parsereport = traced
-    try:
-        yield
-    finally:
-        c.Construct._parsereport = orig
-
-
-def _absolute(stream, offset):
-    """Offset in the outermost stream, or None inside a decompressed stream."""
-    while isinstance(stream, SubStream):
-        if stream.compressed:
-            return None
-        offset += stream.base
-        stream = stream.parent
-    return offset
-
-
-def _label(path: str, name: str) -> str:
-    parts = [p.strip() for p in path.split("->")[1:]]
-    parts = [p for p in parts if p and not p.startswith(("_g", "[", "(")) and not p.isdigit()]
-    if not parts or parts[-1] != name:
-        parts.append(name)
-    dedup = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
-    return ".".join(dedup)
-
-
-def byte_labels(mod, data: bytes) -> list[str | None]:
-    """The field each byte of one entry (``data``) belongs to (innermost field wins)."""
-    con = importlib.import_module(f"{mod.__name__}.construct")
-    events: list = []
-    labels: list[str | None] = [None] * len(data)
-    stream = io.BytesIO(data)
-    with _tracing(events):
-        con.CONSTRUCT.parse_stream(stream, verify_crc=False, opts=DEFAULT_OPTIONS)
-    for path, name, sub, st, start, end, obj in events:  # children complete (and claim bytes) first
-        a = _absolute(st, start)
-        if a is None:
-            continue
-        label = _label(path, name)
-        b = _absolute(st, end)
-        if isinstance(obj, (bytes, str)) and isinstance(_unwrap(sub), KBytes):
-            payload = len(obj.encode("utf-8", "surrogateescape") if isinstance(obj, str) else obj)
-            for i in range(b - payload, b):
-                if labels[i] is None:
-                    labels[i] = f"{label} [payload]"
-        if _compressed_under(events, sub, st):
-            label += " (compressed)"
-        for i in range(a, b):
-            if labels[i] is None:
-                labels[i] = label
-    return labels
-
-
-def _unwrap(sub):
-    while isinstance(sub, c.IfThenElse):
-        sub = sub.thensubcon
-    return sub
-
-
-def _compressed_under(events, sub, stream) -> bool:
-    """Whether a KafkaCompressed field actually held a compressed stream (its bytes are then opaque)."""
-    if not isinstance(_unwrap(sub), KafkaCompressed):
-        return False
-    return any(isinstance(e[3], SubStream) and e[3].compressed and e[3].parent is stream for e in events)
-
-
-def attribute(mod, blob: bytes) -> dict[str, int]:
-    """Bytes of an encoded log (one or more entries) by field label, payload bytes marked ``[payload]``."""
-    out: Counter = Counter()
-    for pos, end, _magic in iter_entries(blob):
-        out.update(x or "(unattributed)" for x in byte_labels(mod, blob[pos:end]))
-    return dict(out)
+from kfmt.measure import byte_labels
+from kfmt.tools.args import existing_file, positive_int
 
 
 def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
@@ -142,11 +49,11 @@ def draw(mod, stem: str) -> list[str]:
     """A packet-diagram figure per level of a format: boxes with field names, sizes and offsets."""
     from matplotlib.patches import Rectangle
 
-    from kfmt.plotting import pyplot, save_figure
+    from kfmt.tools.plotting import pyplot, save_figure
 
     plt = pyplot()
 
-    from kfmt.diff import levels
+    from kfmt.measure import levels
 
     layout = mod.codec.LAYOUT
     lv = [(k, s) for k, s in levels(mod).items() if s]

@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from kfmt.cli_args import positive_int
+from kfmt.tools.args import positive_int
 
 DEFAULT_FORMATS = ("kafka_v0", "kafka_v1", "kafka_v2", "v2_no_record_attributes", "kip98_draft",
                    "kip82_header_wrapper", "enriched_metadata_draft")  # fmt: skip
@@ -48,7 +48,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
     df = (spark.read.format("kafka-log").option("on_corrupt", "skip").load(paths if isinstance(paths, str) else ",".join(paths))
           .select("file", "position", "key", "value", "headers", "timestamp"))  # fmt: skip
     fmts, cods = tuple(formats), tuple(codecs)
-    from kfmt.diff import TOTALS
+    from kfmt.measure import TOTALS
 
     out_schema = "format string, codec string, field string, " + ", ".join(f"{c} long" for c in TOTALS)
     summed = (
@@ -57,7 +57,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
         .agg(*(F.sum(c).alias(c) for c in TOTALS))
         .collect()
     )
-    from kfmt.diff import finish_totals, new_totals
+    from kfmt.measure import finish_totals, new_totals
 
     out = new_totals([_mod(f) for f in fmts], cods)
     for r in summed:
@@ -80,7 +80,7 @@ def _compare_partition(iterator, formats, codecs):
     import pyarrow as pa
 
     import kfmt
-    from kfmt.diff import TOTALS, add_batch, new_totals
+    from kfmt.measure import TOTALS, add_batch, new_totals
 
     mods = [_mod(f) for f in formats]
     totals = new_totals(mods, codecs)
@@ -182,7 +182,7 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
 
 
 def render_compare(res: dict, markdown=True) -> str:
-    from kfmt.diff import table
+    from kfmt.measure import table
 
     body = []
     for f, per in res.items():

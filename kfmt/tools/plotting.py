@@ -19,7 +19,7 @@ def save_figure(fig, stem: str, dpi: int = 110) -> list[str]:
     import io
     from pathlib import Path
 
-    from kfmt.tools import _write_all
+    from kfmt.publish import write_all
 
     staged = []
     for ext in ("png", "svg"):
@@ -27,5 +27,5 @@ def save_figure(fig, stem: str, dpi: int = 110) -> list[str]:
         fig.savefig(buf, format=ext, dpi=dpi)
         staged.append((Path(f"{stem}.{ext}"), buf.getvalue()))
     pyplot().close(fig)
-    _write_all(staged)
+    write_all(staged)
     return [str(p) for p, _ in staged]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kfmt
-from kfmt.cli_args import positive_int, topic_names
 from kfmt.segments import segment_files
+from kfmt.tools.args import positive_int, topic_names
 from kfmt.txn import txn_index_entry
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

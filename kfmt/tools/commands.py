@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from kfmt import diff, dump, explain, spark_jobs, synth
+    from kfmt.spark import jobs as spark_jobs
+    from kfmt.tools import diff, dump, explain, synth
 
     dump.add_parser(sub)
     spark_jobs.add_parser(sub)
@@ -37,7 +38,7 @@ def register(sub) -> None:
 
 
 def _convert(args) -> int:
-    from kfmt.tools import convert_paths
+    from kfmt.tools.convert import convert_paths
 
     return convert_paths(
         args.src,

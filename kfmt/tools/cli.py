@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the source tree (schemas/, generated/ beside kfmt/)
 
 
 def _cmd_generate(args) -> int:
@@ -80,13 +80,13 @@ def _cmd_formats(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from kfmt.demo import run
+    from kfmt.tools.demo import run
 
     return run(args)
 
 
 def build_parser():
-    from kfmt.cli_args import Parser, existing_path, positive_int
+    from kfmt.tools.args import Parser, existing_path, positive_int
 
     p = Parser(
         prog="kfmt",
@@ -131,7 +131,7 @@ def build_parser():
     d.add_argument("--codec-only", action="store_true", help="only encode a v2 batch and show it field by field")
     d.set_defaults(func=_cmd_demo)
 
-    from kfmt import cli_tools
+    from kfmt.tools import commands as cli_tools
 
     cli_tools.register(sub)
     return p

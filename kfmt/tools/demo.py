@@ -29,7 +29,7 @@ def run_codec_demo() -> None:
         base_sequence=0,
     )
     print(f"v2 batch, {len(data)} bytes:")
-    from kfmt.explain import hexdump
+    from kfmt.tools.explain import hexdump
 
     hexdump(v2, data)
     (batch,) = kfmt.read_batches(data)
@@ -45,9 +45,9 @@ def run_codec_demo() -> None:
 
 
 def run(args) -> int:
-    from kfmt import diff
-    from kfmt.spark_jobs import DEFAULT_FORMATS, compare, render_compare, session
-    from kfmt.synth import SynthConfig, synth
+    from kfmt.spark.jobs import DEFAULT_FORMATS, compare, render_compare, session
+    from kfmt.tools import diff
+    from kfmt.tools.synth import SynthConfig, synth
 
     if args.codec_only:
         run_codec_demo()
@@ -123,7 +123,7 @@ def run(args) -> int:
 
 
 def _bar_plot(res: dict, stem: str) -> list[str]:
-    from kfmt.plotting import pyplot, save_figure
+    from kfmt.tools.plotting import pyplot, save_figure
 
     plt = pyplot()
     fmts = list(res)

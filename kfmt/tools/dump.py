@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kfmt.api import scan
-from kfmt.cli_args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.logdir import Segment, find_segments
 from kfmt.logfiles import READERS, kind_of
 from kfmt.runtime.errors import CodecError
+from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
 
 

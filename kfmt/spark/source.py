@@ -603,7 +603,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
         import pyarrow as pa
 
-        from kfmt.tools import encode_rows
+        from kfmt.spark.writer import encode_rows
 
         groups: dict = {}
         skipped = 0
@@ -630,7 +630,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
     def commit(self, messages):
         import shutil
 
-        from kfmt.tools import commit_partitions
+        from kfmt.spark.writer import commit_partitions
 
         try:
             skipped = sum(getattr(m, "skipped", 0) for m in messages or [])

@@ -15,37 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import kfmt
-from kfmt.api import get_format, scan
-from kfmt.cli_args import CODECS, codec_list, int_at_least, int_list, non_negative_int
+from kfmt.api import get_format
+from kfmt.measure import (
+    LEVELS,
+    _header_key,
+    _mod,
+    corpus_sizes,
+    fid,
+    levels,
+    table,
+)
+from kfmt.tools.args import CODECS, codec_list, int_at_least, int_list, non_negative_int
 
-LEVELS = ("batch", "record", "header")
 TIMESTAMP0 = 1_700_000_000_000
 
 
-def _mod(f):
-    return get_format(f) if isinstance(f, str) else f
-
-
-def fid(mod) -> str:
-    return mod.FORMAT_ID
-
-
 # ------------------------------------------------------------------ levels and structure
-def levels(mod) -> dict[str, str | None]:
-    """The struct at each level: batch (or message set), record (or message), header."""
-    layout = mod.codec.LAYOUT
-    root = mod.codec.ROOT_STRUCT
-    if mod.ROLE == "message":
-        batch, record = None, root
-    else:
-        batch = root
-        record = next((t[1:].split("]")[0] for n, t, _ in layout[root] if n == "records"), None)
-    header = None
-    if record:
-        header = next((t[1:].split("]")[0] for n, t, _ in layout[record] if n == "headers"), None)
-    return {"batch": batch, "record": record, "header": header}
-
-
 @dataclass
 class StructureRow:
     level: str
@@ -97,14 +82,6 @@ def _strip(label: str) -> str:
 
 
 # ------------------------------------------------------------------ workload
-def _header_key(mod, i: int):
-    lv = levels(mod)
-    if not lv["header"]:
-        return None
-    ktype = next(t for n, t, _ in mod.codec.LAYOUT[lv["header"]] if n == "key")
-    return i if ktype.startswith(("int", "uint")) else f"h{i}"
-
-
 def workload_records(mod, n, key_size, value_size, headers, header_size=8, timestamp_step=0):
     hk = [_header_key(mod, i) for i in range(headers)]
     if headers and hk[0] is None:
@@ -142,108 +119,7 @@ def workload_rows(formats, *, batch_sizes=(1, 3, 10, 50, 100), key_size=10, valu
 
 
 # ------------------------------------------------------------------ corpus
-TOTALS = ("bytes", "records", "payload", "skipped", "skipped_records", "headers_dropped")
-
-
-def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None = None) -> dict:
-    """Re-encode every batch of the logs under ``paths`` into each format and codec.
-
-    Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "skipped",
-    "skipped_records", "headers_dropped", "fields": {...}}}}``; ``fields`` attributes the bytes of the
-    uncompressed encoding to schema fields (see kfmt.explain); ``skipped``/``skipped_records`` count the
-    batches and records a format or codec cannot carry, ``headers_dropped`` the headers a format without
-    headers leaves out.  ``account``, if given, is filled with what was read: ``records``, ``batches``,
-    ``control_records`` (markers are not data: never re-encoded), ``corrupt_batches`` and
-    ``unread_bytes``, so that for every format and codec
-    ``records + skipped_records + control_records == account["records"]``.
-    """
-    from kfmt.logdir import find_segments
-
-    mods = [_mod(f) for f in formats]
-    out = new_totals(mods, codecs)
-    acct = account if account is not None else {}
-    for k in ("records", "batches", "control_records", "corrupt_batches", "unread_bytes"):
-        acct.setdefault(k, 0)
-    for seg in find_segments(paths):
-        for pos, end, batch in scan(seg.path, skip_corrupt=True):
-            if isinstance(batch, kfmt.CodecError):
-                acct["unread_bytes"] += end - pos
-                acct["corrupt_batches"] += getattr(batch, "unread", None) is None
-                continue
-            acct["batches"] += 1
-            acct["records"] += len(batch.records)
-            if batch.is_control:
-                acct["control_records"] += len(batch.records)
-                continue
-            if not batch.records:
-                continue
-            recs = [
-                kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records
-            ]
-            add_batch(out, mods, codecs, recs)
-    return finish_totals(out)
-
-
-def new_totals(mods, codecs) -> dict:
-    return {fid(m): {c: dict.fromkeys(TOTALS, 0) | {"fields": {}} for c in codecs} for m in mods}
-
-
-def add_batch(out: dict, mods, codecs, recs) -> None:
-    """Re-encode one source batch into every format and codec and add it to the totals (shared with Spark)."""
-    from kfmt.explain import attribute
-
-    payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
-    headers = sum(len(r.headers) for r in recs)
-    for m in mods:
-        dropped = 0 if levels(m)["header"] else headers
-        for c in codecs:
-            acc = out[fid(m)][c]
-            try:
-                blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=c)
-            except kfmt.CodecError:
-                acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
-                acc["skipped_records"] += len(recs)
-                continue
-            acc["headers_dropped"] += dropped
-            acc["bytes"] += len(blob)
-            acc["records"] += len(recs)
-            acc["payload"] += payload
-            if c == "none":
-                for k, v in attribute(m, blob).items():
-                    acc["fields"][k] = acc["fields"].get(k, 0) + v
-
-
-def finish_totals(out: dict) -> dict:
-    for per in out.values():
-        for acc in per.values():
-            acc["bytes_per_record"] = acc["bytes"] / acc["records"] if acc["records"] else None
-    return out
-
-
-def _fit(mod, recs):
-    """Records as the format can carry them: header keys converted for int-keyed formats, dropped if none."""
-    if not levels(mod)["header"]:
-        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs]
-    if _header_key(mod, 0) == 0:
-        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp,
-                            headers=[(i, v) for i, (_, v) in enumerate(r.headers)]) for r in recs]  # fmt: skip
-    return recs
-
-
 # ------------------------------------------------------------------ rendering
-def table(headers: list[str], rows: list[list], markdown: bool) -> str:
-    cells = [[str(c) for c in r] for r in rows]
-    if markdown:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in cells]
-        return "\n".join(out)
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join(x.rstrip() for x in out)
-
-
 def render_structure(formats, markdown=False) -> str:
     mods = [_mod(f) for f in formats]
     rows = structure(mods)
@@ -270,7 +146,7 @@ def render_workload(rows, formats, markdown=False) -> str:
 
 def plot(rows, formats, stem: str) -> list[str]:
     """Overhead per record against batch size, one line per format; writes <stem>.png and <stem>.svg."""
-    from kfmt.plotting import pyplot, save_figure
+    from kfmt.tools.plotting import pyplot, save_figure
 
     plt = pyplot()
     ids = [fid(_mod(f)) for f in formats]

@@ -1,0 +1,60 @@
+"""The format registry: the generated formats, their backends, and the formats a log is read with by
+magic byte. A leaf of the library: it imports only the runtime and the generated packages."""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import Any
+
+from kfmt.runtime.errors import UnsupportedCodecError
+
+
+@lru_cache(maxsize=None)
+def format_ids() -> tuple[str, ...]:
+    """Ids of every generated format (schema file stems)."""
+    import generated
+
+    return tuple(generated.FORMATS)
+
+
+@lru_cache(maxsize=None)
+def get_format(fmt):
+    """The generated package of format ``fmt`` (an id such as ``kafka_v2``, or a package generated with
+    ``kfmt generate --out`` elsewhere, passed as the imported module)."""
+    if not isinstance(fmt, str):
+        if not hasattr(fmt, "codec") or not hasattr(fmt, "FORMAT_ID"):
+            raise UnsupportedCodecError(f"format must be a format id or a generated format package, not {fmt!r}")
+        return fmt
+    if fmt not in format_ids():
+        raise UnsupportedCodecError(f"unknown format {fmt!r}; known: {', '.join(format_ids())}")
+    return importlib.import_module(f"generated.{fmt}")
+
+
+#: the backends a format is read and written with: ``python`` (the optimised codec, ``codec.py``) and
+#: ``construct`` (the Construct reference); ``codec``, the earlier name of ``python``, is still accepted
+BACKENDS = ("python", "construct")
+ALIASES = {"codec": "python"}
+
+
+@lru_cache(maxsize=None)
+def backend_module(fmt, backend: str = "python"):
+    """The module of one backend of a format: ``python`` (optimised) or ``construct`` (reference)."""
+    backend = ALIASES.get(backend, backend)
+    if backend not in BACKENDS:
+        raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    pkg = get_format(fmt)
+    return pkg.codec if backend == "python" else importlib.import_module(f"{pkg.__name__}.construct")
+
+
+@lru_cache(maxsize=None)
+def by_magic() -> dict[int, Any]:
+    """Auto-detected formats by magic: only real Kafka formats, never the proposals that reuse a magic."""
+    table = {}
+    for fid in format_ids():
+        mod = get_format(fid)
+        if mod.AUTO_DETECT:
+            if mod.MAGIC in table:
+                raise RuntimeError(f"two auto-detected formats claim magic {mod.MAGIC}")
+            table[mod.MAGIC] = mod
+    return table

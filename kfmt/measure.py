@@ -1,0 +1,238 @@
+"""Measurement: the levels of a format, bytes by field (traced through the Construct backend), and
+logs re-encoded into other formats with their totals; shared by ``kfmt diff``, ``kfmt explain`` and the
+Spark jobs."""
+
+from __future__ import annotations
+
+import importlib
+import io
+from collections import Counter
+from contextlib import contextmanager
+
+import construct as c
+
+import kfmt
+from kfmt.api import iter_entries, scan
+from kfmt.formats import get_format
+from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
+from kfmt.runtime.options import DEFAULT_OPTIONS
+
+LEVELS = ("batch", "record", "header")
+
+
+def _mod(f):
+    return get_format(f) if isinstance(f, str) else f
+
+
+def fid(mod) -> str:
+    return mod.FORMAT_ID
+
+
+def levels(mod) -> dict[str, str | None]:
+    """The struct at each level: batch (or message set), record (or message), header."""
+    layout = mod.codec.LAYOUT
+    root = mod.codec.ROOT_STRUCT
+    if mod.ROLE == "message":
+        batch, record = None, root
+    else:
+        batch = root
+        record = next((t[1:].split("]")[0] for n, t, _ in layout[root] if n == "records"), None)
+    header = None
+    if record:
+        header = next((t[1:].split("]")[0] for n, t, _ in layout[record] if n == "headers"), None)
+    return {"batch": batch, "record": record, "header": header}
+
+
+def _header_key(mod, i: int):
+    lv = levels(mod)
+    if not lv["header"]:
+        return None
+    ktype = next(t for n, t, _ in mod.codec.LAYOUT[lv["header"]] if n == "key")
+    return i if ktype.startswith(("int", "uint")) else f"h{i}"
+
+
+TOTALS = ("bytes", "records", "payload", "skipped", "skipped_records", "headers_dropped")
+
+
+def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None = None) -> dict:
+    """Re-encode every batch of the logs under ``paths`` into each format and codec.
+
+    Returns ``{format: {codec: {"bytes", "records", "payload", "bytes_per_record", "skipped",
+    "skipped_records", "headers_dropped", "fields": {...}}}}``; ``fields`` attributes the bytes of the
+    uncompressed encoding to schema fields (see kfmt.tools.explain); ``skipped``/``skipped_records`` count the
+    batches and records a format or codec cannot carry, ``headers_dropped`` the headers a format without
+    headers leaves out.  ``account``, if given, is filled with what was read: ``records``, ``batches``,
+    ``control_records`` (markers are not data: never re-encoded), ``corrupt_batches`` and
+    ``unread_bytes``, so that for every format and codec
+    ``records + skipped_records + control_records == account["records"]``.
+    """
+    from kfmt.logdir import find_segments
+
+    mods = [_mod(f) for f in formats]
+    out = new_totals(mods, codecs)
+    acct = account if account is not None else {}
+    for k in ("records", "batches", "control_records", "corrupt_batches", "unread_bytes"):
+        acct.setdefault(k, 0)
+    for seg in find_segments(paths):
+        for pos, end, batch in scan(seg.path, skip_corrupt=True):
+            if isinstance(batch, kfmt.CodecError):
+                acct["unread_bytes"] += end - pos
+                acct["corrupt_batches"] += getattr(batch, "unread", None) is None
+                continue
+            acct["batches"] += 1
+            acct["records"] += len(batch.records)
+            if batch.is_control:
+                acct["control_records"] += len(batch.records)
+                continue
+            if not batch.records:
+                continue
+            recs = [
+                kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records
+            ]
+            add_batch(out, mods, codecs, recs)
+    return finish_totals(out)
+
+
+def new_totals(mods, codecs) -> dict:
+    return {fid(m): {c: dict.fromkeys(TOTALS, 0) | {"fields": {}} for c in codecs} for m in mods}
+
+
+def add_batch(out: dict, mods, codecs, recs) -> None:
+    """Re-encode one source batch into every format and codec and add it to the totals (shared with Spark)."""
+    payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+    headers = sum(len(r.headers) for r in recs)
+    for m in mods:
+        dropped = 0 if levels(m)["header"] else headers
+        for codec in codecs:
+            acc = out[fid(m)][codec]
+            try:
+                blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=codec)
+            except kfmt.CodecError:
+                acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
+                acc["skipped_records"] += len(recs)
+                continue
+            acc["headers_dropped"] += dropped
+            acc["bytes"] += len(blob)
+            acc["records"] += len(recs)
+            acc["payload"] += payload
+            if codec == "none":
+                for k, v in attribute(m, blob).items():
+                    acc["fields"][k] = acc["fields"].get(k, 0) + v
+
+
+def finish_totals(out: dict) -> dict:
+    for per in out.values():
+        for acc in per.values():
+            acc["bytes_per_record"] = acc["bytes"] / acc["records"] if acc["records"] else None
+    return out
+
+
+def _fit(mod, recs):
+    """Records as the format can carry them: header keys converted for int-keyed formats, dropped if none."""
+    if not levels(mod)["header"]:
+        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs]
+    if _header_key(mod, 0) == 0:
+        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp,
+                            headers=[(i, v) for i, (_, v) in enumerate(r.headers)]) for r in recs]  # fmt: skip
+    return recs
+
+
+def table(headers: list[str], rows: list[list], markdown: bool) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in cells]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join(x.rstrip() for x in out)
+
+
+@contextmanager
+def _tracing(events):
+    orig = c.Construct._parsereport
+
+    def traced(self, stream, context, path):
+        start = stream.tell()
+        obj = orig(self, stream, context, path)
+        if isinstance(self, c.Renamed) and self.name:
+            events.append((path, self.name, self.subcon, stream, start, stream.tell(), obj))
+        elif isinstance(self, (Region, CrcGuarded)):
+            name = self.lname if isinstance(self, Region) else self.cname
+            events.append((path, name, self, stream, start, stream.tell(), obj))
+        return obj
+
+    c.Construct._parsereport = traced
+    try:
+        yield
+    finally:
+        c.Construct._parsereport = orig
+
+
+def _absolute(stream, offset):
+    """Offset in the outermost stream, or None inside a decompressed stream."""
+    while isinstance(stream, SubStream):
+        if stream.compressed:
+            return None
+        offset += stream.base
+        stream = stream.parent
+    return offset
+
+
+def _label(path: str, name: str) -> str:
+    parts = [p.strip() for p in path.split("->")[1:]]
+    parts = [p for p in parts if p and not p.startswith(("_g", "[", "(")) and not p.isdigit()]
+    if not parts or parts[-1] != name:
+        parts.append(name)
+    dedup = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return ".".join(dedup)
+
+
+def byte_labels(mod, data: bytes) -> list[str | None]:
+    """The field each byte of one entry (``data``) belongs to (innermost field wins)."""
+    con = importlib.import_module(f"{mod.__name__}.construct")
+    events: list = []
+    labels: list[str | None] = [None] * len(data)
+    stream = io.BytesIO(data)
+    with _tracing(events):
+        con.CONSTRUCT.parse_stream(stream, verify_crc=False, opts=DEFAULT_OPTIONS)
+    for path, name, sub, st, start, end, obj in events:  # children complete (and claim bytes) first
+        a = _absolute(st, start)
+        if a is None:
+            continue
+        label = _label(path, name)
+        b = _absolute(st, end)
+        if isinstance(obj, (bytes, str)) and isinstance(_unwrap(sub), KBytes):
+            payload = len(obj.encode("utf-8", "surrogateescape") if isinstance(obj, str) else obj)
+            for i in range(b - payload, b):
+                if labels[i] is None:
+                    labels[i] = f"{label} [payload]"
+        if _compressed_under(events, sub, st):
+            label += " (compressed)"
+        for i in range(a, b):
+            if labels[i] is None:
+                labels[i] = label
+    return labels
+
+
+def _unwrap(sub):
+    while isinstance(sub, c.IfThenElse):
+        sub = sub.thensubcon
+    return sub
+
+
+def _compressed_under(events, sub, stream) -> bool:
+    """Whether a KafkaCompressed field actually held a compressed stream (its bytes are then opaque)."""
+    if not isinstance(_unwrap(sub), KafkaCompressed):
+        return False
+    return any(isinstance(e[3], SubStream) and e[3].compressed and e[3].parent is stream for e in events)
+
+
+def attribute(mod, blob: bytes) -> dict[str, int]:
+    """Bytes of an encoded log (one or more entries) by field label, payload bytes marked ``[payload]``."""
+    out: Counter = Counter()
+    for pos, end, _magic in iter_entries(blob):
+        out.update(x or "(unattributed)" for x in byte_labels(mod, blob[pos:end]))
+    return dict(out)

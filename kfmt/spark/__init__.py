@@ -1,0 +1,33 @@
+"""Kafka log segments as Spark DataFrames (PySpark's Python Data Source API, Spark 4).
+
+    import kfmt.spark
+    kfmt.spark.register(spark)
+    df = spark.read.format("kafka-log").load("/data/kafka-logs")
+
+The source and its planning (:mod:`kfmt.spark.source`), the writer's row encoding and commit
+(:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
+"""
+
+from kfmt.spark.source import (
+    KafkaLogDataSource,
+    KafkaLogReader,
+    KafkaLogWriter,
+    SegmentGroup,
+    SegmentSlice,
+    arrow_schema,
+    read_slice,
+    register,
+    save,
+)
+
+__all__ = [
+    "KafkaLogDataSource",
+    "KafkaLogReader",
+    "KafkaLogWriter",
+    "SegmentGroup",
+    "SegmentSlice",
+    "arrow_schema",
+    "read_slice",
+    "register",
+    "save",
+]
