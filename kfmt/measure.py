@@ -29,26 +29,17 @@ def fid(mod) -> str:
 
 
 def levels(mod) -> dict[str, str | None]:
-    """The struct at each level: batch (or message set), record (or message), header."""
-    layout = mod.codec.LAYOUT
-    root = mod.codec.ROOT_STRUCT
-    if mod.ROLE == "message":
-        batch, record = None, root
-    else:
-        batch = root
-        record = next((t[1:].split("]")[0] for n, t, _ in layout[root] if n == "records"), None)
-    header = None
-    if record:
-        header = next((t[1:].split("]")[0] for n, t, _ in layout[record] if n == "headers"), None)
-    return {"batch": batch, "record": record, "header": header}
+    """The struct at each level: batch (or message set), record (or message), header (the generated
+    package's ``LEVELS``)."""
+    return dict(mod.LEVELS)
 
 
 def _header_key(mod, i: int):
     lv = levels(mod)
     if not lv["header"]:
         return None
-    ktype = next(t for n, t, _ in mod.codec.LAYOUT[lv["header"]] if n == "key")
-    return i if ktype.startswith(("int", "uint")) else f"h{i}"
+    key = next(f for f in mod.FIELDS[lv["header"]] if f.name == "key")
+    return i if key.kind in ("int", "varint") else f"h{i}"
 
 
 TOTALS = ("bytes", "records", "payload", "skipped", "skipped_records", "headers_dropped")

@@ -102,3 +102,25 @@ def test_show_ir_prints_the_golden_ir(capsys):
     assert capsys.readouterr().out == want
     assert main(["generate", "--show-ir", "kafka_v2", "--until", "resolve"]) == 0
     assert "budget" not in capsys.readouterr().out  # before the budget pass, no array has one
+
+
+def test_field_tables_give_kafkas_offsets():
+    """``FIELDS`` (generated from the IR's layout pass) against the offsets Kafka's source declares:
+    DefaultRecordBatch (BASE_OFFSET_OFFSET 0 ... RECORDS_COUNT_OFFSET 57, RECORDS_OFFSET 61) and
+    LegacyRecord after the 12-byte log overhead (CRC 12, MAGIC 16, ATTRIBUTES 17, v1 TIMESTAMP 18, key
+    size at 18 in v0 and 26 in v1)."""
+    import kfmt.formats as f
+
+    v2 = {x.name: x.offset for x in f.get_format("kafka_v2").FIELDS["batch"]}
+    assert v2 == {"base_offset": 0, "batch_length": 8, "partition_leader_epoch": 12, "magic": 16, "crc": 17,
+                  "attributes": 21, "last_offset_delta": 23, "base_timestamp": 27, "max_timestamp": 35,
+                  "producer_id": 43, "producer_epoch": 51, "base_sequence": 53, "num_records": 57,
+                  "records": 61}  # fmt: skip
+    v1 = {x.name: x.offset for x in f.get_format("kafka_v1").FIELDS["message"]}
+    v0 = {x.name: x.offset for x in f.get_format("kafka_v0").FIELDS["message"]}
+    assert (v1["crc"], v1["magic"], v1["attributes"], v1["timestamp"], v1["key"]) == (12, 16, 17, 18, 26)
+    assert (v0["crc"], v0["magic"], v0["attributes"], v0["key"]) == (12, 16, 17, 18)
+    assert f.get_format("kafka_v2").LEVELS == {"batch": "batch", "record": "record", "header": "header"}
+    assert f.get_format("kafka_v1").LEVELS == {"batch": None, "record": "message", "header": None}
+    widths = {x.name: x.width for x in f.get_format("kafka_v2").FIELDS["record"]}
+    assert widths["attributes"] == 1 and widths["key"] is None  # a varint-prefixed blob has no fixed width

@@ -69,7 +69,7 @@ def test_plain_install_does_not_pull_in_the_generator_dependencies(wheel):
         assert any('extra == "generate"' in ln for ln in lines), lines
     # the codecs and the runtime need neither: a plain install reads logs
     assert "generated/kafka_v2/codec.py" in names and "kfmt/runtime/compression.py" in names
-    assert "generator/templates/codec.py.j2" in names
+    assert "generator/backends/python/templates/codec.py.j2" in names
 
 
 def test_generate_from_an_installed_wheel(installed, tmp_path):

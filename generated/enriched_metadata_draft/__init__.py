@@ -5,7 +5,7 @@
 
 """enriched_metadata_draft: Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags.
 
-Backends: ``codec`` (optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
 """
 
 from . import codec
@@ -23,15 +23,174 @@ from .codec import (
     encoded_size,
 )
 from .model import Message
+from kfmt.runtime.model import FieldInfo as _F
 
 DOC = "Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags."
 DOC_REF = "Seed 002_3cf7a26dc3bc256e.txt (\"Kafka Enriched Message Metadata\", proposed new message format). Message => Crc MagicByte Attributes Timestamp KafkaTagLength [KafkaTag] AppTagLength [AppTag] KeyLength Key ValueLength Value. Choices where the seed's edit history is ambiguous: the entry keeps Kafka's Offset (int64) then MessageSize (int32) order; Timestamp is int64 milliseconds (the seed's kafka_0 tag type); a Kafka tag value is int32-length-prefixed bytes so that unknown tag ids can be skipped, as the seed requires; a tag list length of -1 means \"no tags\" (the seed's best case); MagicByte is 1, as the seed says, so this format must be selected explicitly; a compressed message's offset is its first inner offset and inner offsets are relative to it, as the seed says."
+
+#: the struct at each level of the format (None where it has no such level), for tools
+LEVELS = {
+    "batch": None,
+    "record": "message",
+    "header": "app_tag",
+}
+#: every struct's fields in wire order (kfmt.runtime.model.FieldInfo: kind, wire type, width, offset ...)
+FIELDS = {
+    "kafka_tag": (
+        _F(
+            "tag_id",
+            "int",
+            "int8",
+            1,
+            0,
+            "int8",
+            "KafkaTagId",
+            None,
+        ),
+        _F(
+            "tag_value",
+            "blob",
+            "bytes<int32>",
+            None,
+            1,
+            "bytes<int32>",
+            "TagValue",
+            None,
+        ),
+    ),
+    "app_tag": (
+        _F(
+            "key",
+            "blob",
+            "string<int32>",
+            None,
+            0,
+            "string<int32>",
+            "AppTagKey",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "AppTagValue",
+            None,
+        ),
+    ),
+    "message": (
+        _F(
+            "offset",
+            "int",
+            "int64",
+            8,
+            0,
+            "int64",
+            "Offset",
+            None,
+        ),
+        _F(
+            "size",
+            "int",
+            "int32",
+            4,
+            8,
+            "int32 (length_of crc)",
+            "MessageSize",
+            None,
+        ),
+        _F(
+            "crc",
+            "int",
+            "uint32",
+            4,
+            12,
+            "uint32 (crc32 magic)",
+            "Crc",
+            None,
+        ),
+        _F(
+            "magic",
+            "int",
+            "int8 = 1",
+            1,
+            16,
+            "int8 = 1",
+            "MagicByte",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int8 {codec}",
+            1,
+            17,
+            "int8 {codec}",
+            "Attributes",
+            None,
+        ),
+        _F(
+            "timestamp",
+            "int",
+            "int64",
+            8,
+            18,
+            "int64",
+            "Timestamp",
+            None,
+        ),
+        _F(
+            "kafka_tags",
+            "array",
+            "[kafka_tag]<rest> sized<int32>",
+            None,
+            26,
+            "[kafka_tag]<rest> sized<int32>",
+            "KafkaTag",
+            "kafka_tag",
+        ),
+        _F(
+            "headers",
+            "array",
+            "[app_tag]<rest> sized<int32>",
+            None,
+            None,
+            "[app_tag]<rest> sized<int32>",
+            "AppTag",
+            "app_tag",
+        ),
+        _F(
+            "key",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "Key",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "Value",
+            None,
+        ),
+    ),
+}
 
 __all__ = [
     "AUTO_DETECT",
     "DOC",
     "DOC_REF",
+    "FIELDS",
     "FORMAT_ID",
+    "LEVELS",
     "MAGIC",
     "ROLE",
     "ROOT",

@@ -56,30 +56,6 @@ ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "relative_to_first"
 INDEX_OFFSETS = True  # whether encode_all numbers a message without an offset first_index + i
-ROOT_STRUCT = "message"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "kafka_tag": (
-        ("tag_id", "int8", "KafkaTagId"),
-        ("tag_value", "bytes<int32>", "TagValue"),
-    ),
-    "app_tag": (
-        ("key", "string<int32>", "AppTagKey"),
-        ("value", "bytes<int32>?", "AppTagValue"),
-    ),
-    "message": (
-        ("offset", "int64", "Offset"),
-        ("size", "int32 (length_of crc)", "MessageSize"),
-        ("crc", "uint32 (crc32 magic)", "Crc"),
-        ("magic", "int8 = 1", "MagicByte"),
-        ("attributes", "int8 {codec}", "Attributes"),
-        ("timestamp", "int64", "Timestamp"),
-        ("kafka_tags", "[kafka_tag]<rest> sized<int32>", "KafkaTag"),
-        ("headers", "[app_tag]<rest> sized<int32>", "AppTag"),
-        ("key", "bytes<int32>?", "Key"),
-        ("value", "bytes<int32>?", "Value"),
-    ),
-}
 
 
 _new_object = object.__new__

@@ -5,7 +5,7 @@
 
 """kafka_v0: Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message.
 
-Backends: ``codec`` (optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
 """
 
 from . import codec
@@ -23,15 +23,100 @@ from .codec import (
     encoded_size,
 )
 from .model import Message
+from kfmt.runtime.model import FieldInfo as _F
 
 DOC = "Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message."
 DOC_REF = 'Kafka LegacyRecord.java and AbstractLegacyRecordBatch.java; docs/implementation.html "Old Message Format"'
+
+#: the struct at each level of the format (None where it has no such level), for tools
+LEVELS = {
+    "batch": None,
+    "record": "message",
+    "header": None,
+}
+#: every struct's fields in wire order (kfmt.runtime.model.FieldInfo: kind, wire type, width, offset ...)
+FIELDS = {
+    "message": (
+        _F(
+            "offset",
+            "int",
+            "int64",
+            8,
+            0,
+            "int64",
+            "",
+            None,
+        ),
+        _F(
+            "size",
+            "int",
+            "int32",
+            4,
+            8,
+            "int32 (length_of crc)",
+            "MessageSize",
+            None,
+        ),
+        _F(
+            "crc",
+            "int",
+            "uint32",
+            4,
+            12,
+            "uint32 (crc32 magic)",
+            "",
+            None,
+        ),
+        _F(
+            "magic",
+            "int",
+            "int8 = 0",
+            1,
+            16,
+            "int8 = 0",
+            "",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int8 {codec}",
+            1,
+            17,
+            "int8 {codec}",
+            "",
+            None,
+        ),
+        _F(
+            "key",
+            "blob",
+            "bytes<int32>?",
+            None,
+            18,
+            "bytes<int32>?",
+            "",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "",
+            None,
+        ),
+    ),
+}
 
 __all__ = [
     "AUTO_DETECT",
     "DOC",
     "DOC_REF",
+    "FIELDS",
     "FORMAT_ID",
+    "LEVELS",
     "MAGIC",
     "ROLE",
     "ROOT",

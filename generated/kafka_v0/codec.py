@@ -56,19 +56,6 @@ ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "absolute"
 INDEX_OFFSETS = True  # whether encode_all numbers a message without an offset first_index + i
-ROOT_STRUCT = "message"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "message": (
-        ("offset", "int64", ""),
-        ("size", "int32 (length_of crc)", "MessageSize"),
-        ("crc", "uint32 (crc32 magic)", ""),
-        ("magic", "int8 = 0", ""),
-        ("attributes", "int8 {codec}", ""),
-        ("key", "bytes<int32>?", ""),
-        ("value", "bytes<int32>?", ""),
-    ),
-}
 
 
 _new_object = object.__new__

@@ -5,7 +5,7 @@
 
 """kafka_v1: Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31).
 
-Backends: ``codec`` (optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
 """
 
 from . import codec
@@ -23,15 +23,110 @@ from .codec import (
     encoded_size,
 )
 from .model import Message
+from kfmt.runtime.model import FieldInfo as _F
 
 DOC = "Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31)."
 DOC_REF = 'Kafka LegacyRecord.java and AbstractLegacyRecordBatch.java; KIP-31, KIP-32; docs/implementation.html "Old Message Format"'
+
+#: the struct at each level of the format (None where it has no such level), for tools
+LEVELS = {
+    "batch": None,
+    "record": "message",
+    "header": None,
+}
+#: every struct's fields in wire order (kfmt.runtime.model.FieldInfo: kind, wire type, width, offset ...)
+FIELDS = {
+    "message": (
+        _F(
+            "offset",
+            "int",
+            "int64",
+            8,
+            0,
+            "int64",
+            "",
+            None,
+        ),
+        _F(
+            "size",
+            "int",
+            "int32",
+            4,
+            8,
+            "int32 (length_of crc)",
+            "MessageSize",
+            None,
+        ),
+        _F(
+            "crc",
+            "int",
+            "uint32",
+            4,
+            12,
+            "uint32 (crc32 magic)",
+            "",
+            None,
+        ),
+        _F(
+            "magic",
+            "int",
+            "int8 = 1",
+            1,
+            16,
+            "int8 = 1",
+            "",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int8 {codec, timestamp_type}",
+            1,
+            17,
+            "int8 {codec, timestamp_type}",
+            "",
+            None,
+        ),
+        _F(
+            "timestamp",
+            "int",
+            "int64",
+            8,
+            18,
+            "int64",
+            "",
+            None,
+        ),
+        _F(
+            "key",
+            "blob",
+            "bytes<int32>?",
+            None,
+            26,
+            "bytes<int32>?",
+            "",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "",
+            None,
+        ),
+    ),
+}
 
 __all__ = [
     "AUTO_DETECT",
     "DOC",
     "DOC_REF",
+    "FIELDS",
     "FORMAT_ID",
+    "LEVELS",
     "MAGIC",
     "ROLE",
     "ROOT",

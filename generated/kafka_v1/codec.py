@@ -56,20 +56,6 @@ ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = "relative_to_last"
 INDEX_OFFSETS = True  # whether encode_all numbers a message without an offset first_index + i
-ROOT_STRUCT = "message"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "message": (
-        ("offset", "int64", ""),
-        ("size", "int32 (length_of crc)", "MessageSize"),
-        ("crc", "uint32 (crc32 magic)", ""),
-        ("magic", "int8 = 1", ""),
-        ("attributes", "int8 {codec, timestamp_type}", ""),
-        ("timestamp", "int64", ""),
-        ("key", "bytes<int32>?", ""),
-        ("value", "bytes<int32>?", ""),
-    ),
-}
 
 
 _new_object = object.__new__

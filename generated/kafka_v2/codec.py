@@ -56,43 +56,6 @@ ROOT = Batch
 ROLE = "batch"
 WRAP_OFFSETS = None
 INDEX_OFFSETS = False  # whether encode_all numbers a batch without an offset first_index + i
-ROOT_STRUCT = "batch"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "header": (
-        ("key", "string<varint>", "headerKey"),
-        ("value", "bytes<varint>?", "headerValue"),
-    ),
-    "control_key": (
-        ("version", "int16", ""),
-        ("control_type", "int16", "type"),
-    ),
-    "record": (
-        ("length", "varint (length_of attributes)", ""),
-        ("attributes", "int8", ""),
-        ("timestamp_delta", "varlong (delta_of timestamp)", "timestampDelta"),
-        ("offset_delta", "varint (delta_of offset)", "offsetDelta"),
-        ("key", "bytes<varint>?", ""),
-        ("value", "bytes<varint>?", ""),
-        ("headers", "[header]<varint>", "Headers"),
-    ),
-    "batch": (
-        ("base_offset", "int64", "baseOffset"),
-        ("batch_length", "int32 (length_of partition_leader_epoch)", "batchLength"),
-        ("partition_leader_epoch", "int32", "partitionLeaderEpoch"),
-        ("magic", "int8 = 2", ""),
-        ("crc", "uint32 (crc32c attributes)", ""),
-        ("attributes", "int16 {codec, timestamp_type, is_transactional, is_control, has_delete_horizon}", ""),
-        ("last_offset_delta", "int32 (last_of records.offset_delta)", "lastOffsetDelta"),
-        ("base_timestamp", "int64 (first_of records.timestamp)", "baseTimestamp"),
-        ("max_timestamp", "int64 (max_of records.timestamp)", "maxTimestamp"),
-        ("producer_id", "int64", "producerId"),
-        ("producer_epoch", "int16", "producerEpoch"),
-        ("base_sequence", "int32", "baseSequence"),
-        ("num_records", "int32 (count_of records)", "recordsCount"),
-        ("records", "[record]<num_records> codec-compressed", ""),
-    ),
-}
 
 
 _new_object = object.__new__

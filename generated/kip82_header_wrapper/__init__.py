@@ -5,7 +5,7 @@
 
 """kip82_header_wrapper: Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers.
 
-Backends: ``codec`` (optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
 """
 
 from . import codec
@@ -23,15 +23,162 @@ from .codec import (
     encoded_size,
 )
 from .model import Message
+from kfmt.runtime.model import FieldInfo as _F
 
 DOC = "Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers."
 DOC_REF = "Seed 003_103ca118558a9ea9.txt (\"Headers Value Message Wrapper\", child page of KIP-82): MessageAndOffset with MagicByte bumped to 2 and attribute bit 4 as the tombstone marker; MessageWrapper => MagicByte(int8, 0) HeadersLength(int32) Headers ValueLength(int32) Value; Header => Key(int32) ValueLength(int32) Value. KIP-87 gives the same layout with the tombstone bit. Choices: the wrapper keeps the seed's inner ValueLength (shared/spec section 8a's example omits it, so its 52-byte example is 56 bytes here); header values and the payload are nullable (-1); the codec bits are reserved and must be 0, since the seed does not describe compressed wrapped values. Magic 2 collides with real Kafka: select this format explicitly."
+
+#: the struct at each level of the format (None where it has no such level), for tools
+LEVELS = {
+    "batch": None,
+    "record": "message",
+    "header": "int_header",
+}
+#: every struct's fields in wire order (kfmt.runtime.model.FieldInfo: kind, wire type, width, offset ...)
+FIELDS = {
+    "int_header": (
+        _F(
+            "key",
+            "int",
+            "int32",
+            4,
+            0,
+            "int32",
+            "Key",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            4,
+            "bytes<int32>?",
+            "Value",
+            None,
+        ),
+    ),
+    "message": (
+        _F(
+            "offset",
+            "int",
+            "int64",
+            8,
+            0,
+            "int64",
+            "Offset",
+            None,
+        ),
+        _F(
+            "size",
+            "int",
+            "int32",
+            4,
+            8,
+            "int32 (length_of crc)",
+            "MessageSize",
+            None,
+        ),
+        _F(
+            "crc",
+            "int",
+            "uint32",
+            4,
+            12,
+            "uint32 (crc32 magic)",
+            "Crc",
+            None,
+        ),
+        _F(
+            "magic",
+            "int",
+            "int8 = 2",
+            1,
+            16,
+            "int8 = 2",
+            "MagicByte",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int8 {codec, timestamp_type, is_tombstone}",
+            1,
+            17,
+            "int8 {codec, timestamp_type, is_tombstone}",
+            "Attributes",
+            None,
+        ),
+        _F(
+            "timestamp",
+            "int",
+            "int64",
+            8,
+            18,
+            "int64",
+            "Timestamp",
+            None,
+        ),
+        _F(
+            "key",
+            "blob",
+            "bytes<int32>?",
+            None,
+            26,
+            "bytes<int32>?",
+            "Key",
+            None,
+        ),
+        _F(
+            "len_wrapper",
+            "int",
+            "int32",
+            4,
+            None,
+            "int32 (length_of wrapper_magic)",
+            "ValueLength",
+            None,
+        ),
+        _F(
+            "wrapper_magic",
+            "int",
+            "int8 = 0",
+            1,
+            None,
+            "int8 = 0",
+            "MagicByte",
+            None,
+        ),
+        _F(
+            "headers",
+            "array",
+            "[int_header]<rest> sized<int32>",
+            None,
+            None,
+            "[int_header]<rest> sized<int32>",
+            "Headers",
+            "int_header",
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<int32>?",
+            None,
+            None,
+            "bytes<int32>?",
+            "Value",
+            None,
+        ),
+    ),
+}
 
 __all__ = [
     "AUTO_DETECT",
     "DOC",
     "DOC_REF",
+    "FIELDS",
     "FORMAT_ID",
+    "LEVELS",
     "MAGIC",
     "ROLE",
     "ROOT",

@@ -56,27 +56,6 @@ ROOT = Message
 ROLE = "message"
 WRAP_OFFSETS = None
 INDEX_OFFSETS = False  # whether encode_all numbers a message without an offset first_index + i
-ROOT_STRUCT = "message"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "int_header": (
-        ("key", "int32", "Key"),
-        ("value", "bytes<int32>?", "Value"),
-    ),
-    "message": (
-        ("offset", "int64", "Offset"),
-        ("size", "int32 (length_of crc)", "MessageSize"),
-        ("crc", "uint32 (crc32 magic)", "Crc"),
-        ("magic", "int8 = 2", "MagicByte"),
-        ("attributes", "int8 {codec, timestamp_type, is_tombstone}", "Attributes"),
-        ("timestamp", "int64", "Timestamp"),
-        ("key", "bytes<int32>?", "Key"),
-        ("len_wrapper", "int32 (length_of wrapper_magic)", "ValueLength"),
-        ("wrapper_magic", "int8 = 0", "MagicByte"),
-        ("headers", "[int_header]<rest> sized<int32>", "Headers"),
-        ("value", "bytes<int32>?", "Value"),
-    ),
-}
 
 
 _new_object = object.__new__

@@ -5,7 +5,7 @@
 
 """kip98_draft: Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC.
 
-Backends: ``codec`` (optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
 """
 
 from . import codec
@@ -23,15 +23,212 @@ from .codec import (
     encoded_size,
 )
 from .model import Message, MessageSet
+from kfmt.runtime.model import FieldInfo as _F
 
 DOC = "Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC."
 DOC_REF = 'Seed 000_f6aa3f1cea1bc939.txt (KIP-98 "Message Format" draft, page version 7), quoted field by field below. Choices where the seed is silent: the set CRC is CRC-32 from Magic to the end of the set (the place and range of the v0/v1 CRC, since "the first four fields ... must be the same as the existing format"); a message\'s Length counts the bytes after it, CRC included; the message CRC is CRC-32 from Attributes up to the CRC; KeyLen is present whenever the key is non-null (the seed\'s "skip the key-length when the value is null" is read as a typo, since the key length cannot be computed when a key is present); Value runs to the CRC; Timestamp is absolute; the set has no record count (messages run to the end of the set).'
+
+#: the struct at each level of the format (None where it has no such level), for tools
+LEVELS = {
+    "batch": "message_set",
+    "record": "message",
+    "header": None,
+}
+#: every struct's fields in wire order (kfmt.runtime.model.FieldInfo: kind, wire type, width, offset ...)
+FIELDS = {
+    "message": (
+        _F(
+            "length",
+            "varint",
+            "uvarint",
+            None,
+            0,
+            "uvarint (length_of attributes)",
+            "Length",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int8 {null_key, null_value, is_control_message}",
+            1,
+            None,
+            "int8 {null_key, null_value, is_control_message}",
+            "Attributes",
+            None,
+        ),
+        _F(
+            "timestamp",
+            "int",
+            "int64",
+            8,
+            None,
+            "int64",
+            "Timestamp",
+            None,
+        ),
+        _F(
+            "offset_delta",
+            "varint",
+            "uvarint",
+            None,
+            None,
+            "uvarint (delta_of offset)",
+            "OffsetDelta",
+            None,
+        ),
+        _F(
+            "key",
+            "blob",
+            "bytes<uvarint> if not null_key",
+            None,
+            None,
+            "bytes<uvarint> if not null_key",
+            "Key",
+            None,
+        ),
+        _F(
+            "value",
+            "blob",
+            "bytes<rest> if not null_value",
+            None,
+            None,
+            "bytes<rest> if not null_value",
+            "Value",
+            None,
+        ),
+        _F(
+            "message_crc",
+            "int",
+            "uint32",
+            4,
+            None,
+            "uint32 (crc32 attributes)",
+            "CRC",
+            None,
+        ),
+    ),
+    "message_set": (
+        _F(
+            "base_offset",
+            "int",
+            "int64",
+            8,
+            0,
+            "int64",
+            "Offset",
+            None,
+        ),
+        _F(
+            "length",
+            "int",
+            "int32",
+            4,
+            8,
+            "int32 (length_of crc)",
+            "Length",
+            None,
+        ),
+        _F(
+            "crc",
+            "int",
+            "uint32",
+            4,
+            12,
+            "uint32 (crc32 magic)",
+            "CRC",
+            None,
+        ),
+        _F(
+            "magic",
+            "int",
+            "int8 = 2",
+            1,
+            16,
+            "int8 = 2",
+            "Magic",
+            None,
+        ),
+        _F(
+            "attributes",
+            "int",
+            "int16 {codec, timestamp_type, is_transactional}",
+            2,
+            17,
+            "int16 {codec, timestamp_type, is_transactional}",
+            "Attributes",
+            None,
+        ),
+        _F(
+            "last_offset_delta",
+            "int",
+            "int32",
+            4,
+            19,
+            "int32 (last_of records.offset_delta)",
+            "OffsetDelta",
+            None,
+        ),
+        _F(
+            "max_timestamp",
+            "int",
+            "int64",
+            8,
+            23,
+            "int64 (max_of records.timestamp)",
+            "MaxTimestamp",
+            None,
+        ),
+        _F(
+            "producer_id",
+            "int",
+            "int64",
+            8,
+            31,
+            "int64",
+            "PID",
+            None,
+        ),
+        _F(
+            "producer_epoch",
+            "int",
+            "int16",
+            2,
+            39,
+            "int16",
+            "Epoch",
+            None,
+        ),
+        _F(
+            "base_sequence",
+            "int",
+            "int32",
+            4,
+            41,
+            "int32",
+            "Sequence",
+            None,
+        ),
+        _F(
+            "records",
+            "array",
+            "[message]<rest> codec-compressed",
+            None,
+            45,
+            "[message]<rest> codec-compressed",
+            "Messages",
+            "message",
+        ),
+    ),
+}
 
 __all__ = [
     "AUTO_DETECT",
     "DOC",
     "DOC_REF",
+    "FIELDS",
     "FORMAT_ID",
+    "LEVELS",
     "MAGIC",
     "ROLE",
     "ROOT",

@@ -56,32 +56,6 @@ ROOT = MessageSet
 ROLE = "batch"
 WRAP_OFFSETS = None
 INDEX_OFFSETS = False  # whether encode_all numbers a message_set without an offset first_index + i
-ROOT_STRUCT = "message_set"
-#: struct -> ((field, type, Kafka name), ...), for tools (diff, explain)
-LAYOUT = {
-    "message": (
-        ("length", "uvarint (length_of attributes)", "Length"),
-        ("attributes", "int8 {null_key, null_value, is_control_message}", "Attributes"),
-        ("timestamp", "int64", "Timestamp"),
-        ("offset_delta", "uvarint (delta_of offset)", "OffsetDelta"),
-        ("key", "bytes<uvarint> if not null_key", "Key"),
-        ("value", "bytes<rest> if not null_value", "Value"),
-        ("message_crc", "uint32 (crc32 attributes)", "CRC"),
-    ),
-    "message_set": (
-        ("base_offset", "int64", "Offset"),
-        ("length", "int32 (length_of crc)", "Length"),
-        ("crc", "uint32 (crc32 magic)", "CRC"),
-        ("magic", "int8 = 2", "Magic"),
-        ("attributes", "int16 {codec, timestamp_type, is_transactional}", "Attributes"),
-        ("last_offset_delta", "int32 (last_of records.offset_delta)", "OffsetDelta"),
-        ("max_timestamp", "int64 (max_of records.timestamp)", "MaxTimestamp"),
-        ("producer_id", "int64", "PID"),
-        ("producer_epoch", "int16", "Epoch"),
-        ("base_sequence", "int32", "Sequence"),
-        ("records", "[message]<rest> codec-compressed", "Messages"),
-    ),
-}
 
 
 _new_object = object.__new__

@@ -8,7 +8,7 @@ batch reports ``producer_id == -1`` and ``timestamp_type is None``, as Kafka doe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 _STD_RECORD = ("offset", "timestamp", "key", "value", "headers", "control")
 
@@ -158,3 +158,20 @@ class Message(Record, Batch):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields if f != "messages")
         n = "None" if self.messages is None else f"<{len(self.messages)}>"
         return f"{type(self).__name__}({inner}, messages={n})"
+
+
+class FieldInfo(NamedTuple):
+    """One field of a format's struct, for tools (``FIELDS`` of a generated format package): its wire
+    ``kind`` (int, varint, blob, struct, array), ``wire`` type (``int32``, ``varint``, ``bytes(int32)``...),
+    fixed ``width`` in bytes (None when variable), fixed ``offset`` from the struct's start (None after a
+    variable-size field), the full ``label`` (with what it is derived from), Kafka's name, and the struct
+    an array or struct field holds (``elem``)."""
+
+    name: str
+    kind: str
+    wire: str
+    width: int | None
+    offset: int | None
+    label: str
+    orig_name: str
+    elem: str | None

@@ -46,7 +46,7 @@ def structure(formats) -> list[StructureRow]:
         per = []
         for m in mods:
             s = levels(m)[level]
-            per.append({n: (i, t) for i, (n, t, _) in enumerate(m.codec.LAYOUT[s])} if s else {})
+            per.append({f.name: (i, f) for i, f in enumerate(m.FIELDS[s])} if s else {})
         names: list[str] = []
         for fields in per:
             for n in sorted(fields, key=lambda x: fields[x][0]):
@@ -61,12 +61,12 @@ def structure(formats) -> list[StructureRow]:
                     cells.append("—")
                     status.append("removed" if n in base and j else "")
                     continue
-                cells.append(fields[n][1])
+                cells.append(fields[n][1].label)
                 if j == 0:
                     status.append("")
                 elif n not in base:
                     status.append("added")
-                elif _strip(fields[n][1]) != _strip(base[n][1]):
+                elif fields[n][1].wire != base[n][1].wire:  # the type, not what it is derived from
                     status.append("retyped")
                 else:
                     common = [x for x in sorted(fields, key=lambda x: fields[x][0]) if x in base]
@@ -74,11 +74,6 @@ def structure(formats) -> list[StructureRow]:
                     status.append("moved" if common.index(n) != common_base.index(n) else "")
             rows.append(StructureRow(level, n, cells, status))
     return rows
-
-
-def _strip(label: str) -> str:
-    """The wire type of a label, without the derivation note (a derived field may derive from a renamed one)."""
-    return label.split(" (")[0]
 
 
 # ------------------------------------------------------------------ workload

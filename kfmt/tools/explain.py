@@ -55,12 +55,11 @@ def draw(mod, stem: str) -> list[str]:
 
     from kfmt.measure import levels
 
-    layout = mod.codec.LAYOUT
     lv = [(k, s) for k, s in levels(mod).items() if s]
     width = 16  # bytes per row
     rows_needed = []
     for _, s in lv:
-        units = sum(_units(t) for _, t, _ in layout[s])
+        units = sum(_units(f) for f in mod.FIELDS[s])
         rows_needed.append(max(1, -(-units // width)))
     fig_h = sum(r * 0.7 + 0.8 for r in rows_needed) + 0.4
     fig, ax = plt.subplots(figsize=(12, fig_h))
@@ -71,16 +70,17 @@ def draw(mod, stem: str) -> list[str]:
     for level, s in lv:
         ax.text(0, y - 0.35, f"{level} level: struct '{s}'", fontsize=10, weight="bold", va="center")
         y -= 0.7
-        x, off, static = 0.0, 0, True
-        for k, (name, t, _orig) in enumerate(layout[s]):
-            u = _units(t)
-            size = _static_size(t)
+        x = 0.0
+        for k, f in enumerate(mod.FIELDS[s]):
+            name = f.name
+            u = _units(f)
+            size = f.width
             remaining: float = u
             while remaining > 0:
                 take = min(remaining, width - x)
                 ax.add_patch(Rectangle((x, y - 0.6), take, 0.6, facecolor=colors[k % len(colors)], edgecolor="black"))
                 if remaining == u:
-                    where = f"@{off}" if static else "@var"
+                    where = f"@{f.offset}" if f.offset is not None else "@var"
                     txt = f"{name}\n{size if size else 'var'}B {where}"
                     ax.text(x + take / 2, y - 0.3, txt, ha="center", va="center", fontsize=6.5)
                 remaining -= take
@@ -88,10 +88,6 @@ def draw(mod, stem: str) -> list[str]:
                 if x >= width:
                     x = 0
                     y -= 0.7
-            if size is None:
-                static = False
-            else:
-                off += size
         y -= 0.7 if x else 0
         y -= 0.5
     ax.set_ylim(y, 0.2)
@@ -100,15 +96,9 @@ def draw(mod, stem: str) -> list[str]:
     return save_figure(fig, stem)
 
 
-_SIZES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8}
-
-
-def _static_size(label: str) -> int | None:
-    return _SIZES.get(label.split()[0])
-
-
-def _units(label: str) -> int:
-    return _static_size(label) or 3
+def _units(f) -> int:
+    """Boxes a field takes in the diagram: its width, or 3 for a variable-size field."""
+    return f.width or 3
 
 
 def run(args) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import generator.ir.nodes as n
 from generator.backends import Backend, Format, template_env
 from generator.backends.python import lowering
 from generator.backends.python.inline import inline_module
@@ -57,16 +58,52 @@ def header(fmt: Format, part: str) -> str:
     )
 
 
+def _kind(w: n.Wire) -> str:
+    return {n.Int: "int", n.Varint: "varint", n.Blob: "blob", n.StructType: "struct", n.ArrayType: "array"}[type(w)]
+
+
+def tool_metadata(fmt: Format) -> dict:
+    """What tools read about a format, as data (``LEVELS`` and ``FIELDS`` of the package): the struct at
+    each level (batch, record, header) and every struct's fields with their wire kinds, widths and offsets."""
+    fir, _ = lowered(fmt)
+    labels = {s.name: {name: (label, orig) for name, label, orig in s.layout} for s in fir.structs}
+    t = fmt.ir
+    root = t.struct(t.root)
+
+    def array_of(st: n.Struct, roles: tuple[str, ...]) -> str | None:  # the first array of such elements
+        return next((f.wire.elem for f in st.fields if isinstance(f.wire, n.ArrayType)
+                     and t.struct(f.wire.elem).role in roles), None)  # fmt: skip
+
+    record = t.root if root.role == "message" else array_of(root, ("record", "message"))
+    # the roles' contract: a record's headers are its field ``headers`` (other arrays are the format's own)
+    rec = t.struct(record) if record else None
+    headers = next((f.wire for f in rec.fields if f.name == "headers"), None) if rec else None
+    header = headers.elem if isinstance(headers, n.ArrayType) else None
+    fields = {}
+    for st in t.structs:
+        rows = []
+        for f in st.fields:
+            label, orig = labels[st.name][f.name]
+            w = f.wire
+            width = w.width if isinstance(w, n.Int) and f.condition is None else None
+            elem = w.elem if isinstance(w, n.ArrayType) else w.name if isinstance(w, n.StructType) else None
+            rows.append((f.name, _kind(w), label.split(" (")[0], width, f.offset, label, orig, elem))
+        fields[st.name] = rows
+    levels = {"batch": None if root.role == "message" else t.root, "record": record, "header": header}
+    return {"levels": levels, "fields": fields}
+
+
 def emit(fmt: Format) -> dict[str, str]:
     fir, _ = lowered(fmt)
     env = template_env(HERE)
+    meta = tool_metadata(fmt)
     files = {}
     for tpl, fname, part in (
         ("init.py.j2", "__init__.py", "package"),
         ("model.py.j2", "model.py", "model"),
         ("codec.py.j2", "codec.py", "codec"),
     ):
-        src = env.get_template(tpl).render(f=fir, header=header(fmt, part))
+        src = env.get_template(tpl).render(f=fir, header=header(fmt, part), meta=meta)
         files[fname] = inline_module(src) if fname == "codec.py" else src
     return files
 
