@@ -37,7 +37,6 @@ from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
-from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
@@ -46,14 +45,7 @@ from .model import Message
 FORMAT_ID = "kafka_v1"
 MAGIC = 1
 
-_S0 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S1 = _struct.Struct(">I")  # crc => uint32
-_S2 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S3 = _struct.Struct(">i")  # key length => int32
-_S4 = _struct.Struct(">qiIbbqi")  # prefetch: offset, size, crc, magic, attributes, timestamp, n_key
-_S5 = _struct.Struct(
-    ">qiIbbq"
-)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
+_INNER_message = _struct.Struct(">i")  # where an inner entry's length is
 
 _ENUM_codec = {
     0: "none",
@@ -62,13 +54,12 @@ _ENUM_codec = {
     3: "lz4",
     4: "zstd",
 }
-_ENUM_IDS_codec = {
-    "none": 0,
-    "gzip": 1,
-    "snappy": 2,
-    "lz4": 3,
-    "zstd": 4,
-}
+
+
+def _wrap64(v):
+    """``v`` as a Java long: Kafka's base + delta arithmetic wraps around."""
+    return ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
 
 message = c.Struct(
     "offset"
@@ -120,7 +111,6 @@ def _model_message(c_, opts, depth_=0):
     timestamp = d_["timestamp"]
     key = d_["key"]
     value = d_["value"]
-    wire_timestamp = None
     messages = None
     if codec != "none":
         if value is None:
@@ -133,14 +123,13 @@ def _model_message(c_, opts, depth_=0):
         dpos = 0
         dend = len(data_)
         messages = []
-        cap_ = min(opts.max_records, (opts.max_memory - dend) // 320)  # max_records, or the max_memory budget
         while dend - dpos >= 12:
-            (n_,) = _S3.unpack_from(data_, dpos + 8)
+            (n_,) = _INNER_message.unpack_from(data_, dpos + 8)
             if n_ >= 0 and dpos + 12 + n_ > dend:
                 break  # Kafka drops a truncated inner tail
-            if len(messages) >= cap_:
-                if len(messages) >= opts.max_records:
-                    raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if len(messages) >= opts.max_records:
+                raise _LimitExceededError(f"more than {opts.max_records} inner messages", path="message.value")
+            if (len(messages) + 1) * 320 + dend > opts.max_memory:
                 raise _LimitExceededError(
                     f"decoding needs an estimated {(len(messages) + 1) * 320 + dend} bytes, over max_memory={opts.max_memory}",
                     path="message.value",
@@ -168,7 +157,18 @@ def _model_message(c_, opts, depth_=0):
             for m_ in messages:
                 m_.wire_timestamp = m_.timestamp
                 m_.timestamp = timestamp
-    return Message(offset, size, crc, magic, codec, timestamp_type, timestamp, key, value, messages, wire_timestamp)
+    return Message(
+        offset=offset,
+        size=size,
+        crc=crc,
+        magic=magic,
+        codec=codec,
+        timestamp_type=timestamp_type,
+        timestamp=timestamp,
+        key=key,
+        value=value,
+        messages=messages,
+    )
 
 
 def _decode_message(buf, pos, end, opts, depth_=0):
@@ -179,17 +179,16 @@ def _decode_message(buf, pos, end, opts, depth_=0):
 
 
 def _wire_message(obj, index, rebase_=0, restamp_=False):
-    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
+    codec = getattr(obj, "codec", "none")
+    timestamp_type = getattr(obj, "timestamp_type", 0)
     timestamp = obj.timestamp
     key = obj.key
     value = obj.value
-    messages = obj.messages if own_ else getattr(obj, "messages", None)
+    messages = getattr(obj, "messages", None)
     offset = offset - rebase_ if offset is not None else index
     timestamp = obj.wire_timestamp if restamp_ and getattr(obj, "wire_timestamp", None) is not None else timestamp
-    if codec != "none" and messages is not None:
+    if (codec != "none") and messages is not None:
         if not messages:
             raise _InvalidValueError("a compressed wrapper needs at least one inner message", path="message.value")
         tmp_ = bytearray()
@@ -197,7 +196,7 @@ def _wire_message(obj, index, rebase_=0, restamp_=False):
         for index_, item_ in enumerate(messages):
             if getattr(item_, "codec", "none") != "none" or getattr(item_, "messages", None) is not None:
                 raise _InvalidValueError("inner messages must not be compressed", path="message.value")
-            _encode_message(item_, tmp_, index_, rb_, timestamp_type == 1)
+            _encode_message(item_, tmp_, index_, rb_, (timestamp_type == 1))
         value = _compress(codec, bytes(tmp_), 1)
     return {
         "offset": offset,

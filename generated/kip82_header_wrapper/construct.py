@@ -37,7 +37,6 @@ from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
-from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
@@ -46,17 +45,6 @@ from .model import Message
 FORMAT_ID = "kip82_header_wrapper"
 MAGIC = 2
 
-_S0 = _struct.Struct(">i")  # key => int32
-_S1 = _struct.Struct(">ii")  # prefetch: key, n_value
-_S2 = _struct.Struct(">qi")  # offset => int64, size => int32
-_S3 = _struct.Struct(">I")  # crc => uint32
-_S4 = _struct.Struct(">bbq")  # magic => int8, attributes => int8, timestamp => int64
-_S5 = _struct.Struct(">b")  # wrapper_magic => int8
-_S6 = _struct.Struct(">qiIbbqi")  # prefetch: offset, size, crc, magic, attributes, timestamp, n_key
-_S7 = _struct.Struct(">ib")  # prefetch: len_wrapper, wrapper_magic
-_S8 = _struct.Struct(
-    ">qiIbbq"
-)  # offset => int64, size => int32, crc => uint32, magic => int8, attributes => int8, timestamp => int64
 
 _ENUM_codec = {
     0: "none",
@@ -65,13 +53,12 @@ _ENUM_codec = {
     3: "lz4",
     4: "zstd",
 }
-_ENUM_IDS_codec = {
-    "none": 0,
-    "gzip": 1,
-    "snappy": 2,
-    "lz4": 3,
-    "zstd": 4,
-}
+
+
+def _wrap64(v):
+    """``v`` as a Java long: Kafka's base + delta arithmetic wraps around."""
+    return ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
 
 int_header = c.Struct(
     "key" / c.Int32sb * "int key of the header",
@@ -121,12 +108,12 @@ message = c.Struct(
                             / KBytes(c.Int32sb, nullable=True, string=False)
                             * "The wrapped payload (ValueLength => int32, Value => bytes).",
                         ),
-                        5,
+                        9,
                     ),
                 ),
             )
         ),
-        27,
+        31,
     ),
 )
 """A v1 message whose value is a header wrapper."""
@@ -175,19 +162,19 @@ def _model_message(c_, opts):
     headers = [_model_int_header(x_, opts) for x_ in d_["headers"]]
     value = d_["value"]
     return Message(
-        offset,
-        size,
-        crc,
-        magic,
-        codec,
-        timestamp_type,
-        is_tombstone,
-        timestamp,
-        key,
-        len_wrapper,
-        wrapper_magic,
-        headers,
-        value,
+        offset=offset,
+        size=size,
+        crc=crc,
+        magic=magic,
+        codec=codec,
+        timestamp_type=timestamp_type,
+        is_tombstone=is_tombstone,
+        timestamp=timestamp,
+        key=key,
+        len_wrapper=len_wrapper,
+        wrapper_magic=wrapper_magic,
+        headers=headers,
+        value=value,
     )
 
 
@@ -199,11 +186,9 @@ def _decode_message(buf, pos, end, opts):
 
 
 def _wire_message(obj, index):
-    own_ = type(obj) is Message
     offset = obj.offset
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_tombstone = obj.is_tombstone if own_ else getattr(obj, "is_tombstone", False)
+    timestamp_type = getattr(obj, "timestamp_type", 0)
+    is_tombstone = getattr(obj, "is_tombstone", False)
     timestamp = obj.timestamp
     key = obj.key
     headers = obj.headers

@@ -37,7 +37,6 @@ from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
-from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
@@ -46,16 +45,6 @@ from .model import Message, MessageSet
 FORMAT_ID = "kip98_draft"
 MAGIC = 2
 
-_S0 = _struct.Struct(">bq")  # attributes => int8, timestamp => int64
-_S1 = _struct.Struct(">I")  # message_crc => uint32
-_S2 = _struct.Struct(">qi")  # base_offset => int64, length => int32
-_S3 = _struct.Struct(
-    ">bhiqqhi"
-)  # magic => int8, attributes => int16, last_offset_delta => int32, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32
-_S4 = _struct.Struct(
-    ">qiIbhiqqhi"
-)  # prefetch: base_offset, length, crc, magic, attributes, last_offset_delta, max_timestamp, producer_id, producer_epoch, base_sequence
-_S5 = _struct.Struct(">i")  # length => int32
 
 _ENUM_codec = {
     0: "none",
@@ -64,13 +53,12 @@ _ENUM_codec = {
     3: "lz4",
     4: "zstd",
 }
-_ENUM_IDS_codec = {
-    "none": 0,
-    "gzip": 1,
-    "snappy": 2,
-    "lz4": 3,
-    "zstd": 4,
-}
+
+
+def _wrap64(v):
+    """``v`` as a Java long: Kafka's base + delta arithmetic wraps around."""
+    return ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
 
 message = c.Struct(
     "_g0"
@@ -95,11 +83,11 @@ message = c.Struct(
                     "offset_delta" / KVarint(32, signed=False) * "OffsetDelta",
                     "key"
                     / c.If(
-                        this.attributes.null_key == False,
+                        (this.attributes.null_key == False),
                         KBytes(KVarint(32, signed=False), nullable=False, string=False),
                     )
                     * "KeyLen => uintVar, Key => data",
-                    "value" / c.If(this.attributes.null_value == False, KRest(4)) * "Value",
+                    "value" / c.If((this.attributes.null_value == False), KRest(4)) * "Value",
                 )
             ),
             "message_crc" / TrailingCrc("crc32", this._g1.data),
@@ -163,12 +151,21 @@ def _model_message(c_, opts, base_offset):
     is_control_message = d_["attributes"]["is_control_message"]
     timestamp = d_["timestamp"]
     offset_delta = d_["offset_delta"]
-    key = d_["key"] if not null_key else None
-    value = d_["value"] if not null_value else None
+    key = d_["key"] if (null_key == False) else None
+    value = d_["value"] if (null_value == False) else None
     message_crc = d_["message_crc"]
-    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+    offset = _wrap64(base_offset + offset_delta)
     return Message(
-        length, null_key, null_value, is_control_message, timestamp, offset_delta, key, value, message_crc, offset
+        length=length,
+        null_key=null_key,
+        null_value=null_value,
+        is_control_message=is_control_message,
+        timestamp=timestamp,
+        offset_delta=offset_delta,
+        key=key,
+        value=value,
+        message_crc=message_crc,
+        offset=offset,
     )
 
 
@@ -180,10 +177,7 @@ def _decode_message(buf, pos, end, opts, base_offset):
 
 
 def _wire_message(obj, index, base_offset):
-    own_ = type(obj) is Message
-    null_key = obj.null_key if own_ else getattr(obj, "null_key", False)
-    null_value = obj.null_value if own_ else getattr(obj, "null_value", False)
-    is_control_message = obj.is_control_message if own_ else getattr(obj, "is_control_message", False)
+    is_control_message = getattr(obj, "is_control_message", False)
     timestamp = obj.timestamp
     offset = obj.offset
     key = obj.key
@@ -229,19 +223,19 @@ def _model_message_set(c_, opts):
     base_sequence = d_["base_sequence"]
     records = [_model_message(x_, opts, base_offset) for x_ in d_["records"]]
     return MessageSet(
-        base_offset,
-        length,
-        crc,
-        magic,
-        codec,
-        timestamp_type,
-        is_transactional,
-        last_offset_delta,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        records,
+        base_offset=base_offset,
+        length=length,
+        crc=crc,
+        magic=magic,
+        codec=codec,
+        timestamp_type=timestamp_type,
+        is_transactional=is_transactional,
+        last_offset_delta=last_offset_delta,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        records=records,
     )
 
 
@@ -253,17 +247,16 @@ def _decode_message_set(buf, pos, end, opts):
 
 
 def _wire_message_set(obj, index):
-    own_ = type(obj) is MessageSet
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    base_offset = getattr(obj, "base_offset", 0)
+    codec = getattr(obj, "codec", "none")
+    timestamp_type = getattr(obj, "timestamp_type", 0)
+    is_transactional = getattr(obj, "is_transactional", False)
+    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    max_timestamp = getattr(obj, "max_timestamp", None)
+    producer_id = getattr(obj, "producer_id", -1)
+    producer_epoch = getattr(obj, "producer_epoch", -1)
+    base_sequence = getattr(obj, "base_sequence", -1)
+    records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)

@@ -37,7 +37,6 @@ from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
-from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
@@ -46,17 +45,6 @@ from .model import Record, Batch
 FORMAT_ID = "v2_no_record_attributes"
 MAGIC = 2
 
-_S0 = _struct.Struct(">hh")  # version => int16, control_type => int16
-_S1 = _struct.Struct(">qi")  # base_offset => int64, batch_length => int32
-_S2 = _struct.Struct(">ibI")  # partition_leader_epoch => int32, magic => int8, crc => uint32
-_S3 = _struct.Struct(
-    ">hiqqqhii"
-)  # attributes => int16, last_offset_delta => int32, base_timestamp => int64, max_timestamp => int64, producer_id => int64, producer_epoch => int16, base_sequence => int32, num_records => int32
-_S4 = _struct.Struct(
-    ">qiibIhiqqqhii"
-)  # prefetch: base_offset, batch_length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, num_records
-_S5 = _struct.Struct(">i")  # batch_length => int32
-_S6 = _struct.Struct(">I")  # crc => uint32
 
 _ENUM_codec = {
     0: "none",
@@ -65,13 +53,12 @@ _ENUM_codec = {
     3: "lz4",
     4: "zstd",
 }
-_ENUM_IDS_codec = {
-    "none": 0,
-    "gzip": 1,
-    "snappy": 2,
-    "lz4": 3,
-    "zstd": 4,
-}
+
+
+def _wrap64(v):
+    """``v`` as a Java long: Kafka's base + delta arithmetic wraps around."""
+    return ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
 
 header = c.Struct(
     "key" / KBytes(KVarint(32), nullable=False, string=True) * "headerKey",
@@ -217,7 +204,7 @@ def _encode_control_key(obj, out, index):
     out += _map_errors(control_key.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_record(c_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+def _model_record(c_, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
     d_ = _flatten(c_)
     length = d_["length"]
     timestamp_delta = d_["timestamp_delta"]
@@ -225,29 +212,35 @@ def _model_record(c_, opts, base_timestamp, max_timestamp, timestamp_type, base_
     key = d_["key"]
     value = d_["value"]
     headers = [_model_header(x_, opts) for x_ in d_["headers"]]
-    timestamp = (
-        max_timestamp
-        if timestamp_type == 1
-        else ((base_timestamp + timestamp_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
-    )
-    offset = ((base_offset + offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
-    if is_control:
+    timestamp = max_timestamp if (timestamp_type == 1) else _wrap64(base_timestamp + timestamp_delta)
+    offset = _wrap64(base_offset + offset_delta)
+    if bool(is_control):
         if key is None or len(key) < 4:
             raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
         control, _ = _decode_control_key(key, 0, len(key), opts)
     else:
         control = None
-    return Record(length, timestamp_delta, offset_delta, key, value, headers, timestamp, offset, control)
+    return Record(
+        length=length,
+        timestamp_delta=timestamp_delta,
+        offset_delta=offset_delta,
+        key=key,
+        value=value,
+        headers=headers,
+        timestamp=timestamp,
+        offset=offset,
+        control=control,
+    )
 
 
-def _decode_record(buf, pos, end, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+def _decode_record(buf, pos, end, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_record(c_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+    value = _model_record(c_, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
     return value, pos + stream.tell()
 
 
-def _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
+def _wire_record(obj, index, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
     timestamp = obj.timestamp
     timestamp_delta_kept = getattr(obj, "timestamp_delta", None)
     offset = obj.offset
@@ -260,7 +253,9 @@ def _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base
         _encode_control_key(control, tmp_, 0)
         key = bytes(tmp_)
     timestamp_delta = (
-        timestamp_delta_kept if timestamp_type == 1 and timestamp_delta_kept is not None else timestamp - base_timestamp
+        timestamp_delta_kept
+        if (timestamp_type == 1) and timestamp_delta_kept is not None
+        else timestamp - base_timestamp
     )
     offset_delta = offset - base_offset if offset is not None else index
     return {
@@ -274,8 +269,8 @@ def _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base
     }
 
 
-def _encode_record(obj, out, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control):
-    wire = _wire_record(obj, index, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+def _encode_record(obj, out, index, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
+    wire = _wire_record(obj, index, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
     out += _map_errors(record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -300,29 +295,29 @@ def _model_batch(c_, opts):
     base_sequence = d_["base_sequence"]
     num_records = d_["num_records"]
     records = [
-        _model_record(x_, opts, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+        _model_record(x_, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
         for x_ in d_["records"]
     ]
     return Batch(
-        base_offset,
-        batch_length,
-        partition_leader_epoch,
-        magic,
-        crc,
-        codec,
-        timestamp_type,
-        is_transactional,
-        is_control,
-        has_delete_horizon,
-        ignore_record_attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        num_records,
-        records,
+        base_offset=base_offset,
+        batch_length=batch_length,
+        partition_leader_epoch=partition_leader_epoch,
+        magic=magic,
+        crc=crc,
+        codec=codec,
+        timestamp_type=timestamp_type,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        has_delete_horizon=has_delete_horizon,
+        ignore_record_attributes=ignore_record_attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        num_records=num_records,
+        records=records,
     )
 
 
@@ -334,22 +329,20 @@ def _decode_batch(buf, pos, end, opts):
 
 
 def _wire_batch(obj, index):
-    own_ = type(obj) is Batch
-    base_offset = obj.base_offset if own_ else getattr(obj, "base_offset", 0)
-    partition_leader_epoch = obj.partition_leader_epoch if own_ else getattr(obj, "partition_leader_epoch", -1)
-    codec = obj.codec if own_ else getattr(obj, "codec", "none")
-    timestamp_type = obj.timestamp_type if own_ else getattr(obj, "timestamp_type", 0)
-    is_transactional = obj.is_transactional if own_ else getattr(obj, "is_transactional", False)
-    is_control = obj.is_control if own_ else getattr(obj, "is_control", False)
-    has_delete_horizon = obj.has_delete_horizon if own_ else getattr(obj, "has_delete_horizon", False)
-    ignore_record_attributes = obj.ignore_record_attributes if own_ else getattr(obj, "ignore_record_attributes", False)
-    last_offset_delta = obj.last_offset_delta if own_ else getattr(obj, "last_offset_delta", None)
-    base_timestamp = obj.base_timestamp if own_ else getattr(obj, "base_timestamp", None)
-    max_timestamp = obj.max_timestamp if own_ else getattr(obj, "max_timestamp", None)
-    producer_id = obj.producer_id if own_ else getattr(obj, "producer_id", -1)
-    producer_epoch = obj.producer_epoch if own_ else getattr(obj, "producer_epoch", -1)
-    base_sequence = obj.base_sequence if own_ else getattr(obj, "base_sequence", -1)
-    records = obj.records if own_ else getattr(obj, "records", None)
+    base_offset = getattr(obj, "base_offset", 0)
+    partition_leader_epoch = getattr(obj, "partition_leader_epoch", -1)
+    codec = getattr(obj, "codec", "none")
+    timestamp_type = getattr(obj, "timestamp_type", 0)
+    is_transactional = getattr(obj, "is_transactional", False)
+    is_control = getattr(obj, "is_control", False)
+    has_delete_horizon = getattr(obj, "has_delete_horizon", False)
+    last_offset_delta = getattr(obj, "last_offset_delta", None)
+    base_timestamp = getattr(obj, "base_timestamp", None)
+    max_timestamp = getattr(obj, "max_timestamp", None)
+    producer_id = getattr(obj, "producer_id", -1)
+    producer_epoch = getattr(obj, "producer_epoch", -1)
+    base_sequence = getattr(obj, "base_sequence", -1)
+    records = getattr(obj, "records", None)
     if last_offset_delta is None:
         last_offset_delta = (
             ((records[-1].offset - base_offset) if records[-1].offset is not None else len(records) - 1)
@@ -360,7 +353,6 @@ def _wire_batch(obj, index):
         base_timestamp = records[0].timestamp if records else -1
     if max_timestamp is None:
         max_timestamp = max([r.timestamp for r in records]) if records else -1
-    num_records = len(records)
     return {
         "base_offset": base_offset,
         "_g0": {
@@ -381,7 +373,7 @@ def _wire_batch(obj, index):
                 "producer_epoch": producer_epoch,
                 "base_sequence": base_sequence,
                 "records": [
-                    _wire_record(x_, i_, base_timestamp, max_timestamp, timestamp_type, base_offset, is_control)
+                    _wire_record(x_, i_, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
                     for i_, x_ in enumerate(records)
                 ],
             },

@@ -58,7 +58,6 @@ class StructIR:
     init_extra: list = field(default_factory=list)  # (slot, expr): base-class slots the format has no field for
     dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
-    construct: dict = field(default_factory=dict)  # Construct backend layout (generator/construct_backend.py)
 
     @property
     def wraps_itself(self) -> bool:

@@ -1,0 +1,511 @@
+"""The Construct backend's own translation of the typed IR (it shares nothing with the Python backend).
+
+Three things per struct, all from :mod:`generator.ir.nodes`:
+
+* the ``construct.Struct`` (:class:`Layout`): a length field and a leading CRC each open a group
+  (``_g<N>``) holding the fields they cover, because Construct parses sequentially; a trailing CRC covers
+  a ``RawCopy`` group;
+* ``_model_<struct>``: the parsed container turned into the format's value classes, with the values
+  decoding exposes (deltas, views, the inner entries of a wrapper);
+* ``_wire_<struct>``: a value turned into the dict Construct builds from, with what encoding derives
+  (deltas, first/last/max, the compressed inner entries of a wrapper, a view written back to bytes).
+
+Expressions are translated by :func:`py` from the IR's closed vocabulary; names are the schema's own.
+"""
+
+from __future__ import annotations
+
+import generator.ir.nodes as n
+from generator.ir.passes.layout import min_field_size
+from generator.loader import SchemaError
+
+_INT = {
+    (1, True): "c.Int8sb", (2, True): "c.Int16sb", (4, True): "c.Int32sb", (8, True): "c.Int64sb",
+    (1, False): "c.Int8ub", (2, False): "c.Int16ub", (4, False): "c.Int32ub",
+}  # fmt: skip
+_STRUCT_FMT = {(1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q", (1, False): "B", (2, False): "H",
+               (4, False): "I"}  # fmt: skip
+_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def prefix(w: n.Int | n.Varint) -> str:
+    if isinstance(w, n.Int):
+        return _INT[(w.width, w.signed)]
+    return f"KVarint({w.bits})" if w.zigzag else f"KVarint({w.bits}, signed=False)"
+
+
+def py(e: n.Expr, ref=lambda r: r.name) -> str:
+    """A Python expression; ``ref`` spells a reference (a local variable by default)."""
+    if isinstance(e, n.Const):
+        return repr(e.value)
+    if isinstance(e, n.EnumConst):
+        return repr(e.name)  # a decoded enum view is its name
+    if isinstance(e, n.Ref):
+        return ref(e)
+    if isinstance(e, n.ElementIndex):
+        return "index"
+    if isinstance(e, n.Compare):
+        return f"({py(e.left, ref)} {_OPS[e.op]} {py(e.right, ref)})"
+    if isinstance(e, n.Truthy):
+        return f"bool({py(e.operand, ref)})"
+    if isinstance(e, n.Arith):
+        s = f"{py(e.left, ref)} {'+' if e.op == 'add' else '-'} {py(e.right, ref)}"
+        return f"_wrap64({s})" if e.wrap64 else f"({s})"
+    if isinstance(e, n.Length):
+        return f"len({py(e.operand, ref)})"
+    if isinstance(e, n.Choose):
+        return f"({py(e.then, ref)} if {py(e.cond, ref)} else {py(e.otherwise, ref)})"
+    raise SchemaError(f"the Construct backend cannot translate {type(e).__name__} here")
+
+
+class Layout:
+    """The ``construct.Struct`` items of one struct, and the matching wire dict."""
+
+    def __init__(self, f: n.FormatIR, st: n.Struct):
+        self.f, self.st = f, st
+        self.n = 0
+        self.depth_of: dict[str, tuple[int, str | None]] = {}  # name -> (group depth, bits field)
+        self.opened: set[str] = set()
+        fields = list(st.fields)
+        self.trailing = {x.derived.start: x for x in fields if isinstance(x.derived, n.Checksum) and x.derived.trailing}
+        self.items, self.wire = self.group(fields, 0, 0)
+
+    def ref(self, r: n.Ref, depth: int) -> str:
+        if r.owner != self.st.name or r.name not in self.depth_of:
+            raise SchemaError(
+                f"{self.f.file}: the Construct backend supports references within a struct only ({r.name!r})"
+            )
+        d, bits = self.depth_of[r.name]
+        return "this" + "._" * (depth - d) + (f".{bits}" if bits else "") + f".{r.name}"
+
+    def _shift(self, fields: list[n.Field], i: int, depth: int) -> None:
+        for x in fields[i:]:
+            self.depth_of[x.name] = (depth, None)
+            for b in x.bits:
+                self.depth_of[b.name] = (depth, x.name)
+
+    def group(self, fields: list[n.Field], i: int, depth: int) -> tuple[list[str], list[str]]:
+        for x in fields[i:]:  # depths first, so that references resolve whatever their order
+            self.depth_of.setdefault(x.name, (depth, None))
+            for b in x.bits:
+                self.depth_of.setdefault(b.name, (depth, x.name))
+        items: list[str] = []
+        wire: list[str] = []
+        names = [x.name for x in fields]
+        while i < len(fields):
+            fl, d = fields[i], fields[i].derived
+            if isinstance(d, n.LengthOf) and i + 1 < len(fields) and d.start == fields[i + 1].name:
+                g = self._open()
+                self._shift(fields, i + 1, depth + 1)
+                sub_items, sub_wire = self.group(fields, i + 1, depth + 1)
+                sizes = {s.name: s.min_size for s in self.f.structs}
+                minimum = sum(min_field_size(x, sizes) for x in fields[i + 1 :])
+                length = fl.wire if isinstance(fl.wire, (n.Int, n.Varint)) else n.Int(4, True)  # validated: an int
+                items.append(
+                    f'"{g}" / Region({fl.name!r}, {prefix(length)}, c.Struct({", ".join(sub_items)}), {minimum})'
+                )
+                wire.append(f'"{g}": {{{", ".join(sub_wire)}}}')
+                return items, wire
+            if isinstance(d, n.Checksum) and not d.trailing:
+                if i + 1 >= len(fields) or d.start != fields[i + 1].name:
+                    raise SchemaError(
+                        f"{self.f.file}:{fl.line}: the Construct backend needs a leading CRC to cover the fields right after it"
+                    )
+                g = self._open()
+                stop = names.index(d.end) if d.end else len(fields)
+                covered = fields[:stop]
+                self._shift(covered, i + 1, depth + 1)
+                sub_items, sub_wire = self.group(covered, i + 1, depth + 1)
+                to_end = ", to_end=False" if d.end else ""
+                items.append(f'"{g}" / CrcGuarded({fl.name!r}, {d.algo!r}, c.Struct({", ".join(sub_items)}){to_end})')
+                wire.append(f'"{g}": {{{", ".join(sub_wire)}}}')
+                if not d.end:
+                    return items, wire
+                i = stop
+                continue
+            if fl.name in self.trailing and fl.name not in self.opened:
+                self.opened.add(fl.name)
+                crc = self.trailing[fl.name]
+                j = names.index(crc.name)
+                g = self._open()
+                self._shift(fields[:j], i, depth + 1)
+                sub_items, sub_wire = self.group(fields[:j], i, depth + 1)
+                items.append(f'"{g}" / c.RawCopy(c.Struct({", ".join(sub_items)}))')
+                wire.append(f'"{g}": {{"value": {{{", ".join(sub_wire)}}}}}')
+                items.append(f'"{crc.name}" / TrailingCrc({crc.derived.algo!r}, this.{g}.data)')  # type: ignore[union-attr]
+                i = j + 1
+                continue
+            con, w = self.field(fl, depth)
+            items.append(f'"{fl.name}" / {con} * {fl.doc or fl.orig_name or fl.name!r}')
+            if w is not None:
+                wire.append(f'"{fl.name}": {w}')
+            i += 1
+        return items, wire
+
+    def _open(self) -> str:
+        g = f"_g{self.n}"
+        self.n += 1
+        return g
+
+    def field(self, fl: n.Field, depth: int) -> tuple[str, str | None]:
+        w = fl.wire
+        value: str | None = fl.name
+        if isinstance(w, n.Int):
+            con = _INT[(w.width, w.signed)]
+            if fl.const is not None:
+                con, value = f"c.Const({fl.const}, {con})", None
+            elif fl.bits:
+                enums = {e.name: dict(e.values) for e in self.f.enums}
+                views = [f"({b.name!r}, {b.mask}, {b.shift}, {b.kind!r}, {f'_ENUM_{b.enum}' if b.enum else 'None'}, {b.const!r})"
+                         for b in fl.bits]  # fmt: skip
+                con = f"BitsView({con}, [{', '.join(views)}])"
+
+                def bit_value(b: n.BitView) -> str:
+                    if b.const is not None and b.enum:
+                        return repr(enums[b.enum][b.const])
+                    if b.const is not None:
+                        return repr(bool(b.const) if b.kind == "flag" else b.const)
+                    return f"{b.null_marker_for} is None" if b.null_marker_for else b.name
+
+                value = "{" + ", ".join(f"{b.name!r}: {bit_value(b)}" for b in fl.bits) + "}"
+            elif isinstance(fl.derived, n.CountOf):
+                con, value = f"c.Rebuild({con}, c.len_(this.{fl.derived.array}))", None
+        elif isinstance(w, n.Varint):
+            con = prefix(w)
+        elif isinstance(w, n.Blob):
+            if isinstance(w.length, n.Rest):
+                con = f"KRest({w.length.trailer})"
+            else:
+                cap = f", max_len={w.max}" if w.max is not None else ""
+                con = f"KBytes({prefix(w.length)}, nullable={w.nullable}, string={w.text}{cap})"  # type: ignore[arg-type]
+        elif isinstance(w, n.ArrayType):
+            con, value = self.array(fl, w, depth)
+        else:
+            con = w.name
+            value = f"_wire_{w.name}({fl.name}, 0{args(self.f.struct(w.name))})"
+        if isinstance(w, (n.ArrayType, n.StructType)) and w.size is not None:
+            con = f"KSized({prefix(w.size)}, {con}, nullable={w.nullable})"
+            if w.nullable:
+                value = (
+                    f"None if not {fl.name} else {value}"
+                    if isinstance(w, n.ArrayType)
+                    else f"None if {fl.name} is None else {value}"
+                )
+        if fl.condition is not None:
+            con = f"c.If({py(fl.condition, lambda r: self.ref(r, depth))}, {con})"
+        return con, value
+
+    def array(self, fl: n.Field, w: n.ArrayType, depth: int) -> tuple[str, str]:
+        b = w.budget or n.Budget(0)
+        nested = tuple((x.field, x.cost) for x in b.nested)
+        budget = f"cost={0 if b.accounted else b.cost}, min={w.min_elem_size}, nested={nested!r}"
+        if isinstance(w.count, (n.Int, n.Varint)):
+            con = f"KCounted({prefix(w.count)}, {w.elem}, {w.limit!r}, {budget})"
+        elif isinstance(w.count, n.Rest):
+            con = f"KUntilEnd({w.elem}, {w.limit!r}, {budget})"
+        else:
+            con = f"KArray({self.ref(w.count.field, depth)}, {w.elem}, {w.limit!r}, {budget})"
+        if w.compressed_by is not None:
+            magic = self.f.magic if self.f.magic is not None else 2
+            count = f", count={self.ref(w.count.field, depth)}" if isinstance(w.count, n.CountFrom) else ""
+            con = f"KafkaCompressed({con}, {self.ref(w.compressed_by, depth)}, {magic}{count})"
+        elem = self.f.struct(w.elem)
+        return con, f"[_wire_{w.elem}(x_, i_{args(elem)}) for i_, x_ in enumerate({fl.name})]"
+
+
+def args(st: n.Struct) -> str:
+    """The values of enclosing structs a struct's functions take, as call arguments (local names)."""
+    return "".join(f", {p.name}" for p in st.params)
+
+
+def wrapper_of(f: n.FormatIR, name: str) -> n.Wrapper | None:
+    """The wrapper holding struct ``name`` as its inner entries, if any."""
+    return next((w for s in f.structs for w in s.wrappers if w.struct == name), None)
+
+
+def inner_header(f: n.FormatIR, w: n.Wrapper) -> tuple[int, int, str]:
+    """Where an inner entry's length field is: (its offset, where the counted bytes start, struct format)."""
+    inner = f.struct(w.struct)
+    for x in inner.fields:
+        if (
+            isinstance(x.derived, n.LengthOf)
+            and isinstance(x.wire, n.Int)
+            and x.offset is not None
+            and x.condition is None
+        ):
+            return x.offset, x.offset + x.wire.width, ">" + _STRUCT_FMT[(x.wire.width, x.wire.signed)]
+        if not isinstance(x.wire, n.Int) or x.condition is not None:
+            break
+    raise SchemaError(f"{f.file}: wraps: the inner struct {w.struct!r} must start with fixed fields and a length field")
+
+
+def model_fields(f: n.FormatIR, st: n.Struct) -> list[str]:
+    """The values decoding exposes, in the order the value classes declare them."""
+    out: list[str] = []
+    for x in st.fields:
+        out += [b.name for b in x.bits] if x.bits else [x.name]
+    out += [x.derived.logical for x in st.fields if isinstance(x.derived, n.DeltaOf)]
+    out += [v.name for v in st.views]
+    out += [w.into for w in st.wrappers]
+    wb = wrapper_of(f, st.name)
+    if wb is not None and wb.timestamps_from:
+        out.append(f"wire_{wb.timestamps_from}")
+    return out
+
+
+def camel(name: str) -> str:
+    """The value class of a struct in the generated model (the package's naming contract)."""
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def _default(x: n.Field) -> str:
+    return repr(x.default.name if isinstance(x.default, n.EnumConst) else x.default.value) if x.default else "None"
+
+
+def _bit_default(f: n.FormatIR, b: n.BitView) -> str:
+    if b.enum:
+        values = dict(next(e for e in f.enums if e.name == b.enum).values)
+        return repr(values.get(0))
+    return "False" if b.kind == "flag" else "0"
+
+
+def depth_param(f: n.FormatIR, st: n.Struct) -> bool:
+    """A struct whose entries nest (a wrapper, or a wrapper's inner entry) carries its nesting depth."""
+    return bool(st.wrappers) or wrapper_of(f, st.name) is not None
+
+
+def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
+    """The body of ``_model_<struct>(c_, opts, <params>[, depth_])``."""
+    out = ["d_ = _flatten(c_)"]
+    for x in st.fields:
+        w = x.wire
+        if x.bits:
+            out += [f"{b.name} = d_[{x.name!r}][{b.name!r}]" for b in x.bits]
+            continue
+        if isinstance(w, n.ArrayType):
+            value = f"[_model_{w.elem}(x_, opts{args(f.struct(w.elem))}) for x_ in d_[{x.name!r}]]"
+            if w.nullable:
+                value = f"None if d_[{x.name!r}] is None else {value}"
+        elif isinstance(w, n.StructType):
+            value = f"_model_{w.name}(d_[{x.name!r}], opts{args(f.struct(w.name))})"
+            if w.nullable:
+                value = f"None if d_[{x.name!r}] is None else {value}"
+        else:
+            value = f"d_[{x.name!r}]"
+        if x.condition is not None:  # absent unless its condition holds
+            value = f"{value} if {py(x.condition)} else {_default(x)}"
+        out.append(f"{x.name} = {value}")
+    for x in st.fields:
+        if isinstance(x.derived, n.DeltaOf):
+            out.append(f"{x.derived.logical} = {py(x.derived.decoded)}")
+    path = st.name
+    for v in st.views:
+        vs = f.struct(v.struct)
+        minimum = max(vs.min_size, 1)
+        cond = py(v.condition) if v.condition is not None else "True"
+        out += [
+            f"if {cond}:",
+            f"    if {v.source} is None or len({v.source}) < {minimum}:",
+            f'        raise _InvalidValueError("{v.source} must hold a {v.struct} of at least {minimum} bytes", path={f"{path}.{v.name}"!r})',
+            f"    {v.name}, _ = _decode_{v.struct}({v.source}, 0, len({v.source}), opts{args(vs)})",
+            "else:",
+            f"    {v.name} = None",
+        ]
+    for wr in st.wrappers:
+        out += wrapper_decode_lines(f, st, wr)
+    names = model_fields(f, st)
+    wb = wrapper_of(f, st.name)
+    if wb is not None and wb.timestamps_from:
+        names.remove(f"wire_{wb.timestamps_from}")  # set by the wrapper holding this entry
+    if st.repr == "tuple":
+        out.append(f"return ({', '.join(names)}{',' if len(names) == 1 else ''})")
+    else:
+        out.append(f"return {camel(st.name)}({', '.join(f'{x}={x}' for x in names)})")
+    return out
+
+
+def wrapper_decode_lines(f: n.FormatIR, st: n.Struct, w: n.Wrapper) -> list[str]:
+    """A wrapper's inner entries: decompressed, read up to a truncated tail (dropped, as Kafka does),
+    within max_records and the max_memory budget, then renumbered and restamped."""
+    len_off, start, _fmt = inner_header(f, w)
+    path = f"{st.name}.{w.source}"
+    codec = w.codec.name
+    o = w.offset_field
+    lines = [
+        f"{w.into} = None",
+        f"if {py(w.condition)}:",
+        f"    if {w.source} is None:",
+        f'        raise _InvalidValueError("found a compressed message set with a null value", path={path!r})',
+        "    if depth_ >= opts.max_depth:",
+        "        raise _InvalidValueError(",
+        f'            f"inner messages must not be compressed (nesting deeper than {{opts.max_depth}})", path={path!r}',
+        "        )",
+        f"    data_ = _decompress({codec}, {w.source}, MAGIC, opts, path={path!r})",
+        "    dpos = 0",
+        "    dend = len(data_)",
+        f"    {w.into} = []",
+        f"    while dend - dpos >= {start}:",
+        f"        (n_,) = _INNER_{w.struct}.unpack_from(data_, dpos + {len_off})",
+        f"        if n_ >= 0 and dpos + {start} + n_ > dend:",
+        "            break  # Kafka drops a truncated inner tail",
+        f"        if len({w.into}) >= opts.max_records:",
+        f'            raise _LimitExceededError(f"more than {{opts.max_records}} inner messages", path={path!r})',
+        f"        if (len({w.into}) + 1) * {w.cost} + dend > opts.max_memory:",
+        "            raise _LimitExceededError(",
+        f'                f"decoding needs an estimated {{(len({w.into}) + 1) * {w.cost} + dend}} bytes, over max_memory={{opts.max_memory}}",',
+        f"                path={path!r},",
+        "            )",
+        "        try:",
+        f"            item_, dpos = _decode_{w.struct}(data_, dpos, dend, opts, depth_ + 1)",
+        "        except _CodecError as exc:",
+        f"            raise exc.within({f'{path}.{w.into}'!r}, len({w.into}), {w.struct!r}).in_stream({codec}, None) from None",
+        f"        {w.into}.append(item_)",
+        f"    if not {w.into}:",
+        f'        raise _InvalidValueError("found a compressed message set with no inner records", path={path!r})',
+    ]
+    if w.offsets == "relative_to_first":
+        lines += [f"    for m_ in {w.into}:", f"        m_.{o} += {o}"]
+    elif w.offsets == "relative_to_last":
+        lines += [
+            f"    last_ = {w.into}[-1].{o}",
+            f"    if {o} == 0:",
+            "        base_ = 0  # some producers write wrapper offset 0; Kafka then takes inner offsets as they are",
+            f"    elif {o} < last_:",
+            "        raise _InvalidValueError(",
+            f'            f"invalid wrapper offset {{{o}}} in compressed v1 message set (last inner offset {{last_}})",',
+            f"            path={path!r},",
+            "        )",
+            "    else:",
+            f"        base_ = {o} - last_",
+            f"    for m_ in {w.into}:",
+            f"        m_.{o} += base_",
+        ]
+    if w.timestamps_from:
+        t = w.timestamps_from
+        cond = py(w.timestamps_when) if w.timestamps_when is not None else "True"
+        lines += [
+            f"    if {cond}:",
+            f"        for m_ in {w.into}:",
+            f"            m_.wire_{t} = m_.{t}",
+            f"            m_.{t} = {t}",
+        ]
+    return lines
+
+
+#: the slots of kfmt.Record: a record or message reads them directly (any kfmt.Record has them)
+BASE_SLOTS = ("offset", "timestamp", "key", "value", "headers", "control")
+
+
+def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
+    """The body of ``_wire_<struct>(obj, index, <params>[, rebase_, restamp_])``: the dict Construct builds."""
+    base = set(BASE_SLOTS) if st.role in ("record", "message") else set()
+    names = [x.name for x in st.fields]
+
+    def load(name: str, default: str) -> str:
+        if st.repr == "tuple":
+            return f"{name} = obj[{names.index(name)}]"
+        if name in base:
+            return f"{name} = obj.{name}"
+        return f"{name} = getattr(obj, {name!r}, {default})"
+
+    out = []
+    for x in st.fields:
+        d = x.derived
+        if x.bits:
+            out += [load(b.name, _bit_default(f, b)) for b in x.bits if b.const is None and not b.null_marker_for]
+        elif x.const is not None or isinstance(d, (n.LengthOf, n.CountOf, n.Checksum)):
+            continue
+        elif isinstance(d, n.FoldOf) and not d.overridable:
+            continue
+        elif isinstance(d, n.DeltaOf):
+            out.append(load(d.logical, "None"))
+            if not d.numbered:
+                out.append(f"{x.name}_kept = getattr(obj, {x.name!r}, None)")
+        else:
+            out.append(load(x.name, _default(x) if not isinstance(d, n.FoldOf) else "None"))
+    out += [load(w.into, "None") for w in st.wrappers]
+    for v in st.views:
+        vs = f.struct(v.struct)
+        out += [
+            load(v.name, "None"),
+            f"if {v.name} is not None and {v.source} is None:",
+            "    tmp_ = bytearray()",
+            f"    _encode_{v.struct}({v.name}, tmp_, 0{args(vs)})",
+            f"    {v.source} = bytes(tmp_)",
+        ]
+    wb = wrapper_of(f, st.name)
+    if wb is not None:
+        o = wb.offset_field
+        out.append(f"{o} = {o} - rebase_ if {o} is not None else index")
+        if wb.timestamps_from:
+            t = wb.timestamps_from
+            out.append(f"{t} = obj.wire_{t} if restamp_ and getattr(obj, 'wire_{t}', None) is not None else {t}")
+    for x in st.fields:
+        d = x.derived
+        if isinstance(d, n.CountOf) and not isinstance(x.wire, n.Int):  # an Int count is Construct's Rebuild
+            out.append(f"{x.name} = len({d.array})")
+        if isinstance(d, n.FoldOf):
+            value = fold(f, st, d.value)
+            out += [f"if {x.name} is None:", f"    {x.name} = {value}"] if d.overridable else [f"{x.name} = {value}"]
+    for x in st.fields:
+        d = x.derived
+        if isinstance(d, n.DeltaOf):
+            delta = f"{d.logical} - {py(d.base)}"
+            if d.numbered:
+                out.append(f"{x.name} = {delta} if {d.logical} is not None else index")
+            else:
+                cond = py(d.decoded.cond) if isinstance(d.decoded, n.Choose) else "True"
+                out.append(f"{x.name} = {x.name}_kept if {cond} and {x.name}_kept is not None else {delta}")
+    for w in st.wrappers:
+        out += wrapper_encode_lines(f, st, w)
+    out.append(f"return {wire}")
+    return out
+
+
+def fold(f: n.FormatIR, st: n.Struct, v: n.Fold) -> str:
+    """first / last / max of a member of an array's elements; a member that is itself a delta (a record's
+    offset_delta) is computed as encoding computes it (its value less the base, or its index)."""
+    arr, m, default = v.array.name, v.member, py(v.default)
+    elem = f.struct(next(x.wire.elem for x in st.fields if x.name == arr and isinstance(x.wire, n.ArrayType)))
+    delta = next((x.derived for x in elem.fields if x.name == m and isinstance(x.derived, n.DeltaOf)), None)
+    if delta is not None:
+        if v.func != "last":
+            raise SchemaError(f"{f.file}: {v.func}_of a delta field is not supported")
+        t, b = delta.logical, py(delta.base)
+        return f"(({arr}[-1].{t} - {b}) if {arr}[-1].{t} is not None else len({arr}) - 1) if {arr} else {default}"
+    if v.func == "first":
+        return f"{arr}[0].{m} if {arr} else {default}"
+    if v.func == "last":
+        return f"{arr}[-1].{m} if {arr} else {default}"
+    return f"max([r.{m} for r in {arr}]) if {arr} else {default}"
+
+
+def wrapper_encode_lines(f: n.FormatIR, st: n.Struct, w: n.Wrapper) -> list[str]:
+    """A wrapper's inner entries written back to back (renumbered relative to the first or as absolute,
+    restamped), then compressed into the wrapper's bytes field."""
+    path = f"{st.name}.{w.source}"
+    o = w.offset_field
+    relative = w.offsets != "absolute"
+    magic = f.magic if f.magic is not None else 2
+    restamp = py(w.timestamps_when) if w.timestamps_when is not None else "False"
+    lines = [
+        f"if {py(w.condition)} and {w.into} is not None:",
+        f"    if not {w.into}:",
+        f'        raise _InvalidValueError("a compressed wrapper needs at least one inner message", path={path!r})',
+        "    tmp_ = bytearray()",
+    ]
+    if relative:
+        lines.append(f"    rb_ = {w.into}[0].{o} if {w.into}[0].{o} is not None else 0")
+    else:
+        lines += [
+            "    rb_ = 0",
+            f"    first_ = {o} - len({w.into}) + 1  # inner messages without an offset end at the wrapper's",
+        ]
+    lines += [
+        f"    for index_, item_ in enumerate({w.into}):",
+        f'        if getattr(item_, "codec", "none") != "none" or getattr(item_, {w.into!r}, None) is not None:',
+        f'            raise _InvalidValueError("inner messages must not be compressed", path={path!r})',
+        f"        _encode_{w.struct}(item_, tmp_, {'index_' if relative else 'first_ + index_'}, rb_, {restamp})",
+        f"    {w.source} = _compress({w.codec.name}, bytes(tmp_), {magic})",
+    ]
+    return lines
