@@ -77,7 +77,8 @@ def _generated_by_us(p: Path) -> bool:
 
 
 def ruff_format(files: dict[str, str]) -> dict[str, str]:
-    """Format Python sources with the pinned ruff, through stdin (no files touched), and compile them.
+    """Remove unused imports from Python sources and format them with the pinned ruff, through stdin (no
+    files touched), and compile them.
     Without ruff the generator stops: unformatted output would differ from the committed files."""
     exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if exe is None:
@@ -86,6 +87,17 @@ def ruff_format(files: dict[str, str]) -> dict[str, str]:
         )
     out = {}
     for name, src in files.items():
+        # unused imports out first (a template imports what some format needs), then the formatting
+        r = subprocess.run(
+            [exe, "check", "--isolated", "--select", "F401", "--fix", "--exit-zero", "--quiet"]
+            + ["--target-version", "py311", "--stdin-filename", name, "-"],
+            input=src,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            raise SchemaError(f"ruff could not check generated {name}:\n{r.stderr}")
+        src = r.stdout
         r = subprocess.run(
             # the settings themselves, not a pyproject path: an installed generator has no project file
             [exe, "format", "--isolated", "--line-length", "120", "--target-version", "py311"]

@@ -14,21 +14,14 @@ import io as _io
 import struct as _struct
 
 import construct as c
-from construct import this
 
 from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
-    KafkaCompressed,
-    KArray,
     KBytes,
-    KCounted,
-    KRest,
     KSized,
     KUntilEnd,
-    KVarint,
     Region,
-    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors

@@ -5,10 +5,7 @@
 
 """Value classes of enriched_metadata_draft: Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags."""
 
-from kfmt.runtime.model import Batch as _Batch
 from kfmt.runtime.model import Message as _Message
-from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Message(_Message):

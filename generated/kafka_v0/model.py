@@ -5,10 +5,7 @@
 
 """Value classes of kafka_v0: Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message."""
 
-from kfmt.runtime.model import Batch as _Batch
 from kfmt.runtime.model import Message as _Message
-from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Message(_Message):

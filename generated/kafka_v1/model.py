@@ -5,10 +5,7 @@
 
 """Value classes of kafka_v1: Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31)."""
 
-from kfmt.runtime.model import Batch as _Batch
 from kfmt.runtime.model import Message as _Message
-from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Message(_Message):

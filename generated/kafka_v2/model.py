@@ -6,9 +6,7 @@
 """Value classes of kafka_v2: Kafka's v2 record batch (magic 2, Kafka 0.11 and later), with records and headers."""
 
 from kfmt.runtime.model import Batch as _Batch
-from kfmt.runtime.model import Message as _Message
 from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Record(_Record):

@@ -11,32 +11,21 @@ Decoding yields the same value classes as the optimised codec.
 """
 
 import io as _io
-import struct as _struct
 
 import construct as c
-from construct import this
 
 from kfmt.runtime.constructs import (
     BitsView,
     CrcGuarded,
-    KafkaCompressed,
-    KArray,
     KBytes,
-    KCounted,
-    KRest,
     KSized,
     KUntilEnd,
-    KVarint,
     Region,
-    TrailingCrc,
 )
 from kfmt.runtime.constructs import flatten as _flatten
 from kfmt.runtime.constructs import map_errors as _map_errors
-from kfmt.runtime.compression import compress as _compress
-from kfmt.runtime.compression import decompress as _decompress
 from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
-from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 

@@ -5,10 +5,7 @@
 
 """Value classes of kip82_header_wrapper: Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers."""
 
-from kfmt.runtime.model import Batch as _Batch
 from kfmt.runtime.model import Message as _Message
-from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Message(_Message):

@@ -6,9 +6,7 @@
 """Value classes of kip98_draft: Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC."""
 
 from kfmt.runtime.model import Batch as _Batch
-from kfmt.runtime.model import Message as _Message
 from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Message(_Record):

@@ -12,7 +12,6 @@ interpreted at run time.  Source: Seed 001_36beb342b554ea49.txt (KIP-931: "the m
 import struct as _struct
 
 
-from kfmt.runtime.checksums import crc32 as _crc32  # unsigned, as in Python 3's zlib
 from kfmt.runtime.checksums import crc32c as _crc32c
 from kfmt.runtime.compression import compress as _compress
 from kfmt.runtime.compression import decompress as _decompress
@@ -26,22 +25,16 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
-from kfmt.runtime.text import ENCODED_UVARINT as _STR_UVARINT
 from kfmt.runtime.text import ENCODED_VARINT as _STR_VARINT
-from kfmt.runtime.text import ENCODED_VARLONG as _STR_VARLONG
 from kfmt.runtime.text import decode as _decode_str
 from kfmt.runtime.text import encode as _encode_str
-from kfmt.runtime.text import encode_uvarint as _encode_str_uvarint
 from kfmt.runtime.text import encode_varint as _encode_str_varint
-from kfmt.runtime.text import encode_varlong as _encode_str_varlong
-from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import ZZ1 as _ZZ
 from kfmt.runtime.varint import ZZ2 as _ZZ2
 from kfmt.runtime.varint import ZZ_BYTES as _ZZ_BYTES
 from kfmt.runtime.varint import ZZ_POS as _ZZ_POS
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import read_uvarint64 as _read_uvarint64
-from kfmt.runtime.varint import write_uvarint as _write_uvarint
 from kfmt.runtime.varint import write_varint as _write_varint
 from kfmt.runtime.varint import write_varlong as _write_varlong
 

@@ -6,9 +6,7 @@
 """Value classes of v3_no_record_attributes: Proposal (KIP-931 as written): magic 3, batch attribute bit 7 set and records without the attributes byte."""
 
 from kfmt.runtime.model import Batch as _Batch
-from kfmt.runtime.model import Message as _Message
 from kfmt.runtime.model import Record as _Record
-from kfmt.runtime.model import Struct as _Struct
 
 
 class Record(_Record):
