@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import mmap
 import os
 import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
 
 from kfmt.formats import backend_module, format_ids, get_format
 from kfmt.formats import by_magic as _by_magic
@@ -372,7 +370,7 @@ def encode_batch(
             raise UnsupportedCodecError(f"no format for magic {magic}")
     now = None
     # a missing timestamp becomes the current time, in formats that have timestamps (not magic 0)
-    stamp = mod.ROLE != "message" or "timestamp" in mod.ROOT._fields
+    stamp = "timestamp" in mod.CARRIES
     recs: list[Record] = []
     append = recs.append
     for r in records:
@@ -413,23 +411,12 @@ _CARRIED = (
 
 def _refuse_uncarried(mod, recs) -> None:
     """Nothing is dropped silently: a record holding what the format cannot carry is refused, naming it."""
-    have = _record_fields(mod)
     for name, empty, what in _CARRIED:
-        if name in have:
+        if name in mod.CARRIES:
             continue
         for i, r in enumerate(recs):
             if not empty(r):
                 raise InvalidValueError(f"{mod.FORMAT_ID} cannot carry {what}", path=f"records[{i}].{name}")
-
-
-@lru_cache(maxsize=None)
-def _record_fields(mod) -> frozenset:
-    """Field names of a format's record (or message) class."""
-    model = importlib.import_module(f"{mod.__name__}.model")
-    for v in vars(model).values():
-        if isinstance(v, type) and issubclass(v, Record) and v.__module__ == model.__name__:
-            return frozenset(v._fields)
-    return frozenset()
 
 
 def _plain_records(mod, recs: list[Record], has_ts: bool) -> bool:
@@ -456,8 +443,8 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     wrapper_ts = fields.pop("max_timestamp", None)
     keep = fields.pop("keep_offsets", False)
     timestamp_type = fields.pop("timestamp_type", 0)
-    has_ts = "timestamp" in mod.ROOT._fields
-    has_tt = "timestamp_type" in mod.ROOT._fields
+    has_ts = "timestamp" in mod.CARRIES
+    has_tt = "timestamp_type" in mod.CARRIES
     if fields:
         raise InvalidValueError(
             f"magic {mod.MAGIC} has no batch field(s) {sorted(fields)} (no producer state, no leader epoch)",
@@ -466,7 +453,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     if timestamp_type and not has_tt:
         raise InvalidValueError(f"magic {mod.MAGIC} has no timestamp type", path="batch.timestamp_type")
     extra = {"timestamp_type": timestamp_type} if has_tt else {}
-    has_headers = "headers" in mod.ROOT._fields
+    has_headers = "headers" in mod.CARRIES
     # plain records go to the encoder as they are (it numbers those without an offset by their index, and
     # reads the attributes records lack, codec and timestamp type, as defaults); others are copied first
     plain = _plain_records(mod, recs, has_ts) and not timestamp_type and mod.codec.INDEX_OFFSETS
@@ -483,7 +470,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         msgs.append(m)
     if codec == "none":
         return impl.encode_all(msgs, "records")
-    if "messages" not in mod.ROOT._fields:
+    if "wrappers" not in mod.CARRIES:
         raise UnsupportedCodecError(f"{mod.FORMAT_ID} has no compressed wrapper messages; use codec='none'")
     if not msgs:
         return b""

@@ -91,7 +91,7 @@ def transactions(source, *, format: str | None = None, into: Transactions | None
     out = into if into is not None else Transactions()
     if format is not None and format != "kafka_v2":
         mod = get_format(format)
-        if mod.MAGIC != 2 or "producer_id" not in mod.ROOT._fields:
+        if mod.MAGIC != 2 or "producer_state" not in mod.CARRIES:
             return out
     read = _reader(source)
     pos = 0

@@ -199,11 +199,11 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
 def test_backends_apply_the_same_limits(fmt):
     """Limits (records, headers, bytes, the max_memory budget) are checked by the Construct reference too:
     same value or same error."""
-    from kfmt.api import _record_fields, backend_module, get_format
+    from kfmt.api import backend_module, get_format
     from kfmt.runtime.options import DecodeOptions
 
     mod = get_format(fmt)
-    has_headers = "headers" in _record_fields(mod)
+    has_headers = "headers" in mod.CARRIES
     key = 7 if fmt == "kip82_header_wrapper" else "h"
     recs = [kfmt.Record(key=b"k", value=b"v" * 40, timestamp=1, headers=[(key, b"1")] * 30 if has_headers else [])
             for _ in range(20)]  # fmt: skip

@@ -124,3 +124,14 @@ def test_field_tables_give_kafkas_offsets():
     assert f.get_format("kafka_v1").LEVELS == {"batch": None, "record": "message", "header": None}
     widths = {x.name: x.width for x in f.get_format("kafka_v2").FIELDS["record"]}
     assert widths["attributes"] == 1 and widths["key"] is None  # a varint-prefixed blob has no fixed width
+
+
+def test_carries_says_what_each_format_can_hold():
+    """``CARRIES`` (made by the generator from the roles' contract) drives what encode_batch refuses: v0
+    has no timestamps (KIP-32 came with v1), only v2 carries headers, transaction markers and producer
+    state, and only the legacy formats have compressed wrappers."""
+    import kfmt.formats as f
+
+    assert f.get_format("kafka_v0").CARRIES == {"wrappers"}
+    assert f.get_format("kafka_v1").CARRIES == {"timestamp", "timestamp_type", "wrappers"}
+    assert f.get_format("kafka_v2").CARRIES == {"timestamp", "timestamp_type", "headers", "control", "producer_state"}

@@ -28,6 +28,14 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags."
 DOC_REF = "Seed 002_3cf7a26dc3bc256e.txt (\"Kafka Enriched Message Metadata\", proposed new message format). Message => Crc MagicByte Attributes Timestamp KafkaTagLength [KafkaTag] AppTagLength [AppTag] KeyLength Key ValueLength Value. Choices where the seed's edit history is ambiguous: the entry keeps Kafka's Offset (int64) then MessageSize (int32) order; Timestamp is int64 milliseconds (the seed's kafka_0 tag type); a Kafka tag value is int32-length-prefixed bytes so that unknown tag ids can be skipped, as the seed requires; a tag list length of -1 means \"no tags\" (the seed's best case); MagicByte is 1, as the seed says, so this format must be selected explicitly; a compressed message's offset is its first inner offset and inner offsets are relative to it, as the seed says."
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "headers",
+        "timestamp",
+        "wrappers",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": None,
@@ -186,6 +194,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

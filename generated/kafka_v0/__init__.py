@@ -28,6 +28,12 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Kafka message set v0 (magic 0, Kafka 0.8 to 0.9); a compressed set is one wrapper message."
 DOC_REF = 'Kafka LegacyRecord.java and AbstractLegacyRecordBatch.java; docs/implementation.html "Old Message Format"'
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "wrappers",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": None,
@@ -112,6 +118,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

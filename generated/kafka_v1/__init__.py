@@ -28,6 +28,14 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31)."
 DOC_REF = 'Kafka LegacyRecord.java and AbstractLegacyRecordBatch.java; KIP-31, KIP-32; docs/implementation.html "Old Message Format"'
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "timestamp",
+        "timestamp_type",
+        "wrappers",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": None,
@@ -122,6 +130,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

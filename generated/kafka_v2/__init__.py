@@ -30,6 +30,16 @@ DOC_REF = (
     "Kafka DefaultRecordBatch.java and DefaultRecord.java; docs/implementation.html section 5.3.1; KIP-98, KIP-534"
 )
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "control",
+        "headers",
+        "producer_state",
+        "timestamp",
+        "timestamp_type",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": "batch",
@@ -300,6 +310,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

@@ -28,6 +28,14 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers."
 DOC_REF = "Seed 003_103ca118558a9ea9.txt (\"Headers Value Message Wrapper\", child page of KIP-82): MessageAndOffset with MagicByte bumped to 2 and attribute bit 4 as the tombstone marker; MessageWrapper => MagicByte(int8, 0) HeadersLength(int32) Headers ValueLength(int32) Value; Header => Key(int32) ValueLength(int32) Value. KIP-87 gives the same layout with the tombstone bit. Choices: the wrapper keeps the seed's inner ValueLength (shared/spec section 8a's example omits it, so its 52-byte example is 56 bytes here); header values and the payload are nullable (-1); the codec bits are reserved and must be 0, since the seed does not describe compressed wrapped values. Magic 2 collides with real Kafka: select this format explicitly."
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "headers",
+        "timestamp",
+        "timestamp_type",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": None,
@@ -174,6 +182,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

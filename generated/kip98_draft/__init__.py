@@ -28,6 +28,14 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC."
 DOC_REF = 'Seed 000_f6aa3f1cea1bc939.txt (KIP-98 "Message Format" draft, page version 7), quoted field by field below. Choices where the seed is silent: the set CRC is CRC-32 from Magic to the end of the set (the place and range of the v0/v1 CRC, since "the first four fields ... must be the same as the existing format"); a message\'s Length counts the bytes after it, CRC included; the message CRC is CRC-32 from Attributes up to the CRC; KeyLen is present whenever the key is non-null (the seed\'s "skip the key-length when the value is null" is read as a typo, since the key length cannot be computed when a key is present); Value runs to the CRC; Timestamp is absolute; the set has no record count (messages run to the end of the set).'
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "producer_state",
+        "timestamp",
+        "timestamp_type",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": "message_set",
@@ -224,6 +232,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

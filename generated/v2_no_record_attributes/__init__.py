@@ -30,6 +30,16 @@ DOC = (
 )
 DOC_REF = "Seed 001_36beb342b554ea49.txt (\"Flag to ignore unused message attribute field\", KIP-931, discarded); shared/spec/kafka-record-formats.md section 8b. Choice: this product's variant keeps magic 2 and only sets bit 7 (ignoreMessageAttributes); the KIP's own text bumps magic to 3 (see v3_no_record_attributes). A reader must select this format explicitly: real Kafka ignores bit 7 and would misparse every record."
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "control",
+        "headers",
+        "producer_state",
+        "timestamp",
+        "timestamp_type",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": "batch",
@@ -290,6 +300,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

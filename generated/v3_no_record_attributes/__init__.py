@@ -28,6 +28,16 @@ from kfmt.runtime.model import FieldInfo as _F
 DOC = "Proposal (KIP-931 as written): magic 3, batch attribute bit 7 set and records without the attributes byte."
 DOC_REF = 'Seed 001_36beb342b554ea49.txt (KIP-931: "the magic value will bump to 3"); shared/spec section 8b. Identical to v2_no_record_attributes except the magic byte, which is outside the CRC.'
 
+#: what the format's records and entries can carry (timestamp, timestamp_type, headers, control, producer_state, wrappers)
+CARRIES = frozenset(
+    {
+        "control",
+        "headers",
+        "producer_state",
+        "timestamp",
+        "timestamp_type",
+    }
+)
 #: the struct at each level of the format (None where it has no such level), for tools
 LEVELS = {
     "batch": "batch",
@@ -288,6 +298,7 @@ FIELDS = {
 
 __all__ = [
     "AUTO_DETECT",
+    "CARRIES",
     "DOC",
     "DOC_REF",
     "FIELDS",

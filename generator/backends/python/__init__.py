@@ -90,7 +90,29 @@ def tool_metadata(fmt: Format) -> dict:
             rows.append((f.name, _kind(w), label.split(" (")[0], width, f.offset, label, orig, elem))
         fields[st.name] = rows
     levels = {"batch": None if root.role == "message" else t.root, "record": record, "header": header}
-    return {"levels": levels, "fields": fields}
+    return {"levels": levels, "fields": fields, "carries": sorted(carries(t, rec))}
+
+
+def carries(t: n.FormatIR, rec: n.Struct | None) -> set[str]:
+    """What a format's records and entries can carry, by the roles' contract: ``timestamp`` (a record
+    timestamp), ``timestamp_type``, ``headers``, ``control`` (transaction markers), ``producer_state``
+    (producer id, epoch, sequence), ``wrappers`` (compressed sets of inner messages)."""
+    root = t.struct(t.root)
+
+    def exposes(st: n.Struct | None, name: str) -> bool:
+        if st is None:
+            return False
+        names = {f.name for f in st.fields} | {b.name for f in st.fields for b in f.bits}
+        names |= {f.derived.logical for f in st.fields if isinstance(f.derived, n.DeltaOf)}
+        return name in names | {v.name for v in st.views}
+
+    out = {x for x in ("timestamp", "headers", "control") if exposes(rec, x)}
+    out |= {x for x in ("timestamp_type",) if exposes(root, x)}
+    if exposes(root, "producer_id"):
+        out.add("producer_state")
+    if root.wrappers:
+        out.add("wrappers")
+    return out
 
 
 def emit(fmt: Format) -> dict[str, str]:
