@@ -28,6 +28,7 @@ from pathlib import Path
 
 import kfmt
 from kfmt.api import format_ids, get_format
+from kfmt.formats import BACKENDS, backend_module
 from kfmt.runtime.options import DecodeOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,10 +128,10 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
     for fid in formats:
         rng = random.Random(f"{seed}/{fid}")
         pool = seeds(fid, rng)
-        codec_mod = importlib.import_module(f"generated.{fid}.codec")
-        for backend in ("codec", "construct"):
-            mod = importlib.import_module(f"generated.{fid}.{backend}")
-            budget = n if backend == "codec" else max(1, int(n * construct_share))
+        codec_mod = backend_module(fid, BACKENDS[0])
+        for backend in BACKENDS:  # the registry: the optimised backend first, each other one against it
+            mod = backend_module(fid, backend)
+            budget = n if backend == BACKENDS[0] else max(1, int(n * construct_share))
             crashes, t0 = 0, time.time()
             for k in range(budget):
                 r = rng.random()
@@ -141,7 +142,7 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
                 else:
                     data = mutate(rng.choice(pool), rng)
                 why = one(mod, data, OPTS[k % len(OPTS)])
-                if not why and backend == "construct":  # every construct input is also a differential test
+                if not why and backend != BACKENDS[0]:  # every such input is also a differential test
                     why = disagreement(codec_mod, mod, data, OPTS[k % len(OPTS)])
                 if why:
                     crashes += 1

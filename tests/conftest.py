@@ -10,10 +10,17 @@ VECTORS = Path(__file__).parent / "vectors"
 
 
 def backends(fmt: str):
-    """The two generated backends of a format: (name, module)."""
-    import importlib
+    """Every backend of a format, from the registry (kfmt.formats.BACKENDS): [(name, module)], the
+    optimised one first. A backend added to the registry is tested everywhere this is used."""
+    from kfmt.formats import BACKENDS, backend_module
 
-    return [(b, importlib.import_module(f"generated.{fmt}.{b}")) for b in ("codec", "construct")]
+    return [(b, backend_module(fmt, b)) for b in BACKENDS]
+
+
+@pytest.fixture(params=__import__("kfmt.formats", fromlist=["BACKENDS"]).BACKENDS)
+def backend(request) -> str:
+    """Each backend in the registry, by name (for tests that go through read_batches / encode_batch)."""
+    return request.param
 
 
 def load_vectors(fmt: str):

@@ -9,6 +9,7 @@ from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuil
 import kfmt
 from conftest import backends, check_case, load_vectors
 from kfmt.api import get_format, iter_entries, scan
+from kfmt.formats import BACKENDS
 from kfmt.runtime import compression
 
 LEGACY = ["kafka_v0", "kafka_v1"]
@@ -168,7 +169,6 @@ def test_every_prefix_truncated(fmt):
                 mod.decode_from(data[:n], 0, n)
 
 
-@pytest.mark.parametrize("backend", ["codec", "construct"])
 @pytest.mark.parametrize("magic", [0, 1])
 def test_message_set_encode_error_names_the_record(magic, backend):
     recs = [kfmt.Record(key=b"k", value=b"v", timestamp=1), kfmt.Record(key=123, value=b"v", timestamp=2)]
@@ -239,7 +239,7 @@ def test_plain_records_and_message_objects_encode_alike(magic):
     assert kfmt.encode_batch(msgs, magic=magic, base_offset=7) == expected
     kept = [kfmt.Record(key=k, value=v, timestamp=ts, offset=off + 7) for off, ts, k, v in recs]
     assert kfmt.encode_batch(kept, magic=magic, keep_offsets=True) == expected
-    for backend in ("codec", "construct"):
+    for backend in BACKENDS:
         assert kfmt.encode_batch(plain, magic=magic, base_offset=7, backend=backend) == expected
     for codec in ("gzip", "snappy", "lz4"):  # one compressed wrapper: inner messages numbered alike
         wrapped = kfmt.encode_batch(plain, magic=magic, base_offset=7, codec=codec)
