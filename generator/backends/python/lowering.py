@@ -15,9 +15,9 @@ from __future__ import annotations
 import struct as _struct
 from dataclasses import dataclass, field
 
+from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
 from generator.loader import PRIMITIVES, VARINTS, Cond, Field, Schema, SchemaError, Struct
-from kfmt.runtime.options import HEADER_COST, RECORD_COST
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
@@ -92,8 +92,9 @@ def _pyrepr(v) -> str:
 
 
 class Builder(Validator):
-    def __init__(self, schema: Schema, base_slots: dict[str, tuple[str, ...]], base_class_attrs: dict):
+    def __init__(self, schema: Schema, base_slots: dict[str, tuple[str, ...]], base_class_attrs: dict, typed: TypedIR):
         super().__init__(schema)
+        self.ir = typed  # the typed IR (generator.ir), for what its passes already decided
         self.base_slots = base_slots  # per role: slots of the runtime base class (kfmt.runtime.model)
         self.base_class_attrs = base_class_attrs  # per role: attributes the base class answers for
         self.consts: dict[str, tuple[str, str]] = {}
@@ -483,7 +484,7 @@ class Builder(Validator):
             path=f"{path}.{f.name}",
             magic=self.s.magic if self.s.magic is not None else 2,
             recursive=w.as_ == st.name,  # the fast path reads the inner ones with a leaf decoder
-            cost=self.element_cost(self.s.structs[w.as_]),
+            cost=next(x.cost for x in self.ir.struct(st.name).wrappers if x.source == f.name),
             **hdr,
         )
 
@@ -586,10 +587,7 @@ class Builder(Validator):
             last=i == len(st.fields) - 1,
             tuple=elem.repr == "tuple",
             limit="max_records" if elem.role in ("record", "batch") else "max_headers",
-            cost=self.element_cost(elem),
-            nested=self.nested_arrays(elem),
-            # an array inside the elements of another array: that one's budget counts these elements
-            accounted=st.name not in self.solo,
+            **self.budget(st, f),
             elem_index=self.uses_index(elem),
         )
         if f.count in VARINTS:
@@ -605,23 +603,22 @@ class Builder(Validator):
             raise SchemaError(f"{self.s.file}:{f.line}: a compressed array must be the last field of its struct")
         return a
 
-    @staticmethod
-    def element_cost(elem: Struct) -> int:
-        """Estimated bytes of Python objects one decoded element of ``elem`` takes (the ``max_memory`` budget)."""
-        return RECORD_COST if elem.role in ("record", "batch", "message") else HEADER_COST
-
-    def nested_arrays(self, elem: Struct) -> list[dict]:
-        """The arrays inside each element of an array of ``elem``: their elements count against the same
-        ``max_memory`` budget as the outer ones (the headers of every record of a batch)."""
-        out = []
-        names = [f.name for f in elem.fields]
-        for f in elem.fields:
-            if self.kind(f) != "array":
-                continue
-            inner = self.s.structs[f.type]
-            access = f"[{names.index(f.name)}]" if elem.repr == "tuple" else f".{f.name}"
-            out.append(dict(access=access, cost=self.element_cost(inner), min=max(self.min_size(f.type), 1)))
-        return out
+    def budget(self, st: Struct, f: Field) -> dict:
+        """The max_memory budget of an array, from the typed IR's budget pass: cost per element, the arrays
+        in each element (``access`` spelled as the element is: an object's attribute or a tuple's index),
+        and whether an enclosing array accounts for it."""
+        b = self.ir.struct(st.name).field(f.name).wire.budget
+        elem = self.s.structs[f.type]
+        names = [x.name for x in elem.fields]
+        nested = [
+            dict(
+                access=f"[{names.index(x.field)}]" if elem.repr == "tuple" else f".{x.field}",
+                cost=x.cost,
+                min=x.min_size,
+            )
+            for x in b.nested
+        ]
+        return dict(cost=b.cost, nested=nested, accounted=b.accounted)
 
     # ------------------------------------------------------------ encode
     def uses_index(self, st: Struct) -> bool:

@@ -17,12 +17,11 @@ def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
 
 class Validator:
     """Validates a schema on construction; ``used`` is the reachable structs, dependencies first;
-    ``parents`` who embeds whom; ``solo`` the structs decoded other than as an array's elements."""
+    ``parents`` who embeds whom."""
 
     def __init__(self, schema: Schema):
         self.s = schema
         self.parents: dict[str, list[str]] = {}
-        self.solo: set[str] = {schema.root or ""}
         self.used = self._reachable()
         self._check_refs()
 
@@ -57,19 +56,15 @@ class Validator:
                     if f.type not in self.s.structs:
                         raise _err(self.s, st, f, f"unknown struct {f.type!r}")
                     self.parents.setdefault(f.type, []).append(name)
-                    if k == "struct":
-                        self.solo.add(f.type)
                     visit(f.type)
             for v in st.views:
                 if v.as_ not in self.s.structs:
                     raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
-                self.solo.add(v.as_)
                 visit(v.as_)
             for f in st.fields:
                 if f.wraps:
                     if f.wraps.as_ not in self.s.structs:
                         raise _err(self.s, st, f, f"wraps: unknown struct {f.wraps.as_!r}")
-                    self.solo.add(f.wraps.as_)
                     if f.wraps.as_ != name:  # a wrapper may hold its own kind, depth-limited at run time
                         visit(f.wraps.as_)
             stack.pop()
