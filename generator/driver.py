@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 from generator import ir
-from generator.backends import STAMP_STYLES, Backend, Format, discover
+from generator.backends import STAMP_STYLES, TOOL, Backend, Format, discover
 from generator.loader import Schema, SchemaError, display_dir, load
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOL = "kfmt-generator"
 
 
 def format_ids(schema_dir: Path) -> list[Path]:
