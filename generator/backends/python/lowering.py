@@ -182,13 +182,56 @@ class Builder(Validator):
     def struct_ir(self, name: str) -> StructIR:
         st = self.s.structs[name]
         params = self.params(name)
-        fnames = [f.name for f in st.fields]
-        needpos = self.positions_needed(st)
         path = name
-        dec: list[Op] = []
-        enc: list[Op] = []
+        model = self._model_fields(name, st)
+        wrapped_by = self.wrapped_by(name)
+        dec = self._decode_ops(name, st, path)
+        # logical values computed from deltas, and views
+        first_post = len(dec)
+        self._post_ops(st, path, wrapped_by, dec)
+        self.prefetch(dec)
+        post_ops = dec[first_post:]
+        if st.repr == "tuple":
+            names = [m for m, _ in model]
+            result = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+        else:
+            result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
 
-        # ---- model fields
+        # ---- encode ops
+        enc = self.encode_ops(st, params, path)
+        base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
+        return StructIR(
+            name=name,
+            cls=_camel(name) if st.repr == "object" else None,
+            role=st.role,
+            repr=st.repr,
+            doc=st.doc or st.orig_name or name,
+            orig_name=st.orig_name,
+            model_fields=model,
+            base_slots=tuple(b for b in base),
+            logical=[(ln, " + ".join(f"self.{t}" for t in terms)) for ln, terms in st.logical],
+            params=params,
+            min_size=max(self.min_size(name), 1),
+            decode_ops=dec,
+            encode_ops=enc,
+            result=result,
+            path=path,
+            post_ops=post_ops,
+            layout=[(f.name, self.type_label(f), f.orig_name) for f in st.fields],
+            init_extra=[
+                (
+                    slot,
+                    "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"),
+                )
+                for slot in base
+                if slot not in [m for m, _ in model]
+            ],
+            dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
+            enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
+        )
+
+    def _model_fields(self, name: str, st: Struct) -> list[tuple[str, str]]:
+        """The value class's fields with their defaults: bit views, fields, delta values, views, wrapped sets."""
         model: list[tuple[str, str]] = []
         for f in st.fields:
             if f.bits:
@@ -221,7 +264,13 @@ class Builder(Validator):
         if wrapped_by and wrapped_by.timestamp_field:
             model.append((f"wire_{wrapped_by.timestamp_field}", "None"))
 
-        # ---- decode ops
+        return model
+
+    def _decode_ops(self, name: str, st: Struct, path: str) -> list[Op]:
+        """Decoding the wire fields: runs of fixed-width fields, regions, CRC checks, conditionals."""
+        fnames = [f.name for f in st.fields]
+        needpos = self.positions_needed(st)
+        dec: list[Op] = []
         regions: list[tuple[str, str]] = []  # (end var, length field)
         end = "end"
         depth = 0
@@ -348,8 +397,10 @@ class Builder(Validator):
         flush_run()
         for end_var, length in reversed(regions):
             dec.append(Op("region_end", 0, dict(end=end_var, length=length, path=f"{path}.{length}")))
-        # logical values computed from deltas, and views
-        first_post = len(dec)
+        return dec
+
+    def _post_ops(self, st: Struct, path: str, wrapped_by, dec: list[Op]) -> None:
+        """After the wire: wrapped inner sets, values from deltas, views."""
         if wrapped_by and wrapped_by.timestamp_field:
             dec.append(Op("assign", 0, dict(name=f"wire_{wrapped_by.timestamp_field}", expr="None")))
         for f in st.fields:
@@ -384,46 +435,6 @@ class Builder(Validator):
                     ),
                 )
             )
-        self.prefetch(dec)
-        post_ops = dec[first_post:]
-        if st.repr == "tuple":
-            names = [m for m, _ in model]
-            result = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-        else:
-            result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
-
-        # ---- encode ops
-        enc = self.encode_ops(st, params, path)
-        base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
-        return StructIR(
-            name=name,
-            cls=_camel(name) if st.repr == "object" else None,
-            role=st.role,
-            repr=st.repr,
-            doc=st.doc or st.orig_name or name,
-            orig_name=st.orig_name,
-            model_fields=model,
-            base_slots=tuple(b for b in base),
-            logical=[(ln, " + ".join(f"self.{t}" for t in terms)) for ln, terms in st.logical],
-            params=params,
-            min_size=max(self.min_size(name), 1),
-            decode_ops=dec,
-            encode_ops=enc,
-            result=result,
-            path=path,
-            post_ops=post_ops,
-            layout=[(f.name, self.type_label(f), f.orig_name) for f in st.fields],
-            init_extra=[
-                (
-                    slot,
-                    "[]" if slot == "headers" else ("-1" if slot == "timestamp" and st.role == "message" else "None"),
-                )
-                for slot in base
-                if slot not in [m for m, _ in model]
-            ],
-            dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
-            enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
-        )
 
     def type_label(self, f: Field) -> str:
         """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
@@ -628,6 +639,13 @@ class Builder(Validator):
         )
 
     def encode_ops(self, st: Struct, params: list[str], path: str) -> list[Op]:
+        """Encoding, in three steps: load the stored values, derive what is known before writing, write."""
+        ops = self._load_ops(st)
+        self._derived_ops(st, path, ops)
+        self._write_ops(st, path, ops)
+        return ops
+
+    def _load_ops(self, st: Struct) -> list[Op]:
         ops: list[Op] = []
         # slots of the runtime base class (offset, key, value, timestamp...) are read directly: any kfmt.Record
         # has them, so records can be encoded as legacy messages without a copy.  Attributes the base class
@@ -676,6 +694,9 @@ class Builder(Validator):
             ops.insert(0, Op("own_check", 0, dict(cls=_camel(st.name))))
             for op in own:
                 op.a["own"] = True
+        return ops
+
+    def _derived_ops(self, st: Struct, path: str, ops: list[Op]) -> None:
         # 2. derived values known before writing
         for f in st.fields:
             d = f.derive
@@ -703,6 +724,8 @@ class Builder(Validator):
                     expr = (f"{f.name}_kept if {self.cond_expr(d.when)} and {f.name}_kept is not None "
                             f"else {d.target} - {d.base}")  # fmt: skip
                 ops.append(Op("assign", 0, dict(name=f.name, expr=expr)))
+
+    def _write_ops(self, st: Struct, path: str, ops: list[Op]) -> None:
         # 3. write
         needpos = self.positions_needed(st, skip_varint_regions=True)
         out = "out"
@@ -817,7 +840,6 @@ class Builder(Validator):
                 ops.append(Op("region_fixed", 0, r))
         for c in crcs:
             ops.append(Op("crc_patch", 0, c))
-        return ops
 
     def _plain_tail(self, st: Struct, i: int, needpos: set[str]) -> bool:
         """True if no field after ``st.fields[i]`` is a position mark, a CRC, a fixed-width length or
