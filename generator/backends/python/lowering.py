@@ -58,6 +58,7 @@ class StructIR:
     init_extra: list = field(default_factory=list)  # (slot, expr): base-class slots the format has no field for
     dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
+    lists: tuple[str, ...] = ()  # fields the runtime base classes promise as lists (None becomes [])
 
     @property
     def wraps_itself(self) -> bool:
@@ -81,6 +82,7 @@ class FormatIR:
     enums: list[tuple[str, list[tuple[int, str]]]]
     wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
     index_offsets: bool = False  # the root encoder numbers a value without an offset by its index
+    magic_offset: int | None = None  # where the root's magic byte is (decode_run dispatches on it)
 
 
 def _camel(name: str) -> str:
@@ -89,6 +91,10 @@ def _camel(name: str) -> str:
 
 def _pyrepr(v) -> str:
     return repr(v)
+
+
+#: the fields kfmt.Record (headers) and kfmt.Batch (records) promise as lists: a value class sets [] for None
+LIST_SLOTS = ("records", "headers")
 
 
 class Builder(Validator):
@@ -227,6 +233,7 @@ class Builder(Validator):
                 if slot not in [m for m, _ in model]
             ],
             dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
+            lists=tuple(m for m, _ in model if m in LIST_SLOTS),
             enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
         )
 
@@ -909,4 +916,5 @@ def build(b: Builder) -> FormatIR:
         enums=enums,
         wrap_offsets=next((f.wraps.offsets for f in schema.structs[schema.root].fields if f.wraps), None),
         index_offsets=b.uses_index(schema.structs[schema.root]),
+        magic_offset=next((f.offset for f in b.ir.struct(b.ir.root).fields if f.name == "magic"), None),
     )
