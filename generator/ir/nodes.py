@@ -352,6 +352,9 @@ class Struct:
     def field(self, name: str) -> Field:
         return next(f for f in self.fields if f.name == name)
 
+    def view(self, name: str) -> View:
+        return next(v for v in self.views if v.name == name)
+
 
 @dataclass(frozen=True)
 class Enum:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import struct as _struct
 from dataclasses import dataclass, field
 
+from generator.backends.python.expr import py
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
-from generator.loader import PRIMITIVES, VARINTS, Cond, Field, Schema, SchemaError, Struct
+from generator.loader import PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
@@ -156,15 +157,6 @@ class Builder(Validator):
         return name
 
     # ------------------------------------------------------------ conditions
-    @staticmethod
-    def cond_expr(c: Cond) -> str:
-        if c.op is None:
-            return c.field
-        if isinstance(c.value, bool) and c.op in ("eq", "ne"):
-            return c.field if (c.value is True) == (c.op == "eq") else f"not {c.field}"
-        sym = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[c.op]
-        return f"{c.field} {sym} {c.value!r}"
-
     # ------------------------------------------------------------ pass 2+4: struct layout
     def positions_needed(self, st: Struct, skip_varint_regions: bool = False) -> set[str]:
         """Fields whose start position the code must remember (region and CRC starts, trailing CRCs).
@@ -215,7 +207,7 @@ class Builder(Validator):
             orig_name=st.orig_name,
             model_fields=model,
             base_slots=tuple(b for b in base),
-            logical=[(ln, " + ".join(f"self.{t}" for t in terms)) for ln, terms in st.logical],
+            logical=[(lg.name, py(lg.value, ref=lambda r: f"self.{r.name}")) for lg in self.ir.struct(name).logical],
             params=params,
             min_size=max(self.min_size(name), 1),
             decode_ops=dec,
@@ -223,7 +215,7 @@ class Builder(Validator):
             result=result,
             path=path,
             post_ops=post_ops,
-            layout=[(f.name, self.type_label(f), f.orig_name) for f in st.fields],
+            layout=[(f.name, self.type_label(st, f), f.orig_name) for f in st.fields],
             init_extra=[
                 (
                     slot,
@@ -336,7 +328,7 @@ class Builder(Validator):
             if f.name in needpos or f.if_ or k != "int":
                 flush_run()
             if f.if_:
-                dec.append(Op("if", depth, dict(expr=self.cond_expr(f.if_))))
+                dec.append(Op("if", depth, dict(expr=py(self.typed(st, f).condition))))
                 depth += 1
             if f.name in needpos:
                 dec.append(Op("mark", depth, dict(var=f"p_{f.name}")))
@@ -418,11 +410,8 @@ class Builder(Validator):
             if d and d.func == "delta_of":
                 # Java adds int64s with wrap-around; the optimistic decoder adds plainly and falls back
                 # to the checked one (which wraps) in the rare case the sum leaves the int64 range
-                plain = f"(({d.base} + {f.name} + {BIAS64}) & {MASK64}) - {BIAS64}"
-                fast = f"{d.base} + {f.name}"
-                if d.replaced_by:
-                    plain = f"{d.replaced_by} if {self.cond_expr(d.when)} else {plain}"
-                    fast = f"{d.replaced_by} if {self.cond_expr(d.when)} else {fast}"
+                decoded = self.typed(st, f).derived.decoded
+                plain, fast = py(decoded), py(decoded, fast=True)
                 dec.append(Op("delta", 0, dict(name=d.target, expr=plain, fast=fast)))
         for v in st.views:
             vst = self.s.structs[v.as_]
@@ -436,14 +425,14 @@ class Builder(Validator):
                         elem=v.as_,
                         args=self.params(v.as_),
                         min=self.min_size(v.as_),
-                        cond=self.cond_expr(v.when) if v.when else "True",
+                        cond=py(vt.condition) if (vt := self.ir.struct(st.name).view(v.name)).condition else "True",
                         path=f"{path}.{v.name}",
                         tuple=vst.repr == "tuple",
                     ),
                 )
             )
 
-    def type_label(self, f: Field) -> str:
+    def type_label(self, st: Struct, f: Field) -> str:
         """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
         k = self.kind(f)
         if k == "blob":
@@ -461,7 +450,7 @@ class Builder(Validator):
         if f.derive:
             label += f" ({f.derive.func} {f.derive.target})"
         if f.if_:
-            label += f" if {self.cond_expr(f.if_)}"
+            label += f" if {py(self.typed(st, f).condition)}"
         return label
 
     def wrapped_by(self, name: str):
@@ -474,6 +463,7 @@ class Builder(Validator):
 
     def wraps_attrs(self, st: Struct, f: Field, path: str) -> dict:
         w = f.wraps
+        wt = next(x for x in self.ir.struct(st.name).wrappers if x.source == f.name)
         inner = self.s.structs[w.as_]
         # Kafka drops a truncated inner tail: an entry is complete when its first length field fits
         off = 0
@@ -492,13 +482,13 @@ class Builder(Validator):
             value=f.name,
             field=w.field,
             elem=w.as_,
-            cond=self.cond_expr(w.when),
+            cond=py(wt.condition),
             codec=w.compressed_by,
             relative=w.offsets == "relative_to_last",
             from_first=w.offsets == "relative_to_first",
             offset=w.offset_field,
             ts_field=w.timestamp_field,
-            ts_cond=self.cond_expr(w.timestamps_when) if w.timestamps_when else None,
+            ts_cond=py(wt.timestamps_when) if wt.timestamps_when is not None else None,
             path=f"{path}.{f.name}",
             magic=self.s.magic if self.s.magic is not None else 2,
             recursive=w.as_ == st.name,  # the fast path reads the inner ones with a leaf decoder
@@ -621,6 +611,10 @@ class Builder(Validator):
             raise SchemaError(f"{self.s.file}:{f.line}: a compressed array must be the last field of its struct")
         return a
 
+    def typed(self, st: Struct, f: Field):
+        """The typed IR's node for field ``f`` of ``st`` (conditions and derived values as expressions)."""
+        return self.ir.struct(st.name).field(f.name)
+
     def budget(self, st: Struct, f: Field) -> dict:
         """The max_memory budget of an array, from the typed IR's budget pass: cost per element, the arrays
         in each element (``access`` spelled as the element is: an object's attribute or a tuple's index),
@@ -728,8 +722,8 @@ class Builder(Validator):
             if d and d.func == "delta_of":
                 expr = f"{d.target} - {d.base} if {d.target} is not None else index"
                 if d.replaced_by:
-                    expr = (f"{f.name}_kept if {self.cond_expr(d.when)} and {f.name}_kept is not None "
-                            f"else {d.target} - {d.base}")  # fmt: skip
+                    when = py(self.typed(st, f).derived.decoded.cond)  # under it, the wire value is kept
+                    expr = f"{f.name}_kept if {when} and {f.name}_kept is not None else {d.target} - {d.base}"
                 ops.append(Op("assign", 0, dict(name=f.name, expr=expr)))
 
     def _write_ops(self, st: Struct, path: str, ops: list[Op]) -> None:
@@ -782,7 +776,7 @@ class Builder(Validator):
             if (f.name in needpos and not in_run) or f.if_ or k != "int" or is_varint_len:
                 flush()
             if f.if_:
-                ops.append(Op("if", depth, dict(expr=self.cond_expr(f.if_))))
+                ops.append(Op("if", depth, dict(expr=py(self.typed(st, f).condition))))
                 depth += 1
             if f.name in needpos and not in_run:
                 ops.append(Op("mark", depth, dict(var=f"p_{f.name}", out=out)))
