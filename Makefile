@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test demo bench bench-floor bench-spark lint fuzz clean
+.PHONY: setup generate check-generated test test-backends demo bench bench-floor bench-spark lint fuzz clean
 
 setup: $(VENV)/.installed
 
@@ -25,6 +25,19 @@ check-generated: setup
 
 test: setup check-generated lint
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-backends
+
+# the behavioural suite once more per other backend of the registry (kfmt.formats.BACKENDS), as the
+# default of read_batches / scan / encode_batch; left out: what measures or times the python backend
+# (memory probes, kill timing, the fuzz slice that runs every backend already, packaging) and Spark
+OTHER_BACKENDS = $(shell $(PY) -c "from kfmt.formats import BACKENDS; print(' '.join(BACKENDS[1:]))")
+test-backends: setup
+	for b in $(OTHER_BACKENDS); do \
+	  echo "== the suite with KFMT_BACKEND=$$b"; \
+	  KFMT_BACKEND=$$b $(PY) -m pytest -q tests --ignore=tests/test_spark.py --ignore=tests/test_memory.py \
+	    --ignore=tests/test_interrupted_writes.py --ignore=tests/test_fuzz_slice.py --ignore=tests/test_packaging.py \
+	    || exit 1; \
+	done
 
 demo: setup generate
 	$(VENV)/bin/kfmt demo $(DEMO_ARGS)

@@ -70,7 +70,7 @@ def read_batches(
     verify_crc: bool = True,
     format: str | None = None,
     opts=None,
-    backend: str = "python",
+    backend: str | None = None,
     isolation: str = "read_uncommitted",
     partial_tail: str = "ignore",
     on_corrupt="fail",
@@ -125,7 +125,7 @@ def scan(
     verify_crc: bool = True,
     format: str | None = None,
     opts=None,
-    backend: str = "python",
+    backend: str | None = None,
     skip_corrupt: bool = False,
     isolation: str = "read_uncommitted",
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
@@ -352,7 +352,7 @@ def encode_batch(
     codec: str = "none",
     format: str | None = None,
     keep_offsets: bool = False,
-    backend: str = "python",
+    backend: str | None = None,
     **batch_fields,
 ) -> bytes:
     """Encode ``records`` as one batch of the format for ``magic`` (or ``format``).

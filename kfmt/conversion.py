@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kfmt.api import encode_batch, get_format, scan
+from kfmt.formats import backend_module
 from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
 from kfmt.runtime.model import Record
 
@@ -89,7 +90,7 @@ def _recompress_v2(mod, batch, codec: str) -> bytes:
     for r in batch.records:
         if hasattr(r, "length"):
             r.length = None
-    return mod.codec.encode(batch)
+    return backend_module(mod).encode(batch)
 
 
 def convert(

@@ -4,6 +4,7 @@ magic byte. A leaf of the library: it imports only the runtime and the generated
 from __future__ import annotations
 
 import importlib
+import os
 from functools import lru_cache
 from typing import Any
 
@@ -37,12 +38,26 @@ BACKENDS = ("python", "construct")
 ALIASES = {"codec": "python"}
 
 
-@lru_cache(maxsize=None)
-def backend_module(fmt, backend: str = "python"):
-    """The module of one backend of a format: ``python`` (optimised) or ``construct`` (reference)."""
-    backend = ALIASES.get(backend, backend)
-    if backend not in BACKENDS:
+def default_backend() -> str:
+    """The backend reading and writing use unless told: ``python``, or the ``KFMT_BACKEND`` environment
+    variable (the test suite runs once per backend this way: ``make test-backends``)."""
+    name = ALIASES.get(os.environ.get("KFMT_BACKEND", "python"), os.environ.get("KFMT_BACKEND", "python"))
+    if name not in BACKENDS:
+        raise UnsupportedCodecError(f"KFMT_BACKEND={name!r} is not a backend; use one of {', '.join(BACKENDS)}")
+    return name
+
+
+def backend_module(fmt, backend: str | None = None):
+    """The module of one backend of a format: ``python`` (optimised) or ``construct`` (reference); None:
+    the default backend."""
+    name = default_backend() if backend is None else ALIASES.get(backend, backend)
+    if name not in BACKENDS:
         raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    return _module(fmt, name)
+
+
+@lru_cache(maxsize=None)
+def _module(fmt, backend: str):
     pkg = get_format(fmt)
     return pkg.codec if backend == "python" else importlib.import_module(f"{pkg.__name__}.construct")
 

@@ -20,6 +20,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
+from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.text import DECODED as _STR_DECODED
@@ -207,7 +208,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
     codec = _ENUM_codec.get((attributes & 15))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 15)}", offset=pos, path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 15)}", offset=pos, path="message.attributes")
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message.kafka_tags")
     (n_kafka_tags,) = _S1.unpack_from(buf, pos)
@@ -386,7 +387,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
     codec = _ENUM_codec.get(attributes & 15)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {attributes & 15}", offset=pos, path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {attributes & 15}", offset=pos, path="message.attributes")
     (n_kafka_tags,) = _S1.unpack_from(buf, pos)
     pos += 4
     if n_kafka_tags < 0:
@@ -544,7 +545,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     )
                 codec_message_leaf_ = _ENUM_codec.get(attributes_message_leaf_ & 15)
                 if codec_message_leaf_ is None:
-                    raise _InvalidValueError(
+                    raise _UnsupportedCodecError(
                         f"unknown codec id {attributes_message_leaf_ & 15}", offset=dpos, path="message.attributes"
                     )
                 (n_kafka_tags_message_leaf_,) = _S1.unpack_from(data_, dpos)
@@ -719,7 +720,7 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
-        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     at_ = len(out)
     q_size = at_ + 8
@@ -800,7 +801,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
-        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     at_ = len(out)
     q_size = at_ + 8
@@ -867,7 +868,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
             attributes_message_leaf_ = 0
             id__message_leaf_ = _ENUM_IDS_codec.get(codec_message_leaf_)
             if id__message_leaf_ is None:
-                raise _InvalidValueError(f"unknown codec {codec_message_leaf_!r}", path="message.attributes")
+                raise _UnsupportedCodecError(f"unknown codec {codec_message_leaf_!r}", path="message.attributes")
             attributes_message_leaf_ |= id__message_leaf_ << 0
             at__message_leaf_ = len(tmp_)
             q_size_message_leaf_ = at__message_leaf_ + 8
@@ -1014,7 +1015,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 1", offset=pos, path="message.magic")
             codec_message_ = _ENUM_codec.get(attributes_message_ & 15)
             if codec_message_ is None:
-                raise _InvalidValueError(
+                raise _UnsupportedCodecError(
                     f"unknown codec id {attributes_message_ & 15}", offset=pos, path="message.attributes"
                 )
             (n_kafka_tags_message_,) = _S1.unpack_from(buf, pos)
@@ -1183,7 +1184,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             )
                         codec_message_leaf__message_ = _ENUM_codec.get(attributes_message_leaf__message_ & 15)
                         if codec_message_leaf__message_ is None:
-                            raise _InvalidValueError(
+                            raise _UnsupportedCodecError(
                                 f"unknown codec id {attributes_message_leaf__message_ & 15}",
                                 offset=dpos_message_,
                                 path="message.attributes",
@@ -1437,7 +1438,7 @@ def _fencode_run(values, out, first_index):
         attributes_message_ = 0
         id__message_ = _ENUM_IDS_codec.get(codec_message_)
         if id__message_ is None:
-            raise _InvalidValueError(f"unknown codec {codec_message_!r}", path="message.attributes")
+            raise _UnsupportedCodecError(f"unknown codec {codec_message_!r}", path="message.attributes")
         attributes_message_ |= id__message_ << 0
         at__message_ = len(out)
         q_size_message_ = at__message_ + 8
@@ -1523,7 +1524,7 @@ def _fencode_run(values, out, first_index):
                 attributes_message_leaf__message_ = 0
                 id__message_leaf__message_ = _ENUM_IDS_codec.get(codec_message_leaf__message_)
                 if id__message_leaf__message_ is None:
-                    raise _InvalidValueError(
+                    raise _UnsupportedCodecError(
                         f"unknown codec {codec_message_leaf__message_!r}", path="message.attributes"
                     )
                 attributes_message_leaf__message_ |= id__message_leaf__message_ << 0

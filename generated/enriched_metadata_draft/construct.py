@@ -82,7 +82,7 @@ message = c.Struct(
                 c.Struct(
                     "magic" / c.Const(1, c.Int8sb) * "MagicByte",
                     "attributes"
-                    / BitsView(c.Int8sb, [("codec", 15, 0, "enum", _ENUM_codec, None)])
+                    / BitsView(c.Int8sb, [("codec", 15, 0, "enum", _ENUM_codec, None, True)])
                     * "The lowest 4 bits give the message type (normal uncompressed, gzip, snappy, ...).",
                     "timestamp" / c.Int64sb * "Timestamp",
                     "kafka_tags"

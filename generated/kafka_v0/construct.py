@@ -68,7 +68,7 @@ message = c.Struct(
                 c.Struct(
                     "magic" / c.Const(0, c.Int8sb) * "magic",
                     "attributes"
-                    / BitsView(c.Int8sb, [("codec", 7, 0, "enum", _ENUM_codec, None)])
+                    / BitsView(c.Int8sb, [("codec", 7, 0, "enum", _ENUM_codec, None, True)])
                     * "Bits 0-2 codec; bits 3-7 unused (ignored on read, written as 0).",
                     "key" / KBytes(c.Int32sb, nullable=True, string=False) * "A wrapper's key is null.",
                     "value"

@@ -20,6 +20,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
+from kfmt.runtime.errors import UnsupportedCodecError as _UnsupportedCodecError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
@@ -110,7 +111,7 @@ def _decode_message(buf, pos, end, opts, depth_=0):
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
     codec = _ENUM_codec.get((attributes & 7))
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {(attributes & 7)}", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     if e_0 - pos < 4:
         raise _TruncatedError(f"needs 4 bytes, {e_0 - pos} left", offset=pos, path="message.key")
@@ -225,7 +226,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
         raise _InvalidValueError(f"magic is {magic}, expected 1", offset=pos, path="message.magic")
     codec = _ENUM_codec.get(attributes & 7)
     if codec is None:
-        raise _InvalidValueError(f"unknown codec id {attributes & 7}", offset=pos, path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec id {attributes & 7}", offset=pos, path="message.attributes")
     timestamp_type = (attributes & 8) >> 3
     pos += 4
     if n_key < 0:
@@ -298,7 +299,7 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
                     )
                 codec_message_leaf_ = _ENUM_codec.get(attributes_message_leaf_ & 7)
                 if codec_message_leaf_ is None:
-                    raise _InvalidValueError(
+                    raise _UnsupportedCodecError(
                         f"unknown codec id {attributes_message_leaf_ & 7}", offset=dpos, path="message.attributes"
                     )
                 timestamp_type_message_leaf_ = (attributes_message_leaf_ & 8) >> 3
@@ -393,7 +394,7 @@ def _encode_message(obj, out, index, rebase_=0, restamp_=False):
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
-        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     attributes |= ((timestamp_type or 0) << 3) & 8
     at_ = len(out)
@@ -441,7 +442,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
     attributes = 0
     id_ = _ENUM_IDS_codec.get(codec)
     if id_ is None:
-        raise _InvalidValueError(f"unknown codec {codec!r}", path="message.attributes")
+        raise _UnsupportedCodecError(f"unknown codec {codec!r}", path="message.attributes")
     attributes |= id_ << 0
     attributes |= (timestamp_type or 0) << 3 & 8
     at_ = len(out)
@@ -483,7 +484,7 @@ def _fencode_message(obj, out, index, rebase_=0, restamp_=False):
             attributes_message_leaf_ = 0
             id__message_leaf_ = _ENUM_IDS_codec.get(codec_message_leaf_)
             if id__message_leaf_ is None:
-                raise _InvalidValueError(f"unknown codec {codec_message_leaf_!r}", path="message.attributes")
+                raise _UnsupportedCodecError(f"unknown codec {codec_message_leaf_!r}", path="message.attributes")
             attributes_message_leaf_ |= id__message_leaf_ << 0
             attributes_message_leaf_ |= (timestamp_type_message_leaf_ or 0) << 3 & 8
             at__message_leaf_ = len(tmp_)
@@ -597,7 +598,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                 raise _InvalidValueError(f"magic is {magic_message_}, expected 1", offset=pos, path="message.magic")
             codec_message_ = _ENUM_codec.get(attributes_message_ & 7)
             if codec_message_ is None:
-                raise _InvalidValueError(
+                raise _UnsupportedCodecError(
                     f"unknown codec id {attributes_message_ & 7}", offset=pos, path="message.attributes"
                 )
             timestamp_type_message_ = (attributes_message_ & 8) >> 3
@@ -679,7 +680,7 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                             )
                         codec_message_leaf__message_ = _ENUM_codec.get(attributes_message_leaf__message_ & 7)
                         if codec_message_leaf__message_ is None:
-                            raise _InvalidValueError(
+                            raise _UnsupportedCodecError(
                                 f"unknown codec id {attributes_message_leaf__message_ & 7}",
                                 offset=dpos_message_,
                                 path="message.attributes",
@@ -822,7 +823,7 @@ def _fencode_run(values, out, first_index):
         attributes_message_ = 0
         id__message_ = _ENUM_IDS_codec.get(codec_message_)
         if id__message_ is None:
-            raise _InvalidValueError(f"unknown codec {codec_message_!r}", path="message.attributes")
+            raise _UnsupportedCodecError(f"unknown codec {codec_message_!r}", path="message.attributes")
         attributes_message_ |= id__message_ << 0
         attributes_message_ |= (timestamp_type_message_ or 0) << 3 & 8
         at__message_ = len(out)
@@ -879,7 +880,7 @@ def _fencode_run(values, out, first_index):
                 attributes_message_leaf__message_ = 0
                 id__message_leaf__message_ = _ENUM_IDS_codec.get(codec_message_leaf__message_)
                 if id__message_leaf__message_ is None:
-                    raise _InvalidValueError(
+                    raise _UnsupportedCodecError(
                         f"unknown codec {codec_message_leaf__message_!r}", path="message.attributes"
                     )
                 attributes_message_leaf__message_ |= id__message_leaf__message_ << 0

@@ -70,7 +70,10 @@ message = c.Struct(
                     "attributes"
                     / BitsView(
                         c.Int8sb,
-                        [("codec", 7, 0, "enum", _ENUM_codec, None), ("timestamp_type", 8, 3, "int", None, None)],
+                        [
+                            ("codec", 7, 0, "enum", _ENUM_codec, None, True),
+                            ("timestamp_type", 8, 3, "int", None, None, False),
+                        ],
                     )
                     * "Bits 0-2 codec, bit 3 timestamp type; bits 4-7 unused (ignored on read, written as 0).",
                     "timestamp"

@@ -72,9 +72,9 @@ message = c.Struct(
                     / BitsView(
                         c.Int8sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec, 0),
-                            ("timestamp_type", 8, 3, "int", None, None),
-                            ("is_tombstone", 16, 4, "flag", None, None),
+                            ("codec", 7, 0, "enum", _ENUM_codec, 0, False),
+                            ("timestamp_type", 8, 3, "int", None, None, False),
+                            ("is_tombstone", 16, 4, "flag", None, None, False),
                         ],
                     )
                     * "Bits 0-2 codec (reserved, 0), bit 3 timestamp type, bit 4 tombstone.",

@@ -66,9 +66,9 @@ message = c.Struct(
                     / BitsView(
                         c.Int8sb,
                         [
-                            ("null_key", 1, 0, "flag", None, None),
-                            ("null_value", 2, 1, "flag", None, None),
-                            ("is_control_message", 4, 2, "flag", None, None),
+                            ("null_key", 1, 0, "flag", None, None, False),
+                            ("null_value", 2, 1, "flag", None, None, False),
+                            ("is_control_message", 4, 2, "flag", None, None, False),
                         ],
                     )
                     * "Null key (bit 0), null value (bit 1), control flag (bit 2), unused (5).",
@@ -107,9 +107,9 @@ message_set = c.Struct(
                     / BitsView(
                         c.Int16sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec, None),
-                            ("timestamp_type", 8, 3, "int", None, None),
-                            ("is_transactional", 16, 4, "flag", None, None),
+                            ("codec", 7, 0, "enum", _ENUM_codec, None, True),
+                            ("timestamp_type", 8, 3, "int", None, None, False),
+                            ("is_transactional", 16, 4, "flag", None, None, False),
                         ],
                     )
                     * "Compression (3 bits), timestamp type (1), transactional (1), unused (11).",

@@ -105,12 +105,12 @@ batch = c.Struct(
                     / BitsView(
                         c.Int16sb,
                         [
-                            ("codec", 7, 0, "enum", _ENUM_codec, None),
-                            ("timestamp_type", 8, 3, "int", None, None),
-                            ("is_transactional", 16, 4, "flag", None, None),
-                            ("is_control", 32, 5, "flag", None, None),
-                            ("has_delete_horizon", 64, 6, "flag", None, None),
-                            ("ignore_record_attributes", 128, 7, "flag", None, 1),
+                            ("codec", 7, 0, "enum", _ENUM_codec, None, True),
+                            ("timestamp_type", 8, 3, "int", None, None, False),
+                            ("is_transactional", 16, 4, "flag", None, None, False),
+                            ("is_control", 32, 5, "flag", None, None, False),
+                            ("has_delete_horizon", 64, 6, "flag", None, None, False),
+                            ("ignore_record_attributes", 128, 7, "flag", None, 1, False),
                         ],
                     )
                     * "As in v2, plus bit 7 ignoreMessageAttributes, always 1 in this format.",

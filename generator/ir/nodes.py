@@ -258,6 +258,7 @@ class BitView:
     const: int | None = None  # always this raw value: written, checked on read
     null_marker_for: str | None = None  # set when that field is null
     doc: str = ""
+    selects_codec: bool = False  # names a compression codec: an unknown id is an unsupported codec
 
 
 @dataclass(frozen=True)

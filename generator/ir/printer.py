@@ -109,6 +109,7 @@ def show(f: n.FormatIR) -> str:
                 extra = f" {b.enum}" if b.enum else ""
                 extra += f" const {b.const}" if b.const is not None else ""
                 extra += f" null marker of {b.null_marker_for}" if b.null_marker_for else ""
+                extra += " (selects the codec)" if b.selects_codec else ""
                 lines.append(f"      bits {b.mask:#x}>>{b.shift} {b.name}: {b.kind}{extra}")
         for r in st.runs:
             lines.append(f"  run {' '.join(r.fields)} ({r.size} bytes)")

@@ -17,7 +17,7 @@ from construct.core import stream_read, stream_tell, stream_write
 from crc32c import crc32c
 
 from kfmt.runtime import compression as _compression
-from kfmt.runtime.errors import CodecError, InvalidValueError
+from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
 from kfmt.runtime.varint import _MASK32, _MASK64, write_uvarint, write_varint, write_varlong
 
 _I32 = c.Int32sb
@@ -270,6 +270,10 @@ class LimitError(c.ValidationError):
     """A count or length above the decode options' limit (reported as LimitExceededError)."""
 
 
+class UnsupportedError(c.ValidationError):
+    """An unknown compression codec id (reported as UnsupportedCodecError, as the Python backend does)."""
+
+
 def _opts(context):
     """The DecodeOptions a parse was started with (``parse_stream(..., opts=...)``), else the defaults."""
     from kfmt.runtime.options import DEFAULT_OPTIONS
@@ -303,7 +307,8 @@ class KCounted(_Elements):
 
 
 class BitsView(c.Adapter):
-    """Named views of an integer attributes field: ``(name, mask, shift, kind, enum[, const])``, kind enum|flag|int;
+    """Named views of an integer attributes field: ``(name, mask, shift, kind, enum[, const[, codec]])``, kind
+    enum|flag|int; ``codec``: an unknown id of this enum view is an unsupported compression codec;
     a view with a ``const`` must hold that raw value."""
 
     def __init__(self, subcon, views):
@@ -312,13 +317,14 @@ class BitsView(c.Adapter):
 
     def _decode(self, obj, context, path):
         out = c.Container()
-        for name, mask, shift, kind, enum, *const in self.views:
+        for name, mask, shift, kind, enum, *extra in self.views:
+            const, codec = (extra + [None, False])[:2]
             v = (obj & mask) >> shift
-            if const and const[0] is not None and v != const[0]:
-                raise c.ValidationError(f"{name} must be {const[0]} in this format", path=path)
+            if const is not None and v != const:
+                raise c.ValidationError(f"{name} must be {const} in this format", path=path)
             if kind == "enum":
                 if v not in enum:
-                    raise c.ValidationError(f"unknown {name} id {v}", path=path)
+                    raise (UnsupportedError if codec else c.ValidationError)(f"unknown {name} id {v}", path=path)
                 v = enum[v]
             elif kind == "flag":
                 v = v != 0
@@ -452,6 +458,8 @@ def map_errors(fn, *args, **kwargs):
         raise ChecksumError(f"{_msg(e)} (corrupt data)", path=_path(e)) from None
     except LimitError as e:
         raise LimitExceededError(_msg(e), path=_path(e)) from None
+    except UnsupportedError as e:
+        raise UnsupportedCodecError(_msg(e), path=_path(e)) from None
     except (c.ConstructError, ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError) as e:
         raise InvalidValueError(_msg(e), path=_path(e)) from None
 

@@ -156,8 +156,8 @@ class Layout:
                 con, value = f"c.Const({fl.const}, {con})", None
             elif fl.bits:
                 enums = {e.name: dict(e.values) for e in self.f.enums}
-                views = [f"({b.name!r}, {b.mask}, {b.shift}, {b.kind!r}, {f'_ENUM_{b.enum}' if b.enum else 'None'}, {b.const!r})"
-                         for b in fl.bits]  # fmt: skip
+                views = [f"({b.name!r}, {b.mask}, {b.shift}, {b.kind!r}, {f'_ENUM_{b.enum}' if b.enum else 'None'}, "
+                         f"{b.const!r}, {b.selects_codec!r})" for b in fl.bits]  # fmt: skip
                 con = f"BitsView({con}, [{', '.join(views)}])"
 
                 def bit_value(b: n.BitView) -> str:

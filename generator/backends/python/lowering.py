@@ -105,7 +105,6 @@ class Builder(Validator):
         self.base_slots = base_slots  # per role: slots of the runtime base class (kfmt.runtime.model)
         self.base_class_attrs = base_class_attrs  # per role: attributes the base class answers for
         self.consts: dict[str, tuple[str, str]] = {}
-        self._codec_views = {f.compressed_by for st in schema.structs.values() for f in st.fields if f.compressed_by}
 
     # ------------------------------------------------------------ pass 3: params
     def params(self, name: str) -> list[str]:
@@ -321,7 +320,7 @@ class Builder(Validator):
             if x.const is not None:
                 dec.append(Op("const_check", depth, dict(name=x.name, value=x.const, path=f"{path}.{x.name}")))
             if x.bits:
-                dec.append(Op("bits", depth, dict(src=x.name, items=self.bit_decode(x), path=f"{path}.{x.name}")))
+                dec.append(Op("bits", depth, dict(src=x.name, items=self.bit_decode(st, x), path=f"{path}.{x.name}")))
 
         for i, f in enumerate(st.fields):
             k = self.kind(f)
@@ -501,12 +500,13 @@ class Builder(Validator):
             return repr(f.default)
         return "None"
 
-    def bit_decode(self, f: Field) -> list[dict]:
+    def bit_decode(self, st: Struct, f: Field) -> list[dict]:
         items = []
         for b in f.bits:
             shift = (b.mask & -b.mask).bit_length() - 1
             if b.enum:
-                err = "_UnsupportedCodecError" if b.name in self._codec_views else "_InvalidValueError"
+                selects = next(x for x in self.typed(st, f).bits if x.name == b.name).selects_codec
+                err = "_UnsupportedCodecError" if selects else "_InvalidValueError"
                 items.append(dict(name=b.name, kind="enum", enum=b.enum, mask=b.mask, shift=shift, error=err))
             elif b.flag:
                 items.append(dict(name=b.name, kind="flag", mask=b.mask, shift=shift))
@@ -716,7 +716,7 @@ class Builder(Validator):
                     ops.append(Op("assign", 0, dict(name=f.name, expr=full)))
         for f in st.fields:
             if f.bits:
-                ops.append(Op("bits_pack", 0, dict(name=f.name, items=self.bit_decode(f), path=f"{path}.{f.name}")))
+                ops.append(Op("bits_pack", 0, dict(name=f.name, items=self.bit_decode(st, f), path=f"{path}.{f.name}")))
         for f in st.fields:
             d = f.derive
             if d and d.func == "delta_of":

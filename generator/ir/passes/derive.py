@@ -1,5 +1,6 @@
 """Pass 2, derive: derived fields as typed nodes (lengths and the regions they count, counts, checksum
-ranges, first/last/max of an array, deltas with the value decoding exposes), wrappers and logical values."""
+ranges, first/last/max of an array, deltas with the value decoding exposes), wrappers, logical values,
+and which enum views select a compression codec."""
 
 from __future__ import annotations
 
@@ -71,6 +72,16 @@ def run(schema: Schema, scope: Scope, structs: list[n.Struct]) -> list[n.Struct]
             for t in terms[1:]:
                 value = n.Arith("add", value, scope.ref(st.name, t))
             logical.append(n.Logical(name, value))
+        # the enum views naming a compression codec (of a compressed array or a wrapper's inner set)
+        codecs = {w.codec.name for w in wrappers} | {
+            f.wire.compressed_by.name for f in fields if isinstance(f.wire, n.ArrayType) and f.wire.compressed_by
+        }
+        fields = [
+            dataclasses.replace(f, bits=tuple(dataclasses.replace(b, selects_codec=b.name in codecs) for b in f.bits))
+            if any(b.name in codecs for b in f.bits)
+            else f
+            for f in fields
+        ]
         out.append(
             dataclasses.replace(
                 st, fields=tuple(fields), regions=tuple(regions), wrappers=tuple(wrappers), logical=tuple(logical)
