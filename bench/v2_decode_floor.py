@@ -16,7 +16,7 @@ import statistics
 from bench_codecs import _rate, touch, workload
 from kafka.record.default_records import DefaultRecordBatch
 
-import generated.kafka_v2.codec as codec
+import generated.kafka_v2.python as codec
 from generated.kafka_v2.model import Record
 from kfmt.runtime.varint import ZZ1, ZZ2
 

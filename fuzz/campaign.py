@@ -327,7 +327,7 @@ def run_atheris(fid: str, runs: int) -> None:
     import atheris
 
     with atheris.instrument_imports(include=["generated", "kfmt"]):
-        mod = importlib.import_module(f"generated.{fid}.codec")
+        mod = importlib.import_module(f"generated.{fid}.python")
     opts = DecodeOptions(verify_crc=False)
 
     def test_one(data: bytes):

@@ -456,7 +456,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
     has_headers = "headers" in mod.CARRIES
     # plain records go to the encoder as they are (it numbers those without an offset by their index, and
     # reads the attributes records lack, codec and timestamp type, as defaults); others are copied first
-    plain = _plain_records(mod, recs, has_ts) and not timestamp_type and mod.codec.INDEX_OFFSETS
+    plain = _plain_records(mod, recs, has_ts) and not timestamp_type and mod.python.INDEX_OFFSETS
     if codec == "none" and plain:
         return impl.encode_all(recs, "records", base)
     msgs = recs if plain else []
@@ -474,7 +474,7 @@ def _encode_message_set(mod, impl, recs: list[Record], codec: str, fields: dict)
         raise UnsupportedCodecError(f"{mod.FORMAT_ID} has no compressed wrapper messages; use codec='none'")
     if not msgs:
         return b""
-    first = mod.codec.WRAP_OFFSETS == "relative_to_first"  # the wrapper carries its first (else last) offset
+    first = mod.python.WRAP_OFFSETS == "relative_to_first"  # the wrapper carries its first (else last) offset
     edge = msgs[0 if first else -1].offset
     if edge is None:  # a plain record without an offset
         edge = base if first else base + len(msgs) - 1

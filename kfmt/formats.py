@@ -24,7 +24,7 @@ def get_format(fmt):
     """The generated package of format ``fmt`` (an id such as ``kafka_v2``, or a package generated with
     ``kfmt generate --out`` elsewhere, passed as the imported module)."""
     if not isinstance(fmt, str):
-        if not hasattr(fmt, "codec") or not hasattr(fmt, "FORMAT_ID"):
+        if not hasattr(fmt, "python") or not hasattr(fmt, "FORMAT_ID"):
             raise UnsupportedCodecError(f"format must be a format id or a generated format package, not {fmt!r}")
         return fmt
     if fmt not in format_ids():
@@ -32,7 +32,7 @@ def get_format(fmt):
     return importlib.import_module(f"generated.{fmt}")
 
 
-#: the backends a format is read and written with: ``python`` (the optimised codec, ``codec.py``) and
+#: the backends a format is read and written with: ``python`` (the optimised codec, ``python.py``) and
 #: ``construct`` (the Construct reference); ``codec``, the earlier name of ``python``, is still accepted
 BACKENDS = ("python", "construct")
 ALIASES = {"codec": "python"}
@@ -59,7 +59,7 @@ def backend_module(fmt, backend: str | None = None):
 @lru_cache(maxsize=None)
 def _module(fmt, backend: str):
     pkg = get_format(fmt)
-    return pkg.codec if backend == "python" else importlib.import_module(f"{pkg.__name__}.construct")
+    return pkg.python if backend == "python" else importlib.import_module(f"{pkg.__name__}.construct")
 
 
 @lru_cache(maxsize=None)

@@ -34,11 +34,11 @@ def test_files_are_stamped():
 def test_check_mode_detects_stale_output(tmp_path):
     out = tmp_path / "gen"
     generate(ROOT / "schemas", out)
-    victim = next(out.rglob("codec.py"))
+    victim = next(out.rglob("python.py"))
     victim.write_text(victim.read_text() + "\n# hand edit\n")
     (out / "stray.py").write_text("x = 1\n")
     changed = generate(ROOT / "schemas", out, check=True)
-    assert any("codec.py" in c for c in changed) and any("stray.py" in c for c in changed)
+    assert any("python.py" in c for c in changed) and any("stray.py" in c for c in changed)
 
 
 def test_generated_code_needs_no_generator_at_run_time():

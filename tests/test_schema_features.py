@@ -33,7 +33,7 @@ def fmt(tmp_path_factory):
 
 def _frame(mod, **kw):
     recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * i, headers=[("h", b"1")], timestamp=100 + 3 * i) for i in range(4)]
-    return mod.Frame(records=recs, base_offset=10, label=b"lbl", origin=mod.codec.__dict__["Point"](x=-3, y=4), **kw)
+    return mod.Frame(records=recs, base_offset=10, label=b"lbl", origin=mod.python.__dict__["Point"](x=-3, y=4), **kw)
 
 
 def test_bytes_by_hand_and_both_backends(fmt):

@@ -5,11 +5,13 @@
 
 """enriched_metadata_draft: Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags.
 
-Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (optimised, straight-line) and ``construct`` (readable reference).
 """
 
-from . import codec
-from .codec import (
+import sys as _sys
+
+from . import python
+from .python import (
     AUTO_DETECT,
     FORMAT_ID,
     MAGIC,
@@ -24,6 +26,10 @@ from .codec import (
 )
 from .model import Message
 from kfmt.runtime.model import FieldInfo as _F
+
+#: the python backend's module under its earlier name (``generated.<id>.codec`` still imports)
+codec = python
+_sys.modules[__name__ + ".codec"] = python
 
 DOC = "Proposal (enriched message metadata draft): v0 message plus a timestamp, Kafka tags and app tags."
 DOC_REF = "Seed 002_3cf7a26dc3bc256e.txt (\"Kafka Enriched Message Metadata\", proposed new message format). Message => Crc MagicByte Attributes Timestamp KafkaTagLength [KafkaTag] AppTagLength [AppTag] KeyLength Key ValueLength Value. Choices where the seed's edit history is ambiguous: the entry keeps Kafka's Offset (int64) then MessageSize (int32) order; Timestamp is int64 milliseconds (the seed's kafka_0 tag type); a Kafka tag value is int32-length-prefixed bytes so that unknown tag ids can be skipped, as the seed requires; a tag list length of -1 means \"no tags\" (the seed's best case); MagicByte is 1, as the seed says, so this format must be selected explicitly; a compressed message's offset is its first inner offset and inner offsets are relative to it, as the seed says."
@@ -206,6 +212,7 @@ __all__ = [
     "SCHEMA_SHA256",
     "WIRE_FINGERPRINT",
     "codec",
+    "python",
     "decode",
     "decode_from",
     "encode",

@@ -5,11 +5,13 @@
 
 """kafka_v1: Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31).
 
-Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (optimised, straight-line) and ``construct`` (readable reference).
 """
 
-from . import codec
-from .codec import (
+import sys as _sys
+
+from . import python
+from .python import (
     AUTO_DETECT,
     FORMAT_ID,
     MAGIC,
@@ -24,6 +26,10 @@ from .codec import (
 )
 from .model import Message
 from kfmt.runtime.model import FieldInfo as _F
+
+#: the python backend's module under its earlier name (``generated.<id>.codec`` still imports)
+codec = python
+_sys.modules[__name__ + ".codec"] = python
 
 DOC = "Kafka message set v1 (magic 1, Kafka 0.10); adds a timestamp and its type (KIP-32), relative inner offsets (KIP-31)."
 DOC_REF = 'Kafka LegacyRecord.java and AbstractLegacyRecordBatch.java; KIP-31, KIP-32; docs/implementation.html "Old Message Format"'
@@ -142,6 +148,7 @@ __all__ = [
     "SCHEMA_SHA256",
     "WIRE_FINGERPRINT",
     "codec",
+    "python",
     "decode",
     "decode_from",
     "encode",

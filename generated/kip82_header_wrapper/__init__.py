@@ -5,11 +5,13 @@
 
 """kip82_header_wrapper: Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers.
 
-Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (optimised, straight-line) and ``construct`` (readable reference).
 """
 
-from . import codec
-from .codec import (
+import sys as _sys
+
+from . import python
+from .python import (
     AUTO_DETECT,
     FORMAT_ID,
     MAGIC,
@@ -24,6 +26,10 @@ from .codec import (
 )
 from .model import Message
 from kfmt.runtime.model import FieldInfo as _F
+
+#: the python backend's module under its earlier name (``generated.<id>.codec`` still imports)
+codec = python
+_sys.modules[__name__ + ".codec"] = python
 
 DOC = "Proposal (KIP-82 rejected alternative): v1-shaped message, magic 2, tombstone bit 4, value wrapped with int32-keyed headers."
 DOC_REF = "Seed 003_103ca118558a9ea9.txt (\"Headers Value Message Wrapper\", child page of KIP-82): MessageAndOffset with MagicByte bumped to 2 and attribute bit 4 as the tombstone marker; MessageWrapper => MagicByte(int8, 0) HeadersLength(int32) Headers ValueLength(int32) Value; Header => Key(int32) ValueLength(int32) Value. KIP-87 gives the same layout with the tombstone bit. Choices: the wrapper keeps the seed's inner ValueLength (shared/spec section 8a's example omits it, so its 52-byte example is 56 bytes here); header values and the payload are nullable (-1); the codec bits are reserved and must be 0, since the seed does not describe compressed wrapped values. Magic 2 collides with real Kafka: select this format explicitly."
@@ -194,6 +200,7 @@ __all__ = [
     "SCHEMA_SHA256",
     "WIRE_FINGERPRINT",
     "codec",
+    "python",
     "decode",
     "decode_from",
     "encode",

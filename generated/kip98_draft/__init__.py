@@ -5,11 +5,13 @@
 
 """kip98_draft: Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC.
 
-Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (optimised, straight-line) and ``construct`` (readable reference).
 """
 
-from . import codec
-from .codec import (
+import sys as _sys
+
+from . import python
+from .python import (
     AUTO_DETECT,
     FORMAT_ID,
     MAGIC,
@@ -24,6 +26,10 @@ from .codec import (
 )
 from .model import Message, MessageSet
 from kfmt.runtime.model import FieldInfo as _F
+
+#: the python backend's module under its earlier name (``generated.<id>.codec`` still imports)
+codec = python
+_sys.modules[__name__ + ".codec"] = python
 
 DOC = "Proposal (KIP-98 draft): a message set with PID, epoch and sequence; uintVar-framed messages with their own CRC."
 DOC_REF = 'Seed 000_f6aa3f1cea1bc939.txt (KIP-98 "Message Format" draft, page version 7), quoted field by field below. Choices where the seed is silent: the set CRC is CRC-32 from Magic to the end of the set (the place and range of the v0/v1 CRC, since "the first four fields ... must be the same as the existing format"); a message\'s Length counts the bytes after it, CRC included; the message CRC is CRC-32 from Attributes up to the CRC; KeyLen is present whenever the key is non-null (the seed\'s "skip the key-length when the value is null" is read as a typo, since the key length cannot be computed when a key is present); Value runs to the CRC; Timestamp is absolute; the set has no record count (messages run to the end of the set).'
@@ -244,6 +250,7 @@ __all__ = [
     "SCHEMA_SHA256",
     "WIRE_FINGERPRINT",
     "codec",
+    "python",
     "decode",
     "decode_from",
     "encode",

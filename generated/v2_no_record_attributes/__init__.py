@@ -5,11 +5,13 @@
 
 """v2_no_record_attributes: Proposal (KIP-931 variant): v2 batch, magic 2, batch attribute bit 7 set and records without the attributes byte.
 
-Backends: ``python`` (``codec``: optimised, straight-line) and ``construct`` (readable reference).
+Backends: ``python`` (optimised, straight-line) and ``construct`` (readable reference).
 """
 
-from . import codec
-from .codec import (
+import sys as _sys
+
+from . import python
+from .python import (
     AUTO_DETECT,
     FORMAT_ID,
     MAGIC,
@@ -24,6 +26,10 @@ from .codec import (
 )
 from .model import Record, Batch
 from kfmt.runtime.model import FieldInfo as _F
+
+#: the python backend's module under its earlier name (``generated.<id>.codec`` still imports)
+codec = python
+_sys.modules[__name__ + ".codec"] = python
 
 DOC = (
     "Proposal (KIP-931 variant): v2 batch, magic 2, batch attribute bit 7 set and records without the attributes byte."
@@ -312,6 +318,7 @@ __all__ = [
     "SCHEMA_SHA256",
     "WIRE_FINGERPRINT",
     "codec",
+    "python",
     "decode",
     "decode_from",
     "encode",

@@ -101,7 +101,7 @@ def build_parser():
         "generate",
         help="compile schemas/*.yaml into generated/ (every backend)",
         description="Compile every format schema (a *.yaml with 'root' or 'extends') into one package per format "
-        "under --out, through the typed IR and every backend in generator/backends (python: codec.py and the "
+        "under --out, through the typed IR and every backend in generator/backends (python: python.py and the "
         "model; construct: construct.py; markdown: FIELDS.md). Only files carrying the generator's header are replaced or removed; anything else in --out "
         "is left alone, and a same-named file without the header is refused. Needs the 'generate' extra "
         "(jinja2, pyyaml, ruff). Exit status: 0 done, 1 --check found differences, 2 schema or usage error.",

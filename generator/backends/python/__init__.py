@@ -111,10 +111,10 @@ def emit(fmt: Format) -> dict[str, str]:
     for tpl, fname, part in (
         ("init.py.j2", "__init__.py", "package"),
         ("model.py.j2", "model.py", "model"),
-        ("codec.py.j2", "codec.py", "codec"),
+        ("python.py.j2", "python.py", "python"),
     ):
         src = env.get_template(tpl).render(f=fir, header=stamp(fmt, part), meta=meta)
-        files[fname] = inline_module(src) if fname == "codec.py" else src
+        files[fname] = inline_module(src) if fname == "python.py" else src
     return files
 
 
@@ -139,5 +139,5 @@ BACKEND = Backend(
     capabilities=frozenset({"decode", "encode"}),
     emit=emit,
     emit_index=emit_index,
-    doc="the optimised pure-Python codec (codec.py) and the model classes",
+    doc="the optimised pure-Python codec (python.py) and the model classes",
 )
