@@ -38,10 +38,24 @@ BACKENDS = ("python", "construct")
 ALIASES = {"codec": "python"}
 
 
+#: the order in which the default backend is chosen: the first one available on this machine
+PREFERENCE = ("python",)
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends this installation can use (a compiled backend only where it was built)."""
+    return BACKENDS
+
+
 def default_backend() -> str:
-    """The backend reading and writing use unless told: ``python``, or the ``KFMT_BACKEND`` environment
-    variable (the test suite runs once per backend this way: ``make test-backends``)."""
-    name = ALIASES.get(os.environ.get("KFMT_BACKEND", "python"), os.environ.get("KFMT_BACKEND", "python"))
+    """The backend reading and writing use unless told: the ``KFMT_BACKEND`` environment variable if set
+    (the test suite runs once per backend this way: ``make test-backends``), else the first of
+    ``PREFERENCE`` available here. ``kfmt --version`` and ``kfmt formats`` say which one is active."""
+    env = os.environ.get("KFMT_BACKEND")
+    if env is None:
+        have = available_backends()
+        return next(b for b in PREFERENCE if b in have)
+    name = ALIASES.get(env, env)
     if name not in BACKENDS:
         raise UnsupportedCodecError(f"KFMT_BACKEND={name!r} is not a backend; use one of {', '.join(BACKENDS)}")
     return name

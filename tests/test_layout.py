@@ -64,3 +64,29 @@ def test_generator_ir_is_below_the_backends():
             assert not {d for d in deps if d.startswith(("generator.backends", "generator.driver"))}, (name, deps)
     # the markdown backend reads the typed IR only (no other backend's lowering)
     assert not {d for d in g["generator.backends.markdown"] if d.startswith("generator.backends.")}
+
+
+def test_the_active_backend_is_said_and_can_be_chosen(monkeypatch, capsys):
+    """``kfmt --version`` and ``kfmt formats`` name the backend reading and writing use; ``KFMT_BACKEND``
+    chooses another one for the whole process, and read_batches then decodes with it."""
+    import pytest
+
+    import kfmt
+    from kfmt.formats import default_backend
+    from kfmt.tools.cli import main
+
+    monkeypatch.delenv("KFMT_BACKEND", raising=False)  # (make test-backends sets it for the whole run)
+    data = kfmt.encode_batch([kfmt.Record(value=b"v", timestamp=1)])
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert "backend: python; available: python, construct" in capsys.readouterr().out
+    monkeypatch.setenv("KFMT_BACKEND", "construct")
+    assert default_backend() == "construct"
+    (b,) = kfmt.read_batches(data)
+    assert type(b).__module__ == "generated.kafka_v2.model" and kfmt.formats.backend_module(
+        "kafka_v2"
+    ).__name__.endswith(".construct")
+    assert main(["formats"]) == 0 and capsys.readouterr().out.startswith("# backend: construct;")
+    monkeypatch.setenv("KFMT_BACKEND", "nope")
+    with pytest.raises(kfmt.UnsupportedCodecError, match="KFMT_BACKEND='nope'"):
+        list(kfmt.read_batches(data))

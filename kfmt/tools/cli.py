@@ -69,9 +69,21 @@ def _show_ir(schemas: Path, fid: str, until: str | None) -> int:
     return 0
 
 
+def _backends_line() -> str:
+    """Which backend reads and writes by default, and which others this installation has."""
+    from kfmt.formats import available_backends, default_backend
+
+    try:
+        active = default_backend()
+    except Exception as e:  # noqa: BLE001 - a wrong KFMT_BACKEND is said, not raised, here
+        return f"backend: none ({e})"
+    return f"backend: {active}; available: {', '.join(available_backends())}"
+
+
 def _cmd_formats(args) -> int:
     from kfmt.api import format_ids, get_format
 
+    print(f"# {_backends_line()}")
     for fid in format_ids():
         mod = get_format(fid)
         auto = "auto" if mod.AUTO_DETECT else "explicit"
@@ -94,7 +106,7 @@ def build_parser():
     )
     from kfmt import __version__
 
-    p.add_argument("--version", action="version", version=f"kfmt {__version__}")
+    p.add_argument("--version", action="version", version=f"kfmt {__version__} ({_backends_line()})")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     g = sub.add_parser(
