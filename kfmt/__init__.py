@@ -35,6 +35,7 @@ __all__ = [
     "encode_batch",
     "format_ids",
     "get_format",
+    "read_arrow",
     "read_batches",
     "control_record",
     "convert",
@@ -52,4 +53,8 @@ def __getattr__(name):
         from kfmt import conversion
 
         return getattr(conversion, name)
+    if name == "read_arrow":
+        from kfmt import arrow
+
+        return arrow.read_arrow
     raise AttributeError(f"module 'kfmt' has no attribute {name!r}")

@@ -30,7 +30,8 @@ def _segment(path: Path, topic: str, partition: int) -> Segment:
     return Segment(topic, partition, base, str(path), path.stat().st_size)
 
 
-def _topic_partition(d: Path) -> tuple[str, int]:
+def topic_partition(d: Path) -> tuple[str, int]:
+    """``(topic, partition)`` of a ``<topic>-<partition>`` folder (else the folder's name and -1)."""
     m = _PARTITION.match(d.name)
     return (m.group(1), int(m.group(2))) if m else (d.name, -1)
 
@@ -41,16 +42,16 @@ def find_segments(paths) -> list[Segment]:
     for raw in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         p = Path(raw)
         if p.is_file():
-            topic, part = _topic_partition(p.parent)
+            topic, part = topic_partition(p.parent)
             out.append(_segment(p, topic, part))
         elif p.is_dir():
             logs = sorted(x for x in p.iterdir() if x.is_file() and x.suffix == ".log")
             if logs:
-                topic, part = _topic_partition(p)
+                topic, part = topic_partition(p)
                 out.extend(_segment(x, topic, part) for x in logs)
             for d in sorted(x for x in p.iterdir() if x.is_dir()):
                 segs = [x for x in d.iterdir() if x.is_file() and x.suffix == ".log"]
-                topic, part = _topic_partition(d)
+                topic, part = topic_partition(d)
                 out.extend(_segment(x, topic, part) for x in segs)
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")

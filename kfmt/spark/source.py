@@ -26,42 +26,9 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-log = logging.getLogger("kfmt.spark")
+from kfmt.arrow import QUARANTINE_RAW_BYTES, ROWS_PER_ARROW_BATCH, SCHEMA, _Columns, arrow_schema
 
-# The source's columns, once: (name, Arrow type, source). ``record`` and ``segment`` columns are built
-# specially; ``batch`` columns repeat a batch-level value (a getter on the decoded batch) per record.
-# The Spark schema and the Arrow schema are both derived from this table.
-COLUMNS = (
-    ("key", "binary", "record"),
-    ("value", "binary", "record"),
-    ("topic", "string", "segment"),
-    ("partition", "int32", "segment"),
-    ("offset", "int64", "record"),
-    ("timestamp", "timestamp", "record"),
-    ("timestampType", "int32", lambda b: b.timestamp_type if b.timestamp_type is not None else -1),
-    ("headers", "headers", "record"),
-    ("magic", "int32", lambda b: b.magic),
-    ("codec", "string", lambda b: b.codec),
-    ("batch_base_offset", "int64", lambda b: b.base_offset),
-    ("producer_id", "int64", lambda b: b.producer_id),
-    ("producer_epoch", "int32", lambda b: b.producer_epoch),
-    ("base_sequence", "int32", lambda b: b.base_sequence),
-    ("is_transactional", "bool", lambda b: b.is_transactional),
-    ("is_control", "bool", lambda b: b.is_control),
-    ("partition_leader_epoch", "int32", lambda b: b.partition_leader_epoch),
-    ("delete_horizon", "int64", lambda b: b.base_timestamp if getattr(b, "has_delete_horizon", False) else None),
-    ("file", "string", "segment"),
-    ("position", "int64", "position"),
-    ("error", "string", "quarantine"),
-    ("raw", "binary", "quarantine"),
-)
-_SPARK_TYPE = {"binary": "binary", "string": "string", "int32": "int", "int64": "long", "bool": "boolean",
-               "timestamp": "timestamp", "headers": "array<struct<key: string, value: binary>>"}  # fmt: skip
-SCHEMA = ", ".join(f"{name} {_SPARK_TYPE[t]}" for name, t, _ in COLUMNS)
-_BATCH_GETTERS = {name: src for name, _, src in COLUMNS if callable(src)}
-_BATCH_COLS = tuple(_BATCH_GETTERS) + ("position", "error", "raw")
-ROWS_PER_ARROW_BATCH = 8192
-QUARANTINE_RAW_BYTES = 1 << 20  # a quarantine row keeps at most this much of its damaged region
+log = logging.getLogger("kfmt.spark")
 
 
 def register(spark) -> None:
@@ -444,102 +411,6 @@ def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, 
         log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
     if cols.n:
         yield cols.to_arrow(pa, part)
-
-
-class _Columns:
-    """Column lists for one Arrow batch, only for the projected columns; batch-level values are
-    repeated per record in bulk."""
-
-    def __init__(self, columns: tuple[str, ...]):
-        self.columns = columns
-        self.want = set(columns)
-        self.n = 0
-        self.key: list = []
-        self.value: list = []
-        self.offset: list = []
-        self.timestamp: list = []
-        self.h_offsets: list[int] = [0]
-        self.h_keys: list = []
-        self.h_values: list = []
-        self.batch: dict[str, list] = {c: [] for c in _BATCH_COLS if c in self.want}
-
-    def add_batch(self, position, b, lo=None, hi=None):
-        recs = b.records
-        if (lo is not None and recs and recs[0].offset < lo) or (hi is not None and recs and recs[-1].offset >= hi):
-            recs = [r for r in recs if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi)]
-        n = len(recs)
-        self.n += n
-        want = self.want
-        if "key" in want:
-            self.key += [r.key for r in recs]
-        if "value" in want:
-            self.value += [r.value for r in recs]
-        if "offset" in want:
-            self.offset += [r.offset for r in recs]
-        if "timestamp" in want:
-            self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
-        if "headers" in want:
-            ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
-            for r in recs:
-                if r.headers:
-                    for k, v in r.headers:
-                        hk.append(k)
-                        hv.append(v)
-                ho.append(len(hk))
-        for c, lst in self.batch.items():
-            get = _BATCH_GETTERS.get(c)
-            lst += [get(b) if get else position if c == "position" else None] * n
-
-    def add_corrupt(self, position, error, raw):
-        self.n += 1
-        for lst in (self.key, self.value, self.offset, self.timestamp):
-            lst.append(None)
-        self.h_offsets.append(len(self.h_keys))
-        for c, lst in self.batch.items():
-            lst.append({"position": position, "error": error, "raw": raw}.get(c))
-
-    def to_arrow(self, pa, part):
-        full = arrow_schema(pa)
-        schema = pa.schema([full.field(c) for c in self.columns])
-        types = {f.name: f.type for f in full}
-        n = self.n
-        build = {
-            "key": lambda: pa.array(self.key, pa.binary()),
-            "value": lambda: pa.array(self.value, pa.binary()),
-            "topic": lambda: pa.array([part.topic] * n, pa.string()),
-            "partition": lambda: pa.array([part.partition] * n, pa.int32()),
-            "offset": lambda: pa.array(self.offset, pa.int64()),
-            "timestamp": lambda: pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
-            "headers": lambda: pa.ListArray.from_arrays(
-                pa.array(self.h_offsets, pa.int32()),
-                pa.StructArray.from_arrays(
-                    [_utf8_array(pa, self.h_keys), pa.array(self.h_values, pa.binary())],
-                    fields=list(types["headers"].value_type),
-                ),
-            ),
-            "file": lambda: pa.array([part.path] * n, pa.string()),
-        }
-        arrays = [build[c]() if c in build else pa.array(self.batch[c], types[c]) for c in self.columns]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _utf8_array(pa, keys: list):
-    """Header keys as an Arrow string array. A key that is not valid UTF-8 (kfmt keeps its bytes with
-    surrogate escapes) gets U+FFFD for each bad byte, as Kafka's Java consumer decodes header keys."""
-    try:
-        return pa.array(keys, pa.string())
-    except UnicodeEncodeError:
-        fixed = [k.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k in keys]
-        log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does",
-                    sum(a != b for a, b in zip(keys, fixed)))  # fmt: skip
-        return pa.array(fixed, pa.string())
-
-
-def arrow_schema(pa):
-    types = {"binary": pa.binary(), "string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
-             "bool": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"),
-             "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))}  # fmt: skip
-    return pa.schema([(name, types[t]) for name, t, _ in COLUMNS])
 
 
 # ------------------------------------------------------------------ writing

@@ -1,0 +1,214 @@
+"""Kafka logs as Apache Arrow: the columns of the Spark source (Spark's own Kafka source columns plus the
+batch's and provenance), from one column table, and :func:`read_arrow`, which gives them for any log as a
+``pyarrow.Table`` for pandas, polars or DuckDB.
+
+The records are decoded by the active backend and gathered into column lists; only the projected
+columns are built.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+log = logging.getLogger("kfmt.arrow")
+
+# The source's columns, once: (name, Arrow type, source). ``record`` and ``segment`` columns are built
+# specially; ``batch`` columns repeat a batch-level value (a getter on the decoded batch) per record.
+# The Spark schema and the Arrow schema are both derived from this table.
+COLUMNS = (
+    ("key", "binary", "record"),
+    ("value", "binary", "record"),
+    ("topic", "string", "segment"),
+    ("partition", "int32", "segment"),
+    ("offset", "int64", "record"),
+    ("timestamp", "timestamp", "record"),
+    ("timestampType", "int32", lambda b: b.timestamp_type if b.timestamp_type is not None else -1),
+    ("headers", "headers", "record"),
+    ("magic", "int32", lambda b: b.magic),
+    ("codec", "string", lambda b: b.codec),
+    ("batch_base_offset", "int64", lambda b: b.base_offset),
+    ("producer_id", "int64", lambda b: b.producer_id),
+    ("producer_epoch", "int32", lambda b: b.producer_epoch),
+    ("base_sequence", "int32", lambda b: b.base_sequence),
+    ("is_transactional", "bool", lambda b: b.is_transactional),
+    ("is_control", "bool", lambda b: b.is_control),
+    ("partition_leader_epoch", "int32", lambda b: b.partition_leader_epoch),
+    ("delete_horizon", "int64", lambda b: b.base_timestamp if getattr(b, "has_delete_horizon", False) else None),
+    ("file", "string", "segment"),
+    ("position", "int64", "position"),
+    ("error", "string", "quarantine"),
+    ("raw", "binary", "quarantine"),
+)
+_SPARK_TYPE = {"binary": "binary", "string": "string", "int32": "int", "int64": "long", "bool": "boolean",
+               "timestamp": "timestamp", "headers": "array<struct<key: string, value: binary>>"}  # fmt: skip
+SCHEMA = ", ".join(f"{name} {_SPARK_TYPE[t]}" for name, t, _ in COLUMNS)
+_BATCH_GETTERS = {name: src for name, _, src in COLUMNS if callable(src)}
+_BATCH_COLS = tuple(_BATCH_GETTERS) + ("position", "error", "raw")
+ROWS_PER_ARROW_BATCH = 8192
+QUARANTINE_RAW_BYTES = 1 << 20  # a quarantine row keeps at most this much of its damaged region
+
+
+class _Columns:
+    """Column lists for one Arrow batch, only for the projected columns; batch-level values are
+    repeated per record in bulk."""
+
+    def __init__(self, columns: tuple[str, ...]):
+        self.columns = columns
+        self.want = set(columns)
+        self.n = 0
+        self.key: list = []
+        self.value: list = []
+        self.offset: list = []
+        self.timestamp: list = []
+        self.h_offsets: list[int] = [0]
+        self.h_keys: list = []
+        self.h_values: list = []
+        self.batch: dict[str, list] = {c: [] for c in _BATCH_COLS if c in self.want}
+
+    def add_batch(self, position, b, lo=None, hi=None):
+        recs = b.records
+        if (lo is not None and recs and recs[0].offset < lo) or (hi is not None and recs and recs[-1].offset >= hi):
+            recs = [r for r in recs if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi)]
+        n = len(recs)
+        self.n += n
+        want = self.want
+        if "key" in want:
+            self.key += [r.key for r in recs]
+        if "value" in want:
+            self.value += [r.value for r in recs]
+        if "offset" in want:
+            self.offset += [r.offset for r in recs]
+        if "timestamp" in want:
+            self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
+        if "headers" in want:
+            ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
+            for r in recs:
+                if r.headers:
+                    for k, v in r.headers:
+                        hk.append(k)
+                        hv.append(v)
+                ho.append(len(hk))
+        for c, lst in self.batch.items():
+            get = _BATCH_GETTERS.get(c)
+            lst += [get(b) if get else position if c == "position" else None] * n
+
+    def add_corrupt(self, position, error, raw):
+        self.n += 1
+        for lst in (self.key, self.value, self.offset, self.timestamp):
+            lst.append(None)
+        self.h_offsets.append(len(self.h_keys))
+        for c, lst in self.batch.items():
+            lst.append({"position": position, "error": error, "raw": raw}.get(c))
+
+    def to_arrow(self, pa, part):
+        full = arrow_schema(pa)
+        schema = pa.schema([full.field(c) for c in self.columns])
+        types = {f.name: f.type for f in full}
+        n = self.n
+        build = {
+            "key": lambda: pa.array(self.key, pa.binary()),
+            "value": lambda: pa.array(self.value, pa.binary()),
+            "topic": lambda: pa.array([part.topic] * n, pa.string()),
+            "partition": lambda: pa.array([part.partition] * n, pa.int32()),
+            "offset": lambda: pa.array(self.offset, pa.int64()),
+            "timestamp": lambda: pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
+            "headers": lambda: pa.ListArray.from_arrays(
+                pa.array(self.h_offsets, pa.int32()),
+                pa.StructArray.from_arrays(
+                    [_utf8_array(pa, self.h_keys), pa.array(self.h_values, pa.binary())],
+                    fields=list(types["headers"].value_type),
+                ),
+            ),
+            "file": lambda: pa.array([part.path] * n, pa.string()),
+        }
+        arrays = [build[c]() if c in build else pa.array(self.batch[c], types[c]) for c in self.columns]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _utf8_array(pa, keys: list):
+    """Header keys as an Arrow string array. A key that is not valid UTF-8 (kfmt keeps its bytes with
+    surrogate escapes) gets U+FFFD for each bad byte, as Kafka's Java consumer decodes header keys."""
+    try:
+        return pa.array(keys, pa.string())
+    except UnicodeEncodeError:
+        fixed = [k.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k in keys]
+        log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does",
+                    sum(a != b for a, b in zip(keys, fixed)))  # fmt: skip
+        return pa.array(fixed, pa.string())
+
+
+def arrow_schema(pa):
+    types = {"binary": pa.binary(), "string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
+             "bool": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"),
+             "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))}  # fmt: skip
+    return pa.schema([(name, types[t]) for name, t, _ in COLUMNS])
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where rows come from (the ``topic``, ``partition`` and ``file`` columns)."""
+
+    topic: str | None
+    partition: int | None
+    path: str | None
+
+
+def read_arrow(
+    source,
+    *,
+    columns=None,
+    topic: str | None = None,
+    partition: int | None = None,
+    verify_crc: bool = True,
+    format: str | None = None,
+    backend: str | None = None,
+    on_corrupt: str = "fail",
+):
+    """A Kafka log (bytes-like data, a path or a binary file) as a ``pyarrow.Table`` with the Spark
+    source's columns (``columns`` projects; only those are built). ``topic`` and ``partition`` default to
+    what a path's ``<topic>-<partition>`` folder says, as the Spark source does. ``on_corrupt``: ``fail`` raises the
+    :class:`kfmt.CodecError`, ``skip`` leaves damaged regions out (logged), ``quarantine`` gives each a
+    row with its position, error and raw bytes (at most ``QUARANTINE_RAW_BYTES``)."""
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    from kfmt.api import scan
+    from kfmt.logdir import topic_partition
+    from kfmt.runtime.errors import CodecError
+
+    if on_corrupt not in ("fail", "skip", "quarantine"):
+        raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
+    names = arrow_schema(pa).names
+    columns = tuple(columns or names)
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
+    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    if path is not None and (topic is None or partition is None):
+        t, p = topic_partition(Path(path).resolve().parent)  # as the Spark source names a segment's rows
+        topic = t if topic is None else topic
+        partition = p if partition is None else partition
+    where = _Where(topic, partition, path)
+    raw_of = None
+    if on_corrupt == "quarantine":
+        data = open(path, "rb").read() if path is not None else source  # noqa: SIM115 - read whole, closed now
+        source, raw_of = data, data
+    cols, batches = _Columns(columns), []
+    for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
+                            skip_corrupt=on_corrupt != "fail"):  # fmt: skip
+        if isinstance(b, CodecError):
+            if on_corrupt == "skip":
+                log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
+                continue
+            raw = bytes(memoryview(raw_of)[pos : min(end, pos + QUARANTINE_RAW_BYTES)])  # type: ignore[arg-type]
+            cols.add_corrupt(pos, str(b), raw)
+            continue
+        cols.add_batch(pos, b)
+        if cols.n >= ROWS_PER_ARROW_BATCH:
+            batches.append(cols.to_arrow(pa, where))
+            cols = _Columns(columns)
+    batches.append(cols.to_arrow(pa, where))
+    return pa.Table.from_batches(batches)
