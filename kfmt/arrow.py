@@ -146,6 +146,25 @@ def arrow_schema(pa):
     return pa.schema([(name, types[t]) for name, t, _ in COLUMNS])
 
 
+class _Range:
+    """Bytes ``start``..``end`` of an open file as a file read in chunks: a slice is streamed (memory holds
+    a chunk and a batch), and ``raw`` reads a damaged region's bytes again for the quarantine row."""
+
+    def __init__(self, f, start: int, end: int):
+        self.f, self.start, self.end = f, start, end
+        f.seek(start)
+        self.pos = start
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.end - self.pos if n < 0 else min(n, self.end - self.pos)
+        data = self.f.read(n) if n > 0 else b""
+        self.pos += len(data)
+        return data
+
+    def raw(self, pos: int, end: int) -> bytes:
+        return os.pread(self.f.fileno(), end - pos, self.start + pos)
+
+
 @dataclass(frozen=True)
 class _Where:
     """Where rows come from (the ``topic``, ``partition`` and ``file`` columns)."""
@@ -175,9 +194,7 @@ def read_arrow(
 
     import pyarrow as pa
 
-    from kfmt.api import scan
     from kfmt.logdir import topic_partition
-    from kfmt.runtime.errors import CodecError
 
     if on_corrupt not in ("fail", "skip", "quarantine"):
         raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
@@ -192,10 +209,29 @@ def read_arrow(
         topic = t if topic is None else topic
         partition = p if partition is None else partition
     where = _Where(topic, partition, path)
-    raw_of = None
-    if on_corrupt == "quarantine":
-        data = open(path, "rb").read() if path is not None else source  # noqa: SIM115 - read whole, closed now
-        source, raw_of = data, data
+    if path is not None:
+        with open(path, "rb") as f:
+            return _read_arrow(_Range(f, 0, os.fstat(f.fileno()).st_size), where, columns, verify_crc, format,
+                               backend, on_corrupt)  # fmt: skip
+    if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            fd, start = source.fileno(), source.tell()
+        except (OSError, ValueError):  # io.UnsupportedOperation: a file object with no descriptor
+            source = source.read()
+        else:
+            return _read_arrow(_Range(source, start, os.fstat(fd).st_size), where, columns, verify_crc, format,
+                               backend, on_corrupt)  # fmt: skip
+    return _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt)
+
+
+def _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt):
+    """The rows of ``source``: bytes-like data, or a :class:`_Range` of a file (streamed in chunks; the
+    bytes of a quarantined region are read again by position)."""
+    import pyarrow as pa
+
+    from kfmt.api import scan
+    from kfmt.runtime.errors import CodecError
+
     cols, batches = _Columns(columns), []
     for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
                             skip_corrupt=on_corrupt != "fail"):  # fmt: skip
@@ -203,7 +239,8 @@ def read_arrow(
             if on_corrupt == "skip":
                 log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
                 continue
-            raw = bytes(memoryview(raw_of)[pos : min(end, pos + QUARANTINE_RAW_BYTES)])  # type: ignore[arg-type]
+            stop = min(end, pos + QUARANTINE_RAW_BYTES)
+            raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
             cols.add_corrupt(pos, str(b), raw)
             continue
         cols.add_batch(pos, b)

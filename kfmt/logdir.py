@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_SEGMENT = re.compile(r"^(\d{20})\.log$")
+SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")  # <20-digit base offset>.log
 _PARTITION = re.compile(r"^(.+)-(\d+)$")
 
 
@@ -25,7 +25,7 @@ class Segment:
 
 
 def _segment(path: Path, topic: str, partition: int) -> Segment:
-    m = _SEGMENT.match(path.name)
+    m = SEGMENT_NAME.match(path.name)
     base = int(m.group(1)) if m else 0
     return Segment(topic, partition, base, str(path), path.stat().st_size)
 

@@ -10,9 +10,10 @@ offset (a wrapper carries its last inner offset) and v1 timestamp.
 
 from __future__ import annotations
 
-import re
 import struct
 from pathlib import Path
+
+from kfmt.logdir import SEGMENT_NAME
 
 INDEX_INTERVAL_BYTES = 4096
 _ENTRY = struct.Struct(">qi")
@@ -94,7 +95,7 @@ class SegmentWriter:
     def __init__(self, log: Path):
         log.parent.mkdir(parents=True, exist_ok=True)
         self.log = log
-        named = re.fullmatch(r"\d{20}\.log", log.name) is not None
+        named = SEGMENT_NAME.match(log.name) is not None
         self.indexes = IndexBuilder(int(log.stem)) if named else None
         self.file = open(log, "wb")  # noqa: SIM115 - closed by close()
 

@@ -64,3 +64,14 @@ def test_damage_fails_skips_or_is_quarantined(seg):
     assert len(bad) == 1 and bad[0]["position"] == p and "crc" in bad[0]["error"]
     assert bad[0]["raw"] == bytes(data[p:e])  # the damaged batch's own bytes
     assert q.num_rows == skipped.num_rows + 1
+    # the same from a path and from an open file: the quarantined bytes are read again by position
+    damaged = seg.parent / "damaged.log"
+    damaged.write_bytes(bytes(data))
+    assert kfmt.read_arrow(damaged, on_corrupt="quarantine", columns=["offset", "position", "error", "raw"]) == q
+    with open(damaged, "rb") as f:
+        assert kfmt.read_arrow(f, on_corrupt="quarantine", columns=["offset", "position", "error", "raw"]) == q
+    import io
+
+    assert kfmt.read_arrow(io.BytesIO(bytes(data)), on_corrupt="quarantine",
+                           columns=["offset", "position", "error", "raw"]) == q  # fmt: skip
+    damaged.unlink()

@@ -135,7 +135,10 @@ class _Elements(c.Construct):
 
     def _parse_elements(self, stream, context, path, n: int | None):
         opts = _opts(context)
-        left = _remaining(stream, path)
+        here = stream_tell(stream, path)
+        end = stream.seek(0, io.SEEK_END)
+        stream.seek(here)
+        left = end - here
         budget = opts.max_memory - left
         if n is not None:
             _check_count(n, self.limit, context, path)
@@ -145,7 +148,7 @@ class _Elements(c.Construct):
             if self.cost:  # 0: the elements are counted by an enclosing array's budget
                 _check_budget(budget, opts, path)
         out = c.ListContainer()
-        while (len(out) < n) if n is not None else _remaining(stream, path) > 0:
+        while (len(out) < n) if n is not None else stream_tell(stream, path) < end:
             if n is None:
                 if len(out) >= getattr(opts, self.limit):
                     raise LimitError(f"more than {getattr(opts, self.limit)} elements", path=path)
@@ -164,13 +167,6 @@ class _Elements(c.Construct):
         for item in obj:
             self.subcon._build(item, stream, context, path)
         return obj
-
-
-def _remaining(stream, path) -> int:
-    here = stream_tell(stream, path)
-    end = stream.seek(0, io.SEEK_END)
-    stream.seek(here)
-    return end - here
 
 
 def _check_budget(budget: int, opts, path) -> None:

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from kfmt.arrow import QUARANTINE_RAW_BYTES, ROWS_PER_ARROW_BATCH, SCHEMA, _Columns, arrow_schema
+from kfmt.arrow import QUARANTINE_RAW_BYTES, ROWS_PER_ARROW_BATCH, SCHEMA, _Columns, _Range, arrow_schema
 
 log = logging.getLogger("kfmt.spark")
 
@@ -347,25 +347,6 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
     """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects."""
     with open(part.path, "rb") as f:
         yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns)
-
-
-class _Range:
-    """Bytes ``start``..``end`` of an open file as a file read in chunks: a slice is streamed (memory holds
-    a chunk and a batch), and ``raw`` reads a damaged region's bytes again for the quarantine row."""
-
-    def __init__(self, f, start: int, end: int):
-        self.f, self.start, self.end = f, start, end
-        f.seek(start)
-        self.pos = start
-
-    def read(self, n: int = -1) -> bytes:
-        n = self.end - self.pos if n < 0 else min(n, self.end - self.pos)
-        data = self.f.read(n) if n > 0 else b""
-        self.pos += len(data)
-        return data
-
-    def raw(self, pos: int, end: int) -> bytes:
-        return os.pread(self.f.fileno(), end - pos, self.start + pos)
 
 
 def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns):
