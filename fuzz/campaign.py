@@ -24,6 +24,7 @@ import struct
 import sys
 import time
 import traceback
+import zlib
 from pathlib import Path
 
 import kfmt
@@ -223,7 +224,7 @@ def bombs() -> tuple:
         for size in (1 << 20, 64 << 20, 300 << 20):
             comp = compress(codec, bytes(size), 2)
             for pad in (0, 100_000):
-                data = _v2_batch(code, comp + bytes(pad))
+                data = v2_batch(code, comp + bytes(pad))
                 count += 1
                 base = _reset_peak()
                 try:
@@ -262,7 +263,7 @@ def _grown_mb(base_kb: int) -> float:
     return (_status_kb("VmHWM") - base_kb) / 1024
 
 
-def _v2_batch(code: int, payload: bytes, n: int = 1) -> bytes:
+def v2_batch(code: int, payload: bytes, n: int = 1) -> bytes:
     import crc32c
 
     body = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)]))[:61] + payload
@@ -274,7 +275,7 @@ def _v2_batch(code: int, payload: bytes, n: int = 1) -> bytes:
     return bytes(body)
 
 
-def _varint(z: int) -> bytes:
+def varint(z: int) -> bytes:
     out = bytearray()
     while z >= 0x80:
         out.append(z & 0x7F | 0x80)
@@ -283,26 +284,34 @@ def _varint(z: int) -> bytes:
     return bytes(out)
 
 
+def gz(raw: bytes) -> bytes:
+    """A gzip stream of ``raw`` (Kafka's gzip framing is the plain gzip format)."""
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return co.compress(raw) + co.flush()
+
+
+#: a v2 record of 7 bytes: length 6, attributes 0, timestamp and offset deltas 0, null key and value, no headers
+EMPTY_RECORD = bytes([12, 0, 0, 0, 1, 1, 0])
+
+
+def record_with_headers(k: int) -> bytes:
+    """A v2 record holding ``k`` headers, each an empty key and a null value (2 bytes)."""
+    body = bytes([0, 0, 0, 1, 1]) + varint(k << 1) + bytes([0, 1]) * k
+    return varint(len(body) << 1) + body
+
+
 def amplification() -> list[tuple]:
     """Small inputs that decode to many tiny objects, each with its peak RSS growth: 9.9M empty records,
     10M headers (100 records of 100,000), 3M messages in one v1 gzip wrapper. Each must be refused with
     LimitExceededError (the max_memory budget) within the budget plus a constant."""
-    import zlib
-
-    def gz(raw: bytes) -> bytes:
-        co = zlib.compressobj(9, zlib.DEFLATED, 31)
-        return co.compress(raw) + co.flush()
-
-    empty = bytes([12, 0, 0, 0, 1, 1, 0])  # length 6; attributes, deltas 0; null key and value; no headers
-    body = bytes([0, 0, 0, 1, 1]) + _varint(100_000 << 1) + bytes([0, 1]) * 100_000
-    headers = _varint(len(body) << 1) + body
+    empty, headers = EMPTY_RECORD, record_with_headers(100_000)
     inner = kfmt.encode_batch([kfmt.Record(key=None, value=None, timestamp=1)], magic=1)
     co = zlib.compressobj(9, zlib.DEFLATED, 31)
     comp = b"".join(co.compress(inner) for _ in range(3_000_000)) + co.flush()
     wbody = struct.pack(">bbqii", 1, 1, 1, -1, len(comp)) + comp
     cases = [
-        ("9.9M empty records", _v2_batch(1, gz(empty * 9_900_000), 9_900_000)),
-        ("10M headers", _v2_batch(1, gz(headers * 100), 100)),
+        ("9.9M empty records", v2_batch(1, gz(empty * 9_900_000), 9_900_000)),
+        ("10M headers", v2_batch(1, gz(headers * 100), 100)),
         ("3M messages, one wrapper", struct.pack(">qiI", 2_999_999, 4 + len(wbody), zlib.crc32(wbody)) + wbody),
     ]
     rows = []

@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PRELUDE = """
 import sys, resource
@@ -22,8 +25,13 @@ import kfmt
 
 
 def _probe(code: str, timeout=300) -> str:
-    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True, text=True,
-                       timeout=timeout)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )  # fmt: skip  (the probes import fuzz.campaign's builders)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -128,15 +136,7 @@ def test_read_batches_and_dump_stream_a_large_segment(tmp_path):
 BOMB = """
 import struct, zlib, crc32c
 from kfmt.runtime.compression import compress
-def batch(code, comp, n=1):
-    d = bytearray(kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=1)], codec="none"))
-    body = d[:61] + comp
-    struct.pack_into(">h", body, 21, code)
-    struct.pack_into(">ii", body, 23, n - 1, n)  # last offset delta (the count is read at byte 57)
-    struct.pack_into(">i", body, 57, n)
-    struct.pack_into(">i", body, 8, len(body) - 12)
-    struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
-    return bytes(body)
+from fuzz.campaign import v2_batch as batch  # the bomb builders are the fuzz campaign's
 def refused(data, **kw):
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current RSS: each probe measures its own peak
@@ -172,24 +172,7 @@ def test_bombs_are_refused_within_the_limit_plus_a_step():
 
 
 AMPLIFY = """
-def gz(raw):
-    co = zlib.compressobj(9, zlib.DEFLATED, 31)
-    return co.compress(raw) + co.flush()
-# an empty record: length 6, attributes 0, timestamp delta 0, offset delta 0, null key, null value, no headers
-EMPTY = bytes([12, 0, 0, 0, 1, 1, 0])
-def with_headers(k):
-    # a record with k headers, each an empty key and a null value (2 bytes): 100,000 fits in a 3-byte varint
-    hv = bytearray()
-    z = k << 1
-    while z >= 0x80:
-        hv.append(z & 0x7F | 0x80); z >>= 7
-    hv.append(z)
-    body = bytes([0, 0, 0, 1, 1]) + bytes(hv) + bytes([0, 1]) * k
-    ln = bytearray(); z = len(body) << 1
-    while z >= 0x80:
-        ln.append(z & 0x7F | 0x80); z >>= 7
-    ln.append(z)
-    return bytes(ln) + body
+from fuzz.campaign import EMPTY_RECORD as EMPTY, gz, record_with_headers as with_headers
 """
 
 
