@@ -7,18 +7,27 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test test-backends demo bench bench-floor bench-spark lint fuzz clean
+.PHONY: setup generate check-generated test test-backends demo bench bench-callgrind bench-floor bench-spark lint fuzz clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(VENV)/.native
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress]'
 	touch $@
 
+# the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
+# changes (optional: without a C compiler kfmt uses the python backend, and says so in kfmt --version)
+NATIVE_SRC := $(wildcard generated/*/_native.c) kfmt/runtime/native/kfmt_native.h
+$(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
+	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -iE "error|warning: [^S]" || true
+	$(PY) -c "from kfmt.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
+	touch $@
+
 generate: setup
 	$(VENV)/bin/kfmt generate
+	$(MAKE) --no-print-directory $(VENV)/.native
 
 check-generated: setup
 	$(VENV)/bin/kfmt generate --check
@@ -44,6 +53,10 @@ demo: setup generate
 
 bench: setup
 	$(PY) bench/bench_codecs.py
+
+# instructions per record under valgrind's callgrind: deterministic on a busy machine (needs valgrind)
+bench-callgrind: setup
+	cd bench && ../$(PY) callgrind_v2.py $(CALLGRIND_ARGS)
 
 bench-floor: setup
 	cd bench && ../$(PY) v2_decode_floor.py

@@ -1,4 +1,4 @@
-"""`make bench`: records/s for encode and decode, generated codec vs Construct backend vs kafka-python vs aiokafka.
+"""`make bench`: records/s for encode and decode, kfmt's backends (native, python, construct) vs kafka-python and aiokafka.
 
 Workload (issue 2): 100-record v2 batches, 10-byte keys, 100-byte values, one header, each codec.
 Each figure is the median of several timed rounds in this one process, side by side.
@@ -110,13 +110,22 @@ def measure(peers: dict, rounds: int, min_time: float) -> dict:
     return out
 
 
+def _native(fmt: str):
+    """The native backend's module of a format, or None where it was not built."""
+    from kfmt.formats import available_backends, backend_module
+
+    return backend_module(fmt, "native") if "native" in available_backends() else None
+
+
 def v2_peers(codec: str, recs):
     mod = get_format("kafka_v2")
+    py = mod.python
     con = __import__("generated.kafka_v2.construct", fromlist=["x"])
+    nat = _native("kafka_v2")
     ours_records = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs]
 
     def enc_codec():
-        return mod.encode(mod.Batch(codec=codec, records=ours_records))
+        return py.encode(mod.Batch(codec=codec, records=ours_records))
 
     def enc_construct():
         return con.encode(mod.Batch(codec=codec, records=ours_records))
@@ -131,10 +140,10 @@ def v2_peers(codec: str, recs):
     kp_data = enc_kp()  # kafka-python may skip compression that does not shrink; decode its own bytes
 
     def dec_codec():
-        touch(mod.decode(data).records)
+        touch(py.decode(data).records)
 
     def dec_codec_nocrc():
-        touch(mod.decode(data, verify_crc=False).records)
+        touch(py.decode(data, verify_crc=False).records)
 
     def dec_construct():
         touch(con.decode(data).records)
@@ -145,12 +154,29 @@ def v2_peers(codec: str, recs):
     def dec_aio():
         touch(aio.DefaultRecordBatch(kp_data))
 
+    def dec_aio_crc():
+        b = aio.DefaultRecordBatch(kp_data)
+        if not b.validate_crc():
+            raise ValueError("crc")
+        touch(b)
+
+    native = {}
+    if nat is not None:
+        native = {
+            "kfmt native": (
+                lambda: nat.encode(mod.Batch(codec=codec, records=ours_records)),
+                lambda: touch(nat.decode(data).records),
+            ),
+            "kfmt native, no CRC": (None, lambda: touch(nat.decode(data, verify_crc=False).records)),
+        }
     return {
-        "kfmt codec": (enc_codec, dec_codec),
-        "kfmt codec, no CRC": (None, dec_codec_nocrc),
+        **native,
+        "kfmt python": (enc_codec, dec_codec),
+        "kfmt python, no CRC": (None, dec_codec_nocrc),
         "kfmt construct": (enc_construct, dec_construct),
         "kafka-python": (enc_kp, dec_kp),
         "aiokafka": (enc_aio, dec_aio),
+        "aiokafka, CRC": (None, dec_aio_crc),
     }
 
 
@@ -163,7 +189,7 @@ def legacy_peers(magic: int, codec: str, recs):
     ours_records = [kfmt.Record(key=k, value=v, timestamp=ts if magic else None) for _, ts, k, v, _ in recs]
 
     def enc_codec():
-        return kfmt.encode_batch(ours_records, magic=magic, codec=codec)
+        return kfmt.encode_batch(ours_records, magic=magic, codec=codec, backend="python")
 
     def enc_construct():
         return kfmt.encode_batch(ours_records, magic=magic, codec=codec, backend="construct")
@@ -177,10 +203,10 @@ def legacy_peers(magic: int, codec: str, recs):
     kp_data = enc_kp()
 
     def dec_codec():
-        read_ours(kp_data)
+        read_ours(kp_data, backend="python")
 
     def dec_codec_nocrc():
-        read_ours(kp_data, verify_crc=False)
+        read_ours(kp_data, verify_crc=False, backend="python")
 
     def dec_construct():
         read_ours(kp_data, backend="construct")
@@ -191,9 +217,19 @@ def legacy_peers(magic: int, codec: str, recs):
     def dec_aio():
         read_memory_records(AioMemoryRecords, kp_data)
 
+    native = {}
+    if _native(fmt) is not None:
+        native = {
+            "kfmt native": (
+                lambda: kfmt.encode_batch(ours_records, magic=magic, codec=codec, backend="native"),
+                lambda: read_ours(kp_data, backend="native"),
+            ),
+            "kfmt native, no CRC": (None, lambda: read_ours(kp_data, verify_crc=False, backend="native")),
+        }
     return {
-        "kfmt codec": (enc_codec, dec_codec),
-        "kfmt codec, no CRC": (None, dec_codec_nocrc),
+        **native,
+        "kfmt python": (enc_codec, dec_codec),
+        "kfmt python, no CRC": (None, dec_codec_nocrc),
         "kfmt construct": (enc_construct, dec_construct),
         "kafka-python": (enc_kp, dec_kp),
         "aiokafka": (enc_aio, dec_aio),
@@ -228,19 +264,24 @@ def main(argv=None) -> int:
                 rates[name] = res
                 enc_cell = "-" if res[0] != res[0] else f"{res[0]:,.0f}"  # nan: decode-only row
                 print(f"| {name:18} | {enc_cell:>13} | {res[1]:13,.0f} |", flush=True)
-            ke, kd = rates["kfmt codec"]
+            best = "kfmt native" if "kfmt native" in rates else "kfmt python"
+            ke, kd = rates[best]
             pe, pd = rates["kafka-python"]
-            kn = rates["kfmt codec, no CRC"][1]
-            print(f"\nkfmt codec vs kafka-python: encode {ke / pe:.2f}x, decode {kd / pd:.2f}x "
-                  f"({kn / pd:.2f}x without CRC checks)\n")  # fmt: skip
-            summary.append((magic, codec, ke / pe, kd / pd, kn / pd))
-    print("## summary: kfmt codec / kafka-python (records/s ratio)")
-    print("kafka-python never checks CRCs while reading; kfmt does by default (the 'decode, no CRC' column")
-    print("compares like with like)\n")
-    print("| magic | codec  | encode | decode | decode, no CRC |")
-    print("|-------|--------|--------|--------|----------------|")
-    for magic, codec, e, d, dn in summary:
-        print(f"| {magic}     | {codec:6} | {e:5.2f}x | {d:5.2f}x | {dn:13.2f}x |")
+            ae, ad = rates.get("aiokafka", (float("nan"),) * 2)
+            ac = rates.get("aiokafka, CRC", (0, float("nan")))[1]
+            kn = rates[best + ", no CRC"][1]
+            print(f"\n{best} vs kafka-python: encode {ke / pe:.2f}x, decode {kd / pd:.2f}x "
+                  f"({kn / pd:.2f}x without CRC checks); vs aiokafka: encode {ke / ae:.2f}x, "
+                  f"decode {kd / ad:.2f}x, decode with CRC checks on both {kd / ac:.2f}x\n")  # fmt: skip
+            summary.append((magic, codec, best, ke / pe, kd / pd, kn / pd, ke / ae, kd / ad, kd / ac))
+    print("## summary: kfmt's active backend / kafka-python and / aiokafka (records/s ratios)")
+    print("kafka-python and aiokafka do not check CRCs while reading unless asked; kfmt does by default")
+    print("('no CRC' compares like with like; 'aio CRC' is aiokafka with validate_crc())\n")
+    print("| magic | codec  | backend     | enc/kp | dec/kp | dec/kp no CRC | enc/aio | dec/aio | dec/aio CRC |")
+    print("|-------|--------|-------------|--------|--------|---------------|---------|---------|-------------|")
+    for magic, codec, best, e, d, dn, ea, da, dc in summary:
+        print(f"| {magic}     | {codec:6} | {best:11} | {e:5.2f}x | {d:5.2f}x | {dn:12.2f}x | {ea:6.2f}x | "
+              f"{da:6.2f}x | {dc:10.2f}x |")  # fmt: skip
     return 0
 
 

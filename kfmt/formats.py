@@ -32,19 +32,40 @@ def get_format(fmt):
     return importlib.import_module(f"generated.{fmt}")
 
 
-#: the backends a format is read and written with: ``python`` (the optimised codec, ``python.py``) and
-#: ``construct`` (the Construct reference); ``codec``, the earlier name of ``python``, is still accepted
-BACKENDS = ("python", "construct")
+#: every backend kfmt knows, fastest first: ``native`` (a C extension per format, built by ``make setup``
+#: where a C compiler is found), ``python`` (the optimised pure-Python codec, ``python.py``) and ``construct``
+#: (the Construct reference); ``codec``, the earlier name of ``python``, is still accepted
+KNOWN_BACKENDS = ("native", "python", "construct")
 ALIASES = {"codec": "python"}
 
 
 #: the order in which the default backend is chosen: the first one available on this machine
-PREFERENCE = ("python",)
+PREFERENCE = ("native", "python")
+
+
+@lru_cache(maxsize=None)
+def _native_built() -> bool:
+    """Whether every format's C extension imports here (and was built from the schema it was generated
+    with). ``KFMT_DISABLE_NATIVE=1`` makes an installation behave as one without a compiler."""
+    if os.environ.get("KFMT_DISABLE_NATIVE"):
+        return False
+    try:
+        for fid in format_ids():
+            importlib.import_module(f"generated.{fid}.native")
+    except ImportError:
+        return False
+    return True
 
 
 def available_backends() -> tuple[str, ...]:
-    """The backends this installation can use (a compiled backend only where it was built)."""
-    return BACKENDS
+    """The backends this installation can use, fastest first (``native`` only where it was built)."""
+    return tuple(b for b in KNOWN_BACKENDS if b != "native" or _native_built())
+
+
+def __getattr__(name: str):
+    if name == "BACKENDS":  # the backends available here, fastest first (computed on first use)
+        return available_backends()
+    raise AttributeError(name)
 
 
 def default_backend() -> str:
@@ -55,25 +76,39 @@ def default_backend() -> str:
     if env is None:
         have = available_backends()
         return next(b for b in PREFERENCE if b in have)
-    name = ALIASES.get(env, env)
-    if name not in BACKENDS:
-        raise UnsupportedCodecError(f"KFMT_BACKEND={name!r} is not a backend; use one of {', '.join(BACKENDS)}")
+    return _checked(env)
+
+
+def _checked(backend: str) -> str:
+    name = ALIASES.get(backend, backend)
+    if name not in KNOWN_BACKENDS:
+        raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(KNOWN_BACKENDS)}")
+    if name not in available_backends():
+        raise UnsupportedCodecError(
+            f"backend {name!r} is not built on this machine (make setup builds it where a C compiler is found); "
+            f"available: {', '.join(available_backends())}"
+        )
     return name
 
 
 def backend_module(fmt, backend: str | None = None):
-    """The module of one backend of a format: ``python`` (optimised) or ``construct`` (reference); None:
-    the default backend."""
-    name = default_backend() if backend is None else ALIASES.get(backend, backend)
-    if name not in BACKENDS:
-        raise UnsupportedCodecError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    """The module of one backend of a format: ``native``, ``python`` or ``construct``; None: the default (the
+    python backend for a package generated elsewhere whose C extension was not built)."""
+    if backend is not None:
+        return _module(fmt, _checked(backend))
+    name = default_backend()
+    if name == "native":
+        try:
+            return _module(fmt, name)
+        except ImportError:
+            return _module(fmt, "python")
     return _module(fmt, name)
 
 
 @lru_cache(maxsize=None)
 def _module(fmt, backend: str):
     pkg = get_format(fmt)
-    return pkg.python if backend == "python" else importlib.import_module(f"{pkg.__name__}.construct")
+    return pkg.python if backend == "python" else importlib.import_module(f"{pkg.__name__}.{backend}")
 
 
 @lru_cache(maxsize=None)

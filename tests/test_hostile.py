@@ -174,12 +174,12 @@ def _valid_entries(fid):
 ENTRIES = {fid: _valid_entries(fid) for fid in ALL}
 
 
-def _result(mod, data):
+def _result(mod, data, verify_crc=False):
     try:
-        return ("ok", mod.decode_from(data, 0, len(data), DecodeOptions(verify_crc=False))[0])
+        return ("ok", mod.decode_from(data, 0, len(data), DecodeOptions(verify_crc=verify_crc))[0], None)
     except kfmt.CodecError as e:
         assert "internal decode failure" not in str(e)
-        return ("error", None)
+        return ("error", None, (type(e), str(e), e.offset, e.path))
 
 
 @settings(max_examples=int(__import__("os").environ.get("KFMT_AGREE_EXAMPLES", "300")), deadline=None)
@@ -188,10 +188,15 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
     raw = bytearray(data.draw(st.sampled_from(ENTRIES[fid])))
     for _ in range(data.draw(st.integers(1, 3))):
         raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
-    (_, codec), (_, con) = backends(fid)
-    a, c = _result(codec, bytes(raw)), _result(con, bytes(raw))
-    assert a[0] == c[0], (fid, a, c)
-    assert a[1] == c[1]
+    mods = dict(backends(fid))
+    for crc in (False, True):
+        a = _result(mods["python"], bytes(raw), crc)
+        for name, mod in mods.items():
+            c = _result(mod, bytes(raw), crc)
+            assert a[0] == c[0], (fid, name, a, c)
+            assert a[1] == c[1]
+            if name != "construct":  # a compiled backend raises the python backend's very error
+                assert a[2] == c[2], (fid, name, a, c)
 
 
 @pytest.mark.parametrize("fmt", ["kafka_v0", "kafka_v1", "kafka_v2", "kip82_header_wrapper", "kip98_draft",
@@ -221,7 +226,7 @@ def test_backends_apply_the_same_limits(fmt):
                     outcome.append(("ok", len(v.records)))
                 except kfmt.CodecError as e:
                     outcome.append((type(e).__name__, None))
-            assert outcome[0] == outcome[1], (fmt, codec, lim, outcome)
+            assert all(o == outcome[0] for o in outcome), (fmt, codec, lim, outcome)
 
 
 @pytest.mark.parametrize("code,codec", [(1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")])

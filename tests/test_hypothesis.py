@@ -7,8 +7,13 @@ from hypothesis import strategies as st
 import kfmt
 from conftest import backends
 from kfmt.api import get_format
+from kfmt.formats import backend_module
 
-(_, CODEC), (_, CONSTRUCT) = backends("kafka_v2")
+ALL = [m for _, m in backends("kafka_v2")]  # every backend built here: native (where built), python, construct
+CODEC = backend_module("kafka_v2", "python")
+CONSTRUCT = backend_module("kafka_v2", "construct")
+# the backends that promise the python backend's exact errors (the Construct reference words its own)
+EXACT = [m for name, m in backends("kafka_v2") if name != "construct"]
 V2 = get_format("kafka_v2")
 
 i64 = st.integers(-(2**63), 2**63 - 1)
@@ -51,9 +56,9 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 @given(batch)
 def test_round_trip_and_backends_agree(b):
     data = CODEC.encode(b)
-    assert CONSTRUCT.encode(b) == data  # identical bytes from both backends
-    d1, d2 = CODEC.decode(data), CONSTRUCT.decode(data)
-    assert d1 == d2
+    assert all(m.encode(b) == data for m in ALL)  # identical bytes from every backend
+    d1 = CODEC.decode(data)
+    assert all(_same(m.decode(data), d1) for m in ALL)
     assert CODEC.encode(d1) == data
     assert [(r.key, r.value, r.headers) for r in d1.records] == [(r.key, r.value, r.headers) for r in b.records]
     if b.timestamp_type == 0:
@@ -61,18 +66,30 @@ def test_round_trip_and_backends_agree(b):
     assert [r.offset for r in d1.records] == [b.base_offset + i for i in range(len(b.records))]
 
 
-def _outcome(mod, data):
+def _same(a, b):
+    """Equal values, slot by slot (every slot of the value classes, not only the ones __eq__ compares)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    slots = [s for c in type(a).__mro__ for s in getattr(c, "__slots__", ())]
+    if not slots:
+        return a == b
+    return all(_same(getattr(a, s, None), getattr(b, s, None)) for s in slots)
+
+
+def _outcome(mod, data, verify_crc=False):
     try:
-        return ("ok", mod.decode(data, verify_crc=False))
+        return ("ok", mod.decode(data, verify_crc=verify_crc))
     except kfmt.CodecError as e:
         assert "internal decode failure" not in str(e), e  # a generated check is missing somewhere
-        return ("error", type(e))
+        return ("error", type(e), str(e), e.offset, e.path)
 
 
 @SETTINGS
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_raise_only_codec_error(data):
-    for mod in (CODEC, CONSTRUCT):
+    for mod in ALL:
         _outcome(mod, data)
     list_or_error = None
     try:
@@ -93,6 +110,11 @@ def test_mutated_batches_both_backends_accept_or_reject(b, data):
     assert a[0] == c[0], (a, c)
     if a[0] == "ok":
         assert a[1] == c[1]
+    for crc in (False, True):  # a compiled backend: the python backend's very values, or its very error
+        want = _outcome(CODEC, bytes(raw), crc)
+        for m in EXACT:
+            got = _outcome(m, bytes(raw), crc)
+            assert got[0] == want[0] and (_same(got[1], want[1]) if got[0] == "ok" else got == want), (m, got, want)
     for r in a[1].records if a[0] == "ok" else []:
         assert isinstance(r.headers, list)
 
@@ -110,15 +132,19 @@ def test_legacy_round_trip_and_mutations(magic, recs, codec, base, data):
     got = [(r.offset, r.key, r.value) for b in kfmt.read_batches(raw) for r in b.records]
     assert got == [(base + i, r.key, r.value) for i, r in enumerate(recs)]
     assert raw == kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=base, backend="construct")
-    codec_mod, con_mod = (m for _, m in backends(f"kafka_v{magic}"))
     mutated = bytearray(raw)
     for _ in range(data.draw(st.integers(1, 3))):
         mutated[data.draw(st.integers(0, len(mutated) - 1))] = data.draw(st.integers(0, 255))
-    a = _outcome_from(codec_mod, bytes(mutated))
-    c = _outcome_from(con_mod, bytes(mutated))
-    assert a[0] == c[0], (a, c)
-    if a[0] == "ok":
-        assert a[1] == c[1]
+    outs = {name: _outcome_from(m, bytes(mutated)) for name, m in backends(f"kafka_v{magic}")}
+    a = outs["python"]
+    for name, c in outs.items():
+        assert a[0] == c[0], (name, a, c)
+        if a[0] == "ok":
+            assert a[1] == c[1]
+        elif name != "construct":  # a compiled backend raises the python backend's very error
+            assert c == a, (name, a, c)
+        else:
+            assert c[1] == a[1], (name, a, c)
 
 
 def _outcome_from(mod, data):
@@ -126,7 +152,7 @@ def _outcome_from(mod, data):
         return ("ok", mod.decode_from(data, 0, len(data), kfmt.DecodeOptions(verify_crc=False)))
     except kfmt.CodecError as e:
         assert "internal decode failure" not in str(e), e
-        return ("error", type(e))
+        return ("error", type(e), str(e), e.offset, e.path)
 
 
 # ---- the optimistic encoders (_fencode_*) may only ever be faster: whatever they write, the checked
@@ -228,7 +254,7 @@ def test_optimistic_encoder_edges(field, own):
 
 
 V1 = get_format("kafka_v1")
-V1_CODEC = backends("kafka_v1")[0][1]
+V1_CODEC = backend_module("kafka_v1", "python")
 
 
 @st.composite

@@ -1,0 +1,95 @@
+"""`make bench-callgrind`: instructions per record (valgrind --tool=callgrind) for the v2 workload of
+`make bench` (100-record batches, 10-byte keys, 100-byte values, one header, uncompressed), per implementation.
+
+Instruction counts do not depend on what else the machine is doing, so they compare implementations on a busy
+or shared machine where timings drift. Each implementation runs in its own process under callgrind: the same
+imports and set-up, then LOOPS decodes (or encodes) of one batch; a run with no loops is the baseline, and
+(total - baseline) / (LOOPS * 100) is the figure. Decoding touches every record's offset, timestamp, key,
+value and headers, as `make bench` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+IMPLS = {
+    "decode": ["kfmt native", "kfmt python", "kafka-python", "aiokafka", "aiokafka, validate_crc()"],
+    "encode": ["kfmt native", "kfmt python", "kafka-python", "aiokafka"],
+}
+
+
+def worker(direction: str, impl: str, loops: int) -> None:
+    import aiokafka.record.default_records as aio
+    from bench_codecs import build_default, touch, workload
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+    import kfmt
+    from kfmt.formats import available_backends, backend_module
+
+    recs = workload()
+    ours = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs]
+    py = backend_module("kafka_v2", "python")
+    nat = backend_module("kafka_v2", "native") if "native" in available_backends() else None
+    data = build_default(DefaultRecordBatchBuilder, "none", recs)
+    batch = py.ROOT(records=ours)
+    run = {
+        ("decode", "kfmt native"): lambda: touch(nat.decode(data).records),
+        ("decode", "kfmt python"): lambda: touch(py.decode(data).records),
+        ("decode", "kafka-python"): lambda: touch(DefaultRecordBatch(data)),
+        ("decode", "aiokafka"): lambda: touch(aio.DefaultRecordBatch(data)),
+        ("decode", "aiokafka, validate_crc()"): lambda: (lambda b: (b.validate_crc(), touch(b)))(
+            aio.DefaultRecordBatch(data)
+        ),
+        ("encode", "kfmt native"): lambda: nat.encode(batch),
+        ("encode", "kfmt python"): lambda: py.encode(batch),
+        ("encode", "kafka-python"): lambda: build_default(DefaultRecordBatchBuilder, "none", recs),
+        ("encode", "aiokafka"): lambda: build_default(aio.DefaultRecordBatchBuilder, "none", recs),
+    }[(direction, impl)]
+    if impl == "kfmt native" and nat is None:
+        return
+    run()  # warm: first-call caches out of the count's variable part
+    for _ in range(loops):
+        run()
+
+
+def instructions(direction: str, impl: str, loops: int) -> int:
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+               "--worker", direction, impl, str(loops)]  # fmt: skip
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=os.path.dirname(__file__))
+        text = open(out).read()
+    m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+    if m is None:
+        raise RuntimeError("no totals in the callgrind output")
+    return int(m.group(1))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--loops", type=int, default=200, help="batches decoded or encoded per measured run")
+    p.add_argument("--worker", nargs=3, metavar=("DIRECTION", "IMPL", "LOOPS"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args.worker[0], args.worker[1], int(args.worker[2]))
+        return 0
+    print(f"# instructions per record (callgrind), v2, 100 records of 10 B key / 100 B value / one header, "
+          f"uncompressed; {args.loops} batches per run, minus a run with none\n")  # fmt: skip
+    print("| direction | implementation | instructions / record |")
+    print("|---|---|---|")
+    for direction, impls in IMPLS.items():
+        for impl in impls:
+            base = instructions(direction, impl, 0)
+            total = instructions(direction, impl, args.loops)
+            print(f"| {direction} | {impl} | {(total - base) / (args.loops * 100):,.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

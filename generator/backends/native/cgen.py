@@ -1,0 +1,630 @@
+"""Lowering of the typed IR to C decoders: one ``d_<struct>`` function per struct, straight-line, every check
+of the python backend's checked decoder made (bounds, regions, constants, CRCs, enums, counts, limits and
+the memory budget before allocating), each failing one answered with ``KF_FALLBACK`` so that the python
+backend decodes the same bytes and raises its exact error.  A decoder may fall back more often than
+needed (legacy compressed wrappers do, for now), never less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import generator.ir.nodes as n
+from generator.ir.nodes import FormatIR, Struct
+
+
+class Unsupported(Exception):
+    """An IR construct this backend does not lower yet (the generator names it; no module is emitted)."""
+
+
+_LOAD = {(1, True): "kf_i8", (1, False): "kf_u8", (2, True): "kf_i16", (2, False): "kf_u16"}
+_LOAD |= {(4, True): "kf_i32", (4, False): "kf_u32", (8, True): "kf_i64", (8, False): "kf_i64"}
+#: slots the value classes always hold as lists (kfmt.runtime.model): a null array reads as []
+LIST_SLOTS = ("records", "headers")
+_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def c_str(s: str) -> str:
+    """A C string literal (schema names are identifiers; this keeps any other text safe)."""
+    return '"' + "".join(ch if ch.isalnum() or ch in "_. -" else f"\\x{ord(ch):02x}" for ch in s) + '"'
+
+
+@dataclass
+class Slot:
+    """One slot of a value class and the C expression giving its new reference."""
+
+    name: str
+    value: str
+
+
+@dataclass
+class StructC:
+    name: str
+    cls: str  # the model class (object repr), or "" for a tuple
+    params: list[str]
+    code: str
+    slots: list[Slot] = field(default_factory=list)
+    extra: list[tuple[str, str]] = field(default_factory=list)  # (base-class slot, KF_NONE | KF_LIST | KF_MINUS1)
+
+
+class Lowering:
+    def __init__(self, fir: FormatIR):
+        self.f = fir
+        self.by_name = {s.name: s for s in fir.structs}
+        self.enums = {e.name: e for e in fir.enums}
+        # structs whose entries a wrapper holds, and the timestamp it restamps: a wire_<t> slot
+        self.wrapped_ts: dict[str, str] = {}
+        for st in fir.structs:
+            for w in st.wrappers:
+                if w.timestamps_from:
+                    self.wrapped_ts[w.struct] = w.timestamps_from
+
+    # ------------------------------------------------------------------ names and expressions
+
+    def scalar_names(self, st: Struct) -> set[str]:
+        out = set()
+        for f in st.fields:
+            if isinstance(f.wire, (n.Int, n.Varint)):
+                out.add(f.name)
+            out |= {b.name for b in f.bits}
+            if isinstance(f.derived, n.DeltaOf):
+                out.add(f.derived.logical)
+        return out
+
+    def ref(self, r: n.Ref, st: Struct) -> str:
+        if r.owner != st.name:
+            return f"a_{r.name}"
+        if r.name in self.scalar_names(st):
+            return f"v_{r.name}"
+        raise Unsupported(f"{st.name}: a reference to non-scalar {r.name}")
+
+    def expr(self, e: n.Expr, st: Struct) -> str:
+        if isinstance(e, n.Const):
+            if e.value is None:
+                raise Unsupported("a null constant in an expression")
+            return str(int(e.value)) if isinstance(e.value, bool) else f"INT64_C({e.value})"
+        if isinstance(e, n.EnumConst):
+            return str(e.value)
+        if isinstance(e, n.Ref):
+            return self.ref(e, st)
+        if isinstance(e, n.Compare):
+            return f"({self.expr(e.left, st)} {_OPS[e.op]} {self.expr(e.right, st)})"
+        if isinstance(e, n.Truthy):
+            return f"({self.expr(e.operand, st)} != 0)"
+        if isinstance(e, n.Arith):
+            a, b = self.expr(e.left, st), self.expr(e.right, st)
+            if not e.wrap64:  # Python's integers do not overflow: an int64 result is not guaranteed
+                raise Unsupported("arithmetic without int64 wrapping")
+            return f"kf_wrap_{e.op}({a}, {b})"
+        if isinstance(e, n.Choose):
+            return f"({self.expr(e.cond, st)} ? {self.expr(e.then, st)} : {self.expr(e.otherwise, st)})"
+        raise Unsupported(f"expression {type(e).__name__} when decoding")
+
+    def args(self, callee: str, st: Struct) -> str:
+        return "".join(f", {self.ref(p, st)}" for p in self.by_name[callee].params)
+
+    def none_id(self, ref: n.Ref) -> int:
+        st = self.by_name[ref.owner]
+        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
+        assert bit.enum is not None
+        return next(k for k, v in self.enums[bit.enum].values if v == "none")
+
+    # ------------------------------------------------------------------ one struct
+
+    def slots(self, st: Struct) -> list[Slot]:
+        """The value class's fields (as the python backend's model lists them) and their values."""
+        out: list[Slot] = []
+        for f in st.fields:
+            if f.bits:
+                for b in f.bits:
+                    if b.kind == "enum":
+                        out.append(Slot(b.name, f"Py_NewRef(E_{b.enum}[v_{b.name}])"))
+                    elif b.kind == "flag":
+                        out.append(Slot(b.name, f"PyBool_FromLong(v_{b.name})"))
+                    else:
+                        out.append(Slot(b.name, f"PyLong_FromLongLong(v_{b.name})"))
+            elif isinstance(f.wire, (n.Int, n.Varint)) and f.condition is not None:
+                absent = "Py_NewRef(Py_None)"  # an absent field reads as its default, as in the python backend
+                if isinstance(f.default, n.Const) and isinstance(f.default.value, int):
+                    absent = f"PyLong_FromLongLong({int(f.default.value)})"
+                elif f.default is not None and f.default.value is not None:
+                    raise Unsupported(f"{st.name}.{f.name}: a conditional field with a default of {f.default}")
+                out.append(Slot(f.name, f"(h_{f.name} ? PyLong_FromLongLong(v_{f.name}) : {absent})"))
+            elif isinstance(f.wire, (n.Int, n.Varint)):
+                out.append(Slot(f.name, f"PyLong_FromLongLong(v_{f.name})"))
+            else:
+                out.append(Slot(f.name, f"o_{f.name}"))
+        for f in st.fields:
+            if isinstance(f.derived, n.DeltaOf):
+                out.append(Slot(f.derived.logical, f"PyLong_FromLongLong(v_{f.derived.logical})"))
+        out += [Slot(v.name, f"o_{v.name}") for v in st.views]
+        out += [Slot(w.into, "Py_NewRef(Py_None)") for w in st.wrappers]
+        if st.name in self.wrapped_ts:
+            out.append(Slot(f"wire_{self.wrapped_ts[st.name]}", "Py_NewRef(Py_None)"))
+        return out
+
+    def extra(self, st: Struct) -> list[tuple[str, str]]:
+        """Slots of the runtime base class the format has no field for, with the value the python backend
+        gives them: a new empty list for headers, -1 for a message's timestamp, else None."""
+        from kfmt.runtime.model import Record
+
+        if st.repr != "object" or st.role not in ("record", "message"):
+            return []
+        mine = {s.name for s in self.slots(st)}
+        out = []
+        for slot in Record.__slots__:
+            if slot not in mine:
+                kind = (
+                    "KF_LIST"
+                    if slot == "headers"
+                    else "KF_MINUS1"
+                    if slot == "timestamp" and st.role == "message"
+                    else "KF_NONE"
+                )
+                out.append((slot, kind))
+        return out
+
+    def struct(self, st: Struct) -> StructC:
+        g = _StructGen(self, st)
+        cls = _camel(st.name) if st.repr == "object" else ""
+        return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+class _StructGen:
+    """The body of ``d_<struct>``: fields in wire order, then views, deltas and the value."""
+
+    def __init__(self, low: Lowering, st: Struct):
+        self.low = low
+        self.st = st
+        self.params = [f"a_{p.name}" for p in st.params]
+        self.lines: list[str] = []
+        self.objects: list[str] = []  # owned PyObject* locals, released on every exit but success
+        self.scalars: list[str] = []
+        self.positions: set[str] = set()
+        self.ends = ["end"]
+        self.nregion = 0
+        names = [f.name for f in st.fields]
+        self.region_first = {r.first: r for r in st.regions}
+        self.region_last = {r.last: r for r in st.regions}
+        for r in st.regions:
+            i = names.index(r.length_field)
+            if i + 1 >= len(names) or names[i + 1] != r.first:
+                raise Unsupported(f"{st.name}: region {r.first} does not follow its length {r.length_field}")
+        # checksums: where each is checked (after the field named here is read) and over which range
+        self.crc_at: dict[str, list[n.Field]] = {}
+        for f in st.fields:
+            if isinstance(f.derived, n.Checksum):
+                d = f.derived
+                after = f.name if d.trailing else max((d.start, f.name), key=names.index)
+                self.crc_at.setdefault(after, []).append(f)
+                self.positions.add(d.start)
+                if d.trailing:
+                    self.positions.add(f.name)
+
+    def w(self, line: str, depth: int = 1) -> None:
+        self.lines.append("    " * depth + line)
+
+    @property
+    def end(self) -> str:
+        return self.ends[-1]
+
+    def obj(self, name: str) -> str:
+        if name not in self.objects:
+            self.objects.append(name)
+        return name
+
+    def scalar(self, name: str) -> str:
+        if name not in self.scalars:
+            self.scalars.append(name)
+        return name
+
+    # ------------------------------------------------------------------ emission
+
+    def emit(self) -> str:
+        st = self.st
+        fields = list(st.fields)
+        i = 0
+        while i < len(fields):
+            run = self.run_from(fields, i)
+            if run:
+                self.fixed_run(run)
+                i += len(run)
+                continue
+            self.one(fields[i])
+            self.after_field(fields[i])
+            i += 1
+        for v in st.views:
+            self.view(v)
+        for wr in st.wrappers:
+            self.w(f"if ({self.low.expr(wr.condition, st)}) FALLBACK; /* a compressed wrapper: the python backend */")
+        for f in st.fields:
+            if isinstance(f.derived, n.DeltaOf):
+                self.w(f"{self.scalar('v_' + f.derived.logical)} = {self.low.expr(f.derived.decoded, st)};")
+        return self.render()
+
+    def run_from(self, fields: list[n.Field], i: int) -> list[n.Field]:
+        """Consecutive unconditional fixed-width fields from ``i`` within one region: one bounds check."""
+        run: list[n.Field] = []
+        for f in fields[i:]:
+            if not isinstance(f.wire, n.Int) or f.condition is not None:
+                break
+            if run and f.name in self.region_first:
+                break
+            run.append(f)
+            if f.name in self.region_last or (isinstance(f.derived, n.LengthOf)):
+                break
+        return run
+
+    def fixed_run(self, run: list[n.Field]) -> None:
+        size = sum(f.wire.width for f in run if isinstance(f.wire, n.Int))
+        if run[0].name in self.region_first:
+            self.open_region(run[0])
+        self.w(f"if ({self.end} - pos < {size}) FALLBACK;")
+        off = 0
+        for f in run:
+            assert isinstance(f.wire, n.Int)
+            if f.name in self.positions:
+                self.w(f"{self.pos_var(f.name)} = pos + {off};")
+            self.w(f"{self.scalar('v_' + f.name)} = {_LOAD[(f.wire.width, f.wire.signed)]}(b + pos + {off});")
+            off += f.wire.width
+        self.w(f"pos += {size};")
+        for f in run:
+            self.checks(f)
+        for f in run:
+            self.after_field(f)
+
+    def pos_var(self, name: str) -> str:
+        self.positions.add(name)
+        return f"p_{name}"
+
+    def open_region(self, f: n.Field) -> None:
+        r = self.region_first[f.name]
+        e = f"e_{self.nregion}"
+        self.nregion += 1
+        self.w(f"Py_ssize_t {e} = pos + (Py_ssize_t)v_{r.length_field};")
+        self.w(f"if (v_{r.length_field} < 0 || {e} > {self.end}) FALLBACK;")
+        self.ends.append(e)
+
+    def after_field(self, f: n.Field) -> None:
+        for c in self.crc_at.get(f.name, []):
+            self.crc_check(c)
+        if f.name in self.region_last:
+            self.w(f"if (pos != {self.end}) FALLBACK;")
+            self.ends.pop()
+
+    def crc_check(self, f: n.Field) -> None:
+        d = f.derived
+        assert isinstance(d, n.Checksum)
+        start = f"p_{d.start}"
+        if d.trailing:
+            stop = f"p_{f.name}"
+        elif d.end is not None:
+            stop = f"p_{d.end}"
+            self.positions.add(d.end)
+        else:
+            if len(self.ends) < 2:
+                raise Unsupported(f"{self.st.name}.{f.name}: a checksum to the end of a struct without a length")
+            stop = self.ends[1]
+        self.w(f"if (cx->verify_crc && (int64_t)kf_{d.algo}(b + {start}, {stop} - {start}) != v_{f.name}) FALLBACK;")
+
+    def checks(self, f: n.Field) -> None:
+        """Constants and bit views of a fixed-width field just read."""
+        if f.const is not None:
+            self.w(f"if (v_{f.name} != {f.const}) FALLBACK;")
+        for b in f.bits:
+            v = self.scalar(f"v_{b.name}")
+            raw = f"((v_{f.name} & {b.mask:#x}) >> {b.shift})"
+            if b.const is not None:
+                self.w(f"if ({raw} != {b.const}) FALLBACK;")
+            if b.kind == "enum":
+                assert b.enum is not None
+                top = max(k for k, _ in self.low.enums[b.enum].values)
+                self.w(f"{v} = {raw};")
+                self.w(f"if ({v} > {top} || E_{b.enum}[{v}] == NULL) FALLBACK;")
+            elif b.kind == "flag":
+                self.w(f"{v} = {raw} != 0;")
+            else:
+                self.w(f"{v} = {raw};")
+
+    def one(self, f: n.Field) -> None:
+        wire = f.wire
+        if f.name in self.region_first:
+            self.open_region(f)
+        if f.name in self.positions:
+            self.w(f"{self.pos_var(f.name)} = pos;")
+        if f.condition is not None and isinstance(wire, (n.Int, n.Varint)):
+            # present only when the condition holds; absent, the value is None (h_: whether it was read)
+            self.scalar(f"h_{f.name}")
+            self.w(f"if ({self.low.expr(f.condition, self.st)}) {{")
+            self.w(f"h_{f.name} = 1;", 2)
+            v = self.scalar(f"v_{f.name}")
+            if isinstance(wire, n.Varint):
+                self.varint(v, wire, 2)
+            else:
+                self.w(f"if ({self.end} - pos < {wire.width}) FALLBACK;", 2)
+                self.w(f"{v} = {_LOAD[(wire.width, wire.signed)]}(b + pos);", 2)
+                self.w(f"pos += {wire.width};", 2)
+            self.w("}")
+            if f.const is not None or f.bits:
+                raise Unsupported(f"{self.st.name}.{f.name}: a conditional field with a constant or bits")
+            return
+        if f.condition is not None:
+            if not isinstance(wire, n.Blob) or (f.default is not None and f.default.value is not None):
+                raise Unsupported(f"{self.st.name}.{f.name}: a conditional field that is not bytes or has a default")
+            self.w(f"{self.obj('o_' + f.name)} = Py_NewRef(Py_None);")
+            self.w(f"if ({self.low.expr(f.condition, self.st)}) {{")
+            self.w(f"Py_CLEAR(o_{f.name});", 2)
+            self.blob(f, wire, 2)
+            self.w("}")
+            return
+        if isinstance(wire, n.Int):  # pragma: no cover - always in a run
+            raise Unsupported("a lone integer")
+        if isinstance(wire, n.Varint):
+            self.varint(f"v_{f.name}", wire, 1)
+            self.scalar(f"v_{f.name}")
+            self.checks(f)
+        elif isinstance(wire, n.Blob):
+            self.blob(f, wire, 1)
+        elif isinstance(wire, n.ArrayType):
+            self.array(f, wire)
+        elif isinstance(wire, n.StructType):
+            if wire.size is not None or wire.nullable:
+                raise Unsupported(f"{self.st.name}.{f.name}: a sized or nullable struct field")
+            self.call(wire.name, f"o_{f.name}", "b", "pos", self.end, "&pos", 1)
+
+    def varint(self, var: str, wire: n.Varint, depth: int, end: str | None = None) -> None:
+        end = end or self.end
+        self.w("{", depth)
+        self.w("uint64_t u_;", depth + 1)
+        self.w(f"if (kf_uvarint(b, &pos, {end}, {wire.max_bytes}, &u_)) FALLBACK;", depth + 1)
+        if wire.zigzag:
+            self.w(f"{var} = kf_zigzag{wire.bits}(u_);", depth + 1)
+        else:
+            self.w(f"{var} = (int64_t)u_;", depth + 1)
+        self.w("}", depth)
+
+    def prefix(self, var: str, wire: n.Int | n.Varint, depth: int) -> None:
+        if isinstance(wire, n.Varint):
+            self.varint(var, wire, depth)
+        else:
+            self.w(f"if ({self.end} - pos < {wire.width}) FALLBACK;", depth)
+            self.w(f"{var} = {_LOAD[(wire.width, wire.signed)]}(b + pos);", depth)
+            self.w(f"pos += {wire.width};", depth)
+
+    def blob(self, f: n.Field, wire: n.Blob, depth: int) -> None:
+        o = self.obj(f"o_{f.name}")
+        nv = self.scalar(f"n_{f.name}")
+        if isinstance(wire.length, n.Rest):
+            self.w(f"{nv} = {self.end} - pos - {wire.length.trailer};", depth)
+        elif isinstance(wire.length, (n.Int, n.Varint)):
+            self.prefix(nv, wire.length, depth)
+        else:
+            raise Unsupported(f"{self.st.name}.{f.name}: a blob counted by another field")
+        if wire.nullable and not isinstance(wire.length, n.Rest):
+            self.w(f"if ({nv} < 0) {{", depth)
+            self.w(f"{o} = Py_NewRef(Py_None);", depth + 1)
+            self.w("} else {", depth)
+            depth += 1
+        else:
+            self.w(f"if ({nv} < 0) FALLBACK;", depth)
+        limit = f" || {nv} > {wire.max}" if wire.max is not None else ""
+        self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth)
+        if wire.text:
+            self.w(f'{o} = PyUnicode_DecodeUTF8((const char *)b + pos, {nv}, "surrogateescape");', depth)
+        else:
+            self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos, {nv});", depth)
+        self.w(f"if ({o} == NULL) ERROR;", depth)
+        self.w(f"pos += {nv};", depth)
+        if wire.nullable and not isinstance(wire.length, n.Rest):
+            self.w("}", depth - 1)
+
+    def call(self, elem: str, target: str, buf: str, pos: str, end: str, npos: str, depth: int) -> None:
+        self.obj(target)
+        args = self.low.args(elem, self.st)
+        self.w(f"if ((rc_ = d_{elem}(cx, {buf}, {pos}, {end}{args}, &{target}, {npos})) != KF_OK) goto done;", depth)
+
+    def array(self, f: n.Field, wire: n.ArrayType) -> None:
+        st = self.st
+        o = self.obj(f"o_{f.name}")
+        rest = isinstance(wire.count, n.Rest)
+        nv = self.scalar(f"n_{f.name}")
+        limit = f"cx->{wire.limit}"
+        budget = wire.budget or n.Budget(0)
+        sized_end = None
+        if wire.size is not None:
+            if not isinstance(wire.size, n.Int):
+                raise Unsupported(f"{st.name}.{f.name}: an array sized by a varint")
+            sz = self.scalar(f"s_{f.name}")
+            self.prefix(sz, wire.size, 1)
+            if wire.nullable:
+                self.w(f"if ({sz} < 0) {{ {o} = Py_NewRef(Py_None); }} else {{")
+            else:
+                self.w(f"if ({sz} < 0) FALLBACK;")
+                self.w("{")
+            sized_end = f"se_{f.name}"
+            self.w(f"Py_ssize_t {sized_end} = pos + {sz};")
+            self.w(f"if ({sized_end} > {self.end}) FALLBACK;")
+            self.ends.append(sized_end)
+        if isinstance(wire.count, n.CountFrom):
+            self.w(f"{nv} = {self.low.ref(wire.count.field, st)};")
+        elif isinstance(wire.count, (n.Int, n.Varint)):
+            self.prefix(nv, wire.count, 1)
+        elif not rest:
+            raise Unsupported(f"{st.name}.{f.name}: count {wire.count}")
+        if not rest:
+            self.w(f"if ({nv} < 0 || {nv} > {limit}) FALLBACK;")
+        end = self.end
+        self.w("{")
+        self.w("const uint8_t *db_ = b;", 2)
+        self.w(f"Py_ssize_t dp_ = pos, de_ = {end};", 2)
+        self.w("PyObject *data_ = NULL;", 2)
+        if wire.compressed_by is not None:
+            codec = self.low.ref(wire.compressed_by, st)
+            when = f"{codec} != {self.low.none_id(wire.compressed_by)}" + ("" if rest else f" && {nv}")
+            self.w(f"if ({when}) {{", 2)
+            self.w(
+                f"data_ = kf_decompress_call(cx, E_{self._codec_enum(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
+                f"pos, {c_str(st.name + '.' + f.name)});",
+                3,
+            )
+            self.w("if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }", 3)
+            self.w("db_ = (const uint8_t *)PyBytes_AS_STRING(data_);", 3)
+            self.w("dp_ = 0;", 3)
+            self.w("de_ = PyBytes_GET_SIZE(data_);", 3)
+            self.w("}", 2)
+        self.w("int ok_ = 0, bad_ = 0;", 2)
+        self.w("do {", 2)
+        d = 3
+        bud = f"bud_{f.name}"
+        if rest:
+            if not budget.accounted:
+                self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_);", d)
+            self.w(f"{o} = PyList_New(0);", d)
+            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+            self.w("Py_ssize_t i_ = 0;", d)
+            self.w("while (dp_ < de_) {", d)
+            self.w(f"if (i_ >= {limit}) {{ bad_ = 1; break; }}", d + 1)
+            if not budget.accounted:
+                self.w(f"{bud} -= {budget.cost};", d + 1)
+                self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d + 1)
+            self.element(wire, bud, budget, "PyList_Append", d + 1)
+            self.w("i_++;", d + 1)
+            self.w("}", d)
+            self.w("if (bad_) break;", d)
+            if budget.accounted:
+                self.w(f"cx->spent += (int64_t)i_ * {budget.cost};", d)
+        else:
+            self.w(f"if ({nv} * {wire.min_elem_size} > de_ - dp_) break;", d)
+            if not budget.accounted:
+                self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_) - {nv} * {budget.cost};", d)
+                self.w(f"if ({bud} < 0) break;", d)
+            else:
+                self.w(f"cx->spent += {nv} * {budget.cost};", d)
+            self.w(f"{o} = PyList_New({nv});", d)
+            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+            self.w("Py_ssize_t i_ = 0;", d)
+            self.w(f"for (; i_ < {nv}; i_++) {{", d)
+            self.element(wire, bud, budget, "SET", d + 1)
+            self.w("}", d)
+            self.w("if (bad_) break;", d)
+        self.w("ok_ = 1;", d)
+        self.w("} while (0);", 2)
+        self.w("if (data_ != NULL) {", 2)
+        self.w("Py_DECREF(data_);", 3)
+        self.w("if (!ok_ || dp_ != de_) FALLBACK;", 3)
+        self.w(f"pos = {end};", 3)
+        self.w("} else {", 2)
+        self.w("if (!ok_) FALLBACK;", 3)
+        self.w("pos = dp_;", 3)
+        self.w("}", 2)
+        self.w("}")
+        if isinstance(wire.count, n.CountFrom) and st.fields[-1].name == f.name:
+            self.w(f"if (!{nv}) pos = {end};  /* as Kafka: an empty batch's payload is not read */")
+        if sized_end is not None:
+            self.w(f"if (pos != {sized_end}) FALLBACK;")
+            self.ends.pop()
+            self.w("}")
+
+    def element(self, wire: n.ArrayType, bud: str, budget: n.Budget, store: str, d: int) -> None:
+        args = self.low.args(wire.elem, self.st)
+        self.w("PyObject *item_ = NULL;", d)
+        if budget.nested and not budget.accounted:
+            self.w("cx->spent = 0;", d)
+        self.w(f"int r_ = d_{wire.elem}(cx, db_, dp_, de_{args}, &item_, &dp_);", d)
+        self.w("if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }", d)
+        self.w("if (r_ != KF_OK) { bad_ = 1; break; }", d)
+        if store == "SET":
+            self.w(f"PyList_SET_ITEM(o_{wire_name(self, wire)}, i_, item_);", d)
+        else:
+            self.w(f"int a_ = PyList_Append(o_{wire_name(self, wire)}, item_);", d)
+            self.w("Py_DECREF(item_);", d)
+            self.w("if (a_ < 0) { Py_XDECREF(data_); ERROR; }", d)
+        if budget.nested and not budget.accounted:
+            self.w(f"{bud} -= cx->spent;", d)
+            self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d)
+
+    def _codec_enum(self, ref: n.Ref) -> str:
+        st = self.low.by_name[ref.owner]
+        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
+        assert bit.enum is not None
+        return bit.enum
+
+    def view(self, v: n.View) -> None:
+        st = self.st
+        o = self.obj(f"o_{v.name}")
+        src = f"o_{v.source}"
+        inner = self.low.by_name[v.struct]
+        cond = self.low.expr(v.condition, st) if v.condition is not None else "1"
+        self.w(f"if ({cond}) {{")
+        self.w(f"if ({src} == Py_None || PyBytes_GET_SIZE({src}) < {max(inner.min_size, 0)}) FALLBACK;", 2)
+        self.w("Py_ssize_t vend_;", 2)
+        self.call(
+            v.struct, o, f"(const uint8_t *)PyBytes_AS_STRING({src})", "0", f"PyBytes_GET_SIZE({src})", "&vend_", 2
+        )
+        self.w("} else {")
+        self.w(f"{o} = Py_NewRef(Py_None);", 2)
+        self.w("}")
+
+    def render(self) -> str:
+        st = self.st
+        head = [f"    int64_t {s} = 0;" for s in self.scalars]
+        head += [f"    Py_ssize_t p_{p} = 0;" for p in sorted(self.positions)]
+        head += [f"    PyObject *{o} = NULL;" for o in self.objects]
+        head.append("    int rc_ = KF_FALLBACK;")
+        unused = [f"(void)p_{p};" for p in sorted(self.positions)] + [f"(void){s};" for s in self.scalars]
+        head.append("    " + " ".join(unused + ["(void)cx;"]))
+        build = self.build()
+        free = [f"    Py_XDECREF({o});" for o in self.objects]
+        params = "".join(f", int64_t {p}" for p in self.params)
+        sig = (
+            f"static int d_{st.name}(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end{params}, "
+            "PyObject **out, Py_ssize_t *npos)"
+        )
+        return "\n".join([sig + " {", *head, *self.lines, *build, "done:", *free, "    return rc_;", "}", ""])
+
+    def build(self) -> list[str]:
+        st = self.st
+        slots = self.low.slots(st)
+        lines = []
+        if st.repr == "tuple":
+            lines.append(f"    PyObject *v_ = PyTuple_New({len(slots)});")
+            lines.append("    if (v_ == NULL) ERROR;")
+            for i, s in enumerate(slots):
+                lines += self.take(s, f"PyTuple_SET_ITEM(v_, {i}, x_);")
+        else:
+            lines.append(f"    PyObject *v_ = T_{st.name}->tp_alloc(T_{st.name}, 0);")
+            lines.append("    if (v_ == NULL) ERROR;")
+            for i, s in enumerate(slots):
+                lines += self.take(s, f"kf_set_slot(v_, OFF_{st.name}[{i}], x_);")
+            lines.append(f"    if (kf_fill_extra(v_, X_{st.name}, NX_{st.name}) < 0) {{ Py_DECREF(v_); ERROR; }}")
+        lines += ["    *out = v_;", "    *npos = pos;", "    return KF_OK;"]
+        return lines
+
+    def take(self, s: Slot, store: str) -> list[str]:
+        if s.value.startswith("o_") and s.name in LIST_SLOTS:  # an absent (null) list reads as [], as in python
+            return [
+                "    {",
+                f"    PyObject *x_ = {s.value};",
+                f"    {s.value} = NULL;",
+                "    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }",
+                "    if (x_ == NULL) { Py_DECREF(v_); ERROR; }",
+                f"    {store}",
+                "    }",
+            ]
+        if s.value.startswith("o_"):
+            return ["    {", f"    PyObject *x_ = {s.value};", f"    {s.value} = NULL;", f"    {store}", "    }"]
+        return [
+            "    {",
+            f"    PyObject *x_ = {s.value};",
+            "    if (x_ == NULL) { Py_DECREF(v_); ERROR; }",
+            f"    {store}",
+            "    }",
+        ]
+
+
+def wire_name(g: _StructGen, wire: n.ArrayType) -> str:
+    return next(f.name for f in g.st.fields if f.wire is wire)

@@ -1,0 +1,260 @@
+/* The C runtime of kfmt's native backend: what every generated _native.c includes.
+ *
+ * Hand-written, format-independent helpers: big-endian loads, Kafka varints, CRC-32 and CRC-32C, the decode
+ * context (limits read once per call from kfmt.runtime.options.DecodeOptions), and filling the slots of the
+ * generated value classes.  Nothing here knows a format; the generated decoders call these.
+ *
+ * The contract with the generated code: a decoder returns KF_OK with its value, KF_FALLBACK when anything
+ * is unusual (no Python error set: the python backend's checked decoder then decodes the same bytes and
+ * raises the exact CodecError), or KF_ERROR with a Python exception set that must propagate as it stands
+ * (MemoryError, a decompression limit already located).
+ */
+#ifndef KFMT_NATIVE_H
+#define KFMT_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KF_OK 0
+#define KF_FALLBACK 1
+#define KF_ERROR (-1)
+
+/* ------------------------------------------------------------------ loads */
+
+static inline int64_t kf_i8(const uint8_t *p) { return (int8_t)p[0]; }
+static inline int64_t kf_u8(const uint8_t *p) { return p[0]; }
+static inline int64_t kf_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+static inline int64_t kf_u16(const uint8_t *p) { return ((uint16_t)p[0] << 8) | p[1]; }
+static inline uint32_t kf_be32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+static inline int64_t kf_i32(const uint8_t *p) { return (int32_t)kf_be32(p); }
+static inline int64_t kf_u32(const uint8_t *p) { return kf_be32(p); }
+static inline int64_t kf_i64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return (int64_t)__builtin_bswap64(v);
+}
+
+/* Kafka's varint (ByteUtils.java): base-128 little-endian groups, at most maxlen bytes, the value masked to
+ * 32 or 64 bits; non-minimal encodings accepted.  Returns 0, or 1 when truncated or too long. */
+static inline int kf_uvarint(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int maxlen, uint64_t *out) {
+    Py_ssize_t p = *pos;
+    if (p < end && b[p] < 0x80) {
+        *out = b[p];
+        *pos = p + 1;
+        return 0;
+    }
+    uint64_t r = 0;
+    int shift = 0;
+    Py_ssize_t limit = end - p < maxlen ? end : p + maxlen;
+    while (p < limit) {
+        uint8_t x = b[p++];
+        r |= (uint64_t)(x & 0x7F) << shift;
+        if (!(x & 0x80)) {
+            *out = maxlen == 5 ? (r & 0xFFFFFFFFu) : r;
+            *pos = p;
+            return 0;
+        }
+        shift += 7;
+    }
+    return 1;
+}
+
+static inline int64_t kf_zigzag32(uint64_t u) {
+    uint32_t v = (uint32_t)u;
+    return (int32_t)((v >> 1) ^ (0u - (v & 1u)));
+}
+static inline int64_t kf_zigzag64(uint64_t v) { return (int64_t)((v >> 1) ^ (0u - (v & 1u))); }
+static inline int64_t kf_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t kf_wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+
+/* ------------------------------------------------------------------ checksums */
+
+static uint32_t kf_crc32_table[8][256];
+static uint32_t kf_crc32c_table[8][256];
+static int kf_have_sse42;
+
+static void kf_tables(uint32_t t[8][256], uint32_t poly) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ poly : c >> 1;
+        t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int s = 1; s < 8; s++) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+}
+
+/* slicing-by-8 over a reflected CRC table (both CRC-32 and CRC-32C are reflected) */
+static uint32_t kf_crc_sw(uint32_t t[8][256], const uint8_t *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+        lo ^= c;
+        c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+            t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t kf_crc32c_hw(const uint8_t *p, Py_ssize_t n) {
+    uint64_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32 ^ 0xFFFFFFFFu;
+}
+#endif
+
+static inline uint32_t kf_crc32c(const uint8_t *p, Py_ssize_t n) {
+#if defined(__x86_64__)
+    if (kf_have_sse42) return kf_crc32c_hw(p, n);
+#endif
+    return kf_crc_sw(kf_crc32c_table, p, n);
+}
+static inline uint32_t kf_crc32(const uint8_t *p, Py_ssize_t n) { return kf_crc_sw(kf_crc32_table, p, n); }
+
+static void kf_init_checksums(void) {
+    kf_tables(kf_crc32_table, 0xEDB88320u);
+    kf_tables(kf_crc32c_table, 0x82F63B78u);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    kf_have_sse42 = __builtin_cpu_supports("sse4.2") && getenv("KFMT_NATIVE_NO_HW_CRC") == NULL;
+#endif
+}
+
+/* ------------------------------------------------------------------ the decode context */
+
+typedef struct {
+    PyObject *opts;         /* borrowed: the DecodeOptions of this call */
+    int verify_crc;
+    long long max_bytes, max_headers, max_records, max_memory, max_depth;
+    long long spent;        /* estimated bytes of nested arrays decoded into the current element */
+} kf_ctx;
+
+static int kf_opt(PyObject *opts, const char *name, long long *out) {
+    PyObject *v = PyObject_GetAttrString(opts, name);
+    if (v == NULL) return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Read the limits of ``opts``; returns 0, or 1 (fall back: unusual options) with no error set. */
+static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
+    long long crc;
+    cx->opts = opts;
+    cx->spent = 0;
+    if (kf_opt(opts, "verify_crc", &crc) || kf_opt(opts, "max_bytes", &cx->max_bytes) ||
+        kf_opt(opts, "max_headers", &cx->max_headers) || kf_opt(opts, "max_records", &cx->max_records) ||
+        kf_opt(opts, "max_memory", &cx->max_memory) || kf_opt(opts, "max_depth", &cx->max_depth)) {
+        PyErr_Clear();
+        return 1;
+    }
+    cx->verify_crc = crc != 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ value classes */
+
+/* The byte offset of slot ``name`` in instances of ``cls`` (a member descriptor found along its MRO). */
+static Py_ssize_t kf_slot_offset(PyObject *cls, const char *name) {
+    PyObject *d = PyObject_GetAttrString(cls, name);
+    if (d == NULL) return -1;
+    if (!Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", ((PyTypeObject *)cls)->tp_name, name);
+        Py_DECREF(d);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    Py_ssize_t off = m->type == T_OBJECT_EX ? m->offset : -1;
+    Py_DECREF(d);
+    if (off < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", ((PyTypeObject *)cls)->tp_name, name);
+    return off;
+}
+
+static inline void kf_set_slot(PyObject *obj, Py_ssize_t off, PyObject *v) {
+    PyObject **at = (PyObject **)((char *)obj + off);
+    PyObject *old = *at;
+    *at = v; /* steals v */
+    Py_XDECREF(old);
+}
+
+/* The slots of a runtime base class a format has no field for (a legacy message's headers and control):
+ * filled as the python backend fills them, a new empty list, -1 or None. */
+enum { KF_NONE, KF_LIST, KF_MINUS1 };
+typedef struct {
+    const char *name;
+    int kind;
+    Py_ssize_t off;
+} kf_extra_slot;
+
+static PyObject *kf_minus1;
+
+static int kf_fill_extra(PyObject *obj, kf_extra_slot *x, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = x[i].kind == KF_LIST ? PyList_New(0) : Py_NewRef(x[i].kind == KF_MINUS1 ? kf_minus1 : Py_None);
+        if (v == NULL) return -1;
+        kf_set_slot(obj, x[i].off, v);
+    }
+    return 0;
+}
+
+static int kf_init_extra(PyObject *cls, kf_extra_slot *x, Py_ssize_t n) {
+    if (kf_minus1 == NULL && (kf_minus1 = PyLong_FromLong(-1)) == NULL) return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((x[i].off = kf_slot_offset(cls, x[i].name)) < 0) return -1;
+    return 0;
+}
+
+/* The input as bytes (or mmap: both slice to bytes in the python backend); anything else falls back. */
+static PyObject *kf_mmap_type;
+
+static inline int kf_plain_input(PyObject *buf) {
+    return PyBytes_CheckExact(buf) || (kf_mmap_type != NULL && (PyObject *)Py_TYPE(buf) == kf_mmap_type);
+}
+
+/* A decoder's error: MemoryError and located final errors propagate; anything else falls back. */
+static inline int kf_error_or_fallback(void) {
+    if (PyErr_ExceptionMatches(PyExc_MemoryError)) return KF_ERROR;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    int final = 0;
+    if (value != NULL) {
+        PyObject *f = PyObject_GetAttrString(value, "final");
+        if (f != NULL) {
+            final = PyObject_IsTrue(f) == 1;
+            Py_DECREF(f);
+        } else {
+            PyErr_Clear();
+        }
+    }
+    if (final) {
+        PyErr_Restore(type, value, tb);
+        return KF_ERROR;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return KF_FALLBACK;
+}
+
+#endif

@@ -1,0 +1,36 @@
+"""Build of the native backend: one optional C extension per generated format (``generated/<id>/_native.c``).
+
+Everything else is declared in pyproject.toml.  The extensions are optional: where no C compiler is found
+(or ``KFMT_NO_NATIVE=1`` is set) kfmt installs without them and uses the python backend.
+"""
+
+import os
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+RUNTIME = "kfmt/runtime/native"
+
+
+def native_extensions():
+    if os.environ.get("KFMT_NO_NATIVE"):
+        return []
+    flags = ["-O2", "-std=c11", "-fno-strict-aliasing", "-Wall", "-Wno-unused-label", "-Wno-unused-variable"]
+    flags += os.environ.get("KFMT_NATIVE_CFLAGS", "").split()
+    link = os.environ.get("KFMT_NATIVE_LDFLAGS", "").split()
+    return [
+        Extension(
+            f"generated.{src.parent.name}._native",
+            [str(src.relative_to(HERE))],
+            include_dirs=[RUNTIME],
+            depends=[f"{RUNTIME}/kfmt_native.h"],
+            extra_compile_args=flags,
+            extra_link_args=link,
+            optional=True,
+        )
+        for src in sorted((HERE / "generated").glob("*/_native.c"))
+    ]
+
+
+setup(ext_modules=native_extensions())
