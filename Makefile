@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test test-backends demo bench bench-callgrind bench-floor bench-spark lint fuzz clean
+.PHONY: setup generate check-generated test test-backends demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native
 
@@ -68,6 +68,10 @@ fuzz: setup
 	$(PY) -m pip install -q -e '.[fuzz]' || echo "atheris not installable here: running the mutation campaign only"
 	if $(PY) -c "import atheris" 2>/dev/null; then $(PY) fuzz/campaign.py --atheris 100000 $(FUZZ_ARGS); \
 	else $(PY) fuzz/campaign.py $(FUZZ_ARGS); fi
+
+# the native backend compiled with AddressSanitizer + UndefinedBehaviorSanitizer, then the mutation campaign on it
+fuzz-native: setup
+	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench fuzz

@@ -98,21 +98,36 @@ def one(mod, data: bytes, opts) -> str | None:
     return None
 
 
-def disagreement(codec_mod, construct_mod, data: bytes, opts) -> str | None:
-    """Both backends on one input: the same value, or both an error (their classes may differ: a huge
-    length is "exceeds the limit" to one and "runs past the end" to the other); else a description."""
+def disagreement(ref_mod, other_mod, data: bytes, opts, exact: bool) -> str | None:
+    """Another backend against the python backend on one input: the same value, or both an error; with
+    ``exact`` (a compiled backend) the very same error: class, message, byte offset and field path. The
+    Construct reference words its errors its own way (a huge length is "exceeds the limit" to one and
+    "runs past the end" to the other), so only the outcome is compared for it. Else a description."""
     out = []
-    for mod in (codec_mod, construct_mod):
+    for mod in (ref_mod, other_mod):
         try:
-            out.append(("ok", mod.decode_from(data, 0, len(data), opts)[0]))
+            v = mod.decode_from(data, 0, len(data), opts)[0]
+            out.append(("ok", v, _slots(v)))
         except kfmt.CodecError as e:
-            out.append(("error", type(e).__name__))
+            out.append(("error", type(e).__name__, (str(e), e.offset, e.path) if exact else None))
         except Exception as e:  # noqa: BLE001 - reported by one() as a crash
-            out.append(("crash", type(e).__name__))
-    (ka, va), (kc, vc) = out
-    if ka != kc or (ka == "ok" and va != vc):
-        return f"backends disagree: codec {ka} {va!r:.300}, construct {kc} {vc!r:.300}"
+            out.append(("crash", type(e).__name__, None))
+    (ka, va, da), (kc, vc, dc) = out
+    if ka != kc or (ka == "ok" and va != vc) or (exact and da != dc):
+        return (
+            f"backends disagree: python {ka} {va!r:.300} {da!r:.300}, {other_mod.__name__} {kc} {vc!r:.300} {dc!r:.300}"
+        )
     return None
+
+
+def _slots(v) -> object:
+    """Every slot of a decoded value, recursively (not only what __eq__ compares)."""
+    if isinstance(v, list):
+        return [_slots(x) for x in v]
+    names = [s for c in type(v).__mro__ for s in getattr(c, "__slots__", ())]
+    if not names:
+        return v
+    return tuple((s, _slots(getattr(v, s, None))) for s in names)
 
 
 def save(fid: str, backend: str, data: bytes, why: str) -> Path:
@@ -124,15 +139,15 @@ def save(fid: str, backend: str, data: bytes, why: str) -> Path:
     return p
 
 
-def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
+def campaign(n: int, construct_share: float, seed: int, formats, backends=None) -> list[tuple]:
     rows = []
     for fid in formats:
         rng = random.Random(f"{seed}/{fid}")
         pool = seeds(fid, rng)
-        codec_mod = backend_module(fid, BACKENDS[0])
-        for backend in BACKENDS:  # the registry: the optimised backend first, each other one against it
+        ref_mod = backend_module(fid, "python")  # the reference every other backend is held to
+        for backend in backends or BACKENDS:  # the registry: each backend, each other one against python
             mod = backend_module(fid, backend)
-            budget = n if backend == BACKENDS[0] else max(1, int(n * construct_share))
+            budget = n if backend != "construct" else max(1, int(n * construct_share))
             crashes, t0 = 0, time.time()
             for k in range(budget):
                 r = rng.random()
@@ -143,8 +158,8 @@ def campaign(n: int, construct_share: float, seed: int, formats) -> list[tuple]:
                 else:
                     data = mutate(rng.choice(pool), rng)
                 why = one(mod, data, OPTS[k % len(OPTS)])
-                if not why and backend != BACKENDS[0]:  # every such input is also a differential test
-                    why = disagreement(codec_mod, mod, data, OPTS[k % len(OPTS)])
+                if not why and backend != "python":  # every such input is also a differential test
+                    why = disagreement(ref_mod, mod, data, OPTS[k % len(OPTS)], exact=backend != "construct")
                 if why:
                     crashes += 1
                     if crashes <= 5:
@@ -355,7 +370,8 @@ def run_atheris(fid: str, runs: int) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--inputs", type=int, default=150_000, help="inputs per format for the codec backend")
+    p.add_argument("--inputs", type=int, default=150_000, help="inputs per format for the native and python backends")
+    p.add_argument("--backends", default=None, help="comma-separated backends (default: every one built here)")
     p.add_argument("--construct-share", type=float, default=0.1, help="construct backend budget, as a share")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--formats", default=",".join(format_ids()))
@@ -377,7 +393,8 @@ def main(argv=None) -> int:
             atheris_rows.append((fid, "codec (atheris)", int(done[-1]) if done else 0, crashed, time.time() - t))
             print(f"atheris {fid}: exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}", file=sys.stderr)
     t0 = time.time()
-    rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(",")) + atheris_rows
+    chosen = args.backends.split(",") if args.backends else None
+    rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(","), chosen) + atheris_rows
     base = _reset_peak()
     rows.append(framing(args.framing, args.seed) + (_grown_mb(base),))
     if not args.no_bombs:

@@ -20,3 +20,21 @@ def test_short_fuzz_campaign_finds_no_crash():
     for ln in amplified + [ln for ln in r.stdout.splitlines() if ln.startswith("| bombs")]:
         grown = float(ln.rstrip(" |").rsplit("+", 1)[1].split()[0])
         assert grown < 256 + 60, ln  # MB: the 256 MiB limits plus a constant
+
+
+def test_short_sanitized_native_campaign():
+    """A slice of `make fuzz-native`: the C extensions built with AddressSanitizer and UBSan, mutated entries of
+    every format decoded with them and compared with the python backend, damaged logs through scan."""
+    import pytest
+
+    from kfmt.formats import available_backends
+
+    if "native" not in available_backends():
+        pytest.skip("the native backend is not built here")
+    r = subprocess.run([sys.executable, "fuzz/sanitized.py", "--inputs", "1500", "--framing", "200"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    assert ", 0 crashes, peak RSS" in r.stdout
+    assert "sanitized native build (ASan + UBSan" in r.stdout and "instrumented: yes" in r.stdout
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| ") and "| native | 1,500 | 0 |" in ln]
+    assert len(rows) == len(__import__("kfmt.formats").formats.format_ids()), r.stdout

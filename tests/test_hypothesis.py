@@ -218,6 +218,16 @@ def test_optimistic_encoder_never_disagrees_with_the_checked_one(b):
     assert (CODEC.encode(b) if isinstance(checked, bytes) else None) == (
         checked if isinstance(checked, bytes) else None
     )
+    want = _encoded(CODEC, b)
+    for m in EXACT:  # a compiled encoder: the python backend's bytes, or its very error
+        assert _encoded(m, b) == want, (m, want)
+
+
+def _encoded(mod, value):
+    try:
+        return mod.encode(value)
+    except kfmt.CodecError as e:
+        return (type(e), str(e), e.path)
 
 
 ODD_VALUES = [e + d for b in (128, 64, 8192, 2**15, 2**31, 2**63) for e in (b, -b) for d in (-1, 0, 1)] + [
@@ -251,6 +261,9 @@ def test_optimistic_encoder_edges(field, own):
             assert checked == fast, (field, value)
         if isinstance(checked, type):
             assert isinstance(fast, type), (field, value)
+        want = _encoded(CODEC, b)
+        for m in EXACT:
+            assert _encoded(m, b) == want, (m, field, value)
 
 
 V1 = get_format("kafka_v1")
@@ -281,3 +294,14 @@ def test_optimistic_message_set_encoder_never_disagrees(values):
         assert checked == fast
     if isinstance(checked, type):
         assert isinstance(fast, type)
+
+    def all_(mod):
+        try:
+            return mod.encode_all(values, "log", 5)
+        except kfmt.CodecError as e:
+            return (type(e), str(e), e.path)
+
+    want = all_(V1_CODEC)
+    for name, m in backends("kafka_v1"):
+        if name != "construct":  # a compiled encoder: the python backend's bytes, or its very error
+            assert all_(m) == want, name

@@ -202,6 +202,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
         pos += n_value;
     }
     if (pos != e_1) FALLBACK;
+    if (pos != e_0) FALLBACK;
     PyObject *v_ = T_message->tp_alloc(T_message, 0);
     if (v_ == NULL) ERROR;
     {
@@ -282,6 +283,280 @@ done:
     return rc_;
 }
 
+/* ------------------------------------------------------------------ encoding */
+
+static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
+static PyObject *N_codec; /* attribute name */
+static PyObject *N_headers; /* attribute name */
+static PyObject *N_is_tombstone; /* attribute name */
+static PyObject *N_key; /* attribute name */
+static PyObject *N_offset; /* attribute name */
+static PyObject *N_timestamp; /* attribute name */
+static PyObject *N_timestamp_type; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static Py_ssize_t BOFF_headers; /* slot headers of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_key; /* slot key of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_offset; /* slot offset of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_timestamp; /* slot timestamp of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_value; /* slot value of kfmt.runtime.model.Record */
+static PyObject *K_m1; /* the default -1 */
+static PyObject *K_0; /* the default 0 */
+static int e_int_header(kf_w *w, PyObject *obj, int64_t index);
+static int e_message(kf_w *w, PyObject *obj, int64_t index);
+
+/* compress(codec, data, magic), as the python backend calls it */
+static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
+    PyObject *r = PyObject_CallFunction(kf_compress, "Oy#i", codec, t->p ? t->p : "", t->n, 2);
+    if (r != NULL && !PyBytes_CheckExact(r)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "compress returned no bytes");
+        return NULL;
+    }
+    return r;
+}
+
+static int e_int_header(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_key = NULL;
+    PyObject *l_value = NULL;
+    int64_t v_key = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!PyTuple_CheckExact(obj) || PyTuple_GET_SIZE(obj) != 2) FALLBACK;
+    l_key = Py_NewRef(PyTuple_GET_ITEM(obj, 0));
+    l_value = Py_NewRef(PyTuple_GET_ITEM(obj, 1));
+    if (kf_as_i64(l_key, &v_key)) FALLBACK;
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    if (v_key < INT64_C(-2147483648) || v_key > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_key));
+    w->n += 4;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_value)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_value);
+        k_ = PyBytes_GET_SIZE(l_value);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_key);
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_message(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_offset = NULL;
+    PyObject *l_codec = NULL;
+    PyObject *l_timestamp_type = NULL;
+    PyObject *l_is_tombstone = NULL;
+    PyObject *l_timestamp = NULL;
+    PyObject *l_key = NULL;
+    PyObject *l_headers = NULL;
+    PyObject *l_value = NULL;
+    int64_t v_offset = 0;
+    int64_t v_timestamp = 0;
+    int64_t v_attributes = 0;
+    int64_t v_codec = 0;
+    int64_t v_timestamp_type = 0;
+    int64_t v_is_tombstone = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_message);
+    (void)own_;
+    l_offset = kf_base_slot(obj, BOFF_offset, N_offset);
+    if (l_offset == NULL) FALLBACK;
+    l_codec = own_ ? kf_own_slot(obj, OFF_message[4]) : kf_getattr(obj, N_codec, E_codec[0]);
+    if (l_codec == NULL) FALLBACK;
+    l_timestamp_type = own_ ? kf_own_slot(obj, OFF_message[5]) : kf_getattr(obj, N_timestamp_type, K_0);
+    if (l_timestamp_type == NULL) FALLBACK;
+    l_is_tombstone = own_ ? kf_own_slot(obj, OFF_message[6]) : kf_getattr(obj, N_is_tombstone, Py_False);
+    if (l_is_tombstone == NULL) FALLBACK;
+    l_timestamp = kf_base_slot(obj, BOFF_timestamp, N_timestamp);
+    if (l_timestamp == NULL) FALLBACK;
+    l_key = kf_base_slot(obj, BOFF_key, N_key);
+    if (l_key == NULL) FALLBACK;
+    l_headers = kf_base_slot(obj, BOFF_headers, N_headers);
+    if (l_headers == NULL) FALLBACK;
+    l_value = kf_base_slot(obj, BOFF_value, N_value);
+    if (l_value == NULL) FALLBACK;
+    if (kf_as_i64(l_offset, &v_offset)) FALLBACK;
+    if (kf_as_i64(l_timestamp, &v_timestamp)) FALLBACK;
+    if (!PyList_CheckExact(l_headers) && !PyTuple_CheckExact(l_headers)) FALLBACK;
+    v_attributes = 0;
+    if (l_codec != Py_None && kf_enum_id(E_codec, 4, l_codec) != 0) FALLBACK;
+    v_codec = 0;
+    v_attributes |= (int64_t)((uint64_t)v_codec << 0);
+    if (l_timestamp_type == Py_None) v_timestamp_type = 0;
+    else if (kf_as_i64(l_timestamp_type, &v_timestamp_type)) FALLBACK;
+    else if (!PyObject_IsTrue(l_timestamp_type)) v_timestamp_type = 0;
+    v_attributes |= (int64_t)(((uint64_t)v_timestamp_type << 3) & 0x8);
+    if ((v_is_tombstone = PyObject_IsTrue(l_is_tombstone)) < 0) { PyErr_Clear(); FALLBACK; }
+    v_attributes |= (int64_t)((uint64_t)v_is_tombstone << 4);
+    Py_ssize_t p_offset = w->n;
+    (void)p_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_offset));
+    w->n += 8;
+    Py_ssize_t p_size = w->n;
+    (void)p_size;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+    w->n += 4;
+    Py_ssize_t p_crc = w->n;
+    (void)p_crc;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+    w->n += 4;
+    Py_ssize_t p_magic = w->n;
+    (void)p_magic;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(2));
+    w->n += 1;
+    Py_ssize_t p_attributes = w->n;
+    (void)p_attributes;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_attributes));
+    w->n += 1;
+    Py_ssize_t p_timestamp = w->n;
+    (void)p_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_timestamp));
+    w->n += 8;
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    if (l_key == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_key)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_key);
+        k_ = PyBytes_GET_SIZE(l_key);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_len_wrapper = w->n;
+    (void)p_len_wrapper;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+    w->n += 4;
+    Py_ssize_t p_wrapper_magic = w->n;
+    (void)p_wrapper_magic;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(0));
+    w->n += 1;
+    Py_ssize_t p_headers = w->n;
+    (void)p_headers;
+    if (l_headers == Py_None) {
+        FALLBACK;
+    } else {
+        if (!PyList_CheckExact(l_headers) && !PyTuple_CheckExact(l_headers)) FALLBACK;
+        Py_ssize_t q_headers = w->n;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+        w->n += 4;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_headers); i_++) {
+            if ((rc_ = e_int_header(w, PySequence_Fast_ITEMS(l_headers)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+        if (w->n - q_headers - 4 > 2147483647) FALLBACK;
+        kf_put_be(w->p + q_headers, 4, (uint64_t)(w->n - q_headers - 4));
+    }
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_value)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_value);
+        k_ = PyBytes_GET_SIZE(l_value);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    if (w->n - p_wrapper_magic > 2147483647) FALLBACK;
+    kf_put_be(w->p + p_len_wrapper, 4, (uint64_t)(w->n - p_wrapper_magic));
+    if (w->n - p_crc > 2147483647) FALLBACK;
+    kf_put_be(w->p + p_size, 4, (uint64_t)(w->n - p_crc));
+    kf_put_be(w->p + p_crc, 4, kf_crc32((const uint8_t *)w->p + p_magic, w->n - p_magic));
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_offset);
+    Py_XDECREF(l_codec);
+    Py_XDECREF(l_timestamp_type);
+    Py_XDECREF(l_is_tombstone);
+    Py_XDECREF(l_timestamp);
+    Py_XDECREF(l_key);
+    Py_XDECREF(l_headers);
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static PyObject *kf_w_bytes(kf_w *w) {
+    PyObject *r = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
+    kf_w_free(w);
+    return r;
+}
+
+/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *value) {
+    kf_w w = {0};
+    int rc = e_message(&w, value, 0);
+    if (rc == KF_OK) return kf_w_bytes(&w);
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
+}
+
+/* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
+static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_message(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    return kf_w_bytes(&w);
+}
 
 /* decode_from(buf, pos, end, opts): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -374,6 +649,8 @@ fail:
 static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"decode_run", (PyCFunction)(void (*)(void))py_decode_run, METH_FASTCALL, "decode_run(buf, pos, end, opts)"},
+    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -388,8 +665,31 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *mm = comp ? PyImport_ImportModule("mmap") : NULL;
     if (mm == NULL) goto fail;
     kf_decompress = PyObject_GetAttrString(comp, "decompress");
+    kf_compress = PyObject_GetAttrString(comp, "compress");
     kf_mmap_type = PyObject_GetAttrString(mm, "mmap");
-    if (kf_decompress == NULL || kf_mmap_type == NULL) goto fail;
+    if (kf_decompress == NULL || kf_compress == NULL || kf_mmap_type == NULL) goto fail;
+    {
+        PyObject *rt = PyImport_ImportModule("kfmt.runtime.model");
+        if (rt == NULL) goto fail;
+        kf_base_record = (PyTypeObject *)PyObject_GetAttrString(rt, "Record");
+        Py_DECREF(rt);
+        if (kf_base_record == NULL) goto fail;
+    }
+    if ((N_codec = PyUnicode_InternFromString("codec")) == NULL) goto fail;
+    if ((N_headers = PyUnicode_InternFromString("headers")) == NULL) goto fail;
+    if ((N_is_tombstone = PyUnicode_InternFromString("is_tombstone")) == NULL) goto fail;
+    if ((N_key = PyUnicode_InternFromString("key")) == NULL) goto fail;
+    if ((N_offset = PyUnicode_InternFromString("offset")) == NULL) goto fail;
+    if ((N_timestamp = PyUnicode_InternFromString("timestamp")) == NULL) goto fail;
+    if ((N_timestamp_type = PyUnicode_InternFromString("timestamp_type")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((BOFF_headers = kf_slot_offset((PyObject *)kf_base_record, "headers")) < 0) goto fail;
+    if ((BOFF_key = kf_slot_offset((PyObject *)kf_base_record, "key")) < 0) goto fail;
+    if ((BOFF_offset = kf_slot_offset((PyObject *)kf_base_record, "offset")) < 0) goto fail;
+    if ((BOFF_timestamp = kf_slot_offset((PyObject *)kf_base_record, "timestamp")) < 0) goto fail;
+    if ((BOFF_value = kf_slot_offset((PyObject *)kf_base_record, "value")) < 0) goto fail;
+    if ((K_m1 = PyLong_FromLongLong(-1)) == NULL) goto fail;
+    if ((K_0 = PyLong_FromLongLong(0)) == NULL) goto fail;
     if ((E_codec[0] = PyUnicode_InternFromString("none")) == NULL) goto fail;
     if ((E_codec[1] = PyUnicode_InternFromString("gzip")) == NULL) goto fail;
     if ((E_codec[2] = PyUnicode_InternFromString("snappy")) == NULL) goto fail;

@@ -7,7 +7,9 @@
 ``_native`` is this format's C extension (_native.c beside this file, emitted from the typed IR and
 built by ``make setup``). It decodes in C into the python backend's own value classes; whenever it meets
 anything unusual it answers None and the python backend decodes the same bytes, so every error (class,
-message, offset, field path) is the python backend's own. Encoding is the python backend's for now.
+message, offset, field path) is the python backend's own. Encoding likewise: the C encoder writes
+what the python backend writes, and hands it anything it would refuse (or does not handle: compressed
+legacy wrappers), so its errors are the python backend's too.
 Importing this module fails with ImportError where the extension was not built: then kfmt uses ``python``.
 """
 
@@ -27,9 +29,6 @@ from .python import (
     SCHEMA_SHA256,
     WIRE_FINGERPRINT,
     WRAP_OFFSETS,
-    encode,
-    encode_all,
-    encoded_size,
 )
 
 if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
@@ -55,6 +54,8 @@ __all__ = [
 
 _c_decode_from = _c.decode_from
 _py_decode_from = _py.decode_from
+_c_encode = _c.encode
+_c_encode_all = _c.encode_all
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
@@ -75,3 +76,22 @@ def decode(data, *, verify_crc=True, opts=None):
     if pos != len(buf):
         raise _InvalidValueError(f"{len(buf) - pos} bytes follow the batch", offset=pos, path="batch")
     return value
+
+
+def encode(value):
+    """Encode one batch to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    r = _c_encode(value)
+    return _py.encode(value) if r is None else r
+
+
+def encode_all(values, path="log", first_index=0):
+    """Encode batch values back to back into one bytes object; errors name the element as ``path[i]``.
+    Element ``i`` is encoded at index ``first_index + i``."""
+    values = values if type(values) in (list, tuple) else list(values)
+    r = _c_encode_all(values, first_index)
+    return _py.encode_all(values, path, first_index) if r is None else r
+
+
+def encoded_size(value):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value))

@@ -503,6 +503,518 @@ done:
     return rc_;
 }
 
+/* ------------------------------------------------------------------ encoding */
+
+static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
+static PyObject *N_base_offset; /* attribute name */
+static PyObject *N_base_sequence; /* attribute name */
+static PyObject *N_base_timestamp; /* attribute name */
+static PyObject *N_codec; /* attribute name */
+static PyObject *N_control; /* attribute name */
+static PyObject *N_has_delete_horizon; /* attribute name */
+static PyObject *N_headers; /* attribute name */
+static PyObject *N_ignore_record_attributes; /* attribute name */
+static PyObject *N_is_control; /* attribute name */
+static PyObject *N_is_transactional; /* attribute name */
+static PyObject *N_key; /* attribute name */
+static PyObject *N_last_offset_delta; /* attribute name */
+static PyObject *N_max_timestamp; /* attribute name */
+static PyObject *N_offset; /* attribute name */
+static PyObject *N_partition_leader_epoch; /* attribute name */
+static PyObject *N_producer_epoch; /* attribute name */
+static PyObject *N_producer_id; /* attribute name */
+static PyObject *N_records; /* attribute name */
+static PyObject *N_timestamp; /* attribute name */
+static PyObject *N_timestamp_delta; /* attribute name */
+static PyObject *N_timestamp_type; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static Py_ssize_t BOFF_control; /* slot control of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_headers; /* slot headers of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_key; /* slot key of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_offset; /* slot offset of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_timestamp; /* slot timestamp of kfmt.runtime.model.Record */
+static Py_ssize_t BOFF_value; /* slot value of kfmt.runtime.model.Record */
+static PyObject *K_m1; /* the default -1 */
+static PyObject *K_0; /* the default 0 */
+static int e_header(kf_w *w, PyObject *obj, int64_t index);
+static int e_control_key(kf_w *w, PyObject *obj, int64_t index);
+static int e_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_base_timestamp, int64_t a_timestamp_type, int64_t a_max_timestamp, int64_t a_base_offset, int64_t a_is_control);
+static int e_batch(kf_w *w, PyObject *obj, int64_t index);
+
+/* compress(codec, data, magic), as the python backend calls it */
+static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
+    PyObject *r = PyObject_CallFunction(kf_compress, "Oy#i", codec, t->p ? t->p : "", t->n, 3);
+    if (r != NULL && !PyBytes_CheckExact(r)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "compress returned no bytes");
+        return NULL;
+    }
+    return r;
+}
+
+static int e_header(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_key = NULL;
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!PyTuple_CheckExact(obj) || PyTuple_GET_SIZE(obj) != 2) FALLBACK;
+    l_key = Py_NewRef(PyTuple_GET_ITEM(obj, 0));
+    l_value = Py_NewRef(PyTuple_GET_ITEM(obj, 1));
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    if (l_key == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_key) || (s_ = PyUnicode_AsUTF8AndSize(l_key, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT32_MIN || k64_ > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)k64_ << 1) ^ (uint32_t)(k64_ >> 31)))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (-1 < INT32_MIN || -1 > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)-1 << 1) ^ (uint32_t)(-1 >> 31)))) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_value)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_value);
+        k_ = PyBytes_GET_SIZE(l_value);
+        k64_ = k_;
+        if (k64_ < INT32_MIN || k64_ > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)k64_ << 1) ^ (uint32_t)(k64_ >> 31)))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_key);
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_control_key(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_control_type = NULL;
+    int64_t v_version = 0;
+    int64_t v_control_type = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!PyTuple_CheckExact(obj) || PyTuple_GET_SIZE(obj) != 2) FALLBACK;
+    l_version = Py_NewRef(PyTuple_GET_ITEM(obj, 0));
+    l_control_type = Py_NewRef(PyTuple_GET_ITEM(obj, 1));
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (kf_as_i64(l_control_type, &v_control_type)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_control_type = w->n;
+    (void)p_control_type;
+    if (v_control_type < INT64_C(-32768) || v_control_type > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_control_type));
+    w->n += 2;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_control_type);
+    return rc_;
+}
+
+static int e_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_base_timestamp, int64_t a_timestamp_type, int64_t a_max_timestamp, int64_t a_base_offset, int64_t a_is_control) {
+    PyObject *l_timestamp = NULL;
+    PyObject *l_timestamp_delta_kept = NULL;
+    PyObject *l_offset = NULL;
+    PyObject *l_key = NULL;
+    PyObject *l_value = NULL;
+    PyObject *l_headers = NULL;
+    PyObject *l_control = NULL;
+    int64_t v_timestamp_delta = 0;
+    int64_t v_offset_delta = 0;
+    int64_t k64_ = 0;
+    int64_t c_headers = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_record);
+    (void)own_;
+    l_timestamp = kf_base_slot(obj, BOFF_timestamp, N_timestamp);
+    if (l_timestamp == NULL) FALLBACK;
+    l_timestamp_delta_kept = own_ ? kf_own_slot(obj, OFF_record[1]) : kf_getattr(obj, N_timestamp_delta, Py_None);
+    if (l_timestamp_delta_kept == NULL) FALLBACK;
+    l_offset = kf_base_slot(obj, BOFF_offset, N_offset);
+    if (l_offset == NULL) FALLBACK;
+    l_key = kf_base_slot(obj, BOFF_key, N_key);
+    if (l_key == NULL) FALLBACK;
+    l_value = kf_base_slot(obj, BOFF_value, N_value);
+    if (l_value == NULL) FALLBACK;
+    l_headers = kf_base_slot(obj, BOFF_headers, N_headers);
+    if (l_headers == NULL) FALLBACK;
+    l_control = kf_base_slot(obj, BOFF_control, N_control);
+    if (l_control == NULL) FALLBACK;
+    if (l_control != Py_None && l_key == Py_None) FALLBACK; /* a key built from its view */
+    if (!PyList_CheckExact(l_headers) && !PyTuple_CheckExact(l_headers)) FALLBACK;
+    {
+        int64_t x_;
+        if (((a_timestamp_type == INT64_C(1))) && l_timestamp_delta_kept != Py_None) {
+            if (kf_as_i64(l_timestamp_delta_kept, &v_timestamp_delta)) FALLBACK;
+        } else if (kf_as_i64(l_timestamp, &x_) || __builtin_sub_overflow(x_, a_base_timestamp, &v_timestamp_delta)) FALLBACK;
+    }
+    {
+        int64_t x_;
+        if (l_offset == Py_None) v_offset_delta = index;
+        else if (kf_as_i64(l_offset, &x_) || __builtin_sub_overflow(x_, a_base_offset, &v_offset_delta)) FALLBACK;
+    }
+    Py_ssize_t p_length = w->n;
+    (void)p_length;
+    if (kf_w_reserve(w, 1)) ERROR;
+    w->n += 1;
+    Py_ssize_t p_timestamp_delta = w->n;
+    (void)p_timestamp_delta;
+    if (kf_w_uvarint(w, ((uint64_t)v_timestamp_delta << 1) ^ (uint64_t)(v_timestamp_delta >> 63))) ERROR;
+    Py_ssize_t p_offset_delta = w->n;
+    (void)p_offset_delta;
+    if (v_offset_delta < INT32_MIN || v_offset_delta > INT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint32_t)(((uint32_t)v_offset_delta << 1) ^ (uint32_t)(v_offset_delta >> 31)))) ERROR;
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    if (l_key == Py_None) {
+        if (-1 < INT32_MIN || -1 > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)-1 << 1) ^ (uint32_t)(-1 >> 31)))) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_key)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_key);
+        k_ = PyBytes_GET_SIZE(l_key);
+        k64_ = k_;
+        if (k64_ < INT32_MIN || k64_ > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)k64_ << 1) ^ (uint32_t)(k64_ >> 31)))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (-1 < INT32_MIN || -1 > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)-1 << 1) ^ (uint32_t)(-1 >> 31)))) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_value)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_value);
+        k_ = PyBytes_GET_SIZE(l_value);
+        k64_ = k_;
+        if (k64_ < INT32_MIN || k64_ > INT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint32_t)(((uint32_t)k64_ << 1) ^ (uint32_t)(k64_ >> 31)))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_headers = w->n;
+    (void)p_headers;
+    if (!PyList_CheckExact(l_headers) && !PyTuple_CheckExact(l_headers)) FALLBACK;
+    c_headers = PySequence_Fast_GET_SIZE(l_headers);
+    if (c_headers < INT32_MIN || c_headers > INT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint32_t)(((uint32_t)c_headers << 1) ^ (uint32_t)(c_headers >> 31)))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_headers); i_++) {
+        if ((rc_ = e_header(w, PySequence_Fast_ITEMS(l_headers)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    { int r_ = kf_w_close_varint(w, p_length, 1); if (r_ < 0) ERROR; if (r_) FALLBACK; }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_timestamp);
+    Py_XDECREF(l_timestamp_delta_kept);
+    Py_XDECREF(l_offset);
+    Py_XDECREF(l_key);
+    Py_XDECREF(l_value);
+    Py_XDECREF(l_headers);
+    Py_XDECREF(l_control);
+    return rc_;
+}
+
+static int e_batch(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_base_offset = NULL;
+    PyObject *l_partition_leader_epoch = NULL;
+    PyObject *l_codec = NULL;
+    PyObject *l_timestamp_type = NULL;
+    PyObject *l_is_transactional = NULL;
+    PyObject *l_is_control = NULL;
+    PyObject *l_has_delete_horizon = NULL;
+    PyObject *l_ignore_record_attributes = NULL;
+    PyObject *l_last_offset_delta = NULL;
+    PyObject *l_base_timestamp = NULL;
+    PyObject *l_max_timestamp = NULL;
+    PyObject *l_producer_id = NULL;
+    PyObject *l_producer_epoch = NULL;
+    PyObject *l_base_sequence = NULL;
+    PyObject *l_records = NULL;
+    int64_t v_base_offset = 0;
+    int64_t v_partition_leader_epoch = 0;
+    int64_t v_producer_id = 0;
+    int64_t v_producer_epoch = 0;
+    int64_t v_base_sequence = 0;
+    int64_t v_last_offset_delta = 0;
+    int64_t v_base_timestamp = 0;
+    int64_t v_max_timestamp = 0;
+    int64_t v_num_records = 0;
+    int64_t v_attributes = 0;
+    int64_t v_codec = 0;
+    int64_t v_timestamp_type = 0;
+    int64_t v_is_transactional = 0;
+    int64_t v_is_control = 0;
+    int64_t v_has_delete_horizon = 0;
+    int64_t v_ignore_record_attributes = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_batch);
+    (void)own_;
+    l_base_offset = own_ ? kf_own_slot(obj, OFF_batch[0]) : kf_getattr(obj, N_base_offset, K_0);
+    if (l_base_offset == NULL) FALLBACK;
+    l_partition_leader_epoch = own_ ? kf_own_slot(obj, OFF_batch[2]) : kf_getattr(obj, N_partition_leader_epoch, K_m1);
+    if (l_partition_leader_epoch == NULL) FALLBACK;
+    l_codec = own_ ? kf_own_slot(obj, OFF_batch[5]) : kf_getattr(obj, N_codec, E_codec[0]);
+    if (l_codec == NULL) FALLBACK;
+    l_timestamp_type = own_ ? kf_own_slot(obj, OFF_batch[6]) : kf_getattr(obj, N_timestamp_type, K_0);
+    if (l_timestamp_type == NULL) FALLBACK;
+    l_is_transactional = own_ ? kf_own_slot(obj, OFF_batch[7]) : kf_getattr(obj, N_is_transactional, Py_False);
+    if (l_is_transactional == NULL) FALLBACK;
+    l_is_control = own_ ? kf_own_slot(obj, OFF_batch[8]) : kf_getattr(obj, N_is_control, Py_False);
+    if (l_is_control == NULL) FALLBACK;
+    l_has_delete_horizon = own_ ? kf_own_slot(obj, OFF_batch[9]) : kf_getattr(obj, N_has_delete_horizon, Py_False);
+    if (l_has_delete_horizon == NULL) FALLBACK;
+    l_ignore_record_attributes = own_ ? kf_own_slot(obj, OFF_batch[10]) : kf_getattr(obj, N_ignore_record_attributes, Py_False);
+    if (l_ignore_record_attributes == NULL) FALLBACK;
+    l_last_offset_delta = own_ ? kf_own_slot(obj, OFF_batch[11]) : kf_getattr(obj, N_last_offset_delta, Py_None);
+    if (l_last_offset_delta == NULL) FALLBACK;
+    l_base_timestamp = own_ ? kf_own_slot(obj, OFF_batch[12]) : kf_getattr(obj, N_base_timestamp, Py_None);
+    if (l_base_timestamp == NULL) FALLBACK;
+    l_max_timestamp = own_ ? kf_own_slot(obj, OFF_batch[13]) : kf_getattr(obj, N_max_timestamp, Py_None);
+    if (l_max_timestamp == NULL) FALLBACK;
+    l_producer_id = own_ ? kf_own_slot(obj, OFF_batch[14]) : kf_getattr(obj, N_producer_id, K_m1);
+    if (l_producer_id == NULL) FALLBACK;
+    l_producer_epoch = own_ ? kf_own_slot(obj, OFF_batch[15]) : kf_getattr(obj, N_producer_epoch, K_m1);
+    if (l_producer_epoch == NULL) FALLBACK;
+    l_base_sequence = own_ ? kf_own_slot(obj, OFF_batch[16]) : kf_getattr(obj, N_base_sequence, K_m1);
+    if (l_base_sequence == NULL) FALLBACK;
+    l_records = own_ ? kf_own_slot(obj, OFF_batch[18]) : kf_getattr(obj, N_records, Py_None);
+    if (l_records == NULL) FALLBACK;
+    if (kf_as_i64(l_base_offset, &v_base_offset)) FALLBACK;
+    if (kf_as_i64(l_partition_leader_epoch, &v_partition_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_producer_id, &v_producer_id)) FALLBACK;
+    if (kf_as_i64(l_producer_epoch, &v_producer_epoch)) FALLBACK;
+    if (kf_as_i64(l_base_sequence, &v_base_sequence)) FALLBACK;
+    if (!PyList_CheckExact(l_records) && !PyTuple_CheckExact(l_records)) FALLBACK;
+    if (l_last_offset_delta != Py_None) {
+        if (kf_as_i64(l_last_offset_delta, &v_last_offset_delta)) FALLBACK;
+    } else if (PySequence_Fast_GET_SIZE(l_records) == 0) {
+        v_last_offset_delta = 0;
+    } else {
+        PyObject *m_ = kf_base_slot(PySequence_Fast_ITEMS(l_records)[PySequence_Fast_GET_SIZE(l_records) - 1], BOFF_offset, N_offset);
+        if (m_ == NULL) FALLBACK;
+        if (m_ == Py_None) { v_last_offset_delta = PySequence_Fast_GET_SIZE(l_records) - 1; Py_DECREF(m_); }
+        else {
+            int64_t x_;
+            int bad_ = kf_as_i64(m_, &x_);
+            Py_DECREF(m_);
+            if (bad_ || __builtin_sub_overflow(x_, v_base_offset, &v_last_offset_delta)) FALLBACK;
+        }
+    }
+    if (l_base_timestamp != Py_None) {
+        if (kf_as_i64(l_base_timestamp, &v_base_timestamp)) FALLBACK;
+    } else if (PySequence_Fast_GET_SIZE(l_records) == 0) {
+        v_base_timestamp = -1;
+    } else {
+        PyObject *m_ = kf_base_slot(PySequence_Fast_ITEMS(l_records)[0], BOFF_timestamp, N_timestamp);
+        if (m_ == NULL) FALLBACK;
+        int bad_ = kf_as_i64(m_, &v_base_timestamp);
+        Py_DECREF(m_);
+        if (bad_) FALLBACK;
+    }
+    if (l_max_timestamp != Py_None) {
+        if (kf_as_i64(l_max_timestamp, &v_max_timestamp)) FALLBACK;
+    } else if (PySequence_Fast_GET_SIZE(l_records) == 0) {
+        v_max_timestamp = -1;
+    } else {
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_records); i_++) {
+            PyObject *m_ = kf_base_slot(PySequence_Fast_ITEMS(l_records)[i_], BOFF_timestamp, N_timestamp);
+            if (m_ == NULL) FALLBACK;
+            int64_t x_;
+            int bad_ = kf_as_i64(m_, &x_);
+            Py_DECREF(m_);
+            if (bad_) FALLBACK;
+            if (i_ == 0 || x_ > v_max_timestamp) v_max_timestamp = x_;
+        }
+    }
+    v_num_records = PySequence_Fast_GET_SIZE(l_records);
+    v_attributes = 0;
+    if ((v_codec = kf_enum_id(E_codec, 4, l_codec)) < 0) FALLBACK;
+    v_attributes |= (int64_t)((uint64_t)v_codec << 0);
+    if (l_timestamp_type == Py_None) v_timestamp_type = 0;
+    else if (kf_as_i64(l_timestamp_type, &v_timestamp_type)) FALLBACK;
+    else if (!PyObject_IsTrue(l_timestamp_type)) v_timestamp_type = 0;
+    v_attributes |= (int64_t)(((uint64_t)v_timestamp_type << 3) & 0x8);
+    if ((v_is_transactional = PyObject_IsTrue(l_is_transactional)) < 0) { PyErr_Clear(); FALLBACK; }
+    v_attributes |= (int64_t)((uint64_t)v_is_transactional << 4);
+    if ((v_is_control = PyObject_IsTrue(l_is_control)) < 0) { PyErr_Clear(); FALLBACK; }
+    v_attributes |= (int64_t)((uint64_t)v_is_control << 5);
+    if ((v_has_delete_horizon = PyObject_IsTrue(l_has_delete_horizon)) < 0) { PyErr_Clear(); FALLBACK; }
+    v_attributes |= (int64_t)((uint64_t)v_has_delete_horizon << 6);
+    v_ignore_record_attributes = 1;
+    v_attributes |= (int64_t)((uint64_t)v_ignore_record_attributes << 7);
+    Py_ssize_t p_base_offset = w->n;
+    (void)p_base_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_base_offset));
+    w->n += 8;
+    Py_ssize_t p_batch_length = w->n;
+    (void)p_batch_length;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+    w->n += 4;
+    Py_ssize_t p_partition_leader_epoch = w->n;
+    (void)p_partition_leader_epoch;
+    if (v_partition_leader_epoch < INT64_C(-2147483648) || v_partition_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_magic = w->n;
+    (void)p_magic;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(3));
+    w->n += 1;
+    Py_ssize_t p_crc = w->n;
+    (void)p_crc;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(0));
+    w->n += 4;
+    Py_ssize_t p_attributes = w->n;
+    (void)p_attributes;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_attributes));
+    w->n += 2;
+    Py_ssize_t p_last_offset_delta = w->n;
+    (void)p_last_offset_delta;
+    if (v_last_offset_delta < INT64_C(-2147483648) || v_last_offset_delta > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_last_offset_delta));
+    w->n += 4;
+    Py_ssize_t p_base_timestamp = w->n;
+    (void)p_base_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_base_timestamp));
+    w->n += 8;
+    Py_ssize_t p_max_timestamp = w->n;
+    (void)p_max_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_max_timestamp));
+    w->n += 8;
+    Py_ssize_t p_producer_id = w->n;
+    (void)p_producer_id;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_producer_id));
+    w->n += 8;
+    Py_ssize_t p_producer_epoch = w->n;
+    (void)p_producer_epoch;
+    if (v_producer_epoch < INT64_C(-32768) || v_producer_epoch > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_producer_epoch));
+    w->n += 2;
+    Py_ssize_t p_base_sequence = w->n;
+    (void)p_base_sequence;
+    if (v_base_sequence < INT64_C(-2147483648) || v_base_sequence > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_base_sequence));
+    w->n += 4;
+    Py_ssize_t p_num_records = w->n;
+    (void)p_num_records;
+    if (v_num_records < INT64_C(-2147483648) || v_num_records > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_num_records));
+    w->n += 4;
+    Py_ssize_t p_records = w->n;
+    (void)p_records;
+    if (!PyList_CheckExact(l_records) && !PyTuple_CheckExact(l_records)) FALLBACK;
+    if (v_codec != 0 && PySequence_Fast_GET_SIZE(l_records)) {
+        kf_w t_ = {0};
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_records); i_++) {
+            if ((rc_ = e_record(&t_, PySequence_Fast_ITEMS(l_records)[i_], i_, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control)) != KF_OK) { kf_w_free(&t_); goto done; }
+        }
+        PyObject *z_ = kf_compress_call(E_codec[v_codec], &t_);
+        kf_w_free(&t_);
+        if (z_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }
+        int bad_ = kf_w_put(w, PyBytes_AS_STRING(z_), PyBytes_GET_SIZE(z_));
+        Py_DECREF(z_);
+        if (bad_) ERROR;
+    } else {
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_records); i_++) {
+            if ((rc_ = e_record(w, PySequence_Fast_ITEMS(l_records)[i_], i_, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    if (w->n - p_partition_leader_epoch > 2147483647) FALLBACK;
+    kf_put_be(w->p + p_batch_length, 4, (uint64_t)(w->n - p_partition_leader_epoch));
+    kf_put_be(w->p + p_crc, 4, kf_crc32c((const uint8_t *)w->p + p_attributes, w->n - p_attributes));
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_base_offset);
+    Py_XDECREF(l_partition_leader_epoch);
+    Py_XDECREF(l_codec);
+    Py_XDECREF(l_timestamp_type);
+    Py_XDECREF(l_is_transactional);
+    Py_XDECREF(l_is_control);
+    Py_XDECREF(l_has_delete_horizon);
+    Py_XDECREF(l_ignore_record_attributes);
+    Py_XDECREF(l_last_offset_delta);
+    Py_XDECREF(l_base_timestamp);
+    Py_XDECREF(l_max_timestamp);
+    Py_XDECREF(l_producer_id);
+    Py_XDECREF(l_producer_epoch);
+    Py_XDECREF(l_base_sequence);
+    Py_XDECREF(l_records);
+    return rc_;
+}
+
+static PyObject *kf_w_bytes(kf_w *w) {
+    PyObject *r = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
+    kf_w_free(w);
+    return r;
+}
+
+/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *value) {
+    kf_w w = {0};
+    int rc = e_batch(&w, value, 0);
+    if (rc == KF_OK) return kf_w_bytes(&w);
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
+}
+
+/* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
+static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_batch(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    return kf_w_bytes(&w);
+}
 
 /* decode_from(buf, pos, end, opts): (value, next position), or None when the python backend must decide */
 static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -538,6 +1050,8 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
 
 static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
+    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -552,8 +1066,46 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *mm = comp ? PyImport_ImportModule("mmap") : NULL;
     if (mm == NULL) goto fail;
     kf_decompress = PyObject_GetAttrString(comp, "decompress");
+    kf_compress = PyObject_GetAttrString(comp, "compress");
     kf_mmap_type = PyObject_GetAttrString(mm, "mmap");
-    if (kf_decompress == NULL || kf_mmap_type == NULL) goto fail;
+    if (kf_decompress == NULL || kf_compress == NULL || kf_mmap_type == NULL) goto fail;
+    {
+        PyObject *rt = PyImport_ImportModule("kfmt.runtime.model");
+        if (rt == NULL) goto fail;
+        kf_base_record = (PyTypeObject *)PyObject_GetAttrString(rt, "Record");
+        Py_DECREF(rt);
+        if (kf_base_record == NULL) goto fail;
+    }
+    if ((N_base_offset = PyUnicode_InternFromString("base_offset")) == NULL) goto fail;
+    if ((N_base_sequence = PyUnicode_InternFromString("base_sequence")) == NULL) goto fail;
+    if ((N_base_timestamp = PyUnicode_InternFromString("base_timestamp")) == NULL) goto fail;
+    if ((N_codec = PyUnicode_InternFromString("codec")) == NULL) goto fail;
+    if ((N_control = PyUnicode_InternFromString("control")) == NULL) goto fail;
+    if ((N_has_delete_horizon = PyUnicode_InternFromString("has_delete_horizon")) == NULL) goto fail;
+    if ((N_headers = PyUnicode_InternFromString("headers")) == NULL) goto fail;
+    if ((N_ignore_record_attributes = PyUnicode_InternFromString("ignore_record_attributes")) == NULL) goto fail;
+    if ((N_is_control = PyUnicode_InternFromString("is_control")) == NULL) goto fail;
+    if ((N_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL) goto fail;
+    if ((N_key = PyUnicode_InternFromString("key")) == NULL) goto fail;
+    if ((N_last_offset_delta = PyUnicode_InternFromString("last_offset_delta")) == NULL) goto fail;
+    if ((N_max_timestamp = PyUnicode_InternFromString("max_timestamp")) == NULL) goto fail;
+    if ((N_offset = PyUnicode_InternFromString("offset")) == NULL) goto fail;
+    if ((N_partition_leader_epoch = PyUnicode_InternFromString("partition_leader_epoch")) == NULL) goto fail;
+    if ((N_producer_epoch = PyUnicode_InternFromString("producer_epoch")) == NULL) goto fail;
+    if ((N_producer_id = PyUnicode_InternFromString("producer_id")) == NULL) goto fail;
+    if ((N_records = PyUnicode_InternFromString("records")) == NULL) goto fail;
+    if ((N_timestamp = PyUnicode_InternFromString("timestamp")) == NULL) goto fail;
+    if ((N_timestamp_delta = PyUnicode_InternFromString("timestamp_delta")) == NULL) goto fail;
+    if ((N_timestamp_type = PyUnicode_InternFromString("timestamp_type")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((BOFF_control = kf_slot_offset((PyObject *)kf_base_record, "control")) < 0) goto fail;
+    if ((BOFF_headers = kf_slot_offset((PyObject *)kf_base_record, "headers")) < 0) goto fail;
+    if ((BOFF_key = kf_slot_offset((PyObject *)kf_base_record, "key")) < 0) goto fail;
+    if ((BOFF_offset = kf_slot_offset((PyObject *)kf_base_record, "offset")) < 0) goto fail;
+    if ((BOFF_timestamp = kf_slot_offset((PyObject *)kf_base_record, "timestamp")) < 0) goto fail;
+    if ((BOFF_value = kf_slot_offset((PyObject *)kf_base_record, "value")) < 0) goto fail;
+    if ((K_m1 = PyLong_FromLongLong(-1)) == NULL) goto fail;
+    if ((K_0 = PyLong_FromLongLong(0)) == NULL) goto fail;
     if ((E_codec[0] = PyUnicode_InternFromString("none")) == NULL) goto fail;
     if ((E_codec[1] = PyUnicode_InternFromString("gzip")) == NULL) goto fail;
     if ((E_codec[2] = PyUnicode_InternFromString("snappy")) == NULL) goto fail;

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.backends import TOOL, Backend, Format, stamp, template_env
+from generator.backends.native.cenc import EncGen
 from generator.backends.native.cgen import Lowering, Unsupported, c_str
 
 HERE = Path(__file__).parent
@@ -26,6 +27,8 @@ def emit(fmt: Format) -> dict[str, str]:
     low = Lowering(f)
     try:
         structs = [low.struct(st) for st in f.structs]
+        encoders = [EncGen(low, st, low.base_slots) for st in f.structs]
+        enc_code = [e.emit() for e in encoders]
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
         why = f"{f.id}: the native backend does not lower {e} yet; kfmt uses the python backend for it"
@@ -44,7 +47,20 @@ def emit(fmt: Format) -> dict[str, str]:
         f" * wire fingerprint: {f.fingerprint}\n"
         " * Regenerate: make generate; build: make setup */"
     )
-    ctx = dict(f=f, structs=structs, enums=enums, root=f.root, magic=f.magic if f.magic is not None else 2, run=run)
+    consts = sorted({c for e in encoders for c in e.consts})
+    ctx = dict(
+        f=f,
+        structs=structs,
+        enums=enums,
+        root=f.root,
+        magic=f.magic if f.magic is not None else 2,
+        run=run,
+        root_params=list(f.struct(f.root).params),
+        enc_code=enc_code,
+        names=sorted({x for e in encoders for x in e.names}),
+        base_used=sorted({x for e in encoders for x in e.base_used}),
+        consts=[(("K_m" if c < 0 else "K_") + str(abs(c)), c) for c in consts],
+    )
     return {
         "_native.c": env.get_template("native.c.j2").render(stamp=c_stamp, **ctx),
         "native.py": env.get_template("native.py.j2").render(stamp=stamp(fmt, "native").rstrip("\n"), **ctx),

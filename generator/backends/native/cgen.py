@@ -54,10 +54,15 @@ class Lowering:
         self.enums = {e.name: e for e in fir.enums}
         # structs whose entries a wrapper holds, and the timestamp it restamps: a wire_<t> slot
         self.wrapped_ts: dict[str, str] = {}
+        self.wrapped_by: dict[str, str] = {}  # struct a wrapper holds -> its offset field
         for st in fir.structs:
             for w in st.wrappers:
+                self.wrapped_by[w.struct] = w.offset_field
                 if w.timestamps_from:
                     self.wrapped_ts[w.struct] = w.timestamps_from
+        from kfmt.runtime.model import Record
+
+        self.base_slots: tuple[str, ...] = tuple(Record.__slots__)
 
     # ------------------------------------------------------------------ names and expressions
 
@@ -102,6 +107,12 @@ class Lowering:
 
     def args(self, callee: str, st: Struct) -> str:
         return "".join(f", {self.ref(p, st)}" for p in self.by_name[callee].params)
+
+    def enum_of(self, ref: n.Ref) -> str:
+        st = self.by_name[ref.owner]
+        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
+        assert bit.enum is not None
+        return bit.enum
 
     def none_id(self, ref: n.Ref) -> int:
         st = self.by_name[ref.owner]
@@ -189,7 +200,9 @@ class _StructGen:
         self.nregion = 0
         names = [f.name for f in st.fields]
         self.region_first = {r.first: r for r in st.regions}
-        self.region_last = {r.last: r for r in st.regions}
+        self.region_last: dict[str, int] = {}  # last field -> how many regions end with it (nested ones may)
+        for r in st.regions:
+            self.region_last[r.last] = self.region_last.get(r.last, 0) + 1
         for r in st.regions:
             i = names.index(r.length_field)
             if i + 1 >= len(names) or names[i + 1] != r.first:
@@ -292,7 +305,7 @@ class _StructGen:
     def after_field(self, f: n.Field) -> None:
         for c in self.crc_at.get(f.name, []):
             self.crc_check(c)
-        if f.name in self.region_last:
+        for _ in range(self.region_last.get(f.name, 0)):
             self.w(f"if (pos != {self.end}) FALLBACK;")
             self.ends.pop()
 

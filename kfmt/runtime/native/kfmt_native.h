@@ -258,3 +258,150 @@ static inline int kf_error_or_fallback(void) {
 }
 
 #endif
+
+/* ------------------------------------------------------------------ encoding */
+
+#ifndef KFMT_NATIVE_ENC
+#define KFMT_NATIVE_ENC
+
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} kf_w;
+
+static void kf_w_free(kf_w *w) {
+    PyMem_Free(w->p);
+    w->p = NULL;
+    w->n = w->cap = 0;
+}
+
+static inline int kf_w_reserve(kf_w *w, Py_ssize_t k) {
+    if (w->n + k <= w->cap) return 0;
+    Py_ssize_t cap = w->cap ? w->cap : 256;
+    while (cap < w->n + k) cap *= 2;
+    char *p = PyMem_Realloc(w->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->p = p;
+    w->cap = cap;
+    return 0;
+}
+
+static inline int kf_w_put(kf_w *w, const char *s, Py_ssize_t k) {
+    if (kf_w_reserve(w, k)) return -1;
+    memcpy(w->p + w->n, s, k);
+    w->n += k;
+    return 0;
+}
+
+static inline void kf_put_be(char *dst, int width, uint64_t v) {
+    for (int i = width - 1; i >= 0; i--) {
+        dst[i] = (char)(v & 0xFF);
+        v >>= 8;
+    }
+}
+
+static inline int kf_uvarint_size(uint64_t v) {
+    int k = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        k++;
+    }
+    return k;
+}
+
+static inline void kf_uvarint_at(char *dst, uint64_t v) {
+    while (v >= 0x80) {
+        *dst++ = (char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *dst = (char)v;
+}
+
+static inline int kf_w_uvarint(kf_w *w, uint64_t v) {
+    if (kf_w_reserve(w, 10)) return -1;
+    if (v < 0x80) {
+        w->p[w->n++] = (char)v;
+        return 0;
+    }
+    kf_uvarint_at(w->p + w->n, v);
+    w->n += kf_uvarint_size(v);
+    return 0;
+}
+
+/* A varint length field reserved as one byte at ``at``: write the length of what follows it, moving the
+ * body when the varint needs more bytes.  Returns 0, -1 (MemoryError) or 1 (over 2 GiB: fall back). */
+static int kf_w_close_varint(kf_w *w, Py_ssize_t at, int zigzag) {
+    Py_ssize_t len = w->n - at - 1;
+    if (len > INT32_MAX) return 1;
+    uint64_t v = zigzag ? (uint64_t)((uint32_t)len << 1) : (uint64_t)len;
+    int k = kf_uvarint_size(v);
+    if (k > 1) {
+        if (kf_w_reserve(w, k - 1)) return -1;
+        memmove(w->p + at + k, w->p + at + 1, len);
+        w->n += k - 1;
+    }
+    kf_uvarint_at(w->p + at, v);
+    return 0;
+}
+
+/* A Python int as int64 (bool included, as struct.pack takes it); 1: not an int or out of range. */
+static inline int kf_as_i64(PyObject *o, int64_t *out) {
+    if (!PyLong_Check(o)) return 1;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+static PyTypeObject *kf_base_record; /* kfmt.runtime.model.Record */
+
+/* getattr(obj, name, dflt) as the python backend reads a field another class may not have (a new
+ * reference; NULL: fall back).  The runtime base class has no attributes besides its slots. */
+static inline PyObject *kf_getattr(PyObject *obj, PyObject *name, PyObject *dflt) {
+    if (dflt != NULL && Py_IS_TYPE(obj, kf_base_record)) return Py_NewRef(dflt);
+    PyObject *r;
+#if PY_VERSION_HEX >= 0x030D0000
+    int found = PyObject_GetOptionalAttr(obj, name, &r);
+#else
+    int found = _PyObject_LookupAttr(obj, name, &r);
+#endif
+    if (found < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (found == 0) return dflt ? Py_NewRef(dflt) : NULL;
+    return r;
+}
+
+static inline PyObject *kf_own_slot(PyObject *obj, Py_ssize_t off) {
+    PyObject *v = *(PyObject **)((char *)obj + off);
+    return v ? Py_NewRef(v) : NULL;
+}
+
+/* obj.<name> for a slot of the runtime base class (read directly from any kfmt.Record) */
+static inline PyObject *kf_base_slot(PyObject *obj, Py_ssize_t off, PyObject *name) {
+    if (PyObject_TypeCheck(obj, kf_base_record)) return kf_own_slot(obj, off);
+    PyObject *r = PyObject_GetAttr(obj, name);
+    if (r == NULL) PyErr_Clear();
+    return r;
+}
+
+/* The id of enum value ``o`` (a str) in ``table``, or -1. */
+static inline int64_t kf_enum_id(PyObject *const *table, int top, PyObject *o) {
+    for (int i = 0; i <= top; i++)
+        if (table[i] == o) return i;
+    if (!PyUnicode_Check(o)) return -1;
+    for (int i = 0; i <= top; i++)
+        if (table[i] && PyUnicode_Compare(table[i], o) == 0) return i;
+    PyErr_Clear();
+    return -1;
+}
+
+#endif

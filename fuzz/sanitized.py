@@ -1,0 +1,88 @@
+"""`make fuzz-native`: the native backend built with AddressSanitizer and UndefinedBehaviorSanitizer, then the
+mutation campaign (fuzz/campaign.py) run on it, every input also compared with the python backend.
+
+The extensions are compiled into a scratch copy of the packages (the installed ones are left alone) with
+``-fsanitize=address,undefined -fno-sanitize-recover=all``; the interpreter is not instrumented, so the ASan
+runtime is preloaded. Any out-of-bounds access, use after free or undefined behaviour aborts the run with
+the sanitizer's report (exit status non-zero); leaks are checked by tests/test_native.py through reference
+counts, since the interpreter itself keeps memory until exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-O1", "-g"]
+
+
+def runtime(name: str) -> str:
+    return subprocess.run(
+        ["gcc", f"-print-file-name={name}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def build(dest: Path) -> None:
+    """Copy kfmt/ and generated/ into ``dest`` and compile every format's _native.c there, sanitized."""
+    for pkg in ("kfmt", "generated"):
+        shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    include = sysconfig.get_paths()["include"]
+    for src in sorted((dest / "generated").glob("*/_native.c")):
+        out = src.with_name("_native" + suffix)
+        cmd = ["gcc", "-shared", "-fPIC", "-std=c11", *FLAGS, f"-I{include}", f"-I{dest / 'kfmt/runtime/native'}"]
+        subprocess.run([*cmd, str(src), "-o", str(out)], check=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--inputs", type=int, default=20_000, help="mutated inputs per format and backend")
+    p.add_argument("--framing", type=int, default=1_000, help="damaged mixed logs read through scan()")
+    args, rest = p.parse_known_args(argv)
+    with tempfile.TemporaryDirectory(prefix="kfmt-asan-") as d:
+        dest = Path(d)
+        build(dest)
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(dest),
+            LD_PRELOAD=f"{runtime('libasan.so')} {runtime('libubsan.so')}",
+            ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
+            UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+            KFMT_BACKEND="native",
+        )
+        # the imported extension is the sanitized one, and the ASan runtime is mapped into the process
+        check = (
+            "import generated.kafka_v2._native as m; print(m.__file__); "
+            "print('instrumented:', 'yes' if 'libasan' in open('/proc/self/maps').read() else 'no')"
+        )
+        where = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, cwd=dest)
+        if where.returncode != 0 or not where.stdout.startswith(str(dest)) or "instrumented: yes" not in where.stdout:
+            print(f"the sanitized build was not the one imported: {where.stdout}{where.stderr}", file=sys.stderr)
+            return 2
+        shutil.copytree(ROOT / "fuzz", dest / "fuzz", ignore=shutil.ignore_patterns("__pycache__", "regressions"))
+        cmd = [sys.executable, str(dest / "fuzz/campaign.py"), "--backends", "native", "--inputs", str(args.inputs),
+               "--framing", str(args.framing), "--no-bombs", *rest]  # fmt: skip
+        r = subprocess.run(cmd, env=env, cwd=dest)
+        found = dest / "tests/vectors/regressions"  # inputs the campaign saved: replayed by the test suite
+        for f in found.glob("*") if found.is_dir() else []:
+            shutil.copy2(f, ROOT / "tests/vectors/regressions" / f.name)
+            print(f"saved {ROOT / 'tests/vectors/regressions' / f.name}")
+        symbols = subprocess.run(["nm", "-D", str(next((dest / "generated").glob("kafka_v2/_native*.so")))],
+                                 capture_output=True, text=True).stdout  # fmt: skip
+        asan = "__asan_report_load" in symbols and "__ubsan_handle" in symbols
+        print(f"\nsanitized native build (ASan + UBSan, {' '.join(FLAGS)}): exit {r.returncode}; "
+              f"instrumented: {'yes' if asan else 'no'}")  # fmt: skip
+        if not asan:
+            return 2
+        return r.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
