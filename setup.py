@@ -17,11 +17,16 @@ def native_extensions():
     if os.environ.get("KFMT_NO_NATIVE"):
         return []
     flags = ["-O2", "-std=c11", "-fno-strict-aliasing", "-Wall", "-Wno-unused-label", "-Wno-unused-variable"]
+    flags += ["-Wno-unused-function"]  # kfmt_native.h is a header library: each module uses part of it
     flags += os.environ.get("KFMT_NATIVE_CFLAGS", "").split()
     link = os.environ.get("KFMT_NATIVE_LDFLAGS", "").split()
+    sources = [("kfmt.runtime.native._columns", HERE / RUNTIME / "_columns.c")]
+    sources += [
+        (f"generated.{src.parent.name}._native", src) for src in sorted((HERE / "generated").glob("*/_native.c"))
+    ]
     return [
         Extension(
-            f"generated.{src.parent.name}._native",
+            name,
             [str(src.relative_to(HERE))],
             include_dirs=[RUNTIME],
             depends=[f"{RUNTIME}/kfmt_native.h"],
@@ -29,7 +34,7 @@ def native_extensions():
             extra_link_args=link,
             optional=True,
         )
-        for src in sorted((HERE / "generated").glob("*/_native.c"))
+        for name, src in sources
     ]
 
 

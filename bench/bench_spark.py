@@ -2,7 +2,11 @@
 
 Same corpus (synthesized, every codec, legacy segments included), same Spark session, medians of
 several runs. Both produce the record columns of Spark's Kafka source (offset, timestamp, key, value,
-headers) for every record and aggregate over them, so neither side can skip decoding.
+headers) for every record and aggregate over them, so neither side can skip decoding. The data source
+runs with each backend built here (option ``backend``): native (Arrow-direct) and python (decoded objects
+gathered into columns, the reader before the native backend); besides wall time, the CPU seconds of the
+Python workers (the decoding) are summed from their /proc entries, so the per-CPU-second figure does not
+depend on how busy the machine's other core is.
 """
 
 from __future__ import annotations
@@ -56,9 +60,12 @@ def main(argv=None) -> int:
                                      StructField("headers", ArrayType(header))]))  # fmt: skip
     parse = F.udf(kafka_python_records, rec_type)
 
-    def ours():
+    from kfmt.formats import available_backends
+
+    def ours(backend=None):
         # the same five columns the baseline produces, declared as the schema (the reader builds only those)
-        df = spark.read.format("kafka-log").schema(RECORD_COLUMNS).load(corpus)
+        reader = spark.read.format("kafka-log").schema(RECORD_COLUMNS)
+        df = (reader.option("backend", backend) if backend else reader).load(corpus)
         return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
                       F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
 
@@ -74,28 +81,59 @@ def main(argv=None) -> int:
                         F.sum(F.size("r.headers")).alias("headers")).collect()[0]  # fmt: skip
 
     results = {}
-    jobs = (("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline),
-            ("kfmt, all 20 columns", ours_all_columns))  # fmt: skip
+    jobs = [("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline),
+            ("kfmt, all 20 columns", ours_all_columns)]  # fmt: skip
+    if "native" in available_backends():
+        jobs += [("kfmt, native backend", lambda: ours("native")), ("kfmt, python backend", lambda: ours("python"))]
     for name, job in jobs:
         job()  # warm up (Python workers, JIT of the plan)
-        times, row = [], None
+        times, cpus, row = [], [], None
         for _ in range(args.runs):
+            c0 = worker_cpu()
             t = time.perf_counter()
             row = job()
             times.append(time.perf_counter() - t)
-        med = statistics.median(times)
-        results[name] = (row["n"], row["bytes"], med, row["n"] / med)
+            cpus.append(worker_cpu() - c0)
+        med, cpu = statistics.median(times), statistics.median(cpus)
+        results[name] = (row["n"], row["bytes"], med, row["n"] / med, cpu, row["n"] / cpu if cpu else float("nan"))
     spark.stop()
     print(f"# kfmt bench-spark: {n_expected} records, master {args.master}, median of {args.runs} runs\n")
-    print("| reader | records | value bytes | seconds | records/s |")
-    print("|---|---|---|---|---|")
-    for name, (n, b, s, rps) in results.items():
-        print(f"| {name} | {n} | {b} | {s:.2f} | {rps:,.0f} |")
-    (n1, b1, _, r1), (n2, b2, _, r2), (n3, b3, _, r3) = results.values()
-    same = (n1, b1) == (n2, b2) == (n3, b3)
+    print("| reader | records | value bytes | seconds | records/s | worker CPU s | records per worker CPU s |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (n, b, s, rps, cpu, rpc) in results.items():
+        print(f"| {name} | {n} | {b} | {s:.2f} | {rps:,.0f} | {cpu:.2f} | {rpc:,.0f} |")
+    rows = list(results.values())
+    same = len({(r[0], r[1]) for r in rows}) == 1
+    r1, r2, r3 = rows[0][3], rows[1][3], rows[2][3]
     print(f"\nkfmt / baseline (same five columns): {r1 / r2:.2f}x records/s; with all 20 columns: {r3 / r2:.2f}x"
           + ("" if same else "  (WARNING: results differ)"))  # fmt: skip
+    if "kfmt, native backend" in results:
+        nat, py = results["kfmt, native backend"], results["kfmt, python backend"]
+        print(f"native / python backend in the data source: {nat[3] / py[3]:.2f}x records/s, "
+              f"{nat[5] / py[5]:.2f}x records per worker CPU-second")  # fmt: skip
     return 0 if same else 1
+
+
+def worker_cpu() -> float:
+    """CPU seconds used so far by this user's pyspark Python workers and daemons (from /proc)."""
+    import os
+
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
 
 if __name__ == "__main__":

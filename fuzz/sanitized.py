@@ -35,8 +35,8 @@ def build(dest: Path) -> None:
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     include = sysconfig.get_paths()["include"]
-    for src in sorted((dest / "generated").glob("*/_native.c")):
-        out = src.with_name("_native" + suffix)
+    for src in [dest / "kfmt/runtime/native/_columns.c", *sorted((dest / "generated").glob("*/_native.c"))]:
+        out = src.with_name(src.stem + suffix)
         cmd = ["gcc", "-shared", "-fPIC", "-std=c11", *FLAGS, f"-I{include}", f"-I{dest / 'kfmt/runtime/native'}"]
         subprocess.run([*cmd, str(src), "-o", str(out)], check=True)
 

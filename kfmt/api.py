@@ -128,6 +128,7 @@ def scan(
     backend: str | None = None,
     skip_corrupt: bool = False,
     isolation: str = "read_uncommitted",
+    sink=None,
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
     """Yield ``(position, end, batch)`` for each entry of a log (bytes-like data, a path or a binary file).
 
@@ -136,8 +137,12 @@ def scan(
     that fails to decode (bad CRC, bad record...) is yielded as its ``CodecError`` instead and reading
     goes on at the next entry, whose framing is intact; a broken entry framing (a size below the
     minimum) or an incomplete tail is yielded as the last item, ``(position, len(data), error)``.
+
+    ``sink`` (a ``kfmt.runtime.native._columns.Columns``, as :mod:`kfmt.arrow` passes) has the native backend
+    decode records straight into Arrow columns: a batch so decoded comes with ``records`` a :class:`Rows`
+    (an empty list saying how many rows it appended), others with their records as usual.
     """
-    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation)
+    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation, sink)
 
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -145,25 +150,27 @@ CHUNK = 8 << 20
 RUN_BYTES = 256 << 10  # input bytes of legacy entries decoded per decode_run call
 
 
-def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, strict_tail, isolation):
+def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, strict_tail, isolation, sink=None):
     if isolation not in ISOLATION_LEVELS:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_LEVELS)}, not {isolation!r}")
     opts = opts or options_for(verify_crc)
     committed = isolation == "read_committed"
     # transactions are resolved first (a pass over batch headers), so batches come out in log order
     args = (opts, format, backend, skip_corrupt, strict_tail, positions or committed)
+    if sink is not None and committed:
+        raise ValueError("decoding into columns reads every batch: resolve isolation on the rows")
     if isinstance(data, (str, os.PathLike)):
-        return _from_path(os.fspath(data), args, positions, committed)
+        return _from_path(os.fspath(data), args, positions, committed, sink)
     if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
         if committed:
             raise ValueError("isolation='read_committed' needs a path or bytes (transactions are resolved first)")
-        return _scan_stream(data, *args)
+        return _scan_stream(data, *args, sink=sink)
     try:
         # bytes and mmap objects are read in place (slicing either gives bytes); others are copied once
         buf = data if type(data) in (bytes, mmap.mmap) else bytes(memoryview(data))
     except TypeError:
         raise TypeError(f"a Kafka log is bytes-like data, a path or a binary file, not {type(data).__name__}") from None
-    items = _scan(buf, 0, len(buf), *args, True)
+    items = _scan(buf, 0, len(buf), *args, True, sink)
     if committed:
         from kfmt.txn import committed_only, transactions
 
@@ -171,9 +178,9 @@ def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, str
     return items
 
 
-def _from_path(path, args, positions, committed):
+def _from_path(path, args, positions, committed, sink=None):
     f = open(path, "rb")  # noqa: SIM115 - opened now (a missing file fails here), closed by _closing
-    items = _scan_stream(f, *args)
+    items = _scan_stream(f, *args, sink=sink)
     if committed:
         from kfmt.txn import committed_only, transactions
 
@@ -187,7 +194,7 @@ def _closing(items, f):
         yield from items
 
 
-def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions):
+def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions, *, sink=None):
     """``_scan`` over a binary file read in chunks (an entry larger than a chunk is read whole)."""
     base = 0
     buf = b""
@@ -199,7 +206,7 @@ def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions)
         eof = not chunk
         if chunk:
             buf = buf + chunk if buf else chunk
-        items = _scan(buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof)
+        items = _scan(buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink)
         stop = yield from _shifted(items, base)
         if eof or stop is None:
             return
@@ -232,7 +239,20 @@ def _moved(e: CodecError, base: int) -> CodecError:
     return m
 
 
-def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof):
+class Rows(list):
+    """The records of a batch decoded straight into Arrow columns (``scan(..., sink=)``): an empty list
+    standing in for them, with the number of rows appended (``n``) and the columns' state before (``mark``,
+    to drop the batch again)."""
+
+    __slots__ = ("n", "mark")
+
+    def __init__(self, n: int, mark: bytes):
+        super().__init__()
+        self.n = n
+        self.mark = mark
+
+
+def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None):
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
     as decoding it).  Returns where it stopped: None once everything is accounted for, else the position
@@ -283,7 +303,16 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
                 raise InvalidValueError(
                     f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
                 )
-            batch, _ = mod.decode_from(buf, pos, end, opts)
+            into = getattr(mod, "decode_columns", None) if sink is not None else None
+            got = None
+            if into is not None:
+                mark = sink.mark()
+                got = into(buf, pos, end, opts, sink)
+            if got is None:
+                batch, _ = mod.decode_from(buf, pos, end, opts)
+            else:
+                batch, _, rows = got
+                batch.records = Rows(rows, mark)
         except CodecError as e:
             e.batch_position = pos  # where the entry holding the error starts
             if not skip_corrupt:

@@ -2,15 +2,20 @@
 batch's and provenance), from one column table, and :func:`read_arrow`, which gives them for any log as a
 ``pyarrow.Table`` for pandas, polars or DuckDB.
 
-The records are decoded by the active backend and gathered into column lists; only the projected
-columns are built.
+The records are decoded by the active backend. With the native backend they go straight into Arrow
+buffers (``kfmt.runtime.native._columns.Columns``, filled by the C decoders: no Python object per record);
+otherwise, and for entries the C decoders hand over (legacy messages, damaged batches), from decoded
+objects into the same columns. Only the projected columns are built.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
+
+from kfmt.api import Rows
 
 log = logging.getLogger("kfmt.arrow")
 
@@ -45,18 +50,33 @@ _SPARK_TYPE = {"binary": "binary", "string": "string", "int32": "int", "int64": 
                "timestamp": "timestamp", "headers": "array<struct<key: string, value: binary>>"}  # fmt: skip
 SCHEMA = ", ".join(f"{name} {_SPARK_TYPE[t]}" for name, t, _ in COLUMNS)
 _BATCH_GETTERS = {name: src for name, _, src in COLUMNS if callable(src)}
-_BATCH_COLS = tuple(_BATCH_GETTERS) + ("position", "error", "raw")
 ROWS_PER_ARROW_BATCH = 8192
 QUARANTINE_RAW_BYTES = 1 << 20  # a quarantine row keeps at most this much of its damaged region
+SINK_BYTES = 1 << 30  # native column buffers: an Arrow batch is closed past this many bytes of data
+
+
+RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "headers")
+
+
+def new_sink(backend: str | None = None):
+    """Column buffers the native backend decodes into, when it is the backend in use; else None."""
+    from kfmt.formats import available_backends, default_backend
+
+    if (backend or default_backend()) != "native" or "native" not in available_backends():
+        return None
+    from kfmt.runtime.native._columns import Columns
+
+    return Columns()
 
 
 class _Columns:
     """Column lists for one Arrow batch, only for the projected columns; batch-level values are
-    repeated per record in bulk."""
+    repeated per record in bulk. With a ``sink`` (native column buffers) the record columns live there."""
 
-    def __init__(self, columns: tuple[str, ...]):
+    def __init__(self, columns: tuple[str, ...], sink=None):
         self.columns = columns
         self.want = set(columns)
+        self.sink = sink
         self.n = 0
         self.key: list = []
         self.value: list = []
@@ -65,13 +85,22 @@ class _Columns:
         self.h_offsets: list[int] = [0]
         self.h_keys: list = []
         self.h_values: list = []
-        self.batch: dict[str, list] = {c: [] for c in _BATCH_COLS if c in self.want}
+        self.runs: list[tuple] = []  # (batch or None, position, rows, error, raw): batch-level values, run-length
 
     def add_batch(self, position, b, lo=None, hi=None):
         recs = b.records
+        if type(recs) is Rows:  # decoded straight into the sink
+            if (lo is not None and b.base_offset < lo) or (hi is not None and b.last_offset >= hi):
+                raise ValueError("offset bounds need the batch decoded as objects")  # the caller does not
+            self._repeat(b, position, recs.n)
+            return
         if (lo is not None and recs and recs[0].offset < lo) or (hi is not None and recs and recs[-1].offset >= hi):
             recs = [r for r in recs if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi)]
         n = len(recs)
+        if self.sink is not None:
+            self._to_sink(recs)
+            self._repeat(b, position, n)
+            return
         self.n += n
         want = self.want
         if "key" in want:
@@ -90,17 +119,51 @@ class _Columns:
                         hk.append(k)
                         hv.append(v)
                 ho.append(len(hk))
-        for c, lst in self.batch.items():
-            get = _BATCH_GETTERS.get(c)
-            lst += [get(b) if get else position if c == "position" else None] * n
+        if n:
+            self.runs.append((b, position, n, None, None))
+
+    def _repeat(self, b, position, n):
+        self.n += n
+        if n:
+            self.runs.append((b, position, n, None, None))
+
+    def _to_sink(self, recs):
+        """Records decoded as objects into the native columns, as the column lists would hold them."""
+        add = self.sink.append_row
+        bad = 0
+        for r in recs:
+            keys = []
+            for k, _ in r.headers:
+                kb = k.encode("utf-8", "surrogateescape")
+                try:
+                    kb.decode("utf-8")
+                except UnicodeDecodeError:  # as _utf8_array: U+FFFD for each bad byte, as Kafka does
+                    kb = kb.decode("utf-8", "replace").encode("utf-8")
+                    bad += 1
+                keys.append(kb)
+            ts = r.timestamp * 1000 if r.timestamp >= 0 else None
+            add(r.offset, ts, r.key, r.value, keys, [v for _, v in r.headers])
+        if bad:
+            log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does", bad)
+
+    def full(self) -> bool:
+        """Whether to close this Arrow batch: enough rows, or keys and values near the int32 offsets' reach."""
+        return self.n >= ROWS_PER_ARROW_BATCH or (self.sink is not None and self.sink.nbytes > SINK_BYTES)
+
+    def drop(self, b):
+        """Undo a batch decoded into the sink that the caller filters out after all (control, aborted)."""
+        if type(b.records) is Rows:
+            self.sink.rollback(b.records.mark)
 
     def add_corrupt(self, position, error, raw):
         self.n += 1
+        self.runs.append((None, position, 1, error, raw))
+        if self.sink is not None:
+            self.sink.null_row()
+            return
         for lst in (self.key, self.value, self.offset, self.timestamp):
             lst.append(None)
         self.h_offsets.append(len(self.h_keys))
-        for c, lst in self.batch.items():
-            lst.append({"position": position, "error": error, "raw": raw}.get(c))
 
     def to_arrow(self, pa, part):
         full = arrow_schema(pa)
@@ -123,8 +186,61 @@ class _Columns:
             ),
             "file": lambda: pa.array([part.path] * n, pa.string()),
         }
-        arrays = [build[c]() if c in build else pa.array(self.batch[c], types[c]) for c in self.columns]
+        if self.sink is not None:
+            build.update(_sink_arrays(pa, self.sink.take(), types))
+        arrays = [build[c]() if c in build else self._batch_column(pa, c, types[c]) for c in self.columns]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _batch_column(self, pa, c, typ):
+        """A batch-level column: one value per run (batch or damaged region), repeated over its rows."""
+        get = _BATCH_GETTERS.get(c)
+        values = [
+            (get(b) if b is not None else None)
+            if get
+            else position
+            if c == "position"
+            else (error if c == "error" else raw)
+            for b, position, _, error, raw in self.runs
+        ]
+        if all(n == 1 for _, _, n, _, _ in self.runs):
+            return pa.array(values, typ)
+        import pyarrow.compute as pc
+
+        ends = pa.array(list(itertools.accumulate(n for _, _, n, _, _ in self.runs)), pa.int64())
+        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends, pa.array(values, typ)))
+
+
+def _sink_arrays(pa, t: dict, types) -> dict:
+    """The record columns from the native column buffers (``Columns.take()``), as pyarrow arrays."""
+    n, nh = t["rows"], t["nheaders"]
+    buf = pa.py_buffer
+
+    def bits(name):
+        bm, nulls = t[name + "_ok"]
+        return (None if bm is None else buf(bm)), nulls
+
+    def binary(name, typ, count, nullable=True):
+        bm, nulls = bits(name) if nullable else (None, 0)
+        return pa.Array.from_buffers(typ, count, [bm, buf(t[name + "_offsets"]), buf(t[name])], null_count=nulls)
+
+    def fixed(name, typ):
+        bm, nulls = bits(name)
+        return pa.Array.from_buffers(typ, n, [bm, buf(t[name])], null_count=nulls)
+
+    def headers():
+        hkey = binary("hkey", pa.string(), nh, nullable=False)
+        hval = binary("hvalue", pa.binary(), nh)
+        structs = pa.StructArray.from_arrays([hkey, hval], fields=list(types["headers"].value_type))
+        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buf(t["headers_offsets"])])
+        return pa.ListArray.from_arrays(offsets, structs)
+
+    return {
+        "key": lambda: binary("key", pa.binary(), n),
+        "value": lambda: binary("value", pa.binary(), n),
+        "offset": lambda: fixed("offset", pa.int64()),
+        "timestamp": lambda: fixed("timestamp", types["timestamp"]),
+        "headers": headers,
+    }
 
 
 def _utf8_array(pa, keys: list):
@@ -232,9 +348,10 @@ def _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt)
     from kfmt.api import scan
     from kfmt.runtime.errors import CodecError
 
-    cols, batches = _Columns(columns), []
+    sink = new_sink(backend)
+    cols, batches = _Columns(columns, sink), []
     for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
-                            skip_corrupt=on_corrupt != "fail"):  # fmt: skip
+                            skip_corrupt=on_corrupt != "fail", sink=sink):  # fmt: skip
         if isinstance(b, CodecError):
             if on_corrupt == "skip":
                 log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
@@ -244,8 +361,8 @@ def _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt)
             cols.add_corrupt(pos, str(b), raw)
             continue
         cols.add_batch(pos, b)
-        if cols.n >= ROWS_PER_ARROW_BATCH:
+        if cols.full():
             batches.append(cols.to_arrow(pa, where))
-            cols = _Columns(columns)
+            cols = _Columns(columns, sink)
     batches.append(cols.to_arrow(pa, where))
     return pa.Table.from_batches(batches)

@@ -169,8 +169,9 @@ def test_layout_block():
     assert (ROOT / "schemas").is_dir() and list((ROOT / "schemas").glob("*.yaml"))
     for d in re.findall(r"\b(generator|kfmt/runtime)/?", text):
         assert (ROOT / d).is_dir(), d
-    for part in ("model", "python", "construct"):
-        assert "{model,python,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
+    for part in ("model", "python", "native", "construct"):
+        assert "{model,python,native,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
+    assert "_native.c" in text and (ROOT / "generated" / "kafka_v2" / "_native.c").is_file()
 
 
 @pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"), reason="needs Java")

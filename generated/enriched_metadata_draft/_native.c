@@ -192,6 +192,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
                 if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
                 if (r_ != KF_OK) { bad_ = 1; break; }
                 int a_ = PyList_Append(o_kafka_tags, item_);
+                (void)a_;
                 Py_DECREF(item_);
                 if (a_ < 0) { Py_XDECREF(data_); ERROR; }
                 i_++;
@@ -235,6 +236,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
                 if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
                 if (r_ != KF_OK) { bad_ = 1; break; }
                 int a_ = PyList_Append(o_headers, item_);
+                (void)a_;
                 Py_DECREF(item_);
                 if (a_ < 0) { Py_XDECREF(data_); ERROR; }
                 i_++;
@@ -347,6 +349,7 @@ done:
     Py_XDECREF(o_value);
     return rc_;
 }
+
 
 /* ------------------------------------------------------------------ encoding */
 

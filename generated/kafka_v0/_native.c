@@ -149,6 +149,7 @@ done:
     return rc_;
 }
 
+
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */

@@ -168,6 +168,7 @@ done:
     return rc_;
 }
 
+
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */

@@ -504,6 +504,405 @@ done:
     return rc_;
 }
 
+/* ------------------------------------------------------------------ Arrow-direct decoding */
+
+static PyTypeObject *T_columns; /* kfmt.runtime.native._columns.Columns */
+static int c_header(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
+static int c_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_base_timestamp, int64_t a_timestamp_type, int64_t a_max_timestamp, int64_t a_base_offset, int64_t a_is_control, PyObject **out, Py_ssize_t *npos);
+static int c_batch(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
+
+static int c_header(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos) {
+    int64_t n_key = 0;
+    int64_t n_value = 0;
+    const uint8_t *bp_key = NULL;
+    const uint8_t *bp_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)n_key; (void)n_value; (void)cx;
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, end, 5, &u_)) FALLBACK;
+        n_key = kf_zigzag32(u_);
+    }
+    if (n_key < 0) {
+        FALLBACK;
+    } else {
+        if (n_key > cx->max_bytes || n_key > end - pos) FALLBACK;
+        bp_key = b + pos;
+        pos += n_key;
+    }
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, end, 5, &u_)) FALLBACK;
+        n_value = kf_zigzag32(u_);
+    }
+    if (n_value < 0) {
+        n_value = -1;
+    } else {
+        if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
+        bp_value = b + pos;
+        pos += n_value;
+    }
+    { int r_ = kf_cols_header(cx->cols, bp_key, n_key, bp_value, n_value);
+    if (r_ < 0) ERROR;
+    if (r_) FALLBACK; }
+    *out = NULL;
+    *npos = pos;
+    return KF_OK;
+done:
+    return rc_;
+}
+
+static int c_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t a_base_timestamp, int64_t a_timestamp_type, int64_t a_max_timestamp, int64_t a_base_offset, int64_t a_is_control, PyObject **out, Py_ssize_t *npos) {
+    int64_t v_length = 0;
+    int64_t v_attributes = 0;
+    int64_t v_timestamp_delta = 0;
+    int64_t v_offset_delta = 0;
+    int64_t n_key = 0;
+    int64_t n_value = 0;
+    int64_t n_headers = 0;
+    int64_t v_timestamp = 0;
+    int64_t v_offset = 0;
+    PyObject *o_headers = NULL;
+    PyObject *o_control = NULL;
+    const uint8_t *bp_key = NULL;
+    const uint8_t *bp_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)v_length; (void)v_attributes; (void)v_timestamp_delta; (void)v_offset_delta; (void)n_key; (void)n_value; (void)n_headers; (void)v_timestamp; (void)v_offset; (void)cx;
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, end, 5, &u_)) FALLBACK;
+        v_length = kf_zigzag32(u_);
+    }
+    Py_ssize_t e_0 = pos + (Py_ssize_t)v_length;
+    if (v_length < 0 || e_0 > end) FALLBACK;
+    if (e_0 - pos < 1) FALLBACK;
+    v_attributes = kf_i8(b + pos + 0);
+    pos += 1;
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, e_0, 10, &u_)) FALLBACK;
+        v_timestamp_delta = kf_zigzag64(u_);
+    }
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, e_0, 5, &u_)) FALLBACK;
+        v_offset_delta = kf_zigzag32(u_);
+    }
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, e_0, 5, &u_)) FALLBACK;
+        n_key = kf_zigzag32(u_);
+    }
+    if (n_key < 0) {
+        n_key = -1;
+    } else {
+        if (n_key > cx->max_bytes || n_key > e_0 - pos) FALLBACK;
+        bp_key = b + pos;
+        pos += n_key;
+    }
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, e_0, 5, &u_)) FALLBACK;
+        n_value = kf_zigzag32(u_);
+    }
+    if (n_value < 0) {
+        n_value = -1;
+    } else {
+        if (n_value > cx->max_bytes || n_value > e_0 - pos) FALLBACK;
+        bp_value = b + pos;
+        pos += n_value;
+    }
+    {
+        uint64_t u_;
+        if (kf_uvarint(b, &pos, e_0, 5, &u_)) FALLBACK;
+        n_headers = kf_zigzag32(u_);
+    }
+    if (n_headers < 0 || n_headers > cx->max_headers) FALLBACK;
+    {
+        const uint8_t *db_ = b;
+        Py_ssize_t dp_ = pos, de_ = e_0;
+        PyObject *data_ = NULL;
+        int ok_ = 0, bad_ = 0;
+        do {
+            if (n_headers * 2 > de_ - dp_) break;
+            cx->spent += n_headers * 96;
+            Py_ssize_t i_ = 0;
+            for (; i_ < n_headers; i_++) {
+                PyObject *item_ = NULL;
+                int r_ = c_header(cx, db_, dp_, de_, &item_, &dp_);
+                if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
+                if (r_ != KF_OK) { bad_ = 1; break; }
+            }
+            if (bad_) break;
+            ok_ = 1;
+        } while (0);
+        if (data_ != NULL) {
+            Py_DECREF(data_);
+            if (!ok_ || dp_ != de_) FALLBACK;
+            pos = e_0;
+        } else {
+            if (!ok_) FALLBACK;
+            pos = dp_;
+        }
+    }
+    if (pos != e_0) FALLBACK;
+    if ((a_is_control != 0)) {
+        if (n_key < 4) FALLBACK;
+        Py_ssize_t vend_;
+        if ((rc_ = d_control_key(cx, bp_key, 0, n_key, &o_control, &vend_)) != KF_OK) goto done;
+    }
+    v_timestamp = ((a_timestamp_type == INT64_C(1)) ? a_max_timestamp : kf_wrap_add(a_base_timestamp, v_timestamp_delta));
+    v_offset = kf_wrap_add(a_base_offset, v_offset_delta);
+    { int r_ = kf_cols_row(cx->cols, v_offset, 1, v_timestamp, bp_key, n_key, bp_value, n_value);
+    if (r_ < 0) ERROR;
+    if (r_) FALLBACK; }
+    *out = NULL;
+    *npos = pos;
+    return KF_OK;
+done:
+    Py_XDECREF(o_headers);
+    Py_XDECREF(o_control);
+    return rc_;
+}
+
+static int c_batch(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos) {
+    int64_t v_base_offset = 0;
+    int64_t v_batch_length = 0;
+    int64_t v_partition_leader_epoch = 0;
+    int64_t v_magic = 0;
+    int64_t v_crc = 0;
+    int64_t v_attributes = 0;
+    int64_t v_last_offset_delta = 0;
+    int64_t v_base_timestamp = 0;
+    int64_t v_max_timestamp = 0;
+    int64_t v_producer_id = 0;
+    int64_t v_producer_epoch = 0;
+    int64_t v_base_sequence = 0;
+    int64_t v_num_records = 0;
+    int64_t v_codec = 0;
+    int64_t v_timestamp_type = 0;
+    int64_t v_is_transactional = 0;
+    int64_t v_is_control = 0;
+    int64_t v_has_delete_horizon = 0;
+    int64_t n_records = 0;
+    Py_ssize_t p_attributes = 0;
+    PyObject *o_records = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)p_attributes; (void)v_base_offset; (void)v_batch_length; (void)v_partition_leader_epoch; (void)v_magic; (void)v_crc; (void)v_attributes; (void)v_last_offset_delta; (void)v_base_timestamp; (void)v_max_timestamp; (void)v_producer_id; (void)v_producer_epoch; (void)v_base_sequence; (void)v_num_records; (void)v_codec; (void)v_timestamp_type; (void)v_is_transactional; (void)v_is_control; (void)v_has_delete_horizon; (void)n_records; (void)cx;
+    if (end - pos < 12) FALLBACK;
+    v_base_offset = kf_i64(b + pos + 0);
+    v_batch_length = kf_i32(b + pos + 8);
+    pos += 12;
+    Py_ssize_t e_0 = pos + (Py_ssize_t)v_batch_length;
+    if (v_batch_length < 0 || e_0 > end) FALLBACK;
+    if (e_0 - pos < 49) FALLBACK;
+    v_partition_leader_epoch = kf_i32(b + pos + 0);
+    v_magic = kf_i8(b + pos + 4);
+    v_crc = kf_u32(b + pos + 5);
+    p_attributes = pos + 9;
+    v_attributes = kf_i16(b + pos + 9);
+    v_last_offset_delta = kf_i32(b + pos + 11);
+    v_base_timestamp = kf_i64(b + pos + 15);
+    v_max_timestamp = kf_i64(b + pos + 23);
+    v_producer_id = kf_i64(b + pos + 31);
+    v_producer_epoch = kf_i16(b + pos + 39);
+    v_base_sequence = kf_i32(b + pos + 41);
+    v_num_records = kf_i32(b + pos + 45);
+    pos += 49;
+    if (v_magic != 2) FALLBACK;
+    v_codec = ((v_attributes & 0x7) >> 0);
+    if (v_codec > 4 || E_codec[v_codec] == NULL) FALLBACK;
+    v_timestamp_type = ((v_attributes & 0x8) >> 3);
+    v_is_transactional = ((v_attributes & 0x10) >> 4) != 0;
+    v_is_control = ((v_attributes & 0x20) >> 5) != 0;
+    v_has_delete_horizon = ((v_attributes & 0x40) >> 6) != 0;
+    if (cx->verify_crc && (int64_t)kf_crc32c(b + p_attributes, e_0 - p_attributes) != v_crc) FALLBACK;
+    n_records = v_num_records;
+    if (n_records < 0 || n_records > cx->max_records) FALLBACK;
+    {
+        const uint8_t *db_ = b;
+        Py_ssize_t dp_ = pos, de_ = e_0;
+        PyObject *data_ = NULL;
+        if (v_codec != 0 && n_records) {
+            data_ = kf_decompress_call(cx, E_codec[v_codec], b + pos, e_0 - pos, pos, "batch.records");
+            if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }
+            db_ = (const uint8_t *)PyBytes_AS_STRING(data_);
+            dp_ = 0;
+            de_ = PyBytes_GET_SIZE(data_);
+        }
+        int ok_ = 0, bad_ = 0;
+        do {
+            if (n_records * 7 > de_ - dp_) break;
+            int64_t bud_records = cx->max_memory - (de_ - dp_) - n_records * 320;
+            if (bud_records < 0) break;
+            o_records = PyList_New(0);
+            if (o_records == NULL) { Py_XDECREF(data_); ERROR; }
+            Py_ssize_t i_ = 0;
+            for (; i_ < n_records; i_++) {
+                PyObject *item_ = NULL;
+                cx->spent = 0;
+                int r_ = c_record(cx, db_, dp_, de_, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control, &item_, &dp_);
+                if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
+                if (r_ != KF_OK) { bad_ = 1; break; }
+                bud_records -= cx->spent;
+                if (bud_records < 0) { bad_ = 1; break; }
+            }
+            if (bad_) break;
+            ok_ = 1;
+        } while (0);
+        if (data_ != NULL) {
+            Py_DECREF(data_);
+            if (!ok_ || dp_ != de_) FALLBACK;
+            pos = e_0;
+        } else {
+            if (!ok_) FALLBACK;
+            pos = dp_;
+        }
+    }
+    if (!n_records) pos = e_0;  /* as Kafka: an empty batch's payload is not read */
+    if (pos != e_0) FALLBACK;
+    PyObject *v_ = T_batch->tp_alloc(T_batch, 0);
+    if (v_ == NULL) ERROR;
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_base_offset);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[0], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_batch_length);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[1], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_partition_leader_epoch);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[2], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_magic);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[3], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_crc);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[4], x_);
+    }
+    {
+    PyObject *x_ = Py_NewRef(E_codec[v_codec]);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[5], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_timestamp_type);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[6], x_);
+    }
+    {
+    PyObject *x_ = PyBool_FromLong(v_is_transactional);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[7], x_);
+    }
+    {
+    PyObject *x_ = PyBool_FromLong(v_is_control);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[8], x_);
+    }
+    {
+    PyObject *x_ = PyBool_FromLong(v_has_delete_horizon);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[9], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_last_offset_delta);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[10], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_base_timestamp);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[11], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_max_timestamp);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[12], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_producer_id);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[13], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_producer_epoch);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[14], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_base_sequence);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[15], x_);
+    }
+    {
+    PyObject *x_ = PyLong_FromLongLong(v_num_records);
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[16], x_);
+    }
+    {
+    PyObject *x_ = o_records;
+    o_records = NULL;
+    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
+    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    kf_set_slot(v_, OFF_batch[17], x_);
+    }
+    if (kf_fill_extra(v_, X_batch, NX_batch) < 0) { Py_DECREF(v_); ERROR; }
+    *out = v_;
+    *npos = pos;
+    return KF_OK;
+done:
+    Py_XDECREF(o_records);
+    return rc_;
+}
+
+/* decode_columns(buf, pos, end, opts, columns): the batch at pos with its records appended to the
+ * columns as rows, returned as (batch with no records, next position, rows); None: the python backend
+ * decides (nothing appended) */
+static PyObject *py_decode_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !Py_IS_TYPE(args[4], T_columns)) {
+        PyErr_SetString(PyExc_TypeError, "decode_columns(buf, pos, end, opts, columns)");
+        return NULL;
+    }
+    if (!kf_plain_input(args[0])) Py_RETURN_NONE;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if ((pos == -1 || end == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_ctx cx;
+    if (kf_ctx_init(&cx, args[3])) Py_RETURN_NONE;
+    kf_cols *cols = (kf_cols *)args[4];
+    cx.cols = cols;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (pos < 0 || pos > end || end > view.len) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    kf_cols_mark mark;
+    kf_cols_mark_at(cols, &mark);
+    PyObject *value = NULL;
+    Py_ssize_t npos = pos;
+    int rc = c_batch(&cx, (const uint8_t *)view.buf, pos, end, &value, &npos);
+    PyBuffer_Release(&view);
+    if (rc == KF_OK) return Py_BuildValue("(Nnn)", value, npos, cols->rows - mark.rows);
+    kf_cols_rollback(cols, &mark);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
@@ -1056,6 +1455,7 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
 
 static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
+    {"decode_columns", (PyCFunction)(void (*)(void))py_decode_columns, METH_FASTCALL, "decode_columns(buf, pos, end, opts, columns)"},
     {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
@@ -1081,6 +1481,13 @@ PyMODINIT_FUNC PyInit__native(void) {
         kf_base_record = (PyTypeObject *)PyObject_GetAttrString(rt, "Record");
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
+    }
+    {
+        PyObject *cm = PyImport_ImportModule("kfmt.runtime.native._columns");
+        if (cm == NULL) goto fail;
+        T_columns = (PyTypeObject *)PyObject_GetAttrString(cm, "Columns");
+        Py_DECREF(cm);
+        if (T_columns == NULL) goto fail;
     }
     if ((N_attributes = PyUnicode_InternFromString("attributes")) == NULL) goto fail;
     if ((N_base_offset = PyUnicode_InternFromString("base_offset")) == NULL) goto fail;

@@ -172,6 +172,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
                 if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
                 if (r_ != KF_OK) { bad_ = 1; break; }
                 int a_ = PyList_Append(o_headers, item_);
+                (void)a_;
                 Py_DECREF(item_);
                 if (a_ < 0) { Py_XDECREF(data_); ERROR; }
                 i_++;
@@ -282,6 +283,7 @@ done:
     Py_XDECREF(o_value);
     return rc_;
 }
+
 
 /* ------------------------------------------------------------------ encoding */
 

@@ -248,6 +248,7 @@ static int d_message_set(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_
                 if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }
                 if (r_ != KF_OK) { bad_ = 1; break; }
                 int a_ = PyList_Append(o_records, item_);
+                (void)a_;
                 Py_DECREF(item_);
                 if (a_ < 0) { Py_XDECREF(data_); ERROR; }
                 i_++;
@@ -342,6 +343,7 @@ done:
     Py_XDECREF(o_records);
     return rc_;
 }
+
 
 /* ------------------------------------------------------------------ encoding */
 

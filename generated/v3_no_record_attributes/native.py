@@ -66,6 +66,9 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
     return _py_decode_from(buf, pos, end, opts) if r is None else r
 
 
+#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+decode_columns = _c.decode_columns
+
 decode_run = None  # entries hold whole batches: the reader calls decode_from for each
 
 

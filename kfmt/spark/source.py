@@ -26,7 +26,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from kfmt.arrow import QUARANTINE_RAW_BYTES, ROWS_PER_ARROW_BATCH, SCHEMA, _Columns, _Range, arrow_schema
+from kfmt.arrow import QUARANTINE_RAW_BYTES, SCHEMA, _Columns, _Range, arrow_schema, new_sink
 
 log = logging.getLogger("kfmt.spark")
 
@@ -42,6 +42,7 @@ READ_OPTIONS = {
     "verify_crc": "check CRCs (default true)",
     "include_control": "also return control records (default false)",
     "on_corrupt": "fail (default) | skip | quarantine",
+    "backend": "native | python | construct: the codec backend on the executors (default: the active one there)",
     "isolation": "read_uncommitted (default) | read_committed: leave out aborted transactions",
     "kafka.isolation.level": "same as isolation (the name Spark's Kafka source uses)",
     "subscribe": "only these topics (comma-separated)",
@@ -180,6 +181,7 @@ class KafkaLogReader(DataSourceReader):
             [p for p in str(paths).strip("[]").replace('"', "").split(",") if p] if "," in str(paths) else [paths]
         )
         self.verify_crc = _bool(_opt(options, "verify_crc"), True)
+        self.backend = _opt(options, "backend")  # checked where it is used: the executors' installation
         self.include_control = _bool(_opt(options, "include_control"), False)
         self.on_corrupt = (_opt(options, "on_corrupt") or "fail").lower()
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
@@ -263,7 +265,8 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition):
         # Spark hands a bare InputPartition when the plan has none (every segment pruned)
         for part in getattr(partition, "slices", ()):
-            yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns)
+            yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
+                                  self.backend)  # fmt: skip
 
 
 def _int_opt(options, name, default) -> int:
@@ -343,13 +346,14 @@ def _split(path: str, size: int, split_bytes: int):
     return cuts
 
 
-def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None):
+def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None,
+               backend=None):  # fmt: skip
     """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects."""
     with open(part.path, "rb") as f:
-        yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns)
+        yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend)
 
 
-def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns):
+def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns, backend=None):
     import pyarrow as pa
 
     import kfmt
@@ -357,16 +361,19 @@ def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, 
 
     data = _Range(f, part.start, part.end)
     columns = tuple(columns or arrow_schema(pa).names)
-    cols = _Columns(columns)
+    lo, hi = part.first_offset, part.stop_offset
+    # records straight into Arrow buffers with the native backend (offset bounds cut batches: objects then)
+    sink = new_sink(backend) if lo is None and hi is None else None
+    cols = _Columns(columns, sink)
     skipped = 0
     dropped = None
     if part.aborted is not None:
         from kfmt.txn import Transactions
 
         dropped = Transactions(list(part.aborted), dict(part.open_txns or ())).is_dropped
-    lo, hi = part.first_offset, part.stop_offset
     try:
-        for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail"):
+        for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail", backend=backend,
+                                sink=sink):  # fmt: skip
             if isinstance(b, kfmt.CodecError):
                 if on_corrupt == "skip":
                     skipped += 1
@@ -377,13 +384,14 @@ def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, 
                 cols.add_corrupt(part.start + pos, f"{b}{cut}", raw)
                 continue
             if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
+                cols.drop(b)
                 continue
             if (lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi):
                 continue
             cols.add_batch(part.start + pos, b, lo, hi)
-            if cols.n >= ROWS_PER_ARROW_BATCH:
+            if cols.full():
                 yield cols.to_arrow(pa, part)
-                cols = _Columns(columns)
+                cols = _Columns(columns, sink)
     except kfmt.CodecError as e:
         at = part.start + (getattr(e, "batch_position", None) or 0)
         raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "

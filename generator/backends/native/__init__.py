@@ -28,6 +28,7 @@ def emit(fmt: Format) -> dict[str, str]:
     try:
         structs = [low.struct(st) for st in f.structs]
         encoders = [EncGen(low, st, low.base_slots) for st in f.structs]
+        columns = low.columns()
         enc_code = [e.emit() for e in encoders]
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
@@ -56,6 +57,7 @@ def emit(fmt: Format) -> dict[str, str]:
         magic=f.magic if f.magic is not None else 2,
         run=run,
         root_params=list(f.struct(f.root).params),
+        columns=columns,
         enc_code=enc_code,
         names=sorted({x for e in encoders for x in e.names}),
         base_used=sorted({x for e in encoders for x in e.base_used}),

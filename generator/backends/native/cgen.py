@@ -63,6 +63,36 @@ class Lowering:
         from kfmt.runtime.model import Record
 
         self.base_slots: tuple[str, ...] = tuple(Record.__slots__)
+        self.column_roles = self._column_roles()
+
+    def _column_roles(self) -> dict[str, str]:
+        """For Arrow-direct decoding: the struct whose elements are the rows (``record``: its ``offset``,
+        ``timestamp``, ``key`` and ``value``) and the struct of its ``headers`` (``header``: text ``key``,
+        bytes ``value``), named as kfmt.runtime.model names them; empty where the format has no such shape
+        (a message format, whose entries are not batches of records, or headers of another type)."""
+        root = self.by_name[self.f.root]
+        arr = next((f.wire for f in root.fields if isinstance(f.wire, n.ArrayType)), None)
+        if root.role != "batch" or arr is None or root.wrappers:
+            return {}
+        rec = self.by_name[arr.elem]
+        blobs = {f.name: f.wire for f in rec.fields if isinstance(f.wire, n.Blob) and f.condition is None}
+        if "offset" not in self.scalar_names(rec) or not {"key", "value"} <= set(blobs) or rec.wrappers:
+            return {}
+        if any(blobs[k].text for k in ("key", "value")) or len(blobs) != 2:
+            return {}
+        roles = {rec.name: "record"}
+        heads = next((f.wire for f in rec.fields if f.name == "headers"), None)
+        if heads is not None:
+            if not isinstance(heads, n.ArrayType):
+                return {}
+            h = self.by_name[heads.elem]
+            hb = {f.name: f.wire for f in h.fields if isinstance(f.wire, n.Blob) and f.condition is None}
+            if set(hb) != {"key", "value"} or len(h.fields) != 2 or not hb["key"].text or hb["value"].text:
+                return {}
+            roles[h.name] = "header"
+        elif any(isinstance(f.wire, n.ArrayType) for f in rec.fields):
+            return {}
+        return roles
 
     # ------------------------------------------------------------------ names and expressions
 
@@ -180,17 +210,34 @@ class Lowering:
         cls = _camel(st.name) if st.repr == "object" else ""
         return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))
 
+    def columns(self) -> list[tuple[str, list[str], str]]:
+        """The Arrow-direct decoders ``c_<struct>`` (name, params, code), the root last; empty where the
+        format has no records to make rows of."""
+        if not self.column_roles:
+            return []
+        out = []
+        for st in self.f.structs:
+            if st.name in self.column_roles or st.name == self.f.root:
+                g = _StructGen(self, st, "columns")
+                out.append((st.name, g.params, g.emit()))
+        return out
+
 
 def _camel(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
 
 class _StructGen:
-    """The body of ``d_<struct>``: fields in wire order, then views, deltas and the value."""
+    """The body of ``d_<struct>``: fields in wire order, then views, deltas and the value.
 
-    def __init__(self, low: Lowering, st: Struct):
+    ``mode`` ``columns`` emits ``c_<struct>`` instead, for the Arrow columns (kf_cols): the records of a batch
+    and their headers are appended as rows (no object), a batch is built with an empty ``records`` list."""
+
+    def __init__(self, low: Lowering, st: Struct, mode: str = "object"):
         self.low = low
         self.st = st
+        self.mode = mode
+        self.role = low.column_roles.get(st.name) if mode == "columns" else None
         self.params = [f"a_{p.name}" for p in st.params]
         self.lines: list[str] = []
         self.objects: list[str] = []  # owned PyObject* locals, released on every exit but success
@@ -198,6 +245,7 @@ class _StructGen:
         self.positions: set[str] = set()
         self.ends = ["end"]
         self.nregion = 0
+        self.ptrs: list[str] = []  # blobs kept as pointers into the input (columns)
         names = [f.name for f in st.fields]
         self.region_first = {r.first: r for r in st.regions}
         self.region_last: dict[str, int] = {}  # last field -> how many regions end with it (nested ones may)
@@ -409,6 +457,9 @@ class _StructGen:
             self.w(f"pos += {wire.width};", depth)
 
     def blob(self, f: n.Field, wire: n.Blob, depth: int) -> None:
+        if self.role in ("record", "header"):  # a column: where its bytes are, no object
+            self.blob_ptr(f, wire, depth)
+            return
         o = self.obj(f"o_{f.name}")
         nv = self.scalar(f"n_{f.name}")
         if isinstance(wire.length, n.Rest):
@@ -434,6 +485,25 @@ class _StructGen:
         self.w(f"pos += {nv};", depth)
         if wire.nullable and not isinstance(wire.length, n.Rest):
             self.w("}", depth - 1)
+
+    def blob_ptr(self, f: n.Field, wire: n.Blob, depth: int) -> None:
+        nv = self.scalar(f"n_{f.name}")
+        self.ptrs.append(f.name)
+        if isinstance(wire.length, n.Rest):
+            self.w(f"{nv} = {self.end} - pos - {wire.length.trailer};", depth)
+        elif isinstance(wire.length, (n.Int, n.Varint)):
+            self.prefix(nv, wire.length, depth)
+        else:
+            raise Unsupported(f"{self.st.name}.{f.name}: a blob counted by another field")
+        nullable = wire.nullable and not isinstance(wire.length, n.Rest)
+        self.w(f"if ({nv} < 0) {{", depth)
+        self.w(f"{nv} = -1;" if nullable else "FALLBACK;", depth + 1)
+        self.w("} else {", depth)
+        limit = f" || {nv} > {wire.max}" if wire.max is not None else ""
+        self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth + 1)
+        self.w(f"bp_{f.name} = b + pos;", depth + 1)
+        self.w(f"pos += {nv};", depth + 1)
+        self.w("}", depth)
 
     def call(self, elem: str, target: str, buf: str, pos: str, end: str, npos: str, depth: int) -> None:
         self.obj(target)
@@ -496,8 +566,9 @@ class _StructGen:
         if rest:
             if not budget.accounted:
                 self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_);", d)
-            self.w(f"{o} = PyList_New(0);", d)
-            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+            if not (self.mode == "columns" and wire.elem in self.low.column_roles and self.role):
+                self.w(f"{o} = PyList_New(0);", d)
+                self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
             self.w("Py_ssize_t i_ = 0;", d)
             self.w("while (dp_ < de_) {", d)
             self.w(f"if (i_ >= {limit}) {{ bad_ = 1; break; }}", d + 1)
@@ -517,8 +588,10 @@ class _StructGen:
                 self.w(f"if ({bud} < 0) break;", d)
             else:
                 self.w(f"cx->spent += {nv} * {budget.cost};", d)
-            self.w(f"{o} = PyList_New({nv});", d)
-            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+            rows = self.mode == "columns" and wire.elem in self.low.column_roles
+            if not (rows and self.role):  # a row keeps no list of its headers; a batch an empty records list
+                self.w(f"{o} = PyList_New({0 if rows else nv});", d)
+                self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
             self.w("Py_ssize_t i_ = 0;", d)
             self.w(f"for (; i_ < {nv}; i_++) {{", d)
             self.element(wire, bud, budget, "SET", d + 1)
@@ -547,13 +620,17 @@ class _StructGen:
         self.w("PyObject *item_ = NULL;", d)
         if budget.nested and not budget.accounted:
             self.w("cx->spent = 0;", d)
-        self.w(f"int r_ = d_{wire.elem}(cx, db_, dp_, de_{args}, &item_, &dp_);", d)
+        rows = self.mode == "columns" and wire.elem in self.low.column_roles
+        self.w(f"int r_ = {'c' if rows else 'd'}_{wire.elem}(cx, db_, dp_, de_{args}, &item_, &dp_);", d)
         self.w("if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }", d)
         self.w("if (r_ != KF_OK) { bad_ = 1; break; }", d)
-        if store == "SET":
+        if rows:  # appended to the columns: nothing to keep
+            pass
+        elif store == "SET":
             self.w(f"PyList_SET_ITEM(o_{wire_name(self, wire)}, i_, item_);", d)
         else:
             self.w(f"int a_ = PyList_Append(o_{wire_name(self, wire)}, item_);", d)
+            self.w("(void)a_;", d)
             self.w("Py_DECREF(item_);", d)
             self.w("if (a_ < 0) { Py_XDECREF(data_); ERROR; }", d)
         if budget.nested and not budget.accounted:
@@ -570,6 +647,15 @@ class _StructGen:
         st = self.st
         o = self.obj(f"o_{v.name}")
         src = f"o_{v.source}"
+        if v.source in self.ptrs:  # checked as the python backend checks it; the value is not a column
+            inner = self.low.by_name[v.struct]
+            cond = self.low.expr(v.condition, st) if v.condition is not None else "1"
+            self.w(f"if ({cond}) {{")
+            self.w(f"if (n_{v.source} < {max(inner.min_size, 0)}) FALLBACK;", 2)
+            self.w("Py_ssize_t vend_;", 2)
+            self.call(v.struct, o, f"bp_{v.source}", "0", f"n_{v.source}", "&vend_", 2)
+            self.w("}")
+            return
         inner = self.low.by_name[v.struct]
         cond = self.low.expr(v.condition, st) if v.condition is not None else "1"
         self.w(f"if ({cond}) {{")
@@ -587,6 +673,7 @@ class _StructGen:
         head = [f"    int64_t {s} = 0;" for s in self.scalars]
         head += [f"    Py_ssize_t p_{p} = 0;" for p in sorted(self.positions)]
         head += [f"    PyObject *{o} = NULL;" for o in self.objects]
+        head += [f"    const uint8_t *bp_{x} = NULL;" for x in self.ptrs]
         head.append("    int rc_ = KF_FALLBACK;")
         unused = [f"(void)p_{p};" for p in sorted(self.positions)] + [f"(void){s};" for s in self.scalars]
         head.append("    " + " ".join(unused + ["(void)cx;"]))
@@ -594,13 +681,32 @@ class _StructGen:
         free = [f"    Py_XDECREF({o});" for o in self.objects]
         params = "".join(f", int64_t {p}" for p in self.params)
         sig = (
-            f"static int d_{st.name}(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end{params}, "
+            f"static int {'c' if self.mode == 'columns' else 'd'}_{st.name}(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end{params}, "
             "PyObject **out, Py_ssize_t *npos)"
         )
         return "\n".join([sig + " {", *head, *self.lines, *build, "done:", *free, "    return rc_;", "}", ""])
 
     def build(self) -> list[str]:
         st = self.st
+        if self.role == "header":
+            return [
+                "    { int r_ = kf_cols_header(cx->cols, bp_key, n_key, bp_value, n_value);",
+                "    if (r_ < 0) ERROR;",
+                "    if (r_) FALLBACK; }",
+                "    *out = NULL;",
+                "    *npos = pos;",
+                "    return KF_OK;",
+            ]
+        if self.role == "record":
+            ts = ("1", "v_timestamp") if "timestamp" in self.low.scalar_names(st) else ("0", "0")
+            return [
+                f"    {{ int r_ = kf_cols_row(cx->cols, v_offset, {ts[0]}, {ts[1]}, bp_key, n_key, bp_value, n_value);",
+                "    if (r_ < 0) ERROR;",
+                "    if (r_) FALLBACK; }",
+                "    *out = NULL;",
+                "    *npos = pos;",
+                "    return KF_OK;",
+            ]
         slots = self.low.slots(st)
         lines = []
         if st.repr == "tuple":

@@ -142,8 +142,10 @@ static void kf_init_checksums(void) {
 
 /* ------------------------------------------------------------------ the decode context */
 
+struct kf_cols_s;
 typedef struct {
     PyObject *opts;         /* borrowed: the DecodeOptions of this call */
+    struct kf_cols_s *cols; /* Arrow-direct decoding: the columns rows go to */
     int verify_crc;
     long long max_bytes, max_headers, max_records, max_memory, max_depth;
     long long spent;        /* estimated bytes of nested arrays decoded into the current element */
@@ -161,6 +163,7 @@ static int kf_opt(PyObject *opts, const char *name, long long *out) {
 static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
     long long crc;
     cx->opts = opts;
+    cx->cols = NULL;
     cx->spent = 0;
     if (kf_opt(opts, "verify_crc", &crc) || kf_opt(opts, "max_bytes", &cx->max_bytes) ||
         kf_opt(opts, "max_headers", &cx->max_headers) || kf_opt(opts, "max_records", &cx->max_records) ||
@@ -402,6 +405,147 @@ static inline int64_t kf_enum_id(PyObject *const *table, int top, PyObject *o) {
         if (table[i] && PyUnicode_Compare(table[i], o) == 0) return i;
     PyErr_Clear();
     return -1;
+}
+
+#endif
+
+/* ------------------------------------------------------------------ Arrow columns */
+
+#ifndef KFMT_NATIVE_COLS
+#define KFMT_NATIVE_COLS
+
+/* The record columns of the Spark source (offset, timestamp, key, value, headers) as Arrow buffers being
+ * filled: int64 values, int32 offsets + data for binary and string, a byte per row for validity (packed into
+ * Arrow bitmaps when taken).  The Python type is kfmt.runtime.native._columns.Columns; generated decoders
+ * append rows to it directly. */
+typedef struct kf_cols_s {
+    PyObject_HEAD
+    Py_ssize_t rows, headers;
+    kf_w offset, off_ok, ts, ts_ok;   /* int64 offsets, validity bytes; int64 timestamps in microseconds */
+    kf_w key_off, key, key_ok;        /* int32 offsets (rows + 1), data, validity bytes */
+    kf_w val_off, val, val_ok;
+    kf_w h_off;                       /* int32 list offsets into the headers (rows + 1) */
+    kf_w hk_off, hk, hv_off, hv, hv_ok; /* header keys (utf-8) and values */
+} kf_cols;
+
+static inline int kf_w_i32(kf_w *w, int64_t v) {
+    if (kf_w_reserve(w, 4)) return -1;
+    int32_t x = (int32_t)v;
+    memcpy(w->p + w->n, &x, 4);
+    w->n += 4;
+    return 0;
+}
+
+static inline int kf_w_i64(kf_w *w, int64_t v) {
+    if (kf_w_reserve(w, 8)) return -1;
+    memcpy(w->p + w->n, &v, 8);
+    w->n += 8;
+    return 0;
+}
+
+static inline int kf_w_u8(kf_w *w, uint8_t v) {
+    if (kf_w_reserve(w, 1)) return -1;
+    w->p[w->n++] = (char)v;
+    return 0;
+}
+
+/* A binary value (NULL pointer with n < 0: null) into offsets/data/validity; 1: over the int32 offsets. */
+static inline int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, const uint8_t *p, int64_t n) {
+    if (n < 0) {
+        if (kf_w_u8(ok, 0)) return -1;
+        return kf_w_i32(off, data->n);
+    }
+    if (data->n + n > INT32_MAX) return 1;
+    if (kf_w_put(data, (const char *)p, n) || (ok != NULL && kf_w_u8(ok, 1))) return -1;
+    return kf_w_i32(off, data->n);
+}
+
+/* Whether p[0:n] is valid UTF-8 (Arrow strings must be; Kafka's header keys are) */
+static int kf_utf8_ok(const uint8_t *p, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int k;
+        uint32_t cp;
+        if ((c & 0xE0) == 0xC0) {
+            k = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (n - i <= k) return 0;
+        for (int j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + j] & 0x3F);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* One header of the current row; 1: not representable here (a key that is not UTF-8: the object path
+ * replaces its bad bytes, as Kafka's consumer does). */
+static inline int kf_cols_header(kf_cols *c, const uint8_t *kp, int64_t kn, const uint8_t *vp, int64_t vn) {
+    if (!kf_utf8_ok(kp, kn)) return 1;
+    int r = kf_cols_bin(&c->hk_off, &c->hk, NULL, kp, kn);
+    if (r) return r;
+    r = kf_cols_bin(&c->hv_off, &c->hv, &c->hv_ok, vp, vn);
+    if (r) return r;
+    c->headers++;
+    return 0;
+}
+
+/* The row of one record (its headers already appended); timestamps below 0 are null, as in the source. */
+static inline int kf_cols_row(kf_cols *c, int64_t offset, int has_ts, int64_t ts, const uint8_t *kp, int64_t kn,
+                              const uint8_t *vp, int64_t vn) {
+    int r;
+    if (kf_w_i64(&c->offset, offset) || kf_w_u8(&c->off_ok, 1)) return -1;
+    int ok = has_ts && ts >= 0 && ts <= INT64_MAX / 1000;
+    if (kf_w_i64(&c->ts, ok ? ts * 1000 : 0) || kf_w_u8(&c->ts_ok, (uint8_t)ok)) return -1;
+    if ((r = kf_cols_bin(&c->key_off, &c->key, &c->key_ok, kp, kn))) return r;
+    if ((r = kf_cols_bin(&c->val_off, &c->val, &c->val_ok, vp, vn))) return r;
+    if (kf_w_i32(&c->h_off, c->headers)) return -1;
+    c->rows++;
+    return 0;
+}
+
+/* Lengths of every buffer, to roll back a batch that was refused part way or filtered out */
+#define KF_COLS_NBUF 15
+static inline kf_w *kf_cols_buf(kf_cols *c, int i) {
+    kf_w *all[KF_COLS_NBUF] = {&c->offset, &c->off_ok, &c->ts, &c->ts_ok, &c->key_off, &c->key, &c->key_ok,
+                               &c->val_off, &c->val, &c->val_ok, &c->h_off, &c->hk_off, &c->hk, &c->hv_off, &c->hv};
+    return all[i];
+}
+
+typedef struct {
+    Py_ssize_t rows, headers, n[KF_COLS_NBUF + 1];
+} kf_cols_mark;
+
+static inline void kf_cols_mark_at(kf_cols *c, kf_cols_mark *m) {
+    m->rows = c->rows;
+    m->headers = c->headers;
+    for (int i = 0; i < KF_COLS_NBUF; i++) m->n[i] = kf_cols_buf(c, i)->n;
+    m->n[KF_COLS_NBUF] = c->hv_ok.n;
+}
+
+static inline void kf_cols_rollback(kf_cols *c, const kf_cols_mark *m) {
+    c->rows = m->rows;
+    c->headers = m->headers;
+    for (int i = 0; i < KF_COLS_NBUF; i++) kf_cols_buf(c, i)->n = m->n[i];
+    c->hv_ok.n = m->n[KF_COLS_NBUF];
 }
 
 #endif
