@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -31,14 +30,12 @@ def runtime(name: str) -> str:
 
 def build(dest: Path) -> None:
     """Copy kfmt/ and generated/ into ``dest`` and compile every format's _native.c there, sanitized."""
+    from kfmt.runtime.native import compile_package
+
     for pkg in ("kfmt", "generated"):
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    include = sysconfig.get_paths()["include"]
-    for src in [dest / "kfmt/runtime/native/_columns.c", *sorted((dest / "generated").glob("*/_native.c"))]:
-        out = src.with_name(src.stem + suffix)
-        cmd = ["gcc", "-shared", "-fPIC", "-std=c11", *FLAGS, f"-I{include}", f"-I{dest / 'kfmt/runtime/native'}"]
-        subprocess.run([*cmd, str(src), "-o", str(out)], check=True)
+    flags = ("-shared", "-fPIC", "-std=c11", *FLAGS)
+    compile_package(dest / "generated", flags, columns=dest / "kfmt/runtime/native")
 
 
 def main(argv=None) -> int:

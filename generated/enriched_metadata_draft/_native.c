@@ -14,6 +14,7 @@
 #define ERROR do { rc_ = KF_ERROR; goto done; } while (0)
 
 static PyObject *kf_decompress; /* kfmt.runtime.compression.decompress: the same function as the python backend */
+static int bound;               /* bind(model) was called: the value classes are known */
 static PyObject *E_codec[5]; /* enum codec by id (NULL: not a value) */
 static int d_kafka_tag(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
 static int d_app_tag(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
@@ -651,6 +652,7 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
 static PyObject *py_encode(PyObject *self, PyObject *value) {
+    if (!bound) Py_RETURN_NONE;
     kf_w w = {0};
     int rc = e_message(&w, value, 0);
     if (rc == KF_OK) return kf_w_bytes(&w);
@@ -661,7 +663,7 @@ static PyObject *py_encode(PyObject *self, PyObject *value) {
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
     Py_ssize_t first = PyLong_AsSsize_t(args[1]);
     if (first == -1 && PyErr_Occurred()) {
         PyErr_Clear();
@@ -685,7 +687,7 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "decode_from(buf, pos, end, opts)");
         return NULL;
     }
-    if (!kf_plain_input(args[0])) Py_RETURN_NONE;
+    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if ((pos == -1 || end == -1) && PyErr_Occurred()) {
         PyErr_Clear();
@@ -725,7 +727,7 @@ static PyObject *py_decode_run(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t start = pos;
     kf_ctx cx;
     Py_buffer view;
-    if (!kf_plain_input(args[0]) || kf_ctx_init(&cx, args[3])) goto out;
+    if (!bound || !kf_plain_input(args[0]) || kf_ctx_init(&cx, args[3])) goto out;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         goto out;
@@ -767,7 +769,26 @@ fail:
     return NULL;
 }
 
+/* bind(model): the value classes of this format (its generated model module, wherever the package lives),
+ * their slots' offsets; nothing decodes or encodes before (every call answers None) */
+
+static PyObject *py_bind(PyObject *self, PyObject *model) {
+    if (bound) Py_RETURN_NONE;
+    T_message = (PyTypeObject *)PyObject_GetAttrString(model, "Message");
+    if (T_message == NULL) return NULL;
+    if (!PyType_Check(T_message)) {
+        PyErr_SetString(PyExc_TypeError, "model.Message is not a class");
+        return NULL;
+    }
+    for (int i = 0; i < 11; i++)
+        if ((OFF_message[i] = kf_slot_offset((PyObject *)T_message, SLOTS_message[i])) < 0) return NULL;
+    if (kf_init_extra((PyObject *)T_message, X_message, NX_message) < 0) return NULL;
+    bound = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"decode_run", (PyCFunction)(void (*)(void))py_decode_run, METH_FASTCALL, "decode_run(buf, pos, end, opts)"},
     {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
@@ -781,8 +802,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     kf_init_checksums();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    PyObject *model = PyImport_ImportModule("generated.enriched_metadata_draft.model");
-    PyObject *comp = model ? PyImport_ImportModule("kfmt.runtime.compression") : NULL;
+    PyObject *comp = PyImport_ImportModule("kfmt.runtime.compression");
     PyObject *mm = comp ? PyImport_ImportModule("mmap") : NULL;
     if (mm == NULL) goto fail;
     kf_decompress = PyObject_GetAttrString(comp, "decompress");
@@ -815,12 +835,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     if ((E_codec[2] = PyUnicode_InternFromString("snappy")) == NULL) goto fail;
     if ((E_codec[3] = PyUnicode_InternFromString("lz4")) == NULL) goto fail;
     if ((E_codec[4] = PyUnicode_InternFromString("zstd")) == NULL) goto fail;
-    T_message = (PyTypeObject *)PyObject_GetAttrString(model, "Message");
-    if (T_message == NULL) goto fail;
-    for (int i = 0; i < 11; i++)
-        if ((OFF_message[i] = kf_slot_offset((PyObject *)T_message, SLOTS_message[i])) < 0) goto fail;
-    if (kf_init_extra((PyObject *)T_message, X_message, NX_message) < 0) goto fail;
-    Py_DECREF(model);
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "7665e412fe1dd98c3c33a531db0b00d386240e02aa7453d239c1ee89e2621378") < 0) {
@@ -829,7 +843,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     return m;
 fail:
-    Py_XDECREF(model);
     Py_XDECREF(comp);
     Py_XDECREF(mm);
     Py_DECREF(m);

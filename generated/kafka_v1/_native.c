@@ -14,6 +14,7 @@
 #define ERROR do { rc_ = KF_ERROR; goto done; } while (0)
 
 static PyObject *kf_decompress; /* kfmt.runtime.compression.decompress: the same function as the python backend */
+static int bound;               /* bind(model) was called: the value classes are known */
 static PyObject *E_codec[5]; /* enum codec by id (NULL: not a value) */
 static PyTypeObject *T_message; /* model.Message */
 static Py_ssize_t OFF_message[11];
@@ -334,6 +335,7 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
 static PyObject *py_encode(PyObject *self, PyObject *value) {
+    if (!bound) Py_RETURN_NONE;
     kf_w w = {0};
     int rc = e_message(&w, value, 0);
     if (rc == KF_OK) return kf_w_bytes(&w);
@@ -344,7 +346,7 @@ static PyObject *py_encode(PyObject *self, PyObject *value) {
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
     Py_ssize_t first = PyLong_AsSsize_t(args[1]);
     if (first == -1 && PyErr_Occurred()) {
         PyErr_Clear();
@@ -368,7 +370,7 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "decode_from(buf, pos, end, opts)");
         return NULL;
     }
-    if (!kf_plain_input(args[0])) Py_RETURN_NONE;
+    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if ((pos == -1 || end == -1) && PyErr_Occurred()) {
         PyErr_Clear();
@@ -408,7 +410,7 @@ static PyObject *py_decode_run(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t start = pos;
     kf_ctx cx;
     Py_buffer view;
-    if (!kf_plain_input(args[0]) || kf_ctx_init(&cx, args[3])) goto out;
+    if (!bound || !kf_plain_input(args[0]) || kf_ctx_init(&cx, args[3])) goto out;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         goto out;
@@ -450,7 +452,26 @@ fail:
     return NULL;
 }
 
+/* bind(model): the value classes of this format (its generated model module, wherever the package lives),
+ * their slots' offsets; nothing decodes or encodes before (every call answers None) */
+
+static PyObject *py_bind(PyObject *self, PyObject *model) {
+    if (bound) Py_RETURN_NONE;
+    T_message = (PyTypeObject *)PyObject_GetAttrString(model, "Message");
+    if (T_message == NULL) return NULL;
+    if (!PyType_Check(T_message)) {
+        PyErr_SetString(PyExc_TypeError, "model.Message is not a class");
+        return NULL;
+    }
+    for (int i = 0; i < 11; i++)
+        if ((OFF_message[i] = kf_slot_offset((PyObject *)T_message, SLOTS_message[i])) < 0) return NULL;
+    if (kf_init_extra((PyObject *)T_message, X_message, NX_message) < 0) return NULL;
+    bound = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"decode_run", (PyCFunction)(void (*)(void))py_decode_run, METH_FASTCALL, "decode_run(buf, pos, end, opts)"},
     {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
@@ -464,8 +485,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     kf_init_checksums();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    PyObject *model = PyImport_ImportModule("generated.kafka_v1.model");
-    PyObject *comp = model ? PyImport_ImportModule("kfmt.runtime.compression") : NULL;
+    PyObject *comp = PyImport_ImportModule("kfmt.runtime.compression");
     PyObject *mm = comp ? PyImport_ImportModule("mmap") : NULL;
     if (mm == NULL) goto fail;
     kf_decompress = PyObject_GetAttrString(comp, "decompress");
@@ -497,12 +517,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     if ((E_codec[2] = PyUnicode_InternFromString("snappy")) == NULL) goto fail;
     if ((E_codec[3] = PyUnicode_InternFromString("lz4")) == NULL) goto fail;
     if ((E_codec[4] = PyUnicode_InternFromString("zstd")) == NULL) goto fail;
-    T_message = (PyTypeObject *)PyObject_GetAttrString(model, "Message");
-    if (T_message == NULL) goto fail;
-    for (int i = 0; i < 11; i++)
-        if ((OFF_message[i] = kf_slot_offset((PyObject *)T_message, SLOTS_message[i])) < 0) goto fail;
-    if (kf_init_extra((PyObject *)T_message, X_message, NX_message) < 0) goto fail;
-    Py_DECREF(model);
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "23dcd131ae497c2cc195d3cdd4e0f89edd022ed3126768a95f4ba89a80fb6194") < 0) {
@@ -511,7 +525,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     return m;
 fail:
-    Py_XDECREF(model);
     Py_XDECREF(comp);
     Py_XDECREF(mm);
     Py_DECREF(m);

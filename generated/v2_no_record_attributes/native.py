@@ -18,6 +18,7 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 
 from . import _native as _c
+from . import model as _model
 from . import python as _py
 from .python import (
     AUTO_DETECT,
@@ -33,6 +34,7 @@ from .python import (
 
 if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
     raise ImportError(f"generated/{FORMAT_ID}/_native was built from another schema: run make setup")
+_c.bind(_model)  # the value classes the C code builds and reads
 
 __all__ = [
     "AUTO_DETECT",

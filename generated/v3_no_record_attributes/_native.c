@@ -14,6 +14,7 @@
 #define ERROR do { rc_ = KF_ERROR; goto done; } while (0)
 
 static PyObject *kf_decompress; /* kfmt.runtime.compression.decompress: the same function as the python backend */
+static int bound;               /* bind(model) was called: the value classes are known */
 static PyObject *E_codec[5]; /* enum codec by id (NULL: not a value) */
 static int d_header(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
 static int d_control_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
@@ -875,7 +876,7 @@ static PyObject *py_decode_columns(PyObject *self, PyObject *const *args, Py_ssi
         PyErr_SetString(PyExc_TypeError, "decode_columns(buf, pos, end, opts, columns)");
         return NULL;
     }
-    if (!kf_plain_input(args[0])) Py_RETURN_NONE;
+    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if ((pos == -1 || end == -1) && PyErr_Occurred()) {
         PyErr_Clear();
@@ -1391,6 +1392,7 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
 static PyObject *py_encode(PyObject *self, PyObject *value) {
+    if (!bound) Py_RETURN_NONE;
     kf_w w = {0};
     int rc = e_batch(&w, value, 0);
     if (rc == KF_OK) return kf_w_bytes(&w);
@@ -1401,7 +1403,7 @@ static PyObject *py_encode(PyObject *self, PyObject *value) {
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
     Py_ssize_t first = PyLong_AsSsize_t(args[1]);
     if (first == -1 && PyErr_Occurred()) {
         PyErr_Clear();
@@ -1425,7 +1427,7 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "decode_from(buf, pos, end, opts)");
         return NULL;
     }
-    if (!kf_plain_input(args[0])) Py_RETURN_NONE;
+    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if ((pos == -1 || end == -1) && PyErr_Occurred()) {
         PyErr_Clear();
@@ -1451,7 +1453,35 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
     return NULL;
 }
 
+/* bind(model): the value classes of this format (its generated model module, wherever the package lives),
+ * their slots' offsets; nothing decodes or encodes before (every call answers None) */
+
+static PyObject *py_bind(PyObject *self, PyObject *model) {
+    if (bound) Py_RETURN_NONE;
+    T_record = (PyTypeObject *)PyObject_GetAttrString(model, "Record");
+    if (T_record == NULL) return NULL;
+    if (!PyType_Check(T_record)) {
+        PyErr_SetString(PyExc_TypeError, "model.Record is not a class");
+        return NULL;
+    }
+    for (int i = 0; i < 9; i++)
+        if ((OFF_record[i] = kf_slot_offset((PyObject *)T_record, SLOTS_record[i])) < 0) return NULL;
+    if (kf_init_extra((PyObject *)T_record, X_record, NX_record) < 0) return NULL;
+    T_batch = (PyTypeObject *)PyObject_GetAttrString(model, "Batch");
+    if (T_batch == NULL) return NULL;
+    if (!PyType_Check(T_batch)) {
+        PyErr_SetString(PyExc_TypeError, "model.Batch is not a class");
+        return NULL;
+    }
+    for (int i = 0; i < 19; i++)
+        if ((OFF_batch[i] = kf_slot_offset((PyObject *)T_batch, SLOTS_batch[i])) < 0) return NULL;
+    if (kf_init_extra((PyObject *)T_batch, X_batch, NX_batch) < 0) return NULL;
+    bound = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"decode_columns", (PyCFunction)(void (*)(void))py_decode_columns, METH_FASTCALL, "decode_columns(buf, pos, end, opts, columns)"},
     {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
@@ -1465,8 +1495,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     kf_init_checksums();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    PyObject *model = PyImport_ImportModule("generated.v3_no_record_attributes.model");
-    PyObject *comp = model ? PyImport_ImportModule("kfmt.runtime.compression") : NULL;
+    PyObject *comp = PyImport_ImportModule("kfmt.runtime.compression");
     PyObject *mm = comp ? PyImport_ImportModule("mmap") : NULL;
     if (mm == NULL) goto fail;
     kf_decompress = PyObject_GetAttrString(comp, "decompress");
@@ -1522,17 +1551,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     if ((E_codec[2] = PyUnicode_InternFromString("snappy")) == NULL) goto fail;
     if ((E_codec[3] = PyUnicode_InternFromString("lz4")) == NULL) goto fail;
     if ((E_codec[4] = PyUnicode_InternFromString("zstd")) == NULL) goto fail;
-    T_record = (PyTypeObject *)PyObject_GetAttrString(model, "Record");
-    if (T_record == NULL) goto fail;
-    for (int i = 0; i < 9; i++)
-        if ((OFF_record[i] = kf_slot_offset((PyObject *)T_record, SLOTS_record[i])) < 0) goto fail;
-    if (kf_init_extra((PyObject *)T_record, X_record, NX_record) < 0) goto fail;
-    T_batch = (PyTypeObject *)PyObject_GetAttrString(model, "Batch");
-    if (T_batch == NULL) goto fail;
-    for (int i = 0; i < 19; i++)
-        if ((OFF_batch[i] = kf_slot_offset((PyObject *)T_batch, SLOTS_batch[i])) < 0) goto fail;
-    if (kf_init_extra((PyObject *)T_batch, X_batch, NX_batch) < 0) goto fail;
-    Py_DECREF(model);
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "3a48a03f0503032f755604c7552026db32be2e8766dff4aaa7f1dffffae02454") < 0) {
@@ -1541,7 +1559,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     return m;
 fail:
-    Py_XDECREF(model);
     Py_XDECREF(comp);
     Py_XDECREF(mm);
     Py_DECREF(m);

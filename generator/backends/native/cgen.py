@@ -260,11 +260,14 @@ class _StructGen:
         for f in st.fields:
             if isinstance(f.derived, n.Checksum):
                 d = f.derived
-                after = f.name if d.trailing else max((d.start, f.name), key=names.index)
+                # checked once the range is known: its end field reached (or the crc itself, when trailing)
+                after = f.name if d.trailing else d.end if d.end else max((d.start, f.name), key=names.index)
                 self.crc_at.setdefault(after, []).append(f)
                 self.positions.add(d.start)
                 if d.trailing:
                     self.positions.add(f.name)
+                if d.end:
+                    self.positions.add(d.end)
 
     def w(self, line: str, depth: int = 1) -> None:
         self.lines.append("    " * depth + line)
