@@ -1386,18 +1386,28 @@ done:
     return rc_;
 }
 
+/* The bytes written (the buffer's own bytes object, trimmed to them) */
 static PyObject *kf_w_bytes(kf_w *w) {
-    PyObject *r = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
-    kf_w_free(w);
+    PyObject *r = w->ob;
+    w->ob = NULL;
+    if (_PyBytes_Resize(&r, w->n) < 0) r = NULL;
+    w->p = NULL;
+    w->n = w->cap = 0;
     return r;
 }
+
+static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
 static PyObject *py_encode(PyObject *self, PyObject *value) {
     if (!bound) Py_RETURN_NONE;
     kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
     int rc = e_batch(&w, value, 0);
-    if (rc == KF_OK) return kf_w_bytes(&w);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
     kf_w_free(&w);
     if (rc == KF_FALLBACK) Py_RETURN_NONE;
     return NULL;
@@ -1412,6 +1422,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     }
     kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
         int rc = e_batch(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
         if (rc != KF_OK) {
@@ -1420,6 +1431,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
             return NULL;
         }
     }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
     return kf_w_bytes(&w);
 }
 

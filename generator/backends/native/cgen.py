@@ -464,13 +464,7 @@ class _StructGen:
             self.blob_ptr(f, wire, depth)
             return
         o = self.obj(f"o_{f.name}")
-        nv = self.scalar(f"n_{f.name}")
-        if isinstance(wire.length, n.Rest):
-            self.w(f"{nv} = {self.end} - pos - {wire.length.trailer};", depth)
-        elif isinstance(wire.length, (n.Int, n.Varint)):
-            self.prefix(nv, wire.length, depth)
-        else:
-            raise Unsupported(f"{self.st.name}.{f.name}: a blob counted by another field")
+        nv = self.blob_length(f, wire, depth)
         if wire.nullable and not isinstance(wire.length, n.Rest):
             self.w(f"if ({nv} < 0) {{", depth)
             self.w(f"{o} = Py_NewRef(Py_None);", depth + 1)
@@ -489,15 +483,20 @@ class _StructGen:
         if wire.nullable and not isinstance(wire.length, n.Rest):
             self.w("}", depth - 1)
 
-    def blob_ptr(self, f: n.Field, wire: n.Blob, depth: int) -> None:
+    def blob_length(self, f: n.Field, wire: n.Blob, depth: int) -> str:
+        """Read a blob's length into ``n_<field>`` (the rest of the region, or its prefix)."""
         nv = self.scalar(f"n_{f.name}")
-        self.ptrs.append(f.name)
         if isinstance(wire.length, n.Rest):
             self.w(f"{nv} = {self.end} - pos - {wire.length.trailer};", depth)
         elif isinstance(wire.length, (n.Int, n.Varint)):
             self.prefix(nv, wire.length, depth)
         else:
             raise Unsupported(f"{self.st.name}.{f.name}: a blob counted by another field")
+        return nv
+
+    def blob_ptr(self, f: n.Field, wire: n.Blob, depth: int) -> None:
+        self.ptrs.append(f.name)
+        nv = self.blob_length(f, wire, depth)
         nullable = wire.nullable and not isinstance(wire.length, n.Rest)
         self.w(f"if ({nv} < 0) {{", depth)
         self.w(f"{nv} = -1;" if nullable else "FALLBACK;", depth + 1)

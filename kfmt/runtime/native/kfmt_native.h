@@ -267,27 +267,52 @@ static inline int kf_error_or_fallback(void) {
 #ifndef KFMT_NATIVE_ENC
 #define KFMT_NATIVE_ENC
 
+/* A growing output buffer: plain memory, or (``ob`` set) the bytes object it will be returned as, so that
+ * the encoded entries are not copied once more at the end. */
 typedef struct {
     char *p;
     Py_ssize_t n, cap;
+    PyObject *ob;
 } kf_w;
 
 static void kf_w_free(kf_w *w) {
-    PyMem_Free(w->p);
+    if (w->ob != NULL)
+        Py_CLEAR(w->ob);
+    else
+        PyMem_Free(w->p);
     w->p = NULL;
     w->n = w->cap = 0;
 }
 
-static inline int kf_w_reserve(kf_w *w, Py_ssize_t k) {
-    if (w->n + k <= w->cap) return 0;
+static int kf_w_grow(kf_w *w, Py_ssize_t k) {
     Py_ssize_t cap = w->cap ? w->cap : 256;
     while (cap < w->n + k) cap *= 2;
-    char *p = PyMem_Realloc(w->p, cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    if (w->ob != NULL) {
+        if (_PyBytes_Resize(&w->ob, cap) < 0) return -1;
+        w->p = PyBytes_AS_STRING(w->ob);
+    } else {
+        char *p = PyMem_Realloc(w->p, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->p = p;
     }
-    w->p = p;
+    w->cap = cap;
+    return 0;
+}
+
+static inline int kf_w_reserve(kf_w *w, Py_ssize_t k) {
+    if (w->n + k <= w->cap) return 0;
+    return kf_w_grow(w, k);
+}
+
+/* A buffer that becomes a bytes object (kf_w_bytes) */
+static int kf_w_start_bytes(kf_w *w, Py_ssize_t cap) {
+    w->ob = PyBytes_FromStringAndSize(NULL, cap);
+    if (w->ob == NULL) return -1;
+    w->p = PyBytes_AS_STRING(w->ob);
+    w->n = 0;
     w->cap = cap;
     return 0;
 }
