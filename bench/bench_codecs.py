@@ -168,6 +168,16 @@ def v2_peers(codec: str, recs):
         payload = data[61:]  # everything after the v2 batch header is the compressed stream
         native["decompress only"] = (None, lambda: decompress(codec, payload, 2, DEFAULT_OPTIONS))
     if nat is not None:
+        from kfmt.runtime.native._columns import Columns
+
+        cols, opts = Columns(), __import__("kfmt").DecodeOptions()
+
+        def dec_columns():  # the Arrow-direct decode step: rows into column buffers, taken every 80 batches
+            nat.decode_columns(data, 0, len(data), opts, cols)
+            if cols.rows >= 8000:
+                cols.take()
+
+        native["kfmt native, Arrow"] = (None, dec_columns)
         native |= {
             "kfmt native": (
                 lambda: nat.encode(mod.Batch(codec=codec, records=ours_records)),
