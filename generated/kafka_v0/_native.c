@@ -23,12 +23,12 @@ static kf_extra_slot X_message[] = { { "timestamp", KF_MINUS1, 0 }, { "headers",
 #define NX_message 3
 static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
 
-/* decompress(codec, payload, magic, opts, offset=, path=), as the python backend calls it */
+/* decompress(codec, payload, magic, opts, offset=, path=), as the python backend calls it (no offset: at < 0) */
 static inline PyObject *kf_decompress_call(kf_ctx *cx, PyObject *codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t at,
                                                                            const char *path) {
     PyObject *args = Py_BuildValue("(Oy#iO)", codec, (const char *)p, n, 0, cx->opts);
     if (args == NULL) return NULL;
-    PyObject *kw = Py_BuildValue("{s:n,s:s}", "offset", at, "path", path);
+    PyObject *kw = at < 0 ? Py_BuildValue("{s:s}", "path", path) : Py_BuildValue("{s:n,s:s}", "offset", at, "path", path);
     if (kw == NULL) {
         Py_DECREF(args);
         return NULL;
@@ -56,6 +56,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
     Py_ssize_t p_magic = 0;
     PyObject *o_key = NULL;
     PyObject *o_value = NULL;
+    PyObject *o_messages = NULL;
     int rc_ = KF_FALLBACK;
     (void)p_magic; (void)v_offset; (void)v_size; (void)v_crc; (void)v_magic; (void)v_attributes; (void)v_codec; (void)n_key; (void)n_value; (void)cx;
     if (end - pos < 12) FALLBACK;
@@ -97,7 +98,34 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
         pos += n_value;
     }
     if (pos != e_0) FALLBACK;
-    if ((v_codec != 0)) FALLBACK; /* a compressed wrapper: the python backend */
+    if ((v_codec != 0)) {
+        if (o_value == Py_None || cx->depth >= cx->max_depth) FALLBACK;
+        PyObject *data_ = kf_decompress_call(cx, E_codec[v_codec], (const uint8_t *)PyBytes_AS_STRING(o_value), PyBytes_GET_SIZE(o_value), -1, "message.value");
+        if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }
+        const uint8_t *db_ = (const uint8_t *)PyBytes_AS_STRING(data_);
+        Py_ssize_t dp_ = 0, de_ = PyBytes_GET_SIZE(data_);
+        long long cap_ = (cx->max_memory - de_) / 320;
+        if (cap_ > cx->max_records) cap_ = cx->max_records;
+        o_messages = PyList_New(0);
+        if (o_messages == NULL) { Py_DECREF(data_); ERROR; }
+        int bad_ = 0;
+        cx->depth++;
+        while (dp_ < de_) {
+            if (PyList_GET_SIZE(o_messages) >= cap_) { bad_ = 1; break; }
+            PyObject *item_ = NULL;
+            int r_ = d_message(cx, db_, dp_, de_, &item_, &dp_);
+            if (r_ != KF_OK) { bad_ = r_; break; }
+            int a_ = PyList_Append(o_messages, item_);
+            Py_DECREF(item_);
+            if (a_ < 0) { bad_ = KF_ERROR; break; }
+        }
+        cx->depth--;
+        Py_DECREF(data_);
+        if (bad_ == KF_ERROR) ERROR;
+        if (bad_ || PyList_GET_SIZE(o_messages) == 0) FALLBACK;
+    } else {
+        o_messages = Py_NewRef(Py_None);
+    }
     PyObject *v_ = T_message->tp_alloc(T_message, 0);
     if (v_ == NULL) ERROR;
     {
@@ -136,8 +164,8 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
     kf_set_slot(v_, OFF_message[6], x_);
     }
     {
-    PyObject *x_ = Py_NewRef(Py_None);
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
+    PyObject *x_ = o_messages;
+    o_messages = NULL;
     kf_set_slot(v_, OFF_message[7], x_);
     }
     if (kf_fill_extra(v_, X_message, NX_message) < 0) { Py_DECREF(v_); ERROR; }
@@ -147,6 +175,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
 done:
     Py_XDECREF(o_key);
     Py_XDECREF(o_value);
+    Py_XDECREF(o_messages);
     return rc_;
 }
 
@@ -404,11 +433,16 @@ static PyObject *py_decode_run(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         PyObject *at = PyLong_FromSsize_t(start);
         int bad = at == NULL || PyList_Append(values, value) < 0 || PyList_Append(starts, at) < 0;
+        int wrapper = *(PyObject **)((char *)value + OFF_message[7]) != Py_None;
         Py_DECREF(value);
         Py_XDECREF(at);
         if (bad) {
             PyBuffer_Release(&view);
             goto fail;
+        }
+        if (wrapper) {
+            start = pos;
+            break;
         }
     }
     PyBuffer_Release(&view);

@@ -31,12 +31,12 @@ static kf_extra_slot X_batch[] = { {NULL, 0, 0} };
 #define NX_batch 0
 static int d_batch(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, PyObject **out, Py_ssize_t *npos);
 
-/* decompress(codec, payload, magic, opts, offset=, path=), as the python backend calls it */
+/* decompress(codec, payload, magic, opts, offset=, path=), as the python backend calls it (no offset: at < 0) */
 static inline PyObject *kf_decompress_call(kf_ctx *cx, PyObject *codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t at,
                                                                            const char *path) {
     PyObject *args = Py_BuildValue("(Oy#iO)", codec, (const char *)p, n, 2, cx->opts);
     if (args == NULL) return NULL;
-    PyObject *kw = Py_BuildValue("{s:n,s:s}", "offset", at, "path", path);
+    PyObject *kw = at < 0 ? Py_BuildValue("{s:s}", "path", path) : Py_BuildValue("{s:n,s:s}", "offset", at, "path", path);
     if (kw == NULL) {
         Py_DECREF(args);
         return NULL;

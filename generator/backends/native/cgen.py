@@ -179,7 +179,7 @@ class Lowering:
             if isinstance(f.derived, n.DeltaOf):
                 out.append(Slot(f.derived.logical, f"PyLong_FromLongLong(v_{f.derived.logical})"))
         out += [Slot(v.name, f"o_{v.name}") for v in st.views]
-        out += [Slot(w.into, "Py_NewRef(Py_None)") for w in st.wrappers]
+        out += [Slot(w.into, f"o_{w.into}") for w in st.wrappers]
         if st.name in self.wrapped_ts:
             out.append(Slot(f"wire_{self.wrapped_ts[st.name]}", "Py_NewRef(Py_None)"))
         return out
@@ -304,7 +304,7 @@ class _StructGen:
         for v in st.views:
             self.view(v)
         for wr in st.wrappers:
-            self.w(f"if ({self.low.expr(wr.condition, st)}) FALLBACK; /* a compressed wrapper: the python backend */")
+            self.wrapper(wr)
         for f in st.fields:
             if isinstance(f.derived, n.DeltaOf):
                 self.w(f"{self.scalar('v_' + f.derived.logical)} = {self.low.expr(f.derived.decoded, st)};")
@@ -644,6 +644,88 @@ class _StructGen:
         bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
         assert bit.enum is not None
         return bit.enum
+
+    def wrapper(self, wr: n.Wrapper) -> None:
+        """A compressed legacy wrapper: its value decompressed and decoded as inner entries (none of them a
+        wrapper again), their offsets rebased and timestamps restamped as the python backend does."""
+        st = self.st
+        o = self.obj(f"o_{wr.into}")
+        slots = [x.name for x in self.low.slots(self.low.by_name[wr.struct])]
+        off = f"OFF_{wr.struct}[{slots.index(wr.offset_field)}]"
+        src = f"o_{wr.source}"
+        codec = self.low.ref(wr.codec, st)
+        self.w(f"if ({self.low.expr(wr.condition, st)}) {{")
+        d = 2
+        self.w(f"if ({src} == Py_None || cx->depth >= cx->max_depth) FALLBACK;", d)
+        path = c_str(f"{st.name}.{wr.source}")
+        enum = self.low.enum_of(wr.codec)
+        self.w(
+            f"PyObject *data_ = kf_decompress_call(cx, E_{enum}[{codec}], (const uint8_t *)PyBytes_AS_STRING({src}), "
+            f"PyBytes_GET_SIZE({src}), -1, {path});",
+            d,
+        )
+        self.w("if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }", d)
+        self.w("const uint8_t *db_ = (const uint8_t *)PyBytes_AS_STRING(data_);", d)
+        self.w("Py_ssize_t dp_ = 0, de_ = PyBytes_GET_SIZE(data_);", d)
+        self.w(f"long long cap_ = (cx->max_memory - de_) / {wr.cost};", d)
+        self.w("if (cap_ > cx->max_records) cap_ = cx->max_records;", d)
+        self.w(f"{o} = PyList_New(0);", d)
+        self.w(f"if ({o} == NULL) {{ Py_DECREF(data_); ERROR; }}", d)
+        self.w("int bad_ = 0;", d)
+        self.w("cx->depth++;", d)
+        self.w("while (dp_ < de_) {", d)
+        self.w(f"if (PyList_GET_SIZE({o}) >= cap_) {{ bad_ = 1; break; }}", d + 1)
+        self.w("PyObject *item_ = NULL;", d + 1)
+        args = self.low.args(wr.struct, st)
+        self.w(f"int r_ = d_{wr.struct}(cx, db_, dp_, de_{args}, &item_, &dp_);", d + 1)
+        self.w("if (r_ != KF_OK) { bad_ = r_; break; }", d + 1)
+        self.w(f"int a_ = PyList_Append({o}, item_);", d + 1)
+        self.w("Py_DECREF(item_);", d + 1)
+        self.w("if (a_ < 0) { bad_ = KF_ERROR; break; }", d + 1)
+        self.w("}", d)
+        self.w("cx->depth--;", d)
+        self.w("Py_DECREF(data_);", d)
+        self.w("if (bad_ == KF_ERROR) ERROR;", d)
+        self.w(f"if (bad_ || PyList_GET_SIZE({o}) == 0) FALLBACK;", d)
+        # offsets: absolute as they are; relative to the first, plus the wrapper's; relative to the last, rebased
+        mine = f"v_{wr.offset_field}"
+        if wr.offsets != "absolute":
+            self.w("int64_t base_ = 0;", d)
+            if wr.offsets == "relative_to_first":
+                self.w(f"base_ = {mine};", d)
+            else:
+                self.w("int64_t last_;", d)
+                self.w(f"PyObject *lo_ = *(PyObject **)((char *)PyList_GET_ITEM({o}, PyList_GET_SIZE({o}) - 1) + {off});", d)
+                self.w("if (lo_ == NULL || kf_as_i64(lo_, &last_)) FALLBACK;", d)
+                self.w(f"if ({mine} == 0) base_ = 0;", d)
+                self.w(f"else if ({mine} < last_) FALLBACK;", d)
+                self.w(f"else base_ = {mine} - last_;", d)
+            self.w(f"for (Py_ssize_t i_ = 0; i_ < PyList_GET_SIZE({o}); i_++) {{", d)
+            self.w(f"PyObject *m_ = PyList_GET_ITEM({o}, i_);", d + 1)
+            self.w(f"PyObject *x_ = *(PyObject **)((char *)m_ + {off});", d + 1)
+            self.w("int64_t v_;", d + 1)
+            self.w("if (x_ == NULL || kf_as_i64(x_, &v_) || __builtin_add_overflow(v_, base_, &v_)) FALLBACK;", d + 1)
+            self.w("PyObject *nv_ = PyLong_FromLongLong(v_);", d + 1)
+            self.w("if (nv_ == NULL) ERROR;", d + 1)
+            self.w(f"kf_set_slot(m_, {off}, nv_);", d + 1)
+            self.w("}", d)
+        if wr.timestamps_from is not None and wr.timestamps_when is not None:
+            t = wr.timestamps_from
+            toff = f"OFF_{wr.struct}[{slots.index(t)}]"
+            woff = f"OFF_{wr.struct}[{slots.index('wire_' + t)}]"
+            self.w(f"if ({self.low.expr(wr.timestamps_when, st)}) {{", d)
+            self.w(f"for (Py_ssize_t i_ = 0; i_ < PyList_GET_SIZE({o}); i_++) {{", d + 1)
+            self.w(f"PyObject *m_ = PyList_GET_ITEM({o}, i_);", d + 2)
+            self.w(f"PyObject *t_ = *(PyObject **)((char *)m_ + {toff});", d + 2)
+            self.w("PyObject *nt_ = PyLong_FromLongLong(v_" + t + ");", d + 2)
+            self.w("if (t_ == NULL || nt_ == NULL) { Py_XDECREF(nt_); FALLBACK; }", d + 2)
+            self.w(f"kf_set_slot(m_, {woff}, Py_NewRef(t_));", d + 2)
+            self.w(f"kf_set_slot(m_, {toff}, nt_);", d + 2)
+            self.w("}", d + 1)
+            self.w("}", d)
+        self.w("} else {")
+        self.w(f"{o} = Py_NewRef(Py_None);", 2)
+        self.w("}")
 
     def view(self, v: n.View) -> None:
         st = self.st

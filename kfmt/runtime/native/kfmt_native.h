@@ -149,6 +149,7 @@ typedef struct {
     int verify_crc;
     long long max_bytes, max_headers, max_records, max_memory, max_depth;
     long long spent;        /* estimated bytes of nested arrays decoded into the current element */
+    int depth;              /* compressed wrappers being decoded around the current entry */
 } kf_ctx;
 
 static int kf_opt(PyObject *opts, const char *name, long long *out) {
@@ -165,6 +166,7 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
     cx->opts = opts;
     cx->cols = NULL;
     cx->spent = 0;
+    cx->depth = 0;
     if (kf_opt(opts, "verify_crc", &crc) || kf_opt(opts, "max_bytes", &cx->max_bytes) ||
         kf_opt(opts, "max_headers", &cx->max_headers) || kf_opt(opts, "max_records", &cx->max_records) ||
         kf_opt(opts, "max_memory", &cx->max_memory) || kf_opt(opts, "max_depth", &cx->max_depth)) {
