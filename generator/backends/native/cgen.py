@@ -695,7 +695,10 @@ class _StructGen:
                 self.w(f"base_ = {mine};", d)
             else:
                 self.w("int64_t last_;", d)
-                self.w(f"PyObject *lo_ = *(PyObject **)((char *)PyList_GET_ITEM({o}, PyList_GET_SIZE({o}) - 1) + {off});", d)
+                self.w(
+                    f"PyObject *lo_ = *(PyObject **)((char *)PyList_GET_ITEM({o}, PyList_GET_SIZE({o}) - 1) + {off});",
+                    d,
+                )
                 self.w("if (lo_ == NULL || kf_as_i64(lo_, &last_)) FALLBACK;", d)
                 self.w(f"if ({mine} == 0) base_ = 0;", d)
                 self.w(f"else if ({mine} < last_) FALLBACK;", d)
