@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from kfmt.formats import backend_module, format_ids, get_format
 from kfmt.formats import by_magic as _by_magic
+from kfmt.logdir import compressed_object
 from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -49,6 +50,12 @@ def tail_error(buf, pos: int, n: int, base: int = 0) -> TruncatedError:
     else:
         size = _ENTRY.unpack_from(buf, pos)[1]
         why = f"the entry there declares size {size}, which runs {LOG_OVERHEAD + size - left} bytes past the end"
+    packed = compressed_object(buf[pos : pos + 16]) if base + pos == 0 else None
+    if packed:
+        why += (
+            f"; the file starts as a {packed}-compressed stream: a segment object stored compressed whole (as a"
+            f" remote storage plugin does with compression on), not a Kafka segment: decompress it first"
+        )
     e = TruncatedError(f"{left} byte(s) not read: {why}", offset=base + pos, path="log.entry")
     e.batch_position = base + pos
     e.unread = left
@@ -206,7 +213,9 @@ def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions,
         eof = not chunk
         if chunk:
             buf = buf + chunk if buf else chunk
-        items = _scan(buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink)
+        items = _scan(
+            buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink, base == 0
+        )
         stop = yield from _shifted(items, base)
         if eof or stop is None:
             return
@@ -252,7 +261,7 @@ class Rows(list):
         self.mark = mark
 
 
-def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None):
+def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None, file_start=False):
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
     as decoding it).  Returns where it stopped: None once everything is accounted for, else the position
@@ -329,7 +338,8 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
         pos = end
     if not eof:
         return pos
-    if pos < n and strict_tail:
+    # a file whose first entry already runs past its end holds no entry at all: damage, never 0 batches
+    if pos < n and (strict_tail or (file_start and pos == 0)):
         tail: CodecError = tail_error(buf, pos, n)
         if zero_run_end(buf, pos, n) >= n:
             tail = _damaged(tail, buf, pos, n)

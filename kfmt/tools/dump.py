@@ -503,7 +503,10 @@ def add_parser(sub) -> None:
         help="print and check segments, partition folders, log directories, indexes, snapshots and checkpoints",
         description="Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs and offset order, check "
         ".index/.timeindex against their segments; files are read by their suffix (.log, .index, .timeindex, "
-        ".txnindex, .snapshot, KRaft *.checkpoint, leader-epoch-checkpoint, partition.metadata). Segments are read "
+        ".txnindex, .snapshot, KRaft *.checkpoint, leader-epoch-checkpoint, partition.metadata). Log directories "
+        "and tiered-storage layouts (<topic>-<topicId>/<partition>/<offset>-<segmentId>.log, "
+        "<topic>-<partition>-<topicId>/...) are walked; a segment object stored compressed whole is reported. "
+        "Segments are read "
         "in chunks: memory does not grow with segment size. Exit status: 0 everything read was valid, 1 problems "
         'found (each reported on stderr, and in the --json stream as a "problem" object), 2 usage error.',
     )

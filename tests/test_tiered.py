@@ -1,0 +1,84 @@
+"""Tiered-storage layouts (KIP-405) and objects stored compressed: topic, partition and base offset from
+every naming form, and a file that holds no entry is an error, never 0 rows."""
+
+import subprocess
+import sys
+
+import pytest
+import zstandard
+
+import kfmt
+from kfmt.arrow import read_arrow
+from kfmt.logdir import compressed_object, find_segments, topic_partition
+
+ID = "AbCdEfGhIjKlMnOpQrStUv"  # a topic id as Kafka prints a Uuid: 22 characters of URL-safe base64
+SEG = "ZyXwVuTs-RqPoNmLkJi_Fe"
+
+
+def _segment(base: int, n: int = 30) -> bytes:
+    recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * 20, timestamp=1000 + i) for i in range(n)]
+    return b"".join(kfmt.encode_batch(recs[i : i + 10], base_offset=base + i) for i in range(0, n, 10))
+
+
+LAYOUTS = {
+    "local log": "orders-3/{base:020d}.log",
+    "remote storage plugins": f"orders-{ID}/3/{{base:020d}}-{SEG}.log",
+    "LocalTieredStorage": f"orders-3-{ID}/{{base}}-{SEG}.log",
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_layout_names_topic_partition_and_base_offset(tmp_path, layout):
+    for base in (0, 100, 200):
+        p = tmp_path / LAYOUTS[layout].format(base=base)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(_segment(base))
+    segs = find_segments(tmp_path)
+    assert [(s.topic, s.partition, s.base_offset) for s in segs] == [("orders", 3, b) for b in (0, 100, 200)]
+    t = read_arrow(segs[1].path)
+    assert set(t["topic"].to_pylist()) == {"orders"} and set(t["partition"].to_pylist()) == {3}
+    assert t["offset"].to_pylist() == list(range(100, 130))
+
+
+def test_offset_bounds_plan_on_tiered_names(tmp_path):
+    """The reader prunes segments by the base offsets their names give (a wrong base offset pruned the
+    wrong segments and returned too few rows, silently)."""
+    pytest.importorskip("pyspark")
+    from kfmt.spark.source import KafkaLogReader
+
+    for base in (0, 100, 200):
+        p = tmp_path / LAYOUTS["remote storage plugins"].format(base=base)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(_segment(base))
+    reader = KafkaLogReader({"path": str(tmp_path), "startingOffsets": '{"orders": {"3": 150}}'})
+    kept = sorted({sl.path for g in reader.partitions() for sl in g.slices})
+    assert [p.rsplit("/", 1)[1][:20] for p in kept] == ["00000000000000000100", "00000000000000000200"]
+
+
+def test_partition_folder_forms():
+    from pathlib import Path
+
+    assert topic_partition(Path("/x/orders-3")) == ("orders", 3)
+    assert topic_partition(Path(f"/x/my-topic-12-{ID}")) == ("my-topic", 12)
+    assert topic_partition(Path(f"/x/my-topic-{ID}/7")) == ("my-topic", 7)
+    assert topic_partition(Path(f"/x/my-topic-{ID}-0")) == (f"my-topic-{ID}", 0)  # a topic named so
+    assert topic_partition(Path("/x/notes")) == ("notes", -1)
+
+
+@pytest.mark.parametrize("codec", ["zstd", "gzip"])
+def test_a_segment_object_stored_compressed_is_reported(tmp_path, codec):
+    import gzip
+
+    raw = _segment(0)
+    packed = zstandard.ZstdCompressor().compress(raw) if codec == "zstd" else gzip.compress(raw)
+    assert compressed_object(packed) == codec
+    p = tmp_path / f"orders-{ID}" / "0" / f"{0:020d}-{SEG}.log"
+    p.parent.mkdir(parents=True)
+    p.write_bytes(packed)
+    for read in (lambda: list(kfmt.read_batches(str(p))), lambda: read_arrow(str(p))):
+        with pytest.raises(kfmt.TruncatedError, match=f"{codec.split()[0]}-compressed stream.*decompress it first"):
+            read()
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", str(p)], capture_output=True, text=True)
+    assert r.returncode != 0 and "compressed stream" in r.stdout + r.stderr
+    # a fetch payload (bytes, not a file) whose only batch is partial still ends quietly, as in Kafka
+    assert list(kfmt.read_batches(raw[:50])) == []
