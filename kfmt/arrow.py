@@ -278,6 +278,8 @@ class _Range:
         return data
 
     def raw(self, pos: int, end: int) -> bytes:
+        if hasattr(self.f, "read_at"):  # kfmt.storage files (local or in a store): a ranged read
+            return self.f.read_at(end - pos, self.start + pos)
         return os.pread(self.f.fileno(), end - pos, self.start + pos)
 
 
@@ -300,6 +302,7 @@ def read_arrow(
     format: str | None = None,
     backend: str | None = None,
     on_corrupt: str = "fail",
+    storage_options: dict | None = None,
 ):
     """A Kafka log (bytes-like data, a path or a binary file) as a ``pyarrow.Table`` with the Spark
     source's columns (``columns`` projects; only those are built). ``topic`` and ``partition`` default to
@@ -319,16 +322,21 @@ def read_arrow(
     unknown = [c for c in columns if c not in names]
     if unknown:
         raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
+    from pathlib import PurePosixPath
+
+    from kfmt.storage import is_uri, open_input
+
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     if path is not None and (topic is None or partition is None):
-        t, p = topic_partition(Path(path).resolve().parent)  # as the Spark source names a segment's rows
+        folder = PurePosixPath(path.split("://", 1)[1]).parent if is_uri(path) else Path(path).resolve().parent
+        t, p = topic_partition(folder)  # as the Spark source names a segment's rows
         topic = t if topic is None else topic
         partition = p if partition is None else partition
     where = _Where(topic, partition, path)
     if path is not None:
-        with open(path, "rb") as f:
-            return _read_arrow(_Range(f, 0, os.fstat(f.fileno()).st_size), where, columns, verify_crc, format,
-                               backend, on_corrupt)  # fmt: skip
+        with open_input(path, storage_options) as f:
+            size = f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
+            return _read_arrow(_Range(f, 0, size), where, columns, verify_crc, format, backend, on_corrupt)
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
         try:
             fd, start = source.fileno(), source.tell()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 #: a segment's name: ``<base offset>.log``, or ``<base offset>-<segmentId>.log`` in tiered storage
 SEGMENT_NAME = re.compile(r"^(\d{1,20})(?:-([A-Za-z0-9_-]+))?\.log$")
@@ -54,7 +54,7 @@ def _segment(path: Path, topic: str, partition: int) -> Segment:
     return Segment(topic, partition, base, str(path), path.stat().st_size)
 
 
-def topic_partition(d: Path) -> tuple[str, int]:
+def topic_partition(d: Path | PurePosixPath) -> tuple[str, int]:
     """``(topic, partition)`` of the folder holding a segment: ``<topic>-<partition>``,
     ``<topic>-<partition>-<topicId>``, or ``<partition>`` inside ``<topic>-<topicId>`` (else the folder's
     name and -1)."""
@@ -69,10 +69,19 @@ def topic_partition(d: Path) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (name, -1)
 
 
-def find_segments(paths) -> list[Segment]:
-    """Segments under the given files / partition folders / log directories, sorted by topic, partition, offset."""
+def find_segments(paths, options: dict | None = None) -> list[Segment]:
+    """Segments under the given files / partition folders / log directories, local or URIs (``s3://...``,
+    see :mod:`kfmt.storage`; ``options`` configure the store), sorted by topic, partition, offset."""
     out: list[Segment] = []
     for raw in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+        from kfmt.storage import is_uri, list_logs
+
+        if is_uri(raw):
+            for uri, size in list_logs(str(raw), options):
+                topic, part = topic_partition(PurePosixPath(uri.split("://", 1)[1]).parent)
+                m = SEGMENT_NAME.match(uri.rsplit("/", 1)[1])
+                out.append(Segment(topic, part, int(m.group(1)) if m else 0, uri, size))
+            continue
         p = Path(raw)
         if p.is_file():
             topic, part = topic_partition(p.parent)
@@ -80,13 +89,11 @@ def find_segments(paths) -> list[Segment]:
         elif p.is_dir():
             # a partition folder, a log directory, or a tiered-storage prefix (<topic>-<topicId>/<partition>/)
             for d in [p, *sorted(x for x in p.iterdir() if x.is_dir())]:
-                for folder in [
-                    d,
-                    *(sorted(x for x in d.iterdir() if x.is_dir() and x.name.isdigit()) if d != p else []),
-                ]:
-                    segs = [x for x in folder.iterdir() if x.is_file() and x.suffix == ".log"]
+                numbered = sorted(x for x in d.iterdir() if x.is_dir() and x.name.isdigit()) if d != p else []
+                for sub in [d, *numbered]:
+                    segs = [x for x in sub.iterdir() if x.is_file() and x.suffix == ".log"]
                     if segs:
-                        topic, part = topic_partition(folder)
+                        topic, part = topic_partition(sub)
                         out.extend(_segment(x, topic, part) for x in segs)
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")

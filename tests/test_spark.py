@@ -482,3 +482,23 @@ def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
         code = block.replace("/data/kafka-logs", str(corpus)).replace("/data/out", str(tmp_path / "out"))
         exec(compile(code, "README.md", "exec"), {"spark": spark, "print": lambda *a, **k: None})
     assert list((tmp_path / "out").rglob("*.log"))  # the Spark block wrote the whole DataFrame
+
+
+def test_reading_from_an_s3_server_equals_local(spark, corpus):
+    """The corpus uploaded to an S3 API server on 127.0.0.1 (moto): load('s3a://...') gives the rows
+    load(local path) gives, pushdown-style options included."""
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="logs")
+        for seg in find_segments(corpus):
+            rel = os.path.relpath(seg.path, corpus)
+            s3.put_object(Bucket="logs", Key=f"kafka/{rel}", Body=open(seg.path, "rb").read())
+        reader = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
+                  .option("s3.access_key", "test").option("s3.secret_key", "test"))  # fmt: skip
+        remote = reader.load("s3a://logs/kafka")
+        assert _rows(remote) == _rows(spark.read.format("kafka-log").load(str(corpus)))
+        only = reader.option("subscribe", "orders").load("s3://logs/kafka")
+        assert only.count() == spark.read.format("kafka-log").option("subscribe", "orders").load(str(corpus)).count()
+        assert {r["file"].split("://")[0] for r in remote.select("file").distinct().collect()} == {"s3a"}

@@ -43,6 +43,10 @@ READ_OPTIONS = {
     "include_control": "also return control records (default false)",
     "on_corrupt": "fail (default) | skip | quarantine",
     "backend": "native | python | construct: the codec backend on the executors (default: the active one there)",
+    "s3.endpoint": "an S3-compatible endpoint for s3:// and s3a:// paths (default: AWS_ENDPOINT_URL, else AWS)",
+    "s3.region": "the S3 region (default: AWS_REGION)",
+    "s3.access_key": "an S3 access key (default: the usual AWS credential chain, which is better: options show in plans)",
+    "s3.secret_key": "its secret key",
     "isolation": "read_uncommitted (default) | read_committed: leave out aborted transactions",
     "kafka.isolation.level": "same as isolation (the name Spark's Kafka source uses)",
     "subscribe": "only these topics (comma-separated)",
@@ -182,6 +186,9 @@ class KafkaLogReader(DataSourceReader):
         )
         self.verify_crc = _bool(_opt(options, "verify_crc"), True)
         self.backend = _opt(options, "backend")  # checked where it is used: the executors' installation
+        from kfmt.storage import OPTIONS as STORAGE
+
+        self.storage = {k: str(_opt(options, k)) for k in STORAGE if _opt(options, k)}  # for s3:// and the like
         self.include_control = _bool(_opt(options, "include_control"), False)
         self.on_corrupt = (_opt(options, "on_corrupt") or "fail").lower()
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
@@ -205,7 +212,7 @@ class KafkaLogReader(DataSourceReader):
         from kfmt.logdir import find_segments
 
         try:  # paths are checked on the driver, before any task runs
-            self.segments = find_segments(self.paths)
+            self.segments = find_segments(self.paths, self.storage)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
             raise ValueError(f"kafka-log: {e}") from None
 
@@ -249,7 +256,7 @@ class KafkaLogReader(DataSourceReader):
         slices = []
         for seg, lo, hi in kept:
             aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
-            for start, end in _split(seg.path, seg.size, target):
+            for start, end in _split(seg.path, seg.size, target, self.storage):
                 slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns))
         groups: list[list[SegmentSlice]] = []
         size = 0
@@ -266,7 +273,7 @@ class KafkaLogReader(DataSourceReader):
         # Spark hands a bare InputPartition when the plan has none (every segment pruned)
         for part in getattr(partition, "slices", ()):
             yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
-                                  self.backend)  # fmt: skip
+                                  self.backend, self.storage)  # fmt: skip
 
 
 def _int_opt(options, name, default) -> int:
@@ -322,9 +329,12 @@ def _bound(spec, seg, sentinel):
     return None if o is None or o == sentinel else o
 
 
-def _split(path: str, size: int, split_bytes: int):
-    """Cut a segment into ranges of about ``split_bytes`` at batch boundaries (reading entry headers only)."""
-    if size <= split_bytes:
+def _split(path: str, size: int, split_bytes: int, storage: dict | None = None):
+    """Cut a segment into ranges of about ``split_bytes`` at batch boundaries (reading entry headers only).
+    An object in a store is one range: finding boundaries would cost a ranged request per batch header."""
+    from kfmt.storage import is_uri
+
+    if size <= split_bytes or is_uri(path):
         return [(0, size)]
     import struct
 
@@ -347,9 +357,12 @@ def _split(path: str, size: int, split_bytes: int):
 
 
 def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None,
-               backend=None):  # fmt: skip
-    """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects."""
-    with open(part.path, "rb") as f:
+               backend=None, storage=None):  # fmt: skip
+    """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects. The
+    slice's byte range is read from its file or object (``storage``: options of kfmt.storage)."""
+    from kfmt.storage import open_input
+
+    with open_input(part.path, storage) as f:
         yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend)
 
 
