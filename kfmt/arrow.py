@@ -243,6 +243,19 @@ def _sink_arrays(pa, t: dict, types) -> dict:
     }
 
 
+def null_empty_headers(pa, batch):
+    """``headers`` NULL for records without headers, as Spark's Kafka source gives them with
+    ``includeHeaders=true`` (kfmt's own default is an empty list)."""
+    if "headers" not in batch.schema.names:
+        return batch
+    import pyarrow.compute as pc
+
+    i = batch.schema.get_field_index("headers")
+    h = batch.column(i)
+    fixed = pc.if_else(pc.equal(pc.list_value_length(h), 0), pa.scalar(None, h.type), h)
+    return batch.set_column(i, batch.schema.field(i), fixed)
+
+
 def _utf8_array(pa, keys: list):
     """Header keys as an Arrow string array. A key that is not valid UTF-8 (kfmt keeps its bytes with
     surrogate escapes) gets U+FFFD for each bad byte, as Kafka's Java consumer decodes header keys."""

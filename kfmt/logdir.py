@@ -69,15 +69,53 @@ def topic_partition(d: Path | PurePosixPath) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (name, -1)
 
 
+GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _matches(pattern: str, path: str) -> bool:
+    """Whether ``path`` is, or lies under, a path matching the glob ``pattern`` (``*`` ``?`` ``[...]`` within one
+    path component, as Hadoop's and Spark's globs)."""
+    import fnmatch
+
+    pat, parts = pattern.strip("/").split("/"), path.strip("/").split("/")
+    return len(parts) >= len(pat) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pat))
+
+
+def _expand(raw) -> list:
+    """A local glob's matches (sorted), or the path itself; a glob matching nothing is an error."""
+    import glob
+
+    s = os.fspath(raw)
+    if not GLOB_CHARS.search(s):
+        return [raw]
+    found = sorted(glob.glob(s))
+    if not found:
+        raise FileNotFoundError(f"no such file or directory: {s} (a pattern matching nothing)")
+    return found
+
+
 def find_segments(paths, options: dict | None = None) -> list[Segment]:
     """Segments under the given files / partition folders / log directories, local or URIs (``s3://...``,
-    see :mod:`kfmt.storage`; ``options`` configure the store), sorted by topic, partition, offset."""
+    see :mod:`kfmt.storage`; ``options`` configure the store), globs allowed (``logs/orders-*``,
+    ``s3://bucket/*/orders-*``), sorted by topic, partition, offset."""
     out: list[Segment] = []
-    for raw in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
-        from kfmt.storage import is_uri, list_logs
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    for raw in (x for g in given for x in (_expand(g) if not _is_uri(g) else [g])):
+        from kfmt.storage import list_logs
 
-        if is_uri(raw):
-            for uri, size in list_logs(str(raw), options):
+        if _is_uri(raw):
+            uri = str(raw)
+            pattern = None
+            if GLOB_CHARS.search(uri):  # list from the last folder before the first wildcard, then match
+                scheme, rest = uri.split("://", 1)
+                head = rest[: GLOB_CHARS.search(rest).start()].rsplit("/", 1)[0]  # type: ignore[union-attr]
+                uri, pattern = f"{scheme}://{head}", rest
+            listed = list_logs(uri, options)
+            if pattern is not None:
+                listed = [(u, n) for u, n in listed if _matches(pattern, u.split("://", 1)[1])]
+                if not listed:
+                    raise FileNotFoundError(f"no such file or directory: {raw} (a pattern matching nothing)")
+            for uri, size in listed:
                 topic, part = topic_partition(PurePosixPath(uri.split("://", 1)[1]).parent)
                 m = SEGMENT_NAME.match(uri.rsplit("/", 1)[1])
                 out.append(Segment(topic, part, int(m.group(1)) if m else 0, uri, size))
@@ -98,3 +136,9 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
     return sorted(set(out))
+
+
+def _is_uri(path) -> bool:
+    from kfmt.storage import is_uri
+
+    return is_uri(path)

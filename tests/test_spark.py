@@ -502,3 +502,20 @@ def test_reading_from_an_s3_server_equals_local(spark, corpus):
         only = reader.option("subscribe", "orders").load("s3://logs/kafka")
         assert only.count() == spark.read.format("kafka-log").option("subscribe", "orders").load(str(corpus)).count()
         assert {r["file"].split("://")[0] for r in remote.select("file").distinct().collect()} == {"s3a"}
+
+
+def test_kafka_source_options_offline(spark, corpus):
+    """A job written for Spark's Kafka source: includeHeaders gives NULL headers where a record has none,
+    minPartitions is min_partitions, and options that cannot apply to files are refused with the reason."""
+    plain = spark.read.format("kafka-log").load(str(corpus))
+    spark_like = (
+        spark.read.format("kafka-log").option("includeHeaders", "true").option("minPartitions", 3).load(str(corpus))
+    )
+    assert spark_like.count() == plain.count()
+    empty = plain.filter("size(headers) = 0").count()
+    assert empty > 0 and spark_like.filter("headers IS NULL").count() == empty
+    assert spark_like.filter("size(headers) > 0").count() == plain.filter("size(headers) > 0").count()
+    for opt, why in (("kafka.bootstrap.servers", "not a broker"), ("failOnDataLoss", "on_corrupt"),
+                     ("startingTimestamp", "where"), ("kafka.security.protocol", "Kafka client setting")):  # fmt: skip
+        with pytest.raises(Exception, match=why):
+            spark.read.format("kafka-log").option(opt, "x").load(str(corpus)).count()

@@ -108,3 +108,29 @@ def test_reading_segments_from_an_s3_server():
                     assert t[c].to_pylist() == want[c].to_pylist(), c
         with pytest.raises(FileNotFoundError):
             find_segments("s3://archive/nothing-here", opts)
+
+
+def test_globs_local_and_in_a_store(tmp_path):
+    for topic in ("orders", "clicks"):
+        for part in (0, 1):
+            p = tmp_path / f"{topic}-{part}" / f"{0:020d}.log"
+            p.parent.mkdir(parents=True)
+            p.write_bytes(_segment(0, 10))
+    got = find_segments(str(tmp_path / "orders-*"))
+    assert [(s.topic, s.partition) for s in got] == [("orders", 0), ("orders", 1)]
+    assert [s.partition for s in find_segments([str(tmp_path / "*-1")])] == [1, 1]
+    with pytest.raises(FileNotFoundError, match="matching nothing"):
+        find_segments(str(tmp_path / "nothing-*"))
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="globs")
+        for seg in find_segments(tmp_path):
+            s3.put_object(Bucket="globs", Key=f"logs/{seg.topic}-{seg.partition}/{0:020d}.log", Body=b"x" * 70)
+        opts = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "t", "s3.secret_key": "t"}
+        got = find_segments("s3://globs/logs/clicks-*", opts)
+        assert [(s.topic, s.partition) for s in got] == [("clicks", 0), ("clicks", 1)]
+        assert [s.topic for s in find_segments("s3a://globs/*/orders-1", opts)] == ["orders"]
+        with pytest.raises(FileNotFoundError, match="matching nothing"):
+            find_segments("s3://globs/logs/none-*", opts)

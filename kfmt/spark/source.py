@@ -26,7 +26,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from kfmt.arrow import QUARANTINE_RAW_BYTES, SCHEMA, _Columns, _Range, arrow_schema, new_sink
+from kfmt.arrow import QUARANTINE_RAW_BYTES, SCHEMA, _Columns, _Range, arrow_schema, new_sink, null_empty_headers
 
 log = logging.getLogger("kfmt.spark")
 
@@ -57,6 +57,22 @@ READ_OPTIONS = {
     "split_bytes": "largest input split in bytes (default 128 MiB)",
     "open_cost_bytes": "cost of opening a segment, in bytes (default 4 MiB)",
     "min_partitions": "fewest input partitions to aim for (default 2 x CPU count)",
+    "minPartitions": "same as min_partitions (the name Spark's Kafka source uses)",
+    "includeHeaders": "true: headers NULL for records without headers, as Spark's Kafka source (default: empty lists)",
+}
+#: options of Spark's Kafka source that cannot apply to files, and why (refused, so a job does not silently
+#: mean something else)
+OFFLINE_REFUSED = {
+    "kafka.bootstrap.servers": "kafka-log reads segment files, not a broker",
+    "kafka.group.id": "there is no consumer group when reading files",
+    "groupIdPrefix": "there is no consumer group when reading files",
+    "failOnDataLoss": "files cannot lose data under a reader: damage is handled by on_corrupt",
+    "maxOffsetsPerTrigger": "it limits a streaming micro-batch; readStream is not supported yet",
+    "minOffsetsPerTrigger": "it limits a streaming micro-batch; readStream is not supported yet",
+    "startingTimestamp": 'not supported yet: filter with where("timestamp >= ...")',
+    "endingTimestamp": 'not supported yet: filter with where("timestamp < ...")',
+    "startingOffsetsByTimestamp": "not supported yet: filter with where() on timestamp",
+    "endingOffsetsByTimestamp": "not supported yet: filter with where() on timestamp",
 }
 WRITE_OPTIONS = {
     "path": "output log directory",
@@ -69,7 +85,20 @@ WRITE_OPTIONS = {
 
 
 def check_options(options: dict, known: dict, what: str) -> None:
-    """Refuse an option this source does not know (a typo must not be ignored silently)."""
+    """Refuse an option this source does not know (a typo must not be ignored silently), and say why the
+    options of Spark's Kafka source that make no sense for files are refused."""
+    refused = {k.lower(): why for k, why in OFFLINE_REFUSED.items()}
+    bad = [
+        k
+        for k in options
+        if k.lower() in refused or (k.lower().startswith("kafka.") and k.lower() != "kafka.isolation.level")
+    ]
+    if bad:
+        reasons = "; ".join(
+            f"{k}: {refused.get(k.lower(), 'a Kafka client setting, which does not apply to files')}"
+            for k in sorted(bad)
+        )
+        raise ValueError(f"kafka-log: option(s) of Spark's Kafka source that do not apply here: {reasons}")
     lowered = {x.lower() for x in known}
     unknown = sorted(k for k in options if k.lower() not in lowered)
     if unknown:
@@ -199,7 +228,10 @@ class KafkaLogReader(DataSourceReader):
             raise ValueError(f"kafka-log: isolation must be read_uncommitted or read_committed, not {iso!r}")
         self.split_bytes = _int_opt(options, "split_bytes", 128 * 1024 * 1024)
         self.open_cost = _int_opt(options, "open_cost_bytes", 4 * 1024 * 1024)
-        self.min_partitions = _int_opt(options, "min_partitions", 2 * (os.cpu_count() or 1))
+        self.min_partitions = _int_opt(
+            options, "min_partitions", _int_opt(options, "minPartitions", 2 * (os.cpu_count() or 1))
+        )
+        self.null_empty_headers = _bool(_opt(options, "includeHeaders"), False)
         self.topics = _csv(_opt(options, "subscribe"))
         pattern = _opt(options, "subscribePattern")
         try:
@@ -270,10 +302,13 @@ class KafkaLogReader(DataSourceReader):
         return [SegmentGroup(tuple(g)) for g in groups]
 
     def read(self, partition):
+        import pyarrow as pa
+
         # Spark hands a bare InputPartition when the plan has none (every segment pruned)
         for part in getattr(partition, "slices", ()):
-            yield from read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
-                                  self.backend, self.storage)  # fmt: skip
+            for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
+                                    self.backend, self.storage):  # fmt: skip
+                yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
 
 
 def _int_opt(options, name, default) -> int:
