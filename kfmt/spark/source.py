@@ -76,6 +76,7 @@ OFFLINE_REFUSED = {
 }
 WRITE_OPTIONS = {
     "path": "output log directory",
+    "topic_ids": 'JSON {"topic": "<22-character topic id>"} for partition.metadata (default: the folder\'s, else a new one)',
     "magic": "0, 1 or 2 (default 2)",
     "codec": "none (default), gzip, snappy, lz4, zstd",
     "segment_bytes": "roll segments at this size (default 1 GiB)",
@@ -500,6 +501,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
             raise ValueError(f"kafka-log: codec {self.codec!r} cannot be written with magic {self.magic} "
                              f"(codecs: {', '.join(CODECS)}; zstd needs magic 2)")  # fmt: skip
         self.segment_bytes = _int_opt(options, "segment_bytes", 1024**3)
+        self.topic_ids = _json_opt(options, "topic_ids") or {}
         self.batch_records = _int_opt(options, "batch_records", 500)
         self.keep_batches = _bool(_opt(options, "keep_batches"), True)
         self.overwrite = overwrite
@@ -546,7 +548,8 @@ class KafkaLogWriter(DataSourceArrowWriter):
             for m in messages or []:
                 for topic, part, path, _n in getattr(m, "files", []) or []:
                     pieces.setdefault((topic, part), []).append(path)
-            commit_partitions(self.path, pieces, segment_bytes=self.segment_bytes, replace=self.overwrite)
+            commit_partitions(self.path, pieces, segment_bytes=self.segment_bytes, replace=self.overwrite,
+                              topic_ids=self.topic_ids)  # fmt: skip
             if skipped:
                 log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
         finally:

@@ -117,11 +117,49 @@ def _merged(batches: list) -> bytes:
                              keep_offsets=True, **fields)  # fmt: skip
 
 
-def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False) -> list[str]:
+def new_topic_id() -> str:
+    """A topic id as Kafka writes one: 16 random bytes, URL-safe base64 without padding (Uuid.toString)."""
+    import base64
+    import os
+
+    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+
+
+def broker_files(folder: Path, batches: list, topic_id: str, replace: bool) -> list[tuple[Path, bytes]]:
+    """``leader-epoch-checkpoint`` and ``partition.metadata`` for a partition folder, so that a broker loads
+    it: the leader epochs the written v2 batches carry (each epoch with the first offset written under it;
+    -1, "none", as producers write, is left out, as Kafka's leader epoch cache does), after the epochs of
+    the folder's checkpoint when appending; the topic id is the folder's own when it has one."""
+    entries: list[tuple[int, int]] = []
+    ckpt = folder / "leader-epoch-checkpoint"
+    if not replace and ckpt.is_file():
+        from kfmt.logfiles import read_leader_epoch_checkpoint
+
+        old, problems = read_leader_epoch_checkpoint(ckpt)
+        if not problems:
+            entries = [(e["epoch"], e["start_offset"]) for e in old]
+    for b in batches:
+        epoch = getattr(b, "partition_leader_epoch", -1)
+        if b.magic >= 2 and epoch >= 0 and (not entries or epoch > entries[-1][0]):
+            entries.append((epoch, b.base_offset))
+    text = "0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
+    meta = folder / "partition.metadata"
+    if not replace and meta.is_file():
+        from kfmt.logfiles import read_partition_metadata
+
+        fields, problems = read_partition_metadata(meta)
+        if not problems and not topic_id:
+            topic_id = fields[0]["topic_id"]
+    return [(ckpt, text.encode()), (meta, f"version: 0\ntopic_id: {topic_id or new_topic_id()}\n".encode())]
+
+
+def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None) -> list[str]:
     """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``) in place as
-    segments named by base offset, with their indexes: all partitions are computed first, then every
-    file appears at once.  ``replace`` removes the partition's old segments; otherwise new offsets must
-    come after the ones already there."""
+    segments named by base offset, with their indexes, ``leader-epoch-checkpoint`` and
+    ``partition.metadata`` (``topic_ids``: ``{topic: id}``; else the folder's, else a new one per topic):
+    all partitions are computed first, then every file appears at once.  ``replace`` removes the
+    partition's old segments; otherwise new offsets must come after the ones already there."""
+    ids = dict(topic_ids or {})
     from kfmt.api import scan
     from kfmt.segments import segment_files
 
@@ -137,6 +175,10 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
                     raise b
                 entries.append((b.base_offset, b.last_offset, data[pos:end], b))
         entries.sort(key=lambda e: (e[0], e[1]))
+        existing = (folder / "partition.metadata").is_file() and not replace
+        if topic not in ids and not existing:
+            ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
+        staged += broker_files(folder, [e[3] for e in entries], ids.get(topic, ""), replace)
         blobs: list[tuple[int, bytes]] = []
         cluster: list = []
         top = -1
