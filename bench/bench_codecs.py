@@ -66,6 +66,21 @@ def read_memory_records(cls, data):
             r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018
 
 
+def arrow_decoder(nat, data: bytes):
+    """The Arrow-direct decode step of the native backend on one batch: its rows into column buffers,
+    taken (as an Arrow batch would be) every 80 batches."""
+    from kfmt.runtime.native._columns import Columns
+
+    cols, opts = Columns(), kfmt.DecodeOptions()
+
+    def decode():
+        nat.decode_columns(data, 0, len(data), opts, cols)
+        if cols.rows >= 8000:
+            cols.take()
+
+    return decode
+
+
 def build_default(cls, codec: str, recs) -> bytes:
     """A v2 batch by a peer's DefaultRecordBatchBuilder."""
     b = cls(2, CODECS[codec], False, -1, -1, -1, 1 << 22)
@@ -168,16 +183,7 @@ def v2_peers(codec: str, recs):
         payload = data[61:]  # everything after the v2 batch header is the compressed stream
         native["decompress only"] = (None, lambda: decompress(codec, payload, 2, DEFAULT_OPTIONS))
     if nat is not None:
-        from kfmt.runtime.native._columns import Columns
-
-        cols, opts = Columns(), __import__("kfmt").DecodeOptions()
-
-        def dec_columns():  # the Arrow-direct decode step: rows into column buffers, taken every 80 batches
-            nat.decode_columns(data, 0, len(data), opts, cols)
-            if cols.rows >= 8000:
-                cols.take()
-
-        native["kfmt native, Arrow"] = (None, dec_columns)
+        native["kfmt native, Arrow"] = (None, arrow_decoder(nat, data))
         native |= {
             "kfmt native": (
                 lambda: nat.encode(mod.Batch(codec=codec, records=ours_records)),

@@ -32,7 +32,7 @@ IMPLS = {
 
 def worker(direction: str, impl: str, loops: int) -> None:
     import aiokafka.record.default_records as aio
-    from bench_codecs import build_default, touch, workload
+    from bench_codecs import arrow_decoder, build_default, touch, workload
     from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
     import kfmt
@@ -44,18 +44,7 @@ def worker(direction: str, impl: str, loops: int) -> None:
     nat = backend_module("kafka_v2", "native") if "native" in available_backends() else None
     data = build_default(DefaultRecordBatchBuilder, "none", recs)
     batch = py.ROOT(records=ours)
-    cols = None
-    if nat is not None:
-        from kfmt.runtime.native._columns import Columns
-
-        cols = Columns()
-    opts = kfmt.DecodeOptions()
-
-    def columns():  # the Arrow-direct decode step: rows into column buffers, taken every 80 batches
-        nat.decode_columns(data, 0, len(data), opts, cols)
-        if cols.rows >= 8000:
-            cols.take()
-
+    columns = arrow_decoder(nat, data) if nat is not None else None
     run = {
         ("decode", "kfmt native"): lambda: touch(nat.decode(data).records),
         ("decode", "kfmt native, Arrow columns"): columns,

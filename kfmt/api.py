@@ -313,14 +313,11 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
                     f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
                 )
             into = getattr(mod, "decode_columns", None) if sink is not None else None
-            got = None
-            if into is not None:
-                mark = sink.mark()
-                got = into(buf, pos, end, opts, sink)
+            got = into(buf, pos, end, opts, sink) if into is not None else None
             if got is None:
                 batch, _ = mod.decode_from(buf, pos, end, opts)
             else:
-                batch, _, rows = got
+                batch, _, rows, mark = got
                 batch.records = Rows(rows, mark)
         except CodecError as e:
             e.batch_position = pos  # where the entry holding the error starts

@@ -101,7 +101,6 @@ class _Columns:
             self._to_sink(recs)
             self._repeat(b, position, n)
             return
-        self.n += n
         want = self.want
         if "key" in want:
             self.key += [r.key for r in recs]
@@ -119,8 +118,7 @@ class _Columns:
                         hk.append(k)
                         hv.append(v)
                 ho.append(len(hk))
-        if n:
-            self.runs.append((b, position, n, None, None))
+        self._repeat(b, position, n)
 
     def _repeat(self, b, position, n):
         self.n += n
@@ -134,17 +132,14 @@ class _Columns:
         for r in recs:
             keys = []
             for k, _ in r.headers:
-                kb = k.encode("utf-8", "surrogateescape")
                 try:
-                    kb.decode("utf-8")
-                except UnicodeDecodeError:  # as _utf8_array: U+FFFD for each bad byte, as Kafka does
-                    kb = kb.decode("utf-8", "replace").encode("utf-8")
+                    keys.append(k.encode("utf-8"))
+                except UnicodeEncodeError:  # surrogate-escaped bytes: as _utf8_array
+                    keys.append(_kafka_utf8(k).encode("utf-8"))
                     bad += 1
-                keys.append(kb)
             ts = r.timestamp * 1000 if r.timestamp >= 0 else None
             add(r.offset, ts, r.key, r.value, keys, [v for _, v in r.headers])
-        if bad:
-            log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does", bad)
+        _warn_bad_keys(bad)
 
     def full(self) -> bool:
         """Whether to close this Arrow batch: enough rows, or keys and values near the int32 offsets' reach."""
@@ -262,10 +257,20 @@ def _utf8_array(pa, keys: list):
     try:
         return pa.array(keys, pa.string())
     except UnicodeEncodeError:
-        fixed = [k.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k in keys]
-        log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does",
-                    sum(a != b for a, b in zip(keys, fixed)))  # fmt: skip
+        fixed = [_kafka_utf8(k) for k in keys]
+        _warn_bad_keys(sum(a != b for a, b in zip(keys, fixed)))
         return pa.array(fixed, pa.string())
+
+
+def _kafka_utf8(key: str) -> str:
+    """A header key as Kafka's Java consumer reads it: U+FFFD for each byte that is not UTF-8 (kfmt keeps
+    such bytes as surrogate escapes)."""
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _warn_bad_keys(n: int) -> None:
+    if n:
+        log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does", n)
 
 
 def arrow_schema(pa):

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kfmt.storage import is_uri, list_logs
+
 #: a segment's name: ``<base offset>.log``, or ``<base offset>-<segmentId>.log`` in tiered storage
 SEGMENT_NAME = re.compile(r"^(\d{1,20})(?:-([A-Za-z0-9_-]+))?\.log$")
 _PARTITION = re.compile(r"^(.+)-(\d+)$")
@@ -100,10 +102,8 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
     ``s3://bucket/*/orders-*``), sorted by topic, partition, offset."""
     out: list[Segment] = []
     given = [paths] if isinstance(paths, (str, os.PathLike)) else paths
-    for raw in (x for g in given for x in (_expand(g) if not _is_uri(g) else [g])):
-        from kfmt.storage import list_logs
-
-        if _is_uri(raw):
+    for raw in (x for g in given for x in (_expand(g) if not is_uri(g) else [g])):
+        if is_uri(raw):
             uri = str(raw)
             pattern = None
             if GLOB_CHARS.search(uri):  # list from the last folder before the first wildcard, then match
@@ -136,9 +136,3 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
     return sorted(set(out))
-
-
-def _is_uri(path) -> bool:
-    from kfmt.storage import is_uri
-
-    return is_uri(path)

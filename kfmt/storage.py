@@ -57,10 +57,6 @@ def filesystem(uri: str, options: dict | None = None):
     return fs, path
 
 
-def _uri(scheme: str, path: str) -> str:
-    return f"{scheme}://{path}"
-
-
 def list_logs(uri: str, options: dict | None = None) -> list[tuple[str, int]]:
     """Every ``.log`` object under ``uri`` (a prefix or one object), as ``(uri, size)``."""
     import pyarrow.fs as pafs
@@ -75,7 +71,7 @@ def list_logs(uri: str, options: dict | None = None) -> list[tuple[str, int]]:
     out = []
     for i in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
         if i.type == pafs.FileType.File and i.path.endswith(".log"):
-            out.append((_uri(scheme, i.path), i.size))
+            out.append((f"{scheme}://{i.path}", i.size))
     return sorted(out)
 
 

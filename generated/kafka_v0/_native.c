@@ -367,23 +367,10 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "decode_from(buf, pos, end, opts)");
         return NULL;
     }
-    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if ((pos == -1 || end == -1) && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
     kf_ctx cx;
-    if (kf_ctx_init(&cx, args[3])) Py_RETURN_NONE;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (pos < 0 || pos > end || end > view.len) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) Py_RETURN_NONE;
     PyObject *value = NULL;
     Py_ssize_t npos = pos;
     int rc = d_message(&cx, (const uint8_t *)view.buf, pos, end, &value, &npos);

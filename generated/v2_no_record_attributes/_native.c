@@ -869,39 +869,27 @@ done:
 }
 
 /* decode_columns(buf, pos, end, opts, columns): the batch at pos with its records appended to the
- * columns as rows, returned as (batch with no records, next position, rows); None: the python backend
- * decides (nothing appended) */
+ * columns as rows, returned as (batch with no records, next position, rows, mark before them); None: the
+ * python backend decides (nothing appended) */
 static PyObject *py_decode_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5 || !Py_IS_TYPE(args[4], T_columns)) {
         PyErr_SetString(PyExc_TypeError, "decode_columns(buf, pos, end, opts, columns)");
         return NULL;
     }
-    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if ((pos == -1 || end == -1) && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
     kf_ctx cx;
-    if (kf_ctx_init(&cx, args[3])) Py_RETURN_NONE;
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) Py_RETURN_NONE;
     kf_cols *cols = (kf_cols *)args[4];
     cx.cols = cols;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (pos < 0 || pos > end || end > view.len) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
     kf_cols_mark mark;
     kf_cols_mark_at(cols, &mark);
     PyObject *value = NULL;
     Py_ssize_t npos = pos;
     int rc = c_batch(&cx, (const uint8_t *)view.buf, pos, end, &value, &npos);
     PyBuffer_Release(&view);
-    if (rc == KF_OK) return Py_BuildValue("(Nnn)", value, npos, cols->rows - mark.rows);
+    if (rc == KF_OK)  /* the mark lets the caller drop the batch again (a control batch it filters out) */
+        return Py_BuildValue("(Nnny#)", value, npos, cols->rows - mark.rows, (const char *)&mark, (Py_ssize_t)sizeof mark);
     kf_cols_rollback(cols, &mark);
     if (rc == KF_FALLBACK) Py_RETURN_NONE;
     return NULL;
@@ -1439,23 +1427,10 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "decode_from(buf, pos, end, opts)");
         return NULL;
     }
-    if (!bound || !kf_plain_input(args[0])) Py_RETURN_NONE;
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if ((pos == -1 || end == -1) && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
     kf_ctx cx;
-    if (kf_ctx_init(&cx, args[3])) Py_RETURN_NONE;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (pos < 0 || pos > end || end > view.len) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) Py_RETURN_NONE;
     PyObject *value = NULL;
     Py_ssize_t npos = pos;
     int rc = d_batch(&cx, (const uint8_t *)view.buf, pos, end, &value, &npos);

@@ -289,7 +289,7 @@ class KafkaLogReader(DataSourceReader):
         slices = []
         for seg, lo, hi in kept:
             aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
-            for start, end in _split(seg.path, seg.size, target, self.storage):
+            for start, end in _split(seg.path, seg.size, target):
                 slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns))
         groups: list[list[SegmentSlice]] = []
         size = 0
@@ -365,7 +365,7 @@ def _bound(spec, seg, sentinel):
     return None if o is None or o == sentinel else o
 
 
-def _split(path: str, size: int, split_bytes: int, storage: dict | None = None):
+def _split(path: str, size: int, split_bytes: int):
     """Cut a segment into ranges of about ``split_bytes`` at batch boundaries (reading entry headers only).
     An object in a store is one range: finding boundaries would cost a ranged request per batch header."""
     from kfmt.storage import is_uri

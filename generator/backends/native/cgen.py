@@ -145,10 +145,7 @@ class Lowering:
         return bit.enum
 
     def none_id(self, ref: n.Ref) -> int:
-        st = self.by_name[ref.owner]
-        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
-        assert bit.enum is not None
-        return next(k for k, v in self.enums[bit.enum].values if v == "none")
+        return next(k for k, v in self.enums[self.enum_of(ref)].values if v == "none")
 
     # ------------------------------------------------------------------ one struct
 
@@ -552,7 +549,7 @@ class _StructGen:
             when = f"{codec} != {self.low.none_id(wire.compressed_by)}" + ("" if rest else f" && {nv}")
             self.w(f"if ({when}) {{", 2)
             self.w(
-                f"data_ = kf_decompress_call(cx, E_{self._codec_enum(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
+                f"data_ = kf_decompress_call(cx, E_{self.low.enum_of(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
                 f"pos, {c_str(st.name + '.' + f.name)});",
                 3,
             )
@@ -638,12 +635,6 @@ class _StructGen:
         if budget.nested and not budget.accounted:
             self.w(f"{bud} -= cx->spent;", d)
             self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d)
-
-    def _codec_enum(self, ref: n.Ref) -> str:
-        st = self.low.by_name[ref.owner]
-        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
-        assert bit.enum is not None
-        return bit.enum
 
     def wrapper(self, wr: n.Wrapper) -> None:
         """A compressed legacy wrapper: its value decompressed and decoded as inner entries (none of them a

@@ -8,8 +8,9 @@ static int kf_cols_start(kf_cols *c) {
 }
 
 static void kf_cols_free(kf_cols *c) {
-    for (int i = 0; i < KF_COLS_NBUF; i++) kf_w_free(kf_cols_buf(c, i));
-    kf_w_free(&c->hv_ok);
+    kf_w *all[KF_COLS_NBUF];
+    kf_cols_bufs(c, all);
+    for (int i = 0; i < KF_COLS_NBUF; i++) kf_w_free(all[i]);
     c->rows = c->headers = 0;
 }
 

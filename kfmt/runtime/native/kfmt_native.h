@@ -236,6 +236,28 @@ static inline int kf_plain_input(PyObject *buf) {
     return PyBytes_CheckExact(buf) || (kf_mmap_type != NULL && (PyObject *)Py_TYPE(buf) == kf_mmap_type);
 }
 
+/* The start of a decode call (buf, pos, end, opts): 0 with the input's buffer held (release it after), or 1
+ * when the python backend must decide (other input types, odd positions or options; nothing held, no error). */
+static int kf_begin(PyObject *const *args, kf_ctx *cx, Py_buffer *view, Py_ssize_t *pos, Py_ssize_t *end) {
+    if (!kf_plain_input(args[0])) return 1;
+    *pos = PyLong_AsSsize_t(args[1]);
+    *end = PyLong_AsSsize_t(args[2]);
+    if ((*pos == -1 || *end == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (kf_ctx_init(cx, args[3])) return 1;
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (*pos < 0 || *pos > *end || *end > view->len) {
+        PyBuffer_Release(view);
+        return 1;
+    }
+    return 0;
+}
+
 /* A decoder's error: MemoryError and located final errors propagate; anything else falls back. */
 static inline int kf_error_or_fallback(void) {
     if (PyErr_ExceptionMatches(PyExc_MemoryError)) return KF_ERROR;
@@ -550,29 +572,32 @@ static inline int kf_cols_row(kf_cols *c, int64_t offset, int has_ts, int64_t ts
 }
 
 /* Lengths of every buffer, to roll back a batch that was refused part way or filtered out */
-#define KF_COLS_NBUF 15
-static inline kf_w *kf_cols_buf(kf_cols *c, int i) {
-    kf_w *all[KF_COLS_NBUF] = {&c->offset, &c->off_ok, &c->ts, &c->ts_ok, &c->key_off, &c->key, &c->key_ok,
-                               &c->val_off, &c->val, &c->val_ok, &c->h_off, &c->hk_off, &c->hk, &c->hv_off, &c->hv};
-    return all[i];
+#define KF_COLS_NBUF 16
+static inline void kf_cols_bufs(kf_cols *c, kf_w **all) {
+    kf_w *each[KF_COLS_NBUF] = {&c->offset, &c->off_ok, &c->ts,     &c->ts_ok, &c->key_off, &c->key,
+                                &c->key_ok, &c->val_off, &c->val,   &c->val_ok, &c->h_off,  &c->hk_off,
+                                &c->hk,     &c->hv_off,  &c->hv,    &c->hv_ok};
+    memcpy(all, each, sizeof each);
 }
 
 typedef struct {
-    Py_ssize_t rows, headers, n[KF_COLS_NBUF + 1];
+    Py_ssize_t rows, headers, n[KF_COLS_NBUF];
 } kf_cols_mark;
 
 static inline void kf_cols_mark_at(kf_cols *c, kf_cols_mark *m) {
+    kf_w *all[KF_COLS_NBUF];
+    kf_cols_bufs(c, all);
     m->rows = c->rows;
     m->headers = c->headers;
-    for (int i = 0; i < KF_COLS_NBUF; i++) m->n[i] = kf_cols_buf(c, i)->n;
-    m->n[KF_COLS_NBUF] = c->hv_ok.n;
+    for (int i = 0; i < KF_COLS_NBUF; i++) m->n[i] = all[i]->n;
 }
 
 static inline void kf_cols_rollback(kf_cols *c, const kf_cols_mark *m) {
+    kf_w *all[KF_COLS_NBUF];
+    kf_cols_bufs(c, all);
     c->rows = m->rows;
     c->headers = m->headers;
-    for (int i = 0; i < KF_COLS_NBUF; i++) kf_cols_buf(c, i)->n = m->n[i];
-    c->hv_ok.n = m->n[KF_COLS_NBUF];
+    for (int i = 0; i < KF_COLS_NBUF; i++) all[i]->n = m->n[i];
 }
 
 #endif
