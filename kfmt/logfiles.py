@@ -133,11 +133,15 @@ def producer_snapshot(entries: list[dict]) -> bytes:
 
 
 def read_leader_epoch_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
-    return _checkpoint_lines(path, ("epoch", "start_offset"))
+    return parse_leader_epoch_checkpoint(Path(path).read_text(errors="replace"))
 
 
-def _checkpoint_lines(path: Path, names: tuple[str, ...]) -> tuple[list[dict], list[str]]:
-    lines = Path(path).read_text(errors="replace").splitlines()
+def parse_leader_epoch_checkpoint(text: str) -> tuple[list[dict], list[str]]:
+    return _checkpoint_lines(text, ("epoch", "start_offset"))
+
+
+def _checkpoint_lines(text: str, names: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+    lines = text.splitlines()
     problems: list[str] = []
     if len(lines) < 2 or not lines[0].strip().isdigit() or not lines[1].strip().isdigit():
         return [], ["not a checkpoint file (expected a version line and a count line)"]
@@ -159,8 +163,12 @@ def _checkpoint_lines(path: Path, names: tuple[str, ...]) -> tuple[list[dict], l
 
 
 def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
+    return parse_partition_metadata(Path(path).read_text(errors="replace"))
+
+
+def parse_partition_metadata(text: str) -> tuple[list[dict], list[str]]:
     fields, problems = {}, []
-    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         key, sep, value = line.partition(":")

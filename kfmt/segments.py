@@ -11,7 +11,8 @@ offset (a wrapper carries its last inner offset) and v1 timestamp.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import TypeVar
 
 from kfmt.logdir import SEGMENT_NAME
 
@@ -81,7 +82,10 @@ def build_indexes(data, base_offset: int, interval: int = INDEX_INTERVAL_BYTES) 
     return b.finish()
 
 
-def segment_files(log: Path, data, base_offset: int) -> list[tuple[Path, bytes]]:
+_P = TypeVar("_P", bound=PurePath)
+
+
+def segment_files(log: _P, data, base_offset: int) -> list[tuple[_P, bytes]]:
     """A segment ``log`` (``<base offset>.log``) holding ``data``, with the ``.index`` and ``.timeindex``
     a broker writes beside it: ``[(path, bytes), ...]``, the log first."""
     index, timeindex = build_indexes(data, base_offset)

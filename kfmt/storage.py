@@ -112,3 +112,98 @@ class _LocalFile:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Tree:
+    """A folder tree for writing, on local disk or in a store, with string paths (``/``-separated).
+
+    Locally, ``write_all`` writes every file to a temporary name and renames them all (all appear or none);
+    in a store each object appears whole when its upload completes (S3 and the others have no rename), so
+    writers put the objects that say "complete" (indexes, the completion marker) after the data."""
+
+    def __init__(self, root: str, options: dict | None = None):
+        import pyarrow.fs as pafs
+
+        self.remote = is_uri(root)
+        if self.remote:
+            self.fs, self.root = filesystem(str(root), options)
+            self.scheme = urlparse(str(root)).scheme.lower()
+        else:
+            self.fs, self.root = pafs.LocalFileSystem(), os.path.abspath(root)
+
+    def join(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def _info(self, path: str):
+        return self.fs.get_file_info(path)
+
+    def is_file(self, path: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return self._info(path).type == pafs.FileType.File
+
+    def is_dir(self, path: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return self._info(path).type == pafs.FileType.Directory
+
+    def listdir(self, path: str) -> list[tuple[str, bool]]:
+        """``(name, is a folder)`` of what is directly under ``path`` (nothing when it does not exist)."""
+        import pyarrow.fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted((i.base_name, i.type == pafs.FileType.Directory) for i in infos)
+
+    def read(self, path: str) -> bytes:
+        with self.fs.open_input_stream(path) as f:
+            return f.read()
+
+    def open(self, path: str):
+        """For ranged reads, as :func:`open_input`."""
+        return self.fs.open_input_file(path) if self.remote else _LocalFile(path)
+
+    def write(self, path: str, data: bytes) -> None:
+        if not self.remote:
+            from kfmt.publish import write_all
+
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_all([(_local(path), data)])
+            return
+        with self.fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def write_all(self, staged: list[tuple[str, bytes]]) -> None:
+        """Every ``(path, data)``: locally all at once (renames); in a store one object after another, in order."""
+        if not self.remote:
+            from kfmt.publish import write_all
+
+            for p, _ in staged:
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+            write_all([(_local(p), d) for p, d in staged])
+            return
+        for p, d in staged:
+            self.write(p, d)
+
+    def remove(self, path: str) -> None:
+        import pyarrow.fs as pafs
+
+        info = self._info(path)
+        if info.type == pafs.FileType.File:
+            self.fs.delete_file(path)
+        elif info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(path)
+
+    def remove_empty(self, path: str) -> None:
+        """Remove the folder ``path`` if nothing is left in it."""
+        if self.is_dir(path) and not self.listdir(path):
+            self.fs.delete_dir(path)
+
+    def uri(self, path: str) -> str:
+        """How readers name ``path``: a local path, or the store's URI."""
+        return f"{self.scheme}://{path}" if self.remote else path
+
+
+def _local(path: str):
+    from pathlib import Path
+
+    return Path(path)

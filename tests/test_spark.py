@@ -1,5 +1,6 @@
 """The kafka-log Spark data source and jobs (local[2], one shared session, a small synthesized corpus)."""
 
+import json
 import os
 import pickle
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import pytest
 
 import kfmt
+import kfmt.spark
 from kfmt.logdir import find_segments
 from kfmt.tools.synth import SynthConfig, synth
 
@@ -504,6 +506,47 @@ def test_reading_from_an_s3_server_equals_local(spark, corpus):
         assert {r["file"].split("://")[0] for r in remote.select("file").distinct().collect()} == {"s3a"}
 
 
+def test_writing_to_an_s3_server(spark, corpus, tmp_path):
+    """save() to s3a:// (append, then overwrite) on the S3 API server: the objects written are the segments,
+    indexes and broker files a local write gives, byte for byte, and reading them back gives the rows."""
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
+    df = spark.read.format("kafka-log").load(str(corpus))
+    opts = {
+        "magic": 2,
+        "codec": "lz4",
+        "segment_bytes": 16 * 1024,
+        "topic_ids": json.dumps({t: c * 22 for t, c in (("orders", "A"), ("clicks", "B"), ("legacy", "C"))}),
+    }
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="out")
+        store = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
+        kfmt.spark.save(df, "s3a://out/logs", mode="errorifexists", **opts, **store)
+        local = tmp_path / "local"
+        kfmt.spark.save(df, str(local), mode="errorifexists", **opts)
+        # (pyarrow leaves a "logs/" folder marker when the staging folder goes, as S3 consoles make them)
+        keys = {o["Key"] for o in s3.list_objects_v2(Bucket="out")["Contents"] if not o["Key"].endswith("/")}
+        files = {str(p.relative_to(local)): p for p in local.rglob("*") if p.is_file()}
+        assert {k.removeprefix("logs/") for k in keys} == set(files)  # no staging left behind
+        for rel, p in files.items():
+            if rel != "_KFMT_SUCCESS":
+                assert s3.get_object(Bucket="out", Key=f"logs/{rel}")["Body"].read() == p.read_bytes(), rel
+        reader = spark.read.format("kafka-log").options(**store)
+        back = reader.load("s3a://out/logs")
+        cols = ("topic", "partition", "offset", "key", "value")
+        assert sorted(back.select(*cols).collect()) == sorted(df.select(*cols).collect())
+        with pytest.raises(Exception, match="already holds"):
+            kfmt.spark.save(df, "s3a://out/logs", mode="errorifexists", **store)
+        with pytest.raises(Exception, match="already holds offsets"):
+            kfmt.spark.save(df, "s3a://out/logs", mode="append", **store)
+        orders = df.filter("topic = 'orders'")
+        kfmt.spark.save(orders, "s3a://out/logs", mode="overwrite", **opts, **store)
+        after = {o["Key"] for o in s3.list_objects_v2(Bucket="out")["Contents"]}
+        assert not any(k.startswith("logs/clicks-") and k.endswith(".log") for k in after)
+        assert reader.load("s3a://out/logs").count() == orders.count()
+
+
 def test_kafka_source_options_offline(spark, corpus):
     """A job written for Spark's Kafka source: includeHeaders gives NULL headers where a record has none,
     minPartitions is min_partitions, and options that cannot apply to files are refused with the reason."""
@@ -516,6 +559,76 @@ def test_kafka_source_options_offline(spark, corpus):
     assert empty > 0 and spark_like.filter("headers IS NULL").count() == empty
     assert spark_like.filter("size(headers) > 0").count() == plain.filter("size(headers) > 0").count()
     for opt, why in (("kafka.bootstrap.servers", "not a broker"), ("failOnDataLoss", "on_corrupt"),
-                     ("startingTimestamp", "where"), ("kafka.security.protocol", "Kafka client setting")):  # fmt: skip
+                     ("maxOffsetsPerTrigger", "micro-batch"), ("kafka.security.protocol", "Kafka client setting")):  # fmt: skip
         with pytest.raises(Exception, match=why):
             spark.read.format("kafka-log").option(opt, "x").load(str(corpus)).count()
+
+
+def _first_at(corpus, ts):
+    """Per topic-partition, the first offset whose record (control records too) has a timestamp >= ts, read
+    with read_batches: what a broker's ListOffsets by timestamp answers."""
+    first: dict = {}
+    for seg in find_segments(corpus):
+        for b in kfmt.read_batches(seg.path):
+            for r in b.records:
+                if r.timestamp >= ts and (seg.topic, seg.partition) not in first:
+                    first[(seg.topic, seg.partition)] = r.offset
+    return first
+
+
+def test_timestamp_options(spark, corpus):
+    """startingTimestamp / endingTimestamp / ...ByTimestamp select offsets as Spark's Kafka source does:
+    from (to, exclusive) the first record at or after the timestamp in each partition."""
+    df = spark.read.format("kafka-log").load(str(corpus))
+    ms = sorted(round(r[0].timestamp() * 1000) for r in df.select("timestamp").collect() if r[0] is not None)
+    t = ms[len(ms) // 2]
+    first = _first_at(corpus, t)
+    all_rows = {(r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect()}
+    tps = {(tp, p) for tp, p, _ in all_rows}
+    want_from = {x for x in all_rows if (x[0], x[1]) in first and x[2] >= first[(x[0], x[1])]}
+    want_to = {x for x in all_rows if (x[0], x[1]) not in first or x[2] < first[(x[0], x[1])]}
+    assert want_from and want_to and want_from | want_to == all_rows
+    key = ("topic", "partition", "offset")
+    missing = tps - set(first)  # partitions with no record that late (the legacy v0 one has no timestamps)
+
+    def reader():  # a fresh one each time: DataFrameReader.option() changes the reader it is called on
+        return spark.read.format("kafka-log")
+
+    if missing:
+        with pytest.raises(Exception, match="no record with a timestamp at or after"):
+            reader().option("startingTimestamp", t).load(str(corpus)).count()
+    got = reader().option("startingTimestamp", t).option("startingOffsetsByTimestampStrategy", "latest").load(str(corpus))
+    assert {tuple(r) for r in got.select(*key).collect()} == want_from
+    got = reader().option("endingTimestamp", str(t)).load(str(corpus))
+    assert {tuple(r) for r in got.select(*key).collect()} == want_to
+    tp = sorted(first)[0]
+    per = json.dumps({tp[0]: {str(tp[1]): t}})
+    got = reader().option("startingOffsetsByTimestamp", per).option("subscribe", tp[0]).load(str(corpus))
+    assert {tuple(r) for r in got.select(*key).collect()} == {
+        x for x in all_rows if x[0] == tp[0] and (x[1] != tp[1] or x[2] >= first[tp])
+    }
+    with pytest.raises(Exception, match="milliseconds"):
+        reader().option("startingTimestamp", "yesterday").load(str(corpus)).count()
+
+
+def test_partitions_follow_the_session(corpus):
+    """register() takes the session's parallelism and file-split sizes as the reader's defaults."""
+    from kfmt.spark.source import KafkaLogReader, session_defaults
+
+    class Conf:
+        def get(self, k, d=None):
+            return {"spark.sql.files.maxPartitionBytes": "64k", "spark.sql.files.openCostInBytes": "1024b"}.get(k, d)
+
+    class Ctx:
+        defaultParallelism = 7
+
+    class Session:
+        conf, sparkContext = Conf(), Ctx()
+
+    defaults = session_defaults(Session())
+    assert defaults == {"min_partitions": 7, "split_bytes": 64 * 1024, "open_cost_bytes": 1024}
+    r = KafkaLogReader({"path": str(corpus)}, None, defaults)
+    assert (r.min_partitions, r.split_bytes, r.open_cost) == (7, 65536, 1024)
+    total = sum(s.size for s in r.segments)
+    assert len(r.partitions()) >= min(7, total // 65536)
+    assert KafkaLogReader({"path": str(corpus), "minPartitions": "3"}, None, defaults).min_partitions == 3

@@ -32,8 +32,39 @@ log = logging.getLogger("kfmt.spark")
 
 
 def register(spark) -> None:
-    """Register the ``kafka-log`` data source with a Spark session."""
-    spark.dataSource.register(KafkaLogDataSource)
+    """Register the ``kafka-log`` data source with a Spark session.
+
+    Python data sources are planned in a Python worker that has no session, so the session's sizing is
+    taken here and travels with the source: ``min_partitions`` defaults to the session's default
+    parallelism (``spark.default.parallelism``, else the cluster's executor cores), ``split_bytes`` to
+    ``spark.sql.files.maxPartitionBytes`` and ``open_cost_bytes`` to ``spark.sql.files.openCostInBytes``.
+    Register again after changing them."""
+    spark.dataSource.register(type("KafkaLogDataSource", (KafkaLogDataSource,), {"defaults": session_defaults(spark)}))
+
+
+def session_defaults(spark) -> dict:
+    """The reader's sizing defaults from a session (see :func:`register`); {} where a setting is unknown."""
+    out: dict = {}
+    try:
+        out["min_partitions"] = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext: only the setting, if made
+        par = spark.conf.get("spark.default.parallelism", None)
+        if par:
+            out["min_partitions"] = int(par)
+    for name, conf in (("split_bytes", "spark.sql.files.maxPartitionBytes"),
+                       ("open_cost_bytes", "spark.sql.files.openCostInBytes")):  # fmt: skip
+        v = spark.conf.get(conf, None)
+        if v:
+            out[name] = _size(v)
+    return out
+
+
+def _size(v: str) -> int:
+    """A Spark byte size ("134217728b", "128MB", "4m") in bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", str(v).lower())
+    if not m:
+        raise ValueError(f"kafka-log: {v!r} is not a size")
+    return int(m[1]) * 1024 ** " kmgt".index(m[2] or " ")
 
 
 READ_OPTIONS = {
@@ -54,9 +85,14 @@ READ_OPTIONS = {
     "assign": 'only these topic-partitions, JSON: {"topic": [0, 1]}',
     "startingOffsets": 'earliest (default) or JSON {"topic": {"0": 23}} (-2: earliest); inclusive',
     "endingOffsets": 'latest (default) or JSON {"topic": {"0": 50}} (-1: latest); exclusive',
-    "split_bytes": "largest input split in bytes (default 128 MiB)",
-    "open_cost_bytes": "cost of opening a segment, in bytes (default 4 MiB)",
-    "min_partitions": "fewest input partitions to aim for (default 2 x CPU count)",
+    "startingTimestamp": "start every partition at its first record with a timestamp >= this (ms); before startingOffsets",
+    "startingOffsetsByTimestamp": 'JSON {"topic": {"0": <ms>}}: per partition, as startingTimestamp',
+    "startingOffsetsByTimestampStrategy": "error (default) | latest: when no record is that late",
+    "endingTimestamp": "stop every partition before its first record with a timestamp >= this (ms); else latest",
+    "endingOffsetsByTimestamp": 'JSON {"topic": {"0": <ms>}}: per partition, as endingTimestamp',
+    "split_bytes": "largest input split in bytes (default spark.sql.files.maxPartitionBytes, 128 MiB)",
+    "open_cost_bytes": "cost of opening a segment, in bytes (default spark.sql.files.openCostInBytes, 4 MiB)",
+    "min_partitions": "fewest input partitions to aim for (default the session's default parallelism)",
     "minPartitions": "same as min_partitions (the name Spark's Kafka source uses)",
     "includeHeaders": "true: headers NULL for records without headers, as Spark's Kafka source (default: empty lists)",
 }
@@ -67,21 +103,19 @@ OFFLINE_REFUSED = {
     "kafka.group.id": "there is no consumer group when reading files",
     "groupIdPrefix": "there is no consumer group when reading files",
     "failOnDataLoss": "files cannot lose data under a reader: damage is handled by on_corrupt",
-    "maxOffsetsPerTrigger": "it limits a streaming micro-batch; readStream is not supported yet",
-    "minOffsetsPerTrigger": "it limits a streaming micro-batch; readStream is not supported yet",
-    "startingTimestamp": 'not supported yet: filter with where("timestamp >= ...")',
-    "endingTimestamp": 'not supported yet: filter with where("timestamp < ...")',
-    "startingOffsetsByTimestamp": "not supported yet: filter with where() on timestamp",
-    "endingOffsetsByTimestamp": "not supported yet: filter with where() on timestamp",
+    "maxOffsetsPerTrigger": "it limits a streaming micro-batch: use it with spark.readStream",
+    "minOffsetsPerTrigger": "not supported: micro-batches are not held back to gather offsets",
+    "maxTriggerDelay": "not supported: micro-batches are not held back to gather offsets",
 }
 WRITE_OPTIONS = {
-    "path": "output log directory",
+    "path": "output log directory: a local path or a URI (s3://, s3a://, gs://, abfs://, hdfs://, file://)",
     "topic_ids": 'JSON {"topic": "<22-character topic id>"} for partition.metadata (default: the folder\'s, else a new one)',
     "magic": "0, 1 or 2 (default 2)",
     "codec": "none (default), gzip, snappy, lz4, zstd",
     "segment_bytes": "roll segments at this size (default 1 GiB)",
     "batch_records": "records per batch when rows carry no batch (default 500)",
     "keep_batches": "rows of one input batch stay one batch (default true)",
+    **{k: v for k, v in READ_OPTIONS.items() if k.startswith("s3.")},
 }
 
 
@@ -152,6 +186,9 @@ class SegmentGroup(InputPartition):
 class KafkaLogDataSource(DataSource):
     """``spark.read.format("kafka-log")`` / ``df.write.format("kafka-log")``."""
 
+    #: sizing defaults taken from the session by :func:`register`
+    defaults: dict = {}
+
     @classmethod
     def name(cls):
         return "kafka-log"
@@ -160,10 +197,20 @@ class KafkaLogDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return KafkaLogReader(dict(self.options), _projection(schema))
+        return KafkaLogReader(dict(self.options), _projection(schema), self.defaults)
 
     def writer(self, schema, overwrite):
         return KafkaLogWriter(dict(self.options), overwrite)
+
+    def streamReader(self, schema):
+        from kfmt.spark.stream import KafkaLogStreamReader
+
+        return KafkaLogStreamReader(dict(self.options), _projection(schema), self.defaults)
+
+    def streamWriter(self, schema, overwrite):
+        from kfmt.spark.stream import KafkaLogStreamWriter
+
+        return KafkaLogStreamWriter(dict(self.options))
 
 
 def _spark_types() -> dict:
@@ -205,8 +252,9 @@ class KafkaLogReader(DataSourceReader):
     ``assign``, ``startingOffsets``...), which are part of the relation, as in Spark's Kafka source.
     """
 
-    def __init__(self, options: dict, columns: tuple[str, ...] | None = None):
+    def __init__(self, options: dict, columns: tuple[str, ...] | None = None, defaults: dict | None = None):
         check_options(options, READ_OPTIONS, "read")
+        defaults = defaults or {}
         self.columns = columns  # None: every column
         paths = _opt(options, "path") or _opt(options, "paths")
         if not paths:
@@ -227,11 +275,12 @@ class KafkaLogReader(DataSourceReader):
         self.isolation = str(iso).lower()
         if self.isolation not in ("read_uncommitted", "read_committed"):
             raise ValueError(f"kafka-log: isolation must be read_uncommitted or read_committed, not {iso!r}")
-        self.split_bytes = _int_opt(options, "split_bytes", 128 * 1024 * 1024)
-        self.open_cost = _int_opt(options, "open_cost_bytes", 4 * 1024 * 1024)
+        self.split_bytes = _int_opt(options, "split_bytes", defaults.get("split_bytes", 128 * 1024 * 1024))
+        self.open_cost = _int_opt(options, "open_cost_bytes", defaults.get("open_cost_bytes", 4 * 1024 * 1024))
         self.min_partitions = _int_opt(
-            options, "min_partitions", _int_opt(options, "minPartitions", 2 * (os.cpu_count() or 1))
-        )
+            options, "min_partitions",
+            _int_opt(options, "minPartitions", defaults.get("min_partitions", 2 * (os.cpu_count() or 1))),
+        )  # fmt: skip
         self.null_empty_headers = _bool(_opt(options, "includeHeaders"), False)
         self.topics = _csv(_opt(options, "subscribe"))
         pattern = _opt(options, "subscribePattern")
@@ -248,6 +297,50 @@ class KafkaLogReader(DataSourceReader):
             self.segments = find_segments(self.paths, self.storage)
         except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
             raise ValueError(f"kafka-log: {e}") from None
+        self._by_timestamp(options)
+
+    def _by_timestamp(self, options: dict) -> None:
+        """startingTimestamp / startingOffsetsByTimestamp / endingTimestamp / endingOffsetsByTimestamp as
+        Spark's Kafka source: per partition, the offset a broker gives for the timestamp (first record at or
+        after it). Starting without such a record: startingOffsetsByTimestampStrategy (error, or latest: no
+        rows); ending without one: latest. The timestamp forms take precedence over the offset forms."""
+        from kfmt.logdir import last_offset, offset_for_timestamp
+
+        strategy = str(_opt(options, "startingOffsetsByTimestampStrategy") or "error").lower()
+        if strategy not in ("error", "latest"):
+            raise ValueError(f"kafka-log: startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}")
+        by_tp: dict = {}
+        for seg in self.segments:
+            if self._wanted(seg):
+                by_tp.setdefault((seg.topic, seg.partition), []).append(seg)
+        for word, name, attr in (
+            ("starting", "startingTimestamp", "starting"),
+            ("ending", "endingTimestamp", "ending"),
+        ):
+            one = _opt(options, name)
+            per = _offsets_opt(options, f"{word}OffsetsByTimestamp", None, None) if one is None else None
+            if one is None and per is None:
+                continue
+            if one is not None:
+                try:
+                    one = int(one)
+                except ValueError:
+                    raise ValueError(
+                        f"kafka-log: option {name} must be milliseconds since the epoch, not {one!r}"
+                    ) from None
+            spec: dict = {}
+            for (topic, part), segs in by_tp.items():
+                ts = one if one is not None else (per or {}).get(topic, {}).get(part)
+                if ts is None:
+                    continue
+                found = offset_for_timestamp(segs, ts, self.storage)
+                if found is None and word == "starting" and strategy == "error":
+                    raise ValueError(f"kafka-log: {topic}-{part} has no record with a timestamp at or after {ts} "
+                                     "(option startingOffsetsByTimestampStrategy=latest reads nothing from it instead)")  # fmt: skip
+                if found is None:  # past the end: the partition's next offset, so nothing (starting) or all (ending)
+                    found = -1 if word == "ending" else last_offset(segs[-1], self.storage) + 1
+                spec.setdefault(topic, {})[part] = found
+            setattr(self, attr, spec)
 
     def _wanted(self, seg) -> bool:
         if self.topics is not None and seg.topic not in self.topics:
@@ -342,20 +435,39 @@ def _json_opt(options, name):
         raise ValueError(f'kafka-log: option {name} must be JSON like {{"topic": [0, 1]}}, not {v!r}') from None
 
 
+def _topic_ids_opt(options) -> dict:
+    import json
+
+    v = _opt(options, "topic_ids")
+    if v is None:
+        return {}
+    try:
+        doc = json.loads(v)
+        ids = {str(t): str(i) for t, i in doc.items()}
+    except (ValueError, TypeError, AttributeError):
+        ids = None
+    if ids is None or not all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids.values()):
+        raise ValueError(f'kafka-log: option topic_ids must be JSON like {{"orders": "<22-character topic id>"}}, '
+                         f"not {v!r}")  # fmt: skip
+    return ids
+
+
 def _offsets_opt(options, name, word, sentinel):
     import json
 
     v = _opt(options, name)
-    if v is None or str(v).strip().lower() == word:
+    if v is None or (word and str(v).strip().lower() == word):
         return None
     try:
         doc = json.loads(v)
         return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in doc.items()}
     except (ValueError, TypeError, AttributeError):
-        raise ValueError(
-            f'kafka-log: option {name} must be {word} or JSON like {{"topic": {{"0": 23}}}} ({sentinel}: {word}), '
-            f"not {v!r}"
-        ) from None
+        what = (
+            f'{word} or JSON like {{"topic": {{"0": 23}}}} ({sentinel}: {word})'
+            if word
+            else 'JSON like {"topic": {"0": <ms>}}'
+        )
+        raise ValueError(f"kafka-log: option {name} must be {what}, not {v!r}") from None
 
 
 def _bound(spec, seg, sentinel):
@@ -473,8 +585,9 @@ def _remove_dead_staging(path: str) -> None:
 
 
 class KafkaLogWriter(DataSourceArrowWriter):
-    """Writes a log directory as one job: tasks encode their rows into batches under a staging folder
-    (``<path>/.kfmt-staging-<job>``), and only the job's commit, on the driver, puts segments in place.
+    """Writes a log directory, local or in a store, as one job: tasks encode their rows into batches under a
+    staging folder (``<path>/.kfmt-staging-<job>``), and only the job's commit, on the driver, puts segments
+    in place.
 
     Per topic-partition the commit orders every task's batches by offset (rows of one input batch split
     across tasks by a ``repartition()`` are merged back into one batch; the same offset twice is an error),
@@ -495,18 +608,27 @@ class KafkaLogWriter(DataSourceArrowWriter):
         if self.magic not in (0, 1, 2):
             raise ValueError(f"kafka-log: magic must be 0, 1 or 2, not {magic!r}")
         from kfmt.runtime.compression import CODECS
+        from kfmt.storage import OPTIONS as STORAGE
+        from kfmt.storage import is_uri
 
         self.codec = (_opt(options, "codec") or "none").lower()
         if self.codec not in CODECS or (self.codec == "zstd" and self.magic < 2):
             raise ValueError(f"kafka-log: codec {self.codec!r} cannot be written with magic {self.magic} "
                              f"(codecs: {', '.join(CODECS)}; zstd needs magic 2)")  # fmt: skip
         self.segment_bytes = _int_opt(options, "segment_bytes", 1024**3)
-        self.topic_ids = _json_opt(options, "topic_ids") or {}
+        self.topic_ids = _topic_ids_opt(options)
         self.batch_records = _int_opt(options, "batch_records", 500)
         self.keep_batches = _bool(_opt(options, "keep_batches"), True)
+        self.storage = {k: str(_opt(options, k)) for k in STORAGE if _opt(options, k)}
         self.overwrite = overwrite
-        _remove_dead_staging(self.path)
-        self.staging = os.path.join(self.path, f".kfmt-staging-{os.getpid()}-{uuid.uuid4().hex}")
+        if not is_uri(self.path):
+            _remove_dead_staging(self.path)
+        self.staging = f"{self.path.rstrip('/')}/.kfmt-staging-{os.getpid()}-{uuid.uuid4().hex}"
+
+    def _tree(self):
+        from kfmt.storage import Tree
+
+        return Tree(self.staging, self.storage)
 
     def write(self, iterator):
         import uuid
@@ -526,20 +648,16 @@ class KafkaLogWriter(DataSourceArrowWriter):
                     continue
                 groups.setdefault((d["topic"][i], d["partition"][i]), []).append({c: d[c][i] for c in d})
         pieces = []
+        tree = self._tree()
         for (topic, part), rows in groups.items():
             blob = encode_rows(rows, magic=self.magic, codec=self.codec, batch_records=self.batch_records,
                                keep_batches=self.keep_batches)  # fmt: skip
-            folder = os.path.join(self.staging, f"{topic}-{part}")
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, f"{uuid.uuid4().hex}.part")
-            with open(path, "wb") as f:
-                f.write(blob)
+            path = tree.join(f"{topic}-{part}", f"{uuid.uuid4().hex}.part")
+            tree.write(path, blob)
             pieces.append((topic, part, path, len(rows)))
         return WrittenFiles(pieces, skipped)
 
     def commit(self, messages):
-        import shutil
-
         from kfmt.spark.writer import commit_partitions
 
         try:
@@ -549,16 +667,15 @@ class KafkaLogWriter(DataSourceArrowWriter):
                 for topic, part, path, _n in getattr(m, "files", []) or []:
                     pieces.setdefault((topic, part), []).append(path)
             commit_partitions(self.path, pieces, segment_bytes=self.segment_bytes, replace=self.overwrite,
-                              topic_ids=self.topic_ids)  # fmt: skip
+                              topic_ids=self.topic_ids, storage=self.storage)  # fmt: skip
             if skipped:
                 log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
         finally:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            self.abort(messages)
 
     def abort(self, messages):
-        import shutil
-
-        shutil.rmtree(self.staging, ignore_errors=True)
+        tree = self._tree()
+        tree.remove(tree.root)
 
 
 SAVE_MODES = ("errorifexists", "error", "ignore", "append", "overwrite")
@@ -578,8 +695,11 @@ def save(df, path: str, mode: str = "errorifexists", **options) -> bool:
     if mode not in SAVE_MODES:
         raise ValueError(f"kafka-log: unknown save mode {mode!r}; use one of {', '.join(SAVE_MODES)}")
     check_options({**options, "path": path}, WRITE_OPTIONS, "write")
-    if mode in ("errorifexists", "error", "ignore") and os.path.isdir(path):
-        existing = find_segments(path)
+    if mode in ("errorifexists", "error", "ignore"):
+        try:
+            existing = find_segments(path, {k: str(v) for k, v in options.items() if k.startswith("s3.")})
+        except (FileNotFoundError, NotADirectoryError):
+            existing = []
         if existing:
             if mode == "ignore":
                 return False

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import kfmt
-from kfmt.publish import write_all
 from kfmt.runtime.errors import CodecError
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
@@ -125,17 +122,18 @@ def new_topic_id() -> str:
     return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
 
 
-def broker_files(folder: Path, batches: list, topic_id: str, replace: bool) -> list[tuple[Path, bytes]]:
-    """``leader-epoch-checkpoint`` and ``partition.metadata`` for a partition folder, so that a broker loads
-    it: the leader epochs the written v2 batches carry (each epoch with the first offset written under it;
-    -1, "none", as producers write, is left out, as Kafka's leader epoch cache does), after the epochs of
-    the folder's checkpoint when appending; the topic id is the folder's own when it has one."""
-    entries: list[tuple[int, int]] = []
-    ckpt = folder / "leader-epoch-checkpoint"
-    if not replace and ckpt.is_file():
-        from kfmt.logfiles import read_leader_epoch_checkpoint
+def broker_files(tree, folder: str, batches: list, topic_id: str, replace: bool) -> list[tuple[str, bytes]]:
+    """``leader-epoch-checkpoint`` and ``partition.metadata`` for a partition folder of ``tree`` (a
+    :class:`kfmt.storage.Tree`), so that a broker loads it: the leader epochs the written v2 batches carry
+    (each epoch with the first offset written under it; -1, "none", as producers write, is left out, as
+    Kafka's leader epoch cache does), after the epochs of the folder's checkpoint when appending; the
+    topic id is the folder's own when it has one."""
+    from kfmt.logfiles import parse_leader_epoch_checkpoint, parse_partition_metadata
 
-        old, problems = read_leader_epoch_checkpoint(ckpt)
+    entries: list[tuple[int, int]] = []
+    ckpt = f"{folder}/leader-epoch-checkpoint"
+    if not replace and tree.is_file(ckpt):
+        old, problems = parse_leader_epoch_checkpoint(tree.read(ckpt).decode(errors="replace"))
         if not problems:
             entries = [(e["epoch"], e["start_offset"]) for e in old]
     for b in batches:
@@ -143,42 +141,49 @@ def broker_files(folder: Path, batches: list, topic_id: str, replace: bool) -> l
         if b.magic >= 2 and epoch >= 0 and (not entries or epoch > entries[-1][0]):
             entries.append((epoch, b.base_offset))
     text = "0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
-    meta = folder / "partition.metadata"
-    if not replace and meta.is_file():
-        from kfmt.logfiles import read_partition_metadata
-
-        fields, problems = read_partition_metadata(meta)
+    meta = f"{folder}/partition.metadata"
+    if not replace and tree.is_file(meta):
+        fields, problems = parse_partition_metadata(tree.read(meta).decode(errors="replace"))
         if not problems and not topic_id:
             topic_id = fields[0]["topic_id"]
     return [(ckpt, text.encode()), (meta, f"version: 0\ntopic_id: {topic_id or new_topic_id()}\n".encode())]
 
 
-def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None) -> list[str]:
+def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None,
+                      storage=None) -> list[str]:  # fmt: skip
     """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``) in place as
     segments named by base offset, with their indexes, ``leader-epoch-checkpoint`` and
-    ``partition.metadata`` (``topic_ids``: ``{topic: id}``; else the folder's, else a new one per topic):
-    all partitions are computed first, then every file appears at once.  ``replace`` removes the
-    partition's old segments; otherwise new offsets must come after the ones already there."""
-    ids = dict(topic_ids or {})
-    from kfmt.api import scan
-    from kfmt.segments import segment_files
+    ``partition.metadata`` (``topic_ids``: ``{topic: id}``; else the folder's, else a new one per topic).
+    ``root`` is a local folder or a store's URI (``storage``: options of :mod:`kfmt.storage`); staged files
+    are paths in the same tree.  All partitions are computed first, then every file is written: locally
+    all at once, in a store object after object with the completion marker last.  ``replace`` removes
+    the target's old segments; otherwise new offsets must come after the ones already there."""
+    from pathlib import PurePosixPath
 
-    staged: list[tuple[Path, bytes]] = []
-    remove: list[Path] = []
+    from kfmt.api import scan
+    from kfmt.logdir import Segment, last_offset
+    from kfmt.publish import MARKER
+    from kfmt.segments import segment_files
+    from kfmt.storage import Tree
+
+    tree = Tree(str(root), storage)
+    ids = dict(topic_ids or {})
+    staged: list[tuple[str, bytes]] = []
+    remove: list[str] = []
     for (topic, part), files in sorted(pieces.items()):
-        folder = Path(root) / f"{topic}-{part}"
+        folder = tree.join(f"{topic}-{part}")
         entries = []
         for f in files:
-            data = Path(f).read_bytes()
+            data = tree.read(f)
             for pos, end, b in scan(data):
                 if isinstance(b, CodecError):  # scan without skip_corrupt raises; staged batches are ours
                     raise b
                 entries.append((b.base_offset, b.last_offset, data[pos:end], b))
         entries.sort(key=lambda e: (e[0], e[1]))
-        existing = (folder / "partition.metadata").is_file() and not replace
+        existing = tree.is_file(f"{folder}/partition.metadata") and not replace
         if topic not in ids and not existing:
             ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
-        staged += broker_files(folder, [e[3] for e in entries], ids.get(topic, ""), replace)
+        staged += broker_files(tree, folder, [e[3] for e in entries], ids.get(topic, ""), replace)
         blobs: list[tuple[int, bytes]] = []
         cluster: list = []
         top = -1
@@ -191,41 +196,39 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
                 blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
             if e is not None:
                 cluster, top = [e], e[1]
-        old = sorted(folder.glob("*.log")) if folder.is_dir() else []
+        old = [f"{folder}/{n}" for n, d in tree.listdir(folder) if not d and n.endswith(".log")]
         if old and not replace and blobs:
-            last_old = max((b.last_offset for _, _, b in scan(old[-1], skip_corrupt=True) if not isinstance(b, Exception)),
-                           default=-1)  # fmt: skip
+            last = Segment(topic, part, 0, tree.uri(old[-1]), tree.fs.get_file_info(old[-1]).size)
+            last_old = last_offset(last, storage)
             if blobs[0][0] <= last_old:
-                raise ValueError(f"kafka-log writer: {folder} already holds offsets up to {last_old}; new rows start at "
-                                 f"{blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
+                raise ValueError(f"kafka-log writer: {tree.uri(folder)} already holds offsets up to {last_old}; new "
+                                 f"rows start at {blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
         seg, base = bytearray(), None
         ends: list[tuple[int | None, bytes]] = [(None, b"")]
         for start, blob in [*blobs, *ends]:
             if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
-                staged += segment_files(folder / f"{base:020d}.log", seg, base)
+                staged += [(str(p), d) for p, d in segment_files(PurePosixPath(f"{folder}/{base:020d}.log"), seg, base)]
                 seg, base = bytearray(), None
             if start is not None:
                 base = start if base is None else base
                 seg += blob
-    from kfmt.publish import MARKER
-
-    marker = Path(root) / MARKER
-    marker.unlink(missing_ok=True)  # not complete again until the last file is in place
+    marker = tree.join(MARKER)
+    tree.remove(marker)  # not complete again until the last file is in place
     if replace:  # the whole target is replaced: every partition folder's segment files go
-        for folder in Path(root).glob("*-*"):
-            if folder.is_dir() and not folder.name.startswith("."):
-                remove += [p for p in folder.iterdir() if p.suffix in (".log", ".index", ".timeindex", ".txnindex")]
-    write_all(staged)
+        for name, is_dir in tree.listdir(tree.root):
+            if is_dir and "-" in name and not name.startswith("."):
+                folder = tree.join(name)
+                remove += [f"{folder}/{n}" for n, d in tree.listdir(folder)
+                           if not d and n.rsplit(".", 1)[-1] in ("log", "index", "timeindex", "txnindex")]  # fmt: skip
+    tree.write_all(staged)
     keep = {p for p, _ in staged}
     for p in remove:
         if p not in keep:
-            p.unlink(missing_ok=True)
-    for folder in {p.parent for p in remove}:
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-    written = [str(p) for p, _ in staged if p.suffix == ".log"]
+            tree.remove(p)
+    for folder in {p.rsplit("/", 1)[0] for p in remove}:
+        tree.remove_empty(folder)
+    written = [tree.uri(p) for p, _ in staged if p.endswith(".log")]
     import json
 
-    Path(root).mkdir(parents=True, exist_ok=True)
-    write_all([(marker, json.dumps({"tool": "kafka-log writer", "segments_written": len(written)}).encode())])
+    tree.write_all([(marker, json.dumps({"tool": "kafka-log writer", "segments_written": len(written)}).encode())])
     return written

@@ -1,0 +1,243 @@
+"""Structured Streaming over log directories: ``spark.readStream.format("kafka-log")`` tails segments (local or
+in a store) and ``writeStream.format("kafka-log")`` appends segments, one job-level commit per micro-batch.
+
+The stream's offset is Spark's Kafka source's: ``{"topic": {"partition": next offset}}``. Each micro-batch
+reads, per topic-partition, the records from the previous end offset (inclusive) to the new one (exclusive),
+so a batch replayed after a restart reads exactly the same records: with a checkpoint, a file sink gets
+every record once.
+
+Finding the end offsets reads only entry headers, and only of each partition's last segment (a segment is
+closed when the next one appears; its end is the next one's base offset), from where the last look
+stopped. A last batch still being written (its bytes not all there yet) is not part of the stream until it
+is complete; a zero-filled tail (a preallocated segment) is waited on the same way. Framing that can never
+become an entry (a size below the minimum) stops the query with the file and byte offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass, field
+
+from pyspark.sql.datasource import DataSourceStreamReader
+
+try:  # PySpark 4.1+: Arrow batches in; older: the row interface is all there is
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+except ImportError:  # pragma: no cover - depends on the PySpark installed
+    from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase  # type: ignore[assignment]
+
+from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, SegmentGroup, SegmentSlice, _int_opt, _opt
+
+#: options of a batch read that mean nothing for a stream (Spark's Kafka source refuses them too)
+NOT_FOR_STREAMS = {
+    "endingOffsets": "a stream has no end; read with spark.read for a bounded range",
+    "endingTimestamp": "a stream has no end; read with spark.read for a bounded range",
+    "endingOffsetsByTimestamp": "a stream has no end; read with spark.read for a bounded range",
+}
+#: options Spark passes to a stream's sink that are Spark's own
+SPARK_STREAM_OPTIONS = ("checkpointlocation", "queryname")
+_HEAD = struct.Struct(">qi")  # an entry's offset and size
+_CHUNK = 8 * 1024 * 1024
+
+
+@dataclass
+class _Tail:
+    """What is known of a partition's last segment: complete entries up to ``end`` (bytes), their last
+    offsets and end positions (for starting a slice near an offset)."""
+
+    path: str
+    base: int
+    end: int = 0
+    next_offset: int = -1
+    lasts: list = field(default_factory=list)
+    ends: list = field(default_factory=list)
+
+
+def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None:
+    """Extend ``tail`` with the complete entries from byte ``start`` to ``size`` (headers only)."""
+    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
+
+    pos = start
+    buf, buf_at = b"", pos
+    while pos + LOG_OVERHEAD <= size:
+        if pos + 27 > buf_at + len(buf):  # the 12-byte entry header, the magic and a v2 lastOffsetDelta
+            buf_at, buf = pos, read_at(min(_CHUNK, size - pos), pos)
+        rel = pos - buf_at
+        offset, n = _HEAD.unpack_from(buf, rel)
+        if n == 0 and offset == 0:
+            break  # a zero-filled (preallocated) tail: nothing written here yet
+        if n < MIN_ENTRY_SIZE:
+            raise ValueError(f"kafka-log stream: {path} at byte {pos}: entry size {n} is below the minimum "
+                             f"{MIN_ENTRY_SIZE}: the segment is damaged")  # fmt: skip
+        end = pos + LOG_OVERHEAD + n
+        if end > size:
+            break  # still being written: wait for the rest
+        if len(buf) - rel < 27:
+            buf_at, buf = pos, read_at(min(_CHUNK, size - pos), pos)
+            rel = 0
+        magic = buf[rel + 16]
+        last = offset + struct.unpack_from(">i", buf, rel + 23)[0] if magic >= 2 else offset
+        tail.lasts.append(last)
+        tail.ends.append(end)
+        tail.end, tail.next_offset = end, last + 1
+        pos = end
+
+
+class KafkaLogStreamReader(DataSourceStreamReader):
+    """``spark.readStream.format("kafka-log")``: the batch reader's options (paths and stores, topics, CRCs,
+    damage handling, isolation, projections), ``startingOffsets`` (default ``latest``, as Spark's Kafka
+    source; ``earliest``, JSON or the timestamp forms) and ``maxOffsetsPerTrigger``."""
+
+    def __init__(self, options: dict, columns: tuple[str, ...] | None = None, defaults: dict | None = None):
+        why = {k.lower(): v for k, v in NOT_FOR_STREAMS.items()}
+        bad = sorted(k for k in options if k.lower() in why)
+        if bad:
+            raise ValueError("kafka-log: " + "; ".join(f"{k}: {why[k.lower()]}" for k in bad))
+        limit = _opt(options, "maxOffsetsPerTrigger")
+        rest = {k: v for k, v in options.items() if k.lower() != "maxoffsetspertrigger"}
+        if _opt(options, "startingOffsets") is None and not any(
+            _opt(options, k) is not None for k in ("startingTimestamp", "startingOffsetsByTimestamp")
+        ):
+            rest["startingOffsets"] = "latest"
+        self.latest_start = str(_opt(rest, "startingOffsets")).strip().lower() == "latest"
+        if self.latest_start:
+            rest = {k: v for k, v in rest.items() if k.lower() != "startingoffsets"}
+        self.batch = KafkaLogReader(rest, columns, defaults)
+        self.max_offsets = _int_opt({"maxOffsetsPerTrigger": limit}, "maxOffsetsPerTrigger", 0) if limit else None
+        self.tails: dict = {}  # (topic, partition) -> _Tail of its last segment
+        self.segments: dict = {}  # (topic, partition) -> [Segment] in offset order
+
+    # ---------------------------------------------------------------- what is there
+    def _refresh(self) -> None:
+        from kfmt.logdir import find_segments
+        from kfmt.storage import open_input
+
+        b = self.batch
+        try:
+            found = find_segments(b.paths, b.storage)
+        except FileNotFoundError:
+            found = []
+        by_tp: dict = {}
+        for seg in found:
+            if b._wanted(seg):
+                by_tp.setdefault((seg.topic, seg.partition), []).append(seg)
+        for tp, segs in by_tp.items():
+            self.segments[tp] = segs
+            last = segs[-1]
+            tail = self.tails.get(tp)
+            if tail is None or tail.path != last.path:
+                tail = self.tails[tp] = _Tail(last.path, last.base_offset, next_offset=last.base_offset)
+            if last.size > tail.end:
+                with open_input(last.path, b.storage) as f:
+                    scan_entries(f.read_at, tail.end, last.size, last.path, tail)
+
+    def _latest(self) -> dict:
+        self._refresh()
+        return {t: {str(p): tail.next_offset for (tt, p), tail in self.tails.items() if tt == t}
+                for t in sorted({t for t, _ in self.tails})}  # fmt: skip
+
+    def _earliest(self, tp) -> int:
+        return self.segments[tp][0].base_offset
+
+    # ---------------------------------------------------------------- the stream API
+    def initialOffset(self) -> dict:
+        from kfmt.spark.source import _bound
+
+        latest = self._latest()
+        if self.latest_start:
+            return latest
+        out: dict = {}
+        for (t, p), segs in sorted(self.segments.items()):
+            lo = _bound(self.batch.starting, segs[0], -2)
+            out.setdefault(t, {})[str(p)] = self._earliest((t, p)) if lo is None else lo
+        return out
+
+    def getDefaultReadLimit(self):
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        return ReadMaxRows(self.max_offsets) if self.max_offsets else ReadAllAvailable()
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        latest = self._latest()
+        cap = getattr(limit, "max_rows", None)
+        if cap is None or start is None:
+            return latest
+        # as Spark's Kafka source: offsets shared out in proportion to each partition's lag
+        lag = {(t, p): n - self._start_of(start, t, p) for t, parts in latest.items() for p, n in parts.items()}
+        total = sum(max(0, x) for x in lag.values())
+        if total <= cap:
+            return latest
+        out = {t: dict(parts) for t, parts in latest.items()}
+        given = 0
+        for (t, p), x in sorted(lag.items(), key=lambda kv: -kv[1]):
+            share = max(0, min(x, cap * x // total)) if x > 0 else 0
+            if given == 0 and share == 0 and x > 0:
+                share = 1  # always move on
+            out[t][p] = self._start_of(start, t, p) + share
+            given += share
+        return out
+
+    def _start_of(self, start: dict, t: str, p: str) -> int:
+        o = start.get(t, {}).get(p)
+        return self._earliest((t, int(p))) if o is None else int(o)
+
+    def reportLatestOffset(self):
+        return self._latest()
+
+    def partitions(self, start: dict, end: dict):
+        if any((t, int(p)) not in self.tails or self.tails[(t, int(p))].next_offset < o
+               for t, parts in end.items() for p, o in parts.items()):  # fmt: skip
+            self._refresh()  # a batch planned before a restart: look again
+        slices = []
+        for t, parts in sorted(end.items()):
+            for p, hi in sorted(parts.items()):
+                tp = (t, int(p))
+                lo = self._start_of(start, t, p)
+                if hi <= lo or tp not in self.segments:
+                    continue
+                segs, tail = self.segments[tp], self.tails[tp]
+                for i, seg in enumerate(segs):
+                    nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+                    if seg.base_offset >= hi or (nxt is not None and nxt <= lo):
+                        continue
+                    first, stop = 0, seg.size
+                    if seg.path == tail.path:  # only complete entries, and from the one holding lo
+                        k = bisect.bisect_left(tail.lasts, lo)
+                        first = tail.ends[k - 1] if k > 0 else 0
+                        j = bisect.bisect_left(tail.lasts, hi - 1)
+                        stop = tail.ends[j] if j < len(tail.lasts) else tail.end
+                    slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi))
+        return [SegmentGroup((s,)) for s in slices]
+
+    def read(self, partition):
+        return self.batch.read(partition)
+
+    def commit(self, end: dict) -> None:
+        pass  # nothing to release: segments belong to Kafka (or whoever writes them)
+
+
+class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
+    """``writeStream.format("kafka-log")``: each micro-batch is written as the batch writer writes a job
+    (staged by the tasks, put in place by one commit on the driver, appended after the offsets there).
+    A micro-batch committed once is not written again when Spark replays it after a restart: the commit
+    records its id under ``<path>/_kfmt_stream/``."""
+
+    def __init__(self, options: dict):
+        # Spark's own streaming options (checkpointLocation, ...) are not the writer's
+        super().__init__({k: v for k, v in options.items() if k.lower() not in SPARK_STREAM_OPTIONS}, overwrite=False)
+
+    def _done(self, batch_id: int) -> str:
+        return f"{self.path.rstrip('/')}/_kfmt_stream/{batch_id}"
+
+    def commit(self, messages, batchId):  # type: ignore[override]
+        from kfmt.storage import Tree
+
+        tree = Tree(self._done(batchId), self.storage)
+        if tree.is_file(tree.root):
+            self.abort(messages)  # a replay of a batch already in place
+            return
+        super().commit(messages)
+        tree.write(tree.root, b"committed\n")
+
+    def abort(self, messages, batchId=None):
+        super().abort(messages)

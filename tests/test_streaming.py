@@ -1,0 +1,229 @@
+"""Structured Streaming: readStream.format("kafka-log") tails a log directory while batches are appended (partial
+writes included), restarts from its checkpoint with every record written once, and writeStream appends
+segments. Expected records come from kafka-python's reader of the same bytes where it applies, and from what
+the test appended."""
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+import kfmt
+
+pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    import kfmt.spark
+    from kfmt.spark.jobs import session
+
+    s = session("local[2]", "kfmt-streaming-tests")
+    kfmt.spark.register(s)
+    yield s
+    s.stop()
+
+
+def _batch(base: int, n: int, topic_tag: str = "") -> bytes:
+    recs = [kfmt.Record(key=b"k%d" % (base + i), value=f"{topic_tag}v{base + i}".encode(), timestamp=10_000 + base + i,
+                        headers=[("h", b"%d" % i)]) for i in range(n)]  # fmt: skip
+    return kfmt.encode_batch(recs, base_offset=base, codec="lz4" if base % 2 else "none")
+
+
+def _offsets(spark, path):
+    return sorted((r.partition, r.offset) for r in spark.read.parquet(path).select("partition", "offset").collect())
+
+
+def _wait_for(pred, seconds=90):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def test_tailing_while_batches_are_appended(spark, tmp_path):
+    """A query on a processing-time trigger while another thread appends batches to two partitions, some in
+    two writes (the first half of a batch alone is waited for), rolls a segment, then the query is stopped,
+    more is appended, and a restart from the checkpoint reads only the rest: every offset exactly once."""
+    logs = tmp_path / "logs"
+    for p in (0, 1):
+        (logs / f"t-{p}").mkdir(parents=True)
+        (logs / f"t-{p}" / f"{0:020d}.log").write_bytes(_batch(0, 5))
+    out, ck = str(tmp_path / "out"), str(tmp_path / "ck")
+    df = spark.readStream.format("kafka-log").option("startingOffsets", "earliest").load(str(logs))
+    assert df.isStreaming
+
+    def start():
+        return (df.select("partition", "offset", "value", "headers").writeStream.format("parquet")
+                .option("checkpointLocation", ck).trigger(processingTime="300 milliseconds").start(out))  # fmt: skip
+
+    q = start()
+    ends = {0: 5, 1: 5}
+    halves = []
+
+    def append():
+        for step in range(6):
+            for p in (0, 1):
+                if p == 0 and step == 3:  # roll: a new segment named by the next offset
+                    (logs / "t-0" / f"{ends[0]:020d}.log").touch()
+                seg = sorted((logs / f"t-{p}").glob("*.log"))[-1]
+                blob = _batch(ends[p], 3)
+                with open(seg, "ab") as f:
+                    if step % 2:
+                        f.write(blob[:25])
+                        f.flush()
+                        halves.append((p, ends[p]))
+                        time.sleep(0.8)  # long enough for triggers to see the half batch
+                        f.write(blob[25:])
+                    else:
+                        f.write(blob)
+                ends[p] += 3
+            time.sleep(0.2)
+
+    t = threading.Thread(target=append)
+    t.start()
+    t.join()
+    q.processAllAvailable()
+    want = sorted((p, o) for p in (0, 1) for o in range(ends[p]))
+    assert _wait_for(lambda: len(_offsets(spark, out)) >= len(want))
+    assert _offsets(spark, out) == want and halves
+    progress = [p for p in q.recentProgress if p["numInputRows"]]
+    assert len(progress) >= 2  # read in several micro-batches while the appends went on
+    q.stop()
+    for p in (0, 1):
+        seg = sorted((logs / f"t-{p}").glob("*.log"))[-1]
+        with open(seg, "ab") as f:
+            f.write(_batch(ends[p], 4))
+        ends[p] += 4
+    q = start()
+    q.processAllAvailable()
+    q.stop()
+    want = sorted((p, o) for p in (0, 1) for o in range(ends[p]))
+    assert _offsets(spark, out) == want  # restarted from the checkpoint: nothing twice, nothing missed
+    values = {(r.partition, r.offset): r.value for r in spark.read.parquet(out).collect()}
+    assert all(values[k] == f"v{k[1]}".encode() for k in want)
+
+
+def test_starting_offsets_and_trigger_limits(spark, tmp_path):
+    """startingOffsets latest (the default, as Spark's Kafka source) reads only what comes after the start;
+    JSON starts mid-batch; maxOffsetsPerTrigger splits the backlog over several micro-batches."""
+    logs = tmp_path / "logs" / "t-0"
+    logs.mkdir(parents=True)
+    seg = logs / f"{0:020d}.log"
+    seg.write_bytes(b"".join(_batch(b, 10) for b in range(0, 100, 10)))
+
+    def run(name, **opts):
+        reader = spark.readStream.format("kafka-log")
+        for k, v in opts.items():
+            reader = reader.option(k, v)
+        df = reader.load(str(tmp_path / "logs"))
+        return df.writeStream.format("memory").queryName(name).start()
+
+    q = run("latest")
+    q.processAllAvailable()
+    with open(seg, "ab") as f:
+        f.write(_batch(100, 4))
+    q.processAllAvailable()
+    q.stop()
+    assert sorted(r.offset for r in spark.sql("select offset from latest").collect()) == [100, 101, 102, 103]
+    q = run("mid", startingOffsets=json.dumps({"t": {"0": 37}}), maxOffsetsPerTrigger=20)
+    q.processAllAvailable()
+    batches = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    q.stop()
+    assert sorted(r.offset for r in spark.sql("select offset from mid").collect()) == list(range(37, 104))
+    assert len(batches) >= 3 and max(batches) <= 20
+    with pytest.raises(Exception, match="a stream has no end"):
+        run("bad", endingOffsets="latest").processAllAvailable()
+
+
+def test_damaged_framing_stops_the_query(spark, tmp_path):
+    logs = tmp_path / "logs" / "t-0"
+    logs.mkdir(parents=True)
+    bad = bytearray(_batch(0, 3))
+    (logs / f"{0:020d}.log").write_bytes(bytes(bad) + b"\x00" * 8 + b"\x00\x00\x00\x05" + b"x" * 20)
+    df = spark.readStream.format("kafka-log").option("startingOffsets", "earliest").load(str(tmp_path / "logs"))
+    q = df.writeStream.format("memory").queryName("damaged").start()
+    with pytest.raises(Exception, match=r"at byte \d+: entry size 5 is below the minimum"):
+        q.processAllAvailable()
+    q.stop()
+
+
+def test_write_stream_appends_segments_once(spark, tmp_path):
+    """writeStream.format("kafka-log"): each micro-batch is appended as segments with their indexes; the
+    output, read back with kafka-python, holds every record once, also after a restart."""
+    from kafka.record import MemoryRecords
+
+    src = tmp_path / "logs" / "t-0"
+    src.mkdir(parents=True)
+    seg = src / f"{0:020d}.log"
+    seg.write_bytes(_batch(0, 6))
+    out, ck = tmp_path / "klog", str(tmp_path / "ck")
+    df = spark.readStream.format("kafka-log").option("startingOffsets", "earliest").load(str(tmp_path / "logs"))
+
+    def run():
+        q = df.writeStream.format("kafka-log").option("codec", "zstd").option("checkpointLocation", ck).start(str(out))
+        q.processAllAvailable()
+        return q
+
+    q = run()
+    with open(seg, "ab") as f:
+        f.write(_batch(6, 4))
+    q.processAllAvailable()
+    q.stop()
+    with open(seg, "ab") as f:
+        f.write(_batch(10, 3))
+    run().stop()
+    got = []
+    for log in sorted((out / "t-0").glob("*.log")):
+        assert log.with_suffix(".index").is_file() and log.with_suffix(".timeindex").is_file()
+        mr = MemoryRecords(log.read_bytes())
+        while mr.has_next():
+            got += [(r.offset, r.value) for r in mr.next_batch()]
+    assert got == [(o, f"v{o}".encode()) for o in range(13)]
+    assert sorted(os.listdir(out / "_kfmt_stream"))  # the micro-batches committed
+
+
+def test_a_replayed_micro_batch_is_not_written_twice(tmp_path):
+    """Spark replays the last micro-batch after a crash between the sink's commit and its own commit log:
+    the second commit of the same batch id writes nothing."""
+    from kfmt.spark.stream import KafkaLogStreamWriter
+
+    out = tmp_path / "klog"
+    w = KafkaLogStreamWriter({"path": str(out), "checkpointLocation": "x"})
+    staged = tmp_path / "staged.part"
+    staged.write_bytes(_batch(0, 3))
+
+    class Msg:
+        files = [("t", 0, str(staged), 3)]
+        skipped = 0
+
+    w.commit([Msg()], 0)
+    first = (out / "t-0" / f"{0:020d}.log").read_bytes()
+    w.commit([Msg()], 0)  # the replay
+    assert (out / "t-0" / f"{0:020d}.log").read_bytes() == first
+    assert sum(1 for _ in kfmt.read_batches(out / "t-0" / f"{0:020d}.log")) == 1
+
+
+def test_tailing_a_store(spark, tmp_path):
+    """On an S3 API server (127.0.0.1): new segment objects are picked up as they appear."""
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="tiered")
+        prefix = "orders-AAAAAAAAAAAAAAAAAAAAAA/0"
+        s3.put_object(Bucket="tiered", Key=f"{prefix}/{0:020d}-seg0.log", Body=_batch(0, 5))
+        df = (spark.readStream.format("kafka-log").option("startingOffsets", "earliest")
+              .option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
+              .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3://tiered/"))  # fmt: skip
+        q = df.select("topic", "partition", "offset").writeStream.format("memory").queryName("tiered").start()
+        q.processAllAvailable()
+        s3.put_object(Bucket="tiered", Key=f"{prefix}/{5:020d}-seg1.log", Body=_batch(5, 7))
+        q.processAllAvailable()
+        q.stop()
+        rows = sorted(tuple(r) for r in spark.sql("select topic, partition, offset from tiered").collect())
+        assert rows == [("orders", 0, o) for o in range(12)]
