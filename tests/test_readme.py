@@ -6,13 +6,11 @@ handles: adding a block to the README means adding its check.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -37,7 +35,8 @@ CLAIMS = [
     ("", "$ kfmt diff", "test_diff_output_block"),
     ("yaml", "doc:", "test_proposal_yaml_block"),
     ("bash", "make generate", "test_proposal_commands_block"),
-    ("bash", "mkdir -p dist", "test_cluster_recipe_block"),
+    ("bash", "mkdir -p dist", "tests/test_cluster.py::test_zip_recipe_on_a_standalone_cluster"),
+    ("bash", "tar -czf dist/env", "tests/test_cluster.py::test_packed_env_recipe_on_a_standalone_cluster"),
     ("text", "schemas/*.yaml", "test_layout_block"),
     ("python", "", "tests/test_spark.py::test_readme_python_blocks_run"),
 ]
@@ -51,7 +50,9 @@ def test_every_block_is_claimed():
     for _, _, name in CLAIMS:
         if "::" not in name:
             assert callable(globals().get(name)), name
-    assert "def test_readme_python_blocks_run" in (ROOT / "tests" / "test_spark.py").read_text()
+        else:
+            path, func = name.split("::")
+            assert f"def {func}(" in (ROOT / path).read_text(), name
 
 
 def _commands(block: str) -> list[str]:
@@ -172,40 +173,3 @@ def test_layout_block():
     for part in ("model", "python", "native", "construct"):
         assert "{model,python,native,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
     assert "_native.c" in text and (ROOT / "generated" / "kafka_v2" / "_native.c").is_file()
-
-
-@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"), reason="needs Java")
-def test_cluster_recipe_block(tmp_path, corpus):
-    """The recipe as written, with local[2] for the master and a Python that sees every dependency but kfmt:
-    the driver, the planner and the executors can import kfmt only from the zip."""
-    zip_line, submit = _commands(_block("bash", "mkdir -p dist"))
-    r = subprocess.run(zip_line, shell=True, cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    (tmp_path / "dist").mkdir()
-    shutil.copy(ROOT / "dist" / "kfmt.zip", tmp_path / "dist" / "kfmt.zip")
-    python = tmp_path / "python-without-kfmt"
-    site = sysconfig.get_paths()["purelib"]
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} -S "$@"\n')
-    python.chmod(0o755)
-    control = subprocess.run([str(python), "-c", "import kfmt"], cwd=tmp_path, capture_output=True, text=True)
-    assert control.returncode != 0 and "No module named 'kfmt'" in control.stderr
-    out = tmp_path / "counted.txt"
-    (tmp_path / "my_job.py").write_text(
-        "from pyspark.sql import SparkSession\nimport kfmt.spark\n"
-        "spark = SparkSession.builder.getOrCreate()\nkfmt.spark.register(spark)\n"
-        f"df = spark.read.format('kafka-log').load({str(corpus)!r})\n"
-        f"open({str(out)!r}, 'w').write(str(df.count()) + ' ' + kfmt.__file__)\nspark.stop()\n"
-    )
-    argv = shlex.split(submit.replace("spark://host:7077", "local[2]"))
-    assert argv[0] == "spark-submit"
-    argv[0] = str(Path(sys.executable).parent / "spark-submit")
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    count, where = out.read_text().split(" ", 1)
-    expected = sum(
-        len(b.records) for seg in sorted(corpus.rglob("*.log")) for b in kfmt.read_batches(seg) if not b.is_control
-    )
-    assert int(count) == expected
-    assert "kfmt.zip" in where

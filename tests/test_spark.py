@@ -597,7 +597,9 @@ def test_timestamp_options(spark, corpus):
     if missing:
         with pytest.raises(Exception, match="no record with a timestamp at or after"):
             reader().option("startingTimestamp", t).load(str(corpus)).count()
-    got = reader().option("startingTimestamp", t).option("startingOffsetsByTimestampStrategy", "latest").load(str(corpus))
+    got = (
+        reader().option("startingTimestamp", t).option("startingOffsetsByTimestampStrategy", "latest").load(str(corpus))
+    )
     assert {tuple(r) for r in got.select(*key).collect()} == want_from
     got = reader().option("endingTimestamp", str(t)).load(str(corpus))
     assert {tuple(r) for r in got.select(*key).collect()} == want_to
