@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test test-backends demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
+.PHONY: setup generate check-generated test test-backends test-cluster demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native
 

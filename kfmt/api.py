@@ -42,6 +42,16 @@ def _entry_end(buf, pos: int, n: int) -> int:
     return end if end <= n else -1
 
 
+def packed_hint(head) -> str:
+    """What to add to an error at the start of a file that begins as a compressed stream ('' otherwise)."""
+    packed = compressed_object(head)
+    if not packed:
+        return ""
+    return (f"; the file starts as a {packed}-compressed stream: a segment object stored compressed whole (as a"
+            " remote storage plugin does with compression on), not a Kafka segment: decompress it first"
+            " (the Spark source and read_arrow(compressed_objects='read') do)")  # fmt: skip
+
+
 def tail_error(buf, pos: int, n: int, base: int = 0) -> TruncatedError:
     """The error describing the ``n - pos`` bytes at ``pos`` that do not hold a complete entry."""
     left = n - pos
@@ -50,12 +60,8 @@ def tail_error(buf, pos: int, n: int, base: int = 0) -> TruncatedError:
     else:
         size = _ENTRY.unpack_from(buf, pos)[1]
         why = f"the entry there declares size {size}, which runs {LOG_OVERHEAD + size - left} bytes past the end"
-    packed = compressed_object(buf[pos : pos + 16]) if base + pos == 0 else None
-    if packed:
-        why += (
-            f"; the file starts as a {packed}-compressed stream: a segment object stored compressed whole (as a"
-            f" remote storage plugin does with compression on), not a Kafka segment: decompress it first"
-        )
+    if base + pos == 0:
+        why += packed_hint(buf[pos : pos + 16])
     e = TruncatedError(f"{left} byte(s) not read: {why}", offset=base + pos, path="log.entry")
     e.batch_position = base + pos
     e.unread = left
@@ -272,11 +278,14 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     while True:
         try:
             end = _entry_end(buf, pos, n)
-        except CodecError as e:  # broken framing: the next valid entry, if any, is searched for
+        except CodecError as err:  # broken framing: the next valid entry, if any, is searched for
+            e = err
+            if file_start and pos == 0 and packed_hint(buf[:16]):
+                e = InvalidValueError(f"{e.reason}{packed_hint(buf[:16])}", offset=e.offset, path=e.path)
             if not skip_corrupt:
                 e.batch_position = pos
                 e.unread = n - pos
-                raise
+                raise e from None
             q = next_entry(buf, pos, n, check)
             if q >= n and not eof:
                 return pos  # the search needs more of the stream

@@ -321,12 +321,16 @@ def read_arrow(
     backend: str | None = None,
     on_corrupt: str = "fail",
     storage_options: dict | None = None,
+    compressed_objects: str = "fail",
 ):
     """A Kafka log (bytes-like data, a path or a binary file) as a ``pyarrow.Table`` with the Spark
     source's columns (``columns`` projects; only those are built). ``topic`` and ``partition`` default to
     what a path's ``<topic>-<partition>`` folder says, as the Spark source does. ``on_corrupt``: ``fail`` raises the
     :class:`kfmt.CodecError`, ``skip`` leaves damaged regions out (logged), ``quarantine`` gives each a
-    row with its position, error and raw bytes (at most ``QUARANTINE_RAW_BYTES``)."""
+    row with its position, error and raw bytes (at most ``QUARANTINE_RAW_BYTES``). A path may be a store's
+    URI (``storage_options``: see :mod:`kfmt.storage`). ``compressed_objects="read"`` reads a segment
+    object stored compressed whole by a remote storage plugin (zstd, gzip, LZ4, framed snappy); by default
+    such a file is a :class:`kfmt.TruncatedError` naming its compression."""
     from pathlib import Path
 
     import pyarrow as pa
@@ -342,7 +346,10 @@ def read_arrow(
         raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
     from pathlib import PurePosixPath
 
-    from kfmt.storage import is_uri, open_input
+    from kfmt.storage import is_uri, open_input, open_segment
+
+    if compressed_objects not in ("fail", "read"):
+        raise ValueError(f"compressed_objects must be 'fail' or 'read', not {compressed_objects!r}")
 
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     if path is not None and (topic is None or partition is None):
@@ -352,8 +359,12 @@ def read_arrow(
         partition = p if partition is None else partition
     where = _Where(topic, partition, path)
     if path is not None:
-        with open_input(path, storage_options) as f:
+        if compressed_objects == "read":
+            f, size, _ = open_segment(path, storage_options)
+        else:
+            f = open_input(path, storage_options)
             size = f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
+        with f:
             return _read_arrow(_Range(f, 0, size), where, columns, verify_crc, format, backend, on_corrupt)
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
         try:

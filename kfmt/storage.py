@@ -83,6 +83,85 @@ def open_input(path: str, options: dict | None = None):
     return fs.open_input_file(p)
 
 
+def open_segment(path: str, options: dict | None = None):
+    """:func:`open_input`, but an object stored compressed whole (a remote storage plugin with compression
+    on: zstd frames, gzip members, LZ4 frames, framed snappy; nothing keyed) is decompressed first,
+    streamed into a temporary file that stays in memory up to 64 MiB and spills to disk beyond.
+    Returns ``(file, size, compression or None)``."""
+    from kfmt.logdir import compressed_object
+
+    f = open_input(path, options)
+    head = f.read_at(16, 0)
+    packed = compressed_object(head)
+    if packed is None:
+        f.seek(0)
+        return f, _size(f), None
+    with f:
+        f.seek(0)
+        out = _Spooled()
+        _decompress_stream(f, out.f, packed)
+    return out, out.f.tell(), packed
+
+
+def _size(f) -> int:
+    return f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
+
+
+def _decompress_stream(src, dst, packed: str) -> None:
+    import shutil
+
+    if packed == "zstd":
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(src, read_across_frames=True, closefd=False) as r:
+            shutil.copyfileobj(r, dst, 1 << 20)
+    elif packed == "gzip":
+        import gzip
+
+        with gzip.GzipFile(fileobj=src) as r:
+            shutil.copyfileobj(r, dst, 1 << 20)
+    elif packed == "lz4":
+        import lz4.frame
+
+        with lz4.frame.LZ4FrameFile(src) as r:
+            shutil.copyfileobj(r, dst, 1 << 20)
+    else:
+        import snappy
+
+        snappy.stream_decompress(src, dst)
+
+
+class _Spooled:
+    """A temporary file (memory up to 64 MiB, then disk) with ``read_at``."""
+
+    def __init__(self):
+        import tempfile
+
+        self.f = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - closed by close()
+
+    def read(self, n: int = -1) -> bytes:
+        return self.f.read(n)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self.f.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def read_at(self, n: int, offset: int) -> bytes:
+        self.f.seek(offset)
+        return self.f.read(n)
+
+    def close(self) -> None:
+        self.f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class _LocalFile:
     """A local file with ``read_at`` (pread), as pyarrow's files have."""
 

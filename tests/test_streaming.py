@@ -209,7 +209,10 @@ def test_a_replayed_micro_batch_is_not_written_twice(tmp_path):
 
 
 def test_tailing_a_store(spark, tmp_path):
-    """On an S3 API server (127.0.0.1): new segment objects are picked up as they appear."""
+    """On an S3 API server (127.0.0.1): new segment objects are picked up as they appear, one of them stored
+    zstd-compressed whole (in frames per chunk) as a remote storage plugin does with compression on."""
+    import zstandard
+
     pytest.importorskip("moto")
     from s3server import s3_server
 
@@ -222,8 +225,10 @@ def test_tailing_a_store(spark, tmp_path):
               .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3://tiered/"))  # fmt: skip
         q = df.select("topic", "partition", "offset").writeStream.format("memory").queryName("tiered").start()
         q.processAllAvailable()
-        s3.put_object(Bucket="tiered", Key=f"{prefix}/{5:020d}-seg1.log", Body=_batch(5, 7))
+        raw = _batch(5, 7) + _batch(12, 3)
+        packed = b"".join(zstandard.ZstdCompressor().compress(raw[i : i + 300]) for i in range(0, len(raw), 300))
+        s3.put_object(Bucket="tiered", Key=f"{prefix}/{5:020d}-seg1.log", Body=packed)
         q.processAllAvailable()
         q.stop()
         rows = sorted(tuple(r) for r in spark.sql("select topic, partition, offset from tiered").collect())
-        assert rows == [("orders", 0, o) for o in range(12)]
+        assert rows == [("orders", 0, o) for o in range(15)]

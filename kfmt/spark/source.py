@@ -94,6 +94,8 @@ READ_OPTIONS = {
     "open_cost_bytes": "cost of opening a segment, in bytes (default spark.sql.files.openCostInBytes, 4 MiB)",
     "min_partitions": "fewest input partitions to aim for (default the session's default parallelism)",
     "minPartitions": "same as min_partitions (the name Spark's Kafka source uses)",
+    "compressed_objects": "read (default) | fail: segment objects a remote storage plugin stored compressed whole "
+    "(zstd, gzip, LZ4, framed snappy)",
     "includeHeaders": "true: headers NULL for records without headers, as Spark's Kafka source (default: empty lists)",
 }
 #: options of Spark's Kafka source that cannot apply to files, and why (refused, so a job does not silently
@@ -268,6 +270,9 @@ class KafkaLogReader(DataSourceReader):
 
         self.storage = {k: str(_opt(options, k)) for k in STORAGE if _opt(options, k)}  # for s3:// and the like
         self.include_control = _bool(_opt(options, "include_control"), False)
+        self.compressed_objects = str(_opt(options, "compressed_objects") or "read").lower()
+        if self.compressed_objects not in ("read", "fail"):
+            raise ValueError(f"kafka-log: compressed_objects must be read or fail, not {self.compressed_objects!r}")
         self.on_corrupt = (_opt(options, "on_corrupt") or "fail").lower()
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
             raise ValueError(f"kafka-log: on_corrupt must be fail, skip or quarantine, not {self.on_corrupt!r}")
@@ -401,7 +406,7 @@ class KafkaLogReader(DataSourceReader):
         # Spark hands a bare InputPartition when the plan has none (every segment pruned)
         for part in getattr(partition, "slices", ()):
             for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
-                                    self.backend, self.storage):  # fmt: skip
+                                    self.backend, self.storage, self.compressed_objects == "read"):  # fmt: skip
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
 
 
@@ -486,6 +491,12 @@ def _split(path: str, size: int, split_bytes: int):
         return [(0, size)]
     import struct
 
+    from kfmt.logdir import compressed_object
+
+    with open(path, "rb") as f:
+        if compressed_object(f.read(16)):
+            return [(0, size)]  # stored compressed whole: one slice, decompressed by its reader
+
     from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
 
     cuts, pos, start = [], 0, 0
@@ -505,12 +516,26 @@ def _split(path: str, size: int, split_bytes: int):
 
 
 def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None,
-               backend=None, storage=None):  # fmt: skip
+               backend=None, storage=None, decompress=False):  # fmt: skip
     """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects. The
-    slice's byte range is read from its file or object (``storage``: options of kfmt.storage)."""
-    from kfmt.storage import open_input
+    slice's byte range is read from its file or object (``storage``: options of kfmt.storage).
+    ``decompress``: an object stored compressed whole is decompressed and read (the slice then covers it
+    all; such an object is never cut into several slices)."""
+    import dataclasses
 
-    with open_input(part.path, storage) as f:
+    from kfmt.storage import open_input, open_segment
+
+    if not decompress:
+        with open_input(part.path, storage) as f:
+            yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend)
+        return
+    f, size, packed = open_segment(part.path, storage)
+    with f:
+        if packed:
+            log.info(
+                "kafka-log: %s is stored %s-compressed whole: read decompressed (%d bytes)", part.path, packed, size
+            )
+            part = dataclasses.replace(part, start=0, end=size)
         yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend)
 
 

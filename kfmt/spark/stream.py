@@ -51,6 +51,8 @@ class _Tail:
     next_offset: int = -1
     lasts: list = field(default_factory=list)
     ends: list = field(default_factory=list)
+    #: stored compressed whole (an object of a remote storage plugin): scanned once, decompressed
+    packed: bool = False
 
 
 def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None:
@@ -109,7 +111,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     # ---------------------------------------------------------------- what is there
     def _refresh(self) -> None:
-        from kfmt.logdir import find_segments
+        from kfmt.logdir import compressed_object, find_segments
         from kfmt.storage import open_input
 
         b = self.batch
@@ -127,9 +129,23 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             tail = self.tails.get(tp)
             if tail is None or tail.path != last.path:
                 tail = self.tails[tp] = _Tail(last.path, last.base_offset, next_offset=last.base_offset)
-            if last.size > tail.end:
+            if last.size > tail.end and not tail.packed:
                 with open_input(last.path, b.storage) as f:
-                    scan_entries(f.read_at, tail.end, last.size, last.path, tail)
+                    if tail.end == 0 and compressed_object(f.read_at(16, 0)):
+                        self._scan_packed(last, tail)
+                    else:
+                        scan_entries(f.read_at, tail.end, last.size, last.path, tail)
+
+    def _scan_packed(self, seg, tail: _Tail) -> None:
+        from kfmt.storage import open_segment
+
+        if self.batch.compressed_objects != "read":
+            raise ValueError(f"kafka-log stream: {seg.path} is stored compressed whole (option compressed_objects=read "
+                             "reads it)")  # fmt: skip
+        f, size, _ = open_segment(seg.path, self.batch.storage)
+        with f:
+            scan_entries(f.read_at, 0, size, seg.path, tail)
+        tail.packed = True
 
     def _latest(self) -> dict:
         self._refresh()
