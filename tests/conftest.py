@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,12 @@ import kfmt
 from kfmt.api import get_format
 
 VECTORS = Path(__file__).parent / "vectors"
+
+# Credentials for the S3 API servers the tests start on 127.0.0.1 (moto takes any): set before the first
+# Spark JVM starts, whose Python workers inherit its environment, so code written for credentials taken
+# "the usual way" (the README's blocks) runs as written. A developer's own AWS settings are left alone.
+for _k, _v in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1")):
+    os.environ.setdefault(_k, _v)
 
 
 def backends(fmt: str):

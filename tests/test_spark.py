@@ -473,17 +473,33 @@ def _readme_python_blocks():
 
 def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
     """Every Python block of the README runs as written: /data/kafka-logs is a synthesized corpus, the
-    segment file the first block opens is one of its segments, and `spark` is a live session."""
+    segment file the first block opens is one of its segments, `spark` is a live session, and the S3
+    endpoint is an S3 API server started here (moto) whose bucket "tiered" holds the corpus laid out as a
+    remote storage plugin writes it."""
     import shutil
 
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
     blocks = _readme_python_blocks()
-    assert len(blocks) >= 4
+    assert len(blocks) >= 6
     monkeypatch.chdir(tmp_path)
     shutil.copy(sorted(corpus.glob("orders-0/*.log"))[0], tmp_path / "00000000000000000000.log")
-    for block in blocks:
-        code = block.replace("/data/kafka-logs", str(corpus)).replace("/data/out", str(tmp_path / "out"))
-        exec(compile(code, "README.md", "exec"), {"spark": spark, "print": lambda *a, **k: None})
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="tiered")
+        s3.create_bucket(Bucket="archive")
+        for seg in find_segments(corpus):
+            key = f"{seg.topic}-{'T' * 22}/{seg.partition}/{seg.base_offset:020d}-seg.log"
+            s3.put_object(Bucket="tiered", Key=key, Body=open(seg.path, "rb").read())
+        for block in blocks:
+            code = block.replace("/data/kafka-logs", str(corpus)).replace("/data/out", str(tmp_path / "out"))
+            code = code.replace("http://127.0.0.1:9000", endpoint)
+            exec(compile(code, "README.md", "exec"), {"spark": spark, "print": lambda *a, **k: None})
+        archived = [o["Key"] for o in s3.list_objects_v2(Bucket="archive")["Contents"]]
     assert list((tmp_path / "out").rglob("*.log"))  # the Spark block wrote the whole DataFrame
+    total = spark.read.format("kafka-log").load(str(corpus)).count()
+    assert sum(1 for k in archived if k.endswith(".log")) and any(k.endswith(".timeindex") for k in archived)
+    assert spark.read.parquet(str(tmp_path / "out-stream")).count() == total  # the streaming block, once each
 
 
 def test_reading_from_an_s3_server_equals_local(spark, corpus):

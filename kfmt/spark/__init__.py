@@ -4,8 +4,9 @@
     kfmt.spark.register(spark)
     df = spark.read.format("kafka-log").load("/data/kafka-logs")
 
-The source and its planning (:mod:`kfmt.spark.source`), the writer's row encoding and commit
-(:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
+The source and its planning (:mod:`kfmt.spark.source`), Structured Streaming (:mod:`kfmt.spark.stream`:
+``readStream`` tails log directories, ``writeStream`` appends segments), the writer's row encoding and
+commit (:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
 """
 
 from kfmt.spark.source import (

@@ -4,6 +4,7 @@
     kfmt.spark.register(spark)
     df = spark.read.format("kafka-log").load("/data/kafka-logs")      # log dir, partition dir or segments
     df.write.format("kafka-log").option("magic", 2).option("codec", "zstd").save("/data/out")
+    spark.readStream.format("kafka-log").load("s3a://bucket/tiered/")      # tails (kfmt.spark.stream)
 
 Columns are those of Spark's own Kafka source (key, value, topic, partition, offset, timestamp,
 timestampType, headers) plus the batch's (magic, codec, batch_base_offset, producer_id, producer_epoch,
