@@ -6,7 +6,9 @@ headers) for every record and aggregate over them, so neither side can skip deco
 runs with each backend built here (option ``backend``): native (Arrow-direct) and python (decoded objects
 gathered into columns, the reader before the native backend); besides wall time, the CPU seconds of the
 Python workers (the decoding) are summed from their /proc entries, so the per-CPU-second figure does not
-depend on how busy the machine's other core is.
+depend on how busy the machine's other core is. With moto installed (the test extra), the same corpus is
+also read from an S3 API server started on 127.0.0.1 (``--no-s3`` to leave it out): the figure then
+includes that server's own CPU (a Python process on the same two cores) and its HTTP round trips.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main(argv=None) -> int:
     p.add_argument("--records", type=int, default=60000, help="records per partition of the corpus")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--master", default="local[*]")
+    p.add_argument("--no-s3", action="store_true", help="leave out the run against a loopback S3 server")
     args = p.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -80,11 +83,44 @@ def main(argv=None) -> int:
         return recs.agg(F.count("*").alias("n"), F.sum(F.length("r.value")).alias("bytes"),
                         F.sum(F.size("r.headers")).alias("headers")).collect()[0]  # fmt: skip
 
+    import contextlib
+
+    stack = contextlib.ExitStack()
+    s3_opts = None
+    if not args.no_s3:
+        try:
+            import moto  # noqa: F401
+        except ImportError:
+            print("(moto not installed: no S3 run)", file=sys.stderr)
+        else:
+            import os
+
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+            from s3server import s3_server
+
+            endpoint, client = stack.enter_context(s3_server())
+            client.create_bucket(Bucket="bench")
+            for root, _, names in os.walk(corpus):
+                for n in names:
+                    if n.endswith(".log"):
+                        path = os.path.join(root, n)
+                        with open(path, "rb") as f:
+                            client.put_object(Bucket="bench", Key=os.path.relpath(path, corpus), Body=f.read())
+            s3_opts = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "test",
+                       "s3.secret_key": "test"}  # fmt: skip
+
+    def ours_s3():
+        df = spark.read.format("kafka-log").schema(RECORD_COLUMNS).options(**s3_opts).load("s3://bench/")
+        return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
+                      F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
+
     results = {}
     jobs = [("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline),
             ("kfmt, all 20 columns", ours_all_columns)]  # fmt: skip
     if "native" in available_backends():
         jobs += [("kfmt, native backend", lambda: ours("native")), ("kfmt, python backend", lambda: ours("python"))]
+    if s3_opts:
+        jobs.append(("kfmt, from S3 (moto on 127.0.0.1)", ours_s3))
     for name, job in jobs:
         job()  # warm up (Python workers, JIT of the plan)
         times, cpus, row = [], [], None
@@ -97,6 +133,7 @@ def main(argv=None) -> int:
         med, cpu = statistics.median(times), statistics.median(cpus)
         results[name] = (row["n"], row["bytes"], med, row["n"] / med, cpu, row["n"] / cpu if cpu else float("nan"))
     spark.stop()
+    stack.close()
     print(f"# kfmt bench-spark: {n_expected} records, master {args.master}, median of {args.runs} runs\n")
     print("| reader | records | value bytes | seconds | records/s | worker CPU s | records per worker CPU s |")
     print("|---|---|---|---|---|---|---|")
@@ -111,6 +148,9 @@ def main(argv=None) -> int:
         nat, py = results["kfmt, native backend"], results["kfmt, python backend"]
         print(f"native / python backend in the data source: {nat[3] / py[3]:.2f}x records/s, "
               f"{nat[5] / py[5]:.2f}x records per worker CPU-second")  # fmt: skip
+    if "kfmt, from S3 (moto on 127.0.0.1)" in results:
+        remote = results["kfmt, from S3 (moto on 127.0.0.1)"]
+        print(f"from the loopback S3 server / from local disk: {remote[3] / rows[0][3]:.2f}x records/s")
     return 0 if same else 1
 
 

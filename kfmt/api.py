@@ -10,7 +10,6 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from kfmt.formats import backend_module, format_ids, get_format
 from kfmt.formats import by_magic as _by_magic
-from kfmt.logdir import compressed_object
 from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -23,6 +22,7 @@ from kfmt.resync import (  # the entry framing constants live beside the resynch
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
 from kfmt.runtime.model import Batch, Record
 from kfmt.runtime.options import options_for
+from kfmt.storage import compressed_object
 
 _ENTRY = struct.Struct(">qi")
 

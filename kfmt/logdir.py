@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from kfmt.storage import is_uri, list_logs
+from kfmt.storage import COMPRESSED_OBJECTS, compressed_object, is_uri, list_logs  # noqa: F401 - re-exported
 
 #: a segment's name: ``<base offset>.log``, or ``<base offset>-<segmentId>.log`` in tiered storage
 SEGMENT_NAME = re.compile(r"^(\d{1,20})(?:-([A-Za-z0-9_-]+))?\.log$")
@@ -26,19 +26,6 @@ _PARTITION = re.compile(r"^(.+)-(\d+)$")
 _TOPIC_ID = r"[A-Za-z0-9_-]{22}"
 _PARTITION_ID = re.compile(rf"^(.+)-(\d+)-{_TOPIC_ID}$")  # LocalTieredStorage: <topic>-<partition>-<topicId>
 _TOPIC_WITH_ID = re.compile(rf"^(.+)-{_TOPIC_ID}$")  # remote storage plugins: <topic>-<topicId>/<partition>
-
-#: how objects stored compressed whole begin (a remote storage plugin with compression on), by name
-COMPRESSED_OBJECTS = (
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"\x1f\x8b", "gzip"),
-    (b"\x04\x22\x4d\x18", "lz4"),
-    (b"\xff\x06\x00\x00sNaPpY", "snappy (framed)"),
-)
-
-
-def compressed_object(head: bytes) -> str | None:
-    """The compression a file starting with ``head`` is stored with as a whole, if it is one of those."""
-    return next((name for magic, name in COMPRESSED_OBJECTS if bytes(head[: len(magic)]) == magic), None)
 
 
 @dataclass(frozen=True, order=True)
@@ -136,34 +123,3 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
     return sorted(set(out))
-
-
-def offset_for_timestamp(segments: list[Segment], timestamp: int, options: dict | None = None) -> int | None:
-    """The earliest offset of a partition's ``segments`` (in offset order) whose record timestamp is at least
-    ``timestamp`` (ms), as a broker answers a ListOffsets request by timestamp (``offsetsForTimes``):
-    control records count, v2 batches whose max timestamp is below are passed over. None: no such record."""
-    from kfmt.api import scan
-    from kfmt.arrow import _Range
-    from kfmt.runtime.errors import CodecError
-    from kfmt.storage import open_input
-
-    for seg in segments:
-        with open_input(seg.path, options) as f:
-            for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True):
-                if isinstance(b, CodecError) or getattr(b, "max_timestamp", timestamp) < timestamp:
-                    continue
-                for r in b.records:
-                    if r.timestamp >= timestamp:
-                        return r.offset
-    return None
-
-
-def last_offset(seg: Segment, options: dict | None = None) -> int:
-    """The last offset in the segment (its base offset - 1 when it holds no readable batch)."""
-    from kfmt.api import scan
-    from kfmt.arrow import _Range
-    from kfmt.storage import open_input
-
-    with open_input(seg.path, options) as f:
-        return max((b.last_offset for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True)
-                    if not isinstance(b, Exception)), default=seg.base_offset - 1)  # fmt: skip

@@ -24,6 +24,20 @@ OPTIONS = {
 }
 
 
+#: how objects stored compressed whole begin (a remote storage plugin with compression on), by name
+COMPRESSED_OBJECTS = (
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x1f\x8b", "gzip"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"\xff\x06\x00\x00sNaPpY", "snappy (framed)"),
+)
+
+
+def compressed_object(head: bytes) -> str | None:
+    """The compression a file starting with ``head`` is stored with as a whole, if it is one of those."""
+    return next((name for magic, name in COMPRESSED_OBJECTS if bytes(head[: len(magic)]) == magic), None)
+
+
 def is_uri(path) -> bool:
     """Whether ``path`` names a store by URI (``scheme://...``) rather than a local path."""
     s = str(path)
@@ -88,8 +102,6 @@ def open_segment(path: str, options: dict | None = None):
     on: zstd frames, gzip members, LZ4 frames, framed snappy; nothing keyed) is decompressed first,
     streamed into a temporary file that stays in memory up to 64 MiB and spills to disk beyond.
     Returns ``(file, size, compression or None)``."""
-    from kfmt.logdir import compressed_object
-
     f = open_input(path, options)
     head = f.read_at(16, 0)
     packed = compressed_object(head)

@@ -631,7 +631,7 @@ def test_timestamp_options(spark, corpus):
 
 def test_partitions_follow_the_session(corpus):
     """register() takes the session's parallelism and file-split sizes as the reader's defaults."""
-    from kfmt.spark.source import KafkaLogReader, session_defaults
+    from kfmt.spark import KafkaLogReader, session_defaults
 
     class Conf:
         def get(self, k, d=None):

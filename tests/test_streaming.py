@@ -232,3 +232,45 @@ def test_tailing_a_store(spark, tmp_path):
         q.stop()
         rows = sorted(tuple(r) for r in spark.sql("select topic, partition, offset from tiered").collect())
         assert rows == [("orders", 0, o) for o in range(15)]
+
+
+def test_stream_reader_offsets_without_a_session(tmp_path):
+    """The reader's offsets step by step (planned and read in this process): a half-written batch is not
+    in the latest offset until complete, a cap shares offsets by backlog, a commit forgets the entry
+    positions before it, and each range reads exactly its records."""
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from kfmt.spark.stream import KafkaLogStreamReader
+
+    for p in (0, 1):
+        (tmp_path / f"t-{p}").mkdir()
+        (tmp_path / f"t-{p}" / f"{0:020d}.log").write_bytes(_batch(0, 4) + _batch(4, 4))
+    r = KafkaLogStreamReader({"path": str(tmp_path), "startingOffsets": "earliest"}, ("partition", "offset"))
+    start = r.initialOffset()
+    assert start == {"t": {"0": 0, "1": 0}}
+    blob = _batch(8, 5)
+    with open(tmp_path / "t-0" / f"{0:020d}.log", "ab") as f:
+        f.write(blob[:-1])
+    assert r.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 8, "1": 8}}  # the partial batch waits
+    with open(tmp_path / "t-0" / f"{0:020d}.log", "ab") as f:
+        f.write(blob[-1:])
+    capped = r.latestOffset(start, ReadMaxRows(7))
+    assert sum(capped["t"].values()) <= 7 and capped["t"]["0"] >= capped["t"]["1"] > 0
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {"t": {"0": 13, "1": 8}}
+
+    def rows(a, b):
+        got = [
+            x
+            for part in r.partitions(a, b)
+            for batch in r.read(part)
+            for x in zip(*pa.Table.from_batches([batch]).to_pydict().values())
+        ]  # noqa: E501
+        return sorted(got)
+
+    assert rows(start, capped) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)]))
+    assert rows(capped, end) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)], end["t"][str(p)]))
+    r.commit(end)
+    assert r.tails[("t", 0)].lasts == [12]  # positions before the committed offset are forgotten
+    assert rows(capped, end) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)], end["t"][str(p)]))

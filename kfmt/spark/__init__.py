@@ -9,15 +9,14 @@ The source and its planning (:mod:`kfmt.spark.source`), Structured Streaming (:m
 commit (:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
 """
 
+from kfmt.spark.datasource import KafkaLogDataSource, register, session_defaults
 from kfmt.spark.source import (
-    KafkaLogDataSource,
     KafkaLogReader,
     KafkaLogWriter,
     SegmentGroup,
     SegmentSlice,
     arrow_schema,
     read_slice,
-    register,
     save,
 )
 
@@ -31,4 +30,5 @@ __all__ = [
     "read_slice",
     "register",
     "save",
+    "session_defaults",
 ]

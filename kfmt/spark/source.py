@@ -20,52 +20,15 @@ import re
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
-    DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
     InputPartition,
     WriterCommitMessage,
 )
 
-from kfmt.arrow import QUARANTINE_RAW_BYTES, SCHEMA, _Columns, _Range, arrow_schema, new_sink, null_empty_headers
+from kfmt.arrow import QUARANTINE_RAW_BYTES, _Columns, _Range, arrow_schema, new_sink, null_empty_headers
 
 log = logging.getLogger("kfmt.spark")
-
-
-def register(spark) -> None:
-    """Register the ``kafka-log`` data source with a Spark session.
-
-    Python data sources are planned in a Python worker that has no session, so the session's sizing is
-    taken here and travels with the source: ``min_partitions`` defaults to the session's default
-    parallelism (``spark.default.parallelism``, else the cluster's executor cores), ``split_bytes`` to
-    ``spark.sql.files.maxPartitionBytes`` and ``open_cost_bytes`` to ``spark.sql.files.openCostInBytes``.
-    Register again after changing them."""
-    spark.dataSource.register(type("KafkaLogDataSource", (KafkaLogDataSource,), {"defaults": session_defaults(spark)}))
-
-
-def session_defaults(spark) -> dict:
-    """The reader's sizing defaults from a session (see :func:`register`); {} where a setting is unknown."""
-    out: dict = {}
-    try:
-        out["min_partitions"] = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect has no SparkContext: only the setting, if made
-        par = spark.conf.get("spark.default.parallelism", None)
-        if par:
-            out["min_partitions"] = int(par)
-    for name, conf in (("split_bytes", "spark.sql.files.maxPartitionBytes"),
-                       ("open_cost_bytes", "spark.sql.files.openCostInBytes")):  # fmt: skip
-        v = spark.conf.get(conf, None)
-        if v:
-            out[name] = _size(v)
-    return out
-
-
-def _size(v: str) -> int:
-    """A Spark byte size ("134217728b", "128MB", "4m") in bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", str(v).lower())
-    if not m:
-        raise ValueError(f"kafka-log: {v!r} is not a size")
-    return int(m[1]) * 1024 ** " kmgt".index(m[2] or " ")
 
 
 READ_OPTIONS = {
@@ -186,36 +149,6 @@ class SegmentGroup(InputPartition):
 
 
 # ------------------------------------------------------------------ reading
-class KafkaLogDataSource(DataSource):
-    """``spark.read.format("kafka-log")`` / ``df.write.format("kafka-log")``."""
-
-    #: sizing defaults taken from the session by :func:`register`
-    defaults: dict = {}
-
-    @classmethod
-    def name(cls):
-        return "kafka-log"
-
-    def schema(self):
-        return SCHEMA
-
-    def reader(self, schema):
-        return KafkaLogReader(dict(self.options), _projection(schema), self.defaults)
-
-    def writer(self, schema, overwrite):
-        return KafkaLogWriter(dict(self.options), overwrite)
-
-    def streamReader(self, schema):
-        from kfmt.spark.stream import KafkaLogStreamReader
-
-        return KafkaLogStreamReader(dict(self.options), _projection(schema), self.defaults)
-
-    def streamWriter(self, schema, overwrite):
-        from kfmt.spark.stream import KafkaLogStreamWriter
-
-        return KafkaLogStreamWriter(dict(self.options))
-
-
 def _spark_types() -> dict:
     """The source's columns as Spark types, from the Arrow schema the reader produces (no session needed:
     readers are made in Python workers)."""
@@ -310,7 +243,7 @@ class KafkaLogReader(DataSourceReader):
         Spark's Kafka source: per partition, the offset a broker gives for the timestamp (first record at or
         after it). Starting without such a record: startingOffsetsByTimestampStrategy (error, or latest: no
         rows); ending without one: latest. The timestamp forms take precedence over the offset forms."""
-        from kfmt.logdir import last_offset, offset_for_timestamp
+        from kfmt.offsets import last_offset, offset_for_timestamp
 
         strategy = str(_opt(options, "startingOffsetsByTimestampStrategy") or "error").lower()
         if strategy not in ("error", "latest"):

@@ -111,8 +111,8 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     # ---------------------------------------------------------------- what is there
     def _refresh(self) -> None:
-        from kfmt.logdir import compressed_object, find_segments
-        from kfmt.storage import open_input
+        from kfmt.logdir import find_segments
+        from kfmt.storage import compressed_object, open_input
 
         b = self.batch
         try:
@@ -229,7 +229,16 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         return self.batch.read(partition)
 
     def commit(self, end: dict) -> None:
-        pass  # nothing to release: segments belong to Kafka (or whoever writes them)
+        """Forget the positions of entries before the committed offsets: memory holds the backlog's only
+        (segments belong to Kafka, or whoever writes them: nothing else to release)."""
+        for t, parts in end.items():
+            for p, o in parts.items():
+                tail = self.tails.get((t, int(p)))
+                if tail is not None:
+                    # keep the entry before the offset: the next slice starts where it ends
+                    k = max(0, bisect.bisect_left(tail.lasts, int(o)) - 1)
+                    if k:
+                        del tail.lasts[:k], tail.ends[:k]
 
 
 class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):

@@ -161,7 +161,8 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     from pathlib import PurePosixPath
 
     from kfmt.api import scan
-    from kfmt.logdir import Segment, last_offset
+    from kfmt.logdir import Segment
+    from kfmt.offsets import last_offset
     from kfmt.publish import MARKER
     from kfmt.segments import segment_files
     from kfmt.storage import Tree

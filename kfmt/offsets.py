@@ -1,0 +1,37 @@
+"""Offsets of a topic-partition's segments, found by reading them (locally or in a store): the last one,
+and the one a broker answers for a timestamp."""
+
+from __future__ import annotations
+
+from kfmt.logdir import Segment
+
+
+def offset_for_timestamp(segments: list[Segment], timestamp: int, options: dict | None = None) -> int | None:
+    """The earliest offset of a partition's ``segments`` (in offset order) whose record timestamp is at least
+    ``timestamp`` (ms), as a broker answers a ListOffsets request by timestamp (``offsetsForTimes``):
+    control records count, v2 batches whose max timestamp is below are passed over. None: no such record."""
+    from kfmt.api import scan
+    from kfmt.arrow import _Range
+    from kfmt.runtime.errors import CodecError
+    from kfmt.storage import open_input
+
+    for seg in segments:
+        with open_input(seg.path, options) as f:
+            for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True):
+                if isinstance(b, CodecError) or getattr(b, "max_timestamp", timestamp) < timestamp:
+                    continue
+                for r in b.records:
+                    if r.timestamp >= timestamp:
+                        return r.offset
+    return None
+
+
+def last_offset(seg: Segment, options: dict | None = None) -> int:
+    """The last offset in the segment (its base offset - 1 when it holds no readable batch)."""
+    from kfmt.api import scan
+    from kfmt.arrow import _Range
+    from kfmt.storage import open_input
+
+    with open_input(seg.path, options) as f:
+        return max((b.last_offset for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True)
+                    if not isinstance(b, Exception)), default=seg.base_offset - 1)  # fmt: skip
