@@ -12,6 +12,7 @@ never the whole object.
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlparse
 
 SCHEMES = ("file", "s3", "s3a", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
@@ -143,7 +144,31 @@ def _decompress_stream(src, dst, packed: str) -> None:
         snappy.stream_decompress(src, dst)
 
 
-class _Spooled:
+class _Wrapped:
+    """A Python file ``self.f`` with the interface of pyarrow's input files that readers use."""
+
+    f: Any
+
+    def read(self, n: int = -1) -> bytes:
+        return self.f.read(n)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self.f.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def close(self) -> None:
+        self.f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Spooled(_Wrapped):
     """A temporary file (memory up to 64 MiB, then disk) with ``read_at``."""
 
     def __init__(self):
@@ -151,58 +176,22 @@ class _Spooled:
 
         self.f = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - closed by close()
 
-    def read(self, n: int = -1) -> bytes:
-        return self.f.read(n)
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        return self.f.seek(pos, whence)
-
-    def tell(self) -> int:
-        return self.f.tell()
-
     def read_at(self, n: int, offset: int) -> bytes:
         self.f.seek(offset)
         return self.f.read(n)
 
-    def close(self) -> None:
-        self.f.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class _LocalFile:
+class _LocalFile(_Wrapped):
     """A local file with ``read_at`` (pread), as pyarrow's files have."""
 
     def __init__(self, path: str):
         self.f = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
-
-    def read(self, n: int = -1) -> bytes:
-        return self.f.read(n)
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        return self.f.seek(pos, whence)
-
-    def tell(self) -> int:
-        return self.f.tell()
 
     def read_at(self, n: int, offset: int) -> bytes:
         return os.pread(self.f.fileno(), n, offset)
 
     def fileno(self) -> int:
         return self.f.fileno()
-
-    def close(self) -> None:
-        self.f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class Tree:

@@ -46,3 +46,26 @@ def test_epochs_topic_ids_and_a_clean_dump(tmp_path):
     given = "AbCdEfGhIjKlMnOpQrStUv"
     commit_partitions(out, {("clicks", 0): [_stage(tmp_path, "d", [_batch(0, 1)])]}, topic_ids={"clicks": given})
     assert read_partition_metadata(out / "clicks-0" / "partition.metadata")[0][0]["topic_id"] == given
+
+
+def test_indexes_hold_entries_and_agree_with_the_log(tmp_path):
+    """Segments large enough for Kafka's default index interval (4096 bytes) get non-empty .index and
+    .timeindex files, which kfmt dump's checker (the broker's sanity checks and a comparison with the log)
+    accepts; damaging one index entry makes the same checker fail."""
+    out = tmp_path / "out"
+    big = [kfmt.encode_batch([kfmt.Record(value=b"x" * 900, timestamp=5000 + b * 10 + i) for i in range(3)],
+                             base_offset=b * 3) for b in range(40)]  # fmt: skip
+    commit_partitions(out, {("orders", 0): [_stage(tmp_path, "big", big)]}, segment_bytes=64 * 1024)
+    logs = sorted((out / "orders-0").glob("*.log"))
+    assert len(logs) >= 2
+    for log in logs:
+        assert len(log.with_suffix(".index").read_bytes()) >= 8 * 5
+        assert len(log.with_suffix(".timeindex").read_bytes()) >= 12 * 5
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--summary", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    idx = logs[0].with_suffix(".index")
+    data = bytearray(idx.read_bytes())
+    data[12:16] = (int.from_bytes(data[12:16], "big") + 1).to_bytes(4, "big")  # the second entry's position
+    idx.write_bytes(bytes(data))
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--summary", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
