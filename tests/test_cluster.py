@@ -176,3 +176,19 @@ def test_packed_env_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
     # the executors run the archive Spark shipped and unpacked in their work folders, native backend included
     assert got["executors"] and all("/environment/lib/kfmt/" in f and "packed-env" not in f and b == "native"
                                     for f, b in got["executors"])  # fmt: skip
+
+
+def test_installed_on_every_node(cluster, corpus, tmp_path):
+    """The first route: kfmt installed where the Python workers run (here this checkout's interpreter, in
+    which kfmt is installed with its native extensions): nothing shipped, the native backend on the
+    executors, the same results as local mode."""
+    url, python = cluster
+    (tmp_path / "my_job.py").write_text(JOB)
+    out, report = tmp_path / "out", tmp_path / "cluster.json"
+    env = {"PYSPARK_PYTHON": sys.executable}
+    _submit(["spark-submit", "--master", url, "--conf", f"spark.pyspark.python={sys.executable}", "my_job.py",
+             *_job_args(corpus, out, report)], tmp_path, env)  # fmt: skip
+    got = json.loads(report.read_text())
+    local = _local_run(tmp_path, corpus, Path(sys.executable), [])
+    _check(got, _files(out), local, corpus, parallelism=2)
+    assert got["executors"] and all(b == "native" and "/kfmt/" in f for f, b in got["executors"])
