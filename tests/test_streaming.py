@@ -194,18 +194,35 @@ def test_a_replayed_micro_batch_is_not_written_twice(tmp_path):
 
     out = tmp_path / "klog"
     w = KafkaLogStreamWriter({"path": str(out), "checkpointLocation": "x"})
-    staged = tmp_path / "staged.part"
-    staged.write_bytes(_batch(0, 3))
 
-    class Msg:
-        files = [("t", 0, str(staged), 3)]
-        skipped = 0
+    def stage(name, blob):
+        staged = tmp_path / "staging" / name
+        staged.parent.mkdir(exist_ok=True)
+        staged.write_bytes(blob)
 
-    w.commit([Msg()], 0)
-    first = (out / "t-0" / f"{0:020d}.log").read_bytes()
-    w.commit([Msg()], 0)  # the replay
-    assert (out / "t-0" / f"{0:020d}.log").read_bytes() == first
-    assert sum(1 for _ in kfmt.read_batches(out / "t-0" / f"{0:020d}.log")) == 1
+        class Msg:
+            files = [("t", 0, str(staged), 3)]
+            skipped = 0
+
+        return Msg()
+
+    w.commit([stage("a", _batch(0, 3))], 0)
+    seg = out / "t-0" / f"{0:020d}.log"
+    first = seg.read_bytes()
+    w.commit([stage("a", _batch(0, 3))], 0)  # the replay
+    assert seg.read_bytes() == first
+    # a crash after the segments went in and before the batch id did: the replay sees its offsets in place
+    w.commit([stage("b", _batch(3, 2))], 1)
+    (out / "_kfmt_stream" / "1").unlink()
+    after = {p.name: p.read_bytes() for p in (out / "t-0").iterdir()}
+    w.commit([stage("b", _batch(3, 2))], 1)
+    assert {p.name: p.read_bytes() for p in (out / "t-0").iterdir()} == after
+    assert (out / "_kfmt_stream" / "1").is_file()
+    assert [r.offset for b in kfmt.read_batches(seg) for r in b.records] == list(range(3))
+    # offsets that overlap without being the same batch are still refused
+    with pytest.raises(ValueError, match="already holds offsets"):
+        w.commit([stage("c", _batch(4, 3))], 2)
+    assert sum(len(b.records) for s in (out / "t-0").glob("*.log") for b in kfmt.read_batches(s)) == 5
 
 
 def test_tailing_a_store(spark, tmp_path):

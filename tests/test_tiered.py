@@ -3,6 +3,7 @@ every naming form, and a file that holds no entry is an error, never 0 rows."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -187,3 +188,43 @@ def test_a_segment_object_stored_compressed_is_read_where_asked(tmp_path, codec)
     refusing = KafkaLogReader({"path": str(tmp_path), "compressed_objects": "fail"}, ("offset",))
     with pytest.raises(ValueError, match="compressed stream"):
         [b for g in refusing.partitions() for b in refusing.read(g)]
+
+
+def test_a_large_object_is_split_at_its_index_entries():
+    """A segment object larger than split_bytes in a store is cut where its .index object says batches start
+    (one request for the index, one header read per cut); the slices read the rows of the whole segment.
+    An index that does not fit the segment (stale, or another segment's) cuts nothing."""
+    pytest.importorskip("moto")
+    import pyarrow as pa
+    from s3server import s3_server
+
+    from kfmt.segments import segment_files
+    from kfmt.spark.source import KafkaLogReader
+
+    batches = [kfmt.encode_batch([kfmt.Record(value=b"%d" % o + b"x" * 700, timestamp=o) for o in range(b, b + 4)],
+                                 base_offset=b) for b in range(1000, 1400, 4)]  # fmt: skip
+    data = b"".join(batches)
+    files = dict((p.suffix, blob) for p, blob in segment_files(Path(f"{1000:020d}.log"), data, 1000))
+    assert len(files[".index"]) >= 8 * 10
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="segments")
+        key = f"orders-{ID}/0/{1000:020d}-{SEG}"
+        s3.put_object(Bucket="segments", Key=f"{key}.log", Body=data)
+        s3.put_object(Bucket="segments", Key=f"{key}.index", Body=files[".index"])
+        opts = {"path": "s3://segments/", "s3.endpoint": endpoint, "s3.region": "us-east-1", "split_bytes": str(64 * 1024),
+                "min_partitions": "1"}  # fmt: skip
+
+        def read(reader):
+            slices = [sl for g in reader.partitions() for sl in g.slices]
+            table = pa.Table.from_batches([b for g in reader.partitions() for b in reader.read(g)])
+            return slices, sorted(table.column("offset").to_pylist())
+
+        slices, offsets = read(KafkaLogReader(opts, ("offset",)))
+        assert len(slices) >= 4 and offsets == list(range(1000, 1400))
+        assert all(s.end - s.start <= 64 * 1024 + 8192 for s in slices)  # an index entry every 4 KiB or so
+        bad = bytearray(files[".index"])
+        for i in range(4, len(bad), 8):  # every position moved by one byte
+            bad[i : i + 4] = (int.from_bytes(bad[i : i + 4], "big") + 1).to_bytes(4, "big")
+        s3.put_object(Bucket="segments", Key=f"{key}.index", Body=bytes(bad))
+        slices, offsets = read(KafkaLogReader(opts, ("offset",)))
+        assert len(slices) == 1 and offsets == list(range(1000, 1400))

@@ -321,7 +321,7 @@ class KafkaLogReader(DataSourceReader):
         slices = []
         for seg, lo, hi in kept:
             aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
-            for start, end in _split(seg.path, seg.size, target):
+            for start, end in _split(seg.path, seg.size, target, self.storage):
                 slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns))
         groups: list[list[SegmentSlice]] = []
         size = 0
@@ -416,23 +416,25 @@ def _bound(spec, seg, sentinel):
     return None if o is None or o == sentinel else o
 
 
-def _split(path: str, size: int, split_bytes: int):
-    """Cut a segment into ranges of about ``split_bytes`` at batch boundaries (reading entry headers only).
-    An object in a store is one range: finding boundaries would cost a ranged request per batch header."""
+def _split(path: str, size: int, split_bytes: int, storage=None):
+    """Cut a segment into ranges of about ``split_bytes`` at batch boundaries. A local file: from its entry
+    headers. An object in a store: from the ``.index`` object beside it (one request; its entries are batch
+    positions), each cut checked against the batch header there; without a usable index, one range
+    (walking the headers would cost a request per batch)."""
     from kfmt.storage import is_uri
 
-    if size <= split_bytes or is_uri(path):
+    if size <= split_bytes:
         return [(0, size)]
+    if is_uri(path):
+        return _split_by_index(path, size, split_bytes, storage)
     import struct
 
-    from kfmt.logdir import compressed_object
+    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
+    from kfmt.storage import compressed_object
 
     with open(path, "rb") as f:
         if compressed_object(f.read(16)):
             return [(0, size)]  # stored compressed whole: one slice, decompressed by its reader
-
-    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
-
     cuts, pos, start = [], 0, 0
     with open(path, "rb") as f:
         while pos + LOG_OVERHEAD <= size:
@@ -447,6 +449,43 @@ def _split(path: str, size: int, split_bytes: int):
             pos = nxt
     cuts.append((start, size))
     return cuts
+
+
+def _split_by_index(path: str, size: int, split_bytes: int, storage) -> list[tuple[int, int]]:
+    """Cuts at the positions a segment's offset index gives (Kafka indexes a batch every 4 KiB by default,
+    as ``(last offset - base offset, position)``), each kept only if the batch header found there ends
+    inside the segment and has that last offset: a stale or foreign index cuts nothing."""
+    import struct
+
+    from kfmt.logdir import SEGMENT_NAME
+    from kfmt.segments import entry_facts
+    from kfmt.storage import open_input
+
+    name = path.rsplit("/", 1)[-1]
+    m = SEGMENT_NAME.match(name)
+    if not m:
+        return [(0, size)]
+    base = int(m.group(1))
+    try:
+        with open_input(path[: -len(".log")] + ".index", storage) as f:
+            index = f.read()
+    except (FileNotFoundError, OSError):
+        return [(0, size)]
+    cuts, start = [], 0
+    with open_input(path, storage) as f:
+        for i in range(0, len(index) - 7, 8):
+            rel, pos = struct.unpack_from(">ii", index, i)
+            if pos - start < split_bytes or pos >= size:
+                continue
+            head = f.read_at(61, pos)
+            if len(head) < 17 or (head[16] >= 2 and len(head) < 61):
+                break
+            end, last, _ = entry_facts(head, 0)
+            if last != base + rel or pos + end > size:
+                break  # not this segment's index (or stale): stop cutting
+            cuts.append((start, pos))
+            start = pos
+    return [*cuts, (start, size)]
 
 
 def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None,
@@ -466,6 +505,8 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
     f, size, packed = open_segment(part.path, storage)
     with f:
         if packed:
+            if part.start:
+                return  # the object's bytes are not entries: the slice from byte 0 reads it all
             log.info(
                 "kafka-log: %s is stored %s-compressed whole: read decompressed (%d bytes)", part.path, packed, size
             )
@@ -616,19 +657,28 @@ class KafkaLogWriter(DataSourceArrowWriter):
             pieces.append((topic, part, path, len(rows)))
         return WrittenFiles(pieces, skipped)
 
-    def commit(self, messages):
+    @staticmethod
+    def _pieces(messages) -> dict:
+        """``{(topic, partition): [staged files]}`` from the tasks' commit messages."""
+        pieces: dict = {}
+        for m in messages or []:
+            for topic, part, path, _n in getattr(m, "files", []) or []:
+                pieces.setdefault((topic, part), []).append(path)
+        return pieces
+
+    def _commit(self, messages) -> None:
+        """Put the staged batches in place (the staging folder stays: the caller removes it)."""
         from kfmt.spark.writer import commit_partitions
 
+        skipped = sum(getattr(m, "skipped", 0) for m in messages or [])
+        commit_partitions(self.path, self._pieces(messages), segment_bytes=self.segment_bytes,
+                          replace=self.overwrite, topic_ids=self.topic_ids, storage=self.storage)  # fmt: skip
+        if skipped:
+            log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
+
+    def commit(self, messages):
         try:
-            skipped = sum(getattr(m, "skipped", 0) for m in messages or [])
-            pieces: dict = {}
-            for m in messages or []:
-                for topic, part, path, _n in getattr(m, "files", []) or []:
-                    pieces.setdefault((topic, part), []).append(path)
-            commit_partitions(self.path, pieces, segment_bytes=self.segment_bytes, replace=self.overwrite,
-                              topic_ids=self.topic_ids, storage=self.storage)  # fmt: skip
-            if skipped:
-                log.warning("kafka-log writer: %d quarantined row(s) (corrupt batches) were not written", skipped)
+            self._commit(messages)
         finally:
             self.abort(messages)
 

@@ -26,7 +26,7 @@ try:  # PySpark 4.1+: Arrow batches in; older: the row interface is all there is
 except ImportError:  # pragma: no cover - depends on the PySpark installed
     from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase  # type: ignore[assignment]
 
-from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, SegmentGroup, SegmentSlice, _int_opt, _opt
+from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, SegmentGroup, SegmentSlice, _int_opt, _opt, log
 
 #: options of a batch read that mean nothing for a stream (Spark's Kafka source refuses them too)
 NOT_FOR_STREAMS = {
@@ -257,12 +257,42 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
     def commit(self, messages, batchId):  # type: ignore[override]
         from kfmt.storage import Tree
 
-        tree = Tree(self._done(batchId), self.storage)
-        if tree.is_file(tree.root):
-            self.abort(messages)  # a replay of a batch already in place
-            return
-        super().commit(messages)
-        tree.write(tree.root, b"committed\n")
+        done = Tree(self._done(batchId), self.storage)
+        try:
+            if done.is_file(done.root):
+                return  # a replay of a batch already in place
+            try:
+                self._commit(messages)
+            except ValueError as e:
+                # a crash after the segments went in and before the batch id did: the replay finds its offsets there
+                if "already holds offsets" not in str(e) or not self._in_place(messages):
+                    raise
+                log.warning("kafka-log stream writer: micro-batch %d is already in %s (a replay after a crash): "
+                            "not written again", batchId, self.path)  # fmt: skip
+            done.write(done.root, b"committed\n")
+        finally:
+            self.abort(messages)
+
+    def _in_place(self, messages) -> bool:
+        """Whether every staged batch's offsets are already in the target's partitions."""
+        from kfmt.api import scan
+        from kfmt.logdir import Segment
+        from kfmt.offsets import last_offset
+        from kfmt.storage import Tree
+
+        staging, target = self._tree(), Tree(self.path, self.storage)
+        for (topic, part), files in self._pieces(messages).items():
+            folder = target.join(f"{topic}-{part}")
+            logs = [n for n, d in target.listdir(folder) if not d and n.endswith(".log")]
+            if not logs:
+                return False
+            path = f"{folder}/{logs[-1]}"
+            seg = Segment(topic, part, 0, target.uri(path), target.fs.get_file_info(path).size)
+            there = last_offset(seg, self.storage)
+            for f in files:
+                if any(b.last_offset > there for _, _, b in scan(staging.read(f)) if not isinstance(b, Exception)):
+                    return False
+        return True
 
     def abort(self, messages, batchId=None):
         super().abort(messages)
