@@ -41,7 +41,8 @@ def _wait(pred, seconds: float, what: str, logs: list[Path]) -> None:
 @contextlib.contextmanager
 def standalone(workdir: Path, workers: int = 2, env: dict | None = None):
     """Yields the master URL ``spark://127.0.0.1:PORT`` once every worker has registered."""
-    env = {**os.environ, **(env or {}), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m"}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env = {**inherited, **(env or {}), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m"}
     workdir.mkdir(parents=True, exist_ok=True)
     port, ui = free_port(), free_port()
     procs: list[subprocess.Popen] = []

@@ -79,7 +79,9 @@ def cluster(tmp_path_factory):
 def _submit(argv: list[str], cwd: Path, env: dict) -> None:
     assert argv[0] == "spark-submit"
     argv = [str(Path(sys.executable).parent / "spark-submit"), *argv[1:]]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **env}
+    # as a user's shell would have it: none of the PYSPARK_* settings this test process may carry
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env = {**clean, "SPARK_LOCAL_IP": "127.0.0.1", **env}
     r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
 
