@@ -279,9 +279,8 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
         try:
             end = _entry_end(buf, pos, n)
         except CodecError as err:  # broken framing: the next valid entry, if any, is searched for
-            e = err
-            if file_start and pos == 0 and packed_hint(buf[:16]):
-                e = InvalidValueError(f"{e.reason}{packed_hint(buf[:16])}", offset=e.offset, path=e.path)
+            hint = packed_hint(buf[:16]) if file_start and pos == 0 else ""
+            e = InvalidValueError(f"{err.reason}{hint}", offset=err.offset, path=err.path) if hint else err
             if not skip_corrupt:
                 e.batch_position = pos
                 e.unread = n - pos

@@ -346,7 +346,7 @@ def read_arrow(
         raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
     from pathlib import PurePosixPath
 
-    from kfmt.storage import is_uri, open_input, open_segment
+    from kfmt.storage import file_size, is_uri, open_input, open_segment
 
     if compressed_objects not in ("fail", "read"):
         raise ValueError(f"compressed_objects must be 'fail' or 'read', not {compressed_objects!r}")
@@ -363,7 +363,7 @@ def read_arrow(
             f, size, _ = open_segment(path, storage_options)
         else:
             f = open_input(path, storage_options)
-            size = f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
+            size = file_size(f)
         with f:
             return _read_arrow(_Range(f, 0, size), where, columns, verify_crc, format, backend, on_corrupt)
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):

@@ -23,9 +23,10 @@ from kfmt.storage import COMPRESSED_OBJECTS, compressed_object, is_uri, list_log
 #: a segment's name: ``<base offset>.log``, or ``<base offset>-<segmentId>.log`` in tiered storage
 SEGMENT_NAME = re.compile(r"^(\d{1,20})(?:-([A-Za-z0-9_-]+))?\.log$")
 _PARTITION = re.compile(r"^(.+)-(\d+)$")
-_TOPIC_ID = r"[A-Za-z0-9_-]{22}"
-_PARTITION_ID = re.compile(rf"^(.+)-(\d+)-{_TOPIC_ID}$")  # LocalTieredStorage: <topic>-<partition>-<topicId>
-_TOPIC_WITH_ID = re.compile(rf"^(.+)-{_TOPIC_ID}$")  # remote storage plugins: <topic>-<topicId>/<partition>
+#: a topic id as text: Kafka's Uuid in 22 characters of URL-safe base64
+TOPIC_ID = r"[A-Za-z0-9_-]{22}"
+_PARTITION_ID = re.compile(rf"^(.+)-(\d+)-{TOPIC_ID}$")  # LocalTieredStorage: <topic>-<partition>-<topicId>
+_TOPIC_WITH_ID = re.compile(rf"^(.+)-{TOPIC_ID}$")  # remote storage plugins: <topic>-<topicId>/<partition>
 
 
 @dataclass(frozen=True, order=True)
@@ -37,10 +38,14 @@ class Segment:
     size: int
 
 
+def _base(name: str) -> int:
+    """The base offset a segment's name gives (0 for a name that is not one)."""
+    m = SEGMENT_NAME.match(name)
+    return int(m.group(1)) if m else 0
+
+
 def _segment(path: Path, topic: str, partition: int) -> Segment:
-    m = SEGMENT_NAME.match(path.name)
-    base = int(m.group(1)) if m else 0
-    return Segment(topic, partition, base, str(path), path.stat().st_size)
+    return Segment(topic, partition, _base(path.name), str(path), path.stat().st_size)
 
 
 def topic_partition(d: Path | PurePosixPath) -> tuple[str, int]:
@@ -104,8 +109,7 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
                     raise FileNotFoundError(f"no such file or directory: {raw} (a pattern matching nothing)")
             for uri, size in listed:
                 topic, part = topic_partition(PurePosixPath(uri.split("://", 1)[1]).parent)
-                m = SEGMENT_NAME.match(uri.rsplit("/", 1)[1])
-                out.append(Segment(topic, part, int(m.group(1)) if m else 0, uri, size))
+                out.append(Segment(topic, part, _base(uri.rsplit("/", 1)[1]), uri, size))
             continue
         p = Path(raw)
         if p.is_file():

@@ -60,8 +60,12 @@ def _entries(data: bytes, st: struct.Struct) -> tuple[list, int]:
 
 def read_offset_index(path: Path) -> tuple[list[tuple[int, int]], list[str]]:
     """``(offset, position)`` entries (absolute offsets) and the broker's sanity check (OffsetIndex)."""
-    base = base_offset_of(path)
-    raw, extra = _entries(Path(path).read_bytes(), struct.Struct(">ii"))
+    return parse_offset_index(Path(path).read_bytes(), base_offset_of(path))
+
+
+def parse_offset_index(data: bytes, base: int) -> tuple[list[tuple[int, int]], list[str]]:
+    """:func:`read_offset_index` on the bytes of a segment's ``.index`` with base offset ``base``."""
+    raw, extra = _entries(data, struct.Struct(">ii"))
     problems = [f"size is not a multiple of 8 ({extra} trailing byte(s))"] if extra else []
     entries = [(base + rel, pos) for rel, pos in raw]
     for i in range(1, len(entries)):

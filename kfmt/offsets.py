@@ -6,20 +6,23 @@ from __future__ import annotations
 from kfmt.logdir import Segment
 
 
+def _batches(seg: Segment, options: dict | None):
+    """The batches of a segment that decode (damage is the readers' to report)."""
+    from kfmt.api import scan
+    from kfmt.arrow import _Range
+    from kfmt.storage import open_input
+
+    with open_input(seg.path, options) as f:
+        yield from (b for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True) if not isinstance(b, Exception))
+
+
 def offset_for_timestamp(segments: list[Segment], timestamp: int, options: dict | None = None) -> int | None:
     """The earliest offset of a partition's ``segments`` (in offset order) whose record timestamp is at least
     ``timestamp`` (ms), as a broker answers a ListOffsets request by timestamp (``offsetsForTimes``):
     control records count, v2 batches whose max timestamp is below are passed over. None: no such record."""
-    from kfmt.api import scan
-    from kfmt.arrow import _Range
-    from kfmt.runtime.errors import CodecError
-    from kfmt.storage import open_input
-
     for seg in segments:
-        with open_input(seg.path, options) as f:
-            for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True):
-                if isinstance(b, CodecError) or getattr(b, "max_timestamp", timestamp) < timestamp:
-                    continue
+        for b in _batches(seg, options):
+            if getattr(b, "max_timestamp", timestamp) >= timestamp:
                 for r in b.records:
                     if r.timestamp >= timestamp:
                         return r.offset
@@ -28,10 +31,4 @@ def offset_for_timestamp(segments: list[Segment], timestamp: int, options: dict 
 
 def last_offset(seg: Segment, options: dict | None = None) -> int:
     """The last offset in the segment (its base offset - 1 when it holds no readable batch)."""
-    from kfmt.api import scan
-    from kfmt.arrow import _Range
-    from kfmt.storage import open_input
-
-    with open_input(seg.path, options) as f:
-        return max((b.last_offset for _, _, b in scan(_Range(f, 0, seg.size), skip_corrupt=True)
-                    if not isinstance(b, Exception)), default=seg.base_offset - 1)  # fmt: skip
+    return max((b.last_offset for b in _batches(seg, options)), default=seg.base_offset - 1)

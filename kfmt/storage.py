@@ -108,7 +108,7 @@ def open_segment(path: str, options: dict | None = None):
     packed = compressed_object(head)
     if packed is None:
         f.seek(0)
-        return f, _size(f), None
+        return f, file_size(f), None
     with f:
         f.seek(0)
         out = _Spooled()
@@ -116,7 +116,8 @@ def open_segment(path: str, options: dict | None = None):
     return out, out.f.tell(), packed
 
 
-def _size(f) -> int:
+def file_size(f) -> int:
+    """The size of a file opened by :func:`open_input`."""
     return f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
 
 
@@ -243,26 +244,22 @@ class Tree:
         return self.fs.open_input_file(path) if self.remote else _LocalFile(path)
 
     def write(self, path: str, data: bytes) -> None:
-        if not self.remote:
-            from kfmt.publish import write_all
-
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            write_all([(_local(path), data)])
-            return
-        with self.fs.open_output_stream(path) as f:
-            f.write(data)
+        self.write_all([(path, data)])
 
     def write_all(self, staged: list[tuple[str, bytes]]) -> None:
         """Every ``(path, data)``: locally all at once (renames); in a store one object after another, in order."""
-        if not self.remote:
-            from kfmt.publish import write_all
-
-            for p, _ in staged:
-                os.makedirs(os.path.dirname(p), exist_ok=True)
-            write_all([(_local(p), d) for p, d in staged])
+        if self.remote:
+            for p, d in staged:
+                with self.fs.open_output_stream(p) as f:
+                    f.write(d)
             return
-        for p, d in staged:
-            self.write(p, d)
+        from pathlib import Path
+
+        from kfmt.publish import write_all
+
+        for p, _ in staged:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+        write_all([(Path(p), d) for p, d in staged])
 
     def remove(self, path: str) -> None:
         import pyarrow.fs as pafs
@@ -281,9 +278,3 @@ class Tree:
     def uri(self, path: str) -> str:
         """How readers name ``path``: a local path, or the store's URI."""
         return f"{self.scheme}://{path}" if self.remote else path
-
-
-def _local(path: str):
-    from pathlib import Path
-
-    return Path(path)

@@ -291,3 +291,14 @@ def test_stream_reader_offsets_without_a_session(tmp_path):
     r.commit(end)
     assert r.tails[("t", 0)].lasts == [12]  # positions before the committed offset are forgotten
     assert rows(capped, end) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)], end["t"][str(p)]))
+
+
+def test_a_starting_timestamp_takes_precedence_over_starting_offsets(tmp_path):
+    """As in Spark's Kafka source: with startingTimestamp, startingOffsets (even latest) does not apply."""
+    from kfmt.spark.stream import KafkaLogStreamReader
+
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / f"{0:020d}.log").write_bytes(_batch(0, 4) + _batch(4, 4))  # timestamps 10000 + offset
+    opts = {"path": str(tmp_path), "startingOffsets": "latest", "startingTimestamp": "10005"}
+    assert KafkaLogStreamReader(opts).initialOffset() == {"t": {"0": 5}}
+    assert KafkaLogStreamReader({"path": str(tmp_path)}).initialOffset() == {"t": {"0": 8}}  # latest by default

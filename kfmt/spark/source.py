@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
 )
 
 from kfmt.arrow import QUARANTINE_RAW_BYTES, _Columns, _Range, arrow_schema, new_sink, null_empty_headers
+from kfmt.storage import OPTIONS as STORAGE_OPTIONS
 
 log = logging.getLogger("kfmt.spark")
 
@@ -38,10 +39,7 @@ READ_OPTIONS = {
     "include_control": "also return control records (default false)",
     "on_corrupt": "fail (default) | skip | quarantine",
     "backend": "native | python | construct: the codec backend on the executors (default: the active one there)",
-    "s3.endpoint": "an S3-compatible endpoint for s3:// and s3a:// paths (default: AWS_ENDPOINT_URL, else AWS)",
-    "s3.region": "the S3 region (default: AWS_REGION)",
-    "s3.access_key": "an S3 access key (default: the usual AWS credential chain, which is better: options show in plans)",
-    "s3.secret_key": "its secret key",
+    **STORAGE_OPTIONS,
     "isolation": "read_uncommitted (default) | read_committed: leave out aborted transactions",
     "kafka.isolation.level": "same as isolation (the name Spark's Kafka source uses)",
     "subscribe": "only these topics (comma-separated)",
@@ -81,7 +79,7 @@ WRITE_OPTIONS = {
     "segment_bytes": "roll segments at this size (default 1 GiB)",
     "batch_records": "records per batch when rows carry no batch (default 500)",
     "keep_batches": "rows of one input batch stay one batch (default true)",
-    **{k: v for k, v in READ_OPTIONS.items() if k.startswith("s3.")},
+    **STORAGE_OPTIONS,
 }
 
 
@@ -200,9 +198,7 @@ class KafkaLogReader(DataSourceReader):
         )
         self.verify_crc = _bool(_opt(options, "verify_crc"), True)
         self.backend = _opt(options, "backend")  # checked where it is used: the executors' installation
-        from kfmt.storage import OPTIONS as STORAGE
-
-        self.storage = {k: str(_opt(options, k)) for k in STORAGE if _opt(options, k)}  # for s3:// and the like
+        self.storage = _storage(options)  # for s3:// and the like
         self.include_control = _bool(_opt(options, "include_control"), False)
         self.compressed_objects = str(_opt(options, "compressed_objects") or "read").lower()
         if self.compressed_objects not in ("read", "fail"):
@@ -248,10 +244,7 @@ class KafkaLogReader(DataSourceReader):
         strategy = str(_opt(options, "startingOffsetsByTimestampStrategy") or "error").lower()
         if strategy not in ("error", "latest"):
             raise ValueError(f"kafka-log: startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}")
-        by_tp: dict = {}
-        for seg in self.segments:
-            if self._wanted(seg):
-                by_tp.setdefault((seg.topic, seg.partition), []).append(seg)
+        by_tp = self.by_partition(self.segments)
         for word, name, attr in (
             ("starting", "startingTimestamp", "starting"),
             ("ending", "endingTimestamp", "ending"),
@@ -280,6 +273,14 @@ class KafkaLogReader(DataSourceReader):
                     found = -1 if word == "ending" else last_offset(segs[-1], self.storage) + 1
                 spec.setdefault(topic, {})[part] = found
             setattr(self, attr, spec)
+
+    def by_partition(self, segments) -> dict:
+        """``{(topic, partition): [segments]}`` of the wanted ones among ``segments`` (kept in their order)."""
+        out: dict = {}
+        for seg in segments:
+            if self._wanted(seg):
+                out.setdefault((seg.topic, seg.partition), []).append(seg)
+        return out
 
     def _wanted(self, seg) -> bool:
         if self.topics is not None and seg.topic not in self.topics:
@@ -310,11 +311,8 @@ class KafkaLogReader(DataSourceReader):
         if self.isolation == "read_committed":
             from kfmt.txn import transactions_of_files
 
-            by_tp: dict = {}
-            for seg in segments:
-                by_tp.setdefault((seg.topic, seg.partition), []).append(seg.path)
-            for tp, paths in by_tp.items():
-                t = transactions_of_files(paths)
+            for tp, segs in self.by_partition(segments).items():
+                t = transactions_of_files([seg.path for seg in segs])
                 txns[tp] = (tuple(t.aborted), tuple(t.open.items()))
         total = sum(seg.size + self.open_cost for seg, _, _ in kept)
         target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
@@ -342,6 +340,11 @@ class KafkaLogReader(DataSourceReader):
             for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
                                     self.backend, self.storage, self.compressed_objects == "read"):  # fmt: skip
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
+
+
+def _storage(options: dict) -> dict:
+    """The options that configure a store (``s3.endpoint``...), for :mod:`kfmt.storage`."""
+    return {k: str(_opt(options, k)) for k in STORAGE_OPTIONS if _opt(options, k)}
 
 
 def _int_opt(options, name, default) -> int:
@@ -377,6 +380,8 @@ def _json_opt(options, name):
 def _topic_ids_opt(options) -> dict:
     import json
 
+    from kfmt.logdir import TOPIC_ID
+
     v = _opt(options, "topic_ids")
     if v is None:
         return {}
@@ -385,7 +390,7 @@ def _topic_ids_opt(options) -> dict:
         ids = {str(t): str(i) for t, i in doc.items()}
     except (ValueError, TypeError, AttributeError):
         ids = None
-    if ids is None or not all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids.values()):
+    if ids is None or not all(re.fullmatch(TOPIC_ID, i) for i in ids.values()):
         raise ValueError(f'kafka-log: option topic_ids must be JSON like {{"orders": "<22-character topic id>"}}, '
                          f"not {v!r}")  # fmt: skip
     return ids
@@ -432,11 +437,10 @@ def _split(path: str, size: int, split_bytes: int, storage=None):
     from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
     from kfmt.storage import compressed_object
 
+    cuts, pos, start = [], 0, 0
     with open(path, "rb") as f:
         if compressed_object(f.read(16)):
             return [(0, size)]  # stored compressed whole: one slice, decompressed by its reader
-    cuts, pos, start = [], 0, 0
-    with open(path, "rb") as f:
         while pos + LOG_OVERHEAD <= size:
             f.seek(pos + 8)  # the entry's size follows its int64 offset
             (n,) = struct.unpack(">i", f.read(4))
@@ -455,33 +459,29 @@ def _split_by_index(path: str, size: int, split_bytes: int, storage) -> list[tup
     """Cuts at the positions a segment's offset index gives (Kafka indexes a batch every 4 KiB by default,
     as ``(last offset - base offset, position)``), each kept only if the batch header found there ends
     inside the segment and has that last offset: a stale or foreign index cuts nothing."""
-    import struct
-
     from kfmt.logdir import SEGMENT_NAME
+    from kfmt.logfiles import parse_offset_index
     from kfmt.segments import entry_facts
     from kfmt.storage import open_input
 
-    name = path.rsplit("/", 1)[-1]
-    m = SEGMENT_NAME.match(name)
+    m = SEGMENT_NAME.match(path.rsplit("/", 1)[-1])
     if not m:
         return [(0, size)]
-    base = int(m.group(1))
     try:
         with open_input(path[: -len(".log")] + ".index", storage) as f:
-            index = f.read()
+            index, _ = parse_offset_index(f.read(), int(m.group(1)))
     except (FileNotFoundError, OSError):
         return [(0, size)]
     cuts, start = [], 0
     with open_input(path, storage) as f:
-        for i in range(0, len(index) - 7, 8):
-            rel, pos = struct.unpack_from(">ii", index, i)
+        for offset, pos in index:
             if pos - start < split_bytes or pos >= size:
                 continue
             head = f.read_at(61, pos)
             if len(head) < 17 or (head[16] >= 2 and len(head) < 61):
                 break
             end, last, _ = entry_facts(head, 0)
-            if last != base + rel or pos + end > size:
+            if last != offset or pos + end > size:
                 break  # not this segment's index (or stale): stop cutting
             cuts.append((start, pos))
             start = pos
@@ -608,7 +608,6 @@ class KafkaLogWriter(DataSourceArrowWriter):
         if self.magic not in (0, 1, 2):
             raise ValueError(f"kafka-log: magic must be 0, 1 or 2, not {magic!r}")
         from kfmt.runtime.compression import CODECS
-        from kfmt.storage import OPTIONS as STORAGE
         from kfmt.storage import is_uri
 
         self.codec = (_opt(options, "codec") or "none").lower()
@@ -619,7 +618,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
         self.topic_ids = _topic_ids_opt(options)
         self.batch_records = _int_opt(options, "batch_records", 500)
         self.keep_batches = _bool(_opt(options, "keep_batches"), True)
-        self.storage = {k: str(_opt(options, k)) for k in STORAGE if _opt(options, k)}
+        self.storage = _storage(options)
         self.overwrite = overwrite
         if not is_uri(self.path):
             _remove_dead_staging(self.path)
@@ -706,7 +705,7 @@ def save(df, path: str, mode: str = "errorifexists", **options) -> bool:
     check_options({**options, "path": path}, WRITE_OPTIONS, "write")
     if mode in ("errorifexists", "error", "ignore"):
         try:
-            existing = find_segments(path, {k: str(v) for k, v in options.items() if k.startswith("s3.")})
+            existing = find_segments(path, _storage(options))
         except (FileNotFoundError, NotADirectoryError):
             existing = []
         if existing:

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - depends on the PySpark installed
     from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase  # type: ignore[assignment]
 
 from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, SegmentGroup, SegmentSlice, _int_opt, _opt, log
+from kfmt.spark.writer import OffsetsTaken
 
 #: options of a batch read that mean nothing for a stream (Spark's Kafka source refuses them too)
 NOT_FOR_STREAMS = {
@@ -38,6 +39,7 @@ NOT_FOR_STREAMS = {
 SPARK_STREAM_OPTIONS = ("checkpointlocation", "queryname")
 _HEAD = struct.Struct(">qi")  # an entry's offset and size
 _CHUNK = 8 * 1024 * 1024
+_FACTS = 43  # bytes of an entry's header that entry_facts reads (a v2 batch's up to its max timestamp)
 
 
 @dataclass
@@ -58,14 +60,14 @@ class _Tail:
 def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None:
     """Extend ``tail`` with the complete entries from byte ``start`` to ``size`` (headers only)."""
     from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
+    from kfmt.segments import entry_facts
 
     pos = start
     buf, buf_at = b"", pos
     while pos + LOG_OVERHEAD <= size:
-        if pos + 27 > buf_at + len(buf):  # the 12-byte entry header, the magic and a v2 lastOffsetDelta
+        if pos + LOG_OVERHEAD > buf_at + len(buf):
             buf_at, buf = pos, read_at(min(_CHUNK, size - pos), pos)
-        rel = pos - buf_at
-        offset, n = _HEAD.unpack_from(buf, rel)
+        offset, n = _HEAD.unpack_from(buf, pos - buf_at)
         if n == 0 and offset == 0:
             break  # a zero-filled (preallocated) tail: nothing written here yet
         if n < MIN_ENTRY_SIZE:
@@ -74,11 +76,9 @@ def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None
         end = pos + LOG_OVERHEAD + n
         if end > size:
             break  # still being written: wait for the rest
-        if len(buf) - rel < 27:
+        if min(end, pos + _FACTS) > buf_at + len(buf):  # the header fields entry_facts reads
             buf_at, buf = pos, read_at(min(_CHUNK, size - pos), pos)
-            rel = 0
-        magic = buf[rel + 16]
-        last = offset + struct.unpack_from(">i", buf, rel + 23)[0] if magic >= 2 else offset
+        _, last, _ = entry_facts(buf, pos - buf_at)
         tail.lasts.append(last)
         tail.ends.append(end)
         tail.end, tail.next_offset = end, last + 1
@@ -96,14 +96,13 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         if bad:
             raise ValueError("kafka-log: " + "; ".join(f"{k}: {why[k.lower()]}" for k in bad))
         limit = _opt(options, "maxOffsetsPerTrigger")
-        rest = {k: v for k, v in options.items() if k.lower() != "maxoffsetspertrigger"}
-        if _opt(options, "startingOffsets") is None and not any(
-            _opt(options, k) is not None for k in ("startingTimestamp", "startingOffsetsByTimestamp")
-        ):
-            rest["startingOffsets"] = "latest"
-        self.latest_start = str(_opt(rest, "startingOffsets")).strip().lower() == "latest"
-        if self.latest_start:
-            rest = {k: v for k, v in rest.items() if k.lower() != "startingoffsets"}
+        starting = _opt(options, "startingOffsets")
+        by_time = any(_opt(options, k) is not None for k in ("startingTimestamp", "startingOffsetsByTimestamp"))
+        # latest is the default, as in Spark's Kafka source; the timestamp forms take precedence over it
+        latest = starting is not None and str(starting).strip().lower() == "latest"
+        self.latest_start = not by_time and (starting is None or latest)
+        left_out = {"maxoffsetspertrigger", *(("startingoffsets",) if latest else ())}  # the batch reader's is earliest
+        rest = {k: v for k, v in options.items() if k.lower() not in left_out}
         self.batch = KafkaLogReader(rest, columns, defaults)
         self.max_offsets = _int_opt({"maxOffsetsPerTrigger": limit}, "maxOffsetsPerTrigger", 0) if limit else None
         self.tails: dict = {}  # (topic, partition) -> _Tail of its last segment
@@ -119,11 +118,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             found = find_segments(b.paths, b.storage)
         except FileNotFoundError:
             found = []
-        by_tp: dict = {}
-        for seg in found:
-            if b._wanted(seg):
-                by_tp.setdefault((seg.topic, seg.partition), []).append(seg)
-        for tp, segs in by_tp.items():
+        for tp, segs in b.by_partition(found).items():
             self.segments[tp] = segs
             last = segs[-1]
             tail = self.tails.get(tp)
@@ -183,14 +178,12 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         total = sum(max(0, x) for x in lag.values())
         if total <= cap:
             return latest
+        shares = {tp: cap * x // total if x > 0 else 0 for tp, x in lag.items()}
+        if not any(shares.values()):  # every share rounded down to nothing: the one furthest behind moves on
+            shares[max(lag, key=lambda tp: lag[tp])] = 1
         out = {t: dict(parts) for t, parts in latest.items()}
-        given = 0
-        for (t, p), x in sorted(lag.items(), key=lambda kv: -kv[1]):
-            share = max(0, min(x, cap * x // total)) if x > 0 else 0
-            if given == 0 and share == 0 and x > 0:
-                share = 1  # always move on
+        for (t, p), share in shares.items():
             out[t][p] = self._start_of(start, t, p) + share
-            given += share
         return out
 
     def _start_of(self, start: dict, t: str, p: str) -> int:
@@ -263,9 +256,9 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
                 return  # a replay of a batch already in place
             try:
                 self._commit(messages)
-            except ValueError as e:
+            except OffsetsTaken:
                 # a crash after the segments went in and before the batch id did: the replay finds its offsets there
-                if "already holds offsets" not in str(e) or not self._in_place(messages):
+                if not self._in_place(messages):
                     raise
                 log.warning("kafka-log stream writer: micro-batch %d is already in %s (a replay after a crash): "
                             "not written again", batchId, self.path)  # fmt: skip
@@ -276,19 +269,14 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
     def _in_place(self, messages) -> bool:
         """Whether every staged batch's offsets are already in the target's partitions."""
         from kfmt.api import scan
-        from kfmt.logdir import Segment
-        from kfmt.offsets import last_offset
+        from kfmt.spark.writer import folder_last_offset
         from kfmt.storage import Tree
 
         staging, target = self._tree(), Tree(self.path, self.storage)
         for (topic, part), files in self._pieces(messages).items():
-            folder = target.join(f"{topic}-{part}")
-            logs = [n for n, d in target.listdir(folder) if not d and n.endswith(".log")]
-            if not logs:
+            there = folder_last_offset(target, target.join(f"{topic}-{part}"), self.storage)
+            if there is None:
                 return False
-            path = f"{folder}/{logs[-1]}"
-            seg = Segment(topic, part, 0, target.uri(path), target.fs.get_file_info(path).size)
-            there = last_offset(seg, self.storage)
             for f in files:
                 if any(b.last_offset > there for _, _, b in scan(staging.read(f)) if not isinstance(b, Exception)):
                     return False

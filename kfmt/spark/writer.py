@@ -149,6 +149,23 @@ def broker_files(tree, folder: str, batches: list, topic_id: str, replace: bool)
     return [(ckpt, text.encode()), (meta, f"version: 0\ntopic_id: {topic_id or new_topic_id()}\n".encode())]
 
 
+class OffsetsTaken(ValueError):
+    """Appending rows that start at or before an offset the partition folder already holds."""
+
+
+def folder_last_offset(tree, folder: str, storage=None) -> int | None:
+    """The last offset in a partition folder of ``tree`` (a :class:`kfmt.storage.Tree`), read from its last
+    segment; None when it holds no segment."""
+    from kfmt.logdir import Segment
+    from kfmt.offsets import last_offset
+
+    logs = [n for n, d in tree.listdir(folder) if not d and n.endswith(".log")]
+    if not logs:
+        return None
+    path = f"{folder}/{logs[-1]}"
+    return last_offset(Segment("", -1, 0, tree.uri(path), tree.fs.get_file_info(path).size), storage)
+
+
 def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None,
                       storage=None) -> list[str]:  # fmt: skip
     """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``) in place as
@@ -161,8 +178,6 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     from pathlib import PurePosixPath
 
     from kfmt.api import scan
-    from kfmt.logdir import Segment
-    from kfmt.offsets import last_offset
     from kfmt.publish import MARKER
     from kfmt.segments import segment_files
     from kfmt.storage import Tree
@@ -197,13 +212,10 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
                 blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
             if e is not None:
                 cluster, top = [e], e[1]
-        old = [f"{folder}/{n}" for n, d in tree.listdir(folder) if not d and n.endswith(".log")]
-        if old and not replace and blobs:
-            last = Segment(topic, part, 0, tree.uri(old[-1]), tree.fs.get_file_info(old[-1]).size)
-            last_old = last_offset(last, storage)
-            if blobs[0][0] <= last_old:
-                raise ValueError(f"kafka-log writer: {tree.uri(folder)} already holds offsets up to {last_old}; new "
-                                 f"rows start at {blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
+        last_old = folder_last_offset(tree, folder, storage) if not replace and blobs else None
+        if last_old is not None and blobs[0][0] <= last_old:
+            raise OffsetsTaken(f"kafka-log writer: {tree.uri(folder)} already holds offsets up to {last_old}; new "
+                               f"rows start at {blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
         seg, base = bytearray(), None
         ends: list[tuple[int | None, bytes]] = [(None, b"")]
         for start, blob in [*blobs, *ends]:
