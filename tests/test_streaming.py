@@ -147,7 +147,7 @@ def test_damaged_framing_stops_the_query(spark, tmp_path):
     (logs / f"{0:020d}.log").write_bytes(bytes(bad) + b"\x00" * 8 + b"\x00\x00\x00\x05" + b"x" * 20)
     df = spark.readStream.format("kafka-log").option("startingOffsets", "earliest").load(str(tmp_path / "logs"))
     q = df.writeStream.format("memory").queryName("damaged").start()
-    with pytest.raises(Exception, match=r"at byte \d+: entry size 5 is below the minimum"):
+    with pytest.raises(Exception, match=rf"log.entry.size at byte {len(bad) + 8}: entry size 5 is below the minimum"):
         q.processAllAvailable()
     q.stop()
 

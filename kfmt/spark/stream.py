@@ -71,8 +71,8 @@ def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None
         if n == 0 and offset == 0:
             break  # a zero-filled (preallocated) tail: nothing written here yet
         if n < MIN_ENTRY_SIZE:
-            raise ValueError(f"kafka-log stream: {path} at byte {pos}: entry size {n} is below the minimum "
-                             f"{MIN_ENTRY_SIZE}: the segment is damaged")  # fmt: skip
+            raise ValueError(f"kafka-log stream: {path}: log.entry.size at byte {pos + 8}: entry size {n} is below "
+                             f"the minimum {MIN_ENTRY_SIZE}: the segment is damaged")  # fmt: skip
         end = pos + LOG_OVERHEAD + n
         if end > size:
             break  # still being written: wait for the rest
