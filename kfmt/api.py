@@ -175,6 +175,7 @@ def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, str
     if isinstance(data, (str, os.PathLike)):
         return _from_path(os.fspath(data), args, positions, committed, sink)
     if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
+        _check_binary(data)
         if committed:
             raise ValueError("isolation='read_committed' needs a path or bytes (transactions are resolved first)")
         return _scan_stream(data, *args, sink=sink)
@@ -183,7 +184,8 @@ def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, str
         buf = data if type(data) in (bytes, mmap.mmap) else bytes(memoryview(data))
     except TypeError:
         raise TypeError(f"a Kafka log is bytes-like data, a path or a binary file, not {type(data).__name__}") from None
-    items = _scan(buf, 0, len(buf), *args, True, sink)
+    # bytes are judged as a file's are: a first entry that runs past the end is damage, never 0 batches
+    items = _scan(buf, 0, len(buf), *args, True, sink, True)
     if committed:
         from kfmt.txn import committed_only, transactions
 
@@ -191,7 +193,20 @@ def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, str
     return items
 
 
+def _check_binary(f) -> None:
+    """A file opened in text mode cannot hold a log: say so in one line (not a UnicodeDecodeError later)."""
+    import io
+
+    if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
+        raise TypeError(f"a Kafka log file must be opened in binary mode: open({getattr(f, 'name', '...')!r}, 'rb')")
+
+
 def _from_path(path, args, positions, committed, sink=None):
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{path} is a folder: read_batches reads one segment file (<offset>.log); for a partition folder or a"
+            " log directory use kfmt.read_arrow(path) or kfmt.logdir.find_segments(path), or kfmt dump"
+        )
     f = open(path, "rb")  # noqa: SIM115 - opened now (a missing file fails here), closed by _closing
     items = _scan_stream(f, *args, sink=sink)
     if committed:
@@ -432,6 +447,13 @@ def encode_batch(
                 control=r.control,
             )
         append(r)
+    if not recs:
+        raise InvalidValueError(
+            "a batch with no records: Kafka's producer never writes one (the log cleaner keeps an emptied v2 batch"
+            " only to retain producer state); to build that, encode the format's batch object directly"
+            " (kfmt.get_format('kafka_v2').encode(...))",
+            path="batch.records",
+        )
     impl = backend_module(mod, backend)
     _refuse_uncarried(mod, recs)
     if mod.ROLE == "message":

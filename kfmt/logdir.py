@@ -27,6 +27,34 @@ _PARTITION = re.compile(r"^(.+)-(\d+)$")
 TOPIC_ID = r"[A-Za-z0-9_-]{22}"
 _PARTITION_ID = re.compile(rf"^(.+)-(\d+)-{TOPIC_ID}$")  # LocalTieredStorage: <topic>-<partition>-<topicId>
 _TOPIC_WITH_ID = re.compile(rf"^(.+)-{TOPIC_ID}$")  # remote storage plugins: <topic>-<topicId>/<partition>
+#: Kafka's LocalLog names a partition folder it is done with, or not yet serving, ``<topic>-<partition>.<uuid
+#: without dashes><suffix>`` (the topic cut short if the name would pass 255 characters)
+_SUFFIXED = re.compile(r"^(.+)-(\d+)\.([0-9a-fA-F]{32})-(delete|future|stray)$")
+#: what each of Kafka's folder suffixes means
+SUFFIXES = {
+    "delete": "a log pending deletion (Kafka's -delete suffix)",
+    "future": "a replica being moved between log dirs (Kafka's -future suffix)",
+    "stray": "a stray log Kafka found no assignment for (Kafka's -stray suffix)",
+}
+
+
+def kafka_suffix(name: str) -> str | None:
+    """``delete``, ``future`` or ``stray`` for a folder name Kafka gave one of those suffixes, else None."""
+    m = _SUFFIXED.match(name)
+    return m.group(4) if m else None
+
+
+def suffixes_opt(value) -> frozenset[str]:
+    """The suffixed folders to read as well, from an option: ``"future"``, ``"future,delete"``, a list, or
+    None / ``""`` for none."""
+    if value is None or value == "":
+        return frozenset()
+    names = value.split(",") if isinstance(value, str) else list(value)
+    got = frozenset(x.strip().lstrip("-").lower() for x in names if x.strip())
+    bad = sorted(got - set(SUFFIXES))
+    if bad:
+        raise ValueError(f"include_suffixed: unknown suffix(es) {', '.join(bad)}; use {', '.join(SUFFIXES)}")
+    return got
 
 
 @dataclass(frozen=True, order=True)
@@ -53,7 +81,7 @@ def topic_partition(d: Path | PurePosixPath) -> tuple[str, int]:
     ``<topic>-<partition>-<topicId>``, or ``<partition>`` inside ``<topic>-<topicId>`` (else the folder's
     name and -1)."""
     name = d.name
-    m = _PARTITION_ID.match(name)
+    m = _SUFFIXED.match(name) or _PARTITION_ID.match(name)
     if m:
         return m.group(1), int(m.group(2))
     if name.isdigit():
@@ -88,11 +116,18 @@ def _expand(raw) -> list:
     return found
 
 
-def find_segments(paths, options: dict | None = None) -> list[Segment]:
+def find_segments(paths, options: dict | None = None, *, include_suffixed=(), left_out=None) -> list[Segment]:
     """Segments under the given files / partition folders / log directories, local or URIs (``s3://...``,
     see :mod:`kfmt.storage`; ``options`` configure the store), globs allowed (``logs/orders-*``,
-    ``s3://bucket/*/orders-*``), sorted by topic, partition, offset."""
+    ``s3://bucket/*/orders-*``), sorted by topic, partition, offset.
+
+    Folders Kafka marked ``-delete``, ``-future`` or ``-stray`` (:data:`SUFFIXES`) found inside a folder given
+    are left out, as Kafka leaves them out of the partitions it serves, unless their suffix is in
+    ``include_suffixed``; each left out is appended to ``left_out`` (a list) as ``(folder, suffix)``. A
+    suffixed folder given itself (or matched by a glob) is read: it was asked for."""
     out: list[Segment] = []
+    include = suffixes_opt(include_suffixed)
+    skipped: list = left_out if left_out is not None else []
     given = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     for raw in (x for g in given for x in (_expand(g) if not is_uri(g) else [g])):
         if is_uri(raw):
@@ -107,8 +142,14 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
                 listed = [(u, n) for u, n in listed if _matches(pattern, u.split("://", 1)[1])]
                 if not listed:
                     raise FileNotFoundError(f"no such file or directory: {raw} (a pattern matching nothing)")
+            # components a folder has when it is the one given (or the one a glob names): deeper ones were found
+            given_at = len((pattern or uri.split("://", 1)[1]).strip("/").split("/"))
             for uri, size in listed:
-                topic, part = topic_partition(PurePosixPath(uri.split("://", 1)[1]).parent)
+                folder = PurePosixPath(uri.split("://", 1)[1]).parent
+                depth = len(folder.parts) - given_at
+                if _left_out(folder, depth, include, skipped, f"{uri.split('://')[0]}://"):
+                    continue
+                topic, part = topic_partition(folder)
                 out.append(Segment(topic, part, _base(uri.rsplit("/", 1)[1]), uri, size))
             continue
         p = Path(raw)
@@ -117,7 +158,8 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
             out.append(_segment(p, topic, part))
         elif p.is_dir():
             # a partition folder, a log directory, or a tiered-storage prefix (<topic>-<topicId>/<partition>/)
-            for d in [p, *sorted(x for x in p.iterdir() if x.is_dir())]:
+            subs = sorted(x for x in p.iterdir() if x.is_dir())
+            for d in [p, *(x for x in subs if not _left_out(x, 1, include, skipped))]:
                 numbered = sorted(x for x in d.iterdir() if x.is_dir() and x.name.isdigit()) if d != p else []
                 for sub in [d, *numbered]:
                     segs = [x for x in sub.iterdir() if x.is_file() and x.suffix == ".log"]
@@ -127,3 +169,15 @@ def find_segments(paths, options: dict | None = None) -> list[Segment]:
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
     return sorted(set(out))
+
+
+def _left_out(folder, depth: int, include, skipped: list, scheme: str = "") -> bool:
+    """Whether a folder found ``depth`` levels below a folder given is one of Kafka's suffixed folders to leave
+    out (noted once in ``skipped``)."""
+    suffix = kafka_suffix(folder.name)
+    if suffix is None or depth < 1 or suffix in include:
+        return False
+    entry = (f"{scheme}{folder}", suffix)
+    if entry not in skipped:
+        skipped.append(entry)
+    return True

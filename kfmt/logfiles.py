@@ -14,6 +14,8 @@ Each reader returns ``(entries, problems)``: problems are one-line strings, neve
 
 from __future__ import annotations
 
+import json
+import re
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -28,13 +30,52 @@ _TXN = struct.Struct(">hqqqq")
 TXN_FIELDS = ("version", "producer_id", "first_offset", "last_offset", "last_stable_offset")
 
 
+#: the broker's per-log-dir checkpoint files: text, version 0, a count, then ``topic partition offset`` lines
+OFFSET_CHECKPOINTS = {
+    "recovery-point-offset-checkpoint": "recovery point",
+    "replication-offset-checkpoint": "high watermark",
+    "log-start-offset-checkpoint": "log start offset",
+    "cleaner-offset-checkpoint": "cleaner offset",
+}
+_NAMED = {
+    "leader-epoch-checkpoint": "leader_epoch_checkpoint",
+    "partition.metadata": "partition_metadata",
+    "meta.properties": "meta_properties",
+    "quorum-state": "quorum_state",
+    **dict.fromkeys(OFFSET_CHECKPOINTS, "offset_checkpoint"),
+}
+#: files of a log directory kfmt knows and does not read, and why (a dump names them instead of ignoring them)
+NOT_READ = {
+    ".deleted": "a file Kafka is deleting (.deleted suffix)",
+    ".cleaned": "a log cleaner's output not yet swapped in (.cleaned suffix)",
+    ".swap": "a segment being swapped in by the log cleaner (.swap suffix)",
+    ".lock": "the log dir's lock file",
+    ".kafka_cleanshutdown": "the marker of a clean shutdown",
+    ".tmp": "a temporary file",
+    "_KFMT_SUCCESS": "kfmt's marker of a finished write",
+}
+#: a KRaft snapshot: ``<20-digit end offset>-<10-digit epoch>.checkpoint`` (and ``bootstrap.checkpoint``)
+SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def snapshot_id(path: Path) -> tuple[int, int] | None:
+    """``(end offset, epoch)`` of a KRaft snapshot's name; ``(-1, -1)`` for ``bootstrap.checkpoint``; else None."""
+    if path.name == "bootstrap.checkpoint":
+        return -1, -1
+    m = SNAPSHOT_NAME.match(path.name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def not_read(path: Path) -> str | None:
+    """Why a file kfmt knows is not read (a segment being deleted, the lock...), else None."""
+    return next((why for suffix, why in NOT_READ.items() if path.name.endswith(suffix)), None)
+
+
 def kind_of(path: Path) -> str | None:
     """What a file of a log directory holds, by its name (None: not a Kafka log file)."""
     name = path.name
-    if name == "leader-epoch-checkpoint":
-        return "leader_epoch_checkpoint"
-    if name == "partition.metadata":
-        return "partition_metadata"
+    if name in _NAMED:
+        return _NAMED[name]
     for suffix, kind in ((".log", "log"), (".index", "index"), (".timeindex", "timeindex"),
                          (".txnindex", "txnindex"), (".snapshot", "snapshot"), (".checkpoint", "log")):  # fmt: skip
         if name.endswith(suffix):
@@ -184,7 +225,86 @@ def parse_partition_metadata(text: str) -> tuple[list[dict], list[str]]:
         problems.append(f"unknown version {fields.get('version')!r} (Kafka writes 0)")
     if "topic_id" not in fields:
         problems.append("no topic_id")
+    elif topic_id_problem(fields["topic_id"]):
+        problems.append(f"topic_id: {topic_id_problem(fields['topic_id'])}")
     return [fields], problems
+
+
+def read_offset_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
+    """A broker's offset checkpoint (recovery points, high watermarks, log start offsets, cleaner offsets):
+    ``version`` 0, a count line, then ``topic partition offset`` lines (OffsetCheckpointFile)."""
+    return parse_offset_checkpoint(Path(path).read_text(errors="replace"))
+
+
+def parse_offset_checkpoint(text: str) -> tuple[list[dict], list[str]]:
+    lines = text.splitlines()
+    if len(lines) < 2 or not lines[0].strip().isdigit() or not lines[1].strip().isdigit():
+        return [], ["not a checkpoint file (expected a version line and a count line)"]
+    problems = [] if lines[0].strip() == "0" else [f"unknown version {lines[0].strip()} (Kafka writes 0)"]
+    entries = []
+    for i, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
+            problems.append(f"line {i}: {line!r} is not 'topic partition offset'")
+            continue
+        entries.append({"topic": parts[0], "partition": int(parts[1]), "offset": int(parts[2])})
+    if int(lines[1]) != len(lines) - 2:
+        problems.append(f"the count line says {int(lines[1])} entries, the file holds {len(lines) - 2}")
+    return entries, problems
+
+
+def read_meta_properties(path: Path) -> tuple[list[dict], list[str]]:
+    """A log dir's ``meta.properties`` (Java properties): version 0 needs ``broker.id``, version 1 (KRaft)
+    ``cluster.id`` and ``node.id``; a ``directory.id`` is a topic-id-like Uuid."""
+    props: dict[str, str] = {}
+    problems: list[str] = []
+    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), start=1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            problems.append(f"line {i}: {line!r} is not 'key=value'")
+            continue
+        props[key.strip()] = value.strip()
+    need = {"0": ("broker.id",), "1": ("cluster.id", "node.id")}.get(props.get("version", ""))
+    if need is None:
+        problems.append(f"unknown version {props.get('version')!r} (Kafka writes 0 or 1)")
+    for key in need or ():
+        if key not in props:
+            problems.append(f"version {props['version']} needs {key}")
+    for key in ("broker.id", "node.id"):
+        if key in props and not props[key].lstrip("-").isdigit():
+            problems.append(f"{key} {props[key]!r} is not an integer")
+    if "directory.id" in props and topic_id_problem(props["directory.id"]):
+        problems.append(f"directory.id: {topic_id_problem(props['directory.id'])}")
+    return [props], problems
+
+
+def topic_id_problem(text: str) -> str | None:
+    """Why ``text`` is not a valid Kafka Uuid (22 characters of URL-safe base64 for 16 bytes, not all
+    zero), or None."""
+    import base64
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
+        return f"{text!r} is not a Uuid (22 characters of URL-safe base64)"
+    raw = base64.urlsafe_b64decode(text + "==")
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text:
+        return f"{text!r} is not a Uuid (its last character has bits past the 16 bytes)"
+    if not any(raw):
+        return f"{text!r} is the zero Uuid, which Kafka reserves"
+    return None
+
+
+def read_quorum_state(path: Path) -> tuple[list[dict], list[str]]:
+    """KRaft's ``quorum-state`` (JSON: leaderId, leaderEpoch, votedId, ..., data_version)."""
+    try:
+        doc = json.loads(Path(path).read_text(errors="replace"))
+    except ValueError as e:
+        return [], [f"not JSON: {e}"]
+    if not isinstance(doc, dict) or "leaderEpoch" not in doc:
+        return [], ["not a quorum-state file (no leaderEpoch)"]
+    return [doc], []
 
 
 # each reader returns (entries, problems): entries as tuples (or dicts), problems as strings
@@ -195,4 +315,7 @@ READERS: dict[str, Callable[[Path], tuple[list, list]]] = {
     "snapshot": read_producer_snapshot,
     "leader_epoch_checkpoint": read_leader_epoch_checkpoint,
     "partition_metadata": read_partition_metadata,
+    "offset_checkpoint": read_offset_checkpoint,
+    "meta_properties": read_meta_properties,
+    "quorum_state": read_quorum_state,
 }

@@ -26,6 +26,9 @@ class Record:
     def __init__(self, key=None, value=None, headers=(), timestamp=None, offset=None, control=None):
         self.key = key
         self.value = value
+        if headers and hasattr(headers, "keys"):
+            raise TypeError("headers are a list of (str, bytes | None) pairs in wire order, not a mapping "
+                            "(Kafka headers repeat and keep their order): use list(headers.items())")  # fmt: skip
         self.headers = list(headers) if headers else []
         self.timestamp = timestamp
         self.offset = offset

@@ -103,7 +103,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         self.latest_start = not by_time and (starting is None or latest)
         left_out = {"maxoffsetspertrigger", *(("startingoffsets",) if latest else ())}  # the batch reader's is earliest
         rest = {k: v for k, v in options.items() if k.lower() not in left_out}
-        self.batch = KafkaLogReader(rest, columns, defaults)
+        self.batch = KafkaLogReader(rest, columns, defaults, allow_empty=True)
         self.max_offsets = _int_opt({"maxOffsetsPerTrigger": limit}, "maxOffsetsPerTrigger", 0) if limit else None
         self.tails: dict = {}  # (topic, partition) -> _Tail of its last segment
         self.segments: dict = {}  # (topic, partition) -> [Segment] in offset order

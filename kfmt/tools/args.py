@@ -63,15 +63,27 @@ def timestamp_ms(text: str) -> int:
 
 
 def range_of(kind):
-    """``FROM:TO`` with either end optional, each parsed by ``kind``; FROM <= TO."""
+    """``FROM:TO`` (or ``FROM..TO``) with either end optional, each parsed by ``kind``; FROM <= TO when both
+    have the same sign. An end may hold colons itself (an ISO 8601 time of day): the split is the one colon
+    where both sides parse."""
 
     def parse(text: str) -> tuple:
-        if text.count(":") != 1:
-            raise argparse.ArgumentTypeError(f"expected FROM:TO, not {text!r}")
-        lo_text, hi_text = text.split(":")
-        lo = kind(lo_text) if lo_text else None
-        hi = kind(hi_text) if hi_text else None
-        if lo is not None and hi is not None and lo > hi:
+        splits = (
+            [text.split("..", 1)]
+            if ".." in text
+            else [[text[:i], text[i + 1 :]] for i, c in enumerate(text) if c == ":"]
+        )
+        found = []
+        for lo_text, hi_text in splits:
+            try:
+                found.append((kind(lo_text) if lo_text else None, kind(hi_text) if hi_text else None))
+            except argparse.ArgumentTypeError:
+                continue
+        if len(found) != 1:
+            why = "ambiguous" if found else "expected"
+            raise argparse.ArgumentTypeError(f"{why} FROM:TO or FROM..TO (either end may be empty), not {text!r}")
+        lo, hi = found[0]
+        if lo is not None and hi is not None and (lo < 0) == (hi < 0) and lo > hi:
             raise argparse.ArgumentTypeError(f"FROM is after TO in {text!r}")
         return lo, hi
 

@@ -42,6 +42,12 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         shown += 1
         if limit and shown >= limit:
             break
+    if not shown:  # nothing to show is never a quiet success: say why the bytes hold no entry
+        from kfmt.api import tail_error
+
+        if not data:
+            raise kfmt.TruncatedError("the file is empty: no log entry to explain", offset=0, path="log.entry")
+        raise tail_error(data, 0, len(data))
 
 
 # ------------------------------------------------------------------ packet diagrams

@@ -133,7 +133,9 @@ class Validator:
                     raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
                 if k == "int" and f.const is not None:
                     self._check_fits(st, f, f.const)
-                if k == "int" and isinstance(f.default, int) and not isinstance(f.default, bool):
+                if k in ("int", "varint") and f.default is not None and type(f.default) is not int:
+                    raise _err(self.s, st, f, f"'default' of an integer field must be an integer, not {f.default!r}")
+                if k == "int" and f.default is not None:
                     self._check_fits(st, f, f.default)
                 d = f.derive
                 if d:
