@@ -54,7 +54,7 @@ def __getattr__(name):
 
         return getattr(conversion, name)
     if name == "read_arrow":
-        from kfmt import arrow
+        from kfmt import logread
 
-        return arrow.read_arrow
+        return logread.read_arrow
     raise AttributeError(f"module 'kfmt' has no attribute {name!r}")

@@ -537,3 +537,139 @@ def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, 
         log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
     if cols.n:
         yield cols.to_arrow(pa, part)
+
+
+# ------------------------------------------------------------------ read_arrow: the same reader, as a table
+def read_arrow(
+    source,
+    *,
+    columns=None,
+    topic: str | None = None,
+    partition: int | None = None,
+    verify_crc: bool = True,
+    format: str | None = None,
+    backend: str | None = None,
+    on_corrupt: str = "fail",
+    storage_options: dict | None = None,
+    compressed_objects: str = "read",
+    include_control: bool = False,
+    isolation: str = "read_uncommitted",
+    include_suffixed=None,
+    **options,
+):
+    """A Kafka log as a ``pyarrow.Table`` with the Spark source's columns, read by the Spark source's own reader
+    (:class:`kfmt.logread.LogReader`), with its options and defaults.
+
+    ``source``: a segment file, a partition folder, a log directory, a glob, a list of them, or a store's URI
+    (``storage_options``: see :mod:`kfmt.storage`); or bytes-like data or a binary file (one log). Rows come in
+    topic, partition, folder and offset order. ``columns`` projects (only those are built). ``topic`` and
+    ``partition`` name the rows instead of what the folders say. Control records are left out unless
+    ``include_control``; ``isolation="read_committed"`` leaves out aborted transactions; folders Kafka marked
+    ``-delete``/``-future``/``-stray`` are left out unless named in ``include_suffixed``. ``on_corrupt``: ``fail``
+    raises, ``skip`` leaves damaged regions out (logged), ``quarantine`` gives each a row with its position, error
+    and raw bytes (at most ``QUARANTINE_RAW_BYTES``). ``compressed_objects="fail"`` refuses a segment object
+    stored compressed whole by a remote storage plugin (by default it is read). Further ``options`` are the
+    Spark source's, by the same names: ``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets``,
+    ``endingOffsets``, ``startingTimestamp``, ``endingTimestamp``, ``startingOffsetsByTimestamp``,
+    ``endingOffsetsByTimestamp``, ``includeHeaders`` (dicts are given as dicts, numbers as numbers)."""
+    import pyarrow as pa
+
+    from kfmt.arrow import _read_arrow, _Where
+
+    if on_corrupt not in ("fail", "skip", "quarantine"):
+        raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
+    names = arrow_schema(pa).names
+    if isinstance(columns, str):
+        raise ValueError(
+            f"columns must be a list of column names, not the string {columns!r}: use columns=[{columns!r}]"
+        )
+    columns = tuple(columns or names)
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
+    if compressed_objects not in ("fail", "read"):
+        raise ValueError(f"compressed_objects must be 'fail' or 'read', not {compressed_objects!r}")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
+    paths = _paths_of(source)
+    if paths is None:
+        if options or include_suffixed:
+            raise ValueError(f"option(s) {', '.join(sorted(options)) or 'include_suffixed'} need a path, not data")
+        where = _Where(topic, partition, None)
+        data, committed = _data_of(source, isolation == "read_committed")
+        return _read_arrow(data, where, columns, verify_crc, format, backend, on_corrupt, include_control, committed)
+    opts = {"path": paths, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "include_control": include_control,
+            "isolation": isolation, "compressed_objects": compressed_objects, "format": format, "backend": backend,
+            "include_suffixed": include_suffixed, **(storage_options or {}),
+            **{k: _option_text(v) for k, v in options.items()}}  # fmt: skip
+    return _read_planned({k: v for k, v in opts.items() if v is not None}, columns, topic, partition)
+
+
+def _paths_of(source):
+    """The paths a source names (a path, a URI, a glob, a list of them), or None for data and files."""
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)]
+    if isinstance(source, (list, tuple)) and source and all(isinstance(x, (str, os.PathLike)) for x in source):
+        return [os.fspath(x) for x in source]
+    return None
+
+
+def _option_text(v) -> str:
+    """An option's value as the Spark source takes it: text, JSON for dicts and lists."""
+    import json
+
+    return json.dumps(v) if isinstance(v, (dict, list)) else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _read_planned(opts: dict, columns, topic, partition):
+    """Rows of the paths in ``opts`` through :class:`kfmt.logread.LogReader`: every slice, in log order."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    try:
+        reader = LogReader(opts, columns, {"min_partitions": 1, "split_bytes": 1 << 62})
+    except ValueError as e:
+        raise ValueError(str(e).removeprefix("kafka-log: ")) from None
+    slices = sorted((s for g in reader.plan() for s in g), key=lambda s: (s.topic, s.partition, s.path, s.start))
+    if topic is not None or partition is not None:
+        named = {"topic": topic} if topic is not None else {}
+        slices = [dataclasses.replace(s, **named, **({"partition": partition} if partition is not None else {}))
+                  for s in slices]  # fmt: skip
+    schema = pa.schema([arrow_schema(pa).field(c) for c in columns])
+    try:
+        return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
+    except ValueError as e:
+        if type(e) is not ValueError:
+            raise
+        raise _as_codec_error(e) from None
+
+
+def _as_codec_error(e: ValueError):
+    """The reader's corrupt-batch error (a ValueError for Spark) as the CodecError read_arrow has always raised."""
+    from kfmt.runtime.errors import CodecError
+
+    cause = e.__context__
+    if isinstance(cause, CodecError):
+        return cause
+    return e
+
+
+def _data_of(source, committed: bool):
+    """Bytes-like data or a binary file as what :func:`_read_arrow` reads (a :class:`_Range` of a file with a
+    descriptor), and the transactions to resolve for read_committed (which needs the bytes first)."""
+    if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            fd, start = source.fileno(), source.tell()
+        except (OSError, ValueError):  # io.UnsupportedOperation: a file object with no descriptor
+            source = source.read()
+        else:
+            if not committed:
+                return _Range(source, start, os.fstat(fd).st_size), None
+            source = source.read()
+    if not committed:
+        return source, None
+    from kfmt.txn import transactions
+
+    data = bytes(memoryview(source))
+    return data, transactions(data)

@@ -19,12 +19,13 @@ def seg(tmp_path_factory):
 
 
 def test_rows_equal_the_records_and_the_oracle(seg):
-    t = kfmt.read_arrow(seg)
+    t = kfmt.read_arrow(seg, include_control=True)
     assert isinstance(t, pa.Table)
     batches = list(kfmt.read_batches(seg))
     recs = [(b, r) for b in batches if not b.is_control for r in b.records]
     markers = sum(len(b.records) for b in batches if b.is_control)
-    assert t.num_rows == len(recs) + markers  # control records are rows too, flagged is_control
+    assert markers and t.num_rows == len(recs) + markers  # with include_control, markers are rows, flagged
+    assert kfmt.read_arrow(seg).num_rows == len(recs)  # by default left out, as the Spark source does
     rows = [r for r in t.to_pylist() if not r["is_control"]]
     assert [(r["offset"], r["key"], r["value"]) for r in rows] == [(r.offset, r.key, r.value) for _, r in recs]
     assert [[(h["key"], h["value"]) for h in r["headers"]] for r in rows] == [list(r.headers) for _, r in recs]

@@ -104,8 +104,10 @@ def test_every_kind_of_file(corpus, tmp_path, capsys):
     ck.write_text("0\n2\n3 120\n1 100\n")
     assert main(["dump", str(ck)]) == 1
     pm = tmp_path / "partition.metadata"
-    pm.write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    pm.write_text("version: 0\ntopic_id: vE1bKX0JTHa0Bq0rYwqG8A\n")
     assert main(["dump", str(pm)]) == 0
+    pm.write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")  # Uuid.ZERO_UUID: reserved, never a topic's
+    assert main(["dump", str(pm)]) == 1
     capsys.readouterr()
     other = tmp_path / "notes.txt"
     other.write_text("x")

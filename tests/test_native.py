@@ -166,11 +166,11 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 def test_arrow_direct_gives_the_object_paths_table(columns):
     """read_arrow with the native backend (records decoded straight into Arrow buffers) equals the object
     path's table, column for column, whatever the projection."""
-    from kfmt.arrow import read_arrow
+    from kfmt import read_arrow
 
     data = _mixed_log()
-    want = read_arrow(data, columns=columns, backend="python")
-    got = read_arrow(data, columns=columns, backend="native")
+    want = read_arrow(data, columns=columns, backend="python", include_control=True)
+    got = read_arrow(data, columns=columns, backend="native", include_control=True)
     assert got.schema == want.schema and got.num_rows == want.num_rows == 30 * 5 + 1 + 4 + 1 + 1
     for c in want.column_names:
         assert got[c].to_pylist() == want[c].to_pylist(), c
@@ -180,7 +180,7 @@ def test_arrow_direct_gives_the_object_paths_table(columns):
 def test_arrow_direct_on_damaged_logs(on_corrupt):
     import random
 
-    from kfmt.arrow import read_arrow
+    from kfmt import read_arrow
 
     data = _mixed_log()
     rng = random.Random(5)

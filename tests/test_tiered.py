@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 import kfmt
-from kfmt.arrow import read_arrow
+from kfmt import read_arrow
 from kfmt.logdir import compressed_object, find_segments, topic_partition
 
 ID = "AbCdEfGhIjKlMnOpQrStUv"  # a topic id as Kafka prints a Uuid: 22 characters of URL-safe base64
@@ -76,13 +76,15 @@ def test_a_segment_object_stored_compressed_is_reported(tmp_path, codec):
     p = tmp_path / f"orders-{ID}" / "0" / f"{0:020d}-{SEG}.log"
     p.parent.mkdir(parents=True)
     p.write_bytes(packed)
-    for read in (lambda: list(kfmt.read_batches(str(p))), lambda: read_arrow(str(p))):
+    for read in (lambda: list(kfmt.read_batches(str(p))), lambda: read_arrow(str(p), compressed_objects="fail")):
         with pytest.raises(kfmt.TruncatedError, match=f"{codec.split()[0]}-compressed stream.*decompress it first"):
             read()
     r = subprocess.run([sys.executable, "-m", "kfmt", "dump", str(p)], capture_output=True, text=True)
     assert r.returncode != 0 and "compressed stream" in r.stdout + r.stderr
-    # a fetch payload (bytes, not a file) whose only batch is partial still ends quietly, as in Kafka
-    assert list(kfmt.read_batches(raw[:50])) == []
+    # bytes whose only batch is partial hold no entry: an error, as for a file (Kafka's consumer, given a fetch
+    # payload from which no complete batch can be read, fails too: "Failed to make progress reading messages")
+    with pytest.raises(kfmt.TruncatedError):
+        list(kfmt.read_batches(raw[:50]))
 
 
 def test_reading_segments_from_an_s3_server():

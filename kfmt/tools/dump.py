@@ -402,8 +402,8 @@ class Dump:
             raise CountReached
 
     def _show(self, seg, pos, end, b, filt: Filters, log: Log) -> None:
-        a, out, how = self.args, self.out, self.args.payload
-        per_record = a.records or a.template or a.payload_only
+        a, out = self.args, self.out
+        per_record = a.template or a.payload_only or (a.records and a.json)
         if per_record:
             for r in b.records:
                 if filt.wants_record(r):
@@ -420,8 +420,13 @@ class Dump:
         seq = f"{b.base_sequence}-{sequence_at(b, b.last_offset)}" if b.base_sequence >= 0 else "-1"
         out.write(f"{pos:>10} {b.base_offset:>10} {b.last_offset:>10} {len(b.records):>6} {b.magic:>5} {b.codec:6} "
                   f"{when:<38} {b.crc!s:>10}  {b.producer_id}/{b.producer_epoch}/{seq}  {flags}\n")  # fmt: skip
-        self._shown()
-        del how
+        if not a.records:
+            self._shown()
+            return
+        for r in b.records:
+            if filt.wants_record(r):
+                self._record(seg, pos, b, r, log)
+                self._shown()
 
     def _header(self, seg, log: Log) -> None:
         if seg is self.header_for:
