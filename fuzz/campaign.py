@@ -368,6 +368,15 @@ def run_atheris(fid: str, runs: int) -> None:
     atheris.Fuzz()
 
 
+def edge_cases() -> None:
+    """Ordinary data that once stopped the sanitized build: empty keys and values decoded into Arrow columns
+    (a copy of 0 bytes into a buffer not yet allocated)."""
+    import kfmt
+
+    data = kfmt.encode_batch([kfmt.Record(key=b"", value=b"", timestamp=1)] * 3)
+    assert kfmt.read_arrow(data)["key"].to_pylist() == [b""] * 3
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--inputs", type=int, default=150_000, help="inputs per format for the native and python backends")
@@ -393,6 +402,7 @@ def main(argv=None) -> int:
             atheris_rows.append((fid, "codec (atheris)", int(done[-1]) if done else 0, crashed, time.time() - t))
             print(f"atheris {fid}: exit {r.returncode}: {(r.stderr.strip().splitlines() or [''])[-1]}", file=sys.stderr)
     t0 = time.time()
+    edge_cases()
     chosen = args.backends.split(",") if args.backends else None
     rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(","), chosen) + atheris_rows
     base = _reset_peak()

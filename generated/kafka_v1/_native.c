@@ -133,7 +133,7 @@ static int d_message(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
         if (lo_ == NULL || kf_as_i64(lo_, &last_)) FALLBACK;
         if (v_offset == 0) base_ = 0;
         else if (v_offset < last_) FALLBACK;
-        else base_ = v_offset - last_;
+        else if (__builtin_sub_overflow(v_offset, last_, &base_)) FALLBACK;
         for (Py_ssize_t i_ = 0; i_ < PyList_GET_SIZE(o_messages); i_++) {
             PyObject *m_ = PyList_GET_ITEM(o_messages, i_);
             PyObject *x_ = *(PyObject **)((char *)m_ + OFF_message[0]);

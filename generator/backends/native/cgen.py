@@ -693,7 +693,7 @@ class _StructGen:
                 self.w("if (lo_ == NULL || kf_as_i64(lo_, &last_)) FALLBACK;", d)
                 self.w(f"if ({mine} == 0) base_ = 0;", d)
                 self.w(f"else if ({mine} < last_) FALLBACK;", d)
-                self.w(f"else base_ = {mine} - last_;", d)
+                self.w(f"else if (__builtin_sub_overflow({mine}, last_, &base_)) FALLBACK;", d)
             self.w(f"for (Py_ssize_t i_ = 0; i_ < PyList_GET_SIZE({o}); i_++) {{", d)
             self.w(f"PyObject *m_ = PyList_GET_ITEM({o}, i_);", d + 1)
             self.w(f"PyObject *x_ = *(PyObject **)((char *)m_ + {off});", d + 1)

@@ -342,6 +342,7 @@ static int kf_w_start_bytes(kf_w *w, Py_ssize_t cap) {
 }
 
 static inline int kf_w_put(kf_w *w, const char *s, Py_ssize_t k) {
+    if (k == 0) return 0; /* nothing to copy: the buffer may not exist yet (memcpy from or to NULL is UB) */
     if (kf_w_reserve(w, k)) return -1;
     memcpy(w->p + w->n, s, k);
     w->n += k;
