@@ -211,16 +211,24 @@ def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
     return parse_partition_metadata(Path(path).read_text(errors="replace"))
 
 
-def parse_partition_metadata(text: str) -> tuple[list[dict], list[str]]:
-    fields, problems = {}, []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+def _key_values(lines, sep: str, shape: str, comments: str = "") -> tuple[dict[str, str], list[str]]:
+    """``key<sep>value`` lines (blank lines and lines starting with one of ``comments`` skipped), and a problem
+    per line that is not ``shape``."""
+    fields: dict[str, str] = {}
+    problems: list[str] = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip() or (comments and line[:1] in comments):
             continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            problems.append(f"line {i}: {line!r} is not 'key: value'")
+        key, found, value = line.partition(sep)
+        if not found:
+            problems.append(f"line {i}: {line!r} is not '{shape}'")
             continue
         fields[key.strip()] = value.strip()
+    return fields, problems
+
+
+def parse_partition_metadata(text: str) -> tuple[list[dict], list[str]]:
+    fields, problems = _key_values(text.splitlines(), ":", "key: value")
     if fields.get("version") != "0":
         problems.append(f"unknown version {fields.get('version')!r} (Kafka writes 0)")
     if "topic_id" not in fields:
@@ -256,17 +264,8 @@ def parse_offset_checkpoint(text: str) -> tuple[list[dict], list[str]]:
 def read_meta_properties(path: Path) -> tuple[list[dict], list[str]]:
     """A log dir's ``meta.properties`` (Java properties): version 0 needs ``broker.id``, version 1 (KRaft)
     ``cluster.id`` and ``node.id``; a ``directory.id`` is a topic-id-like Uuid."""
-    props: dict[str, str] = {}
-    problems: list[str] = []
-    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), start=1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            problems.append(f"line {i}: {line!r} is not 'key=value'")
-            continue
-        props[key.strip()] = value.strip()
+    lines = [line.strip() for line in Path(path).read_text(errors="replace").splitlines()]
+    props, problems = _key_values(lines, "=", "key=value", comments="#!")
     need = {"0": ("broker.id",), "1": ("cluster.id", "node.id")}.get(props.get("version", ""))
     if need is None:
         problems.append(f"unknown version {props.get('version')!r} (Kafka writes 0 or 1)")

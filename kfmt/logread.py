@@ -132,11 +132,17 @@ class LogReader:
     """
 
     def __init__(
-        self, options: dict, columns: tuple[str, ...] | None = None, defaults: dict | None = None, allow_empty=False
+        self,
+        options: dict,
+        columns: tuple[str, ...] | None = None,
+        defaults: dict | None = None,
+        allow_empty=False,
+        raw_errors=False,
     ):
         check_options(options, READ_OPTIONS, "read")
         defaults = defaults or {}
         self.columns = columns  # None: every column
+        self.raw_errors = raw_errors  # a corrupt batch raises its CodecError (read_arrow), not Spark's one-liner
         paths = _opt(options, "path") or _opt(options, "paths")
         if not paths:
             raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(PATH)")
@@ -309,7 +315,7 @@ class LogReader:
         for part in slices:
             for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
                                     self.backend, self.storage, self.compressed_objects == "read",
-                                    self.format):  # fmt: skip
+                                    self.format, self.raw_errors):  # fmt: skip
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
 
 
@@ -465,7 +471,7 @@ def _split_by_index(path: str, size: int, split_bytes: int, storage) -> list[tup
 
 
 def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_corrupt="fail", columns=None,
-               backend=None, storage=None, decompress=False, format=None):  # fmt: skip
+               backend=None, storage=None, decompress=False, format=None, raw_errors=False):  # fmt: skip
     """Yield Arrow record batches for one input partition (runs on executors); ``columns`` projects. The
     slice's byte range is read from its file or object (``storage``: options of kfmt.storage).
     ``decompress``: an object stored compressed whole is decompressed and read (the slice then covers it
@@ -476,7 +482,9 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
 
     if not decompress:
         with open_input(part.path, storage) as f:
-            yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend, format)
+            yield from _read_range(
+                f, part, verify_crc, include_control, on_corrupt, columns, backend, format, raw_errors
+            )
         return
     f, size, packed = open_segment(part.path, storage)
     with f:
@@ -487,10 +495,14 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
                 "kafka-log: %s is stored %s-compressed whole: read decompressed (%d bytes)", part.path, packed, size
             )
             part = dataclasses.replace(part, start=0, end=size)
-        yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend, format)
+        yield from _read_range(f, part, verify_crc, include_control, on_corrupt, columns, backend, format, raw_errors)
 
 
-def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns, backend=None, format=None):
+def _read_range(
+    f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns, backend=None, format=None, raw_errors=False
+):
+    """Arrow batches of one slice. A corrupt batch (``on_corrupt="fail"``) is a one-line ValueError naming the file
+    for Spark, or with ``raw_errors`` the :class:`kfmt.CodecError` itself (``read_arrow``)."""
     import pyarrow as pa
 
     import kfmt
@@ -530,6 +542,8 @@ def _read_range(f, part: SegmentSlice, verify_crc, include_control, on_corrupt, 
                 yield cols.to_arrow(pa, part)
                 cols = _Columns(columns, sink)
     except kfmt.CodecError as e:
+        if raw_errors:
+            raise
         at = part.start + (getattr(e, "batch_position", None) or 0)
         raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "
                          "(option on_corrupt=skip or quarantine to go on)") from None  # fmt: skip
@@ -628,7 +642,7 @@ def _read_planned(opts: dict, columns, topic, partition):
     import pyarrow as pa
 
     try:
-        reader = LogReader(opts, columns, {"min_partitions": 1, "split_bytes": 1 << 62})
+        reader = LogReader(opts, columns, {"min_partitions": 1, "split_bytes": 1 << 62}, raw_errors=True)
     except ValueError as e:
         raise ValueError(str(e).removeprefix("kafka-log: ")) from None
     slices = sorted((s for g in reader.plan() for s in g), key=lambda s: (s.topic, s.partition, s.path, s.start))
@@ -637,22 +651,7 @@ def _read_planned(opts: dict, columns, topic, partition):
         slices = [dataclasses.replace(s, **named, **({"partition": partition} if partition is not None else {}))
                   for s in slices]  # fmt: skip
     schema = pa.schema([arrow_schema(pa).field(c) for c in columns])
-    try:
-        return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
-    except ValueError as e:
-        if type(e) is not ValueError:
-            raise
-        raise _as_codec_error(e) from None
-
-
-def _as_codec_error(e: ValueError):
-    """The reader's corrupt-batch error (a ValueError for Spark) as the CodecError read_arrow has always raised."""
-    from kfmt.runtime.errors import CodecError
-
-    cause = e.__context__
-    if isinstance(cause, CodecError):
-        return cause
-    return e
+    return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
 
 
 def _data_of(source, committed: bool):

@@ -276,6 +276,8 @@ def test_one_line_errors_where_there_were_tracebacks_or_silence(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--summary", "-"], input=f.read_bytes(),
                        capture_output=True)  # fmt: skip
     assert r.returncode == 0 and b"records per log" in r.stdout and b"  -  " in r.stdout, r.stderr
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--json", "-"], input=f.read_bytes(), capture_output=True)
+    assert r.returncode == 0 and {json.loads(x)["file"] for x in r.stdout.splitlines()} == {"-"}  # batches too
 
 
 def test_a_string_default_on_an_integer_field_is_a_located_schema_error(tmp_path):

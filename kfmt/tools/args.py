@@ -17,6 +17,19 @@ class Parser(argparse.ArgumentParser):
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse, but a value starting with '-' and a digit is the value of the option before it when that
+        option takes one (``--offsets -5:``; argparse would take ``-5:`` for an option)."""
+        takes_one = {s for a in self._actions if a.nargs is None for s in a.option_strings}
+        given = list(sys.argv[1:] if args is None else args)
+        joined: list[str] = []
+        for arg in given:
+            if joined and joined[-1] in takes_one and arg[:1] == "-" and arg[1:2].isdigit():
+                joined[-1] = f"{joined[-1]}={arg}"
+            else:
+                joined.append(arg)
+        return super().parse_known_args(joined, namespace)
+
 
 def int_at_least(lo: int):
     def parse(text: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -149,28 +150,18 @@ def build_parser():
     return p
 
 
-def _joined_negative_values(argv: list[str]) -> list[str]:
-    """``--offsets -5:`` as ``--offsets=-5:``: argparse takes a value starting with '-' for an option."""
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1] in ("--offsets", "--time") and arg[:1] == "-" and arg[1:2].isdigit():
-            out[-1] = f"{out[-1]}={arg}"
-        else:
-            out.append(arg)
-    return out
-
-
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_joined_negative_values(sys.argv[1:] if argv is None else list(argv)))
-    from kfmt.formats import default_backend
-    from kfmt.runtime.errors import CodecError
+    args = parser.parse_args(argv)
+    if os.environ.get("KFMT_BACKEND") is not None:  # a wrong one is one line before any command runs
+        from kfmt.formats import default_backend
+        from kfmt.runtime.errors import CodecError
 
-    try:  # a wrong KFMT_BACKEND is one line before any command runs, not a traceback from inside one
-        default_backend()
-    except CodecError as e:
-        print(f"kfmt: KFMT_BACKEND: {e.reason}", file=sys.stderr)
-        return 2
+        try:
+            default_backend()
+        except CodecError as e:
+            print(f"kfmt: KFMT_BACKEND: {e.reason}", file=sys.stderr)
+            return 2
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ import base64
 import bisect
 import datetime as _dt
 import json
+import re
 import struct
 import sys
 from array import array
@@ -24,7 +25,7 @@ from typing import Any, TextIO
 from kfmt.api import scan
 from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
 from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition
-from kfmt.logfiles import READERS, kind_of, not_read, snapshot_id
+from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
 from kfmt.runtime.errors import CodecError
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
@@ -154,7 +155,7 @@ def template_text(text: str) -> str:
     return text.replace("\\n", "\n").replace("\\t", "\t")
 
 
-TEMPLATE_TOKEN = __import__("re").compile(r"%(.)")
+TEMPLATE_TOKEN = re.compile(r"%(.)")
 
 
 # ------------------------------------------------------------------ options
@@ -402,17 +403,24 @@ class Dump:
             raise CountReached
 
     def _show(self, seg, pos, end, b, filt: Filters, log: Log) -> None:
-        a, out = self.args, self.out
-        per_record = a.template or a.payload_only or (a.records and a.json)
-        if per_record:
-            for r in b.records:
-                if filt.wants_record(r):
-                    self._record(seg, pos, b, r, log)
-                    self._shown()
-            return
-        if a.json:
-            out.write(json.dumps(batch_dict(seg, pos, end, b, not a.no_verify_crc)) + "\n")
+        """A batch: its line (table or JSON), or its records (``--records``: in the table, under its line)."""
+        a = self.args
+        per_record = a.records or a.template or a.payload_only
+        if not per_record or not (a.json or a.template or a.payload_only):
+            self._batch(seg, pos, end, b, log)
+        if not per_record:
             self._shown()
+            return
+        for r in b.records:
+            if filt.wants_record(r):
+                self._record(seg, pos, b, r, log)
+                self._shown()
+
+    def _batch(self, seg, pos, end, b, log: Log) -> None:
+        a, out = self.args, self.out
+        if a.json:
+            out.write(json.dumps(batch_dict(seg, pos, end, b, not a.no_verify_crc) | {"file": self.name(seg.path)}))
+            out.write("\n")
             return
         self._header(seg, log)
         flags = ",".join(x for x, on in (("txn", b.is_transactional), ("control", b.is_control)) if on)
@@ -420,13 +428,6 @@ class Dump:
         seq = f"{b.base_sequence}-{sequence_at(b, b.last_offset)}" if b.base_sequence >= 0 else "-1"
         out.write(f"{pos:>10} {b.base_offset:>10} {b.last_offset:>10} {len(b.records):>6} {b.magic:>5} {b.codec:6} "
                   f"{when:<38} {b.crc!s:>10}  {b.producer_id}/{b.producer_epoch}/{seq}  {flags}\n")  # fmt: skip
-        if not a.records:
-            self._shown()
-            return
-        for r in b.records:
-            if filt.wants_record(r):
-                self._record(seg, pos, b, r, log)
-                self._shown()
 
     def _header(self, seg, log: Log) -> None:
         if seg is self.header_for:
@@ -655,7 +656,8 @@ def _walk(p: Path, t: Targets, include) -> list[Segment]:
         t.notes.append((folder, f"left out: {SUFFIXES[suffix]}; give the folder itself (or --include-suffixed "
                         f"{suffix}) to read it"))  # fmt: skip
     folders = {p, *(Path(s.path).parent for s in segs)}
-    folders |= {d for d in p.iterdir() if d.is_dir() and str(d) not in {f for f, _ in left}}
+    gone = {f for f, _ in left}
+    folders |= {d for d in p.iterdir() if d.is_dir() and str(d) not in gone}
     for d in sorted(folders):
         for f in sorted(x for x in d.iterdir() if x.is_file()):
             _classify(f, d == p, t)
@@ -688,7 +690,7 @@ def _given_file(p: Path, t: Targets, err) -> list[Segment] | None:
     if kind is None:
         print(f"kfmt dump: {p}: not a Kafka log file (.log, .index, .timeindex, .txnindex, .snapshot, "
               "*.checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state, "
-              f"{', '.join(sorted(_OFFSET_CHECKPOINT_NAMES))})", file=err)  # fmt: skip
+              f"{', '.join(sorted(OFFSET_CHECKPOINTS))})", file=err)  # fmt: skip
         return None
     snap = snapshot_id(p)
     if snap is not None:
@@ -849,9 +851,6 @@ def _print_summary(counts: Counter, out, as_json: bool) -> None:
             out.write(f"{labels.get(kind, kind)}:\n")
             for k, n in groups[kind].items():
                 out.write(f"  {k:30} {n}\n")
-
-
-_OFFSET_CHECKPOINT_NAMES = __import__("kfmt.logfiles", fromlist=["OFFSET_CHECKPOINTS"]).OFFSET_CHECKPOINTS
 
 
 def add_parser(sub) -> None:
