@@ -40,7 +40,7 @@ test: setup check-generated lint
 # encode_batch: first as an installation without the native backend (KFMT_DISABLE_NATIVE: python is the
 # default and the native tests skip, as on a machine without a compiler), then with the Construct reference;
 # left out: what measures or times a backend (memory probes, kill timing, the fuzz slices), packaging, Spark
-SUITE_AGAIN = $(PY) -m pytest -q tests --ignore=tests/test_spark.py --ignore=tests/test_streaming.py \
+SUITE_AGAIN = $(PY) -m pytest tests --ignore=tests/test_spark.py --ignore=tests/test_streaming.py \
 	--ignore=tests/test_cluster.py --ignore=tests/test_memory.py \
 	--ignore=tests/test_interrupted_writes.py --ignore=tests/test_fuzz_slice.py --ignore=tests/test_packaging.py
 test-backends: setup
@@ -51,7 +51,7 @@ test-backends: setup
 
 # the README's cluster recipes on a standalone master and two workers on 127.0.0.1 (also part of `make test`)
 test-cluster: setup
-	$(PY) -m pytest -q tests/test_cluster.py
+	$(PY) -m pytest tests/test_cluster.py
 
 demo: setup generate
 	$(VENV)/bin/kfmt demo $(DEMO_ARGS)

@@ -370,11 +370,27 @@ def run_atheris(fid: str, runs: int) -> None:
 
 def edge_cases() -> None:
     """Ordinary data that once stopped the sanitized build: empty keys and values decoded into Arrow columns
-    (a copy of 0 bytes into a buffer not yet allocated)."""
+    (a copy of 0 bytes into a buffer not yet allocated), and a magic-1 gzip wrapper at offset INT64_MAX whose
+    one inner message has relative offset -1 (the rebase ``wrapper - last`` overflows int64 part way; the
+    answer, MAX - (-1) + (-1), does not). Every backend must give the same answer."""
+    import gzip
+    import struct
+    import zlib
+
     import kfmt
+    from kfmt.formats import available_backends
 
     data = kfmt.encode_batch([kfmt.Record(key=b"", value=b"", timestamp=1)] * 3)
     assert kfmt.read_arrow(data)["key"].to_pylist() == [b""] * 3
+
+    def v1(offset, attrs, value):
+        body = struct.pack(">bbqii", 1, attrs, 1, -1, len(value)) + value
+        return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
+
+    wrapper = v1(2**63 - 1, 1, gzip.compress(v1(-1, 0, b"v")))
+    for backend in available_backends():
+        got = [(r.offset, r.value) for b in kfmt.read_batches(wrapper, backend=backend) for r in b.records]
+        assert got == [(2**63 - 1, b"v")], (backend, got)
 
 
 def main(argv=None) -> int:

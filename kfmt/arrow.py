@@ -31,6 +31,7 @@ COLUMNS = (
     ("timestamp", "timestamp", "record"),
     ("timestampType", "int32", lambda b: b.timestamp_type if b.timestamp_type is not None else -1),
     ("headers", "headers", "record"),
+    ("timestamp_ms", "int64", "record"),
     ("magic", "int32", lambda b: b.magic),
     ("codec", "string", lambda b: b.codec),
     ("batch_base_offset", "int64", lambda b: b.base_offset),
@@ -55,7 +56,9 @@ QUARANTINE_RAW_BYTES = 1 << 20  # a quarantine row keeps at most this much of it
 SINK_BYTES = 1 << 30  # native column buffers: an Arrow batch is closed past this many bytes of data
 
 
-RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "headers")
+RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "timestamp_ms", "headers")
+# Kafka timestamps in milliseconds that Arrow's (and Spark's) microsecond timestamps can hold
+TS_MS_MIN, TS_MS_MAX = -(2**63) // 1000 + 1, (2**63 - 1) // 1000
 
 
 def new_sink(backend: str | None = None):
@@ -108,8 +111,8 @@ class _Columns:
             self.value += [r.value for r in recs]
         if "offset" in want:
             self.offset += [r.offset for r in recs]
-        if "timestamp" in want:
-            self.timestamp += [r.timestamp * 1000 if r.timestamp >= 0 else None for r in recs]
+        if "timestamp" in want or "timestamp_ms" in want:
+            self.timestamp += [r.timestamp if r.timestamp != -1 else None for r in recs]
         if "headers" in want:
             ho, hk, hv = self.h_offsets, self.h_keys, self.h_values
             for r in recs:
@@ -137,8 +140,7 @@ class _Columns:
                 except UnicodeEncodeError:  # surrogate-escaped bytes: as _utf8_array
                     keys.append(_kafka_utf8(k).encode("utf-8"))
                     bad += 1
-            ts = r.timestamp * 1000 if r.timestamp >= 0 else None
-            add(r.offset, ts, r.key, r.value, keys, [v for _, v in r.headers])
+            add(r.offset, r.timestamp if r.timestamp != -1 else None, r.key, r.value, keys, [v for _, v in r.headers])
         _warn_bad_keys(bad)
 
     def full(self) -> bool:
@@ -171,7 +173,8 @@ class _Columns:
             "topic": lambda: pa.array([part.topic] * n, pa.string()),
             "partition": lambda: pa.array([part.partition] * n, pa.int32()),
             "offset": lambda: pa.array(self.offset, pa.int64()),
-            "timestamp": lambda: pa.array(self.timestamp, pa.int64()).cast(types["timestamp"]),
+            "timestamp": lambda: timestamp_us(pa, pa.array(self.timestamp, pa.int64()), types["timestamp"]),
+            "timestamp_ms": lambda: pa.array(self.timestamp, pa.int64()),
             "headers": lambda: pa.ListArray.from_arrays(
                 pa.array(self.h_offsets, pa.int32()),
                 pa.StructArray.from_arrays(
@@ -233,9 +236,23 @@ def _sink_arrays(pa, t: dict, types) -> dict:
         "key": lambda: binary("key", pa.binary(), n),
         "value": lambda: binary("value", pa.binary(), n),
         "offset": lambda: fixed("offset", pa.int64()),
-        "timestamp": lambda: fixed("timestamp", types["timestamp"]),
+        "timestamp": lambda: timestamp_us(pa, fixed("timestamp", pa.int64()), types["timestamp"]),
+        "timestamp_ms": lambda: fixed("timestamp", pa.int64()),
         "headers": headers,
     }
+
+
+def timestamp_us(pa, ms, typ):
+    """Kafka timestamps (int64 milliseconds, null where there is none) as Arrow microsecond timestamps:
+    null where the value does not fit (beyond about +-292,000 years); ``timestamp_ms`` keeps it."""
+    import pyarrow.compute as pc
+
+    if ms.null_count < len(ms):
+        lo, hi = pc.min_max(ms).values()
+        if lo.as_py() < TS_MS_MIN or hi.as_py() > TS_MS_MAX:
+            fits = pc.and_(pc.greater_equal(ms, TS_MS_MIN), pc.less_equal(ms, TS_MS_MAX))
+            ms = pc.if_else(fits, ms, pa.scalar(None, pa.int64()))
+    return pc.multiply(ms, 1000).cast(typ)
 
 
 def null_empty_headers(pa, batch):

@@ -292,3 +292,37 @@ def test_a_string_default_on_an_integer_field_is_a_located_schema_error(tmp_path
                         str(tmp_path / "out")], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "kafka_v2.yaml:" in r.stderr and "must be an integer" in r.stderr
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+def test_timestamps_arrow_cannot_hold_are_null_with_the_raw_value_kept(magic):
+    """#23 item 11. Kafka stores any int64 timestamp; -1 is its NO_TIMESTAMP. The batch is built by
+    kafka-python's record builders (an independent encoder). Every backend gives one answer: `timestamp`
+    is the Arrow/Spark microsecond timestamp, NULL for -1 and for values beyond +-9,223,372,036,854,775 ms
+    (which microseconds cannot hold); `timestamp_ms` keeps every value as written; -2 is a real instant
+    (1969-12-31T23:59:59.998Z), not NULL."""
+    import pyarrow as pa
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    stamps = [0, -1, -2, 9_223_372_036_854_775, 9_223_372_036_854_776, 2**63 - 1, -(2**63) + 1]
+    if magic == 2:
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)  # fmt: skip
+        for i, ts in enumerate(stamps):
+            b.append(i, timestamp=ts, key=None, value=b"v", headers=[])
+        data = bytes(b.build())
+    else:
+        b = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+        for i, ts in enumerate(stamps):
+            b.append(i, timestamp=ts, key=None, value=b"v")
+        data = bytes(b.build())
+    want_ms = [None if ts == -1 else ts for ts in stamps]
+    want_us = [None if ts == -1 or abs(ts) > 9_223_372_036_854_775 else ts * 1000 for ts in stamps]
+    from kfmt.formats import available_backends
+
+    for backend in available_backends():
+        t = kfmt.read_arrow(data, backend=backend)
+        assert t.column("timestamp_ms").to_pylist() == want_ms, backend
+        assert t.column("timestamp").cast(pa.int64()).to_pylist() == want_us, backend
+        assert t.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")

@@ -40,7 +40,7 @@ def _expected(paths, include_control=False):
                 continue
             for r in b.records:
                 rows.add((seg.topic, seg.partition, r.offset, r.key, r.value, tuple(r.headers),
-                          r.timestamp if r.timestamp >= 0 else None, b.magic))  # fmt: skip
+                          r.timestamp if r.timestamp != -1 else None, b.magic))  # fmt: skip
     return rows
 
 
@@ -259,6 +259,8 @@ def test_writer_keeps_log_append_time_leader_epoch_and_delete_horizon(spark, tmp
         kfmt.encode_batch(recs, timestamp_type=1, max_timestamp=5000, partition_leader_epoch=4, codec="gzip")
         + kfmt.encode_batch(recs, base_offset=3, has_delete_horizon=True, base_timestamp=86400000,
                             partition_leader_epoch=5, producer_id=11, producer_epoch=2, base_sequence=7)
+        # timestamps as Kafka may store them: before 1970, beyond what Spark's timestamps hold, none (-1)
+        + kfmt.encode_batch([kfmt.Record(value=b"x", timestamp=t) for t in (-2, 2**62, -1)], base_offset=6)
     )  # fmt: skip
     out = tmp_path / "out"
     spark.read.format("kafka-log").load(str(src.parent)).write.format("kafka-log").mode("overwrite").save(str(out))
@@ -272,7 +274,7 @@ def test_writer_keeps_log_append_time_leader_epoch_and_delete_horizon(spark, tmp
         ]  # fmt: skip
 
     assert facts(out) == facts(src.parent)
-    (b1, b2) = [b for seg in out.rglob("*.log") for b in kfmt.read_batches(seg)]
+    (b1, b2, _) = [b for seg in out.rglob("*.log") for b in kfmt.read_batches(seg)]
     assert b1.timestamp_type == 1 and b1.max_timestamp == 5000 and b2.base_timestamp == 86400000
 
 
@@ -650,3 +652,32 @@ def test_partitions_follow_the_session(corpus):
     total = sum(s.size for s in r.segments)
     assert len(r.partitions()) >= min(7, total // 65536)
     assert KafkaLogReader({"path": str(corpus), "minPartitions": "3"}, None, defaults).min_partitions == 3
+
+
+def test_register_runs_local_workers_on_the_drivers_python(tmp_path):
+    """A newcomer's shell (#23 item 10): the venv not activated, no PYSPARK_PYTHON, `python3` on PATH
+    without kfmt or PySpark. Spark alone would start its workers on that `python3` and fail with
+    ModuleNotFoundError; register() points a local session's workers at the driver's interpreter."""
+    import shutil
+    import textwrap
+
+    log = tmp_path / "orders-0"
+    log.mkdir()
+    (log / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(value=b"v%d" % i) for i in range(3)]))
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python3").write_text("#!/bin/sh\necho 'a python3 without kfmt' >&2\nexit 3\n")
+    (bare / "python3").chmod(0o755)
+    script = textwrap.dedent(f"""
+        from pyspark.sql import SparkSession
+        import kfmt.spark
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        kfmt.spark.register(spark)
+        print("ROWS", spark.read.format("kafka-log").load({str(tmp_path)!r}).count())
+        spark.stop()
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "VIRTUAL_ENV"))}
+    env["PATH"] = f"{bare}:{os.path.dirname(shutil.which('java') or '/usr/bin/java')}:/usr/bin:/bin"
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert "ROWS 3" in out.stdout, out.stderr[-2000:]

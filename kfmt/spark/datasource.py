@@ -3,7 +3,9 @@ get (:class:`KafkaLogDataSource`), and :func:`register`, which gives it the sess
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 
 from pyspark.sql.datasource import DataSource
 
@@ -19,8 +21,24 @@ def register(spark) -> None:
     taken here and travels with the source: ``min_partitions`` defaults to the session's default
     parallelism (``spark.default.parallelism``, else the cluster's executor cores), ``split_bytes`` to
     ``spark.sql.files.maxPartitionBytes`` and ``open_cost_bytes`` to ``spark.sql.files.openCostInBytes``.
-    Register again after changing them."""
+    Register again after changing them.
+
+    In local mode with no Python configured for the workers (``PYSPARK_PYTHON``, ``spark.pyspark.python``)
+    the workers run the driver's own interpreter, the one that imported kfmt, instead of ``python3`` from
+    ``PATH``."""
+    _local_workers_on_this_python(spark)
     spark.dataSource.register(type("KafkaLogDataSource", (KafkaLogDataSource,), {"defaults": session_defaults(spark)}))
+
+
+def _local_workers_on_this_python(spark) -> None:
+    """Point a local session's Python workers at ``sys.executable`` unless a Python is configured."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: the server chooses its workers' Python
+        return
+    configured = os.environ.get("PYSPARK_PYTHON") or sc.getConf().get("spark.pyspark.python", None)
+    if not configured and str(sc.master).startswith("local") and sys.executable:
+        sc.pythonExec = sys.executable
 
 
 def session_defaults(spark) -> dict:

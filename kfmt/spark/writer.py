@@ -80,15 +80,24 @@ def encode_rows(rows: list[dict], *, magic=2, codec="none", batch_records=500, k
             fields = {"timestamp_type": 1} if magic == 1 and first.get("timestampType") == 1 else {}
         recs = []
         for r in g:
-            ts = r.get("timestamp")
-            if ts is not None and hasattr(ts, "timestamp"):
-                ts = int(round(ts.timestamp() * 1000))
+            ts = _timestamp_ms(r)
             hs = [(h["key"], h["value"]) for h in (r.get("headers") or [])]
             recs.append(kfmt.Record(key=r.get("key"), value=r.get("value"), headers=hs,
                                     timestamp=-1 if ts is None else ts, offset=r["offset"]))  # fmt: skip
         out += kfmt.encode_batch(recs, magic=magic, codec=codec if not fields.get("is_control") else "none",
                                  base_offset=recs[0].offset, keep_offsets=True, **fields)  # fmt: skip
     return bytes(out)
+
+
+def _timestamp_ms(r) -> int | None:
+    """A row's Kafka timestamp: ``timestamp`` (a datetime or milliseconds), else ``timestamp_ms`` (the
+    source's raw value, which also holds timestamps too far out for ``timestamp``)."""
+    ts = r.get("timestamp")
+    if ts is None:
+        return r.get("timestamp_ms")
+    if hasattr(ts, "timestamp"):
+        return int(round(ts.timestamp() * 1000))
+    return ts
 
 
 def _merged(batches: list) -> bytes:

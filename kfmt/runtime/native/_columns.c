@@ -67,7 +67,7 @@ static int bin_of(PyObject *o, const uint8_t **p, int64_t *n) {
     return 0;
 }
 
-/* append_row(offset, timestamp_us or None, key, value, header_keys, header_values): a record decoded as
+/* append_row(offset, timestamp_ms or None, key, value, header_keys, header_values): a record decoded as
  * objects (a legacy message, a batch the C decoder handed to the python backend), as the same columns */
 static PyObject *cols_append_row(kf_cols *c, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyList_Check(args[4]) || !PyList_Check(args[5]) ||
@@ -101,16 +101,11 @@ static PyObject *cols_append_row(kf_cols *c, PyObject *const *args, Py_ssize_t n
             return NULL;
         }
     }
-    /* ts arrives in microseconds already (None: null); kf_cols_row takes milliseconds */
-    int r = kf_cols_row(c, off, 0, 0, kp, kn, vp, vn);
+    int r = kf_cols_row(c, off, args[1] != Py_None, ts, kp, kn, vp, vn);
     if (r) {
         kf_cols_rollback(c, &m);
         if (r > 0) PyErr_SetString(PyExc_ValueError, "the columns are full");
         return NULL;
-    }
-    if (ts >= 0) {
-        memcpy(c->ts.p + c->ts.n - 8, &ts, 8);
-        c->ts_ok.p[c->ts_ok.n - 1] = 1;
     }
     if (args[0] == Py_None) c->off_ok.p[c->off_ok.n - 1] = 0;
     Py_RETURN_NONE;

@@ -471,7 +471,7 @@ static inline int64_t kf_enum_id(PyObject *const *table, int top, PyObject *o) {
 typedef struct kf_cols_s {
     PyObject_HEAD
     Py_ssize_t rows, headers;
-    kf_w offset, off_ok, ts, ts_ok;   /* int64 offsets, validity bytes; int64 timestamps in microseconds */
+    kf_w offset, off_ok, ts, ts_ok;   /* int64 offsets, validity bytes; int64 timestamps in milliseconds */
     kf_w key_off, key, key_ok;        /* int32 offsets (rows + 1), data, validity bytes */
     kf_w val_off, val, val_ok;
     kf_w h_off;                       /* int32 list offsets into the headers (rows + 1) */
@@ -558,13 +558,15 @@ static inline int kf_cols_header(kf_cols *c, const uint8_t *kp, int64_t kn, cons
     return 0;
 }
 
-/* The row of one record (its headers already appended); timestamps below 0 are null, as in the source. */
+/* The row of one record (its headers already appended). Timestamps are kept in milliseconds as written;
+ * -1 (Kafka's NO_TIMESTAMP) and a record without one (magic 0) are null. kfmt.arrow derives the Arrow
+ * timestamp (microseconds) from these, null where it does not fit. */
 static inline int kf_cols_row(kf_cols *c, int64_t offset, int has_ts, int64_t ts, const uint8_t *kp, int64_t kn,
                               const uint8_t *vp, int64_t vn) {
     int r;
     if (kf_w_i64(&c->offset, offset) || kf_w_u8(&c->off_ok, 1)) return -1;
-    int ok = has_ts && ts >= 0 && ts <= INT64_MAX / 1000;
-    if (kf_w_i64(&c->ts, ok ? ts * 1000 : 0) || kf_w_u8(&c->ts_ok, (uint8_t)ok)) return -1;
+    int ok = has_ts && ts != -1;
+    if (kf_w_i64(&c->ts, ok ? ts : 0) || kf_w_u8(&c->ts_ok, (uint8_t)ok)) return -1;
     if ((r = kf_cols_bin(&c->key_off, &c->key, &c->key_ok, kp, kn))) return r;
     if ((r = kf_cols_bin(&c->val_off, &c->val, &c->val_ok, vp, vn))) return r;
     if (kf_w_i32(&c->h_off, c->headers)) return -1;
