@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test test-backends test-cluster demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
+.PHONY: setup generate check-generated test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native
 
@@ -75,6 +75,11 @@ fuzz: setup
 	else $(PY) fuzz/campaign.py $(FUZZ_ARGS); fi
 
 # the native backend compiled with AddressSanitizer + UndefinedBehaviorSanitizer, then the mutation campaign on it
+# the writers' long campaign: every kill point of every commit (local overwrite and append, S3), and racing
+# appenders, locally and on an S3 API server, KFMT_WRITER_TRIALS times each (the suite runs 4)
+test-writers: setup
+	KFMT_WRITER_TRIALS=$(or $(TRIALS),100) $(PY) -m pytest tests/test_commits.py
+
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)
 

@@ -116,6 +116,10 @@ def _expand(raw) -> list:
     return found
 
 
+#: folders kfmt's writers stage in (``.kfmt-staging-*``, ``.kfmt-commit-*``): never part of a table
+WRITER_PREFIX = ".kfmt-"
+
+
 def find_segments(paths, options: dict | None = None, *, include_suffixed=(), left_out=None) -> list[Segment]:
     """Segments under the given files / partition folders / log directories, local or URIs (``s3://...``,
     see :mod:`kfmt.storage`; ``options`` configure the store), globs allowed (``logs/orders-*``,
@@ -147,6 +151,8 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
             for uri, size in listed:
                 folder = PurePosixPath(uri.split("://", 1)[1]).parent
                 depth = len(folder.parts) - given_at
+                if any(x.startswith(WRITER_PREFIX) for x in folder.parts[max(given_at, 0) :]):
+                    continue  # a kfmt writer's staging or commit folder: not part of the table yet
                 if _left_out(folder, depth, include, skipped, f"{uri.split('://')[0]}://"):
                     continue
                 topic, part = topic_partition(folder)
@@ -158,7 +164,7 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
             out.append(_segment(p, topic, part))
         elif p.is_dir():
             # a partition folder, a log directory, or a tiered-storage prefix (<topic>-<topicId>/<partition>/)
-            subs = sorted(x for x in p.iterdir() if x.is_dir())
+            subs = sorted(x for x in p.iterdir() if x.is_dir() and not x.name.startswith(WRITER_PREFIX))
             for d in [p, *(x for x in subs if not _left_out(x, 1, include, skipped))]:
                 numbered = sorted(x for x in d.iterdir() if x.is_dir() and x.name.isdigit()) if d != p else []
                 for sub in [d, *numbered]:

@@ -53,6 +53,7 @@ NOT_READ = {
     ".kafka_cleanshutdown": "the marker of a clean shutdown",
     ".tmp": "a temporary file",
     "_KFMT_SUCCESS": "kfmt's marker of a finished write",
+    "_KFMT_PENDING": "kfmt's journal of a commit (being applied, or interrupted)",
 }
 #: a KRaft snapshot: ``<20-digit end offset>-<10-digit epoch>.checkpoint`` (and ``bootstrap.checkpoint``)
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")

@@ -119,6 +119,9 @@ class SegmentSlice:
     #: read_committed: the partition's aborted transactions ``(producer id, first, last)`` and open ones
     aborted: tuple | None = None
     open_txns: tuple | None = None
+    #: the slice ends where its partition's last segment ended when planned: an incomplete last batch there
+    #: is one being written (not yet data, as Kafka's fetch leaves it out), not damage
+    live_end: bool = False
 
 
 class LogReader:
@@ -199,6 +202,12 @@ class LogReader:
             log.info(
                 "kafka-log: left out %s: %s (option include_suffixed=%s reads it)", folder, SUFFIXES[suffix], suffix
             )
+        from kfmt.commit import CommitError, check_tables
+
+        try:  # a table whose commit has not finished is refused, not read half old, half new
+            self.tables = check_tables([s.path for s in self.segments], self.storage)
+        except CommitError as e:
+            raise ValueError(f"kafka-log: {e}") from None
         if not self.segments and not allow_empty:
             raise ValueError(f"kafka-log: no Kafka log file (<offset>.log) found in {', '.join(map(str, self.paths))}")
         self._by_timestamp(options)
@@ -280,7 +289,7 @@ class LogReader:
                 lo is not None and next_base is not None and next_base <= lo
             ):
                 continue  # the whole segment is outside [startingOffsets, endingOffsets)
-            kept.append((seg, lo, hi))
+            kept.append((seg, lo, hi, not same))
         txns = {}
         if self.isolation == "read_committed":
             from kfmt.txn import transactions_of_files
@@ -288,13 +297,14 @@ class LogReader:
             for tp, segs in self.by_partition(segments).items():
                 t = transactions_of_files([seg.path for seg in segs], format=self.format)
                 txns[tp] = (tuple(t.aborted), tuple(t.open.items()))
-        total = sum(seg.size + self.open_cost for seg, _, _ in kept)
+        total = sum(seg.size + self.open_cost for seg, _, _, _ in kept)
         target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
         slices = []
-        for seg, lo, hi in kept:
+        for seg, lo, hi, last in kept:
             aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
             for start, end in _split(seg.path, seg.size, target, self.storage):
-                slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns))
+                slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns,
+                                           live_end=last and end == seg.size))  # fmt: skip
         groups: list[list[SegmentSlice]] = []
         size = 0
         for sl in sorted(slices, key=lambda x: x.end - x.start, reverse=True):
@@ -311,12 +321,18 @@ class LogReader:
 
         # a tuple of slices (plan()), or Spark's input partition holding one; Spark hands a bare InputPartition
         # when the plan has none (every segment pruned)
+        from kfmt.commit import CommitError, check_tables_unchanged, table_root
+
         slices = partition if isinstance(partition, tuple) else getattr(partition, "slices", ())
         for part in slices:
             for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
                                     self.backend, self.storage, self.compressed_objects == "read",
                                     self.format, self.raw_errors):  # fmt: skip
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
+        try:  # a commit that started or finished while this task read would mix two versions of the table
+            check_tables_unchanged(getattr(self, "tables", {}), [table_root(p.path) for p in slices], self.storage)
+        except CommitError as e:
+            raise ValueError(f"kafka-log: {e}") from None
 
 
 def _folder(seg) -> str:
@@ -524,6 +540,8 @@ def _read_range(
         for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail", backend=backend,
                                 sink=sink, format=format):  # fmt: skip
             if isinstance(b, kfmt.CodecError):
+                if _being_written(part, b, part.end - part.start):
+                    continue
                 if on_corrupt == "skip":
                     skipped += 1
                     log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
@@ -542,6 +560,10 @@ def _read_range(
                 yield cols.to_arrow(pa, part)
                 cols = _Columns(columns, sink)
     except kfmt.CodecError as e:
+        if _being_written(part, e, part.end - part.start, data.raw):
+            if cols.n:
+                yield cols.to_arrow(pa, part)
+            return
         if raw_errors:
             raise
         at = part.start + (getattr(e, "batch_position", None) or 0)
@@ -551,6 +573,14 @@ def _read_range(
         log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
     if cols.n:
         yield cols.to_arrow(pa, part)
+
+
+def _being_written(part: SegmentSlice, e, n: int, raw=None) -> bool:
+    """An incomplete entry that ends the partition's last segment: a batch being written (Kafka's fetch
+    and the stream reader leave it out). Logged, never data, never called damage."""
+    from kfmt.arrow import being_written
+
+    return part.live_end and being_written(e, n, part.path, at_start=False, raw=raw)
 
 
 # ------------------------------------------------------------------ read_arrow: the same reader, as a table

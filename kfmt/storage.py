@@ -206,6 +206,7 @@ class Tree:
         import pyarrow.fs as pafs
 
         self.remote = is_uri(root)
+        self.options = dict(options or {})
         if self.remote:
             self.fs, self.root = filesystem(str(root), options)
             self.scheme = urlparse(str(root)).scheme.lower()
@@ -261,6 +262,49 @@ class Tree:
             os.makedirs(os.path.dirname(p), exist_ok=True)
         write_all([(Path(p), d) for p, d in staged])
 
+    def size(self, path: str) -> int | None:
+        """The size of the file at ``path`` (None when there is none)."""
+        info = self._info(path)
+        return info.size if info.is_file else None
+
+    def move(self, src: str, dst: str) -> None:
+        """Put ``src`` at ``dst`` (replacing it): a rename locally; in a store a server-side copy, then the
+        source is deleted (a copy appears whole or not at all)."""
+        if self.remote:
+            self.fs.copy_file(src, dst)
+            self.fs.delete_file(src)
+            return
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        os.replace(src, dst)
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create ``path`` holding ``data`` unless something is there already: False if it is. Locally a
+        hard link of a complete temporary file (link fails on an existing name, and never shows a partial
+        file); on S3 a conditional write (``If-None-Match: *``). Other stores offer no such write through
+        this layer: refused (:class:`NotImplementedError`), rather than a check that two writers could pass."""
+        if self.remote:
+            if self.scheme not in ("s3", "s3a"):
+                raise NotImplementedError(f"{self.scheme}:// has no conditional write here: kfmt cannot make a "
+                                          "commit there exclusive, and refuses to write (write to s3:// or a local path)")  # fmt: skip
+            return _s3_put_if_absent(path, data, self.options)
+        from pathlib import Path
+
+        from kfmt.publish import temp_beside
+
+        tmp = temp_beside(Path(path))
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+
     def remove(self, path: str) -> None:
         import pyarrow.fs as pafs
 
@@ -278,3 +322,29 @@ class Tree:
     def uri(self, path: str) -> str:
         """How readers name ``path``: a local path, or the store's URI."""
         return f"{self.scheme}://{path}" if self.remote else path
+
+
+def _s3_put_if_absent(path: str, data: bytes, options: dict) -> bool:
+    """``PUT`` with ``If-None-Match: *`` (S3 and most S3-compatible stores, since 2024): False when the
+    object exists (412 Precondition Failed, or 409 while another conditional write of it is in flight)."""
+    try:
+        import boto3
+        from botocore.exceptions import ClientError
+    except ImportError as e:  # pragma: no cover - boto3 is a dependency of the spark extra
+        raise NotImplementedError("writing to s3:// exclusively needs boto3 (pip install boto3)") from e
+    endpoint = options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    kw = {"endpoint_url": endpoint or None,
+          "region_name": options.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")}  # fmt: skip
+    if options.get("s3.access_key"):
+        kw.update(aws_access_key_id=options["s3.access_key"], aws_secret_access_key=options.get("s3.secret_key", ""))
+    bucket, key = path.split("/", 1)
+    try:
+        boto3.client("s3", **kw).put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict") or \
+                e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (409, 412):  # fmt: skip
+            return False
+        raise
+    return True

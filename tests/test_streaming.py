@@ -185,6 +185,8 @@ def test_write_stream_appends_segments_once(spark, tmp_path):
             got += [(r.offset, r.value) for r in mr.next_batch()]
     assert got == [(o, f"v{o}".encode()) for o in range(13)]
     assert sorted(os.listdir(out / "_kfmt_stream"))  # the micro-batches committed
+    # nothing staged is left behind once the queries stopped (#24 item 4)
+    assert not list(out.rglob(".kfmt-*")), sorted(map(str, out.rglob(".kfmt-*")))
 
 
 def test_a_replayed_micro_batch_is_not_written_twice(tmp_path):
@@ -200,8 +202,8 @@ def test_a_replayed_micro_batch_is_not_written_twice(tmp_path):
         staged.parent.mkdir(exist_ok=True)
         staged.write_bytes(blob)
 
-        class Msg:
-            files = [("t", 0, str(staged), 3)]
+        class Msg:  # as a task reports a staged file: its records and bytes
+            files = [("t", 0, str(staged), sum(len(b.records) for b in kfmt.read_batches(blob)), len(blob))]
             skipped = 0
 
         return Msg()

@@ -198,16 +198,16 @@ class KafkaLogWriter(DataSourceArrowWriter):
                                keep_batches=self.keep_batches)  # fmt: skip
             path = tree.join(f"{topic}-{part}", f"{uuid.uuid4().hex}.part")
             tree.write(path, blob)
-            pieces.append((topic, part, path, len(rows)))
+            pieces.append((topic, part, path, len(rows), len(blob)))
         return WrittenFiles(pieces, skipped)
 
     @staticmethod
     def _pieces(messages) -> dict:
-        """``{(topic, partition): [staged files]}`` from the tasks' commit messages."""
+        """``{(topic, partition): [(staged file, records, bytes)]}`` from the tasks' commit messages."""
         pieces: dict = {}
         for m in messages or []:
-            for topic, part, path, _n in getattr(m, "files", []) or []:
-                pieces.setdefault((topic, part), []).append(path)
+            for topic, part, path, *reported in getattr(m, "files", []) or []:
+                pieces.setdefault((topic, part), []).append((path, *reported))
         return pieces
 
     def _commit(self, messages) -> None:
@@ -227,8 +227,19 @@ class KafkaLogWriter(DataSourceArrowWriter):
             self.abort(messages)
 
     def abort(self, messages):
-        tree = self._tree()
-        tree.remove(tree.root)
+        """Remove the staging folder, and every one the tasks' messages name: Spark may plan a stream's
+        micro-batch with one writer object and commit it with another, whose own staging name differs."""
+        from kfmt.storage import Tree
+
+        roots = {self.staging}
+        for m in messages or []:
+            for _, _, path, *_ in getattr(m, "files", []) or []:
+                head, sep, rest = str(path).partition("/.kfmt-staging-")
+                if sep:
+                    roots.add(f"{head}{sep}{rest.split('/', 1)[0]}")
+        for root in sorted(roots):
+            tree = Tree(root, self.storage)
+            tree.remove(tree.root)
 
 
 SAVE_MODES = ("errorifexists", "error", "ignore", "append", "overwrite")

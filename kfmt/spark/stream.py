@@ -278,7 +278,7 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
             if there is None:
                 return False
             for f in files:
-                if any(b.last_offset > there for _, _, b in scan(staging.read(f)) if not isinstance(b, Exception)):
+                if any(b.last_offset > there for _, _, b in scan(staging.read(f[0])) if not isinstance(b, Exception)):
                     return False
         return True
 

@@ -175,82 +175,131 @@ def folder_last_offset(tree, folder: str, storage=None) -> int | None:
     return last_offset(Segment("", -1, 0, tree.uri(path), tree.fs.get_file_info(path).size), storage)
 
 
-def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None,
-                      storage=None) -> list[str]:  # fmt: skip
-    """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``) in place as
-    segments named by base offset, with their indexes, ``leader-epoch-checkpoint`` and
-    ``partition.metadata`` (``topic_ids``: ``{topic: id}``; else the folder's, else a new one per topic).
-    ``root`` is a local folder or a store's URI (``storage``: options of :mod:`kfmt.storage`); staged files
-    are paths in the same tree.  All partitions are computed first, then every file is written: locally
-    all at once, in a store object after object with the completion marker last.  ``replace`` removes
-    the target's old segments; otherwise new offsets must come after the ones already there."""
+def _staged_entries(tree, files) -> list:
+    """The batches of a partition's staged files, ordered by offset, each file checked against what its task
+    reported (``(path, records, bytes)``; a bare path reports nothing): a store that acknowledged an upload
+    it did not keep fails the job here."""
+    from kfmt.api import scan
+    from kfmt.commit import CommitError
+
+    entries = []
+    for f in files:
+        path, rows, nbytes = (f, None, None) if isinstance(f, str) else (tuple(f) + (None,))[:3]
+        data = tree.read(path)
+        got = 0
+        for pos, end, b in scan(data):
+            if isinstance(b, CodecError):  # scan without skip_corrupt raises; staged batches are ours
+                raise b
+            entries.append((b.base_offset, b.last_offset, data[pos:end], b))
+            got += len(b.records)
+        if (nbytes is not None and len(data) != nbytes) or (rows is not None and got != rows):
+            raise CommitError(f"kafka-log writer: {tree.uri(path)} holds {len(data)} bytes and {got} record(s); its "
+                              f"task wrote {nbytes} bytes and {rows} record(s); nothing was committed")  # fmt: skip
+    entries.sort(key=lambda e: (e[0], e[1]))
+    return entries
+
+
+def _blobs(entries) -> list[tuple[int, bytes]]:
+    """``(base offset, bytes)`` per batch; batches whose offsets interleave (one input batch split across
+    tasks) merged back into one."""
+    blobs: list[tuple[int, bytes]] = []
+    cluster: list = []
+    top = -1
+    for e in entries + [None]:
+        if e is not None and cluster and e[0] <= top:
+            cluster.append(e)
+            top = max(top, e[1])
+            continue
+        if cluster:
+            blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
+        if e is not None:
+            cluster, top = [e], e[1]
+    return blobs
+
+
+def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, dict]]:
+    """Segments rolled at ``segment_bytes`` with their indexes, as ``(path, data, facts)``; ``blobs`` are
+    ``(base offset, bytes, (batches, records, last offset))`` and a segment's facts are the batches,
+    records and last offset it holds, for the commit to check wherever it lands."""
     from pathlib import PurePosixPath
 
-    from kfmt.api import scan
-    from kfmt.publish import MARKER
     from kfmt.segments import segment_files
+
+    out: list[tuple[str, bytes, dict]] = []
+    seg, base, facts = bytearray(), None, {"batches": 0, "records": 0, "last_offset": None}
+    for start, blob, (nb, nr, last) in [*blobs, (None, b"", (0, 0, None))]:
+        if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
+            for p, d in segment_files(PurePosixPath(f"{folder}/{base:020d}.log"), bytes(seg), base):
+                out.append((str(p), d, facts if str(p).endswith(".log") else {}))
+            seg, base, facts = bytearray(), None, {"batches": 0, "records": 0, "last_offset": None}
+        if start is not None:
+            base = start if base is None else base
+            seg += blob
+            facts = {"batches": facts["batches"] + nb, "records": facts["records"] + nr, "last_offset": last}
+    return out
+
+
+def _partition_files(tree, folder, topic, entries, ids, replace, segment_bytes):
+    """Every file a partition's commit writes (segments, indexes, broker files) and its first offset."""
+    from kfmt.api import scan
+
+    existing = tree.is_file(f"{folder}/partition.metadata") and not replace
+    if topic not in ids and not existing:
+        ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
+    made = broker_files(tree, folder, [e[3] for e in entries], ids.get(topic, ""), replace)
+    files: list[tuple[str, bytes, dict]] = [(p, d, {}) for p, d in made]
+    blobs = []
+    for start, blob in _blobs(entries):
+        bs: list = [b for _, _, b in scan(blob)]
+        blobs.append((start, blob, (len(bs), sum(len(b.records) for b in bs), bs[-1].last_offset)))
+    return files + _segments(folder, blobs, segment_bytes), (blobs[0][0] if blobs else None)
+
+
+def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=False, topic_ids=None,
+                      storage=None) -> list[str]:  # fmt: skip
+    """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``, a file being a
+    path or ``(path, records, bytes)`` as its task reported it) in place as segments named by base offset,
+    with their indexes, ``leader-epoch-checkpoint`` and ``partition.metadata`` (``topic_ids``: ``{topic:
+    id}``; else the folder's, else a new one per topic), as one commit of :mod:`kfmt.commit`: all of it
+    becomes visible at once or none of it, one writer at a time. ``root`` is a local folder or a store's
+    URI (``storage``: options of :mod:`kfmt.storage`).  ``replace`` removes the target's old segments;
+    otherwise new offsets must come after the ones already there (:class:`OffsetsTaken`)."""
+    from kfmt import commit
     from kfmt.storage import Tree
 
     tree = Tree(str(root), storage)
     ids = dict(topic_ids or {})
-    staged: list[tuple[str, bytes]] = []
-    remove: list[str] = []
-    for (topic, part), files in sorted(pieces.items()):
+    files: list[tuple[str, bytes, dict]] = []
+    starts: dict[str, int] = {}
+    for (topic, part), staged in sorted(pieces.items()):
         folder = tree.join(f"{topic}-{part}")
-        entries = []
-        for f in files:
-            data = tree.read(f)
-            for pos, end, b in scan(data):
-                if isinstance(b, CodecError):  # scan without skip_corrupt raises; staged batches are ours
-                    raise b
-                entries.append((b.base_offset, b.last_offset, data[pos:end], b))
-        entries.sort(key=lambda e: (e[0], e[1]))
-        existing = tree.is_file(f"{folder}/partition.metadata") and not replace
-        if topic not in ids and not existing:
-            ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
-        staged += broker_files(tree, folder, [e[3] for e in entries], ids.get(topic, ""), replace)
-        blobs: list[tuple[int, bytes]] = []
-        cluster: list = []
-        top = -1
-        for e in entries + [None]:
-            if e is not None and cluster and e[0] <= top:
-                cluster.append(e)
-                top = max(top, e[1])
-                continue
-            if cluster:
-                blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
-            if e is not None:
-                cluster, top = [e], e[1]
-        last_old = folder_last_offset(tree, folder, storage) if not replace and blobs else None
-        if last_old is not None and blobs[0][0] <= last_old:
-            raise OffsetsTaken(f"kafka-log writer: {tree.uri(folder)} already holds offsets up to {last_old}; new "
-                               f"rows start at {blobs[0][0]} (mode('overwrite') replaces the segments)")  # fmt: skip
-        seg, base = bytearray(), None
-        ends: list[tuple[int | None, bytes]] = [(None, b"")]
-        for start, blob in [*blobs, *ends]:
-            if base is not None and (start is None or len(seg) + len(blob) > segment_bytes):
-                staged += [(str(p), d) for p, d in segment_files(PurePosixPath(f"{folder}/{base:020d}.log"), seg, base)]
-                seg, base = bytearray(), None
-            if start is not None:
-                base = start if base is None else base
-                seg += blob
-    marker = tree.join(MARKER)
-    tree.remove(marker)  # not complete again until the last file is in place
-    if replace:  # the whole target is replaced: every partition folder's segment files go
-        for name, is_dir in tree.listdir(tree.root):
-            if is_dir and "-" in name and not name.startswith("."):
-                folder = tree.join(name)
-                remove += [f"{folder}/{n}" for n, d in tree.listdir(folder)
-                           if not d and n.rsplit(".", 1)[-1] in ("log", "index", "timeindex", "txnindex")]  # fmt: skip
-    tree.write_all(staged)
-    keep = {p for p, _ in staged}
-    for p in remove:
-        if p not in keep:
-            tree.remove(p)
-    for folder in {p.rsplit("/", 1)[0] for p in remove}:
-        tree.remove_empty(folder)
-    written = [tree.uri(p) for p, _ in staged if p.endswith(".log")]
-    import json
+        out, first = _partition_files(tree, folder, topic, _staged_entries(tree, staged), ids, replace, segment_bytes)
+        files += out
+        if first is not None:
+            starts[folder] = first
 
-    tree.write_all([(marker, json.dumps({"tool": "kafka-log writer", "segments_written": len(written)}).encode())])
+    def check() -> list[str]:
+        if replace:
+            return _old_segments(tree)
+        for folder, first in starts.items():
+            last_old = folder_last_offset(tree, folder, storage)
+            if last_old is not None and first <= last_old:
+                raise OffsetsTaken(f"kafka-log writer: {tree.uri(folder)} already holds offsets up to {last_old}; "
+                                   f"new rows start at {first} (mode('overwrite') replaces the segments)")  # fmt: skip
+        return []
+
+    written = [tree.uri(p) for p, _, _ in files if p.endswith(".log")]
+    commit.commit(tree, tree.root, files, mode="overwrite" if replace else "append", check=check,
+                  marker={"tool": "kafka-log writer", "segments_written": len(written)})  # fmt: skip
     return written
+
+
+def _old_segments(tree) -> list[str]:
+    """Every partition folder's segment files (an overwrite replaces the whole target)."""
+    out = []
+    for name, is_dir in tree.listdir(tree.root):
+        if is_dir and "-" in name and not name.startswith("."):
+            folder = tree.join(name)
+            out += [f"{folder}/{n}" for n, d in tree.listdir(folder)
+                    if not d and n.rsplit(".", 1)[-1] in ("log", "index", "timeindex", "txnindex")]  # fmt: skip
+    return out

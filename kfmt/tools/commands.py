@@ -35,6 +35,42 @@ def register(sub) -> None:
     c.add_argument("--verbose", action="store_true", help="list what was not carried over batch by batch")
     c.add_argument("--overwrite", action="store_true", help="replace output files that exist (default: refuse)")
     c.set_defaults(func=_convert)
+    r = sub.add_parser(
+        "recover",
+        help="complete or drop a kafka-log writer's interrupted commit (readers refuse the table until then)",
+        description="A table written by the Spark kafka-log writer whose commit was interrupted (its journal "
+        "_KFMT_PENDING is still there) is refused by every reader. Run this once no writer is running: a "
+        "commit that reached its commit point is completed (every file put in place and checked), one that "
+        "did not is dropped (the table stays as it was); leftover staging folders are removed. Local writers "
+        "do this themselves; in a store, which cannot tell a slow writer from a killed one, this command "
+        "does. Exit status: 0 the table is whole (nothing to do, or done), 1 it could not be completed, "
+        "2 usage error.",
+    )
+    r.add_argument("table", help="the table's folder or URI (s3://bucket/prefix), as given to save()")
+    r.add_argument("--storage", action="append", default=[], metavar="KEY=VALUE",
+                   help="a storage option (s3.endpoint=..., s3.region=...); repeatable")  # fmt: skip
+    r.set_defaults(func=_recover)
+
+
+def _recover(args) -> int:
+    import sys
+
+    from kfmt.commit import CommitError, exclusive, recover
+    from kfmt.storage import Tree
+
+    options = dict(kv.split("=", 1) for kv in args.storage if "=" in kv)
+    tree = Tree(args.table, options)
+    try:
+        with exclusive(tree, tree.root):  # locally: waits for a live writer, which then completes its own commit
+            journal = recover(tree, tree.root)
+    except (CommitError, OSError) as e:
+        print(f"kfmt recover: {e}", file=sys.stderr)
+        return 1
+    if journal is None:
+        print(f"kfmt recover: {args.table}: no interrupted commit")
+    else:
+        print(f"kfmt recover: {args.table}: {journal.describe()} {'completed' if journal.ready else 'dropped'}")
+    return 0
 
 
 def _convert(args) -> int:

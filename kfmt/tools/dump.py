@@ -26,7 +26,7 @@ from kfmt.api import scan
 from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
 from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition
 from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
-from kfmt.runtime.errors import CodecError
+from kfmt.runtime.errors import CodecError, TruncatedError
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
 
@@ -217,6 +217,7 @@ class Dump:
     names: dict = field(default_factory=dict)  # file paths shown under another name (stdin's spool file: "-")
     ends: dict = field(default_factory=dict)  # (log dir, topic, partition) -> log end offset, of logs read whole
     topic_ids: dict = field(default_factory=dict)  # log dir -> {topic: {topic id: [folders]}}
+    _live: Any = None  # the log's last segment, being read: a batch cut short at its end is being written
 
     def name(self, path) -> str:
         return self.names.get(str(path), str(path))
@@ -271,6 +272,8 @@ class Dump:
         last, whole = None, True
         runs: list = []
         for seg in segs:
+            # a walked partition folder's last segment may end in a batch being written: a note, not damage
+            self._live = seg if (seg is segs[-1] and log.snapshot is None) else None
             last, read_whole = self.segment(seg, last, txns, filters, runs, log)
             whole = whole and read_whole
         if log.snapshot is None and whole:
@@ -354,6 +357,10 @@ class Dump:
     def _damage(self, seg, pos, end, b) -> bool:
         """Report a corrupt batch or a damaged region; True if reading this segment stops here."""
         a = self.args
+        if self._live is not None and self._live is seg and end == seg.size and type(b) is TruncatedError and pos:
+            self.note(seg.path, f"{end - pos} byte(s) at byte {pos} are a batch not yet written completely (the "
+                      "partition's last segment, as a broker's log being appended): left out, as Kafka's fetch does")  # fmt: skip
+            return False
         if b.unread is not None:  # a damaged region (broken framing, zero fill, a tail)
             msg = str(b) if "not read" in str(b) or b.zero_filled else f"{b}; {end - pos} byte(s) not read"
             self.problem(seg.path, "zero_fill" if b.zero_filled else "unread_bytes", msg, pos, bytes=end - pos)
@@ -737,6 +744,9 @@ def _targets(paths, err, include=()) -> Targets | None:
             if got is None:
                 return None
             segs += got
+    from kfmt.commit import check_tables
+
+    check_tables([s.path for s in segs if t.stdin is None or s.path != t.stdin.name])  # a commit under way: refused
     folders: dict = {}
     for s in sorted(set(segs)):
         folders.setdefault(
@@ -783,8 +793,13 @@ def _run(args, out, err) -> int:
         from kfmt.tools.compare import compare
 
         return compare(args, out, err)
+    from kfmt.commit import CommitError
+
     try:
         found = _targets(args.paths, err, include)
+    except CommitError as e:
+        print(f"kfmt dump: {e}", file=err)
+        return 1
     except (OSError, ValueError) as e:
         print(f"kfmt dump: {e}", file=err)
         return 2
