@@ -79,6 +79,7 @@ class Journal:
     pid: int = field(default_factory=os.getpid)
     started: float = field(default_factory=time.time)
     ready: bool = False  # False: the table is taken, nothing is in place yet (readers go on reading)
+    version: str | None = None  # the table's version when the commit began (kept by an append)
 
     def to_bytes(self) -> bytes:
         d = dict(self.__dict__, puts=[p.__dict__ for p in self.puts])
@@ -103,8 +104,9 @@ def new_id() -> str:
 
 
 def table_state(tree, root: str) -> tuple[Journal | None, str | None]:
-    """``(the pending journal or None, the id of the last finished commit or None)`` of the table at
-    ``root`` of ``tree`` (a :class:`kfmt.storage.Tree`)."""
+    """``(the pending journal or None, the table's version or None)`` of the table at ``root`` of ``tree``
+    (a :class:`kfmt.storage.Tree`). The version is the id of the commit that last replaced the table (an
+    overwrite): appends keep it, since they add segments and change none a reader may be reading."""
     journal = None
     pending = _pending(root)
     if tree.is_file(pending):
@@ -116,7 +118,8 @@ def table_state(tree, root: str) -> tuple[Journal | None, str | None]:
     marker = f"{root.rstrip('/')}/{MARKER}"
     if tree.is_file(marker):
         try:
-            marker_id = json.loads(tree.read(marker)).get("commit")
+            d = json.loads(tree.read(marker))
+            marker_id = d.get("version", d.get("commit"))
         except (ValueError, AttributeError, FileNotFoundError):
             marker_id = None
     return journal, marker_id
@@ -132,16 +135,16 @@ def refuse_pending(tree, root: str, journal: Journal | None) -> None:
 
 
 def check_table(tree, root: str) -> str | None:
-    """Refuse (:class:`InterruptedCommit`) a table whose commit has not finished; else the id of its last
-    commit (None for folders kfmt did not write)."""
+    """Refuse (:class:`InterruptedCommit`) a table whose commit has not finished; else its version (see
+    :func:`table_state`; None for folders kfmt did not write)."""
     journal, marker_id = table_state(tree, root)
     refuse_pending(tree, root, journal)
     return marker_id
 
 
 def check_unchanged(tree, root: str, seen: str | None) -> None:
-    """After reading: refuse if a commit started or finished since ``seen`` was taken (a reader must not mix
-    two versions of a table)."""
+    """After reading: refuse if a commit is being applied, or the table was replaced since ``seen`` was taken
+    (a reader must not mix two versions of a table; appends in between are fine)."""
     journal, marker_id = table_state(tree, root)
     refuse_pending(tree, root, journal)
     if marker_id != seen:
@@ -232,7 +235,9 @@ def apply(tree, root: str, journal: Journal) -> None:
         verify(tree, p.final, p)
     for folder in sorted({r.rsplit("/", 1)[0] for r in journal.removes}):
         tree.remove_empty(folder)
-    tree.write_all([(f"{root.rstrip('/')}/{MARKER}", json.dumps(dict(journal.marker, commit=journal.id)).encode())])
+    version = journal.id if journal.mode == "overwrite" or not journal.version else journal.version
+    marker = dict(journal.marker, commit=journal.id, version=version)
+    tree.write_all([(f"{root.rstrip('/')}/{MARKER}", json.dumps(marker).encode())])
     tree.remove(_pending(root))
     tree.remove(_staging(tree, root, journal.id))
 
@@ -273,6 +278,7 @@ def commit(tree, root: str, files: list[tuple[str, bytes, dict]], *, mode: str, 
             tree.remove(_staging(tree, root, journal.id))
             raise
         try:
+            journal.version = table_state(tree, root)[1]
             journal.removes = list(check() or []) if check is not None else []
         except BaseException:
             roll_back(tree, root, journal)
@@ -299,23 +305,47 @@ def table_root(segment_path: str) -> str:
     return segment_path.rsplit("/", 2)[0] if "/" in segment_path.rsplit("/", 1)[0] else "."
 
 
-def check_tables(segment_paths, storage: dict | None = None) -> dict[str, str | None]:
-    """``{table root: id of its last commit}`` for the segments' tables, refusing any whose commit has not
-    finished (:class:`InterruptedCommit`). Kafka's own folders have neither journal nor marker: None."""
-    from kfmt.storage import Tree
+class _LocalView:
+    """What readers need of a local table folder (two stats and a small read), without pyarrow."""
 
+    remote = False
+
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+
+    @staticmethod
+    def is_file(path: str) -> bool:
+        return os.path.isfile(path)
+
+    @staticmethod
+    def read(path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    @staticmethod
+    def uri(path: str) -> str:
+        return path
+
+
+def _view(root: str, storage: dict | None):
+    from kfmt.storage import Tree, is_uri
+
+    return Tree(root, storage) if is_uri(root) else _LocalView(root)
+
+
+def check_tables(segment_paths, storage: dict | None = None) -> dict[str, str | None]:
+    """``{table root: its version}`` for the segments' tables, refusing any whose commit has not finished
+    (:class:`InterruptedCommit`). Kafka's own folders have neither journal nor marker: None."""
     out: dict[str, str | None] = {}
     for root in sorted({table_root(str(p)) for p in segment_paths}):
-        tree = Tree(root, storage)
-        out[root] = check_table(tree, tree.root)
+        view = _view(root, storage)
+        out[root] = check_table(view, view.root)
     return out
 
 
 def check_tables_unchanged(seen: dict[str, str | None], roots, storage: dict | None = None) -> None:
-    """After reading segments of the tables ``roots``: refuse if any changed since :func:`check_tables`."""
-    from kfmt.storage import Tree
-
+    """After reading segments of the tables ``roots``: refuse if any was replaced since :func:`check_tables`."""
     for root in sorted(set(roots)):
         if root in seen:
-            tree = Tree(root, storage)
-            check_unchanged(tree, tree.root, seen[root])
+            view = _view(root, storage)
+            check_unchanged(view, view.root, seen[root])

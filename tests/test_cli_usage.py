@@ -43,6 +43,12 @@ WRONG = {
         ["dump", "--payload", "bogus", "c"],
         ["dump", "--isolation", "bogus", "c"],
     ],
+    "recover": [
+        ["recover"],
+        ["recover", "/nonexistent/table"],
+        ["recover", "afile"],
+        ["recover", "c", "--storage", "s3.endpoint"],
+    ],
     "convert": [
         ["convert", "/nonexistent/logs", "o", "--magic", "2"],
         ["convert", "c", "o"],

@@ -392,6 +392,11 @@ def test_a_read_across_a_commit_fails_instead_of_mixing(tmp_path):
         for p in parts:
             list(reader.read(p))
     assert "\n" not in str(e.value)
+    # an append in between adds segments and replaces none: the planned read goes on
+    reader = LogReader({"path": str(out)}, None, {})
+    parts = reader.plan()
+    _table(tmp_path / "c", out, b"more", base=40, replace=False)
+    assert sum(b.num_rows for p in parts for b in reader.read(p)) == 80
 
 
 def test_other_stores_are_refused_rather_than_guessed(tmp_path):

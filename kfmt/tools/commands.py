@@ -53,13 +53,21 @@ def register(sub) -> None:
 
 
 def _recover(args) -> int:
+    import os
     import sys
 
     from kfmt.commit import CommitError, exclusive, recover
-    from kfmt.storage import Tree
+    from kfmt.storage import Tree, is_uri
 
-    options = dict(kv.split("=", 1) for kv in args.storage if "=" in kv)
-    tree = Tree(args.table, options)
+    bad = [kv for kv in args.storage if "=" not in kv]
+    if bad:
+        print(f"kfmt recover: --storage takes KEY=VALUE, not {bad[0]!r}", file=sys.stderr)
+        return 2
+    if not is_uri(args.table) and not os.path.isdir(args.table):
+        print(f"kfmt recover: {args.table} is not a folder (give the table's folder or URI, as given to save())",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    tree = Tree(args.table, dict(kv.split("=", 1) for kv in args.storage))
     try:
         with exclusive(tree, tree.root):  # locally: waits for a live writer, which then completes its own commit
             journal = recover(tree, tree.root)
