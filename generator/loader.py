@@ -30,6 +30,14 @@ PRIMITIVES = {
     "uint16": ("H", 2),
     "uint32": ("I", 4),
 }
+#: fixed-width values that are not integers (Kafka's message encoding): never a length, count or bit field
+SCALARS = {
+    "bool": ("?", 1),  # one byte; any non-zero byte reads true (Kafka's readByte() != 0), written as 1
+    "float64": ("d", 8),  # IEEE 754 double, big-endian
+    "uuid": ("16s", 16),  # 16 bytes (Kafka's Uuid: two longs), decoded as bytes
+}
+#: every fixed-width field type: its struct format and size
+FIXED = {**PRIMITIVES, **SCALARS}
 VARINTS = ("varint", "varlong", "uvarint")
 BLOBS = ("bytes", "string")
 ROLES = ("batch", "record", "message", "struct")
@@ -291,7 +299,7 @@ _TOP_KEYS = {
 }  # fmt: skip
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
-    "count": str, "default": (int, str, bool), "const": int, "derive": dict, "bits": list,
+    "count": str, "default": (int, str, bool, float), "const": int, "derive": dict, "bits": list,
     "compressed_by": str, "if": dict, "max": int, "wraps": dict,
 }  # fmt: skip
 _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}

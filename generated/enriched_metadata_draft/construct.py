@@ -114,8 +114,8 @@ def _model_kafka_tag(c_, opts):
 def _decode_kafka_tag(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(kafka_tag.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_kafka_tag(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_kafka_tag(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_kafka_tag(obj, index):
@@ -139,8 +139,8 @@ def _model_app_tag(c_, opts):
 def _decode_app_tag(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(app_tag.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_app_tag(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_app_tag(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_app_tag(obj, index):
@@ -216,8 +216,8 @@ def _model_message(c_, opts, depth_=0):
 def _decode_message(buf, pos, end, opts, depth_=0):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(message.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_message(c_, opts, depth_)
-    return value, pos + stream.tell()
+    value_ = _model_message(c_, opts, depth_)
+    return value_, pos + stream.tell()
 
 
 def _wire_message(obj, index, rebase_=0, restamp_=False):

@@ -168,8 +168,8 @@ def _model_message(c_, opts, depth_=0):
 def _decode_message(buf, pos, end, opts, depth_=0):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(message.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_message(c_, opts, depth_)
-    return value, pos + stream.tell()
+    value_ = _model_message(c_, opts, depth_)
+    return value_, pos + stream.tell()
 
 
 def _wire_message(obj, index, rebase_=0, restamp_=False):

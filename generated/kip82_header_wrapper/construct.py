@@ -120,8 +120,8 @@ def _model_int_header(c_, opts):
 def _decode_int_header(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(int_header.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_int_header(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_int_header(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_int_header(obj, index):
@@ -170,8 +170,8 @@ def _model_message(c_, opts):
 def _decode_message(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(message.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_message(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_message(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_message(obj, index):

@@ -165,8 +165,8 @@ def _model_message(c_, opts, base_offset):
 def _decode_message(buf, pos, end, opts, base_offset):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(message.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_message(c_, opts, base_offset)
-    return value, pos + stream.tell()
+    value_ = _model_message(c_, opts, base_offset)
+    return value_, pos + stream.tell()
 
 
 def _wire_message(obj, index, base_offset):
@@ -235,8 +235,8 @@ def _model_message_set(c_, opts):
 def _decode_message_set(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(message_set.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_message_set(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_message_set(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_message_set(obj, index):

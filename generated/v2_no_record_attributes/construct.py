@@ -156,8 +156,8 @@ def _model_header(c_, opts):
 def _decode_header(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(header.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_header(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_header(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_header(obj, index):
@@ -181,8 +181,8 @@ def _model_control_key(c_, opts):
 def _decode_control_key(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(control_key.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_control_key(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_control_key(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_control_key(obj, index):
@@ -228,8 +228,8 @@ def _model_record(c_, opts, base_timestamp, timestamp_type, max_timestamp, base_
 def _decode_record(buf, pos, end, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_record(c_, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
-    return value, pos + stream.tell()
+    value_ = _model_record(c_, opts, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control)
+    return value_, pos + stream.tell()
 
 
 def _wire_record(obj, index, base_timestamp, timestamp_type, max_timestamp, base_offset, is_control):
@@ -316,8 +316,8 @@ def _model_batch(c_, opts):
 def _decode_batch(buf, pos, end, opts):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(batch.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value = _model_batch(c_, opts)
-    return value, pos + stream.tell()
+    value_ = _model_batch(c_, opts)
+    return value_, pos + stream.tell()
 
 
 def _wire_batch(obj, index):

@@ -16,9 +16,9 @@ from typing import Literal, Union
 
 @dataclass(frozen=True)
 class Const:
-    """A literal: an integer, a boolean, or None (a null)."""
+    """A literal: an integer, a boolean, a float, or None (a null)."""
 
-    value: int | bool | None
+    value: int | bool | float | None
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,14 @@ Expr = Union[Const, EnumConst, Ref, ElementIndex, Compare, Truthy, Arith, Length
 
 @dataclass(frozen=True)
 class Int:
-    """A big-endian two's-complement (or unsigned) integer of ``width`` bytes."""
+    """A fixed-width value of ``width`` bytes: a big-endian two's-complement (or unsigned) integer, or
+    (``kind``) one of Kafka's message-encoding scalars: ``bool`` (a byte, non-zero true), ``float64`` (an
+    IEEE 754 double), ``uuid`` (16 bytes). Every fixed-width field is one, so runs of them are read and
+    written together whatever their kind."""
 
-    width: Literal[1, 2, 4, 8]
+    width: Literal[1, 2, 4, 8, 16]
     signed: bool
+    kind: Literal["int", "bool", "float64", "uuid"] = "int"
 
 
 @dataclass(frozen=True)

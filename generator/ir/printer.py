@@ -39,7 +39,7 @@ def extent(x: n.Extent | None, here: str) -> str:
     if x is None:
         return "-"
     if isinstance(x, n.Int):
-        return f"{'int' if x.signed else 'uint'}{x.width * 8}"
+        return x.kind if x.kind != "int" else f"{'int' if x.signed else 'uint'}{x.width * 8}"
     if isinstance(x, n.Varint):
         return f"{'zigzag ' if x.zigzag else ''}varint{x.bits}"
     if isinstance(x, n.Rest):

@@ -23,6 +23,8 @@ _INT = {
     (1, True): "c.Int8sb", (2, True): "c.Int16sb", (4, True): "c.Int32sb", (8, True): "c.Int64sb",
     (1, False): "c.Int8ub", (2, False): "c.Int16ub", (4, False): "c.Int32ub",
 }  # fmt: skip
+#: Kafka's message-encoding scalars (a uuid is its 16 bytes, as the other backends decode it)
+_SCALAR = {"bool": "c.Flag", "float64": "c.Float64b", "uuid": "c.Bytes(16)"}
 _STRUCT_FMT = {(1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q", (1, False): "B", (2, False): "H",
                (4, False): "I"}  # fmt: skip
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -151,7 +153,7 @@ class Layout:
         w = fl.wire
         value: str | None = fl.name
         if isinstance(w, n.Int):
-            con = _INT[(w.width, w.signed)]
+            con = _SCALAR[w.kind] if w.kind != "int" else _INT[(w.width, w.signed)]
             if fl.const is not None:
                 con, value = f"c.Const({fl.const}, {con})", None
             elif fl.bits:

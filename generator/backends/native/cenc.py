@@ -83,6 +83,8 @@ class EncGen:
             return "Py_None"
         if isinstance(c.value, bool):
             return "Py_True" if c.value else "Py_False"
+        if isinstance(c.value, float):  # float64 fields: the structs that have them are not lowered yet
+            raise Unsupported(f"a float default ({c.value})")
         return self.const(c.value)
 
     def const(self, v: int) -> str:

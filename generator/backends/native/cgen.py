@@ -203,6 +203,9 @@ class Lowering:
         return out
 
     def struct(self, st: Struct) -> StructC:
+        scalar = next((f for f in st.fields if isinstance(f.wire, n.Int) and f.wire.kind != "int"), None)
+        if scalar is not None:
+            raise Unsupported(f"{st.name}.{scalar.name}: {scalar.wire.kind} fields")  # type: ignore[union-attr]
         g = _StructGen(self, st)
         cls = _camel(st.name) if st.repr == "object" else ""
         return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from generator.backends.python.expr import py
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
-from generator.loader import PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
+from generator.loader import FIXED, PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
@@ -127,7 +127,7 @@ class Builder(Validator):
                 continue
             k = self.kind(f)
             if k == "int":
-                total += PRIMITIVES[f.type][1]
+                total += FIXED[f.type][1]
             elif k == "varint":
                 total += 1
             elif k == "blob":
@@ -144,7 +144,7 @@ class Builder(Validator):
         for f in st.fields[i + 1 :]:
             if self.kind(f) != "int" or f.if_:
                 raise SchemaError(f"{self.s.file}:{f.line}: only fixed-width fields may follow a 'rest' field")
-            total += PRIMITIVES[f.type][1]
+            total += FIXED[f.type][1]
         return total
 
     def const(self, fmt: str, comment: str) -> str:
@@ -247,7 +247,9 @@ class Builder(Validator):
             elif self.kind(f) == "array":
                 model.append((f.name, "None"))
             elif f.default is not None:
-                model.append((f.name, _pyrepr(f.default)))
+                model.append((f.name, _pyrepr(float(f.default) if f.type == "float64" else f.default)))
+            elif f.type == "uuid":
+                model.append((f.name, repr(bytes(16))))  # Kafka's Uuid.ZERO_UUID
             else:
                 model.append((f.name, "None"))
         for f in st.fields:
@@ -288,7 +290,7 @@ class Builder(Validator):
             nonlocal run
             if not run:
                 return
-            fmt = ">" + "".join(PRIMITIVES[x.type][0] for x in run)
+            fmt = ">" + "".join(FIXED[x.type][0] for x in run)
             size = _struct.calcsize(fmt)
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
             signed1 = len(run) == 1 and run[0].type == "int8"
@@ -474,7 +476,7 @@ class Builder(Validator):
                 break
             if self.kind(x) != "int" or x.if_:
                 break
-            off += PRIMITIVES[x.type][1]
+            off += FIXED[x.type][1]
         if hdr is None:
             raise _err(self.s, st, f, "wraps: the inner struct must start with fixed fields and a length field")
         return dict(
@@ -739,7 +741,7 @@ class Builder(Validator):
             nonlocal run
             if not run:
                 return
-            fmt = ">" + "".join(PRIMITIVES[x.type][0] for x in run)
+            fmt = ">" + "".join(FIXED[x.type][0] for x in run)
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
             values = []
             for x in run:
@@ -747,6 +749,8 @@ class Builder(Validator):
                     values.append(repr(x.const))
                 elif x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
                     values.append("0")
+                elif x.type == "uuid":
+                    values.append(f"_uuid16({x.name})")  # struct's "16s" would pad or cut silently
                 else:
                     values.append(x.name)
             marks = []  # positions inside the packed run: placeholders (q_) and range starts (p_)
@@ -756,7 +760,7 @@ class Builder(Validator):
                     marks.append((f"p_{x.name}", off))
                 if x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
                     marks.append((f"q_{x.name}", off))
-                off += PRIMITIVES[x.type][1]
+                off += FIXED[x.type][1]
             byte = len(run) == 1 and run[0].type in ("int8", "uint8") and not marks
             ops.append(
                 Op(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import generator.ir.nodes as n
 from generator.ir.passes.validate import Validator
-from generator.loader import BLOBS, PRIMITIVES, VARINTS, Cond, Schema, SchemaError
+from generator.loader import BLOBS, PRIMITIVES, SCALARS, VARINTS, Cond, Schema, SchemaError
 from generator.loader import Field as SpecField
 from generator.loader import Struct as SpecStruct
 
@@ -92,6 +92,8 @@ def wire(scope: Scope, struct: str, f: SpecField) -> n.Wire:
         )
     if f.type in PRIMITIVES:
         return int_type(f.type)
+    if f.type in SCALARS:
+        return n.Int(SCALARS[f.type][1], False, f.type)  # type: ignore[arg-type]
     if f.type in VARINTS:
         return _VARINT[f.type]
     if f.type in BLOBS:

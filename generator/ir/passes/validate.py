@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct as _struct
 
-from generator.loader import BLOBS, PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
+from generator.loader import BLOBS, FIXED, PRIMITIVES, SCALARS, VARINTS, Field, Schema, SchemaError, Struct
 
 
 def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
@@ -29,7 +29,7 @@ class Validator:
     def kind(self, f: Field) -> str:
         if f.array:
             return "array"
-        if f.type in PRIMITIVES:
+        if f.type in FIXED:
             return "int"
         if f.type in VARINTS:
             return "varint"
@@ -133,9 +133,11 @@ class Validator:
                     raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
                 if k == "int" and f.const is not None:
                     self._check_fits(st, f, f.const)
-                if k in ("int", "varint") and f.default is not None and type(f.default) is not int:
+                if f.type in SCALARS:
+                    self._check_scalar(st, f)
+                elif k in ("int", "varint") and f.default is not None and type(f.default) is not int:
                     raise _err(self.s, st, f, f"'default' of an integer field must be an integer, not {f.default!r}")
-                if k == "int" and f.default is not None:
+                if k == "int" and f.default is not None and f.type in PRIMITIVES:
                     self._check_fits(st, f, f.default)
                 d = f.derive
                 if d:
@@ -154,6 +156,16 @@ class Validator:
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_scalar(self, st, f) -> None:
+        """bool, float64 and uuid: a value field, never a length, count, CRC, bit field or constant; a default
+        of its own kind (uuid: none, the all-zero Uuid)."""
+        if f.bits or f.derive or f.const is not None:
+            raise _err(self.s, st, f, f"a {f.type} field cannot have bits, derive or const")
+        ok = {"bool": (bool,), "float64": (int, float), "uuid": ()}[f.type]
+        if f.default is not None and (type(f.default) not in ok or (f.type == "float64" and type(f.default) is bool)):
+            want = {"bool": "true or false", "float64": "a number", "uuid": "left out (the zero uuid)"}[f.type]
+            raise _err(self.s, st, f, f"'default' of a {f.type} field must be {want}, not {f.default!r}")
 
     def _check_fits(self, st, f, v):
         fmt, _ = PRIMITIVES[f.type]
