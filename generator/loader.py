@@ -39,6 +39,10 @@ SCALARS = {
 #: every fixed-width field type: its struct format and size
 FIXED = {**PRIMITIVES, **SCALARS}
 VARINTS = ("varint", "varlong", "uvarint")
+#: Kafka's compact length or count (flexible versions): an unsigned varint holding N + 1, 0 for null
+COMPACT = "compact"
+#: what a length or a count may be besides the fixed-width integers
+VAR_PREFIXES = (*VARINTS, COMPACT)
 BLOBS = ("bytes", "string")
 ROLES = ("batch", "record", "message", "struct")
 OFFSET_MODES = ("absolute", "relative_to_last", "relative_to_first")

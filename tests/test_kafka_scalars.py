@@ -1,6 +1,7 @@
-"""Kafka's message-encoding scalars in the schema language (#25, first part): ``bool``, ``float64`` and
-``uuid`` fields, compiled for every backend and held to kafka-python's codecs (an independent encoder:
-``kafka.protocol.schemas.fields.codecs.types`` Boolean, Float64, UUID, Int16, Int32)."""
+"""Kafka's message encoding in the schema language (#25, first parts): ``bool``, ``float64`` and ``uuid``
+fields and compact lengths and counts (N + 1, 0 for null), compiled for every backend and held to
+kafka-python's codecs (an independent encoder: ``kafka.protocol.schemas.fields.codecs.types`` Boolean,
+Float64, UUID, Int16, Int32, String and Bytes with ``compact=True``, UnsignedVarInt32)."""
 
 from __future__ import annotations
 
@@ -37,49 +38,53 @@ def gen(tmp_path_factory):
         sys.path.remove(str(d))
 
 
-def _kafka_python(version, topic_id: uuid.UUID, is_internal, ratio, partition, eligible=None) -> bytes:
-    from kafka.protocol.schemas.fields.codecs.types import UUID, Boolean, Float64, Int16, Int32
+TAGS = [("a", 0.5), ("ü" * 70, -2.0)]  # a key past 127 bytes: a two-byte compact length
+
+
+def _kafka_python(version, topic_id: uuid.UUID, is_internal, ratio, partition, eligible=None, name="n", blob=b"",
+                  tags=()) -> bytes:  # fmt: skip
+    from kafka.protocol.schemas.fields.codecs.types import UUID, Boolean, Bytes, Float64, Int16, Int32, String
+    from kafka.protocol.schemas.fields.codecs.types import UnsignedVarInt32 as UV
 
     out = Int16.encode(version) + UUID.encode(topic_id) + Boolean.encode(is_internal) + Float64.encode(ratio)
     out += Int32.encode(partition)
-    return out + (Boolean.encode(eligible) if version >= 1 else b"")
+    out += Boolean.encode(eligible) if version >= 1 else b""
+    out += String().encode(name, compact=True) + Bytes.encode(blob, compact=True) + UV.encode(len(tags) + 1)
+    return out + b"".join(String().encode(k, compact=True) + Float64.encode(w) for k, w in tags)
 
 
 CASES = [
-    (0, uuid.UUID("0f6b2c4e-8d3a-4c1e-9b7a-5e2d1c0b9a88"), True, 0.25, 7, None),
-    (1, uuid.UUID(int=0), False, -1e300, -1, False),
-    (3, uuid.UUID(int=2**128 - 1), True, math.inf, 2**31 - 1, True),
+    (0, uuid.UUID("0f6b2c4e-8d3a-4c1e-9b7a-5e2d1c0b9a88"), True, 0.25, 7, None, "orders", b"\x00\x01", TAGS),
+    (1, uuid.UUID(int=0), False, -1e300, -1, False, None, b"", ()),
+    (3, uuid.UUID(int=2**128 - 1), True, math.inf, 2**31 - 1, True, "x" * 200, bytes(range(256)) * 70, TAGS * 80),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=["v0", "v1-zero-uuid", "v3-edges"])
+@pytest.mark.parametrize("case", CASES, ids=["v0", "v1-zero-uuid-null-name", "v3-edges-long"])
 def test_bytes_match_kafka_python_both_ways(gen, case):
     py, con, model, _ = gen
-    version, tid, internal, ratio, part, eligible = case
+    version, tid, internal, ratio, part, eligible, name, blob, tags = case
     want = _kafka_python(*case)
-    kw = dict(version=version, topic_id=tid.bytes, is_internal=internal, ratio=ratio, partition=part)
+    kw = dict(version=version, topic_id=tid.bytes, is_internal=internal, ratio=ratio, partition=part, name=name,
+              blob=blob, tags=[model.Tag(key=k, weight=w) for k, w in tags])  # fmt: skip
     if eligible is not None:
         kw["eligible"] = eligible
     v = model.Value(**kw)
     assert py.encode(v) == want and con.encode(v) == want
     for backend in (py, con):
         d = backend.decode(want)
-        assert (d.version, d.topic_id, d.is_internal, d.ratio, d.partition) == (
-            version,
-            tid.bytes,
-            internal,
-            ratio,
-            part,
-        )
+        got = (d.version, d.topic_id, d.is_internal, d.ratio, d.partition)
+        assert got == (version, tid.bytes, internal, ratio, part)
         assert type(d.is_internal) is bool and type(d.ratio) is float and type(d.topic_id) is bytes
         assert d.eligible == (eligible if version >= 1 else True)  # absent: its default
+        assert (d.name, bytes(d.blob), [(t.key, t.weight) for t in d.tags]) == (name, blob, list(tags))
 
 
 def test_uuid_objects_and_defaults(gen):
     py, con, model, _ = gen
     tid = uuid.uuid4()
-    assert py.encode(model.Value(topic_id=tid)) == _kafka_python(0, tid, False, 0.5, -1)
-    v = model.Value()
+    assert py.encode(model.Value(topic_id=tid, name="n", blob=b"", tags=[])) == _kafka_python(0, tid, False, 0.5, -1)
+    v = model.Value(name=None, blob=b"", tags=[])
     assert v.topic_id == bytes(16) and v.ratio == 0.5 and v.is_internal is False  # Kafka's defaults: ZERO_UUID
     assert py.decode(py.encode(v)).topic_id == bytes(16)
 
@@ -88,7 +93,7 @@ def test_uuid_objects_and_defaults(gen):
 def test_a_uuid_of_the_wrong_size_is_refused_not_padded(gen, bad):
     py, con, model, _ = gen
     with pytest.raises(kfmt.InvalidValueError):
-        py.encode(model.Value(topic_id=bad))
+        py.encode(model.Value(topic_id=bad, name="n", blob=b"", tags=[]))
 
 
 def test_a_non_zero_byte_reads_true_as_kafka_reads_it(gen):
@@ -103,7 +108,9 @@ def test_a_non_zero_byte_reads_true_as_kafka_reads_it(gen):
 def test_native_says_it_does_not_lower_them_yet(gen):
     *_, folder = gen
     text = (folder / "native.py").read_text()
-    assert "does not lower value.topic_id: uuid fields yet" in text and "raise ImportError" in text
+    assert "the native backend does not lower tag.key: compact lengths yet" in text and "raise ImportError" in text
+    assert "does not lower value.topic_id: uuid fields yet" in _native_refusal(folder, "compact")
+    assert "tag.key: compact lengths" in _native_refusal(folder, "uuid", "bool", "float64")
     assert "| `topic_id` | uuid |" in (folder / "FIELDS.md").read_text()
 
 
@@ -125,3 +132,32 @@ def test_misuse_is_a_located_schema_error(tmp_path, field, message):
                         str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "x.yaml:" in r.stderr and message in r.stderr, r.stderr
+
+
+def _native_refusal(folder: Path, *without: str) -> str:
+    """What the native backend says of the fixture without the fields of the kinds named."""
+    from generator.driver import generate
+
+    base = folder.parent.parent / "-".join(without)
+    (base / "schemas").mkdir(parents=True, exist_ok=True)
+    lines = (ROOT / "tests" / "fixtures" / "kafka_scalars.yaml").read_text().splitlines(keepends=True)
+    keep = [x for x in lines if not any(f"type: {t}" in x or f"length: {t}" in x or f"count: {t}" in x
+                                        for t in without)]  # fmt: skip
+    (base / "schemas" / "kafka_scalars.yaml").write_text("".join(keep))
+    generate(base / "schemas", base / "gen")
+    return (base / "gen" / "kafka_scalars" / "native.py").read_text()
+
+
+def test_a_null_or_short_compact_length(gen):
+    """0 is null (a nullable string reads None; a non-nullable bytes field refuses it); a length past the end
+    is truncation."""
+    py, con, model, _ = gen
+    head = _kafka_python(0, uuid.UUID(int=1), False, 0.0, 0)[: 2 + 16 + 1 + 8 + 4]
+    d = py.decode(head + b"\x00" + b"\x01" + b"\x01")
+    assert d.name is None and bytes(d.blob) == b"" and d.tags == []
+    assert con.decode(head + b"\x00" + b"\x01" + b"\x01").name is None
+    for backend in (py, con):
+        with pytest.raises(kfmt.CodecError):
+            backend.decode(head + b"\x02n" + b"\x00" + b"\x01")  # bytes may not be null
+        with pytest.raises(kfmt.TruncatedError):
+            backend.decode(head + b"\x80\x01abc")

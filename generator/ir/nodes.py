@@ -122,6 +122,7 @@ class Varint:
 
     bits: Literal[32, 64]
     zigzag: bool
+    compact: bool = False  # Kafka's compact length/count: the wire holds N + 1, 0 for null (read as -1)
 
     @property
     def max_bytes(self) -> int:

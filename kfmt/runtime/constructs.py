@@ -65,11 +65,12 @@ def _verify(func: str, data, stored: int, context, verify_key: str, path) -> Non
 
 
 class KVarint(c.Construct):
-    """Kafka varint: zigzag (signed) or plain (unsigned); 5 bytes max for 32 bits, 10 for 64; masked."""
+    """Kafka varint: zigzag (signed) or plain (unsigned); 5 bytes max for 32 bits, 10 for 64; masked.
+    ``compact``: Kafka's compact length or count, an unsigned varint holding N + 1 (0: null, read as -1)."""
 
-    def __init__(self, bits: int = 32, signed: bool = True):
+    def __init__(self, bits: int = 32, signed: bool = True, compact: bool = False):
         super().__init__()
-        self.bits, self.signed = bits, signed
+        self.bits, self.signed, self.compact = bits, signed, compact
         self.max_len = 5 if bits == 32 else 10
         self.mask = _MASK32 if bits == 32 else _MASK64
 
@@ -80,14 +81,14 @@ class KVarint(c.Construct):
             result |= (b & 0x7F) << shift
             if not b & 0x80:
                 v = result & self.mask
-                return (v >> 1) ^ -(v & 1) if self.signed else v
+                return (v >> 1) ^ -(v & 1) if self.signed else v - self.compact
             shift += 7
         raise c.ValidationError(f"varint is too long: continuation bit set on byte {self.max_len}", path=path)
 
     def _build(self, obj, stream, context, path):
         out = bytearray()
         if not self.signed:
-            write_uvarint(out, obj)
+            write_uvarint(out, obj + self.compact)
         elif self.bits == 32:
             write_varint(out, obj)
         else:

@@ -33,6 +33,8 @@ _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def prefix(w: n.Int | n.Varint) -> str:
     if isinstance(w, n.Int):
         return _INT[(w.width, w.signed)]
+    if w.compact:
+        return f"KVarint({w.bits}, signed=False, compact=True)"
     return f"KVarint({w.bits})" if w.zigzag else f"KVarint({w.bits}, signed=False)"
 
 

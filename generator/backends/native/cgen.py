@@ -13,6 +13,16 @@ import generator.ir.nodes as n
 from generator.ir.nodes import FormatIR, Struct
 
 
+def _not_lowered(w: n.Wire) -> str | None:
+    """Kafka message-encoding features this backend does not lower yet (the format then uses python)."""
+    if isinstance(w, n.Int) and w.kind != "int":
+        return f"{w.kind} fields"
+    extents = [getattr(w, a, None) for a in ("length", "count", "size")]
+    if any(isinstance(x, n.Varint) and x.compact for x in extents):
+        return "compact lengths"
+    return None
+
+
 class Unsupported(Exception):
     """An IR construct this backend does not lower yet (the generator names it; no module is emitted)."""
 
@@ -203,9 +213,10 @@ class Lowering:
         return out
 
     def struct(self, st: Struct) -> StructC:
-        scalar = next((f for f in st.fields if isinstance(f.wire, n.Int) and f.wire.kind != "int"), None)
-        if scalar is not None:
-            raise Unsupported(f"{st.name}.{scalar.name}: {scalar.wire.kind} fields")  # type: ignore[union-attr]
+        for f in st.fields:
+            why = _not_lowered(f.wire)
+            if why:
+                raise Unsupported(f"{st.name}.{f.name}: {why}")
         g = _StructGen(self, st)
         cls = _camel(st.name) if st.repr == "object" else ""
         return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))

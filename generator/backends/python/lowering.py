@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from generator.backends.python.expr import py
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
-from generator.loader import FIXED, PRIMITIVES, VARINTS, Field, Schema, SchemaError, Struct
+from generator.loader import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
@@ -131,9 +131,9 @@ class Builder(Validator):
             elif k == "varint":
                 total += 1
             elif k == "blob":
-                total += PRIMITIVES[f.length][1] if f.length in PRIMITIVES else (1 if f.length in VARINTS else 0)
+                total += PRIMITIVES[f.length][1] if f.length in PRIMITIVES else (1 if f.length in VAR_PREFIXES else 0)
             elif k == "array":
-                total += PRIMITIVES[f.count][1] if f.count in PRIMITIVES else (1 if f.count in VARINTS else 0)
+                total += PRIMITIVES[f.count][1] if f.count in PRIMITIVES else (1 if f.count in VAR_PREFIXES else 0)
             elif k == "struct":
                 total += self.min_size(f.type)
         return total
@@ -560,7 +560,7 @@ class Builder(Validator):
 
     def prefix_attrs(self, f: Field) -> dict:
         """How a length prefix of a sized struct/array is read and written."""
-        if f.length in VARINTS:
+        if f.length in VAR_PREFIXES:
             return dict(prefix="varint", vkind=f.length)
         fmt = ">" + PRIMITIVES[f.length][0]
         return dict(
@@ -570,7 +570,7 @@ class Builder(Validator):
     def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
         pre = f.length
         a = dict(name=f.name, nullable=f.nullable, string=f.type == "string", end=end, path=f"{path}.{f.name}")
-        if pre in VARINTS:
+        if pre in VAR_PREFIXES:
             a.update(prefix="varint", vkind=pre)
         elif pre in PRIMITIVES:
             fmt = ">" + PRIMITIVES[pre][0]
@@ -600,7 +600,7 @@ class Builder(Validator):
             **self.budget(st, f),
             elem_index=self.uses_index(elem),
         )
-        if f.count in VARINTS:
+        if f.count in VAR_PREFIXES:
             a.update(count="varint", vkind=f.count)
         elif f.count in PRIMITIVES:
             a.update(count="fixed", const=self.const(">" + PRIMITIVES[f.count][0], f"{f.name} count => {f.count}"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import generator.ir.nodes as n
 from generator.ir.passes.validate import Validator
-from generator.loader import BLOBS, PRIMITIVES, SCALARS, VARINTS, Cond, Schema, SchemaError
+from generator.loader import BLOBS, COMPACT, PRIMITIVES, SCALARS, VARINTS, Cond, Schema, SchemaError
 from generator.loader import Field as SpecField
 from generator.loader import Struct as SpecStruct
 
@@ -72,6 +72,8 @@ def extent(scope: Scope, struct: str, spec: str) -> n.Extent:
         return int_type(spec)
     if spec in VARINTS:
         return _VARINT[spec]
+    if spec == COMPACT:
+        return n.Varint(32, False, compact=True)
     if spec == "rest":
         return n.Rest()
     return n.CountFrom(scope.ref(struct, spec))

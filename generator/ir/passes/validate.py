@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import struct as _struct
 
-from generator.loader import BLOBS, FIXED, PRIMITIVES, SCALARS, VARINTS, Field, Schema, SchemaError, Struct
+from generator.loader import (
+    BLOBS,
+    FIXED,
+    PRIMITIVES,
+    SCALARS,
+    VAR_PREFIXES,
+    VARINTS,
+    Field,
+    Schema,
+    SchemaError,
+    Struct,
+)
 
 
 def _err(schema: Schema, s: Struct, f: Field | None, msg: str) -> SchemaError:
@@ -99,20 +110,20 @@ class Validator:
                         raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
                     if (
                         f.length not in PRIMITIVES
-                        and f.length not in VARINTS
+                        and f.length not in VAR_PREFIXES
                         and f.length != "rest"
                         and f.length not in fnames
                     ):
                         raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
                 elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
                     raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
-                elif f.length is not None and f.length not in PRIMITIVES and f.length not in VARINTS:
+                elif f.length is not None and f.length not in PRIMITIVES and f.length not in VAR_PREFIXES:
                     raise _err(self.s, st, f, f"length {f.length!r} of a struct or array must be a prefix type")
                 if k == "array":
                     if not f.count:
                         raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
                     if (
-                        f.count not in VARINTS
+                        f.count not in VAR_PREFIXES
                         and f.count not in PRIMITIVES
                         and f.count != "rest"
                         and f.count not in fnames
