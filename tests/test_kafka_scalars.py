@@ -161,3 +161,56 @@ def test_a_null_or_short_compact_length(gen):
             backend.decode(head + b"\x02n" + b"\x00" + b"\x01")  # bytes may not be null
         with pytest.raises(kfmt.TruncatedError):
             backend.decode(head + b"\x80\x01abc")
+
+
+NESTED = """doc: GroupMetadataValue's member layout (Kafka's group-coordinator GroupMetadataValue.json, v0-v3)
+root: group_metadata_value
+structs:
+  group_metadata_value:
+    fields:
+      - {name: version, type: int16, default: 3}
+      - {name: protocol_type, type: string, length: int16}
+      - {name: members, type: {array: member_metadata}, count: int32}
+  member_metadata:
+    fields:
+      - {name: member_id, type: string, length: int16}
+      - {name: group_instance_id, type: string, length: int16, nullable: true, if: {field: version, ge: 3}}
+      - {name: rebalance_timeout, type: int32, if: {field: version, ge: 1}, default: 0}
+      - {name: session_timeout, type: int32}
+      - {name: subscription, type: bytes, length: int32}
+"""
+
+
+@pytest.mark.parametrize("version", [0, 1, 3])
+def test_nested_structs_see_their_containers_version(tmp_path, version):
+    """An array element's fields present by the enclosing value's version (GroupMetadataValue's members:
+    groupInstanceId from v3, rebalanceTimeout from v1), in the python and Construct backends, against bytes
+    built with kafka-python's Int16/Int32/String/Bytes codecs in the spec's field order."""
+    from kafka.protocol.schemas.fields.codecs.types import Bytes, Int16, Int32, String
+
+    from generator.driver import generate
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "gmv.yaml").write_text(NESTED)
+    generate(tmp_path / "schemas", tmp_path / "gmv_gen")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        model = importlib.import_module("gmv_gen.gmv.model")
+        backends = [importlib.import_module(f"gmv_gen.gmv.{b}") for b in ("python", "construct")]
+    finally:
+        sys.path.remove(str(tmp_path))
+        for m in [m for m in sys.modules if m.startswith("gmv_gen")]:
+            del sys.modules[m]
+    want = Int16.encode(version) + String().encode("consumer") + Int32.encode(2)
+    for mid, inst in (("m-1", None), ("m-2", "i-2")):
+        want += String().encode(mid) + (String().encode(inst) if version >= 3 else b"")
+        want += (Int32.encode(60000) if version >= 1 else b"") + Int32.encode(45000) + Bytes.encode(b"\x00\x01")
+    members = [model.MemberMetadata(member_id=m, group_instance_id=i, rebalance_timeout=60000, session_timeout=45000,
+                                    subscription=b"\x00\x01") for m, i in (("m-1", None), ("m-2", "i-2"))]  # fmt: skip
+    value = model.GroupMetadataValue(version=version, protocol_type="consumer", members=members)
+    for b in backends:
+        assert b.encode(value) == want, b.__name__
+        got = b.decode(want)
+        assert [(m.member_id, m.group_instance_id, m.rebalance_timeout) for m in got.members] == [
+            (m, i if version >= 3 else None, 60000 if version >= 1 else 0) for m, i in (("m-1", None), ("m-2", "i-2"))
+        ]

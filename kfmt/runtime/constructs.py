@@ -428,6 +428,17 @@ class KafkaCompressed(c.Construct):
         return obj
 
 
+def outer(context, name: str):
+    """The value ``name`` of the nearest enclosing struct being parsed or built that has it (a nested struct
+    or an array element reading its container's ``version``): up the context chain (``_``)."""
+    ctx = context
+    while ctx is not None:
+        if name in ctx:
+            return ctx[name]
+        ctx = ctx.get("_")
+    raise c.ValidationError(f"no enclosing value {name!r}")
+
+
 def flatten(container) -> dict:
     """Merge the groups that Region / CrcGuarded introduce (keys starting with '_g') into one mapping."""
     out = {}

@@ -75,10 +75,12 @@ class Layout:
         self.items, self.wire = self.group(fields, 0, 0)
 
     def ref(self, r: n.Ref, depth: int) -> str:
-        if r.owner != self.st.name or r.name not in self.depth_of:
-            raise SchemaError(
-                f"{self.f.file}: the Construct backend supports references within a struct only ({r.name!r})"
-            )
+        if r.owner != self.st.name and r.name not in self.depth_of:
+            # a value of an enclosing struct (a nested struct's condition on its container's version): found
+            # up the context chain when parsing or building; the expression using it becomes a lambda
+            return f"_outer(this, {r.name!r})"
+        if r.name not in self.depth_of:
+            raise SchemaError(f"{self.f.file}: the Construct backend cannot find {r.name!r} in {self.st.name}")
         d, bits = self.depth_of[r.name]
         return "this" + "._" * (depth - d) + (f".{bits}" if bits else "") + f".{r.name}"
 
@@ -196,7 +198,8 @@ class Layout:
                     else f"None if {fl.name} is None else {value}"
                 )
         if fl.condition is not None:
-            con = f"c.If({py(fl.condition, lambda r: self.ref(r, depth))}, {con})"
+            cond = py(fl.condition, lambda r: self.ref(r, depth))
+            con = f"c.If({'lambda this: ' if '_outer(' in cond else ''}{cond}, {con})"
         return con, value
 
     def array(self, fl: n.Field, w: n.ArrayType, depth: int) -> tuple[str, str]:
