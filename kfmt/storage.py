@@ -22,6 +22,8 @@ OPTIONS = {
     "s3.region": "the S3 region (default: AWS_REGION)",
     "s3.access_key": "an access key (default: the usual AWS credential chain; prefer that: options show in plans)",
     "s3.secret_key": "its secret key (default: the usual AWS credential chain)",
+    "s3.connect_timeout": "seconds to wait for a connection (default: the AWS SDK's)",
+    "s3.request_timeout": "seconds to wait for a request's answer (default: the AWS SDK's)",
 }
 
 
@@ -65,6 +67,9 @@ def filesystem(uri: str, options: dict | None = None):
             kw["region"] = region
         if options.get("s3.access_key"):
             kw.update(access_key=options["s3.access_key"], secret_key=options.get("s3.secret_key", ""))
+        for opt, arg in (("s3.connect_timeout", "connect_timeout"), ("s3.request_timeout", "request_timeout")):
+            if options.get(opt):
+                kw[arg] = float(options[opt])
         return pafs.S3FileSystem(**kw), f"{u.netloc}{u.path}".rstrip("/")
     if scheme == "file":
         return pafs.LocalFileSystem(), u.path
@@ -339,6 +344,12 @@ def _s3_put_if_absent(path: str, data: bytes, options: dict) -> bool:
           "region_name": options.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")}  # fmt: skip
     if options.get("s3.access_key"):
         kw.update(aws_access_key_id=options["s3.access_key"], aws_secret_access_key=options.get("s3.secret_key", ""))
+    timeouts = {k: float(options[o]) for k, o in (("connect_timeout", "s3.connect_timeout"),
+                                                  ("read_timeout", "s3.request_timeout")) if options.get(o)}  # fmt: skip
+    if timeouts:
+        from botocore.config import Config
+
+        kw["config"] = Config(**timeouts)
     bucket, key = path.split("/", 1)
     try:
         boto3.client("s3", **kw).put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")

@@ -21,6 +21,7 @@ FAULTS = ("reset", "5xx", "drop", "truncate")
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 20  # a client that stops sending does not hold a thread forever
     server: _Proxy
 
     def log_message(self, *args):  # quiet

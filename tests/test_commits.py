@@ -353,7 +353,8 @@ def test_every_commit_through_a_faulty_store_lands_whole_or_fails(tmp_path, s3):
     with fault_proxy(endpoint, rate=0.08, seed=7) as proxy:
         client.create_bucket(Bucket="faulty")
         clean = {"s3.endpoint": endpoint, "s3.region": "us-east-1"}
-        faulty = {"s3.endpoint": proxy.endpoint, "s3.region": "us-east-1"}
+        faulty = {"s3.endpoint": proxy.endpoint, "s3.region": "us-east-1", "s3.connect_timeout": "5",
+                  "s3.request_timeout": "10"}  # a lost answer is retried, not waited for  # fmt: skip
         out = "s3://faulty/t"
         _table(tmp_path / "seed", out, b"s", storage=clean)
         before = _rows(out, clean)

@@ -42,31 +42,53 @@ TAGS = [("a", 0.5), ("ü" * 70, -2.0)]  # a key past 127 bytes: a two-byte compa
 
 
 def _kafka_python(version, topic_id: uuid.UUID, is_internal, ratio, partition, eligible=None, name="n", blob=b"",
-                  tags=()) -> bytes:  # fmt: skip
+                  tags=(), extras=None, legacy=None) -> bytes:  # fmt: skip
     from kafka.protocol.schemas.fields.codecs.types import UUID, Boolean, Bytes, Float64, Int16, Int32, String
     from kafka.protocol.schemas.fields.codecs.types import UnsignedVarInt32 as UV
 
     out = Int16.encode(version) + UUID.encode(topic_id) + Boolean.encode(is_internal) + Float64.encode(ratio)
     out += Int32.encode(partition)
     out += Boolean.encode(eligible) if version >= 1 else b""
+
+    def elems(items):
+        return b"".join(String().encode(k, compact=True) + Float64.encode(w) for k, w in items)
+
     out += String().encode(name, compact=True) + Bytes.encode(blob, compact=True) + UV.encode(len(tags) + 1)
-    return out + b"".join(String().encode(k, compact=True) + Float64.encode(w) for k, w in tags)
+    out += elems(tags)
+    out += UV.encode(0) if extras is None else UV.encode(len(extras) + 1) + elems(extras)  # compact: 0 is null
+    return out + (Int32.encode(-1) if legacy is None else Int32.encode(len(legacy)) + elems(legacy))
 
 
 CASES = [
-    (0, uuid.UUID("0f6b2c4e-8d3a-4c1e-9b7a-5e2d1c0b9a88"), True, 0.25, 7, None, "orders", b"\x00\x01", TAGS),
-    (1, uuid.UUID(int=0), False, -1e300, -1, False, None, b"", ()),
-    (3, uuid.UUID(int=2**128 - 1), True, math.inf, 2**31 - 1, True, "x" * 200, bytes(range(256)) * 70, TAGS * 80),
+    (0, uuid.UUID("0f6b2c4e-8d3a-4c1e-9b7a-5e2d1c0b9a88"), True, 0.25, 7, None, "orders", b"\x00\x01", TAGS, (), TAGS),
+    (1, uuid.UUID(int=0), False, -1e300, -1, False, None, b"", (), None, None),
+    (
+        3,
+        uuid.UUID(int=2**128 - 1),
+        True,
+        math.inf,
+        2**31 - 1,
+        True,
+        "x" * 200,
+        bytes(range(256)) * 70,
+        TAGS * 80,
+        TAGS,
+        (),
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=["v0", "v1-zero-uuid-null-name", "v3-edges-long"])
 def test_bytes_match_kafka_python_both_ways(gen, case):
     py, con, model, _ = gen
-    version, tid, internal, ratio, part, eligible, name, blob, tags = case
+    version, tid, internal, ratio, part, eligible, name, blob, tags, extras, legacy = case
     want = _kafka_python(*case)
+
+    def objs(items):
+        return None if items is None else [model.Tag(key=k, weight=w) for k, w in items]
+
     kw = dict(version=version, topic_id=tid.bytes, is_internal=internal, ratio=ratio, partition=part, name=name,
-              blob=blob, tags=[model.Tag(key=k, weight=w) for k, w in tags])  # fmt: skip
+              blob=blob, tags=objs(tags), extras=objs(extras), legacy=objs(legacy))  # fmt: skip
     if eligible is not None:
         kw["eligible"] = eligible
     v = model.Value(**kw)
@@ -78,13 +100,15 @@ def test_bytes_match_kafka_python_both_ways(gen, case):
         assert type(d.is_internal) is bool and type(d.ratio) is float and type(d.topic_id) is bytes
         assert d.eligible == (eligible if version >= 1 else True)  # absent: its default
         assert (d.name, bytes(d.blob), [(t.key, t.weight) for t in d.tags]) == (name, blob, list(tags))
+        for got, sent in ((d.extras, extras), (d.legacy, legacy)):  # null arrays stay null, empty ones empty
+            assert (None if got is None else [(t.key, t.weight) for t in got]) == (None if sent is None else list(sent))
 
 
 def test_uuid_objects_and_defaults(gen):
     py, con, model, _ = gen
     tid = uuid.uuid4()
     assert py.encode(model.Value(topic_id=tid, name="n", blob=b"", tags=[])) == _kafka_python(0, tid, False, 0.5, -1)
-    v = model.Value(name=None, blob=b"", tags=[])
+    v = model.Value(name=None, blob=b"", tags=[])  # extras and legacy: None, null arrays
     assert v.topic_id == bytes(16) and v.ratio == 0.5 and v.is_internal is False  # Kafka's defaults: ZERO_UUID
     assert py.decode(py.encode(v)).topic_id == bytes(16)
 
@@ -109,7 +133,7 @@ def test_native_says_it_does_not_lower_them_yet(gen):
     *_, folder = gen
     text = (folder / "native.py").read_text()
     assert "the native backend does not lower tag.key: compact lengths yet" in text and "raise ImportError" in text
-    assert "does not lower value.topic_id: uuid fields yet" in _native_refusal(folder, "compact")
+    assert "does not lower tag.weight: float64 fields yet" in _native_refusal(folder, "compact")
     assert "tag.key: compact lengths" in _native_refusal(folder, "uuid", "bool", "float64")
     assert "| `topic_id` | uuid |" in (folder / "FIELDS.md").read_text()
 
@@ -153,12 +177,15 @@ def test_a_null_or_short_compact_length(gen):
     is truncation."""
     py, con, model, _ = gen
     head = _kafka_python(0, uuid.UUID(int=1), False, 0.0, 0)[: 2 + 16 + 1 + 8 + 4]
-    d = py.decode(head + b"\x00" + b"\x01" + b"\x01")
-    assert d.name is None and bytes(d.blob) == b"" and d.tags == []
-    assert con.decode(head + b"\x00" + b"\x01" + b"\x01").name is None
+    nulls = b"\x00" + b"\xff\xff\xff\xff"  # extras (compact) and legacy (int32) null
+    d = py.decode(head + b"\x00" + b"\x01" + b"\x01" + nulls)
+    assert d.name is None and bytes(d.blob) == b"" and d.tags == [] and d.extras is None and d.legacy is None
+    assert con.decode(head + b"\x00" + b"\x01" + b"\x01" + nulls).name is None
     for backend in (py, con):
         with pytest.raises(kfmt.CodecError):
-            backend.decode(head + b"\x02n" + b"\x00" + b"\x01")  # bytes may not be null
+            backend.decode(head + b"\x02n" + b"\x00" + b"\x01" + nulls)  # bytes may not be null
+        with pytest.raises(kfmt.CodecError):
+            backend.decode(head + b"\x02n" + b"\x01" + b"\x00" + nulls)  # tags may not be null
         with pytest.raises(kfmt.TruncatedError):
             backend.decode(head + b"\x80\x01abc")
 

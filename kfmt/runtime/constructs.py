@@ -288,17 +288,25 @@ def _check_count(n: int, limit: str, context, path) -> None:
 
 class KCounted(_Elements):
     """An array whose count is a prefix; a negative count, or one above the ``limit`` option
-    (``max_headers`` or ``max_records``), is an error before anything is allocated."""
+    (``max_headers`` or ``max_records``), is an error before anything is allocated. ``nullable``: a negative
+    count (compact: 0) is a null array, and None writes it."""
 
-    def __init__(self, countfield, subcon, limit: str = "max_headers", cost: int = 0, min: int = 1, nested: tuple = ()):
+    def __init__(self, countfield, subcon, limit: str = "max_headers", cost: int = 0, min: int = 1, nested: tuple = (),
+                 nullable: bool = False):  # fmt: skip
         super().__init__()
         self.countfield, self.subcon, self.limit, self.cost, self.nested = countfield, subcon, limit, cost, nested
-        self.min = min
+        self.min, self.nullable = min, nullable
 
     def _parse(self, stream, context, path):
-        return self._parse_elements(stream, context, path, self.countfield._parsereport(stream, context, path))
+        n = self.countfield._parsereport(stream, context, path)
+        if n < 0 and self.nullable:
+            return None  # a null array: count -1 (compact: 0)
+        return self._parse_elements(stream, context, path, n)
 
     def _build(self, obj, stream, context, path):
+        if obj is None and self.nullable:
+            self.countfield._build(-1, stream, context, path)
+            return obj
         self.countfield._build(len(obj), stream, context, path)
         return super()._build(obj, stream, context, path)
 

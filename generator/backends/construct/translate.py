@@ -206,8 +206,11 @@ class Layout:
         b = w.budget or n.Budget(0)
         nested = tuple((x.field, x.cost) for x in b.nested)
         budget = f"cost={0 if b.accounted else b.cost}, min={w.min_elem_size}, nested={nested!r}"
+        null_count = w.nullable and w.size is None and isinstance(w.count, (n.Int, n.Varint))
         if isinstance(w.count, (n.Int, n.Varint)):
-            con = f"KCounted({prefix(w.count)}, {w.elem}, {w.limit!r}, {budget})"
+            con = (
+                f"KCounted({prefix(w.count)}, {w.elem}, {w.limit!r}, {budget}{', nullable=True' if null_count else ''})"
+            )
         elif isinstance(w.count, n.Rest):
             con = f"KUntilEnd({w.elem}, {w.limit!r}, {budget})"
         else:
@@ -217,7 +220,8 @@ class Layout:
             count = f", count={self.ref(w.count.field, depth)}" if isinstance(w.count, n.CountFrom) else ""
             con = f"KafkaCompressed({con}, {self.ref(w.compressed_by, depth)}, {magic}{count})"
         elem = self.f.struct(w.elem)
-        return con, f"[_wire_{w.elem}(x_, i_{args(elem)}) for i_, x_ in enumerate({fl.name})]"
+        items = f"[_wire_{w.elem}(x_, i_{args(elem)}) for i_, x_ in enumerate({fl.name})]"
+        return con, f"(None if {fl.name} is None else {items})" if null_count else items
 
 
 def args(st: n.Struct) -> str:

@@ -599,6 +599,8 @@ class Builder(Validator):
             limit="max_records" if elem.role in ("record", "batch") else "max_headers",
             **self.budget(st, f),
             elem_index=self.uses_index(elem),
+            # nullable without a byte-size prefix: the count says null (-1; compact: 0)
+            null_count=f.nullable and f.length is None and (f.count in PRIMITIVES or f.count in VAR_PREFIXES),
         )
         if f.count in VAR_PREFIXES:
             a.update(count="varint", vkind=f.count)
