@@ -80,7 +80,7 @@ fuzz: setup
 # the writers' long campaign: every kill point of every commit (local overwrite and append, S3), and racing
 # appenders, locally and on an S3 API server, KFMT_WRITER_TRIALS times each (the suite runs 4)
 test-writers: setup
-	KFMT_WRITER_TRIALS=$(or $(TRIALS),100) $(PY) -m pytest tests/test_commits.py
+	KFMT_WRITER_TRIALS=$(or $(TRIALS),100) $(PY) -m pytest -s tests/test_commits.py
 
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)

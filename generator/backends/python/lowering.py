@@ -94,6 +94,14 @@ def _pyrepr(v) -> str:
     return repr(v)
 
 
+def _field_default(f: Field) -> str:
+    """A plain field's default in the value class: its schema default, a uuid's zero (Kafka's
+    ``Uuid.ZERO_UUID``), else None (the encoder then says the value is missing)."""
+    if f.default is not None:
+        return _pyrepr(float(f.default) if f.type == "float64" else f.default)
+    return repr(bytes(16)) if f.type == "uuid" else "None"
+
+
 #: the fields kfmt.Record (headers) and kfmt.Batch (records) promise as lists: a value class sets [] for None
 LIST_SLOTS = ("records", "headers")
 
@@ -246,12 +254,8 @@ class Builder(Validator):
                 model.append((f.name, "None"))
             elif self.kind(f) == "array":
                 model.append((f.name, "None"))
-            elif f.default is not None:
-                model.append((f.name, _pyrepr(float(f.default) if f.type == "float64" else f.default)))
-            elif f.type == "uuid":
-                model.append((f.name, repr(bytes(16))))  # Kafka's Uuid.ZERO_UUID
             else:
-                model.append((f.name, "None"))
+                model.append((f.name, _field_default(f)))
         for f in st.fields:
             if f.derive and f.derive.func == "delta_of":
                 model.append((f.derive.target, "None"))

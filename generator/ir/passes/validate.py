@@ -142,14 +142,7 @@ class Validator:
                         raise _err(self.s, st, f, f"bit view {b.name!r}: unknown enum {b.enum!r}")
                 if f.const is not None and k != "int":
                     raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
-                if k == "int" and f.const is not None:
-                    self._check_fits(st, f, f.const)
-                if f.type in SCALARS:
-                    self._check_scalar(st, f)
-                elif k in ("int", "varint") and f.default is not None and type(f.default) is not int:
-                    raise _err(self.s, st, f, f"'default' of an integer field must be an integer, not {f.default!r}")
-                if k == "int" and f.default is not None and f.type in PRIMITIVES:
-                    self._check_fits(st, f, f.default)
+                self._check_values(st, f, k)
                 d = f.derive
                 if d:
                     tgt = d.target.split(".")[0]
@@ -167,6 +160,17 @@ class Validator:
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_values(self, st, f, k: str) -> None:
+        """A field's const and default are values it can hold."""
+        if k == "int" and f.const is not None:
+            self._check_fits(st, f, f.const)
+        if f.type in SCALARS:
+            self._check_scalar(st, f)
+        elif k in ("int", "varint") and f.default is not None and type(f.default) is not int:
+            raise _err(self.s, st, f, f"'default' of an integer field must be an integer, not {f.default!r}")
+        if k == "int" and f.default is not None and f.type in PRIMITIVES:
+            self._check_fits(st, f, f.default)
 
     def _check_scalar(self, st, f) -> None:
         """bool, float64 and uuid: a value field, never a length, count, CRC, bit field or constant; a default
