@@ -149,8 +149,10 @@ def _kill_campaign(tmp_path: Path, mode: str, place, endpoint=None, storage=None
         _recover_cli(target, storage)  # what the next local writer does itself; in a store, the user
         assert _rows(target, storage) in (old, new), k
     assert seen["old"] and seen["new"] and seen["error"], seen
-    print(f"\nkill campaign ({mode}, {'S3' if storage else 'local'}): {steps} kill points; readers saw the old table "
-          f"{seen['old']} times, the new one {seen['new']}, the one-line error {seen['error']}; records lost: 0")
+    print(
+        f"\nkill campaign ({mode}, {'S3' if storage else 'local'}): {steps} kill points; readers saw the old table "
+        f"{seen['old']} times, the new one {seen['new']}, the one-line error {seen['error']}; records lost: 0"
+    )
     return seen
 
 
@@ -380,8 +382,10 @@ def test_every_commit_through_a_faulty_store_lands_whole_or_fails(tmp_path, s3):
     kinds = {k for k, _, _ in proxy.faults}
     assert landed and failed and {"drop", "truncate"} & kinds, (landed, failed, proxy.faults)
     counts = {k: sum(1 for f in proxy.faults if f[0] == k) for k in sorted(kinds)}
-    print(f"\nfaulty store: {landed + failed} commits, {landed} landed whole, {failed} failed leaving the old table; "
-          f"faults injected: {counts}; records lost: 0")
+    print(
+        f"\nfaulty store: {landed + failed} commits, {landed} landed whole, {failed} failed leaving the old table; "
+        f"faults injected: {counts}; records lost: 0"
+    )
 
 
 def test_a_read_across_a_commit_fails_instead_of_mixing(tmp_path):
