@@ -1,5 +1,8 @@
+import contextlib
+import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,26 @@ VECTORS = Path(__file__).parent / "vectors"
 # "the usual way" (the README's blocks) runs as written. A developer's own AWS settings are left alone.
 for _k, _v in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1")):
     os.environ.setdefault(_k, _v)
+
+
+@contextlib.contextmanager
+def generated_package(d: Path, files: dict, package: str):
+    """Schemas ``{file name: YAML text}`` compiled by the generator into ``d/<package>``, importable while
+    the context lasts: yields ``module(name)`` importing ``<package>.<name>``."""
+    from generator.driver import generate
+
+    schemas = d / "schemas"
+    schemas.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (schemas / name).write_text(text)
+    generate(schemas, d / package)
+    sys.path.insert(0, str(d))
+    try:
+        yield lambda name: importlib.import_module(f"{package}.{name}")
+    finally:
+        sys.path.remove(str(d))
+        for m in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            del sys.modules[m]
 
 
 def backends(fmt: str):

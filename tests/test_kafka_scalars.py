@@ -5,9 +5,7 @@ Float64, UUID, Int16, Int32, String and Bytes with ``compact=True``, UnsignedVar
 
 from __future__ import annotations
 
-import importlib
 import math
-import shutil
 import subprocess
 import sys
 import uuid
@@ -16,26 +14,18 @@ from pathlib import Path
 import pytest
 
 import kfmt
+from conftest import generated_package
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory):
-    from generator.driver import generate
-
     d = tmp_path_factory.mktemp("scalars")
-    schemas = d / "schemas"
-    schemas.mkdir()
-    shutil.copy(ROOT / "tests" / "fixtures" / "kafka_scalars.yaml", schemas / "kafka_scalars.yaml")
-    generate(schemas, d / "scalars_gen")
-    sys.path.insert(0, str(d))
-    try:
-        yield (importlib.import_module("scalars_gen.kafka_scalars.python"),
-               importlib.import_module("scalars_gen.kafka_scalars.construct"),
-               importlib.import_module("scalars_gen.kafka_scalars.model"), d / "scalars_gen" / "kafka_scalars")  # fmt: skip
-    finally:
-        sys.path.remove(str(d))
+    text = (ROOT / "tests" / "fixtures" / "kafka_scalars.yaml").read_text()
+    with generated_package(d, {"kafka_scalars.yaml": text}, "scalars_gen") as module:
+        yield (module("kafka_scalars.python"), module("kafka_scalars.construct"), module("kafka_scalars.model"),
+               d / "scalars_gen" / "kafka_scalars")  # fmt: skip
 
 
 TAGS = [("a", 0.5), ("ü" * 70, -2.0)]  # a key past 127 bytes: a two-byte compact length
@@ -215,19 +205,9 @@ def test_nested_structs_see_their_containers_version(tmp_path, version):
     built with kafka-python's Int16/Int32/String/Bytes codecs in the spec's field order."""
     from kafka.protocol.schemas.fields.codecs.types import Bytes, Int16, Int32, String
 
-    from generator.driver import generate
-
-    (tmp_path / "schemas").mkdir()
-    (tmp_path / "schemas" / "gmv.yaml").write_text(NESTED)
-    generate(tmp_path / "schemas", tmp_path / "gmv_gen")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        model = importlib.import_module("gmv_gen.gmv.model")
-        backends = [importlib.import_module(f"gmv_gen.gmv.{b}") for b in ("python", "construct")]
-    finally:
-        sys.path.remove(str(tmp_path))
-        for m in [m for m in sys.modules if m.startswith("gmv_gen")]:
-            del sys.modules[m]
+    with generated_package(tmp_path, {"gmv.yaml": NESTED}, "gmv_gen") as module:
+        model = module("gmv.model")
+        backends = [module(f"gmv.{b}") for b in ("python", "construct")]
     want = Int16.encode(version) + String().encode("consumer") + Int32.encode(2)
     for mid, inst in (("m-1", None), ("m-2", "i-2")):
         want += String().encode(mid) + (String().encode(inst) if version >= 3 else b"")

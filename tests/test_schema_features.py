@@ -8,27 +8,18 @@ from pathlib import Path
 import pytest
 
 import kfmt
+from conftest import generated_package
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def fmt(tmp_path_factory):
-    from generator.driver import generate
-
     d = tmp_path_factory.mktemp("features")
-    schemas = d / "schemas"
-    schemas.mkdir()
-    (schemas / "common.yaml").write_text((ROOT / "schemas" / "common.yaml").read_text())
-    (schemas / "features.yaml").write_text((ROOT / "tests" / "fixtures" / "features.yaml").read_text())
-    generate(schemas, d / "fixture_gen")
-    import sys
-
-    sys.path.insert(0, str(d))
-    try:
-        yield importlib.import_module("fixture_gen.features"), importlib.import_module("fixture_gen.features.construct")
-    finally:
-        sys.path.remove(str(d))
+    files = {"common.yaml": (ROOT / "schemas" / "common.yaml").read_text(),
+             "features.yaml": (ROOT / "tests" / "fixtures" / "features.yaml").read_text()}  # fmt: skip
+    with generated_package(d, files, "fixture_gen") as module:
+        yield module("features"), module("features.construct")
 
 
 def _frame(mod, **kw):
