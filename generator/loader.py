@@ -190,6 +190,14 @@ class Cond:
     field: str
     op: str | None = None  # None: truthy
     value: int | str | None = None
+    op2: str | None = None  # a range: the upper bound (le/lt) with ``op`` the lower one (ge/gt)
+    value2: int | str | None = None
+
+    def halves(self) -> tuple[Cond, ...]:
+        """The comparisons it holds: itself, or a range's two."""
+        if self.op2 is None:
+            return (self,)
+        return (Cond(self.field, self.op, self.value), Cond(self.field, self.op2, self.value2))
 
 
 @dataclass(frozen=True)
@@ -317,9 +325,12 @@ _COND_KEYS = {"field": str, **{c: (int, str, bool) for c in COMPARATORS}}
 def _cond(loc: _Located, ctx: _Ctx) -> Cond:
     m = _mapping(loc, ctx, _COND_KEYS, required=("field",))
     ops = [c for c in COMPARATORS if c in m]
-    if len(ops) > 1:
-        raise ctx.error(f"a condition takes at most one comparison, got {ops}")
+    lower, upper = [o for o in ops if o in ("ge", "gt")], [o for o in ops if o in ("le", "lt")]
+    if len(ops) > 1 and not (len(ops) == 2 and len(lower) == 1 and len(upper) == 1):
+        raise ctx.error(f"a condition takes one comparison, or a range (ge or gt with le or lt), got {ops}")
     f = _ident(m["field"].value, ctx.sub("field", m["field"]), "field reference")
+    if len(ops) == 2:  # a version range such as Kafka's "1-3": ge 1 and le 3
+        return Cond(f, lower[0], m[lower[0]].value, upper[0], m[upper[0]].value)
     if ops:
         return Cond(f, ops[0], m[ops[0]].value)
     return Cond(f)
@@ -740,7 +751,8 @@ def _conditions(st: Struct):
     """(field index, YAML path, condition) of every condition in a struct."""
     for i, f in enumerate(st.fields):
         if f.if_:
-            yield i, "if", f.if_
+            for half in f.if_.halves():
+                yield i, "if", half
         if f.derive and f.derive.when:
             yield i, "derive.when", f.derive.when
         if f.wraps:
@@ -836,6 +848,8 @@ def wire_fingerprint(schema: Schema) -> str:
     def strip(o):
         if isinstance(o, (Struct, Field, Bit, Derive, Cond, View, Enum, Wraps)):
             d = {k: strip(v) for k, v in o.__dict__.items() if k not in ("doc", "orig_name", "line")}
+            if isinstance(o, Cond) and o.op2 is None:  # fingerprints from before ranges existed stay
+                d.pop("op2"), d.pop("value2")
             return d
         if isinstance(o, (list, tuple)):
             return [strip(x) for x in o]

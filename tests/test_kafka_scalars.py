@@ -221,3 +221,37 @@ def test_nested_structs_see_their_containers_version(tmp_path, version):
         assert [(m.member_id, m.group_instance_id, m.rebalance_timeout) for m in got.members] == [
             (m, i if version >= 3 else None, 60000 if version >= 1 else 0) for m, i in (("m-1", None), ("m-2", "i-2"))
         ]
+
+
+RANGED = """doc: a field present in versions 1 to 2 only, as Kafka's versions 1-2
+root: r
+structs:
+  r:
+    fields:
+      - {name: version, type: int16}
+      - {name: middle, type: int32, if: {field: version, ge: 1, le: 2}, default: -1}
+      - {name: last, type: int8}
+"""
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_a_version_range_is_both_bounds(tmp_path, version):
+    from kafka.protocol.schemas.fields.codecs.types import Int8, Int16, Int32
+
+    want = Int16.encode(version) + (Int32.encode(77) if 1 <= version <= 2 else b"") + Int8.encode(5)
+    with generated_package(tmp_path, {"ranged.yaml": RANGED}, "ranged_gen") as module:
+        model = module("ranged.model")
+        for b in (module("ranged.python"), module("ranged.construct")):
+            assert b.encode(model.R(version=version, middle=77, last=5)) == want, b.__name__
+            assert b.decode(want).middle == (77 if 1 <= version <= 2 else -1)
+        c_code = (tmp_path / "ranged_gen" / "ranged" / "_native.c").read_text()
+        assert "&&" in c_code  # the native decoder tests both bounds too
+
+
+def test_a_condition_with_two_lower_bounds_is_refused(tmp_path):
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "x.yaml").write_text(RANGED.replace("ge: 1, le: 2", "ge: 1, gt: 2"))
+    r = subprocess.run([sys.executable, "-m", "kfmt", "generate", "--schemas", str(tmp_path / "schemas"), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "a range (ge or gt with le or lt)" in r.stderr and "x.yaml:" in r.stderr, r.stderr

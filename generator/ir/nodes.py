@@ -99,7 +99,14 @@ class Choose:
     otherwise: Expr
 
 
-Expr = Union[Const, EnumConst, Ref, ElementIndex, Compare, Truthy, Arith, Length, Fold, Choose]
+@dataclass(frozen=True)
+class All:
+    """Every operand holds (a version range: ``version >= 1`` and ``version <= 3``)."""
+
+    operands: tuple[Expr, ...]
+
+
+Expr = Union[Const, EnumConst, Ref, ElementIndex, Compare, Truthy, Arith, Length, Fold, Choose, All]
 
 # ---------------------------------------------------------------- wire types
 

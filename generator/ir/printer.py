@@ -23,6 +23,8 @@ def expr(e: n.Expr, here: str) -> str:
         return f"({expr(e.left, here)} {_OPS[e.op]} {expr(e.right, here)})"
     if isinstance(e, n.Truthy):
         return f"{expr(e.operand, here)}?"
+    if isinstance(e, n.All):
+        return "(" + " and ".join(expr(x, here) for x in e.operands) + ")"
     if isinstance(e, n.Arith):
         s = f"{expr(e.left, here)} {'+' if e.op == 'add' else '-'} {expr(e.right, here)}"
         return f"wrap64({s})" if e.wrap64 else f"({s})"

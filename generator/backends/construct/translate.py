@@ -52,6 +52,8 @@ def py(e: n.Expr, ref=lambda r: r.name) -> str:
         return f"({py(e.left, ref)} {_OPS[e.op]} {py(e.right, ref)})"
     if isinstance(e, n.Truthy):
         return f"bool({py(e.operand, ref)})"
+    if isinstance(e, n.All):  # `&`: Construct's `this` expressions stay lazy (`and` would not)
+        return "(" + " & ".join(py(x, ref) for x in e.operands) + ")"
     if isinstance(e, n.Arith):
         s = f"{py(e.left, ref)} {'+' if e.op == 'add' else '-'} {py(e.right, ref)}"
         return f"_wrap64({s})" if e.wrap64 else f"({s})"

@@ -136,6 +136,8 @@ class Lowering:
             return f"({self.expr(e.left, st)} {_OPS[e.op]} {self.expr(e.right, st)})"
         if isinstance(e, n.Truthy):
             return f"({self.expr(e.operand, st)} != 0)"
+        if isinstance(e, n.All):
+            return "(" + " && ".join(self.expr(x, st) for x in e.operands) + ")"
         if isinstance(e, n.Arith):
             a, b = self.expr(e.left, st), self.expr(e.right, st)
             if not e.wrap64:  # Python's integers do not overflow: an int64 result is not guaranteed

@@ -33,6 +33,8 @@ def py(e: n.Expr, *, fast: bool = False, ref=lambda r: r.name) -> str:
         if isinstance(right, n.Const) and isinstance(right.value, bool) and e.op in ("eq", "ne"):
             return t(e.left) if (right.value is True) == (e.op == "eq") else f"not {t(e.left)}"
         return f"{t(e.left)} {_OPS[e.op]} {t(right)}"
+    if isinstance(e, n.All):
+        return "(" + " and ".join(t(x) for x in e.operands) + ")"
     if isinstance(e, n.Arith):
         s = f"{t(e.left)} {'+' if e.op == 'add' else '-'} {t(e.right)}"
         return f"(({s} + {BIAS64}) & {MASK64}) - {BIAS64}" if e.wrap64 and not fast else s

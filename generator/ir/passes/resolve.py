@@ -64,7 +64,8 @@ class Scope:
         ref = self.ref(struct, c.field)
         if c.op is None:
             return n.Truthy(ref)
-        return n.Compare(c.op, ref, self.const(ref, c.value))  # type: ignore[arg-type]
+        parts = [n.Compare(h.op, ref, self.const(ref, h.value)) for h in c.halves()]  # type: ignore[arg-type]
+        return parts[0] if len(parts) == 1 else n.All(tuple(parts))
 
 
 def extent(scope: Scope, struct: str, spec: str) -> n.Extent:
