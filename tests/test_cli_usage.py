@@ -43,6 +43,10 @@ WRONG = {
         ["dump", "--payload", "bogus", "c"],
         ["dump", "--isolation", "bogus", "c"],
     ],
+    "import-kafka-spec": [
+        ["import-kafka-spec"],
+        ["import-kafka-spec", "/nonexistent/spec.json"],
+    ],
     "recover": [
         ["recover"],
         ["recover", "/nonexistent/table"],

@@ -50,6 +50,54 @@ def register(sub) -> None:
     r.add_argument("--storage", action="append", default=[], metavar="KEY=VALUE",
                    help="a storage option (s3.endpoint=..., s3.region=...); repeatable")  # fmt: skip
     r.set_defaults(func=_recover)
+    _add_import_spec(sub)
+
+
+def _add_import_spec(sub) -> None:
+    s = sub.add_parser(
+        "import-kafka-spec",
+        help="lower Kafka's JSON message specs into the schema language (printed as YAML, or written to --out)",
+        description="Read Kafka's JSON message specs (files or folders of *.json, e.g. a Kafka source tree's "
+        "group-coordinator/src/main/resources/common/message) and lower each into the schema language: the "
+        "record's int16 version first, then every field under a condition on it, Kafka's names kept as "
+        "orig_name. Classic versions only for now: a spec's flexible versions (compact lengths, tagged fields) "
+        "are left out, and a spec whose every version is flexible is refused, one line each. Exit status: 0 all "
+        "lowered, 1 some refused, 2 usage error.",
+    )
+    s.add_argument("paths", nargs="+", help="spec files (*.json) or folders holding them")
+    s.add_argument("--out", help="write <message>.yaml files here (default: print the YAML)")
+    s.add_argument("--emit-yaml", action="store_true", help="print the YAML (the default without --out)")
+    s.set_defaults(func=_import_spec)
+
+
+def _import_spec(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from generator.frontends.kafka_spec import SpecError, lower, to_yaml
+
+    files: list[Path] = []
+    for raw in args.paths:
+        p = Path(raw)
+        if not p.exists():
+            print(f"kfmt import-kafka-spec: no such file or directory: {p}", file=sys.stderr)
+            return 2
+        files += sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    refused = 0
+    for f in files:
+        try:
+            schema = lower(f.read_text(encoding="utf-8"), str(f))
+        except (SpecError, UnicodeDecodeError) as e:
+            print(f"kfmt import-kafka-spec: {e}", file=sys.stderr)
+            refused += 1
+            continue
+        text = to_yaml(schema, str(f))
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / f"{schema['root']}.yaml").write_text(text)
+        if args.emit_yaml or not args.out:
+            print(text)
+    return 1 if refused else 0
 
 
 def _recover(args) -> int:

@@ -1,0 +1,1 @@
+"""Frontends: other descriptions of wire formats lowered into the schema language."""
