@@ -881,7 +881,10 @@ def add_parser(sub) -> None:
         "the log dir's checkpoints are checked against the partitions' ends; folders Kafka marked -delete, "
         "-future or -stray are left out (noted); files not read are named. Tiered-storage layouts "
         "(<topic>-<topicId>/<partition>/<offset>-<segmentId>.log, <topic>-<partition>-<topicId>/...) are walked; "
-        "a segment object stored compressed whole is reported. PATH - reads stdin. Segments are read in chunks: "
+        "a segment object stored compressed whole is reported. A log's last batch cut short at the end of its last "
+        "segment is a batch being written: noted and left out, as Kafka's fetch leaves it out, not a problem. A "
+        "table whose kfmt commit has not finished (_KFMT_PENDING) is refused in one line (exit 1; see kfmt "
+        "recover). PATH - reads stdin. Segments are read in chunks: "
         "memory does not grow with segment size. Exit status: 0 everything read was valid, 1 problems found "
         '(each reported on stderr, and in the --json stream as a "problem" object), 2 usage error, 141 the '
         "output pipe was closed (| head).",
