@@ -8,10 +8,15 @@ records...) is JSON with ``//`` comments: a message ``name``, ``validVersions``,
 ``version`` (an int16, as Kafka writes a coordinator record's version before its data) and declares
 every field under a condition on it, so nested structs and array elements see it too.
 
-What the schema language cannot say yet is refused with one line rather than approximated: flexible
-versions (compact lengths switched by version and the tagged-field section), so a spec is lowered for its
-classic versions only (OffsetCommitValue 0-3, GroupMetadataValue 0-3: what brokers write before KIP-915
-records), and a spec whose every version is flexible is refused.
+A spec whose every version is flexible (KRaft's metadata records) is lowered with compact lengths and
+counts, and every struct ends with its tagged-field section kept raw (``tagged_fields``: each tag with
+its bytes, so a record decodes with nothing left over and re-encodes byte-exact; known tagged fields are
+not decoded by name yet). A KRaft record (``"type": "metadata"``) starts with MetadataRecordSerde's frame:
+a frame version, the apiKey and the version, unsigned varints. A spec with classic and flexible versions
+is lowered for its classic versions only (OffsetCommitValue 0-3, GroupMetadataValue 0-3: what brokers
+write before KIP-915 records), since the schema language cannot switch prefix kinds by version yet.
+What it cannot say at all (arrays of primitives, nullable structs in flexible versions) is refused with
+one line rather than approximated.
 """
 
 from __future__ import annotations
@@ -115,23 +120,28 @@ class Lowering:
         flexible = Versions.parse(spec.get("flexibleVersions"), f"{where}: flexibleVersions")
         if valid.lo is None:
             raise SpecError(f"{where}: {self.name} has no valid versions")
-        if flexible.lo is not None and flexible.lo <= valid.lo:
-            raise SpecError(f"{where}: every version of {self.name} is flexible (compact lengths and tagged fields), "
-                            "which the schema language does not declare yet")  # fmt: skip
-        hi = (
-            valid.hi if flexible.lo is None else flexible.lo - 1 if valid.hi is None else min(valid.hi, flexible.lo - 1)
-        )
-        self.valid = Versions(valid.lo, hi)
+        self.flexible = flexible.lo is not None and flexible.lo <= valid.lo  # every version flexible
+        if self.flexible or flexible.lo is None:
+            self.valid = valid
+        else:  # classic versions only: prefix kinds cannot switch by version yet
+            self.valid = Versions(valid.lo, flexible.lo - 1 if valid.hi is None else min(valid.hi, flexible.lo - 1))
         self.common = {c["name"]: c for c in spec.get("commonStructs", []) if isinstance(c, dict) and "name" in c}
         self.structs: dict[str, dict] = {}
 
     def run(self) -> dict:
         root = snake(self.name)
-        fields = [{"name": "version", "type": "int16", "doc": "the record's version, written before its data"}]
+        if self.spec.get("type") == "metadata":  # MetadataRecordSerde's frame
+            fields = [{"name": "frame_version", "type": "uvarint", "default": 0},
+                      {"name": "api_key", "type": "uvarint", "default": int(self.spec.get("apiKey", 0))},
+                      {"name": "version", "type": "uvarint", "doc": "the record's version"}]  # fmt: skip
+        else:
+            fields = [{"name": "version", "type": "int16", "doc": "the record's version, written before its data"}]
         fields += self.fields(self.spec["fields"], self.name)
         self.structs[root] = {"orig_name": self.name, "fields": fields}
+        hi = "+" if self.valid.hi is None else f"-{self.valid.hi}"
+        kind = "flexible versions, tagged fields kept raw" if self.flexible else "classic versions"
         return {
-            "doc": f"{self.name}, versions {self.valid.lo}-{self.valid.hi} (Kafka's message spec; classic versions)",
+            "doc": f"{self.name}, versions {self.valid.lo}{hi} (Kafka's message spec; {kind})",
             "doc_ref": self.where,
             "root": root,
             "structs": self.structs,
@@ -143,14 +153,20 @@ class Lowering:
             field = self.field(f, owner)
             if field is not None:
                 out.append(field)
+        if self.flexible:  # every struct of a flexible version ends with its tagged-field section
+            if "tagged_field" not in self.structs:
+                self.structs["tagged_field"] = {"doc": "a tagged field kept as written: its tag and bytes", "fields": [
+                    {"name": "tag", "type": "uvarint"}, {"name": "payload", "type": "bytes", "length": "uvarint"}]}  # fmt: skip
+            out.append({"name": "tagged_fields", "type": {"array": "tagged_field"}, "count": "uvarint",
+                        "doc": "the tagged-field section, kept raw"})  # fmt: skip
         return out
 
     def field(self, f: dict, owner: str) -> dict | None:
         where = f"{self.where}: {owner}.{f.get('name')}"
         if "tag" in f or "taggedVersions" in f:
-            if Versions.parse(f.get("versions"), where).within(self.valid).lo is not None:
+            if not self.flexible and Versions.parse(f.get("versions"), where).within(self.valid).lo is not None:
                 raise SpecError(f"{where}: a tagged field in a classic version")
-            return None  # tagged fields live in flexible versions only
+            return None  # in flexible versions: kept raw in the struct's tagged_fields
         versions = Versions.parse(f.get("versions"), where)
         if versions.within(self.valid).lo is None:
             return None  # a field of flexible (or no valid) versions only
@@ -173,15 +189,17 @@ class Lowering:
         if t in INTS:
             return {"type": t}
         if t == "string":
-            return {"type": "string", "length": "int16"}
+            return {"type": "string", "length": "compact" if self.flexible else "int16"}
         if t in ("bytes", "records"):
-            return {"type": "bytes", "length": "int32"}
+            return {"type": "bytes", "length": "compact" if self.flexible else "int32"}
         if t.startswith("[]"):
             elem = t[2:]
             if elem in INTS or elem in ("string", "bytes"):
                 raise SpecError(f"{where}: arrays of {elem} are not in the schema language yet")
-            return {"type": {"array": self.struct(elem, f, where)}, "count": "int32"}
+            return {"type": {"array": self.struct(elem, f, where)}, "count": "compact" if self.flexible else "int32"}
         if t:
+            if self.flexible and f.get("nullableVersions"):
+                raise SpecError(f"{where}: a nullable struct in a flexible version is not in the schema language yet")
             return {"type": self.struct(t, f, where)}
         raise SpecError(f"{where}: no type")
 

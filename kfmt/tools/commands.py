@@ -60,9 +60,10 @@ def _add_import_spec(sub) -> None:
         description="Read Kafka's JSON message specs (files or folders of *.json, e.g. a Kafka source tree's "
         "group-coordinator/src/main/resources/common/message) and lower each into the schema language: the "
         "record's int16 version first, then every field under a condition on it, Kafka's names kept as "
-        "orig_name. Classic versions only for now: a spec's flexible versions (compact lengths, tagged fields) "
-        "are left out, and a spec whose every version is flexible is refused, one line each. Exit status: 0 all "
-        "lowered, 1 some refused, 2 usage error.",
+        "orig_name. A spec whose every version is flexible (KRaft's records, framed as MetadataRecordSerde frames "
+        "them) gets compact lengths and its tagged-field sections kept raw; a spec with classic and flexible "
+        "versions is lowered for its classic ones; what cannot be said yet (arrays of primitives...) is refused, "
+        "one line each. Exit status: 0 all lowered, 1 some refused, 2 usage error.",
     )
     s.add_argument("paths", nargs="+", help="spec files (*.json) or folders holding them")
     s.add_argument("--out", help="write <message>.yaml files here (default: print the YAML)")
