@@ -748,11 +748,16 @@ def _int_range(t: str) -> tuple[int, int] | None:
 
 
 def _conditions(st: Struct):
-    """(field index, YAML path, condition) of every condition in a struct."""
+    """(field index, YAML path, comparison) of every condition in a struct; a range gives both its halves."""
+    for i, where, c in _each_condition(st):
+        for half in c.halves():
+            yield i, where, half
+
+
+def _each_condition(st: Struct):
     for i, f in enumerate(st.fields):
         if f.if_:
-            for half in f.if_.halves():
-                yield i, "if", half
+            yield i, "if", f.if_
         if f.derive and f.derive.when:
             yield i, "derive.when", f.derive.when
         if f.wraps:

@@ -332,37 +332,52 @@ def _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt,
     bytes of a quarantined region are read again by position)."""
     import pyarrow as pa
 
+    from kfmt.api import scan
     from kfmt.runtime.errors import CodecError
 
     sink = new_sink(backend)
     cols, batches = _Columns(columns, sink), []
     n = source.end - source.start if isinstance(source, _Range) else len(memoryview(source))
     try:
-        for batch in _rows_of(source, n, cols, columns, verify_crc, format, backend, on_corrupt, include_control,
-                              txns, sink, where):  # fmt: skip
-            batches.append(batch)
+        for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
+                                skip_corrupt=on_corrupt != "fail", sink=sink):  # fmt: skip
+            if isinstance(b, CodecError):
+                if being_written(b, n, where.path):
+                    continue
+                if on_corrupt == "skip":
+                    log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
+                    continue
+                stop = min(end, pos + QUARANTINE_RAW_BYTES)
+                raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
+                cols.add_corrupt(pos, str(b), raw)
+                continue
+            if (b.is_control and not include_control) or (txns is not None and txns.is_dropped(b)):
+                cols.drop(b)
+                continue
+            cols.add_batch(pos, b)
+            if cols.full():
+                batches.append(cols.to_arrow(pa, where))
+                cols = _Columns(columns, sink)
     except CodecError as e:
-        raw = source.raw if isinstance(source, _Range) else (lambda a, b: bytes(memoryview(source)[a:b]))
-        if not being_written(e, n, where.path, at_start=False, raw=raw):
+        reread = source.raw if isinstance(source, _Range) else (lambda a, b: bytes(memoryview(source)[a:b]))
+        if not being_written(e, n, where.path, reread):
             raise
-    if cols.n or not batches:
-        batches.append(cols.to_arrow(pa, where))
+    batches.append(cols.to_arrow(pa, where))
     return pa.Table.from_batches(batches)
 
 
-def being_written(e, n: int, path: str, at_start: bool, raw=None) -> bool:
+def being_written(e, n: int, path: str, raw=None) -> bool:
     """Whether ``e`` is an incomplete entry ending the ``n`` bytes of a log's last segment: a batch being
-    written, which Kafka's fetch leaves out (logged, never data, never damage). At byte 0 only when
-    ``at_start``. ``raw(pos, end)`` reads the tail again when ``e`` was raised by a reader that does not
-    resynchronise: a damaged size field followed by valid batches is damage, not a batch being written."""
+    written, which Kafka's fetch leaves out (logged, never data, never damage). Never at byte 0: bytes
+    whose only entry is incomplete could be anything. ``raw(pos, end)`` reads the tail again when ``e`` was
+    raised by a reader that does not resynchronise: a damaged size field followed by valid batches is
+    damage, not a batch being written."""
     from kfmt.runtime.errors import TruncatedError
 
     unread = getattr(e, "unread", None)
     if type(e) is not TruncatedError or unread is None or e.batch_position + unread != n:
         return False
-    if (e.batch_position == 0 and not at_start) or (
-        raw is not None and not _only_a_cut_entry(raw(e.batch_position, n))
-    ):
+    if e.batch_position == 0 or (raw is not None and not _only_a_cut_entry(raw(e.batch_position, n))):
         return False
     log.warning("kfmt: %s ends with %d byte(s) of a batch not yet written completely (at byte %d): left out, as "
                 "Kafka leaves it out of a fetch", path, unread, e.batch_position)  # fmt: skip
@@ -377,31 +392,3 @@ def _only_a_cut_entry(tail: bytes) -> bool:
     if len(tail) > 16 and tail[16] not in (0, 1, 2):
         return False
     return all(isinstance(b, Exception) for _, _, b in scan(tail, skip_corrupt=True))
-
-
-def _rows_of(source, n, cols, columns, verify_crc, format, backend, on_corrupt, include_control, txns, sink, where):
-    """Arrow batches of ``source`` as they fill (the last, partial one stays in ``cols``)."""
-    import pyarrow as pa
-
-    from kfmt.api import scan
-    from kfmt.runtime.errors import CodecError
-
-    for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
-                            skip_corrupt=on_corrupt != "fail", sink=sink):  # fmt: skip
-        if isinstance(b, CodecError):
-            if being_written(b, n, where.path, at_start=False):
-                continue
-            if on_corrupt == "skip":
-                log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
-                continue
-            stop = min(end, pos + QUARANTINE_RAW_BYTES)
-            raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
-            cols.add_corrupt(pos, str(b), raw)
-            continue
-        if (b.is_control and not include_control) or (txns is not None and txns.is_dropped(b)):
-            cols.drop(b)
-            continue
-        cols.add_batch(pos, b)
-        if cols.full():
-            yield cols.to_arrow(pa, where)
-            cols.__init__(columns, sink)

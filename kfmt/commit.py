@@ -19,8 +19,9 @@ many files in one step, so a commit is a redo journal:
 
 Readers (:func:`check_table`, called by the Spark source, ``read_arrow`` on folders, ``kfmt dump`` and the
 stream reader) refuse a table whose journal is ready with one line naming the commit: it is being
-applied, or its writer was killed; and a reader whose table changed while it read (the marker's commit
-id, taken when it planned, checked again when it is done) fails rather than mixing two versions.
+applied, or its writer was killed; and a reader whose table was replaced while it read (the marker's
+version, taken when it planned, checked again when it is done; appends keep it) fails rather than mixing
+two versions.
 :func:`recover` completes a ready journal and drops one that is not (nothing of it is in place). The
 next local writer runs it under the lock (any journal there is a killed writer's); in a store, which
 cannot tell a slow writer from a dead one, ``kfmt recover URI`` does. Folders Kafka wrote (no journal,
@@ -37,8 +38,9 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from kfmt.publish import MARKER
+
 PENDING = "_KFMT_PENDING"
-MARKER = "_KFMT_SUCCESS"
 COMMIT_PREFIX = ".kfmt-commit-"
 UNREADABLE = "(unreadable journal)"
 
@@ -176,7 +178,7 @@ def exclusive(tree, root: str):
 
 def stage(tree, root: str, commit_id: str, files: list[tuple[str, bytes, dict]]) -> list[Put]:
     """Write every ``(final path, data, facts)`` whole under the commit's folder; each read back and checked."""
-    base = _staging(tree, root, commit_id)
+    base = _staging(root, commit_id)
     puts = []
     for final, data, facts in files:
         rel = final[len(root.rstrip("/")) + 1 :]
@@ -217,7 +219,7 @@ def begin(tree, root: str, journal: Journal) -> None:
     if not tree.create_exclusive(_pending(root), journal.to_bytes()):
         held, _ = table_state(tree, root)
         what = held.describe() if held else "another commit"
-        hint = "" if tree.remote is False else f" (if no writer is running, `kfmt recover {tree.uri(root)}`)"
+        hint = f" (if no writer is running, `kfmt recover {tree.uri(root)}`)" if tree.remote else ""
         raise ConcurrentCommit(f"{tree.uri(root)}: {what} holds the table; this write was not committed{hint}")
 
 
@@ -239,12 +241,12 @@ def apply(tree, root: str, journal: Journal) -> None:
     marker = dict(journal.marker, commit=journal.id, version=version)
     tree.write_all([(f"{root.rstrip('/')}/{MARKER}", json.dumps(marker).encode())])
     tree.remove(_pending(root))
-    tree.remove(_staging(tree, root, journal.id))
+    tree.remove(_staging(root, journal.id))
 
 
 def roll_back(tree, root: str, journal: Journal) -> None:
     """Drop a journal that never became ready (nothing of it is in place yet)."""
-    tree.remove(_staging(tree, root, journal.id))
+    tree.remove(_staging(root, journal.id))
     tree.remove(_pending(root))
 
 
@@ -275,7 +277,7 @@ def commit(tree, root: str, files: list[tuple[str, bytes, dict]], *, mode: str, 
             journal.puts = stage(tree, root, journal.id, files)
             begin(tree, root, journal)
         except BaseException:
-            tree.remove(_staging(tree, root, journal.id))
+            tree.remove(_staging(root, journal.id))
             raise
         try:
             journal.version = table_state(tree, root)[1]
@@ -293,7 +295,7 @@ def _pending(root: str) -> str:
     return f"{root.rstrip('/')}/{PENDING}"
 
 
-def _staging(tree, root: str, commit_id: str) -> str:
+def _staging(root: str, commit_id: str) -> str:
     return f"{root.rstrip('/')}/{COMMIT_PREFIX}{commit_id}"
 
 

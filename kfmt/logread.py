@@ -202,15 +202,20 @@ class LogReader:
             log.info(
                 "kafka-log: left out %s: %s (option include_suffixed=%s reads it)", folder, SUFFIXES[suffix], suffix
             )
-        from kfmt.commit import CommitError, check_tables
-
-        try:  # a table whose commit has not finished is refused, not read half old, half new
-            self.tables = check_tables([s.path for s in self.segments], self.storage)
-        except CommitError as e:
-            raise ValueError(f"kafka-log: {e}") from None
+        self.check_tables(self.segments)
         if not self.segments and not allow_empty:
             raise ValueError(f"kafka-log: no Kafka log file (<offset>.log) found in {', '.join(map(str, self.paths))}")
         self._by_timestamp(options)
+
+    def check_tables(self, segments) -> None:
+        """Refuse a kfmt table whose commit has not finished (not read half old, half new); remember the
+        versions of the segments' tables, which each task checks again once it has read."""
+        from kfmt.commit import CommitError, check_tables
+
+        try:
+            self.tables = check_tables([s.path for s in segments], self.storage)
+        except CommitError as e:
+            raise ValueError(f"kafka-log: {e}") from None
 
     def _by_timestamp(self, options: dict) -> None:
         """startingTimestamp / startingOffsetsByTimestamp / endingTimestamp / endingOffsetsByTimestamp as
@@ -330,7 +335,7 @@ class LogReader:
                                     self.format, self.raw_errors):  # fmt: skip
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
         try:  # a commit that started or finished while this task read would mix two versions of the table
-            check_tables_unchanged(getattr(self, "tables", {}), [table_root(p.path) for p in slices], self.storage)
+            check_tables_unchanged(self.tables, [table_root(p.path) for p in slices], self.storage)
         except CommitError as e:
             raise ValueError(f"kafka-log: {e}") from None
 
@@ -580,7 +585,7 @@ def _being_written(part: SegmentSlice, e, n: int, raw=None) -> bool:
     and the stream reader leave it out). Logged, never data, never called damage."""
     from kfmt.arrow import being_written
 
-    return part.live_end and being_written(e, n, part.path, at_start=False, raw=raw)
+    return part.live_end and being_written(e, n, part.path, raw)
 
 
 # ------------------------------------------------------------------ read_arrow: the same reader, as a table

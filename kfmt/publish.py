@@ -135,21 +135,31 @@ def temp_beside(path: Path) -> Path:
     return Path(tmp)
 
 
+def written_beside(path: Path, data: bytes) -> Path:
+    """``data`` in a temporary file beside ``path``, flushed to disk, with the permissions a new file gets
+    (the umask's), ready to be renamed or linked into place; nothing is left behind on an error."""
+    tmp = temp_beside(path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
 def write_all(staged: list[tuple[Path, bytes]]) -> None:
     """Write every ``(path, data)`` to a temporary name beside it, then rename them all: either every file
     appears or (on an error before the renames) none does."""
     temps: list[tuple[Path, Path]] = []
     try:
         for path, data in staged:
-            tmp = temp_beside(path)
-            temps.append((tmp, path))
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
+            temps.append((written_beside(path, data), path))
     except BaseException:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)

@@ -47,6 +47,24 @@ def is_uri(path) -> bool:
     return "://" in s and s.split("://", 1)[0].lower() in SCHEMES
 
 
+def s3_settings(options: dict) -> dict:
+    """The S3 settings the options and the environment give, set ones only: ``endpoint`` (a URL),
+    ``region``, ``access_key`` and ``secret_key``, ``connect_timeout`` and ``request_timeout`` (seconds)."""
+    out: dict = {}
+    endpoint = options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        out["endpoint"] = endpoint if "://" in endpoint else f"https://{endpoint}"
+    region = options.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        out["region"] = region
+    if options.get("s3.access_key"):
+        out.update(access_key=options["s3.access_key"], secret_key=options.get("s3.secret_key", ""))
+    for name in ("connect_timeout", "request_timeout"):
+        if options.get(f"s3.{name}"):
+            out[name] = float(options[f"s3.{name}"])
+    return out
+
+
 def filesystem(uri: str, options: dict | None = None):
     """``(pyarrow FileSystem, path inside it)`` for a URI."""
     import pyarrow.fs as pafs
@@ -55,21 +73,10 @@ def filesystem(uri: str, options: dict | None = None):
     u = urlparse(uri)
     scheme = u.scheme.lower()
     if scheme in ("s3", "s3a"):
-        endpoint = (
-            options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        )
-        kw: dict = {}
-        if endpoint:
-            e = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
+        kw = s3_settings(options)
+        if "endpoint" in kw:
+            e = urlparse(kw.pop("endpoint"))
             kw.update(endpoint_override=e.netloc, scheme=e.scheme)
-        region = options.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region:
-            kw["region"] = region
-        if options.get("s3.access_key"):
-            kw.update(access_key=options["s3.access_key"], secret_key=options.get("s3.secret_key", ""))
-        for opt, arg in (("s3.connect_timeout", "connect_timeout"), ("s3.request_timeout", "request_timeout")):
-            if options.get(opt):
-                kw[arg] = float(options[opt])
         return pafs.S3FileSystem(**kw), f"{u.netloc}{u.path}".rstrip("/")
     if scheme == "file":
         return pafs.LocalFileSystem(), u.path
@@ -294,21 +301,16 @@ class Tree:
             return _s3_put_if_absent(path, data, self.options)
         from pathlib import Path
 
-        from kfmt.publish import temp_beside
+        from kfmt.publish import written_beside
 
-        tmp = temp_beside(Path(path))
+        tmp = written_beside(Path(path), data)
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            return True
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
         finally:
             tmp.unlink(missing_ok=True)
+        return True
 
     def remove(self, path: str) -> None:
         import pyarrow.fs as pafs
@@ -337,15 +339,13 @@ def _s3_put_if_absent(path: str, data: bytes, options: dict) -> bool:
         from botocore.exceptions import ClientError
     except ImportError as e:  # pragma: no cover - boto3 is a dependency of the spark extra
         raise NotImplementedError("writing to s3:// exclusively needs boto3 (pip install boto3)") from e
-    endpoint = options.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint and "://" not in endpoint:
-        endpoint = f"https://{endpoint}"
-    kw = {"endpoint_url": endpoint or None,
-          "region_name": options.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")}  # fmt: skip
-    if options.get("s3.access_key"):
-        kw.update(aws_access_key_id=options["s3.access_key"], aws_secret_access_key=options.get("s3.secret_key", ""))
-    timeouts = {k: float(options[o]) for k, o in (("connect_timeout", "s3.connect_timeout"),
-                                                  ("read_timeout", "s3.request_timeout")) if options.get(o)}  # fmt: skip
+    s = s3_settings(options)
+    kw: dict = {"endpoint_url": s.get("endpoint"), "region_name": s.get("region")}
+    if "access_key" in s:
+        kw.update(aws_access_key_id=s["access_key"], aws_secret_access_key=s["secret_key"])
+    timeouts = {
+        k: s[n] for k, n in (("connect_timeout", "connect_timeout"), ("read_timeout", "request_timeout")) if n in s
+    }
     if timeouts:
         from botocore.config import Config
 

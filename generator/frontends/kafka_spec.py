@@ -59,12 +59,11 @@ class Versions:
         return Versions(None, None) if hi is not None and hi < lo else Versions(lo, hi)
 
     def condition(self, valid: Versions) -> dict | None:
-        """The ``if:`` this range needs within ``valid`` (None: every valid version)."""
+        """The ``if:`` this range needs within ``valid`` (None: every valid version); the range must meet
+        ``valid`` (fields of no valid version are left out before)."""
         r = self.within(valid)
         lower = r.lo is not None and r.lo > (valid.lo or 0)
         upper = r.hi is not None and (valid.hi is None or r.hi < valid.hi)
-        if r.lo is None:
-            return {"field": "version", "lt": 0}  # never: a field of no valid version
         if lower and upper and r.lo == r.hi:
             return {"field": "version", "eq": r.lo}
         cond: dict = {"field": "version"}
@@ -178,7 +177,7 @@ class Lowering:
         cond = versions.condition(self.valid)
         if cond is not None:
             out["if"] = cond
-        default = self.default(f, out, where)
+        default = self.default(f, out)
         if default is not None:
             out["default"] = default
         if f.get("about"):
@@ -216,21 +215,18 @@ class Lowering:
         return ident
 
     @staticmethod
-    def default(f: dict, out: dict, where: str):
-        d = f.get("default")
-        if d is None:
+    def default(f: dict, out: dict):
+        """The spec's default in the schema's terms. "null" is None, the schema's own default; so are string,
+        bytes and struct defaults (Kafka's, not the wire's: a missing value is the encoder's to refuse)."""
+        d, t = f.get("default"), out["type"]
+        if d is None or d == "null":
             return None
-        t = out["type"]
-        if d == "null":
-            return None  # a nullable field's null default: None is the schema's default
         if t == "bool":
             return str(d).lower() == "true" if isinstance(d, str) else bool(d)
         if t == "float64":
             return float(d)
         if t in ("int8", "int16", "int32", "int64", "uint16"):
             return int(str(d), 0)
-        if t == "string" or t == "bytes":
-            return None  # string defaults are Kafka's, not the wire's: a missing value is the encoder's to refuse
         return None
 
 

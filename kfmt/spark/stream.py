@@ -118,12 +118,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             found = find_segments(b.paths, b.storage)
         except FileNotFoundError:
             found = []
-        from kfmt.commit import CommitError, check_tables
-
-        try:  # a kfmt table being replaced (or whose writer was killed) is refused, not read half and half
-            b.tables = check_tables([s.path for s in found], b.storage)
-        except CommitError as e:
-            raise ValueError(f"kafka-log: {e}") from None
+        b.check_tables(found)
         for tp, segs in b.by_partition(found).items():
             self.segments[tp] = segs
             last = segs[-1]

@@ -199,10 +199,11 @@ def _staged_entries(tree, files) -> list:
     return entries
 
 
-def _blobs(entries) -> list[tuple[int, bytes]]:
-    """``(base offset, bytes)`` per batch; batches whose offsets interleave (one input batch split across
-    tasks) merged back into one."""
-    blobs: list[tuple[int, bytes]] = []
+def _blobs(entries) -> list[tuple[int, bytes, tuple[int, int, int]]]:
+    """``(base offset, bytes, (batches, records, last offset))`` per batch, the facts from the batches the
+    staged files were read as; batches whose offsets interleave (one input batch split across tasks) merged
+    back into one, whose facts are read from the merged bytes."""
+    blobs: list[tuple[int, bytes, tuple[int, int, int]]] = []
     cluster: list = []
     top = -1
     for e in entries + [None]:
@@ -210,11 +211,21 @@ def _blobs(entries) -> list[tuple[int, bytes]]:
             cluster.append(e)
             top = max(top, e[1])
             continue
-        if cluster:
-            blobs.append((cluster[0][0], cluster[0][2] if len(cluster) == 1 else _merged([c[3] for c in cluster])))
+        if len(cluster) == 1:
+            b = cluster[0][3]
+            blobs.append((cluster[0][0], cluster[0][2], (1, len(b.records), b.last_offset)))
+        elif cluster:
+            blobs.append((cluster[0][0], *_facts(_merged([c[3] for c in cluster]))))
         if e is not None:
             cluster, top = [e], e[1]
     return blobs
+
+
+def _facts(blob: bytes) -> tuple[bytes, tuple[int, int, int]]:
+    from kfmt.api import scan
+
+    bs: list = [b for _, _, b in scan(blob)]
+    return blob, (len(bs), sum(len(b.records) for b in bs), bs[-1].last_offset)
 
 
 def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, dict]]:
@@ -241,17 +252,12 @@ def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, 
 
 def _partition_files(tree, folder, topic, entries, ids, replace, segment_bytes):
     """Every file a partition's commit writes (segments, indexes, broker files) and its first offset."""
-    from kfmt.api import scan
-
     existing = tree.is_file(f"{folder}/partition.metadata") and not replace
     if topic not in ids and not existing:
         ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
     made = broker_files(tree, folder, [e[3] for e in entries], ids.get(topic, ""), replace)
     files: list[tuple[str, bytes, dict]] = [(p, d, {}) for p, d in made]
-    blobs = []
-    for start, blob in _blobs(entries):
-        bs: list = [b for _, _, b in scan(blob)]
-        blobs.append((start, blob, (len(bs), sum(len(b.records) for b in bs), bs[-1].last_offset)))
+    blobs = _blobs(entries)
     return files + _segments(folder, blobs, segment_bytes), (blobs[0][0] if blobs else None)
 
 

@@ -357,7 +357,7 @@ class Dump:
     def _damage(self, seg, pos, end, b) -> bool:
         """Report a corrupt batch or a damaged region; True if reading this segment stops here."""
         a = self.args
-        if self._live is not None and self._live is seg and end == seg.size and type(b) is TruncatedError and pos:
+        if self._live is seg and end == seg.size and type(b) is TruncatedError and pos:
             self.note(seg.path, f"{end - pos} byte(s) at byte {pos} are a batch not yet written completely (the "
                       "partition's last segment, as a broker's log being appended): left out, as Kafka's fetch does")  # fmt: skip
             return False
