@@ -734,6 +734,15 @@ class Builder(Validator):
                     expr = f"{f.name}_kept if {when} and {f.name}_kept is not None else {d.target} - {d.base}"
                 ops.append(Op("assign", 0, dict(name=f.name, expr=expr)))
 
+    def _run_value(self, st: Struct, x: Field) -> str:
+        """What a fixed-width field packs as in its run: its constant, 0 for a length or CRC patched later,
+        a uuid checked to be 16 bytes (struct's "16s" would pad or cut silently), else its value."""
+        if x.const is not None:
+            return repr(x.const)
+        if x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
+            return "0"
+        return f"_uuid16({x.name})" if x.type == "uuid" else x.name
+
     def _write_ops(self, st: Struct, path: str, ops: list[Op]) -> None:
         # 3. write
         needpos = self.positions_needed(st, skip_varint_regions=True)
@@ -749,16 +758,7 @@ class Builder(Validator):
                 return
             fmt = ">" + "".join(FIXED[x.type][0] for x in run)
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
-            values = []
-            for x in run:
-                if x.const is not None:
-                    values.append(repr(x.const))
-                elif x.derive and x.derive.func in ("length_of", "crc32", "crc32c") and not self._trailing_crc(st, x):
-                    values.append("0")
-                elif x.type == "uuid":
-                    values.append(f"_uuid16({x.name})")  # struct's "16s" would pad or cut silently
-                else:
-                    values.append(x.name)
+            values = [self._run_value(st, x) for x in run]
             marks = []  # positions inside the packed run: placeholders (q_) and range starts (p_)
             off = 0
             for x in run:
