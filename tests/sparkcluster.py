@@ -67,7 +67,11 @@ def standalone(workdir: Path, workers: int = 2, env: dict | None = None):
 
         def registered() -> bool:
             with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
-                state = json.load(r)
+                body = r.read()
+            try:
+                state = json.loads(body)
+            except ValueError:  # the master's UI answers (empty) before its state is ready: not yet
+                return False
             return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE") == workers
 
         _wait(registered, 180, f"{workers} workers registered", logs)
