@@ -44,9 +44,14 @@ COMPACT = "compact"
 #: what a length or a count may be besides the fixed-width integers
 VAR_PREFIXES = (*VARINTS, COMPACT)
 BLOBS = ("bytes", "string")
+#: a field's type when it is a switch (its struct chosen by an integer read before it)
+SWITCH = "switch"
+#: the type of a struct's tagged-field section (Kafka's flexible versions): the struct's fields with a
+#: ``tag`` are read from it by tag; the section field itself holds the tags no field names, kept raw
+TAGGED = "tagged_fields"
 ROLES = ("batch", "record", "message", "struct")
 OFFSET_MODES = ("absolute", "relative_to_last", "relative_to_first")
-REPRS = ("object", "tuple")
+REPRS = ("object", "tuple", "value")  # value: a one-field struct decoded as that field's value
 DERIVE_FUNCS = ("length_of", "count_of", "crc32", "crc32c", "last_of", "first_of", "max_of", "delta_of")
 COMPARATORS = ("eq", "ne", "ge", "gt", "le", "lt")
 IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -256,6 +261,11 @@ class Field:
     if_: Cond | None = None
     max: int | None = None
     wraps: Wraps | None = None
+    switch: str | None = None  # type SWITCH: the integer field choosing the struct
+    cases: tuple[tuple[int, str], ...] = ()  # (selector value, struct), by value
+    tag: int | None = None  # a tagged field: read from its struct's tagged-field section
+    tags: tuple[Field, ...] = ()  # type TAGGED: the struct's tagged fields, by tag (type: their value struct)
+    absent: Any = None  # a tagged field: its value when its tag is not written (never written when equal)
 
 
 @dataclass(frozen=True)
@@ -301,18 +311,19 @@ class Schema:
     sha256: str = ""
     fingerprint: str = ""
     sources: tuple[bytes, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()  # (name, integer type): values the caller passes to decode and encode
 
 
 # ---------------------------------------------------------------- parsing
 LIBRARY_KEYS = {"library": bool, "doc": str, "doc_ref": str, "types": dict, "enums": dict, "structs": dict}
 _TOP_KEYS = {
     "doc": str, "doc_ref": str, "magic": int, "auto_detect": bool, "imports": list, "root": str,
-    "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict,
+    "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict, "params": dict,
 }  # fmt: skip
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
     "count": str, "default": (int, str, bool, float), "const": int, "derive": dict, "bits": list,
-    "compressed_by": str, "if": dict, "max": int, "wraps": dict,
+    "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int,
 }  # fmt: skip
 _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}
 _STRUCT_KEYS = {
@@ -414,23 +425,48 @@ def _wraps(loc: _Located, ctx: _Ctx) -> Wraps:
     )
 
 
-def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
+def _item_struct(owner: str, name: str, elem: dict, m: dict, line: int, synth: dict, ctx: _Ctx) -> str:
+    """An array of values (``{array: int32}``, Kafka's ``[]int32``, ``[]string``): its elements are a one-field
+    struct ``<owner>_<field>_item`` of repr ``value`` (decoded as the value itself), made here; a string or
+    bytes element takes the array field's ``length`` (its prefix) and ``max``."""
+    item = f"{owner}_{name}_item"
+    if item in synth:
+        raise ctx.error(f"struct {item!r} (the elements of {owner}.{name}) is defined twice")
+    length = m["length"].value if "length" in m else elem.get("length")
+    cap = m["max"].value if "max" in m else elem.get("max")
+    elem_field = Field(name="value", type=elem["type"], line=line, length=length,
+                       max=_int(cap, ctx, 0, 2**31 - 1) if cap is not None else None)  # fmt: skip
+    synth[item] = Struct(name=item, fields=(elem_field,), line=line, doc=f"an element of {owner}.{name}", repr="value")
+    return item
+
+
+def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict | None = None) -> Field:
     m = _mapping(loc, ctx, _FIELD_KEYS, required=("name", "type"))
     name = _ident(m["name"].value, ctx.sub("name", m["name"]))
     t = m["type"].value
     array = False
+    synth = {} if synth is None else synth
     props: dict[str, Any] = {}
-    if isinstance(t, dict):
+    switch: tuple[str, tuple[tuple[int, str], ...]] | None = None
+    if isinstance(t, dict) and "switch" in t:
+        switch = _switch(m["type"], ctx.sub("type", m["type"]))
+        t = SWITCH
+    elif isinstance(t, dict):
         tctx = ctx.sub("type", m["type"])
         tm = _mapping(m["type"], tctx, {"array": str}, required=("array",))
-        t = _ident(tm["array"].value, tctx.sub("array", tm["array"]), "struct reference")
+        t = tm["array"].value
+        if t in FIXED or t in VARINTS or t in BLOBS or t in types:  # elements that are values, not structs
+            t = _item_struct(owner, name, types.get(t, {"type": t}), m, loc.line, synth, tctx.sub("array", tm["array"]))
+        else:
+            t = _ident(t, tctx.sub("array", tm["array"]), "struct reference")
         array = True
     elif t in types:
         named = types[t]
         props.update(named)
         t = named["type"]
     get = {k: v.value for k, v in m.items()}
-    props.update({k: v for k, v in get.items() if k in ("length", "nullable", "max")})
+    of_values = array and t in synth  # an array of values: its length and max are its elements'
+    props.update({k: v for k, v in get.items() if k in (("nullable",) if of_values else ("length", "nullable", "max"))})
     bits: list[Bit] = []
     if "bits" in m:
         for i, b in enumerate(m["bits"].value):
@@ -474,10 +510,76 @@ def _field(loc: _Located, ctx: _Ctx, types: dict) -> Field:
         if_=_cond(m["if"], ctx.sub("if", m["if"])) if "if" in m else None,
         max=_int(props["max"], ctx, 0, 2**31 - 1) if "max" in props else None,
         wraps=_wraps(m["wraps"], ctx.sub("wraps", m["wraps"])) if "wraps" in m else None,
+        switch=switch[0] if switch else None,
+        cases=switch[1] if switch else (),
+        tag=_int(get["tag"], ctx.sub("tag", m["tag"]), 0, 2**31 - 1) if "tag" in get else None,
     )
 
 
-def _struct(name, loc: _Located, ctx: _Ctx, types: dict) -> Struct:
+#: a tagged field's value when its tag is absent and the schema gives no default (Kafka's defaults by type)
+_ABSENT = {"bool": False, "float64": 0.0, "uuid": bytes(16), "string": "", "bytes": b""}
+
+
+def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tuple[Field, ...]:
+    """The fields with a ``tag`` moved into the struct's one ``tagged_fields`` section, in tag order, each
+    decoded through a one-field struct ``<owner>_<field>_tag`` of repr ``value`` (made here)."""
+    tagged = sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag or 0)
+    sections = [f for f in fields if f.type == TAGGED and not f.array]
+    if len(sections) > 1:
+        raise ctx.error("a struct has at most one tagged_fields section")
+    if tagged and not sections:
+        raise ctx.error(f"tagged field {tagged[0].name!r} needs a field of type tagged_fields (the section it is in)")
+    if not sections:
+        return fields
+    seen: dict[int, str] = {}
+    out = []
+    for f in tagged:
+        if f.tag in seen:
+            raise ctx.error(f"tagged fields {seen[f.tag]!r} and {f.name!r} share tag {f.tag}")
+        seen[f.tag] = f.name  # type: ignore[index]
+        item = f"{owner}_{f.name}_tag"
+        if item in synth:
+            raise ctx.error(f"struct {item!r} (the value of tagged field {owner}.{f.name}) is defined twice")
+        inner = Field(name="value", type=f.type, line=f.line, array=f.array, length=f.length, nullable=f.nullable,
+                      count=f.count, max=f.max)  # fmt: skip
+        synth[item] = Struct(
+            name=item, fields=(inner,), line=f.line, doc=f"tagged field {owner}.{f.name}", repr="value"
+        )
+        absent = (
+            f.default
+            if f.default is not None
+            else None
+            if f.nullable or f.array
+            else _ABSENT.get(f.type, 0 if f.type in PRIMITIVES or f.type in VARINTS else None)
+        )
+        out.append(Field(name=f.name, type=item, line=f.line, orig_name=f.orig_name, doc=f.doc, default=f.default,
+                         if_=f.if_, tag=f.tag, nullable=f.nullable, absent=absent))  # fmt: skip
+    sec = sections[0]
+    return tuple(
+        Field(name=sec.name, type=TAGGED, line=sec.line, orig_name=sec.orig_name, doc=sec.doc, tags=tuple(out))
+        if f is sec
+        else f
+        for f in fields
+        if f.tag is None
+    )
+
+
+def _switch(loc: _Located, ctx: _Ctx) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """``{switch: <integer field>, cases: {<value>: <struct>, ...}}``: the struct a value decodes to chosen by
+    an integer read before it (here or in an enclosing struct)."""
+    m = _mapping(loc, ctx, {"switch": str, "cases": dict}, required=("switch", "cases"))
+    sel = _ident(m["switch"].value, ctx.sub("switch", m["switch"]), "field reference")
+    cctx = ctx.sub("cases", m["cases"])
+    cases = []
+    for k, v in m["cases"].value.items():
+        c = cctx.sub(k, v)
+        cases.append((_int(k, c), _ident(v.value, c, "struct reference")))
+    if not cases:
+        raise cctx.error("a switch needs at least one case")
+    return sel, tuple(sorted(cases))
+
+
+def _struct(name, loc: _Located, ctx: _Ctx, types: dict, synth: dict | None = None) -> Struct:
     m = _mapping(loc, ctx, _STRUCT_KEYS, required=("fields",))
     role = m["role"].value if "role" in m else "struct"
     if role not in ROLES:
@@ -485,9 +587,13 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict) -> Struct:
     rep = m["repr"].value if "repr" in m else "object"
     if rep not in REPRS:
         raise ctx.sub("repr", m["repr"]).error(f"unknown repr {rep!r}{_suggest(rep, REPRS)}")
-    fields = tuple(_field(f, ctx.sub("fields", m["fields"]).sub(i, f), types) for i, f in enumerate(m["fields"].value))
+    fields = tuple(_field(f, ctx.sub("fields", m["fields"]).sub(i, f), types, name, synth)
+                   for i, f in enumerate(m["fields"].value))  # fmt: skip
     if not fields:
         raise ctx.error("a struct needs at least one field")
+    if rep == "value" and len(fields) != 1:
+        raise ctx.sub("repr", m["repr"]).error(f"repr 'value' is for a struct of one field, not {len(fields)}")
+    fields = _tagged(name, fields, ctx, synth if synth is not None else {})
     logical = []
     if "logical" in m:
         lctx = ctx.sub("logical", m["logical"])
@@ -587,6 +693,21 @@ def _types(loc: _Located | None, ctx: _Ctx) -> dict:
         tm = _mapping(tv, c, _TYPE_KEYS, required=("type",))
         out[tname] = {k: v.value for k, v in tm.items() if k != "doc"}
     return out
+
+
+def _params(loc: _Located | None, ctx: _Ctx) -> tuple[tuple[str, str], ...]:
+    """``params: {name: <integer type>}``: values a decoder is given rather than reads (a value's record type,
+    known from its key); every struct sees them, as it sees an enclosing struct's fields."""
+    if loc is None:
+        return ()
+    out = []
+    for pname, pv in loc.value.items():
+        c = ctx.sub(pname, pv)
+        _ident(pname, c, "parameter name")
+        if pv.value not in PRIMITIVES and pv.value not in VARINTS:
+            raise c.error(f"a parameter is an integer type, not {pv.value!r}")
+        out.append((pname, pv.value))
+    return tuple(out)
 
 
 def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
@@ -691,8 +812,14 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
             if sname not in raw:
                 raise sc.error(f"override of unknown struct {sname!r}{_suggest(sname, raw)}")
             raw[sname] = (_apply_override(raw[sname][0], ov, sc), sc)
+    synth: dict[str, Struct] = {}  # the element structs of arrays of values
     for sname, (sv, sc) in raw.items():
-        structs[sname] = _struct(sname, sv, sc, types)
+        structs[sname] = _struct(sname, sv, sc, types, synth)
+    for sname, st in synth.items():
+        if sname in structs:
+            raise SchemaError(f"{display}:{st.line}: struct {sname!r} is defined, and is also the name of the "
+                              f"elements of an array of values ({st.doc[14:]}); rename one")  # fmt: skip
+        structs[sname] = st
 
     def top_value(k, default):
         return m[k].value if k in m else inherited.get(k, default)
@@ -709,6 +836,7 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
         enums=enums,
         imports=tuple(imports),
         sources=tuple(sources),
+        params=_params(m.get("params"), ctx0.sub("params", m.get("params"))),
     )
     schema._types = types  # type: ignore[attr-defined]
     schema._raw_structs = raw  # type: ignore[attr-defined]
@@ -855,7 +983,13 @@ def wire_fingerprint(schema: Schema) -> str:
             d = {k: strip(v) for k, v in o.__dict__.items() if k not in ("doc", "orig_name", "line")}
             if isinstance(o, Cond) and o.op2 is None:  # fingerprints from before ranges existed stay
                 d.pop("op2"), d.pop("value2")
+            if isinstance(o, Field) and not o.cases:  # ...and from before switches
+                d.pop("switch"), d.pop("cases")
+            if isinstance(o, Field) and o.tag is None and not o.tags:  # ...and tagged fields
+                d.pop("tag"), d.pop("tags"), d.pop("absent")
             return d
+        if isinstance(o, bytes):
+            return o.hex()
         if isinstance(o, (list, tuple)):
             return [strip(x) for x in o]
         if isinstance(o, dict):
@@ -863,6 +997,7 @@ def wire_fingerprint(schema: Schema) -> str:
         return o
 
     canon = {
+        **({"params": [list(p) for p in schema.params]} if schema.params else {}),
         "magic": schema.magic,
         "root": schema.root,
         "structs": strip(schema.structs),

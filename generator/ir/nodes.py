@@ -207,7 +207,46 @@ class ArrayType:
     budget: Budget | None = None
 
 
-Wire = Union[Int, Varint, Blob, StructType, ArrayType]
+@dataclass(frozen=True)
+class Switch:
+    """One of several structs, chosen by the integer ``selector`` read before it (Kafka's records chosen by
+    their apiKey or type): ``cases`` maps selector values to struct names; any other value is an error."""
+
+    selector: Ref
+    cases: tuple[tuple[int, str], ...]
+
+    def structs(self) -> tuple[str, ...]:
+        """The case structs, each once, in case order."""
+        return tuple(dict.fromkeys(c for _, c in self.cases))
+
+    def grouped(self) -> tuple[tuple[tuple[int, ...], str], ...]:
+        """The cases by struct: (the selector values, the struct), in case order."""
+        return tuple((tuple(v for v, c in self.cases if c == s), s) for s in self.structs())
+
+
+@dataclass(frozen=True)
+class TaggedField:
+    """A field of a tagged-field section: its ``tag``, decoded through the one-field struct ``struct``
+    when its tag is present (and ``condition`` holds), else ``absent``, written only when not ``absent``."""
+
+    tag: int
+    name: str
+    struct: str
+    condition: Expr | None
+    absent: object
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """Kafka's tagged-field section: an unsigned varint count, then per field its tag, its size and its bytes
+    (unsigned varints, then the bytes), in increasing tag order; the section's own value is the tags no
+    field names, kept raw as (tag, bytes) pairs so that a round trip is byte-exact."""
+
+    fields: tuple[TaggedField, ...]
+
+
+Wire = Union[Int, Varint, Blob, StructType, ArrayType, Switch, Tagged]
 
 # ---------------------------------------------------------------- derived values
 

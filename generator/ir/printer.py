@@ -43,7 +43,7 @@ def extent(x: n.Extent | None, here: str) -> str:
     if isinstance(x, n.Int):
         return x.kind if x.kind != "int" else f"{'int' if x.signed else 'uint'}{x.width * 8}"
     if isinstance(x, n.Varint):
-        return f"{'zigzag ' if x.zigzag else ''}varint{x.bits}"
+        return "compact (uvarint N+1, 0 null)" if x.compact else f"{'zigzag ' if x.zigzag else ''}varint{x.bits}"
     if isinstance(x, n.Rest):
         return f"rest-{x.trailer}" if x.trailer else "rest"
     return f"from {expr(x.field, here)}"
@@ -56,6 +56,14 @@ def wire(w: n.Wire, here: str) -> str:
         opts = ["text" if w.text else "bytes", f"length {extent(w.length, here)}"]
         opts += ["nullable"] * w.nullable + ([f"max {w.max}"] if w.max is not None else [])
         return "blob(" + ", ".join(opts) + ")"
+    if isinstance(w, n.Tagged):
+        tags = ", ".join(
+            f"{t.tag}: {t.name}" + (f" if {expr(t.condition, here)}" if t.condition else "") for t in w.fields
+        )
+        return f"tagged-field section ({tags}; unknown tags kept)"
+    if isinstance(w, n.Switch):
+        cases = ", ".join(f"{'/'.join(map(str, vs))}: {c}" for vs, c in w.grouped())
+        return f"switch on {expr(w.selector, here)} ({cases})"
     if isinstance(w, n.StructType):
         size = f", size {extent(w.size, here)}" if w.size else ""
         return f"struct {w.name}{size}{', nullable' if w.nullable else ''}"

@@ -436,6 +436,86 @@ class KafkaCompressed(c.Construct):
         return obj
 
 
+class KTagged(c.Construct):
+    """Kafka's tagged-field section: parses to ``{"known": {name: value}, "unknown": [(tag, bytes)]}`` and
+    builds from the same; ``fields`` are (tag, name, subcon, condition or None). A named field's value must
+    fill its tag's bytes exactly; tags must increase."""
+
+    _COUNT = KVarint(32, signed=False)
+
+    def __init__(self, fields):
+        super().__init__()
+        self.fields = {tag: (name, sub, cond) for tag, name, sub, cond in fields}
+
+    def _known(self, tag: int, context):
+        entry = self.fields.get(tag)
+        if entry is None or (entry[2] is not None and not c.evaluate(entry[2], context)):
+            return None
+        return entry
+
+    def _parse(self, stream, context, path):
+        n = self._COUNT._parsereport(stream, context, path)
+        known, unknown, last = {}, [], -1
+        for _ in range(n):
+            tag = self._COUNT._parsereport(stream, context, path)
+            size = self._COUNT._parsereport(stream, context, path)
+            if tag <= last:
+                raise c.ValidationError(
+                    f"tag {tag} follows tag {last} (tags are written in increasing order)", path=path
+                )
+            last = tag
+            entry = self._known(tag, context)
+            if entry is None:
+                unknown.append((tag, stream_read(stream, size, path)))
+                continue
+            value, used = _parse_span(entry[1], stream, size, context, path)
+            if used != size:
+                raise c.ValidationError(f"tag {tag} ({entry[0]}) holds {size} bytes, its value {used}", path=path)
+            known[entry[0]] = value
+        return c.Container(known=known, unknown=unknown)
+
+    def _build(self, obj, stream, context, path):
+        out = bytearray()
+        known = []
+        for tag, (name, sub, _cond) in sorted(self.fields.items()):
+            if name in obj["known"] and self._known(tag, context) is not None:
+                known.append((tag, _build_alone(sub, obj["known"][name], context, path)))
+        from kfmt.runtime.tagged import write_tagged
+
+        write_tagged(out, known, obj["unknown"], path)
+        stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+
+class NoCase(c.Construct):
+    """A switch's default: the selector names no layout this format knows."""
+
+    def __init__(self, selector: str, known: str):
+        super().__init__()
+        self.selector, self.known = selector, known
+
+    def _parse(self, stream, context, path):
+        value = outer(context, self.selector)
+        raise c.ValidationError(f"no layout for {self.selector} {value} (known: {self.known})", path=path)
+
+    def _build(self, obj, stream, context, path):
+        value = outer(context, self.selector)
+        raise c.ValidationError(f"no layout for {self.selector} {value} (known: {self.known})", path=path)
+
+
+def case(value, cls, name: str, selector: str, chosen):
+    """``value`` as the case a switch's selector chose: an instance of that case's class, else one line."""
+    if type(value) is not cls:
+        raise InvalidValueError(
+            f"{name} must be a {cls.__name__} when {selector} is {chosen}, not {type(value).__name__}"
+        )
+    return value
+
+
+def no_case(selector: str, chosen, known: str):
+    raise InvalidValueError(f"no layout for {selector} {chosen} (known: {known})")
+
+
 def outer(context, name: str):
     """The value ``name`` of the nearest enclosing struct being parsed or built that has it (a nested struct
     or an array element reading its container's ``version``): up the context chain (``_``)."""

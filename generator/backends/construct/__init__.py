@@ -9,6 +9,7 @@ from pathlib import Path
 
 from generator.backends import Backend, Format, stamp, template_env
 from generator.backends.construct import translate as t
+from generator.ir.passes.resolve import PARAMS
 
 HERE = Path(__file__).parent
 
@@ -24,6 +25,7 @@ def emit(fmt: Format) -> dict[str, str]:
                 doc=st.doc or st.orig_name or st.name,
                 cons=lay.items,
                 params=t.args(st),
+                ctx="".join(f", {p.name}={p.name}" for p in st.params if p.owner == PARAMS),  # for _outer()
                 depth=t.depth_param(f, st),
                 wrapped=t.wrapper_of(f, st.name) is not None,
                 model=t.model_lines(f, st),
@@ -35,7 +37,14 @@ def emit(fmt: Format) -> dict[str, str]:
     src = (
         template_env(HERE)
         .get_template("construct.py.j2")
-        .render(f=f, header=stamp(fmt, "construct"), structs=structs, inner=inner, classes=classes)
+        .render(
+            f=f,
+            header=stamp(fmt, "construct"),
+            structs=structs,
+            inner=inner,
+            classes=classes,
+            params=[p for p, _ in fmt.schema.params],
+        )
     )
     return {"construct.py": src}
 

@@ -188,6 +188,10 @@ class Layout:
                 con = f"KBytes({prefix(w.length)}, nullable={w.nullable}, string={w.text}{cap})"  # type: ignore[arg-type]
         elif isinstance(w, n.ArrayType):
             con, value = self.array(fl, w, depth)
+        elif isinstance(w, n.Switch):
+            con, value = self.switch(fl, w, depth)
+        elif isinstance(w, n.Tagged):
+            con, value = self.tagged(fl, w, depth)
         else:
             con = w.name
             value = f"_wire_{w.name}({fl.name}, 0{args(self.f.struct(w.name))})"
@@ -202,6 +206,39 @@ class Layout:
         if fl.condition is not None:
             cond = py(fl.condition, lambda r: self.ref(r, depth))
             con = f"c.If({'lambda this: ' if '_outer(' in cond else ''}{cond}, {con})"
+        return con, value
+
+    def tagged(self, fl: n.Field, w: n.Tagged, depth: int) -> tuple[str, str]:
+        """KTagged with each tagged field's value struct (a condition becomes a lambda on the context), and the
+        wire value: the fields not at their absent value, and the unknown tags kept."""
+        items = []
+        for t in w.fields:
+            cond = "None"
+            if t.condition is not None:
+                cond = f"lambda this: {py(t.condition, lambda r: self.ref(r, depth))}"
+            items.append(f"({t.tag}, {t.name!r}, {t.struct}, {cond})")
+        con = f"KTagged([{', '.join(items)}])"
+        known = []
+        for t in w.fields:
+            present = f"{t.name} != {t.absent!r}" + ("" if t.nullable else f" and {t.name} is not None")
+            known.append(
+                f"**({{{t.name!r}: _wire_{t.struct}({t.name}, 0{args(self.f.struct(t.struct))})}} if {present} else {{}})"
+            )
+        return con, f"{{'known': {{{', '.join(known)}}}, 'unknown': {fl.name}}}"
+
+    def switch(self, fl: n.Field, w: n.Switch, depth: int) -> tuple[str, str]:
+        """``c.Switch`` on the selector (one layout per value, else NoCase), and the wire value: the case's
+        ``_wire_`` of a value checked to be that case's class."""
+        sel = self.ref(w.selector, depth)
+        key = f"lambda this: {sel}" if "_outer(" in sel else sel
+        known = ", ".join(str(v) for v, _ in w.cases)
+        cases = ", ".join(f"{v}: {c}" for v, c in w.cases)
+        con = f"c.Switch({key}, {{{cases}}}, default=NoCase({w.selector.name!r}, {known!r}))"
+        s = w.selector.name
+        value = f"_no_case({s!r}, {s}, {known!r})"
+        for vs, c in reversed(w.grouped()):
+            checked = f"_case({fl.name}, {camel(c)}, {fl.name!r}, {s!r}, {s})"
+            value = f"(_wire_{c}({checked}, 0{args(self.f.struct(c))}) if {s} in {vs!r} else {value})"
         return con, value
 
     def array(self, fl: n.Field, w: n.ArrayType, depth: int) -> tuple[str, str]:
@@ -257,6 +294,8 @@ def model_fields(f: n.FormatIR, st: n.Struct) -> list[str]:
     out: list[str] = []
     for x in st.fields:
         out += [b.name for b in x.bits] if x.bits else [x.name]
+        if isinstance(x.wire, n.Tagged):
+            out += [t.name for t in x.wire.fields]
     out += [x.derived.logical for x in st.fields if isinstance(x.derived, n.DeltaOf)]
     out += [v.name for v in st.views]
     out += [w.into for w in st.wrappers]
@@ -299,6 +338,16 @@ def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
             value = f"[_model_{w.elem}(x_, opts{args(f.struct(w.elem))}) for x_ in d_[{x.name!r}]]"
             if w.nullable:
                 value = f"None if d_[{x.name!r}] is None else {value}"
+        elif isinstance(w, n.Tagged):
+            out.append(f"known_ = d_[{x.name!r}]['known']")
+            for t in w.fields:
+                get = f"_model_{t.struct}(known_[{t.name!r}], opts{args(f.struct(t.struct))})"
+                out.append(f"{t.name} = {get} if {t.name!r} in known_ else {t.absent!r}")
+            value = f"[tuple(u_) for u_ in d_[{x.name!r}]['unknown']]"
+        elif isinstance(w, n.Switch):
+            value = "None"
+            for vals, c in reversed(w.grouped()):  # decoding has refused any other selector value
+                value = f"(_model_{c}(d_[{x.name!r}], opts{args(f.struct(c))}) if {w.selector.name} in {vals!r} else {value})"
         elif isinstance(w, n.StructType):
             value = f"_model_{w.name}(d_[{x.name!r}], opts{args(f.struct(w.name))})"
             if w.nullable:
@@ -330,7 +379,9 @@ def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
     wb = wrapper_of(f, st.name)
     if wb is not None and wb.timestamps_from:
         names.remove(f"wire_{wb.timestamps_from}")  # set by the wrapper holding this entry
-    if st.repr == "tuple":
+    if st.repr == "value":  # a one-field struct: its value
+        out.append(f"return {names[0]}")
+    elif st.repr == "tuple":
         out.append(f"return ({', '.join(names)}{',' if len(names) == 1 else ''})")
     else:
         out.append(f"return {camel(st.name)}({', '.join(f'{x}={x}' for x in names)})")
@@ -415,6 +466,8 @@ def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
     names = [x.name for x in st.fields]
 
     def load(name: str, default: str) -> str:
+        if st.repr == "value":
+            return f"{name} = obj"
         if st.repr == "tuple":
             return f"{name} = obj[{names.index(name)}]"
         if name in base:
@@ -436,6 +489,8 @@ def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
                 out.append(f"{x.name}_kept = getattr(obj, {x.name!r}, None)")
         else:
             out.append(load(x.name, _default(x) if not isinstance(d, n.FoldOf) else "None"))
+        if isinstance(x.wire, n.Tagged):
+            out += [load(t.name, repr(t.absent)) for t in x.wire.fields]
     out += [load(w.into, "None") for w in st.wrappers]
     for v in st.views:
         vs = f.struct(v.struct)

@@ -17,6 +17,10 @@ def _not_lowered(w: n.Wire) -> str | None:
     """Kafka message-encoding features this backend does not lower yet (the format then uses python)."""
     if isinstance(w, n.Int) and w.kind != "int":
         return f"{w.kind} fields"
+    if isinstance(w, n.Switch):
+        return "switches"
+    if isinstance(w, n.Tagged):
+        return "tagged fields"
     extents = [getattr(w, a, None) for a in ("length", "count", "size")]
     if any(isinstance(x, n.Varint) and x.compact for x in extents):
         return "compact lengths"
@@ -215,6 +219,10 @@ class Lowering:
         return out
 
     def struct(self, st: Struct) -> StructC:
+        if st.repr == "value":
+            raise Unsupported(f"{st.name}: arrays of values")
+        if any(p.owner == "<params>" for p in st.params):
+            raise Unsupported(f"{st.name}: schema parameters")
         for f in st.fields:
             why = _not_lowered(f.wire)
             if why:

@@ -47,7 +47,8 @@ def lowered(fmt: Format) -> tuple[lowering.FormatIR, lowering.Builder]:
 
 
 def _kind(w: n.Wire) -> str:
-    return {n.Int: "int", n.Varint: "varint", n.Blob: "blob", n.StructType: "struct", n.ArrayType: "array"}[type(w)]
+    return {n.Int: "int", n.Varint: "varint", n.Blob: "blob", n.StructType: "struct", n.ArrayType: "array",
+            n.Switch: "switch", n.Tagged: "tagged"}[type(w)]  # fmt: skip
 
 
 def tool_metadata(fmt: Format) -> dict:

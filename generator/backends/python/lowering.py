@@ -84,6 +84,17 @@ class FormatIR:
     wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
     index_offsets: bool = False  # the root encoder numbers a value without an offset by its index
     magic_offset: int | None = None  # where the root's magic byte is (decode_run dispatches on it)
+    params: tuple[str, ...] = ()  # the schema's parameters: keyword-only arguments of the entry points
+
+    @property
+    def pargs(self) -> str:
+        """The parameters passed on to the root's functions (``, record_type``)."""
+        return "".join(f", {p}" for p in self.params)
+
+    @property
+    def pkw(self) -> str:
+        """The parameters as keyword-only arguments of an entry point, after a ``*`` (``record_type, ``)."""
+        return "".join(f"{p}, " for p in self.params)
 
 
 def _camel(name: str) -> str:
@@ -120,8 +131,8 @@ class Builder(Validator):
         loc = self.locals_of(st)
         need = [r for r in self.refs_of(st) if r not in loc]
         for f in st.fields:
-            if self.kind(f) in ("array", "struct"):
-                for p in self.params(f.type):
+            for inner in self.inner_structs(f):
+                for p in self.params(inner):
                     if p not in loc and p not in need:
                         need.append(p)
         return need
@@ -144,6 +155,10 @@ class Builder(Validator):
                 total += PRIMITIVES[f.count][1] if f.count in PRIMITIVES else (1 if f.count in VAR_PREFIXES else 0)
             elif k == "struct":
                 total += self.min_size(f.type)
+            elif k == "switch":
+                total += min(self.min_size(c) for c in self.inner_structs(f))
+            elif k == "tagged":
+                total += 1
         return total
 
     def trailer_size(self, st: Struct, i: int) -> int:
@@ -196,7 +211,9 @@ class Builder(Validator):
         self._post_ops(st, path, wrapped_by, dec)
         self.prefetch(dec)
         post_ops = dec[first_post:]
-        if st.repr == "tuple":
+        if st.repr == "value":  # a one-field struct: its value
+            result = model[0][0]
+        elif st.repr == "tuple":
             names = [m for m, _ in model]
             result = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
         else:
@@ -240,6 +257,10 @@ class Builder(Validator):
         """The value class's fields with their defaults: bit views, fields, delta values, views, wrapped sets."""
         model: list[tuple[str, str]] = []
         for f in st.fields:
+            if self.kind(f) == "tagged":  # the unknown tags, then each tagged field
+                model.append((f.name, "None"))
+                model += [(t.name, repr(t.absent)) for t in f.tags]
+                continue
             if f.bits:
                 for b in f.bits:
                     default = "'none'" if b.enum else ("False" if b.flag else "0")
@@ -373,6 +394,10 @@ class Builder(Validator):
                 dec.append(Op("varint", depth, dict(name=f.name, vkind=f.type, end=end, path=f"{path}.{f.name}")))
             elif k == "blob":
                 dec.append(Op("blob", depth, self.blob_attrs(st, i, f, end, path)))
+            elif k == "switch":
+                dec.append(Op("switch", depth, dict(self.switch_attrs(f, path), name=f.name, end=end)))
+            elif k == "tagged":
+                dec.append(Op("tagged", depth, dict(self.tagged_attrs(st, f, path), name=f.name, end=end)))
             elif k in ("array", "struct"):
                 inner_end = f"s_{f.name}" if f.length else end
                 if k == "array":
@@ -437,9 +462,37 @@ class Builder(Validator):
                 )
             )
 
+    def switch_attrs(self, f: Field, path: str) -> dict:
+        """A switch's selector and its cases grouped by struct: (values, struct, class, the struct's params)."""
+        structs = list(dict.fromkeys(c for _, c in f.cases))
+        cases = [dict(values=tuple(v for v, x in f.cases if x == c), elem=c, cls=_camel(c), args=self.params(c))
+                 for c in structs]  # fmt: skip
+        return dict(sel=f.switch, cases=cases, path=f"{path}.{f.name}")
+
+    def tagged_attrs(self, st: Struct, f: Field, path: str) -> dict:
+        """A tagged-field section: per tagged field its tag, value struct, params, condition and absent value."""
+        typed = self.typed(st, f).wire
+        tags = [
+            dict(tag=t.tag, name=t.name, elem=t.type, args=self.params(t.type), absent=repr(t.absent),
+                 nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None)
+            for t, x in zip(f.tags, typed.fields)
+        ]  # fmt: skip
+        return dict(tags=tags, path=f"{path}.{f.name}")
+
     def type_label(self, st: Struct, f: Field) -> str:
         """A short, comparable description of a field's wire type (what `kfmt diff` shows)."""
         k = self.kind(f)
+        if k == "tagged":
+            return (
+                "tagged{"
+                + ", ".join(
+                    f"{t.tag}: {t.name} {self.type_label(self.s.structs[t.type], self.s.structs[t.type].fields[0])}"
+                    for t in f.tags
+                )
+                + "}"
+            )
+        if k == "switch":
+            return f"switch<{f.switch}>{{" + ", ".join(f"{v}: {c}" for v, c in f.cases) + "}"
         if k == "blob":
             label = f"{f.type}<{f.length}>" + ("?" if f.nullable else "")
         elif k == "array":
@@ -823,6 +876,10 @@ class Builder(Validator):
                 if f.wraps:
                     ops.append(Op("wraps_enc", depth, self.wraps_attrs(st, f, path)))
                 ops.append(Op("blob", depth, dict(self.blob_attrs(st, i, f, "end", path), value=f.name, out=out)))
+            elif k == "switch":
+                ops.append(Op("switch", depth, dict(self.switch_attrs(f, path), value=f.name, out=out)))
+            elif k == "tagged":
+                ops.append(Op("tagged", depth, dict(self.tagged_attrs(st, f, path), value=f.name, out=out)))
             elif k in ("array", "struct"):
                 if k == "array":
                     a = self.array_attrs(st, i, f, "end", path, [])
@@ -921,4 +978,5 @@ def build(b: Builder) -> FormatIR:
         wrap_offsets=next((f.wraps.offsets for f in schema.structs[schema.root].fields if f.wraps), None),
         index_offsets=b.uses_index(schema.structs[schema.root]),
         magic_offset=next((f.offset for f in b.ir.struct(b.ir.root).fields if f.name == "magic"), None),
+        params=tuple(p for p, _ in schema.params),
     )

@@ -20,6 +20,8 @@ def run(root: str, structs: list[n.Struct]) -> list[n.Struct]:
     solo = {root}
     for st in structs:
         solo |= {f.wire.name for f in st.fields if isinstance(f.wire, n.StructType)}
+        solo |= {c for f in st.fields if isinstance(f.wire, n.Switch) for c in f.wire.structs()}
+        solo |= {t.struct for f in st.fields if isinstance(f.wire, n.Tagged) for t in f.wire.fields}
         solo |= {v.struct for v in st.views} | {w.struct for w in st.wrappers}
     out = []
     for st in structs:

@@ -30,6 +30,10 @@ def min_field_size(f: n.Field, sizes: dict[str, int]) -> int:
         return _width(w.length)
     if isinstance(w, n.ArrayType):
         return _width(w.size) + _width(w.count)
+    if isinstance(w, n.Switch):
+        return min(sizes[c] for c in w.structs())
+    if isinstance(w, n.Tagged):
+        return 1  # the count
     return _width(w.size) + sizes[w.name]
 
 

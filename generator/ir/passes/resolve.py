@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import generator.ir.nodes as n
 from generator.ir.passes.validate import Validator
-from generator.loader import BLOBS, COMPACT, PRIMITIVES, SCALARS, VARINTS, Cond, Schema, SchemaError
+from generator.loader import BLOBS, COMPACT, PRIMITIVES, SCALARS, TAGGED, VARINTS, Cond, Schema, SchemaError
 from generator.loader import Field as SpecField
 from generator.loader import Struct as SpecStruct
+
+#: the owner of a schema parameter's Ref (a value the caller passes, not a struct's field)
+PARAMS = "<params>"
 
 _VARINT = {"varint": n.Varint(32, True), "varlong": n.Varint(64, True), "uvarint": n.Varint(32, False)}
 
@@ -25,8 +28,9 @@ class Scope:
         self.parents: dict[str, list[str]] = {}
         for name in order:
             for f in schema.structs[name].fields:
-                if f.type in schema.structs:
-                    self.parents.setdefault(f.type, []).append(name)
+                for inner in [c for _, c in f.cases] or [t.type for t in f.tags] or [f.type]:
+                    if inner in schema.structs:
+                        self.parents.setdefault(inner, []).append(name)
 
     def names(self, st: SpecStruct) -> set[str]:
         out = {f.name for f in st.fields}
@@ -44,6 +48,8 @@ class Scope:
             if name in self.names(self.s.structs[cur]):
                 return cur
             todo.extend(self.parents.get(cur, []))
+        if name in dict(self.s.params):
+            return PARAMS
         raise SchemaError(f"{self.s.file}: struct {struct!r} refers to {name!r}, which neither it nor a struct "
                           "enclosing it has")  # fmt: skip
 
@@ -51,6 +57,8 @@ class Scope:
         return n.Ref(name, self.owner(struct, name))
 
     def bit(self, owner: str, name: str):
+        if owner == PARAMS:
+            return None
         return next((b for f in self.s.structs[owner].fields for b in f.bits if b.name == name), None)
 
     def const(self, ref: n.Ref, value) -> n.Const | n.EnumConst:
@@ -83,6 +91,13 @@ def extent(scope: Scope, struct: str, spec: str) -> n.Extent:
 def wire(scope: Scope, struct: str, f: SpecField) -> n.Wire:
     s = scope.s
     size = None if f.length is None or f.length == "rest" else extent(scope, struct, f.length)
+    if f.cases:
+        return n.Switch(scope.ref(struct, f.switch), f.cases)  # type: ignore[arg-type]
+    if f.type == TAGGED and not f.array:
+        return n.Tagged(tuple(
+            n.TaggedField(t.tag or 0, t.name, t.type, scope.cond(struct, t.if_) if t.if_ else None, t.absent,
+                          t.nullable)
+            for t in f.tags))  # fmt: skip
     if f.array:
         role = s.structs[f.type].role
         return n.ArrayType(

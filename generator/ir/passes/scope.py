@@ -36,6 +36,8 @@ def run(structs: list[n.Struct]) -> list[n.Struct]:
         for st in structs:
             inner = [f.wire.elem if isinstance(f.wire, n.ArrayType) else f.wire.name for f in st.fields
                      if isinstance(f.wire, (n.ArrayType, n.StructType))]  # fmt: skip
+            inner += [c for f in st.fields if isinstance(f.wire, n.Switch) for c in f.wire.structs()]
+            inner += [t.struct for f in st.fields if isinstance(f.wire, n.Tagged) for t in f.wire.fields]
             inner += [v.struct for v in st.views]
             for name in inner:
                 for r in params.get(name, []):

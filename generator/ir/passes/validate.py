@@ -11,6 +11,7 @@ from generator.loader import (
     FIXED,
     PRIMITIVES,
     SCALARS,
+    TAGGED,
     VAR_PREFIXES,
     VARINTS,
     Field,
@@ -38,6 +39,10 @@ class Validator:
 
     # ------------------------------------------------------------ pass 1: resolve
     def kind(self, f: Field) -> str:
+        if f.cases:
+            return "switch"
+        if f.type == TAGGED and not f.array:
+            return "tagged"
         if f.array:
             return "array"
         if f.type in FIXED:
@@ -62,12 +67,11 @@ class Validator:
             stack.append(name)
             st = self.s.structs[name]
             for f in st.fields:
-                k = self.kind(f)
-                if k in ("array", "struct"):
-                    if f.type not in self.s.structs:
-                        raise _err(self.s, st, f, f"unknown struct {f.type!r}")
-                    self.parents.setdefault(f.type, []).append(name)
-                    visit(f.type)
+                for inner in self.inner_structs(f):
+                    if inner not in self.s.structs:
+                        raise _err(self.s, st, f, f"unknown struct {inner!r}")
+                    self.parents.setdefault(inner, []).append(name)
+                    visit(inner)
             for v in st.views:
                 if v.as_ not in self.s.structs:
                     raise _err(self.s, st, None, f"view {v.name!r}: unknown struct {v.as_!r}")
@@ -83,6 +87,15 @@ class Validator:
 
         visit(self.s.root)
         return order
+
+    def inner_structs(self, f: Field) -> list[str]:
+        """The structs a field holds: its struct, its array's elements, or each case of its switch."""
+        k = self.kind(f)
+        if k == "switch":
+            return list(dict.fromkeys(c for _, c in f.cases))
+        if k == "tagged":
+            return [t.type for t in f.tags]
+        return [f.type] if k in ("array", "struct") else []
 
     def locals_of(self, st: Struct) -> set[str]:
         names = set()
@@ -100,7 +113,8 @@ class Validator:
         for name in self.used:
             st = self.s.structs[name]
             fnames = [f.name for f in st.fields]
-            if len(set(fnames)) != len(fnames):
+            every = fnames + [t.name for f in st.fields for t in f.tags]
+            if len(set(every)) != len(every):
                 raise _err(self.s, st, None, "duplicate field names")
             loc = self.locals_of(st)
             for f in st.fields:
@@ -133,6 +147,8 @@ class Validator:
                         raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
                 elif f.count or f.compressed_by:
                     raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
+                if k == "switch":
+                    self._check_switch(st, f)
                 if f.wraps and k != "blob":
                     raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
                 if f.bits and k != "int":
@@ -160,6 +176,25 @@ class Validator:
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_switch(self, st: Struct, f: Field) -> None:
+        """A switch's selector is an integer (here, or in an enclosing struct, checked with the references);
+        its cases are structs decoded to objects (the encoder checks the value's class against the case)."""
+        sel = next((x for x in st.fields if x.name == f.switch), None)
+        if sel is None and f.switch in dict(self.s.params):
+            return self._check_cases(st, f)
+        if sel is not None and (self.kind(sel) not in ("int", "varint") or sel.type in SCALARS):
+            raise _err(self.s, st, f, f"switch: {f.switch!r} is not an integer field")
+        if sel is not None and st.fields.index(sel) > st.fields.index(f):
+            raise _err(self.s, st, f, f"switch: {f.switch!r} comes after the switch; it must be read before")
+        self._check_cases(st, f)
+
+    def _check_cases(self, st: Struct, f: Field) -> None:
+        if f.length is not None or f.nullable or f.default is not None:
+            raise _err(self.s, st, f, "a switch takes no 'length', 'nullable' or 'default'")
+        for value, case in f.cases:
+            if self.s.structs[case].repr != "object":
+                raise _err(self.s, st, f, f"switch case {value}: struct {case!r} must have repr 'object'")
 
     def _check_values(self, st, f, k: str) -> None:
         """A field's const and default are values it can hold."""
@@ -199,6 +234,10 @@ class Validator:
         for f in st.fields:
             if f.if_:
                 add(f.if_.field)
+            add(f.switch)
+            for tf in f.tags:
+                if tf.if_:
+                    add(tf.if_.field)
             if f.derive:
                 add(f.derive.base)
                 add(f.derive.replaced_by)
@@ -222,7 +261,7 @@ class Validator:
     def _outer_has(self, name, ref, seen) -> bool:
         parents = self.parents.get(name, [])
         if not parents:
-            return False
+            return ref in dict(self.s.params)  # the root: what the caller passes
         for p in parents:
             if p in seen:
                 continue

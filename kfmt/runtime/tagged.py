@@ -1,0 +1,31 @@
+"""Kafka's tagged-field section (flexible versions), the part every backend writes the same way: the
+fields a struct names by tag, and the tags it does not know (kept raw when decoding), merged and written
+in increasing tag order, each as its tag, its size and its bytes (unsigned varints, then the bytes)."""
+
+from __future__ import annotations
+
+from kfmt.runtime.errors import InvalidValueError
+from kfmt.runtime.varint import write_uvarint
+
+
+def write_tagged(out: bytearray, known: list, unknown, path: str) -> None:
+    """Write the section: ``known`` (tag, bytes) of the named fields not at their absent value, and the
+    ``unknown`` (tag, bytes) pairs a decode kept (None: none). A tag written twice is refused."""
+    tags = list(known)
+    if unknown:
+        for item in unknown:
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise InvalidValueError(f"an unknown tagged field is a (tag, bytes) pair, not {item!r}", path=path)
+            tag, data = item
+            if type(tag) is not int or not 0 <= tag <= 0xFFFFFFFF or not isinstance(data, (bytes, bytearray)):
+                raise InvalidValueError(f"an unknown tagged field is a (tag, bytes) pair, not {item!r}", path=path)
+            tags.append((tag, data))
+        tags.sort(key=lambda t: t[0])
+        for (a, _), (b, _) in zip(tags, tags[1:]):
+            if a == b:
+                raise InvalidValueError(f"tag {a} is written twice (a named field and a kept unknown tag)", path=path)
+    write_uvarint(out, len(tags), path)
+    for tag, data in tags:
+        write_uvarint(out, tag, path)
+        write_uvarint(out, len(data), path)
+        out += data
