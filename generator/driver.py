@@ -144,6 +144,20 @@ def _emit(formats: list[Format], chosen: list[Backend], *, index: bool, sdir: st
     return files
 
 
+def _package(schema_dir: Path) -> dict[str, str]:
+    """The files of a generated package: a subpackage per schema file, and one per folder of schema files
+    beside them (``schemas/messages`` -> ``generated/messages``: Kafka's own payloads, a registry of their own)."""
+    schemas = [load(p, schema_dir) for p in format_ids(schema_dir)]
+    check_registry(schemas)
+    formats = [Format(s, ir.build(s)) for s in schemas]
+    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir))
+    for sub in sorted(d for d in schema_dir.iterdir() if d.is_dir() and any(d.glob("*.yaml"))):
+        if sub.name in {fmt.id for fmt in formats}:
+            raise SchemaError(f"{display_dir(schema_dir)}/{sub.name}: a folder and a schema of the same name")
+        files.update({f"{sub.name}/{rel}": text for rel, text in _package(sub).items()})
+    return files
+
+
 def _format(files: dict[str, str]) -> dict[str, str]:
     py = {k: v for k, v in files.items() if k.endswith(".py")}
     return {**files, **ruff_format(py)}
@@ -154,11 +168,7 @@ def generate(schema_dir: Path, out_dir: Path, *, check: bool = False) -> list[st
 
     Only files this generator wrote (they start with its header) are replaced or removed: a file of the same
     name without the header is refused, and anything else under ``out_dir`` is left alone."""
-    schemas = [load(p, schema_dir) for p in format_ids(schema_dir)]
-    check_registry(schemas)
-    formats = [Format(s, ir.build(s)) for s in schemas]
-    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir))
-    files = _format(files)
+    files = _format(_package(schema_dir))
     if out_dir.exists() and not out_dir.is_dir():
         raise SchemaError(f"{out_dir}: --out is not a directory")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not _generated_by_us(out_dir / "__init__.py"):

@@ -266,6 +266,7 @@ class Field:
     tag: int | None = None  # a tagged field: read from its struct's tagged-field section
     tags: tuple[Field, ...] = ()  # type TAGGED: the struct's tagged fields, by tag (type: their value struct)
     absent: Any = None  # a tagged field: its value when its tag is not written (never written when equal)
+    marker: str | None = None  # a nullable struct without a length: its null marker, int8 (-1/1) or uvarint (0/1)
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,7 @@ class Struct:
     repr: str = "object"
     logical: tuple[tuple[str, tuple[str, ...]], ...] = ()
     views: tuple[View, ...] = ()
+    requires: Cond | None = None  # decoded and encoded only when this holds (a message's valid versions)
 
 
 @dataclass(frozen=True)
@@ -323,11 +325,12 @@ _TOP_KEYS = {
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
     "count": str, "default": (int, str, bool, float), "const": int, "derive": dict, "bits": list,
-    "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int,
+    "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int, "marker": str,
 }  # fmt: skip
 _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}
 _STRUCT_KEYS = {
     "orig_name": str, "doc": str, "role": str, "repr": str, "fields": list, "logical": dict, "views": dict,
+    "requires": dict,
 }  # fmt: skip
 _BIT_KEYS = {"name": str, "mask": int, "doc": str, "enum": str, "flag": bool, "const": int, "is_null": str}
 _COND_KEYS = {"field": str, **{c: (int, str, bool) for c in COMPARATORS}}
@@ -513,7 +516,19 @@ def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict |
         switch=switch[0] if switch else None,
         cases=switch[1] if switch else (),
         tag=_int(get["tag"], ctx.sub("tag", m["tag"]), 0, 2**31 - 1) if "tag" in get else None,
+        marker=_marker(get, ctx),
     )
+
+
+#: the null markers a nullable struct without a length may have (Kafka: int8 -1/1; uvarint 0/1 when tagged)
+MARKERS = ("int8", "uvarint")
+
+
+def _marker(get: dict, ctx: _Ctx) -> str | None:
+    m = get.get("marker")
+    if m is not None and m not in MARKERS:
+        raise ctx.sub("marker").error(f"unknown null marker {m!r}{_suggest(m, MARKERS)}; allowed: int8, uvarint")
+    return m
 
 
 #: a tagged field's value when its tag is absent and the schema gives no default (Kafka's defaults by type)
@@ -540,8 +555,9 @@ def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tu
         item = f"{owner}_{f.name}_tag"
         if item in synth:
             raise ctx.error(f"struct {item!r} (the value of tagged field {owner}.{f.name}) is defined twice")
+        marker = "uvarint" if f.nullable and not f.array and f.length is None and f.type not in BLOBS else None
         inner = Field(name="value", type=f.type, line=f.line, array=f.array, length=f.length, nullable=f.nullable,
-                      count=f.count, max=f.max)  # fmt: skip
+                      count=f.count, max=f.max, marker=marker)  # fmt: skip
         synth[item] = Struct(
             name=item, fields=(inner,), line=f.line, doc=f"tagged field {owner}.{f.name}", repr="value"
         )
@@ -628,6 +644,7 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict, synth: dict | None = No
         repr=rep,
         logical=tuple(logical),
         views=tuple(views),
+        requires=_cond(m["requires"], ctx.sub("requires", m["requires"])) if "requires" in m else None,
     )
 
 
@@ -895,6 +912,8 @@ def _each_condition(st: Struct):
     for v in st.views:
         if v.when:
             yield None, f"views.{v.name}.when", v.when
+    if st.requires:
+        yield None, "requires", st.requires
 
 
 def _check_conditions(schema: Schema) -> None:
@@ -987,6 +1006,10 @@ def wire_fingerprint(schema: Schema) -> str:
                 d.pop("switch"), d.pop("cases")
             if isinstance(o, Field) and o.tag is None and not o.tags:  # ...and tagged fields
                 d.pop("tag"), d.pop("tags"), d.pop("absent")
+            if isinstance(o, Field) and o.marker is None:
+                d.pop("marker")
+            if isinstance(o, Struct) and o.requires is None:
+                d.pop("requires")
             return d
         if isinstance(o, bytes):
             return o.hex()

@@ -4,9 +4,8 @@ codecs (``CoordinatorRecordSerde`` writes a record's value as ``short version`` 
 in spec order, each present in its ``versions``; classic strings are int16-prefixed, bytes int32-prefixed,
 arrays int32-counted).
 
-The specs under tests/fixtures/kafka_specs are Apache Kafka's (group-coordinator/src/main/resources/common/
-message and metadata/src/main/resources/common/metadata, commit 1eb7644349cb07139d6a3c1ad1986979647cac99),
-Apache License 2.0 (see NOTICE)."""
+The specs under tests/fixtures/kafka are Apache Kafka's, laid out as in its source tree (commit in
+tests/fixtures/kafka/COMMIT), Apache License 2.0 (see NOTICE)."""
 
 from __future__ import annotations
 
@@ -19,12 +18,12 @@ import pytest
 from conftest import generated_package
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = ROOT / "tests" / "fixtures" / "kafka_specs"
+TREE = ROOT / "tests" / "fixtures" / "kafka"
 
 
 def _imported(tmp_path, *names):
     out = tmp_path / "schemas"
-    r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", *[str(SPECS / f"{n}.json") for n in names],
+    r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", *[str(next(TREE.rglob(f"{n}.json"))) for n in names],
                         "--out", str(out)], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert r.returncode == 0, r.stderr
     return {p.name: p.read_text() for p in out.glob("*.yaml")}
@@ -101,11 +100,13 @@ def test_quirks_and_refusals(tmp_path):
     f = s["structs"]["tiny_record"]["fields"]
     assert [x["name"] for x in f] == ["version", "broker_url", "is_fenced"]
     assert f[1]["if"] == {"field": "version", "ge": 1} and f[1]["doc"] == "a // b" and f[2]["default"] is True
-    ints = spec.replace('"type": "bool"', '"type": "[]int32"')
-    with pytest.raises(SpecError, match="arrays of int32 are not in the schema language yet"):
-        lower(ints, "tiny.json")
-    (tmp_path / "ints.json").write_text(ints)
-    r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", str(tmp_path / "ints.json")],
+    ints = lower(spec.replace('"type": "bool"', '"type": "[]int32"'), "tiny.json")["structs"]["tiny_record"]
+    assert ints["fields"][2]["type"] == {"array": "int32"} and ints["fields"][2]["count"] == "int32"
+    tagged = spec.replace('"default": "true"', '"default": "true", "tag": 0, "taggedVersions": "0+"')
+    with pytest.raises(SpecError, match="a tagged field in a classic version"):
+        lower(tagged, "tiny.json")
+    (tmp_path / "tagged.json").write_text(tagged)
+    r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", str(tmp_path / "tagged.json")],
                        capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "TinyRecord.isFenced" in r.stderr
     r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", str(tmp_path / "nope.json")],
@@ -121,7 +122,7 @@ def _uv(n: int) -> bytes:
 
 @pytest.mark.parametrize("tagged", [b"", b"\x05\x03abc"], ids=["no-tags", "an-unknown-tag"])
 def test_kraft_records_flexible_with_their_frame(tmp_path, tagged):
-    """KRaft metadata records (every version flexible), as MetadataRecordSerde writes them: frame version,
+    """KRaft metadata records (every version flexible), as MetadataRecordSerde writes them: frame version (1),
     apiKey and version as unsigned varints, then the data with compact strings and a tagged-field section
     (a count, then tag, size, bytes each). Kept raw, an unknown tag still round-trips byte-exact."""
     import uuid
@@ -130,16 +131,16 @@ def test_kraft_records_flexible_with_their_frame(tmp_path, tagged):
 
     section = _uv(1 if tagged else 0) + tagged
     tid = uuid.UUID("7d8c2b9a-1c2e-4f3a-9b8c-0d1e2f3a4b5c")
-    topic = _uv(0) + _uv(2) + _uv(0) + String().encode("orders", compact=True) + UUID.encode(tid) + section
-    feature = _uv(0) + _uv(12) + _uv(0) + String().encode("metadata.version", compact=True) + Int16.encode(20)
+    topic = _uv(1) + _uv(2) + _uv(0) + String().encode("orders", compact=True) + UUID.encode(tid) + section
+    feature = _uv(1) + _uv(12) + _uv(0) + String().encode("metadata.version", compact=True) + Int16.encode(20)
     feature += section
     files = _imported(tmp_path, "TopicRecord", "FeatureLevelRecord")
-    assert "flexible versions, tagged fields kept raw" in files["topic_record.yaml"]
+    assert "TopicRecord v0 (flexible versions)" in files["topic_record.yaml"]
     with generated_package(tmp_path, files, "kraft_gen") as module:
         for backend in ("python", "construct"):
             t = module(f"topic_record.{backend}").decode(topic)
             assert (t.api_key, t.version, t.name, t.topic_id) == (2, 0, "orders", tid.bytes)
-            assert [(x.tag, bytes(x.payload)) for x in t.tagged_fields] == ([(5, b"abc")] if tagged else [])
+            assert t.tagged_fields == ([(5, b"abc")] if tagged else [])
             assert module(f"topic_record.{backend}").encode(t) == topic
             f = module(f"feature_level_record.{backend}").decode(feature)
             assert (f.api_key, f.name, f.feature_level) == (12, "metadata.version", 20)

@@ -32,6 +32,18 @@ class Message(_Message):
         "value",
         "messages",
     )
+    _kafka_name = "Message"
+    _kafka_fields = (
+        ("offset", "Offset", ""),
+        ("size", "MessageSize", ""),
+        ("crc", "Crc", ""),
+        ("magic", "MagicByte", ""),
+        ("timestamp", "Timestamp", ""),
+        ("kafka_tags", "KafkaTag", ""),
+        ("headers", "AppTag", ""),
+        ("key", "Key", "bytes"),
+        ("value", "Value", "bytes"),
+    )
 
     def __init__(
         self,

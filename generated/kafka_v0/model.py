@@ -28,6 +28,15 @@ class Message(_Message):
         "value",
         "messages",
     )
+    _kafka_name = "LegacyRecord"
+    _kafka_fields = (
+        ("offset", "offset", ""),
+        ("size", "MessageSize", ""),
+        ("crc", "crc", ""),
+        ("magic", "magic", ""),
+        ("key", "key", "bytes"),
+        ("value", "value", "bytes"),
+    )
 
     def __init__(self, offset=None, size=None, crc=None, magic=0, codec="none", key=None, value=None, messages=None):
         self.offset = offset

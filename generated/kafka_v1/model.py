@@ -33,6 +33,16 @@ class Message(_Message):
         "messages",
         "wire_timestamp",
     )
+    _kafka_name = "LegacyRecord"
+    _kafka_fields = (
+        ("offset", "offset", ""),
+        ("size", "MessageSize", ""),
+        ("crc", "crc", ""),
+        ("magic", "magic", ""),
+        ("timestamp", "timestamp", ""),
+        ("key", "key", "bytes"),
+        ("value", "value", "bytes"),
+    )
 
     def __init__(
         self,

@@ -30,6 +30,16 @@ class Record(_Record):
         "offset",
         "control",
     )
+    _kafka_name = "DefaultRecord"
+    _kafka_fields = (
+        ("length", "length", ""),
+        ("attributes", "attributes", ""),
+        ("timestamp_delta", "timestampDelta", ""),
+        ("offset_delta", "offsetDelta", ""),
+        ("key", "key", "bytes"),
+        ("value", "value", "bytes"),
+        ("headers", "Headers", ""),
+    )
 
     def __init__(
         self,
@@ -98,6 +108,22 @@ class Batch(_Batch):
         "base_sequence",
         "num_records",
         "records",
+    )
+    _kafka_name = "RecordBatch"
+    _kafka_fields = (
+        ("base_offset", "baseOffset", ""),
+        ("batch_length", "batchLength", ""),
+        ("partition_leader_epoch", "partitionLeaderEpoch", ""),
+        ("magic", "magic", ""),
+        ("crc", "crc", ""),
+        ("last_offset_delta", "lastOffsetDelta", ""),
+        ("base_timestamp", "baseTimestamp", ""),
+        ("max_timestamp", "maxTimestamp", ""),
+        ("producer_id", "producerId", ""),
+        ("producer_epoch", "producerEpoch", ""),
+        ("base_sequence", "baseSequence", ""),
+        ("num_records", "recordsCount", ""),
+        ("records", "records", ""),
     )
 
     def __init__(

@@ -36,6 +36,19 @@ class Message(_Message):
         "headers",
         "value",
     )
+    _kafka_name = "Message"
+    _kafka_fields = (
+        ("offset", "Offset", ""),
+        ("size", "MessageSize", ""),
+        ("crc", "Crc", ""),
+        ("magic", "MagicByte", ""),
+        ("timestamp", "Timestamp", ""),
+        ("key", "Key", "bytes"),
+        ("len_wrapper", "ValueLength", ""),
+        ("wrapper_magic", "MagicByte", ""),
+        ("headers", "Headers", ""),
+        ("value", "Value", "bytes"),
+    )
 
     def __init__(
         self,

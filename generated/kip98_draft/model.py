@@ -32,6 +32,15 @@ class Message(_Record):
         "message_crc",
         "offset",
     )
+    _kafka_name = "Message"
+    _kafka_fields = (
+        ("length", "Length", ""),
+        ("timestamp", "Timestamp", ""),
+        ("offset_delta", "OffsetDelta", ""),
+        ("key", "Key", "bytes"),
+        ("value", "Value", "bytes"),
+        ("message_crc", "CRC", ""),
+    )
 
     def __init__(
         self,
@@ -92,6 +101,19 @@ class MessageSet(_Batch):
         "producer_epoch",
         "base_sequence",
         "records",
+    )
+    _kafka_name = "MessageSet"
+    _kafka_fields = (
+        ("base_offset", "Offset", ""),
+        ("length", "Length", ""),
+        ("crc", "CRC", ""),
+        ("magic", "Magic", ""),
+        ("last_offset_delta", "OffsetDelta", ""),
+        ("max_timestamp", "MaxTimestamp", ""),
+        ("producer_id", "PID", ""),
+        ("producer_epoch", "Epoch", ""),
+        ("base_sequence", "Sequence", ""),
+        ("records", "Messages", ""),
     )
 
     def __init__(

@@ -28,6 +28,15 @@ class Record(_Record):
         "offset",
         "control",
     )
+    _kafka_name = "DefaultRecord"
+    _kafka_fields = (
+        ("length", "length", ""),
+        ("timestamp_delta", "timestampDelta", ""),
+        ("offset_delta", "offsetDelta", ""),
+        ("key", "key", "bytes"),
+        ("value", "value", "bytes"),
+        ("headers", "Headers", ""),
+    )
 
     def __init__(
         self,
@@ -96,6 +105,22 @@ class Batch(_Batch):
         "base_sequence",
         "num_records",
         "records",
+    )
+    _kafka_name = "RecordBatch"
+    _kafka_fields = (
+        ("base_offset", "baseOffset", ""),
+        ("batch_length", "batchLength", ""),
+        ("partition_leader_epoch", "partitionLeaderEpoch", ""),
+        ("magic", "magic", ""),
+        ("crc", "crc", ""),
+        ("last_offset_delta", "lastOffsetDelta", ""),
+        ("base_timestamp", "baseTimestamp", ""),
+        ("max_timestamp", "maxTimestamp", ""),
+        ("producer_id", "producerId", ""),
+        ("producer_epoch", "producerEpoch", ""),
+        ("base_sequence", "baseSequence", ""),
+        ("num_records", "recordsCount", ""),
+        ("records", "records", ""),
     )
 
     def __init__(

@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass
 
-INTS = {"int8", "int16", "int32", "int64", "uint16", "float64", "bool", "uuid"}
+INTS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid"}
 
 
 class SpecError(ValueError):
@@ -58,15 +58,15 @@ class Versions:
         hi = valid.hi if self.hi is None else self.hi if valid.hi is None else min(self.hi, valid.hi)
         return Versions(None, None) if hi is not None and hi < lo else Versions(lo, hi)
 
-    def condition(self, valid: Versions) -> dict | None:
+    def condition(self, valid: Versions, field: str = "version") -> dict | None:
         """The ``if:`` this range needs within ``valid`` (None: every valid version); the range must meet
         ``valid`` (fields of no valid version are left out before)."""
         r = self.within(valid)
         lower = r.lo is not None and r.lo > (valid.lo or 0)
         upper = r.hi is not None and (valid.hi is None or r.hi < valid.hi)
         if lower and upper and r.lo == r.hi:
-            return {"field": "version", "eq": r.lo}
-        cond: dict = {"field": "version"}
+            return {"field": field, "eq": r.lo}
+        cond: dict = {"field": field}
         if lower:
             cond["ge"] = r.lo
         if upper:
@@ -107,10 +107,13 @@ def snake(name: str) -> str:
 
 
 class Lowering:
-    """One spec file lowered: ``structs`` in the schema language's form, the message's struct last."""
+    """One spec file lowered into ``structs`` (shared with the other specs of a family: a struct of the same
+    name and body is declared once, one of the same name and another body is prefixed with its message's
+    name). :meth:`message` gives the message's own struct; :meth:`run` a standalone schema of it."""
 
-    def __init__(self, spec: dict, where: str):
+    def __init__(self, spec: dict, where: str, structs: dict[str, dict] | None = None, version: str = "version"):
         self.spec, self.where = spec, where
+        self.version = version  # the field conditions on versions read (the family root's, or the record's)
         name = spec.get("name")
         if not isinstance(name, str) or not isinstance(spec.get("fields"), list):
             raise SpecError(f"{where}: not a Kafka message spec (no name and fields)")
@@ -125,48 +128,61 @@ class Lowering:
         else:  # classic versions only: prefix kinds cannot switch by version yet
             self.valid = Versions(valid.lo, flexible.lo - 1 if valid.hi is None else min(valid.hi, flexible.lo - 1))
         self.common = {c["name"]: c for c in spec.get("commonStructs", []) if isinstance(c, dict) and "name" in c}
-        self.structs: dict[str, dict] = {}
+        self.structs: dict[str, dict] = {} if structs is None else structs
+
+    @property
+    def kind(self) -> str:
+        hi = "+" if self.valid.hi is None else f"-{self.valid.hi}" if self.valid.hi != self.valid.lo else ""
+        how = "flexible versions" if self.flexible else "classic versions"
+        return f"{self.name} v{self.valid.lo}{hi} ({how})"
+
+    def message(self, guard: bool = True) -> str:
+        """The message's struct (its fields, conditions on ``self.version`` of an enclosing struct); ``guard``:
+        it requires a version it was lowered for (a newer or a flexible version is refused, never misread)."""
+        body: dict = {"orig_name": self.name}
+        lo, hi = self.valid.lo or 0, self.valid.hi
+        if guard and (lo > 0 or hi is not None):
+            body["requires"] = {"field": self.version, **({"ge": lo} if lo > 0 else {}), **({"le": hi} if hi is not None
+                                                                                           else {})}  # fmt: skip
+        body["fields"] = self.fields(self.spec["fields"], self.name)
+        return self.declare(snake(self.name), body)
 
     def run(self) -> dict:
+        """A standalone schema: the record's version (or MetadataRecordSerde's frame), then the message."""
         root = snake(self.name)
         if self.spec.get("type") == "metadata":  # MetadataRecordSerde's frame
-            fields = [{"name": "frame_version", "type": "uvarint", "default": 0},
-                      {"name": "api_key", "type": "uvarint", "default": int(self.spec.get("apiKey", 0))},
-                      {"name": "version", "type": "uvarint", "doc": "the record's version"}]  # fmt: skip
+            head = frame_fields(int(self.spec.get("apiKey", 0)))
         else:
-            fields = [{"name": "version", "type": "int16", "doc": "the record's version, written before its data"}]
-        fields += self.fields(self.spec["fields"], self.name)
+            head = [{"name": "version", "type": "int16", "doc": "the record's version, written before its data"}]
+        fields = head + self.fields(self.spec["fields"], self.name)
         self.structs[root] = {"orig_name": self.name, "fields": fields}
-        hi = "+" if self.valid.hi is None else f"-{self.valid.hi}"
-        kind = "flexible versions, tagged fields kept raw" if self.flexible else "classic versions"
         return {
-            "doc": f"{self.name}, versions {self.valid.lo}{hi} (Kafka's message spec; {kind})",
+            "doc": f"{self.kind}, from Kafka's message spec",
             "doc_ref": self.where,
             "root": root,
             "structs": self.structs,
         }
 
+    def declare(self, ident: str, body: dict) -> str:
+        """``body`` as struct ``ident``, or the struct already declared with that body; another body of the
+        same name is declared as ``<message>_<ident>``."""
+        if ident not in self.structs:
+            self.structs[ident] = body
+            return ident
+        if _wire(self.structs[ident]) == _wire(body):  # the same struct (its docs may differ): declared once
+            return ident
+        return self.declare(f"{snake(self.name)}_{ident}", body)
+
     def fields(self, specs: list, owner: str) -> list[dict]:
-        out = []
-        for f in specs:
-            field = self.field(f, owner)
-            if field is not None:
-                out.append(field)
+        out = [x for x in (self.field(f, owner) for f in specs) if x is not None]
         if self.flexible:  # every struct of a flexible version ends with its tagged-field section
-            if "tagged_field" not in self.structs:
-                self.structs["tagged_field"] = {"doc": "a tagged field kept as written: its tag and bytes", "fields": [
-                    {"name": "tag", "type": "uvarint"}, {"name": "payload", "type": "bytes", "length": "uvarint"}]}  # fmt: skip
-            out.append({"name": "tagged_fields", "type": {"array": "tagged_field"}, "count": "uvarint",
-                        "doc": "the tagged-field section, kept raw"})  # fmt: skip
+            out.append({"name": "tagged_fields", "type": "tagged_fields",
+                        "doc": "the tagged fields this spec does not name, kept as (tag, bytes)"})  # fmt: skip
         return out
 
     def field(self, f: dict, owner: str) -> dict | None:
         where = f"{self.where}: {owner}.{f.get('name')}"
-        if "tag" in f or "taggedVersions" in f:
-            if not self.flexible and Versions.parse(f.get("versions"), where).within(self.valid).lo is not None:
-                raise SpecError(f"{where}: a tagged field in a classic version")
-            return None  # in flexible versions: kept raw in the struct's tagged_fields
-        versions = Versions.parse(f.get("versions"), where)
+        versions = Versions.parse(f.get("versions", f.get("taggedVersions")), where)
         if versions.within(self.valid).lo is None:
             return None  # a field of flexible (or no valid) versions only
         out: dict = {"name": snake(f["name"]), "orig_name": f["name"]}
@@ -174,7 +190,9 @@ class Lowering:
         nullable = Versions.parse(f.get("nullableVersions"), where).within(self.valid)
         if nullable.lo is not None:
             out["nullable"] = True
-        cond = versions.condition(self.valid)
+        if "tag" in f or "taggedVersions" in f:
+            versions = self.tagged(f, versions, out, where)
+        cond = versions.condition(self.valid, self.version)
         if cond is not None:
             out["if"] = cond
         default = self.default(f, out)
@@ -184,35 +202,55 @@ class Lowering:
             out["doc"] = str(f["about"])[:4000]
         return out
 
+    def tagged(self, f: dict, versions: Versions, out: dict, where: str) -> Versions:
+        """A tagged field: its tag (Kafka writes some as strings, ``"tag": "0"``), present in its tagged
+        versions; tagged in some versions and not in others is refused."""
+        if not self.flexible:
+            raise SpecError(f"{where}: a tagged field in a classic version")
+        tagged = Versions.parse(f.get("taggedVersions"), where).within(self.valid)
+        if tagged != versions.within(self.valid):
+            raise SpecError(f"{where}: tagged in versions {f.get('taggedVersions')} but present in {f.get('versions')}")
+        try:
+            out["tag"] = int(str(f.get("tag")), 10)
+        except ValueError:
+            raise SpecError(f"{where}: tag {f.get('tag')!r} is not a number") from None
+        return tagged
+
     def wire(self, t: str, f: dict, where: str) -> dict:
         if t in INTS:
             return {"type": t}
         if t == "string":
-            return {"type": "string", "length": "compact" if self.flexible else "int16"}
+            return {"type": "string", "length": self.prefix(f, "int16")}
         if t in ("bytes", "records"):
-            return {"type": "bytes", "length": "compact" if self.flexible else "int32"}
+            return {"type": "bytes", "length": self.prefix(f, "int32")}
         if t.startswith("[]"):
-            elem = t[2:]
-            if elem in INTS or elem in ("string", "bytes"):
-                raise SpecError(f"{where}: arrays of {elem} are not in the schema language yet")
-            return {"type": {"array": self.struct(elem, f, where)}, "count": "compact" if self.flexible else "int32"}
-        if t:
-            if self.flexible and f.get("nullableVersions"):
-                raise SpecError(f"{where}: a nullable struct in a flexible version is not in the schema language yet")
+            elem, count = t[2:], "compact" if self.flexible else "int32"
+            if elem in INTS:
+                return {"type": {"array": elem}, "count": count}
+            if elem in ("string", "bytes"):
+                return {"type": {"array": elem}, "count": count, "length": self.prefix(f, "int16" if elem == "string"
+                                                                                      else "int32")}  # fmt: skip
+            return {"type": {"array": self.struct(elem, f, where)}, "count": count}
+        if t:  # a struct; nullable: behind a null marker (int8, or an unsigned varint when tagged: the loader's)
             return {"type": self.struct(t, f, where)}
         raise SpecError(f"{where}: no type")
 
+    def prefix(self, f: dict, classic: str) -> str:
+        """A string's or bytes' length: compact in flexible versions unless the field says it is not
+        (Kafka's field-level ``flexibleVersions``, ``"none"`` in RequestHeader's ClientId)."""
+        if not self.flexible:
+            return classic
+        own = f.get("flexibleVersions")
+        return (
+            classic if own is not None and Versions.parse(own, self.where).within(self.valid).lo is None else "compact"
+        )
+
     def struct(self, name: str, f: dict, where: str) -> str:
         """The schema struct for Kafka struct ``name``: inline (the field's own ``fields``) or common."""
-        ident = snake(name)
-        if ident in self.structs:
-            return ident
         body = f.get("fields") if isinstance(f.get("fields"), list) else self.common.get(name, {}).get("fields")
         if not isinstance(body, list):
             raise SpecError(f"{where}: struct {name} is neither inline nor in commonStructs")
-        self.structs[ident] = {}  # reserved first: a struct that contains itself fails in the loader, named
-        self.structs[ident] = {"orig_name": name, "fields": self.fields(body, name)}
-        return ident
+        return self.declare(snake(name), {"orig_name": name, "fields": self.fields(body, name)})
 
     @staticmethod
     def default(f: dict, out: dict):
@@ -225,20 +263,154 @@ class Lowering:
             return str(d).lower() == "true" if isinstance(d, str) else bool(d)
         if t == "float64":
             return float(d)
-        if t in ("int8", "int16", "int32", "int64", "uint16"):
+        if t in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
             return int(str(d), 0)
         return None
 
 
-def lower(text: str, where: str) -> dict:
-    """One spec file's text as a schema (a dict in the YAML files' form)."""
+def _wire(o):
+    """A struct body without its docs (what two structs of one name must share to be declared once)."""
+    if isinstance(o, dict):
+        return {k: _wire(v) for k, v in o.items() if k != "doc"}
+    if isinstance(o, list):
+        return [_wire(x) for x in o]
+    return o
+
+
+def frame_fields(api_key: int | None = None) -> list[dict]:
+    """AbstractApiMessageSerde's frame, unsigned varints: the frame version (1, the only one Kafka reads),
+    the record's apiKey and its version."""
+    key: dict = {"name": "api_key", "type": "uvarint", "doc": "the record's apiKey"}
+    if api_key is not None:
+        key["default"] = api_key
+    return [{"name": "frame_version", "type": "uvarint", "default": 1, "doc": "AbstractApiMessageSerde's frame version"},
+            key, {"name": "version", "type": "uvarint", "doc": "the record's version"}]  # fmt: skip
+
+
+def parse(text: str, where: str) -> dict:
+    """A spec file's JSON (Kafka's ``//`` comments allowed)."""
     try:
         spec = json.loads(strip_comments(text))
     except json.JSONDecodeError as e:
         raise SpecError(f"{where}:{e.lineno}: not JSON: {e.msg}") from None
     if not isinstance(spec, dict):
         raise SpecError(f"{where}: not a Kafka message spec")
-    return Lowering(spec, where).run()
+    return spec
+
+
+def family(specs: list[tuple[dict, str]], name: str) -> dict[str, dict]:
+    """Specs lowered together into one schema per kind of payload, each a switch over its records:
+    ``<name>`` for metadata records (MetadataRecordSerde's frame, the record chosen by its apiKey);
+    ``<name>_key`` and ``<name>_value`` for a coordinator's records (CoordinatorRecordSerde: a key's int16
+    version is its record type, XKey's valid versions; the value, an int16 version then XValue's fields,
+    is chosen by the key's record type, a parameter)."""
+    metadata = [(sp, w) for sp, w in specs if sp.get("type") == "metadata"]
+    keys = {sp["name"][: -len("Key")]: (sp, w) for sp, w in specs if str(sp.get("name", "")).endswith("Key")}
+    values = {sp["name"][: -len("Value")]: (sp, w) for sp, w in specs if str(sp.get("name", "")).endswith("Value")}
+    for sp, w in specs:
+        base = str(sp.get("name", ""))
+        if sp.get("type") != "metadata" and not (base[:-3] in keys and base[:-3] in values or base[:-5] in keys
+                                                 and base[:-5] in values):  # fmt: skip
+            raise SpecError(f"{w}: {base} is neither a metadata record nor one of a Key/Value pair")
+    out: dict[str, dict] = {}
+    if metadata:
+        out[name] = _metadata_family(metadata, name)
+    if keys:
+        out[f"{name}_key"], out[f"{name}_value"] = _coordinator_family(keys, values, name)
+    return out
+
+
+def _cases(lowered: list[tuple[int, Lowering, str]], where: str) -> dict[int, str]:
+    cases: dict[int, str] = {}
+    for value, low, struct in lowered:
+        if value in cases:
+            raise SpecError(f"{low.where}: record type {value} is also {cases[value]}'s ({where})")
+        cases[value] = struct
+    return dict(sorted(cases.items()))
+
+
+def _doc(lowered: list[Lowering], what: str) -> str:
+    return f"{what}: " + ", ".join(low.kind for low in lowered)
+
+
+def _metadata_family(specs: list[tuple[dict, str]], name: str) -> dict:
+    structs: dict[str, dict] = {}
+    root = f"{name}_record"
+    lows = [Lowering(sp, w, structs) for sp, w in specs]
+    cases = _cases([(int(low.spec.get("apiKey", -1)), low, low.message()) for low in lows], "apiKey")
+    structs[root] = {"doc": "one record: its frame, then the record its apiKey names",
+                     "fields": [*frame_fields(), {"name": "record", "type": {"switch": "api_key", "cases": cases}}]}  # fmt: skip
+    return {"doc": _doc(lows, "Kafka's metadata records, framed by AbstractApiMessageSerde"),
+            "doc_ref": ", ".join(w for _, w in specs), "root": root, "structs": structs}  # fmt: skip
+
+
+def _coordinator_family(keys: dict, values: dict, name: str) -> tuple[dict, dict]:
+    kstructs: dict[str, dict] = {}
+    vstructs: dict[str, dict] = {}
+    kl, vl, kc, vc = [], [], [], []
+    for base in sorted(keys, key=lambda b: Versions.parse(keys[b][0].get("validVersions"), "").lo or 0):
+        (kspec, kwhere), (vspec, vwhere) = keys[base], values[base]
+        k = Lowering(kspec, kwhere, kstructs, version="record_type")
+        v = Lowering(vspec, vwhere, vstructs)
+        kl.append(k)
+        vl.append(v)
+        kname, vname = k.message(guard=False), v.message()  # a key's versions are its record types: the switch's
+        for t in range(k.valid.lo or 0, (k.valid.hi if k.valid.hi is not None else k.valid.lo or 0) + 1):
+            kc.append((t, k, kname))
+            vc.append((t, v, vname))
+    kroot, vroot = f"{name}_key", f"{name}_value"
+    kstructs[kroot] = {"doc": "a record's key: its type (the version CoordinatorRecordSerde writes first), then the key",
+                       "fields": [{"name": "record_type", "type": "int16", "orig_name": "version"},
+                                  {"name": "key", "type": {"switch": "record_type", "cases": _cases(kc, "keys")}}]}  # fmt: skip
+    vstructs[vroot] = {"doc": "a record's value: its version, then the value the key's record type names",
+                       "fields": [{"name": "version", "type": "int16"},
+                                  {"name": "value", "type": {"switch": "record_type", "cases": _cases(vc, "values")}}]}  # fmt: skip
+    refs = ", ".join(k.where for k in kl)
+    key = {"doc": _doc(kl, "a coordinator's record keys"), "doc_ref": refs, "root": kroot, "structs": kstructs}
+    value = {"doc": _doc(vl, "a coordinator's record values"), "doc_ref": ", ".join(v.where for v in vl),
+             "root": vroot, "params": {"record_type": "int16"}, "structs": vstructs}  # fmt: skip
+    return key, value
+
+
+def lower(text: str, where: str) -> dict:
+    """One spec file's text as a schema (a dict in the YAML files' form)."""
+    return Lowering(parse(text, where), where).run()
+
+
+#: the families kfmt ships, lowered from a Kafka source tree: (schema name, the folder of Kafka's tree holding
+#: their specs, which of its files)
+FAMILIES = (
+    ("kraft_metadata", "metadata/src/main/resources/common/metadata", "*.json"),
+    ("group_coordinator", "group-coordinator/src/main/resources/common/message", "*.json"),
+    ("transaction_coordinator", "transaction-coordinator/src/main/resources/common/message", "*.json"),
+    ("share_coordinator", "share-coordinator/src/main/resources/common/message", "*.json"),
+    ("remote_log_metadata", "storage/src/main/resources/message", "RemoteLog*.json"),
+)
+#: specs kfmt ships alone (a file of its own kind: the producer-state snapshot's records)
+SINGLES = ("storage/src/main/resources/message/ProducerSnapshot.json",)
+
+
+def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
+    """Every schema kfmt ships, lowered from a Kafka source tree: {file stem: (schema, source for the header)}."""
+    from pathlib import Path
+
+    root = Path(tree)
+    at = f"apache/kafka {commit} " if commit else ""
+    out: dict[str, tuple[dict, str]] = {}
+    for name, folder, pattern in FAMILIES:
+        files = sorted((root / folder).glob(pattern))
+        if not files:
+            raise SpecError(f"{root / folder}: no {pattern} (is {root} a Kafka source tree?)")
+        specs = [(parse(f.read_text(encoding="utf-8"), f"{folder}/{f.name}"), f"{folder}/{f.name}") for f in files]
+        for stem, schema in family(specs, name).items():
+            out[stem] = (schema, f"{at}{folder}/{pattern}")
+    for rel in SINGLES:
+        f = root / rel
+        if not f.is_file():
+            raise SpecError(f"{f}: no such spec (is {root} a Kafka source tree?)")
+        schema = lower(f.read_text(encoding="utf-8"), rel)
+        out[schema["root"]] = (schema, f"{at}{rel}")
+    return out
 
 
 def to_yaml(schema: dict, source: str) -> str:
@@ -246,5 +418,5 @@ def to_yaml(schema: dict, source: str) -> str:
     import yaml
 
     head = (f"# Generated by `kfmt import-kafka-spec` from {source}\n"
-            "# (Apache Kafka's message spec, Apache License 2.0; see NOTICE).\n")  # fmt: skip
+            "# (Apache Kafka's message specs, Apache License 2.0; see NOTICE). Regenerate: make import-kafka-specs\n")  # fmt: skip
     return head + yaml.safe_dump(schema, sort_keys=False, allow_unicode=True, width=120)

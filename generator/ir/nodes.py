@@ -171,6 +171,7 @@ class StructType:
     name: str
     size: Prefix | None = None
     nullable: bool = False
+    marker: Prefix | None = None  # nullable without a size: a null marker before it (int8 -1/1, uvarint 0/1)
 
 
 @dataclass(frozen=True)
@@ -400,6 +401,7 @@ class Struct:
     logical: tuple[Logical, ...] = ()
     min_size: int = 0
     fixed_size: int | None = None  # every field fixed-width and unconditional
+    requires: Expr | None = None  # decoded and encoded only when this holds (else an error naming it)
 
     def field(self, name: str) -> Field:
         return next(f for f in self.fields if f.name == name)

@@ -66,7 +66,8 @@ def wire(w: n.Wire, here: str) -> str:
         return f"switch on {expr(w.selector, here)} ({cases})"
     if isinstance(w, n.StructType):
         size = f", size {extent(w.size, here)}" if w.size else ""
-        return f"struct {w.name}{size}{', nullable' if w.nullable else ''}"
+        marker = f", null marker {extent(w.marker, here)}" if w.marker else ""
+        return f"struct {w.name}{size}{', nullable' if w.nullable else ''}{marker}"
     opts = [f"count {extent(w.count, here)}", w.limit, f"min elem {w.min_elem_size}"]
     if w.size:
         opts.append(f"size {extent(w.size, here)}")
@@ -103,6 +104,8 @@ def show(f: n.FormatIR) -> str:
         lines.append(f"struct {st.name} ({st.role}, {st.repr}, {size} bytes)")
         if st.params:
             lines.append("  params " + ", ".join(expr(p, st.name) for p in st.params))
+        if st.requires is not None:
+            lines.append(f"  requires {expr(st.requires, st.name)}")
         for fl in st.fields:
             at = f"@{fl.offset} " if fl.offset is not None else ""
             parts = [f"  {at}{fl.name}: {wire(fl.wire, st.name)}"]

@@ -487,6 +487,52 @@ class KTagged(c.Construct):
         return obj
 
 
+class KNullMarked(c.Construct):
+    """A nullable struct behind a null marker: int8 -1 (null) or 1, or (tagged) an unsigned varint 0 or 1."""
+
+    def __init__(self, marker, subcon, null: int):
+        super().__init__()
+        self.marker, self.subcon, self.null = marker, subcon, null
+
+    def _parse(self, stream, context, path):
+        m = self.marker._parsereport(stream, context, path)
+        if m == self.null:
+            return None
+        if m != 1:
+            raise c.ValidationError(f"null marker {m} is neither {self.null} (null) nor 1 (present)", path=path)
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            self.marker._build(self.null, stream, context, path)
+            return None
+        self.marker._build(1, stream, context, path)
+        return self.subcon._build(obj, stream, context, path)
+
+
+class Requires(c.Construct):
+    """A struct decoded and encoded only when ``cond`` holds (its message's valid versions); takes no bytes."""
+
+    def __init__(self, cond, message: str, field: str):
+        super().__init__()
+        self.cond, self.message, self.field = cond, message, field
+        self.flagbuildnone = True  # nothing of the value is built from it
+
+    def _check(self, context, path):
+        if not c.evaluate(self.cond, context):
+            value = outer(context, self.field)
+            raise c.ValidationError(self.message.format(value=value), path=path)
+
+    def _parse(self, stream, context, path):
+        self._check(context, path)
+
+    def _build(self, obj, stream, context, path):
+        self._check(context, path)
+
+    def _sizeof(self, context, path):
+        return 0
+
+
 class NoCase(c.Construct):
     """A switch's default: the selector names no layout this format knows."""
 

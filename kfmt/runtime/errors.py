@@ -46,6 +46,10 @@ class CodecError(ValueError):
         rest = inner[len(elem) :] if inner.startswith(elem) else "." + inner
         return type(self)(self.reason, offset=self.offset, path=f"{path}[{index}]{rest}")
 
+    def under(self, prefix: str) -> CodecError:
+        """The error located under ``prefix`` (a record's ``key`` or ``value``)."""
+        return type(self)(self.reason, offset=self.offset, path=f"{prefix}.{self.path}" if self.path else prefix)
+
     def in_stream(self, codec: str, offset: int) -> CodecError:
         """Re-locate an error raised while reading a decompressed stream that starts at ``offset``."""
         where = f" (at byte {self.offset} of the decompressed {codec} stream)" if self.offset is not None else ""

@@ -58,47 +58,103 @@ def _add_import_spec(sub) -> None:
         "import-kafka-spec",
         help="lower Kafka's JSON message specs into the schema language (printed as YAML, or written to --out)",
         description="Read Kafka's JSON message specs (files or folders of *.json, e.g. a Kafka source tree's "
-        "group-coordinator/src/main/resources/common/message) and lower each into the schema language: the "
-        "record's int16 version first, then every field under a condition on it, Kafka's names kept as "
-        "orig_name. A spec whose every version is flexible (KRaft's records, framed as MetadataRecordSerde frames "
-        "them) gets compact lengths and its tagged-field sections kept raw; a spec with classic and flexible "
-        "versions is lowered for its classic ones; what cannot be said yet (arrays of primitives...) is refused, "
-        "one line each. Exit status: 0 all lowered, 1 some refused, 2 usage error.",
+        "group-coordinator/src/main/resources/common/message) and lower them into the schema language, Kafka's "
+        "names kept as orig_name. Each spec alone: the record's int16 version (KRaft records: MetadataRecordSerde's "
+        "frame) first, then every field under a condition on it. With --family NAME, the specs together: NAME for "
+        "metadata records (one schema, the record chosen by its apiKey), NAME_key and NAME_value for a "
+        "coordinator's Key/Value pairs (the value chosen by the key's record type, a parameter). Flexible versions "
+        "get compact lengths and tagged-field sections (tagged fields by name, unknown tags kept); a spec with "
+        "classic and flexible versions is lowered for its classic ones; what cannot be said yet is refused, one "
+        "line each. Exit status: 0 all lowered, 1 some refused, 2 usage error.",
     )
-    s.add_argument("paths", nargs="+", help="spec files (*.json) or folders holding them")
-    s.add_argument("--out", help="write <message>.yaml files here (default: print the YAML)")
+    s.add_argument("paths", nargs="*", help="spec files (*.json) or folders holding them")
+    s.add_argument("--family", metavar="NAME", help="lower the specs together, as the schemas of one family")
+    s.add_argument("--kafka-tree", metavar="DIR", help="lower every family kfmt ships from this Kafka source tree "
+                   "(the schemas of schemas/messages)")  # fmt: skip
+    s.add_argument("--kafka-commit", metavar="SHA", default="", help="the tree's commit, named in the YAML headers")
+    s.add_argument("--out", help="write <schema>.yaml files here (default: print the YAML)")
+    s.add_argument("--check", metavar="DIR", help="compare with the schemas in DIR instead of writing: say what "
+                   "changed (exit 1 if anything did)")  # fmt: skip
     s.add_argument("--emit-yaml", action="store_true", help="print the YAML (the default without --out)")
     s.set_defaults(func=_import_spec)
+
+
+def _spec_files(paths: list[str]):
+    from pathlib import Path
+
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            return None, p
+        files += sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    return files, None
 
 
 def _import_spec(args) -> int:
     import sys
     from pathlib import Path
 
-    from generator.frontends.kafka_spec import SpecError, lower, to_yaml
+    from generator.frontends.kafka_spec import SpecError, family, from_tree, lower, parse, to_yaml
 
-    files: list[Path] = []
-    for raw in args.paths:
-        p = Path(raw)
-        if not p.exists():
-            print(f"kfmt import-kafka-spec: no such file or directory: {p}", file=sys.stderr)
-            return 2
-        files += sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    if bool(args.paths) == bool(args.kafka_tree):
+        print("kfmt import-kafka-spec: give spec files or folders, or --kafka-tree DIR (one of them)", file=sys.stderr)
+        return 2
+    files, missing = _spec_files(args.paths)
+    if files is None:
+        print(f"kfmt import-kafka-spec: no such file or directory: {missing}", file=sys.stderr)
+        return 2
+    schemas: list[tuple[str, dict, str]] = []
     refused = 0
-    for f in files:
+    try:
+        if args.kafka_tree:
+            schemas = [(stem, sc, src) for stem, (sc, src) in from_tree(args.kafka_tree, args.kafka_commit).items()]
+        elif args.family:
+            specs = [(parse(f.read_text(encoding="utf-8"), str(f)), str(f)) for f in files]
+            schemas = [(n, sc, ", ".join(args.paths)) for n, sc in family(specs, args.family).items()]
+    except (SpecError, UnicodeDecodeError) as e:
+        print(f"kfmt import-kafka-spec: {e}", file=sys.stderr)
+        return 1
+    for f in files if not args.family else []:
         try:
             schema = lower(f.read_text(encoding="utf-8"), str(f))
         except (SpecError, UnicodeDecodeError) as e:
             print(f"kfmt import-kafka-spec: {e}", file=sys.stderr)
             refused += 1
             continue
-        text = to_yaml(schema, str(f))
+        schemas.append((schema["root"], schema, str(f)))
+    if args.check:
+        return max(refused and 1, _check_schemas(args.check, [(stem, to_yaml(sc, src)) for stem, sc, src in schemas]))
+    for stem, schema, source in schemas:
+        text = to_yaml(schema, source)
         if args.out:
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            (Path(args.out) / f"{schema['root']}.yaml").write_text(text)
+            (Path(args.out) / f"{stem}.yaml").write_text(text)
         if args.emit_yaml or not args.out:
             print(text)
     return 1 if refused else 0
+
+
+def _check_schemas(folder: str, texts: list[tuple[str, str]]) -> int:
+    """Say how the lowered schemas differ from those in ``folder`` (a unified diff per changed file); 1 if any."""
+    import difflib
+    from pathlib import Path
+
+    changed = 0
+    for stem, text in texts:
+        path = Path(folder) / f"{stem}.yaml"
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if old == text:
+            print(f"{stem}: unchanged")
+            continue
+        changed += 1
+        diff = list(
+            difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), f"{stem} (lowered)", lineterm="")
+        )
+        print(f"{stem}: {'new' if not old else 'changed'} ({sum(d.startswith('+') for d in diff[2:])} lines added, "
+              f"{sum(d.startswith('-') for d in diff[2:])} removed)")  # fmt: skip
+        print("\n".join(diff[:200]) + ("\n..." if len(diff) > 200 else ""))
+    return 1 if changed else 0
 
 
 def _recover(args) -> int:

@@ -75,6 +75,13 @@ class Layout:
         fields = list(st.fields)
         self.trailing = {x.derived.start: x for x in fields if isinstance(x.derived, n.Checksum) and x.derived.trailing}
         self.items, self.wire = self.group(fields, 0, 0)
+        if st.requires is not None:  # checked before anything is read or written
+            from generator.ir.printer import expr
+
+            cond = py(st.requires, lambda r: self.ref(r, 0))
+            field = next(iter(_refs(st.requires))).name
+            text = f"{st.orig_name or st.name} is not defined for {field} {{value}} (this schema has it for {expr(st.requires, st.name)})"
+            self.items.insert(0, f"Requires(lambda this: {cond}, {text!r}, {field!r})")
 
     def ref(self, r: n.Ref, depth: int) -> str:
         if r.owner != self.st.name and r.name not in self.depth_of:
@@ -195,6 +202,10 @@ class Layout:
         else:
             con = w.name
             value = f"_wire_{w.name}({fl.name}, 0{args(self.f.struct(w.name))})"
+        if isinstance(w, n.StructType) and w.marker is not None:
+            null = -1 if isinstance(w.marker, n.Int) else 0
+            con = f"KNullMarked({prefix(w.marker)}, {con}, {null})"
+            value = f"None if {fl.name} is None else {value}"
         if isinstance(w, (n.ArrayType, n.StructType)) and w.size is not None:
             con = f"KSized({prefix(w.size)}, {con}, nullable={w.nullable})"
             if w.nullable:
@@ -260,7 +271,14 @@ class Layout:
             con = f"KafkaCompressed({con}, {self.ref(w.compressed_by, depth)}, {magic}{count})"
         elem = self.f.struct(w.elem)
         items = f"[_wire_{w.elem}(x_, i_{args(elem)}) for i_, x_ in enumerate({fl.name})]"
-        return con, f"(None if {fl.name} is None else {items})" if null_count else items
+        absent = null_count or fl.condition is not None  # null, or not written in this version
+        return con, f"(None if {fl.name} is None else {items})" if absent else items
+
+
+def _refs(e) -> list[n.Ref]:
+    from generator.ir.passes.scope import refs
+
+    return refs(e)
 
 
 def args(st: n.Struct) -> str:

@@ -21,6 +21,8 @@ def _not_lowered(w: n.Wire) -> str | None:
         return "switches"
     if isinstance(w, n.Tagged):
         return "tagged fields"
+    if isinstance(w, n.StructType) and w.marker is not None:
+        return "nullable structs"
     extents = [getattr(w, a, None) for a in ("length", "count", "size")]
     if any(isinstance(x, n.Varint) and x.compact for x in extents):
         return "compact lengths"

@@ -60,6 +60,7 @@ class StructIR:
     dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
     lists: tuple[str, ...] = ()  # fields the runtime base classes promise as lists (None becomes [])
+    kafka: tuple = ()  # (field, Kafka's name, kind: "uuid", "bytes", "uuid[]", "bytes[]" or ""): how tools name them
 
     @property
     def wraps_itself(self) -> bool:
@@ -206,6 +207,8 @@ class Builder(Validator):
         model = self._model_fields(name, st)
         wrapped_by = self.wrapped_by(name)
         dec = self._decode_ops(name, st, path)
+        requires = self.requires_op(name, path)
+        dec[:0] = requires
         # logical values computed from deltas, and views
         first_post = len(dec)
         self._post_ops(st, path, wrapped_by, dec)
@@ -220,7 +223,7 @@ class Builder(Validator):
             result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
 
         # ---- encode ops
-        enc = self.encode_ops(st, params, path)
+        enc = requires + self.encode_ops(st, params, path)
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
         return StructIR(
             name=name,
@@ -240,6 +243,7 @@ class Builder(Validator):
             path=path,
             post_ops=post_ops,
             layout=[(f.name, self.type_label(st, f), f.orig_name) for f in st.fields],
+            kafka=self.kafka_names(st) if st.orig_name else (),
             init_extra=[
                 (
                     slot,
@@ -319,6 +323,7 @@ class Builder(Validator):
             size = _struct.calcsize(fmt)
             const = self.const(fmt, ", ".join(f"{x.name} => {x.type}" for x in run))
             signed1 = len(run) == 1 and run[0].type == "int8"
+            byte1 = len(run) == 1 and run[0].type in ("int8", "uint8")  # a bool is read by its format ("?")
             dec.append(
                 Op(
                     "run",
@@ -330,6 +335,7 @@ class Builder(Validator):
                         end=end,
                         path=path,
                         signed1=signed1,
+                        byte1=byte1,
                         fmt=fmt[1:],
                     ),
                 )
@@ -408,6 +414,9 @@ class Builder(Validator):
                 if f.length:
                     dec.append(Op("sized", depth, dict(self.prefix_attrs(f), name=f.name, end=end, inner=inner,
                                                        nullable=f.nullable, path=f"{path}.{f.name}")))  # fmt: skip
+                elif k == "struct" and f.nullable:
+                    dec.append(Op("nullmark", depth, dict(name=f.name, mkind=f.marker or "int8", end=end, inner=inner,
+                                                          path=f"{path}.{f.name}")))  # fmt: skip
                 else:
                     inner.depth = depth
                     dec.append(inner)
@@ -462,12 +471,41 @@ class Builder(Validator):
                 )
             )
 
+    def requires_op(self, name: str, path: str) -> list[Op]:
+        """The check of a struct's ``requires`` (its message's valid versions), first thing decoded and encoded."""
+        cond = self.ir.struct(name).requires
+        if cond is None:
+            return []
+        from generator.ir.printer import expr
+
+        return [Op("requires", 0, dict(expr=py(cond), text=expr(cond, name), field=self.s.structs[name].requires.field,
+                                        what=self.s.structs[name].orig_name or name, path=path))]  # fmt: skip
+
     def switch_attrs(self, f: Field, path: str) -> dict:
         """A switch's selector and its cases grouped by struct: (values, struct, class, the struct's params)."""
         structs = list(dict.fromkeys(c for _, c in f.cases))
         cases = [dict(values=tuple(v for v, x in f.cases if x == c), elem=c, cls=_camel(c), args=self.params(c))
                  for c in structs]  # fmt: skip
         return dict(sel=f.switch, cases=cases, path=f"{path}.{f.name}")
+
+    def kafka_names(self, st: Struct) -> tuple:
+        """Each value field with Kafka's name for it and the kind of bytes it holds (a uuid is shown as Kafka
+        shows one): what ``kfmt.payloads`` turns a decoded message into Kafka's JSON with."""
+        out = []
+        for f in st.fields:
+            if self.kind(f) == "tagged":
+                out.append((f.name, "_unknownTaggedFields", "tags"))
+                inner = [(t, self.s.structs[t.type].fields[0]) for t in f.tags]
+                out += [(t.name, t.orig_name or t.name, self._bytes_kind(x)) for t, x in inner]
+            elif not f.bits:
+                out.append((f.name, f.orig_name or f.name, self._bytes_kind(f)))
+        return tuple(out)
+
+    def _bytes_kind(self, f: Field) -> str:
+        if f.array and f.type in self.s.structs and self.s.structs[f.type].repr == "value":
+            inner = self.s.structs[f.type].fields[0].type
+            return f"{inner}[]" if inner in ("uuid", "bytes") else ""
+        return f.type if f.type in ("uuid", "bytes") and not f.array else ""
 
     def tagged_attrs(self, st: Struct, f: Field, path: str) -> dict:
         """A tagged-field section: per tagged field its tag, value struct, params, condition and absent value."""
@@ -890,6 +928,9 @@ class Builder(Validator):
                 if f.length:
                     ops.append(Op("sized", depth, dict(self.prefix_attrs(f), value=f.name, out=out, inner=inner,
                                                        nullable=f.nullable, path=f"{path}.{f.name}")))  # fmt: skip
+                elif k == "struct" and f.nullable:
+                    ops.append(Op("nullmark", depth, dict(value=f.name, mkind=f.marker or "int8", out=out,
+                                                          inner=inner)))  # fmt: skip
                 else:
                     inner.depth = depth
                     ops.append(inner)

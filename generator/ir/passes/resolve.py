@@ -116,7 +116,10 @@ def wire(scope: Scope, struct: str, f: SpecField) -> n.Wire:
         return _VARINT[f.type]
     if f.type in BLOBS:
         return n.Blob(extent(scope, struct, f.length or "rest"), f.nullable, f.type == "string", f.max)
-    return n.StructType(f.type, size, f.nullable)  # type: ignore[arg-type]
+    marker = None
+    if f.nullable and size is None:
+        marker = _VARINT["uvarint"] if f.marker == "uvarint" else int_type("int8")
+    return n.StructType(f.type, size, f.nullable, marker)  # type: ignore[arg-type]
 
 
 def bit_views(scope: Scope, f: SpecField) -> tuple[n.BitView, ...]:
@@ -163,6 +166,7 @@ def run(schema: Schema) -> tuple[list[n.Struct], Scope]:
                 views=tuple(
                     n.View(v.name, v.parse, v.as_, scope.cond(name, v.when) if v.when else None) for v in st.views
                 ),
+                requires=scope.cond(name, st.requires) if st.requires else None,
             )
         )
     return structs, scope

@@ -149,6 +149,8 @@ class Validator:
                     raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
                 if k == "switch":
                     self._check_switch(st, f)
+                if f.marker is not None and not (k == "struct" and f.nullable and f.length is None):
+                    raise _err(self.s, st, f, "'marker' is for a nullable struct without a length")
                 if f.wraps and k != "blob":
                     raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
                 if f.bits and k != "int":
@@ -173,6 +175,9 @@ class Validator:
                         raise _err(self.s, st, f, f"{d.func} needs a uint32 field")
                     if d.func == "length_of" and fnames.index(tgt) <= fnames.index(f.name):
                         raise _err(self.s, st, f, "length_of must name a field after the length")
+            if st.requires and st.requires.field in loc:
+                raise _err(self.s, st, None, f"requires: {st.requires.field!r} is this struct's own; it must be an "
+                                             "enclosing struct's value or a parameter (read before the struct)")  # fmt: skip
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
@@ -246,6 +251,8 @@ class Validator:
         for v in st.views:
             if v.when:
                 add(v.when.field)
+        if st.requires:
+            add(st.requires.field)
         for f in st.fields:
             if f.wraps:
                 add(f.wraps.when.field)

@@ -1,0 +1,151 @@
+"""Kafka's own payloads decoded by name: the keys and values of its internal topics (``__consumer_offsets``,
+``__cluster_metadata`` and its snapshots, ``__transaction_state``, ``__share_group_state``,
+``__remote_log_metadata``), with the schemas under ``schemas/messages`` (lowered from Kafka's JSON message
+specs by ``kfmt import-kafka-spec``) and a binding table saying which schema reads which topic's keys and
+values. A null value is a tombstone.
+
+    >>> p = decode_payload("__consumer_offsets", key_bytes, value_bytes)
+    >>> p.key.type, p.value.type, p.value.version, p.value.data.offset
+    ('OffsetCommitKey', 'OffsetCommitValue', 3, 41)
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from dataclasses import dataclass
+
+from kfmt.runtime.errors import CodecError, InvalidValueError
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The schemas (ids in ``generated.messages``) of a topic's keys and values; ``param``: the value schema's
+    parameter, taken from the decoded key's root field of that name (a coordinator's record type)."""
+
+    key: str | None
+    value: str
+    param: str | None = None
+
+
+#: which schemas read which topic (or kind of file): KRaft's records carry no key; a coordinator's value is
+#: chosen by its key's record type (CoordinatorRecordSerde); "kraft-snapshot": *.checkpoint files
+BINDINGS: dict[str, Binding] = {
+    "__consumer_offsets": Binding("group_coordinator_key", "group_coordinator_value", "record_type"),
+    "__transaction_state": Binding("transaction_coordinator_key", "transaction_coordinator_value", "record_type"),
+    "__share_group_state": Binding("share_coordinator_key", "share_coordinator_value", "record_type"),
+    "__cluster_metadata": Binding(None, "kraft_metadata"),
+    "kraft-snapshot": Binding(None, "kraft_metadata"),
+    "__remote_log_metadata": Binding(None, "remote_log_metadata"),
+}
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One key or value: Kafka's message name, its version, and the message (a generated value object)."""
+
+    type: str
+    version: int
+    data: object
+
+    def to_json(self) -> dict:
+        """``{"type": ..., "version": N, "data": {<field as Kafka names it>: value}}`` (uuids in Kafka's base64
+        form, bytes as hex, unknown tagged fields under ``_unknownTaggedFields`` when there are any)."""
+        return {"type": self.type, "version": self.version, "data": kafka_json(self.data)}
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A record's key and value decoded (None: a null key or value, or a key the topic's records do not use)."""
+
+    key: Decoded | None
+    value: Decoded | None
+
+
+def binding(topic_or_kind: str) -> Binding | None:
+    """The binding of a topic (or file kind), None for a topic whose payloads are the user's own."""
+    return BINDINGS.get(topic_or_kind)
+
+
+def _codec(schema: str, backend: str):
+    return importlib.import_module(f"generated.messages.{schema}.{backend}")
+
+
+def _message(root, what: str) -> Decoded:
+    """A family root (its version or record type, then the message its switch chose) as a Decoded."""
+    fields = type(root)._fields
+    version = getattr(root, "version", None)
+    if version is None:
+        version = root.record_type
+    if getattr(root, "frame_version", 1) != 1:
+        raise InvalidValueError(f"frame version {root.frame_version} (Kafka reads only frame version 1)", path=what)
+    data = getattr(root, fields[-1])
+    return Decoded(type(data)._kafka_name, version, data)
+
+
+def decode_key(topic_or_kind: str, key, *, backend: str = "python") -> Decoded | None:
+    b = BINDINGS[topic_or_kind]
+    if key is None or b.key is None:
+        return None
+    return _message(_codec(b.key, backend).decode(bytes(key)), "key")
+
+
+def decode_payload(topic_or_kind: str, key, value, *, backend: str = "python") -> Payload:
+    """The key and value of a record of an internal topic (or a KRaft snapshot: ``"kraft-snapshot"``),
+    decoded by the schemas its binding names. Raises KeyError for a topic with no binding, and CodecError
+    (saying ``key`` or ``value``, where and why) for a payload that does not decode with nothing left over."""
+    b = BINDINGS[topic_or_kind]
+    try:
+        k = decode_key(topic_or_kind, key, backend=backend)
+    except CodecError as e:
+        raise e.under("key") from None
+    if value is None:
+        return Payload(k, None)  # a tombstone
+    kwargs = {}
+    if b.param is not None:
+        if k is None:
+            raise InvalidValueError(f"a {topic_or_kind} value needs its key (the record type chooses its layout)",
+                                    path="value")  # fmt: skip
+        kwargs[b.param] = k.version
+    codec = _codec(b.value, backend)
+    try:
+        return Payload(k, _message(codec.decode(bytes(value), **kwargs), "value"))
+    except CodecError as e:
+        raise e.under("value") from None
+
+
+def _uuid(v: bytes) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(bytes(v)).rstrip(b"=").decode("ascii")
+
+
+def _value(v, kind: str):
+    if v is None:
+        return None
+    if kind == "uuid":
+        return _uuid(v)
+    if kind == "bytes":
+        return bytes(v).hex()
+    if kind == "uuid[]":
+        return [_uuid(x) for x in v]
+    if kind == "bytes[]":
+        return [bytes(x).hex() for x in v]
+    if isinstance(v, list):
+        return [kafka_json(x) for x in v]
+    return kafka_json(v)
+
+
+def kafka_json(obj):
+    """A decoded message as JSON data, fields named as Kafka names them."""
+    fields = getattr(type(obj), "_kafka_fields", None)
+    if fields is None:
+        return obj if not isinstance(obj, (bytes, bytearray)) else bytes(obj).hex()
+    out = {}
+    for name, kafka, kind in fields:
+        v = getattr(obj, name)
+        if kind == "tags":
+            if v:
+                out[kafka] = [{"tag": t, "data": bytes(d).hex()} for t, d in v]
+            continue
+        out[kafka] = _value(v, kind)
+    return out
