@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
+.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native
 
@@ -31,6 +31,15 @@ generate: setup
 
 check-generated: setup
 	$(VENV)/bin/kfmt generate --check
+
+# schemas/messages from Kafka's JSON message specs: by default the pinned copies under tests/fixtures/kafka;
+# KAFKA=<a Kafka source tree> KAFKA_CHECK=1 says what a newer Kafka changes instead of writing
+KAFKA ?= tests/fixtures/kafka
+KAFKA_COMMIT ?= $(shell cat $(KAFKA)/COMMIT 2>/dev/null || git -C $(KAFKA) rev-parse HEAD 2>/dev/null)
+import-kafka-specs: setup
+	$(VENV)/bin/kfmt import-kafka-spec --kafka-tree $(KAFKA) --kafka-commit "$(KAFKA_COMMIT)" \
+		$(if $(KAFKA_CHECK),--check schemas/messages,--out schemas/messages)
+	$(if $(KAFKA_CHECK),,$(MAKE) --no-print-directory generate)
 
 test: setup check-generated lint
 	$(PY) -m pytest

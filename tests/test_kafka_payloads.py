@@ -291,3 +291,56 @@ def test_problems_are_reported_with_where():
         decode_payload("__consumer_offsets", _i16(99) + b"\x00\x01g", None)
     assert kafka_json(decode_payload("__consumer_offsets", key, None).key.data) == {"group": "g", "topic": "t",
                                                                                     "partition": 0}  # fmt: skip
+
+
+# ---------------------------------------------------------------- where users see it: kfmt dump
+
+
+def _offsets_log(tmp_path, damage: bool = False) -> Path:
+    """A __consumer_offsets partition holding the real broker's records (and, with ``damage``, one cut short)."""
+    import kfmt
+
+    recs = [r for r in VECTORS["records"] if r["topic"] == "__consumer_offsets"]
+    records = [
+        kfmt.Record(key=bytes.fromhex(r["key"]), value=bytes.fromhex(r["value"]), timestamp=1769791662893) for r in recs
+    ]
+    if damage:
+        records.append(kfmt.Record(key=records[-1].key, value=records[-1].value[:-4], timestamp=1769791662893))
+    d = tmp_path / "__consumer_offsets-7"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(kfmt.encode_batch(records))
+    return d
+
+
+def _dump(*args):
+    return subprocess.run([sys.executable, "-m", "kfmt", "dump", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT)  # fmt: skip
+
+
+def test_dump_decodes_internal_topics(tmp_path):
+    log = _offsets_log(tmp_path)
+    r = _dump(log, "--records", "--no-index")
+    assert r.returncode == 0, r.stderr
+    assert 'key OffsetCommitKey v1 {group: "DEVSmileCDR", topic: "batch2.work.notification.SHR_PROD.persistence", ' \
+           "partition: 0} value OffsetCommitValue v3 {offset: 0, leaderEpoch: -1," in r.stdout  # fmt: skip
+    assert 'key GroupMetadataKey v2 {group: "DEVSmileCDR"} value GroupMetadataValue v3 {protocolType: ' in r.stdout
+    r = _dump(log, "--records", "--json", "--no-index")
+    rows = [json.loads(x) for x in r.stdout.splitlines() if '"record"' in x]
+    assert len(rows) == 2 and all(x["key"] and x["value"] for x in rows)  # raw key and value kept
+    commit = next(x for x in rows if x["key_decoded"]["type"] == "OffsetCommitKey")
+    assert commit["key_decoded"] == {"type": "OffsetCommitKey", "version": 1, "data": {
+        "group": "DEVSmileCDR", "topic": "batch2.work.notification.SHR_PROD.persistence", "partition": 0}}  # fmt: skip
+    assert commit["value_decoded"]["type"] == "OffsetCommitValue" and commit["value_decoded"]["version"] == 3
+    r = _dump(log, "--records", "--json", "--no-index", "--payload", "raw")
+    assert r.returncode == 0 and "key_decoded" not in r.stdout
+
+
+def test_dump_reports_a_payload_that_does_not_decode(tmp_path):
+    log = _offsets_log(tmp_path, damage=True)
+    r = _dump(log, "--records", "--no-index")
+    assert r.returncode == 1
+    assert "offset 2: __consumer_offsets record does not decode: value" in r.stderr and "(shown raw)" in r.stderr
+    assert "offset 2 " in r.stdout and "value 0x0003" in r.stdout  # the record is still shown, raw
+    r = _dump(log, "--records", "--json", "--no-index")
+    problems = [json.loads(x) for x in r.stdout.splitlines() if '"problem"' in x]
+    assert r.returncode == 1 and problems[0]["kind"] == "payload" and problems[0]["offset"] == 2

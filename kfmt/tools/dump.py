@@ -26,6 +26,7 @@ from kfmt.api import scan
 from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
 from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition
 from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
+from kfmt.payloads import binding, decode_payload
 from kfmt.runtime.errors import CodecError, TruncatedError
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
@@ -126,6 +127,21 @@ def record_dict(seg, pos, b, r, how: str) -> dict:
     }  # fmt: skip
 
 
+def decoded_text(d) -> str:
+    """A decoded key or value in the table: ``OffsetCommitKey v1 {group: "g", topic: "t", partition: 0}``."""
+    if d is None:
+        return "null"
+    return f"{d.type} v{d.version} {_compact(d.to_json()['data'])}"
+
+
+def _compact(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_compact(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_compact(x) for x in v) + "]"
+    return json.dumps(v, ensure_ascii=False)
+
+
 def _size(b) -> int:
     """A key's or value's size as Kafka prints it: -1 for null."""
     return -1 if b is None else len(b)
@@ -142,7 +158,7 @@ def template_line(template: str, seg, b, r, how: str) -> str:
 
 def _bare(b, how: str) -> str:
     """A key or value in a template or payload-only line: the text itself (no quotes), else as ``shown``."""
-    if b is not None and how == "utf8":
+    if b is not None and how in ("utf8", "raw"):
         try:
             return b.decode("utf-8")
         except UnicodeDecodeError:
@@ -447,6 +463,19 @@ class Dump:
                        f"{'max timestamp':<38} {'crc':>10}  producer (id/epoch/seq)  flags\n")  # fmt: skip
         self.header_for = seg
 
+    def _decoded(self, seg, pos, r, log: Log):
+        """A record of Kafka's own topics (or a KRaft snapshot) decoded by its schemas: None for the user's own
+        topics, control records and ``--payload raw``; a payload that does not decode is a problem."""
+        kind = "kraft-snapshot" if log.snapshot else seg.topic
+        if self.args.payload == "raw" or r.control or binding(kind) is None:
+            return None
+        try:
+            return decode_payload(kind, r.key, r.value)
+        except CodecError as e:
+            self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record does not decode: {e} (shown raw)", pos,
+                         offset=r.offset)  # fmt: skip
+            return None
+
     def _record(self, seg, pos, b, r, log: Log) -> None:
         a, out, how = self.args, self.out, self.args.payload
         if a.payload_only:
@@ -454,7 +483,12 @@ class Dump:
         elif a.template:
             out.write(template_line(a.template, seg, b, r, how))
         elif a.json:
-            out.write(json.dumps(record_dict(seg, pos, b, r, how) | {"file": self.name(seg.path)}) + "\n")
+            obj = record_dict(seg, pos, b, r, how) | {"file": self.name(seg.path)}
+            p = self._decoded(seg, pos, r, log)
+            if p is not None:
+                obj |= {"key_decoded": p.key.to_json() if p.key else None,
+                        "value_decoded": p.value.to_json() if p.value else None}  # fmt: skip
+            out.write(json.dumps(obj) + "\n")
         else:
             self._header(seg, log)
             ctl = control_text(r)
@@ -464,7 +498,10 @@ class Dump:
                 return
             sizes = f"keySize {_size(r.key)} valueSize {_size(r.value)} sequence {sequence_at(b, r.offset)}"
             hs = " ".join(f"{json.dumps(k)}={shown(v, how)}" for k, v in r.headers)
-            out.write(f"{'':>10}   {meta}  {sizes}  key {shown(r.key, how)} value {shown(r.value, how)}"
+            p = self._decoded(seg, pos, r, log)
+            key = shown(r.key, how) if p is None or (p.key is None and r.key is not None) else decoded_text(p.key)
+            value = shown(r.value, how) if p is None else decoded_text(p.value)
+            out.write(f"{'':>10}   {meta}  {sizes}  key {key} value {value}"
                       f"{'  headers ' + hs if hs else ''}\n")  # fmt: skip
 
     def _check_indexes(self, seg: Segment, facts, stop: int | None, damaged: set[int]) -> None:
@@ -903,9 +940,12 @@ def add_parser(sub) -> None:
     d.add_argument("--payload-only", action="store_true", help="print only each record's value, one per line")
     d.add_argument(
         "--payload",
-        choices=("utf8", "hex", "base64"),
+        choices=("utf8", "hex", "base64", "raw"),
         default="utf8",
-        help='keys/values: utf8 shows text quoted and other bytes as 0x... (JSON: {"hex": ...}); or always hex/base64',
+        help='keys/values: utf8 shows text quoted and other bytes as 0x... (JSON: {"hex": ...}); or always hex/base64. '
+        "Records of Kafka's own topics (__consumer_offsets, __cluster_metadata and KRaft snapshots, __transaction_state, "
+        '__share_group_state, __remote_log_metadata) are also shown decoded (JSON: "key_decoded", "value_decoded", '
+        "key and value kept raw); one that does not decode is a problem and shown raw; raw: no decoding",
     )
     d.add_argument("--skip-corrupt", action="store_true", help="report a corrupt batch and go on with the next one")
     d.add_argument("--summary", action="store_true", help="only counts per magic, codec and log")
