@@ -38,6 +38,8 @@ CLAIMS = [
     ("bash", "mkdir -p dist", "tests/test_cluster.py::test_zip_recipe_on_a_standalone_cluster"),
     ("bash", "tar -czf dist/env", "tests/test_cluster.py::test_packed_env_recipe_on_a_standalone_cluster"),
     ("text", "schemas/*.yaml", "test_layout_block"),
+    ("bash", "kfmt dump /data/kafka-logs/__consumer_offsets-7", "test_internal_topics_block"),
+    ("text", "offset 1 2026-01-30", "test_internal_topics_block"),
     ("python", "", "tests/test_spark.py::test_readme_python_blocks_run"),
 ]
 
@@ -173,3 +175,27 @@ def test_layout_block():
     for part in ("model", "python", "native", "construct"):
         assert "{model,python,native,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
     assert "_native.c" in text and (ROOT / "generated" / "kafka_v2" / "_native.c").is_file()
+
+
+def test_internal_topics_block(tmp_path):
+    """The dump commands of "Kafka's own topics" run on a __consumer_offsets partition holding a real broker's
+    records (tests/vectors/kafka_internal_payloads.json), and print the line the README shows."""
+    import json
+
+    vectors = json.loads((ROOT / "tests" / "vectors" / "kafka_internal_payloads.json").read_text())["records"]
+    recs = [kfmt.Record(key=bytes.fromhex(r["key"]), value=bytes.fromhex(r["value"]), timestamp=1769791662893)
+            for r in vectors if r["topic"] == "__consumer_offsets"]  # fmt: skip
+    part = tmp_path / "__consumer_offsets-7"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(kfmt.encode_batch(recs))
+    block = _block("bash", "kfmt dump /data/kafka-logs/__consumer_offsets-7")
+    outputs = []
+    for cmd in _commands(block):
+        argv = shlex.split(cmd.replace("/data/kafka-logs", str(tmp_path)))
+        r = subprocess.run([sys.executable, "-m", "kfmt", *argv[1:]], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, (cmd, r.stderr)
+        outputs.append(r.stdout)
+    shown = _block("text", "offset 1 2026-01-30").strip()
+    assert shown in [ln.strip() for ln in outputs[0].splitlines()]
+    row = json.loads(outputs[1].splitlines()[-1])
+    assert row["key_decoded"]["type"] == "OffsetCommitKey" and row["value_decoded"]["version"] == 3
