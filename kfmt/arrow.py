@@ -290,11 +290,50 @@ def _warn_bad_keys(n: int) -> None:
         log.warning("kafka-log: %d header key(s) are not valid UTF-8: read with U+FFFD, as Kafka does", n)
 
 
-def arrow_schema(pa):
+def arrow_schema(pa, decoded: bool = False):
+    """The source's Arrow schema; ``decoded``: with the columns of Kafka's own payloads decoded too."""
     types = {"binary": pa.binary(), "string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
              "bool": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC"),
              "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))}  # fmt: skip
-    return pa.schema([(name, types[t]) for name, t, _ in COLUMNS])
+    return pa.schema([(name, types[t]) for name, t, _ in COLUMNS] + ([(c, pa.string()) for c in DECODED] if decoded
+                                                                      else []))  # fmt: skip
+
+
+def add_decoded(pa, batch, columns: tuple[str, ...]):
+    """``batch`` (read with ``topic``, ``key``, ``value`` and ``is_control`` too) with the decoded columns, then
+    only ``columns``, in their order: each record of Kafka's own topics decoded by :mod:`kfmt.payloads` as
+    JSON text (``{"type", "version", "data"}``), NULL for other topics and control records, and a payload that
+    does not decode NULL with ``payload_error`` saying why (never dropped)."""
+    import json
+
+    from kfmt.payloads import binding, decode_payload
+    from kfmt.runtime.errors import CodecError
+
+    n = batch.num_rows
+    keys: list[str | None] = [None] * n
+    values: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    topics, ks, vs, ctl = (batch.column(c).to_pylist() for c in ("topic", "key", "value", "is_control"))
+    for i in range(n):
+        if ctl[i] or topics[i] is None or binding(topics[i]) is None or (ks[i] is None and vs[i] is None):
+            continue
+        try:
+            p = decode_payload(topics[i], ks[i], vs[i])
+        except CodecError as e:
+            errors[i] = str(e)
+            continue
+        keys[i] = json.dumps(p.key.to_json()) if p.key else None
+        values[i] = json.dumps(p.value.to_json()) if p.value else None
+    extra = {"key_decoded": keys, "value_decoded": values, "payload_error": errors}
+    arrays = [pa.array(extra[c], pa.string()) if c in extra else batch.column(c) for c in columns]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(pa, True).empty_table().select(list(columns)).schema)
+
+
+#: columns of Kafka's own payloads decoded (option ``decode_payloads``): JSON text, and why one did not decode
+DECODED = ("key_decoded", "value_decoded", "payload_error")
+#: what add_decoded reads
+DECODE_NEEDS = ("topic", "key", "value", "is_control")
+SCHEMA_DECODED = SCHEMA + ", " + ", ".join(f"{c} string" for c in DECODED)
 
 
 class _Range:

@@ -14,7 +14,17 @@ import os
 import re
 from dataclasses import dataclass
 
-from kfmt.arrow import QUARANTINE_RAW_BYTES, _Columns, _Range, arrow_schema, new_sink, null_empty_headers
+from kfmt.arrow import (
+    DECODE_NEEDS,
+    DECODED,
+    QUARANTINE_RAW_BYTES,
+    _Columns,
+    _Range,
+    add_decoded,
+    arrow_schema,
+    new_sink,
+    null_empty_headers,
+)
 from kfmt.logdir import SUFFIXES, suffixes_opt
 from kfmt.storage import OPTIONS as STORAGE_OPTIONS
 
@@ -51,6 +61,9 @@ READ_OPTIONS = {
     "compressed_objects": "read (default) | fail: segment objects a remote storage plugin stored compressed whole "
     "(zstd, gzip, LZ4, framed snappy)",
     "includeHeaders": "true: headers NULL for records without headers, as Spark's Kafka source (default: empty lists)",
+    "decode_payloads": "true: add key_decoded and value_decoded, the records of Kafka's own topics (__consumer_offsets, "
+    "__cluster_metadata...) decoded by name as JSON text (NULL for other topics), and payload_error, why one did not "
+    "decode (default false)",
 }
 #: options of Spark's Kafka source that cannot apply to files, and why (refused, so a job does not silently
 #: mean something else)
@@ -144,6 +157,9 @@ class LogReader:
     ):
         check_options(options, READ_OPTIONS, "read")
         defaults = defaults or {}
+        self.decoded = _bool(_opt(options, "decode_payloads"), False) or any(c in DECODED for c in columns or ())
+        if columns is None and self.decoded:
+            columns = tuple(arrow_schema(__import__("pyarrow"), True).names)
         self.columns = columns  # None: every column
         self.raw_errors = raw_errors  # a corrupt batch raises its CodecError (read_arrow), not Spark's one-liner
         paths = _opt(options, "path") or _opt(options, "paths")
@@ -329,10 +345,16 @@ class LogReader:
         from kfmt.commit import CommitError, check_tables_unchanged, table_root
 
         slices = partition if isinstance(partition, tuple) else getattr(partition, "slices", ())
+        wanted = self.columns
+        read = wanted
+        if self.decoded and wanted is not None:  # what decoding reads, then the columns asked for
+            read = tuple(dict.fromkeys([c for c in wanted if c not in DECODED] + list(DECODE_NEEDS)))
         for part in slices:
-            for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, self.columns,
+            for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, read,
                                     self.backend, self.storage, self.compressed_objects == "read",
                                     self.format, self.raw_errors):  # fmt: skip
+                if self.decoded and wanted is not None:
+                    batch = add_decoded(pa, batch, wanted)
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
         try:  # a commit that started or finished while this task read would mix two versions of the table
             check_tables_unchanged(self.tables, [table_root(p.path) for p in slices], self.storage)
@@ -627,12 +649,13 @@ def read_arrow(
 
     if on_corrupt not in ("fail", "skip", "quarantine"):
         raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
-    names = arrow_schema(pa).names
+    decode = _bool(options.get("decode_payloads"), False)
+    names = arrow_schema(pa, True).names
     if isinstance(columns, str):
         raise ValueError(
             f"columns must be a list of column names, not the string {columns!r}: use columns=[{columns!r}]"
         )
-    columns = tuple(columns or names)
+    columns = tuple(columns or arrow_schema(pa, decode).names)
     unknown = [c for c in columns if c not in names]
     if unknown:
         raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(names)}")
@@ -646,7 +669,14 @@ def read_arrow(
             raise ValueError(f"option(s) {', '.join(sorted(options)) or 'include_suffixed'} need a path, not data")
         where = _Where(topic, partition, None)
         data, committed = _data_of(source, isolation == "read_committed")
-        return _read_arrow(data, where, columns, verify_crc, format, backend, on_corrupt, include_control, committed)
+        if not (decode or any(c in DECODED for c in columns)):
+            return _read_arrow(
+                data, where, columns, verify_crc, format, backend, on_corrupt, include_control, committed
+            )
+        read = tuple(dict.fromkeys([c for c in columns if c not in DECODED] + list(DECODE_NEEDS)))
+        table = _read_arrow(data, where, read, verify_crc, format, backend, on_corrupt, include_control, committed)
+        batches = [add_decoded(pa, b, columns) for b in table.to_batches()]
+        return pa.Table.from_batches(batches, pa.schema([arrow_schema(pa, True).field(c) for c in columns]))
     opts = {"path": paths, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "include_control": include_control,
             "isolation": isolation, "compressed_objects": compressed_objects, "format": format, "backend": backend,
             "include_suffixed": include_suffixed, **(storage_options or {}),
@@ -685,7 +715,7 @@ def _read_planned(opts: dict, columns, topic, partition):
         named = {"topic": topic} if topic is not None else {}
         slices = [dataclasses.replace(s, **named, **({"partition": partition} if partition is not None else {}))
                   for s in slices]  # fmt: skip
-    schema = pa.schema([arrow_schema(pa).field(c) for c in columns])
+    schema = pa.schema([arrow_schema(pa, True).field(c) for c in columns])
     return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
 
 

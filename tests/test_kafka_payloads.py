@@ -344,3 +344,27 @@ def test_dump_reports_a_payload_that_does_not_decode(tmp_path):
     r = _dump(log, "--records", "--json", "--no-index")
     problems = [json.loads(x) for x in r.stdout.splitlines() if '"problem"' in x]
     assert r.returncode == 1 and problems[0]["kind"] == "payload" and problems[0]["offset"] == 2
+
+
+def test_read_arrow_decoded_columns(tmp_path):
+    """read_arrow(..., decode_payloads=True): key_decoded/value_decoded as JSON text, NULL for other topics;
+    a payload that does not decode keeps its row, with payload_error saying why."""
+    import kfmt
+
+    log = _offsets_log(tmp_path, damage=True)
+    other = tmp_path / "orders-0"
+    other.mkdir()
+    (other / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v")]))
+    t = kfmt.read_arrow(str(tmp_path), decode_payloads=True)
+    assert t.schema.names[-3:] == ["key_decoded", "value_decoded", "payload_error"]
+    rows = {(r["topic"], r["offset"]): r for r in t.to_pylist()}
+    assert json.loads(rows["__consumer_offsets", 1]["value_decoded"])["type"] == "OffsetCommitValue"
+    assert rows["__consumer_offsets", 2]["value_decoded"] is None and rows["__consumer_offsets", 2]["value"]
+    assert rows["__consumer_offsets", 2]["payload_error"].startswith("value")
+    assert rows["orders", 0]["key_decoded"] is None and rows["orders", 0]["payload_error"] is None
+    only = kfmt.read_arrow(str(log), columns=["offset", "value_decoded"])  # projecting a decoded column decodes
+    assert only.schema.names == ["offset", "value_decoded"] and only.column(1)[0].as_py().startswith('{"type": "Group')
+    data = (log / "00000000000000000000.log").read_bytes()
+    t = kfmt.read_arrow(data, topic="__consumer_offsets", columns=["offset", "key_decoded"])
+    assert json.loads(t.column(1)[1].as_py())["type"] == "OffsetCommitKey"
+    assert "key_decoded" not in kfmt.read_arrow(str(log)).schema.names  # only when asked for

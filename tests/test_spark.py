@@ -5,6 +5,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -694,3 +695,49 @@ def test_a_batch_being_written_does_not_fail_a_spark_read(spark, tmp_path):
     (d / f"{0:020d}.log").write_bytes(done + cut)
     rows = spark.read.format("kafka-log").load(str(tmp_path)).select("offset").collect()
     assert sorted(r["offset"] for r in rows) == [0, 1, 2, 3]
+
+
+def _offsets_dir(tmp_path):
+    """__consumer_offsets-0 with a real broker's records (tests/vectors/kafka_internal_payloads.json), a commit
+    deleted by a tombstone, and a value cut short (which must be reported, not dropped)."""
+    import json
+
+    vectors = json.loads((Path(__file__).parent / "vectors" / "kafka_internal_payloads.json").read_text())["records"]
+    recs = [kfmt.Record(key=bytes.fromhex(r["key"]), value=bytes.fromhex(r["value"]), timestamp=1769791662893 + i)
+            for i, r in enumerate(r for r in vectors if r["topic"] == "__consumer_offsets")]  # fmt: skip
+    commit = next(r for r in recs if r.key[:2] == b"\x00\x01")
+    recs.append(kfmt.Record(key=commit.key, value=None, timestamp=1769791662999))  # the commit deleted
+    recs.append(kfmt.Record(key=commit.key, value=commit.value[:-3], timestamp=1769791663000))  # damaged
+    d = tmp_path / "logs" / "__consumer_offsets-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(kfmt.encode_batch(recs))
+    return d.parent
+
+
+def test_offsets_job(spark, tmp_path):
+    """`kfmt spark offsets`: the commit history (the deletion included), group membership with who joined,
+    and the record that does not decode reported with its error."""
+    from kfmt.spark.jobs import offsets
+
+    commits, groups, undecoded = offsets(spark, str(_offsets_dir(tmp_path)))
+    rows = [r.asDict() for r in commits.orderBy("log_offset").collect()]
+    assert [(r["group"], r["topic"], r["partition"], r["offset"], r["deleted"]) for r in rows] == [
+        ("DEVSmileCDR", "batch2.work.notification.SHR_PROD.persistence", 0, 0, False),
+        ("DEVSmileCDR", "batch2.work.notification.SHR_PROD.persistence", 0, None, True)]  # fmt: skip
+    assert rows[0]["commit_time"] is not None and rows[0]["leader_epoch"] == -1 and rows[0]["expire_time"] is None
+    g = groups.collect()[0].asDict()
+    assert (g["group"], g["generation"], g["protocol"], len(g["members"])) == ("DEVSmileCDR", 1, "range", 8)
+    assert sorted(g["joined"]) == sorted(g["members"]) and g["left"] == []
+    bad = undecoded.collect()
+    assert len(bad) == 1 and bad[0]["log_offset"] == 3 and bad[0]["payload_error"].startswith("value")
+
+
+def test_offsets_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "kfmt", "spark", "offsets", str(_offsets_dir(tmp_path)), "--json",
+                        "--master", "local[1]"], capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 1, r.stderr  # the damaged record
+    last = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(last) == 1 and last[0]["deleted"] is True  # the last word on that partition: deleted
+    assert (
+        "__consumer_offsets-0 offset 3 does not decode: value" in r.stderr and "1 record(s) did not decode" in r.stderr
+    )

@@ -9,7 +9,7 @@ import sys
 
 from pyspark.sql.datasource import DataSource
 
-from kfmt.arrow import SCHEMA
+from kfmt.arrow import SCHEMA, SCHEMA_DECODED
 from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, _projection
 from kfmt.spark.stream import KafkaLogStreamReader, KafkaLogStreamWriter
 
@@ -77,7 +77,8 @@ class KafkaLogDataSource(DataSource):
         return "kafka-log"
 
     def schema(self):
-        return SCHEMA
+        decode = str(self.options.get("decode_payloads", "false")).strip().lower() == "true"
+        return SCHEMA_DECODED if decode else SCHEMA
 
     def reader(self, schema):
         return KafkaLogReader(dict(self.options), _projection(schema), self.defaults)

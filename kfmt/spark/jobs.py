@@ -181,6 +181,60 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     return res
 
 
+_MEMBERS = "array<struct<memberId: string, groupInstanceId: string, clientId: string, clientHost: string>>"
+
+
+def offsets(spark, path: str):
+    """The committed-offset history and the group membership changes in an archived ``__consumer_offsets``
+    (a log directory, or its partition folders), read offline with its records decoded by name.
+
+    Returns ``(commits, groups, undecoded)``: ``commits`` a row per offset commit or deletion (a tombstone) in
+    log order: group, topic, partition, committed ``offset``, ``leader_epoch``, ``metadata``,
+    ``commit_time``, ``expire_time`` (NULL for none), ``deleted``, and where it is in the log (``log_partition``,
+    ``log_offset``, ``log_time``); ``groups`` a row per group metadata record: group, ``generation``,
+    ``protocol_type``, ``protocol``, ``leader``, ``members`` (member ids), ``joined`` and ``left`` (against the
+    group's record before), ``deleted`` (the group removed), where it is in the log; ``undecoded`` the rows whose
+    payload did not decode, with ``payload_error`` (nothing is dropped unsaid)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("kafka-log").option("subscribe", "__consumer_offsets").option("decode_payloads", "true")
+    df = df.load(path).select(
+        F.col("partition").alias("log_partition"), F.col("offset").alias("log_offset"),
+        F.col("timestamp").alias("log_time"), "key_decoded", "value_decoded", "payload_error",
+        F.get_json_object("key_decoded", "$.type").alias("key_type"),
+    )  # fmt: skip
+
+    def k(field):
+        return F.get_json_object("key_decoded", f"$.data.{field}")
+
+    def v(field):
+        return F.get_json_object("value_decoded", f"$.data.{field}")
+
+    def ms(col):
+        return F.when(col.cast("long") >= 0, F.timestamp_millis(col.cast("long")))
+
+    where = ["log_partition", "log_offset", "log_time"]
+    commits = df.where(F.col("key_type") == "OffsetCommitKey").select(
+        k("group").alias("group"), k("topic").alias("topic"), k("partition").cast("int").alias("partition"),
+        v("offset").cast("long").alias("offset"), v("leaderEpoch").cast("int").alias("leader_epoch"),
+        v("metadata").alias("metadata"), ms(v("commitTimestamp")).alias("commit_time"),
+        ms(v("expireTimestamp")).alias("expire_time"), F.col("value_decoded").isNull().alias("deleted"), *where,
+    )  # fmt: skip
+    members = F.from_json(v("members"), _MEMBERS).getField("memberId")
+    groups = df.where(F.col("key_type") == "GroupMetadataKey").select(
+        k("group").alias("group"), v("generation").cast("int").alias("generation"),
+        v("protocolType").alias("protocol_type"), v("protocol").alias("protocol"), v("leader").alias("leader"),
+        F.coalesce(members, F.array().cast("array<string>")).alias("members"),
+        F.col("value_decoded").isNull().alias("deleted"), *where,
+    )  # fmt: skip
+    before = F.lag("members").over(Window.partitionBy("group").orderBy("log_partition", "log_offset"))
+    groups = groups.withColumn("joined", F.array_except("members", F.coalesce(before, F.array().cast("array<string>"))))
+    groups = groups.withColumn("left", F.array_except(F.coalesce(before, F.array().cast("array<string>")), "members"))
+    undecoded = df.where(F.col("payload_error").isNotNull()).select(*where, "payload_error")
+    return commits, groups, undecoded
+
+
 def render_compare(res: dict, markdown=True) -> str:
     from kfmt.measure import table
 
@@ -201,7 +255,7 @@ def _check_args(args) -> str | None:
 
     from kfmt.api import format_ids
 
-    paths = args.logdir.split(",") if args.job == "compare" else [args.src]
+    paths = args.logdir.split(",") if args.job in ("compare", "offsets") else [args.src]
     for p in paths:
         if not Path(p).exists():
             return f"no such file or directory: {p}"
@@ -219,7 +273,7 @@ def _check_args(args) -> str | None:
         bad = [c for c in args.codecs.split(",") if c not in CODECS]
         if bad:
             return f"unknown codec(s) {', '.join(bad)}; use {', '.join(CODECS)}"
-    elif args.magic < 2 and args.codec == "zstd":
+    elif args.job == "convert" and args.magic < 2 and args.codec == "zstd":
         return "zstd cannot be written with magic 0 or 1"
     return None
 
@@ -292,6 +346,8 @@ def _run(args, out: _Messages) -> int:
     except Exception as e:
         return out.fail(f"kfmt spark {args.job}: Spark did not start: {_reason(e)}")
     try:
+        if args.job == "offsets":
+            return _offsets_job(spark, args, out, t0)
         if args.job == "compare":
             try:
                 res = compare(spark, args.logdir, args.formats.split(","), args.codecs.split(","))
@@ -329,8 +385,48 @@ def _run(args, out: _Messages) -> int:
     return 0
 
 
+def _offsets_job(spark, args, out: _Messages, t0: float) -> int:
+    """`kfmt spark offsets`: the last committed offset of every group, topic and partition (table or JSON
+    lines), the full histories written to --out as Parquet; exit 1 if a record did not decode."""
+    import json
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    try:
+        commits, groups, undecoded = offsets(spark, args.logdir)
+        latest = commits.withColumn("n", F.row_number().over(Window.partitionBy("group", "topic", "partition")
+                                                             .orderBy(F.desc("log_partition"), F.desc("log_offset"))))  # fmt: skip
+        rows = latest.where("n = 1").drop("n").orderBy("group", "topic", "partition").collect()
+        changes = groups.where(F.size("joined") + F.size("left") > 0).count()
+        n_commits, n_groups, bad = commits.count(), groups.count(), undecoded.collect()
+        if args.out:
+            commits.write.mode("errorifexists").parquet(os.path.join(args.out, "commits"))
+            groups.write.mode("errorifexists").parquet(os.path.join(args.out, "groups"))
+    except Exception as e:
+        return out.fail(f"kfmt spark offsets: {_reason(e)}")
+    for r in rows:
+        d = r.asDict()
+        if args.json:
+            print(json.dumps({k: (str(x) if k.endswith("time") and x is not None else x) for k, x in d.items()}))
+        else:
+            when = d["commit_time"].isoformat(timespec="milliseconds") if d["commit_time"] else "-"
+            state = "deleted" if d["deleted"] else f"offset {d['offset']} committed {when}"
+            print(f"{d['group']}  {d['topic']}-{d['partition']}  {state}  (log {d['log_partition']}@{d['log_offset']})")
+    out.say(f"kfmt spark offsets: {n_commits} offset commit(s) of {len(rows)} group partition(s), {n_groups} group "
+            f"metadata record(s) ({changes} membership change(s)){' written to ' + args.out if args.out else ''}")  # fmt: skip
+    for r in bad[:20]:
+        out.say(f"kfmt spark offsets: __consumer_offsets-{r['log_partition']} offset {r['log_offset']} does not "
+                f"decode: {r['payload_error']}")  # fmt: skip
+    if bad:
+        out.say(f"kfmt spark offsets: {len(bad)} record(s) did not decode (left out of the histories)")
+        return 1
+    out.say(f"done in {time.time() - t0:.1f}s")
+    return 0
+
+
 def add_parser(sub) -> None:
-    s = sub.add_parser("spark", help="Spark jobs over Kafka log directories (compare formats, convert)")
+    s = sub.add_parser("spark", help="Spark jobs over Kafka log directories (compare formats, convert, offsets)")
     jobs = s.add_subparsers(dest="job", required=True, metavar="JOB")
     c = jobs.add_parser("compare", help="bytes per format and codec over a corpus, computed with Spark")
     c.add_argument("logdir", help="log directory, partition folder or segment files (comma-separated)")
@@ -354,3 +450,15 @@ def add_parser(sub) -> None:
         help="leave corrupt batches and unreadable tails out, count them and exit 1 (default: fail, write nothing)",
     )
     v.set_defaults(func=run)
+    o = jobs.add_parser("offsets", help="committed offsets and group membership from an archived __consumer_offsets",
+                        description="Read an archived __consumer_offsets (a log directory or its partition folders) "
+                        "offline, its records decoded by name: print the last committed offset of every group, topic "
+                        "and partition, and with --out write the whole commit history (every commit and deletion, "
+                        "with commit and expiry times) and every group metadata record (generation, protocol, leader, "
+                        "members, who joined and left) as Parquet under DIR/commits and DIR/groups. Exit status: 0, 1 "
+                        "if a record did not decode (each named), 2 usage error.")  # fmt: skip
+    o.add_argument("logdir", help="log directory or __consumer_offsets-N folders (comma-separated)")
+    o.add_argument("--out", metavar="DIR", help="write the histories here as Parquet (DIR/commits, DIR/groups)")
+    o.add_argument("--json", action="store_true", help="the last commits as JSON lines")
+    o.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    o.set_defaults(func=run)

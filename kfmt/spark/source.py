@@ -71,7 +71,7 @@ def _spark_types() -> dict:
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return {f.name: f.dataType for f in from_arrow_schema(arrow_schema(pa)).fields}
+    return {f.name: f.dataType for f in from_arrow_schema(arrow_schema(pa, True)).fields}
 
 
 def _projection(schema) -> tuple[str, ...]:
