@@ -8,8 +8,11 @@ A framing stage damages whole logs mixing v0, v1 and v2 (zero-filled holes and t
 fields, inserted garbage) and checks that ``kfmt.scan(skip_corrupt=True)`` accounts for every byte and
 finds every untouched batch; a bomb stage feeds each codec's high-ratio payloads, and an amplification
 stage small batches of millions of empty records, headers or inner messages (refused by the max_memory
-budget), each recording its peak RSS growth. The campaign ends with a table: inputs per format and
-backend, crashes, seconds, peak memory growth per stage.
+budget), each recording its peak RSS growth. A payload stage mutates the keys and values of Kafka's own
+topics (a real broker's records, tests/vectors/kafka_internal_payloads.json) and decodes them with the
+message schemas' python and Construct codecs: each must decode or raise CodecError, both must agree, and a
+value that decodes must encode to bytes that decode to the same value. The campaign ends with a table:
+inputs per format and backend, crashes, seconds, peak memory growth per stage.
 """
 
 from __future__ import annotations
@@ -169,6 +172,71 @@ def campaign(n: int, construct_share: float, seed: int, formats, backends=None) 
                 f"{fid:26} {backend:9} {budget:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s", file=sys.stderr
             )
     return rows
+
+
+def _payload_seeds() -> list[tuple[str, bytes, dict]]:
+    """(message schema, payload, its decode parameters) of every key and value of the real broker's records."""
+    import json
+
+    from kfmt.payloads import BINDINGS, _codec
+
+    vectors = json.loads((ROOT / "tests" / "vectors" / "kafka_internal_payloads.json").read_text())["records"]
+    out = []
+    for r in vectors:
+        b = BINDINGS[r["topic"]]
+        params = {}
+        if r["key"] is not None and b.key is not None:
+            key = bytes.fromhex(r["key"])
+            out.append((b.key, key, {}))
+            if b.param:
+                params = {b.param: _codec(b.key, "python").decode(key).record_type}
+        out.append((b.value, bytes.fromhex(r["value"]), params))
+    return out
+
+
+def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
+    """Decode with the python and Construct codecs: a crash, a disagreement, or an encoding that does not
+    decode back to the same value, described; else None."""
+    from kfmt.payloads import _codec
+
+    out = []
+    for backend in ("python", "construct"):
+        codec = _codec(schema, backend)
+        try:
+            v = codec.decode(data, **params)
+        except kfmt.CodecError:
+            out.append(None)
+            continue
+        except Exception as e:  # noqa: BLE001 - what the stage looks for
+            return f"{schema}/{backend}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+        try:
+            again = codec.decode(codec.encode(v, **params), **params)
+        except Exception as e:  # noqa: BLE001 - a decoded value must encode
+            return f"{schema}/{backend}: decoded, then encoding failed: {type(e).__name__}: {e}"
+        if _slots(again) != _slots(v):
+            return f"{schema}/{backend}: the encoding of the decoded value decodes to another value"
+        out.append(_slots(v))
+    if out[0] != out[1]:
+        return f"{schema}: python and construct disagree ({'ok' if out[0] else 'error'} / {'ok' if out[1] else 'error'})"
+    return None
+
+
+def payloads(n: int, seed: int) -> tuple:
+    """The payload stage: ``n`` mutated keys and values of Kafka's own topics."""
+    rng = random.Random(f"{seed}/payloads")
+    pool = _payload_seeds()
+    crashes, t0 = 0, time.time()
+    for _ in range(n):
+        schema, data, params = rng.choice(pool)
+        data = mutate(data, rng) if rng.random() < 0.95 else os.urandom(rng.randrange(0, 64))
+        why = _payload_one(schema, data, params)
+        if why:
+            crashes += 1
+            if crashes <= 5:
+                print(f"CRASH {schema}: {save(schema, 'payload', data, why)}\n{why}", file=sys.stderr)
+    print(f"{'kafka payloads':26} {'python+construct':9} {n:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s",
+          file=sys.stderr)  # fmt: skip
+    return ("kafka payloads (messages schemas)", "python, construct", n, crashes, time.time() - t0)
 
 
 def _mixed_log(rng: random.Random) -> bytes:
@@ -403,6 +471,7 @@ def main(argv=None) -> int:
     p.add_argument("--atheris", type=int, default=0, metavar="RUNS", help="also run atheris per format for RUNS inputs")
     p.add_argument("--framing", type=int, default=20_000, help="damaged mixed logs for the framing stage")
     p.add_argument("--no-bombs", action="store_true", help="skip the bomb stage (it allocates up to the 256 MiB cap)")
+    p.add_argument("--payloads", type=int, default=20_000, help="mutated keys and values of Kafka's own topics")
     args = p.parse_args(argv)
     atheris_rows = []
     if args.atheris:
@@ -423,6 +492,8 @@ def main(argv=None) -> int:
     rows = campaign(args.inputs, args.construct_share, args.seed, args.formats.split(","), chosen) + atheris_rows
     base = _reset_peak()
     rows.append(framing(args.framing, args.seed) + (_grown_mb(base),))
+    if args.payloads:
+        rows.append(payloads(args.payloads, args.seed))
     if not args.no_bombs:
         rows.append(bombs())
         rows += amplification()

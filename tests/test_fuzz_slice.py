@@ -1,5 +1,7 @@
 """A short slice of `make fuzz` in CI: mutated entries of every format in both backends, damaged mixed logs
-through scan, bombs in every codec and amplification cases (with their peak RSS); any crash fails (and is saved for the suite to replay)."""
+through scan, mutated keys and values of Kafka's own topics through the message schemas' codecs, bombs in
+every codec and amplification cases (with their peak RSS); any crash fails (and is saved for the suite to
+replay)."""
 
 import subprocess
 import sys
@@ -9,10 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_short_fuzz_campaign_finds_no_crash():
-    r = subprocess.run([sys.executable, "fuzz/campaign.py", "--inputs", "300", "--framing", "400"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    r = subprocess.run([sys.executable, "fuzz/campaign.py", "--inputs", "300", "--framing", "400", "--payloads", "3000"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert ", 0 crashes, peak RSS" in r.stdout
+    assert "| kafka payloads (messages schemas) | python, construct | 3,000 | 0 |" in r.stdout
     assert "| mixed logs, damaged framing | scan | 400 | 0 |" in r.stdout
     assert "| bombs (every codec) | read_batches | 24 | 0 |" in r.stdout
     amplified = [ln for ln in r.stdout.splitlines() if ln.startswith("| amplification: ")]
