@@ -69,6 +69,7 @@ demo: setup generate
 
 bench: setup
 	$(PY) bench/bench_codecs.py
+	$(PY) bench/bench_payloads.py
 
 # instructions per record under valgrind's callgrind: deterministic on a busy machine (needs valgrind)
 bench-callgrind: setup
