@@ -147,5 +147,9 @@ def kafka_json(obj):
             if v:
                 out[kafka] = [{"tag": t, "data": bytes(d).hex()} for t, d in v]
             continue
+        if kind.startswith("view:"):  # bytes holding a message: the message, as kafka-dump-log shows it
+            inner = getattr(obj, kind[5:])
+            out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
+            continue
         out[kafka] = _value(v, kind)
     return out

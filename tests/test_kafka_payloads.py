@@ -368,3 +368,49 @@ def test_read_arrow_decoded_columns(tmp_path):
     t = kfmt.read_arrow(data, topic="__consumer_offsets", columns=["offset", "key_decoded"])
     assert json.loads(t.column(1)[1].as_py())["type"] == "OffsetCommitKey"
     assert "key_decoded" not in kfmt.read_arrow(str(log)).schema.names  # only when asked for
+
+
+def test_member_subscriptions_read_as_consumer_protocol():
+    """A consumer group's member subscription and assignment are ConsumerProtocol messages (their own int16
+    version first; a newer version is read with the newest known, what follows ignored, as ConsumerProtocol
+    does); another protocol type's bytes stay bytes."""
+    from kafka.protocol.schemas.fields.codecs.types import Int16
+
+    from kfmt.runtime.errors import CodecError
+
+    sub_spec = TREE / "clients/src/main/resources/common/message/ConsumerProtocolSubscription.json"
+    asg_spec = TREE / "clients/src/main/resources/common/message/ConsumerProtocolAssignment.json"
+    sub = Int16.encode(1) + _struct(sub_spec).encode({"topics": ["orders", "clicks"], "user_data": None,
+                                                      "owned_partitions": [{"topic": "orders", "partitions": [0, 2]}]},
+                                                     version=1)  # fmt: skip
+    asg = Int16.encode(0) + _struct(asg_spec).encode({"assigned_partitions": [{"topic": "orders", "partitions": [1]}],
+                                                      "user_data": b"u"}, version=0)  # fmt: skip
+
+    def group(protocol_type: str, subscription: bytes) -> bytes:
+        member = {"member_id": "m-1", "group_instance_id": None, "client_id": "c", "client_host": "/h",
+                  "rebalance_timeout": 1, "session_timeout": 2, "subscription": subscription, "assignment": asg}  # fmt: skip
+        data = {"protocol_type": protocol_type, "generation": 4, "protocol": "range", "leader": "m-1",
+                "current_state_timestamp": 5, "members": [member]}  # fmt: skip
+        return _i16(3) + _struct(GROUPS / "GroupMetadataValue.json").encode(data, version=3)
+
+    key = _i16(2) + _struct(GROUPS / "GroupMetadataKey.json").encode({"group": "g"}, version=2)
+    for backend in BACKENDS:
+        m = decode_payload("__consumer_offsets", key, group("consumer", sub), backend=backend).value
+        j = m.to_json()["data"]["members"][0]
+        assert j["subscription"] == {"version": 1, "Topics": ["orders", "clicks"], "UserData": None,
+                                     "OwnedPartitions": [{"Topic": "orders", "Partitions": [0, 2]}],
+                                     "GenerationId": -1, "RackId": None}  # fields of later versions: defaults  # fmt: skip
+        assert j["assignment"] == {"version": 0, "AssignedPartitions": [{"Topic": "orders", "Partitions": [1]}],
+                                   "UserData": "75"}  # fmt: skip
+        v3 = _struct(sub_spec).encode({"topics": ["orders", "clicks"], "user_data": None, "owned_partitions": [],
+                                       "generation_id": 7, "rack_id": "r"}, version=3)  # fmt: skip
+        newer = Int16.encode(9) + v3 + b"\x00\x00\x00\x07"  # a newer version: read as the newest known
+        m = decode_payload("__consumer_offsets", key, group("consumer", newer), backend=backend).value
+        assert m.data.members[0].subscription_decoded.topics == ["orders", "clicks"]
+        m = decode_payload("__consumer_offsets", key, group("connect", b"\x01\x02"), backend=backend).value
+        assert (
+            m.data.members[0].subscription_decoded is None
+            and m.to_json()["data"]["members"][0]["subscription"] == "0102"
+        )
+        with pytest.raises(CodecError, match="subscription"):
+            decode_payload("__consumer_offsets", key, group("consumer", sub[:5]), backend=backend)

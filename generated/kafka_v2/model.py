@@ -36,7 +36,7 @@ class Record(_Record):
         ("attributes", "attributes", ""),
         ("timestamp_delta", "timestampDelta", ""),
         ("offset_delta", "offsetDelta", ""),
-        ("key", "key", "bytes"),
+        ("key", "key", "view:control"),
         ("value", "value", "bytes"),
         ("headers", "Headers", ""),
     )

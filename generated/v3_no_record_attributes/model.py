@@ -33,7 +33,7 @@ class Record(_Record):
         ("length", "length", ""),
         ("timestamp_delta", "timestampDelta", ""),
         ("offset_delta", "offsetDelta", ""),
-        ("key", "key", "bytes"),
+        ("key", "key", "view:control"),
         ("value", "value", "bytes"),
         ("headers", "Headers", ""),
     )

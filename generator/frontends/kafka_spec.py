@@ -298,7 +298,7 @@ def parse(text: str, where: str) -> dict:
     return spec
 
 
-def family(specs: list[tuple[dict, str]], name: str) -> dict[str, dict]:
+def family(specs: list[tuple[dict, str]], name: str, nested=()) -> dict[str, dict]:
     """Specs lowered together into one schema per kind of payload, each a switch over its records:
     ``<name>`` for metadata records (MetadataRecordSerde's frame, the record chosen by its apiKey);
     ``<name>_key`` and ``<name>_value`` for a coordinator's records (CoordinatorRecordSerde: a key's int16
@@ -317,7 +317,28 @@ def family(specs: list[tuple[dict, str]], name: str) -> dict[str, dict]:
         out[name] = _metadata_family(metadata, name)
     if keys:
         out[f"{name}_key"], out[f"{name}_value"] = _coordinator_family(keys, values, name)
+        for owner, field, spec, where, when in nested:
+            _view(out[f"{name}_value"]["structs"], owner, field, Lowering(spec, where, out[f"{name}_value"]["structs"]),
+                  when)  # fmt: skip
     return out
+
+
+def _view(structs: dict, owner: str, field: str, inner: Lowering, when: dict) -> None:
+    """A view on bytes field ``field`` of struct ``owner`` (Kafka's names): the message ``inner`` (its own int16
+    version first, as ConsumerProtocol writes it), when ``when`` holds."""
+    hosts = [s for s in structs.values() if s.get("orig_name") == owner]
+
+    def named(f):  # GroupMetadataValue spells its fields in lower camelCase ("subscription")
+        return str(f.get("orig_name", "")).lower() == field.lower()
+
+    if len(hosts) != 1 or not any(named(f) for f in hosts[0]["fields"]):
+        raise SpecError(f"{inner.where}: no single struct {owner} with a field {field} to read it from")
+    host = hosts[0]
+    source = next(f["name"] for f in host["fields"] if named(f))
+    version = {"name": "version", "type": "int16", "doc": f"the {inner.name} version, written before it"}
+    name = inner.declare(snake(inner.name), {"orig_name": inner.name, "fields": [version, *inner.fields(
+        inner.spec["fields"], inner.name)]})  # fmt: skip
+    host.setdefault("views", {})[f"{source}_decoded"] = {"parse": source, "as": name, "when": when}
 
 
 def _cases(lowered: list[tuple[int, Lowering, str]], where: str) -> dict[int, str]:
@@ -388,6 +409,22 @@ FAMILIES = (
 )
 #: specs kfmt ships alone (a file of its own kind: the producer-state snapshot's records)
 SINGLES = ("storage/src/main/resources/message/ProducerSnapshot.json",)
+#: bytes fields that hold another message, read as it by a view (a family, its struct and field as Kafka names
+#: them, the spec of what they hold, and when): GroupMetadataManager reads a consumer group's member metadata
+#: with ConsumerProtocol, which reads a newer version with the newest it knows, ignoring what follows
+NESTED = (
+    ("group_coordinator", "MemberMetadata", "Subscription", "clients/src/main/resources/common/message/"
+     "ConsumerProtocolSubscription.json", {"field": "protocol_type", "eq": "consumer"}),
+    ("group_coordinator", "MemberMetadata", "Assignment", "clients/src/main/resources/common/message/"
+     "ConsumerProtocolAssignment.json", {"field": "protocol_type", "eq": "consumer"}),
+)  # fmt: skip
+
+
+def _read(root, rel: str) -> str:
+    f = root / rel
+    if not f.is_file():
+        raise SpecError(f"{f}: no such spec (is {root} a Kafka source tree?)")
+    return f.read_text(encoding="utf-8")
 
 
 def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
@@ -402,8 +439,11 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
         if not files:
             raise SpecError(f"{root / folder}: no {pattern} (is {root} a Kafka source tree?)")
         specs = [(parse(f.read_text(encoding="utf-8"), f"{folder}/{f.name}"), f"{folder}/{f.name}") for f in files]
-        for stem, schema in family(specs, name).items():
-            out[stem] = (schema, f"{at}{folder}/{pattern}")
+        nested = [(owner, field, parse(_read(root, rel), rel), rel, when) for fam, owner, field, rel, when in NESTED
+                  if fam == name]  # fmt: skip
+        for stem, schema in family(specs, name, nested).items():
+            srcs = [f"{folder}/{pattern}", *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
+            out[stem] = (schema, at + ", ".join(srcs))
     for rel in SINGLES:
         f = root / rel
         if not f.is_file():

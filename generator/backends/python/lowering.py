@@ -492,8 +492,11 @@ class Builder(Validator):
         """Each value field with Kafka's name for it and the kind of bytes it holds (a uuid is shown as Kafka
         shows one): what ``kfmt.payloads`` turns a decoded message into Kafka's JSON with."""
         out = []
+        viewed = {v.parse: v.name for v in st.views}
         for f in st.fields:
-            if self.kind(f) == "tagged":
+            if f.name in viewed:  # bytes holding a message: shown as it when the view decoded it
+                out.append((f.name, f.orig_name or f.name, f"view:{viewed[f.name]}"))
+            elif self.kind(f) == "tagged":
                 out.append((f.name, "_unknownTaggedFields", "tags"))
                 inner = [(t, self.s.structs[t.type].fields[0]) for t in f.tags]
                 out += [(t.name, t.orig_name or t.name, self._bytes_kind(x)) for t, x in inner]
