@@ -62,6 +62,23 @@ class Payload:
     value: Decoded | None
 
 
+#: the schema of control records' values (KRaft's LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion
+#: and Voters), chosen by the control type (ABORT and COMMIT markers are read by kfmt.txn)
+CONTROL_SCHEMA = "raft_control"
+CONTROL_TYPES = frozenset(range(2, 7))
+
+
+def decode_control(control_type: int, value, *, backend: str = "python") -> Decoded | None:
+    """A control record's value decoded by its control type (the record's key: (version, type)); None for
+    the types kfmt.txn reads (ABORT, COMMIT) and unknown ones. Raises CodecError (under ``value``)."""
+    if control_type not in CONTROL_TYPES or value is None:
+        return None
+    try:
+        return _message(_codec(CONTROL_SCHEMA, backend).decode(bytes(value), control_type=control_type), "value")
+    except CodecError as e:
+        raise e.under("value") from None
+
+
 def binding(topic_or_kind: str) -> Binding | None:
     """The binding of a topic (or file kind), None for a topic whose payloads are the user's own."""
     return BINDINGS.get(topic_or_kind)
@@ -74,9 +91,7 @@ def _codec(schema: str, backend: str):
 def _message(root, what: str) -> Decoded:
     """A family root (its version or record type, then the message its switch chose) as a Decoded."""
     fields = type(root)._fields
-    version = getattr(root, "version", None)
-    if version is None:
-        version = root.record_type
+    version = next((getattr(root, f) for f in ("version", "record_type") if f in fields), 0)  # control: 0
     if getattr(root, "frame_version", 1) != 1:
         raise InvalidValueError(f"frame version {root.frame_version} (Kafka reads only frame version 1)", path=what)
     data = getattr(root, fields[-1])

@@ -414,3 +414,23 @@ def test_member_subscriptions_read_as_consumer_protocol():
         )
         with pytest.raises(CodecError, match="subscription"):
             decode_payload("__consumer_offsets", key, group("consumer", sub[:5]), backend=backend)
+
+
+@pytest.mark.parametrize("rec", VECTORS["controls"], ids=lambda r: f"{r['topic']}@{r['offset']}")
+def test_a_real_brokers_control_records(rec):
+    """KRaft's control records (ControlRecordUtils: the value is the message at version 0, no version before
+    it; the key an int16 version and the int16 control type), as kafka-python reads them from the specs."""
+    from kfmt.payloads import decode_control
+
+    key, value = bytes.fromhex(rec["key"]), bytes.fromhex(rec["value"])
+    control_type = int.from_bytes(key[2:4], "big")
+    names = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord"}
+    spec = TREE / f"clients/src/main/resources/common/message/{names[control_type]}.json"
+    theirs = _struct(spec).decode(io.BytesIO(value), version=0, compact=True, tagged=True)
+    for backend in BACKENDS:
+        d = decode_control(control_type, value, backend=backend)
+        assert (d.type, d.version) == (names[control_type], 0)
+        _same(d.data, theirs)
+        codec = _codec("raft_control", backend)
+        assert codec.encode(codec.decode(value, control_type=control_type), control_type=control_type) == value
+    assert decode_control(1, b"\x00\x00\x00\x00\x00\x05") is None  # a COMMIT marker: kfmt.txn's

@@ -383,14 +383,37 @@ def _coordinator_family(keys: dict, values: dict, name: str) -> tuple[dict, dict
     kstructs[kroot] = {"doc": "a record's key: its type (the version CoordinatorRecordSerde writes first), then the key",
                        "fields": [{"name": "record_type", "type": "int16", "orig_name": "version"},
                                   {"name": "key", "type": {"switch": "record_type", "cases": _cases(kc, "keys")}}]}  # fmt: skip
-    vstructs[vroot] = {"doc": "a record's value: its version, then the value the key's record type names",
-                       "fields": [{"name": "version", "type": "int16"},
-                                  {"name": "value", "type": {"switch": "record_type", "cases": _cases(vc, "values")}}]}  # fmt: skip
     refs = ", ".join(k.where for k in kl)
     key = {"doc": _doc(kl, "a coordinator's record keys"), "doc_ref": refs, "root": kroot, "structs": kstructs}
-    value = {"doc": _doc(vl, "a coordinator's record values"), "doc_ref": ", ".join(v.where for v in vl),
-             "root": vroot, "params": {"record_type": "int16"}, "structs": vstructs}  # fmt: skip
+    value = _by_param(vl, vc, vstructs, vroot, "record_type", "a coordinator's record values", "the key's record type")
     return key, value
+
+
+def _by_param(lows: list, cases: list, structs: dict, root: str, param: str, what: str, chooser: str) -> dict:
+    """A schema of versioned values whose layout a parameter chooses: an int16 version, then a switch."""
+    structs[root] = {"doc": f"a value: its version, then the message {chooser} names",
+                     "fields": [{"name": "version", "type": "int16"},
+                                {"name": "value", "type": {"switch": param, "cases": _cases(cases, "values")}}]}  # fmt: skip
+    return {"doc": _doc(lows, what), "doc_ref": ", ".join(x.where for x in lows), "root": root,
+            "params": {param: "int16"}, "structs": structs}  # fmt: skip
+
+
+def control_family(specs: list[tuple[int, dict, str]], name: str) -> dict:
+    """The values of control records, the message chosen by the control type the record's key holds (a
+    parameter). ControlRecordUtils writes and reads each at version 0 (its ``*_CURRENT_VERSION``), with no
+    version before it: so are they lowered, for version 0 alone."""
+    structs: dict[str, dict] = {}
+    lows = []
+    for _, spec, where in specs:
+        low = Lowering(spec, where, structs)
+        low.valid = Versions(0, 0)
+        lows.append(low)
+    cases = _cases([(t, low, low.message(guard=False)) for (t, _, _), low in zip(specs, lows)], "control types")
+    structs[name] = {"doc": "a control record's value: the message its control type names, at version 0",
+                     "fields": [{"name": "value", "type": {"switch": "control_type", "cases": cases}}]}  # fmt: skip
+    return {"doc": _doc(lows, "control records' values (ControlRecordUtils, version 0)"),
+            "doc_ref": ", ".join(x.where for x in lows), "root": name, "params": {"control_type": "int16"},
+            "structs": structs}  # fmt: skip
 
 
 def lower(text: str, where: str) -> dict:
@@ -407,6 +430,11 @@ FAMILIES = (
     ("share_coordinator", "share-coordinator/src/main/resources/common/message", "*.json"),
     ("remote_log_metadata", "storage/src/main/resources/message", "RemoteLog*.json"),
 )
+#: control records' values, by control type (ControlRecordType: 0 ABORT and 1 COMMIT are EndTxnMarkers, which
+#: have no spec and kfmt.txn reads)
+CONTROL = ("raft_control", "clients/src/main/resources/common/message", (
+    (2, "LeaderChangeMessage.json"), (3, "SnapshotHeaderRecord.json"), (4, "SnapshotFooterRecord.json"),
+    (5, "KRaftVersionRecord.json"), (6, "VotersRecord.json")))  # fmt: skip
 #: specs kfmt ships alone (a file of its own kind: the producer-state snapshot's records)
 SINGLES = ("storage/src/main/resources/message/ProducerSnapshot.json",)
 #: bytes fields that hold another message, read as it by a view (a family, its struct and field as Kafka names
@@ -444,6 +472,9 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
         for stem, schema in family(specs, name, nested).items():
             srcs = [f"{folder}/{pattern}", *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
             out[stem] = (schema, at + ", ".join(srcs))
+    cname, cfolder, ctypes = CONTROL
+    controls = [(t, parse(_read(root, f"{cfolder}/{f}"), f"{cfolder}/{f}"), f"{cfolder}/{f}") for t, f in ctypes]
+    out[cname] = (control_family(controls, cname), at + ", ".join(w for _, _, w in controls))
     for rel in SINGLES:
         f = root / rel
         if not f.is_file():

@@ -26,7 +26,7 @@ from kfmt.api import scan
 from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
 from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition
 from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
-from kfmt.payloads import binding, decode_payload
+from kfmt.payloads import Payload, binding, decode_control, decode_payload
 from kfmt.runtime.errors import CodecError, TruncatedError
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
@@ -467,9 +467,12 @@ class Dump:
         """A record of Kafka's own topics (or a KRaft snapshot) decoded by its schemas: None for the user's own
         topics, control records and ``--payload raw``; a payload that does not decode is a problem."""
         kind = "kraft-snapshot" if log.snapshot else seg.topic
-        if self.args.payload == "raw" or r.control or binding(kind) is None:
+        if self.args.payload == "raw" or (not r.control and binding(kind) is None):
             return None
         try:
+            if r.control:
+                value = decode_control(r.control[1], r.value)
+                return Payload(None, value) if value is not None else None
             return decode_payload(kind, r.key, r.value)
         except CodecError as e:
             self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record does not decode: {e} (shown raw)", pos,
@@ -494,7 +497,8 @@ class Dump:
             ctl = control_text(r)
             meta = f"offset {r.offset} {iso(r.timestamp) or r.timestamp}"
             if ctl:
-                out.write(f"{'':>10}   {meta}  {ctl}\n")
+                p = self._decoded(seg, pos, r, log)
+                out.write(f"{'':>10}   {meta}  {ctl}{'  ' + decoded_text(p.value) if p else ''}\n")
                 return
             sizes = f"keySize {_size(r.key)} valueSize {_size(r.value)} sequence {sequence_at(b, r.offset)}"
             hs = " ".join(f"{json.dumps(k)}={shown(v, how)}" for k, v in r.headers)
