@@ -751,30 +751,26 @@ def display_dir(schema_dir: Path) -> str:
     """How error messages and generated headers name a schema directory: ``schemas`` for the project's own,
     otherwise the directory as the user gave it (so an error points at the files actually read)."""
     try:
-        if schema_dir.resolve() == DEFAULT_SCHEMAS.resolve():
-            return "schemas"
-    except OSError:
+        inside = schema_dir.resolve().relative_to(DEFAULT_SCHEMAS.resolve())  # the project's own, or a folder of it
+        return "schemas" if inside == Path(".") else f"schemas/{inside.as_posix()}"
+    except (OSError, ValueError):
         pass
     return str(schema_dir).rstrip("/") or "/"
 
 
-def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[str, ...] = ()) -> Schema:
-    """Load, merge imports, and validate one schema file."""
-    path = Path(path)
-    schema_dir = Path(schema_dir) if schema_dir else path.parent
-    sdir = display_dir(schema_dir)
-    display = f"{sdir}/{path.name}" if path.parent.resolve() == schema_dir.resolve() else str(path)
-    sid = path.stem
-    ctx0 = _Ctx(display)
-    _ident(sid, ctx0, "format id (file stem)")
-    top = _read(path, display)
-    m = _mapping(top, ctx0, _TOP_KEYS)
-    types: dict = {}
-    enums: dict[str, Enum] = {}
-    structs: dict[str, Struct] = {}
-    imports = []
-    sources = [path.read_bytes()]
-    base_structs: dict[str, tuple[_Located, _Ctx]] = {}  # raw struct mappings, validated after overrides
+@dataclass
+class _Parts:
+    """What a schema file is built from before it is validated: its own and inherited definitions."""
+
+    types: dict = field(default_factory=dict)
+    enums: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)  # struct name -> (located mapping, context), validated last
+    imports: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+    inherited: dict = field(default_factory=dict)
+
+
+def _imports(m: dict, ctx0: _Ctx, schema_dir: Path, sdir: str, parts: _Parts) -> None:
     for i, imp in enumerate(m["imports"].value if "imports" in m else []):
         ictx = ctx0.sub("imports", m["imports"]).sub(i, imp)
         iname = _ident(imp.value, ictx, "import")
@@ -786,39 +782,38 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
         im = _mapping(iloc, ic, LIBRARY_KEYS)
         if "library" not in im or im["library"].value is not True:
             raise ictx.error(f"imported schema {iname!r} is not a library (it needs 'library: true')")
-        types.update(_types(im.get("types"), ic.sub("types")))
-        enums.update(_enums(im.get("enums"), ic.sub("enums")))
+        parts.types.update(_types(im.get("types"), ic.sub("types")))
+        parts.enums.update(_enums(im.get("enums"), ic.sub("enums")))
         for sname, sv in (im["structs"].value if "structs" in im else {}).items():
             sc = ic.sub("structs").sub(sname, sv)
-            base_structs[_ident(sname, sc, "struct name")] = (sv, sc)
-        imports.append(iname)
-        sources.append(ipath.read_bytes())
-    if "extends" in m:
-        ectx = ctx0.sub("extends", m["extends"])
-        ename = _ident(m["extends"].value, ectx, "extends")
-        epath = schema_dir / f"{ename}.yaml"
-        if ename == sid or ename in _chain:
-            cycle = " -> ".join((*_chain, sid, ename))
-            raise ectx.error(f"extends cycle: {cycle}")
-        if not epath.is_file():
-            raise ectx.error(f"extended schema {ename!r} not found")
-        parent = load(epath, schema_dir, (*_chain, sid))
-        # the child inherits everything, then overrides structs whole or field by field
-        types.update(parent._types)  # type: ignore[attr-defined]
-        enums.update(parent.enums)
-        for k, v in parent._raw_structs.items():  # type: ignore[attr-defined]
-            base_structs[k] = v
-        imports.extend(x for x in parent.imports if x not in imports)
-        sources.extend(parent.sources)
-        inherited = {
-            "doc": parent.doc, "doc_ref": parent.doc_ref, "magic": parent.magic,
-            "auto_detect": parent.auto_detect, "root": parent.root,
-        }  # fmt: skip
-    else:
-        inherited = {}
-    types.update(_types(m.get("types"), ctx0.sub("types")))
-    enums.update(_enums(m.get("enums"), ctx0.sub("enums")))
-    raw = dict(base_structs)
+            parts.raw[_ident(sname, sc, "struct name")] = (sv, sc)
+        parts.imports.append(iname)
+        parts.sources.append(ipath.read_bytes())
+
+
+def _extends(m: dict, ctx0: _Ctx, sid: str, schema_dir: Path, chain: tuple[str, ...], parts: _Parts) -> None:
+    """The schema this one extends: everything inherited, then overridden struct by struct or field by field."""
+    ectx = ctx0.sub("extends", m["extends"])
+    ename = _ident(m["extends"].value, ectx, "extends")
+    epath = schema_dir / f"{ename}.yaml"
+    if ename == sid or ename in chain:
+        raise ectx.error(f"extends cycle: {' -> '.join((*chain, sid, ename))}")
+    if not epath.is_file():
+        raise ectx.error(f"extended schema {ename!r} not found")
+    parent = load(epath, schema_dir, (*chain, sid))
+    parts.types.update(parent._types)  # type: ignore[attr-defined]
+    parts.enums.update(parent.enums)
+    parts.raw.update(parent._raw_structs)  # type: ignore[attr-defined]
+    parts.imports.extend(x for x in parent.imports if x not in parts.imports)
+    parts.sources.extend(parent.sources)
+    parts.inherited = {"doc": parent.doc, "doc_ref": parent.doc_ref, "magic": parent.magic,
+                       "auto_detect": parent.auto_detect, "root": parent.root}  # fmt: skip
+
+
+def _structs(m: dict, ctx0: _Ctx, parts: _Parts) -> dict[str, Struct]:
+    """The file's own structs and overrides over the inherited ones, validated, with the structs the loader
+    makes (the elements of arrays of values, the values of tagged fields)."""
+    raw = dict(parts.raw)
     for sname, sv in (m["structs"].value if "structs" in m else {}).items():
         sc = ctx0.sub("structs").sub(sname, sv)
         raw[_ident(sname, sc, "struct name")] = (sv, sc)
@@ -829,17 +824,58 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
             if sname not in raw:
                 raise sc.error(f"override of unknown struct {sname!r}{_suggest(sname, raw)}")
             raw[sname] = (_apply_override(raw[sname][0], ov, sc), sc)
+    parts.raw = raw
+    structs: dict[str, Struct] = {}
     synth: dict[str, Struct] = {}  # the element structs of arrays of values
     for sname, (sv, sc) in raw.items():
-        structs[sname] = _struct(sname, sv, sc, types, synth)
+        structs[sname] = _struct(sname, sv, sc, parts.types, synth)
     for sname, st in synth.items():
         if sname in structs:
-            raise SchemaError(f"{display}:{st.line}: struct {sname!r} is defined, and is also the name of the "
+            raise SchemaError(f"{ctx0.file}:{st.line}: struct {sname!r} is defined, and is also the name of the "
                               f"elements of an array of values ({st.doc[14:]}); rename one")  # fmt: skip
         structs[sname] = st
+    return structs
+
+
+def _check_root(schema: Schema, m: dict, ctx0: _Ctx) -> None:
+    if schema.magic is not None:
+        _int(schema.magic, ctx0.sub("magic"), 0, 127)
+    if not schema.doc:
+        raise ctx0.error("a schema needs a top-level 'doc'")
+    if schema.root is None:
+        raise ctx0.error("a format schema needs 'root' (the struct a buffer decodes to)")
+    structs = schema.structs
+    if schema.root not in structs:
+        raise ctx0.sub("root", m.get("root")).error(
+            f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}"
+        )
+    root_magic = next((f.const for f in structs[schema.root].fields if f.name == "magic" and f.const is not None), None)
+    if root_magic is not None and schema.magic is not None and root_magic != schema.magic:
+        raise ctx0.sub("magic").error(
+            f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}"
+        )
+
+
+def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[str, ...] = ()) -> Schema:
+    """Load, merge imports, and validate one schema file."""
+    path = Path(path)
+    schema_dir = Path(schema_dir) if schema_dir else path.parent
+    sdir = display_dir(schema_dir)
+    display = f"{sdir}/{path.name}" if path.parent.resolve() == schema_dir.resolve() else str(path)
+    sid = path.stem
+    ctx0 = _Ctx(display)
+    _ident(sid, ctx0, "format id (file stem)")
+    m = _mapping(_read(path, display), ctx0, _TOP_KEYS)
+    parts = _Parts(sources=[path.read_bytes()])
+    _imports(m, ctx0, schema_dir, sdir, parts)
+    if "extends" in m:
+        _extends(m, ctx0, sid, schema_dir, _chain, parts)
+    parts.types.update(_types(m.get("types"), ctx0.sub("types")))
+    parts.enums.update(_enums(m.get("enums"), ctx0.sub("enums")))
+    structs = _structs(m, ctx0, parts)
 
     def top_value(k, default):
-        return m[k].value if k in m else inherited.get(k, default)
+        return m[k].value if k in m else parts.inherited.get(k, default)
 
     schema = Schema(
         id=sid,
@@ -850,28 +886,14 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
         auto_detect=bool(top_value("auto_detect", False)),
         root=top_value("root", None),
         structs=structs,
-        enums=enums,
-        imports=tuple(imports),
-        sources=tuple(sources),
+        enums=parts.enums,
+        imports=tuple(parts.imports),
+        sources=tuple(parts.sources),
         params=_params(m.get("params"), ctx0.sub("params", m.get("params"))),
     )
-    schema._types = types  # type: ignore[attr-defined]
-    schema._raw_structs = raw  # type: ignore[attr-defined]
-    if schema.magic is not None:
-        _int(schema.magic, ctx0.sub("magic"), 0, 127)
-    if not schema.doc:
-        raise ctx0.error("a schema needs a top-level 'doc'")
-    if schema.root is None:
-        raise ctx0.error("a format schema needs 'root' (the struct a buffer decodes to)")
-    if schema.root not in structs:
-        raise ctx0.sub("root", m.get("root")).error(
-            f"root struct {schema.root!r} is not defined{_suggest(schema.root, structs)}"
-        )
-    root_magic = next((f.const for f in structs[schema.root].fields if f.name == "magic" and f.const is not None), None)
-    if root_magic is not None and schema.magic is not None and root_magic != schema.magic:
-        raise ctx0.sub("magic").error(
-            f"top-level magic {schema.magic} differs from the root struct's magic const {root_magic}"
-        )
+    schema._types = parts.types  # type: ignore[attr-defined]
+    schema._raw_structs = parts.raw  # type: ignore[attr-defined]
+    _check_root(schema, m, ctx0)
     _check_conditions(schema)
     h = hashlib.sha256()
     for s in schema.sources:
@@ -930,46 +952,51 @@ def _check_conditions(schema: Schema) -> None:
             def bad(msg: str, line: int = line, at: str = at) -> SchemaError:
                 return SchemaError(f"{schema.file}:{line} {at}: {msg}")
 
-            v = c.value
             if c.op is None:
                 continue
             if c.field in bits:
-                b = bits[c.field]
-                if b.enum:
-                    enum = schema.enums.get(b.enum)
-                    names = dict((n, k) for k, n in enum.values) if enum else {}
-                    if isinstance(v, str):
-                        if v not in names:
-                            raise bad(f"{v!r} is not a value of enum {b.enum!r}{_suggest(v, names)} "
-                                      f"(values: {', '.join(names)})")  # fmt: skip
-                        if c.op not in ("eq", "ne"):
-                            raise bad(f"enum values compare with eq or ne, not {c.op}")
-                        continue
-                    if isinstance(v, int) and not isinstance(v, bool) and enum and v in dict(enum.values):
-                        continue
-                    raise bad(f"compares enum {b.enum!r} with {v!r}; use one of: {', '.join(names)}")
-                if b.flag:
-                    if not (isinstance(v, bool) or v in (0, 1)) or c.op not in ("eq", "ne"):
-                        raise bad(f"flag {c.field!r} compares with eq/ne true or false, not {c.op} {v!r}")
-                    continue
-                hi = b.mask >> ((b.mask & -b.mask).bit_length() - 1)
-                if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
-                    raise bad(f"{v!r} does not fit bit field {c.field!r} (0..{hi})")
-                continue
-            f = fields.get(c.field)
-            if f is None:
-                continue  # an unknown reference is reported, with suggestions, where references resolve
-            rng = _int_range(f.type)
-            if rng is None:
-                continue
-            if isinstance(v, str):
-                raise bad(f"compares {f.type} field {c.field!r} with a string ({v!r})")
-            if isinstance(v, bool):
-                if v not in (0, 1) or c.op not in ("eq", "ne"):
-                    raise bad(f"compares {f.type} field {c.field!r} with {v!r}")
-                continue
-            if not rng[0] <= v <= rng[1]:
-                raise bad(f"{v} does not fit {f.type} (field {c.field!r})")
+                _check_bit_condition(schema, bits[c.field], c, bad)
+            elif c.field in fields:
+                _check_int_condition(fields[c.field], c, bad)
+            # else: an unknown reference is reported, with suggestions, where references resolve
+
+
+def _check_bit_condition(schema: Schema, b: Bit, c: Cond, bad) -> None:
+    v = c.value
+    if b.enum:
+        enum = schema.enums.get(b.enum)
+        names = dict((n, k) for k, n in enum.values) if enum else {}
+        if isinstance(v, str):
+            if v not in names:
+                raise bad(f"{v!r} is not a value of enum {b.enum!r}{_suggest(v, names)} (values: {', '.join(names)})")
+            if c.op not in ("eq", "ne"):
+                raise bad(f"enum values compare with eq or ne, not {c.op}")
+            return
+        if isinstance(v, int) and not isinstance(v, bool) and enum and v in dict(enum.values):
+            return
+        raise bad(f"compares enum {b.enum!r} with {v!r}; use one of: {', '.join(names)}")
+    if b.flag:
+        if not (isinstance(v, bool) or v in (0, 1)) or c.op not in ("eq", "ne"):
+            raise bad(f"flag {c.field!r} compares with eq/ne true or false, not {c.op} {v!r}")
+        return
+    hi = b.mask >> ((b.mask & -b.mask).bit_length() - 1)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+        raise bad(f"{v!r} does not fit bit field {c.field!r} (0..{hi})")
+
+
+def _check_int_condition(f: Field, c: Cond, bad) -> None:
+    rng = _int_range(f.type)
+    v = c.value
+    if rng is None:
+        return
+    if isinstance(v, str):
+        raise bad(f"compares {f.type} field {c.field!r} with a string ({v!r})")
+    if isinstance(v, bool):
+        if v not in (0, 1) or c.op not in ("eq", "ne"):
+            raise bad(f"compares {f.type} field {c.field!r} with {v!r}")
+        return
+    if not rng[0] <= v <= rng[1]:  # type: ignore[operator]
+        raise bad(f"{v} does not fit {f.type} (field {c.field!r})")
 
 
 def _apply_override(base: _Located, ov: _Located, ctx: _Ctx) -> _Located:

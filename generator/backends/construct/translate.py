@@ -163,36 +163,16 @@ class Layout:
         return g
 
     def field(self, fl: n.Field, depth: int) -> tuple[str, str | None]:
+        """A field's Construct and the wire value it builds from: its wire type, then what wraps it (a null
+        marker, a size prefix, a condition)."""
         w = fl.wire
         value: str | None = fl.name
         if isinstance(w, n.Int):
-            con = _SCALAR[w.kind] if w.kind != "int" else _INT[(w.width, w.signed)]
-            if fl.const is not None:
-                con, value = f"c.Const({fl.const}, {con})", None
-            elif fl.bits:
-                enums = {e.name: dict(e.values) for e in self.f.enums}
-                views = [f"({b.name!r}, {b.mask}, {b.shift}, {b.kind!r}, {f'_ENUM_{b.enum}' if b.enum else 'None'}, "
-                         f"{b.const!r}, {b.selects_codec!r})" for b in fl.bits]  # fmt: skip
-                con = f"BitsView({con}, [{', '.join(views)}])"
-
-                def bit_value(b: n.BitView) -> str:
-                    if b.const is not None and b.enum:
-                        return repr(enums[b.enum][b.const])
-                    if b.const is not None:
-                        return repr(bool(b.const) if b.kind == "flag" else b.const)
-                    return f"{b.null_marker_for} is None" if b.null_marker_for else b.name
-
-                value = "{" + ", ".join(f"{b.name!r}: {bit_value(b)}" for b in fl.bits) + "}"
-            elif isinstance(fl.derived, n.CountOf):
-                con, value = f"c.Rebuild({con}, c.len_(this.{fl.derived.array}))", None
+            con, value = self.fixed(fl, w)
         elif isinstance(w, n.Varint):
             con = prefix(w)
         elif isinstance(w, n.Blob):
-            if isinstance(w.length, n.Rest):
-                con = f"KRest({w.length.trailer})"
-            else:
-                cap = f", max_len={w.max}" if w.max is not None else ""
-                con = f"KBytes({prefix(w.length)}, nullable={w.nullable}, string={w.text}{cap})"  # type: ignore[arg-type]
+            con = self.blob(w)
         elif isinstance(w, n.ArrayType):
             con, value = self.array(fl, w, depth)
         elif isinstance(w, n.Switch):
@@ -207,17 +187,53 @@ class Layout:
             con = f"KNullMarked({prefix(w.marker)}, {con}, {null})"
             value = f"None if {fl.name} is None else {value}"
         if isinstance(w, (n.ArrayType, n.StructType)) and w.size is not None:
-            con = f"KSized({prefix(w.size)}, {con}, nullable={w.nullable})"
-            if w.nullable:
-                value = (
-                    f"None if not {fl.name} else {value}"
-                    if isinstance(w, n.ArrayType)
-                    else f"None if {fl.name} is None else {value}"
-                )
+            con, value = self.sized(fl, w, con, value)
         if fl.condition is not None:
             cond = py(fl.condition, lambda r: self.ref(r, depth))
             con = f"c.If({'lambda this: ' if '_outer(' in cond else ''}{cond}, {con})"
         return con, value
+
+    @staticmethod
+    def blob(w: n.Blob) -> str:
+        if isinstance(w.length, n.Rest):
+            return f"KRest({w.length.trailer})"
+        cap = f", max_len={w.max}" if w.max is not None else ""
+        return f"KBytes({prefix(w.length)}, nullable={w.nullable}, string={w.text}{cap})"  # type: ignore[arg-type]
+
+    @staticmethod
+    def sized(fl: n.Field, w: n.ArrayType | n.StructType, con: str, value: str | None) -> tuple[str, str | None]:
+        con = f"KSized({prefix(w.size)}, {con}, nullable={w.nullable})"  # type: ignore[arg-type]
+        if w.nullable:
+            value = (
+                f"None if not {fl.name} else {value}"
+                if isinstance(w, n.ArrayType)
+                else f"None if {fl.name} is None else {value}"
+            )
+        return con, value
+
+    def fixed(self, fl: n.Field, w: n.Int) -> tuple[str, str | None]:
+        """A fixed-width field: a constant, bit views (each value a key of the wire dict), a count, or itself."""
+        con = _SCALAR[w.kind] if w.kind != "int" else _INT[(w.width, w.signed)]
+        if fl.const is not None:
+            return f"c.Const({fl.const}, {con})", None
+        if isinstance(fl.derived, n.CountOf) and not fl.bits:
+            return f"c.Rebuild({con}, c.len_(this.{fl.derived.array}))", None
+        if not fl.bits:
+            return con, fl.name
+        enums = {e.name: dict(e.values) for e in self.f.enums}
+        views = [f"({b.name!r}, {b.mask}, {b.shift}, {b.kind!r}, {f'_ENUM_{b.enum}' if b.enum else 'None'}, "
+                 f"{b.const!r}, {b.selects_codec!r})" for b in fl.bits]  # fmt: skip
+
+        def bit_value(b: n.BitView) -> str:
+            if b.const is not None and b.enum:
+                return repr(enums[b.enum][b.const])
+            if b.const is not None:
+                return repr(bool(b.const) if b.kind == "flag" else b.const)
+            return f"{b.null_marker_for} is None" if b.null_marker_for else b.name
+
+        return f"BitsView({con}, [{', '.join(views)}])", "{" + ", ".join(
+            f"{b.name!r}: {bit_value(b)}" for b in fl.bits
+        ) + "}"
 
     def tagged(self, fl: n.Field, w: n.Tagged, depth: int) -> tuple[str, str]:
         """KTagged with each tagged field's value struct (a condition becomes a lambda on the context), and the
@@ -348,49 +364,17 @@ def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
     """The body of ``_model_<struct>(c_, opts, <params>[, depth_])``."""
     out = ["d_ = _flatten(c_)"]
     for x in st.fields:
-        w = x.wire
         if x.bits:
             out += [f"{b.name} = d_[{x.name!r}][{b.name!r}]" for b in x.bits]
             continue
-        if isinstance(w, n.ArrayType):
-            value = f"[_model_{w.elem}(x_, opts{args(f.struct(w.elem))}) for x_ in d_[{x.name!r}]]"
-            if w.nullable:
-                value = f"None if d_[{x.name!r}] is None else {value}"
-        elif isinstance(w, n.Tagged):
-            out.append(f"known_ = d_[{x.name!r}]['known']")
-            for t in w.fields:
-                get = f"_model_{t.struct}(known_[{t.name!r}], opts{args(f.struct(t.struct))})"
-                out.append(f"{t.name} = {get} if {t.name!r} in known_ else {t.absent!r}")
-            value = f"[tuple(u_) for u_ in d_[{x.name!r}]['unknown']]"
-        elif isinstance(w, n.Switch):
-            value = "None"
-            for vals, c in reversed(w.grouped()):  # decoding has refused any other selector value
-                value = f"(_model_{c}(d_[{x.name!r}], opts{args(f.struct(c))}) if {w.selector.name} in {vals!r} else {value})"
-        elif isinstance(w, n.StructType):
-            value = f"_model_{w.name}(d_[{x.name!r}], opts{args(f.struct(w.name))})"
-            if w.nullable:
-                value = f"None if d_[{x.name!r}] is None else {value}"
-        else:
-            value = f"d_[{x.name!r}]"
+        value = _model_value(f, x, out)
         if x.condition is not None:  # absent unless its condition holds
             value = f"{value} if {py(x.condition)} else {_default(x)}"
         out.append(f"{x.name} = {value}")
     for x in st.fields:
         if isinstance(x.derived, n.DeltaOf):
             out.append(f"{x.derived.logical} = {py(x.derived.decoded)}")
-    path = st.name
-    for v in st.views:
-        vs = f.struct(v.struct)
-        minimum = max(vs.min_size, 1)
-        cond = py(v.condition) if v.condition is not None else "True"
-        out += [
-            f"if {cond}:",
-            f"    if {v.source} is None or len({v.source}) < {minimum}:",
-            f'        raise _InvalidValueError("{v.source} must hold a {v.struct} of at least {minimum} bytes", path={f"{path}.{v.name}"!r})',
-            f"    {v.name}, _ = _decode_{v.struct}({v.source}, 0, len({v.source}), opts{args(vs)})",
-            "else:",
-            f"    {v.name} = None",
-        ]
+    out += view_decode_lines(f, st)
     for wr in st.wrappers:
         out += wrapper_decode_lines(f, st, wr)
     names = model_fields(f, st)
@@ -403,6 +387,48 @@ def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
         out.append(f"return ({', '.join(names)}{',' if len(names) == 1 else ''})")
     else:
         out.append(f"return {camel(st.name)}({', '.join(f'{x}={x}' for x in names)})")
+    return out
+
+
+def _model_value(f: n.FormatIR, x: n.Field, out: list[str]) -> str:
+    """A field's decoded value from the parsed container ``d_`` (a tagged section adds its fields to ``out``)."""
+    w = x.wire
+    got = f"d_[{x.name!r}]"
+    if isinstance(w, n.ArrayType):
+        value = f"[_model_{w.elem}(x_, opts{args(f.struct(w.elem))}) for x_ in {got}]"
+        return f"None if {got} is None else {value}" if w.nullable else value
+    if isinstance(w, n.Tagged):
+        out.append(f"known_ = {got}['known']")
+        for t in w.fields:
+            value = f"_model_{t.struct}(known_[{t.name!r}], opts{args(f.struct(t.struct))})"
+            out.append(f"{t.name} = {value} if {t.name!r} in known_ else {t.absent!r}")
+        return f"[tuple(u_) for u_ in {got}['unknown']]"
+    if isinstance(w, n.Switch):
+        value = "None"
+        for vals, c in reversed(w.grouped()):  # decoding has refused any other selector value
+            value = f"(_model_{c}({got}, opts{args(f.struct(c))}) if {w.selector.name} in {vals!r} else {value})"
+        return value
+    if isinstance(w, n.StructType):
+        value = f"_model_{w.name}({got}, opts{args(f.struct(w.name))})"
+        return f"None if {got} is None else {value}" if w.nullable else value
+    return got
+
+
+def view_decode_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
+    """Each view: its struct read from the start of the bytes when its condition holds, else None."""
+    out = []
+    for v in st.views:
+        vs = f.struct(v.struct)
+        minimum = max(vs.min_size, 1)
+        cond = py(v.condition) if v.condition is not None else "True"
+        out += [
+            f"if {cond}:",
+            f"    if {v.source} is None or len({v.source}) < {minimum}:",
+            f'        raise _InvalidValueError("{v.source} must hold a {v.struct} of at least {minimum} bytes", path={f"{st.name}.{v.name}"!r})',
+            f"    {v.name}, _ = _decode_{v.struct}({v.source}, 0, len({v.source}), opts{args(vs)})",
+            "else:",
+            f"    {v.name} = None",
+        ]
     return out
 
 
@@ -480,35 +506,8 @@ BASE_SLOTS = ("offset", "timestamp", "key", "value", "headers", "control")
 
 def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
     """The body of ``_wire_<struct>(obj, index, <params>[, rebase_, restamp_])``: the dict Construct builds."""
-    base = set(BASE_SLOTS) if st.role in ("record", "message") else set()
-    names = [x.name for x in st.fields]
-
-    def load(name: str, default: str) -> str:
-        if st.repr == "value":
-            return f"{name} = obj"
-        if st.repr == "tuple":
-            return f"{name} = obj[{names.index(name)}]"
-        if name in base:
-            return f"{name} = obj.{name}"
-        return f"{name} = getattr(obj, {name!r}, {default})"
-
-    out = []
-    for x in st.fields:
-        d = x.derived
-        if x.bits:
-            out += [load(b.name, _bit_default(f, b)) for b in x.bits if b.const is None and not b.null_marker_for]
-        elif x.const is not None or isinstance(d, (n.LengthOf, n.CountOf, n.Checksum)):
-            continue
-        elif isinstance(d, n.FoldOf) and not d.overridable:
-            continue
-        elif isinstance(d, n.DeltaOf):
-            out.append(load(d.logical, "None"))
-            if not d.numbered:
-                out.append(f"{x.name}_kept = getattr(obj, {x.name!r}, None)")
-        else:
-            out.append(load(x.name, _default(x) if not isinstance(d, n.FoldOf) else "None"))
-        if isinstance(x.wire, n.Tagged):
-            out += [load(t.name, repr(t.absent)) for t in x.wire.fields]
+    load = _loader(st)
+    out = _load_lines(f, st, load)
     out += [load(w.into, "None") for w in st.wrappers]
     for v in st.views:
         vs = f.struct(v.struct)
@@ -526,6 +525,55 @@ def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
         if wb.timestamps_from:
             t = wb.timestamps_from
             out.append(f"{t} = obj.wire_{t} if restamp_ and getattr(obj, 'wire_{t}', None) is not None else {t}")
+    out += _derived_lines(f, st)
+    for w in st.wrappers:
+        out += wrapper_encode_lines(f, st, w)
+    out.append(f"return {wire}")
+    return out
+
+
+def _loader(st: n.Struct):
+    """How a value's field is read: the value itself (repr value), a tuple's item, a base slot, an attribute."""
+    base = set(BASE_SLOTS) if st.role in ("record", "message") else set()
+    names = [x.name for x in st.fields]
+
+    def load(name: str, default: str) -> str:
+        if st.repr == "value":
+            return f"{name} = obj"
+        if st.repr == "tuple":
+            return f"{name} = obj[{names.index(name)}]"
+        if name in base:
+            return f"{name} = obj.{name}"
+        return f"{name} = getattr(obj, {name!r}, {default})"
+
+    return load
+
+
+def _load_lines(f: n.FormatIR, st: n.Struct, load) -> list[str]:
+    """The stored values encoding reads (derived ones are computed, constants written)."""
+    out = []
+    for x in st.fields:
+        d = x.derived
+        if x.bits:
+            out += [load(b.name, _bit_default(f, b)) for b in x.bits if b.const is None and not b.null_marker_for]
+        elif x.const is not None or isinstance(d, (n.LengthOf, n.CountOf, n.Checksum)):
+            continue
+        elif isinstance(d, n.FoldOf) and not d.overridable:
+            continue
+        elif isinstance(d, n.DeltaOf):
+            out.append(load(d.logical, "None"))
+            if not d.numbered:
+                out.append(f"{x.name}_kept = getattr(obj, {x.name!r}, None)")
+        else:
+            out.append(load(x.name, _default(x) if not isinstance(d, n.FoldOf) else "None"))
+        if isinstance(x.wire, n.Tagged):
+            out += [load(t.name, repr(t.absent)) for t in x.wire.fields]
+    return out
+
+
+def _derived_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
+    """Counts, first/last/max values and deltas, computed from what was loaded."""
+    out = []
     for x in st.fields:
         d = x.derived
         if isinstance(d, n.CountOf) and not isinstance(x.wire, n.Int):  # an Int count is Construct's Rebuild
@@ -542,9 +590,6 @@ def wire_lines(f: n.FormatIR, st: n.Struct, wire: str) -> list[str]:
             else:
                 cond = py(d.decoded.cond) if isinstance(d.decoded, n.Choose) else "True"
                 out.append(f"{x.name} = {x.name}_kept if {cond} and {x.name}_kept is not None else {delta}")
-    for w in st.wrappers:
-        out += wrapper_encode_lines(f, st, w)
-    out.append(f"return {wire}")
     return out
 
 

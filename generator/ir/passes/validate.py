@@ -119,68 +119,71 @@ class Validator:
             loc = self.locals_of(st)
             for f in st.fields:
                 k = self.kind(f)
-                if k == "blob":
-                    if not f.length:
-                        raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
-                    if (
-                        f.length not in PRIMITIVES
-                        and f.length not in VAR_PREFIXES
-                        and f.length != "rest"
-                        and f.length not in fnames
-                    ):
-                        raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
-                elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
-                    raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
-                elif f.length is not None and f.length not in PRIMITIVES and f.length not in VAR_PREFIXES:
-                    raise _err(self.s, st, f, f"length {f.length!r} of a struct or array must be a prefix type")
-                if k == "array":
-                    if not f.count:
-                        raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
-                    if (
-                        f.count not in VAR_PREFIXES
-                        and f.count not in PRIMITIVES
-                        and f.count != "rest"
-                        and f.count not in fnames
-                    ):
-                        raise _err(self.s, st, f, f"count {f.count!r} is neither a prefix type, 'rest' nor a field")
-                    if f.compressed_by and f.compressed_by not in loc:
-                        raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
-                elif f.count or f.compressed_by:
-                    raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
-                if k == "switch":
-                    self._check_switch(st, f)
-                if f.marker is not None and not (k == "struct" and f.nullable and f.length is None):
-                    raise _err(self.s, st, f, "'marker' is for a nullable struct without a length")
-                if f.wraps and k != "blob":
-                    raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
-                if f.bits and k != "int":
-                    raise _err(self.s, st, f, "'bits' apply to fixed-width integers only")
-                for b in f.bits:
-                    if b.enum and b.enum not in self.s.enums:
-                        raise _err(self.s, st, f, f"bit view {b.name!r}: unknown enum {b.enum!r}")
-                if f.const is not None and k != "int":
-                    raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
+                self._check_extents(st, f, k, fnames, loc)
+                self._check_field_kind(st, f, k)
                 self._check_values(st, f, k)
-                d = f.derive
-                if d:
-                    tgt = d.target.split(".")[0]
-                    if d.func in ("length_of", "crc32", "crc32c") and tgt not in fnames:
-                        raise _err(self.s, st, f, f"{d.func}: no field {tgt!r} in this struct")
-                    if d.func in ("count_of", "last_of", "first_of", "max_of"):
-                        if tgt not in fnames or self.kind(st.fields[fnames.index(tgt)]) != "array":
-                            raise _err(self.s, st, f, f"{d.func}: {tgt!r} is not an array of this struct")
-                    if d.func in ("length_of", "count_of") and k not in ("int", "varint"):
-                        raise _err(self.s, st, f, f"{d.func} needs an integer field")
-                    if d.func in ("crc32", "crc32c") and f.type != "uint32":
-                        raise _err(self.s, st, f, f"{d.func} needs a uint32 field")
-                    if d.func == "length_of" and fnames.index(tgt) <= fnames.index(f.name):
-                        raise _err(self.s, st, f, "length_of must name a field after the length")
+                if f.derive:
+                    self._check_derive(st, f, k, fnames)
             if st.requires and st.requires.field in loc:
                 raise _err(self.s, st, None, f"requires: {st.requires.field!r} is this struct's own; it must be an "
                                              "enclosing struct's value or a parameter (read before the struct)")  # fmt: skip
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
+
+    def _check_extents(self, st: Struct, f: Field, k: str, fnames: list[str], loc: set[str]) -> None:
+        """A blob's length, an array's count, a struct's or array's length prefix: each of a kind it can be."""
+        prefixes = (*PRIMITIVES, *VAR_PREFIXES)
+        if k == "blob":
+            if not f.length:
+                raise _err(self.s, st, f, f"{f.type} needs 'length' (a prefix type, 'rest' or a field)")
+            if f.length not in prefixes and f.length != "rest" and f.length not in fnames:
+                raise _err(self.s, st, f, f"length {f.length!r} is neither a prefix type, 'rest' nor a field")
+        elif (f.length is not None or f.nullable) and k not in ("struct", "array"):
+            raise _err(self.s, st, f, "'length'/'nullable' apply to bytes, strings, structs and arrays")
+        elif f.length is not None and f.length not in prefixes:
+            raise _err(self.s, st, f, f"length {f.length!r} of a struct or array must be a prefix type")
+        if k == "array":
+            if not f.count:
+                raise _err(self.s, st, f, "an array needs 'count' (a prefix type, a field, or 'rest')")
+            if f.count not in prefixes and f.count != "rest" and f.count not in fnames:
+                raise _err(self.s, st, f, f"count {f.count!r} is neither a prefix type, 'rest' nor a field")
+            if f.compressed_by and f.compressed_by not in loc:
+                raise _err(self.s, st, f, f"compressed_by {f.compressed_by!r} is not a field or bit view here")
+        elif f.count or f.compressed_by:
+            raise _err(self.s, st, f, "'count'/'compressed_by' apply to arrays only")
+
+    def _check_field_kind(self, st: Struct, f: Field, k: str) -> None:
+        """What applies to one kind of field only: wraps, bits, const, markers; a switch's selector and cases."""
+        if k == "switch":
+            self._check_switch(st, f)
+        if f.marker is not None and not (k == "struct" and f.nullable and f.length is None):
+            raise _err(self.s, st, f, "'marker' is for a nullable struct without a length")
+        if f.wraps and k != "blob":
+            raise _err(self.s, st, f, "'wraps' applies to bytes fields only")
+        if f.bits and k != "int":
+            raise _err(self.s, st, f, "'bits' apply to fixed-width integers only")
+        for b in f.bits:
+            if b.enum and b.enum not in self.s.enums:
+                raise _err(self.s, st, f, f"bit view {b.name!r}: unknown enum {b.enum!r}")
+        if f.const is not None and k != "int":
+            raise _err(self.s, st, f, "'const' applies to fixed-width integers only")
+
+    def _check_derive(self, st: Struct, f: Field, k: str, fnames: list[str]) -> None:
+        d = f.derive
+        assert d is not None
+        tgt = d.target.split(".")[0]
+        if d.func in ("length_of", "crc32", "crc32c") and tgt not in fnames:
+            raise _err(self.s, st, f, f"{d.func}: no field {tgt!r} in this struct")
+        if d.func in ("count_of", "last_of", "first_of", "max_of"):
+            if tgt not in fnames or self.kind(st.fields[fnames.index(tgt)]) != "array":
+                raise _err(self.s, st, f, f"{d.func}: {tgt!r} is not an array of this struct")
+        if d.func in ("length_of", "count_of") and k not in ("int", "varint"):
+            raise _err(self.s, st, f, f"{d.func} needs an integer field")
+        if d.func in ("crc32", "crc32c") and f.type != "uint32":
+            raise _err(self.s, st, f, f"{d.func} needs a uint32 field")
+        if d.func == "length_of" and fnames.index(tgt) <= fnames.index(f.name):
+            raise _err(self.s, st, f, "length_of must name a field after the length")
 
     def _check_switch(self, st: Struct, f: Field) -> None:
         """A switch's selector is an integer (here, or in an enclosing struct, checked with the references);
@@ -230,40 +233,30 @@ class Validator:
             raise _err(self.s, st, f, f"value {v} does not fit {f.type}") from None
 
     def refs_of(self, st: Struct) -> list[str]:
+        """Every name a struct's conditions, derived fields, switches, views, wrappers and logical values read."""
         refs: list[str] = []
-
-        def add(x):
+        for x in self._refs(st):
             if x and x not in refs:
                 refs.append(x)
+        return refs
 
+    @staticmethod
+    def _refs(st: Struct):
         for f in st.fields:
-            if f.if_:
-                add(f.if_.field)
-            add(f.switch)
-            for tf in f.tags:
-                if tf.if_:
-                    add(tf.if_.field)
+            yield f.if_.field if f.if_ else None
             if f.derive:
-                add(f.derive.base)
-                add(f.derive.replaced_by)
-                if f.derive.when:
-                    add(f.derive.when.field)
-        for v in st.views:
-            if v.when:
-                add(v.when.field)
-        if st.requires:
-            add(st.requires.field)
+                yield from (f.derive.base, f.derive.replaced_by, f.derive.when.field if f.derive.when else None)
+            yield f.switch
+            yield from (tf.if_.field for tf in f.tags if tf.if_)
+        yield from (v.when.field for v in st.views if v.when)
+        yield st.requires.field if st.requires else None
         for f in st.fields:
             if f.wraps:
-                add(f.wraps.when.field)
-                add(f.wraps.compressed_by)
-                add(f.wraps.timestamp_field)
-                if f.wraps.timestamps_when:
-                    add(f.wraps.timestamps_when.field)
+                w = f.wraps
+                yield from (w.when.field, w.compressed_by, w.timestamp_field)
+                yield w.timestamps_when.field if w.timestamps_when else None
         for _, terms in st.logical:
-            for t in terms:
-                add(t)
-        return refs
+            yield from terms
 
     def _outer_has(self, name, ref, seen) -> bool:
         parents = self.parents.get(name, [])
