@@ -217,7 +217,9 @@ def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
             return f"{schema}/{backend}: the encoding of the decoded value decodes to another value"
         out.append(_slots(v))
     if out[0] != out[1]:
-        return f"{schema}: python and construct disagree ({'ok' if out[0] else 'error'} / {'ok' if out[1] else 'error'})"
+        return (
+            f"{schema}: python and construct disagree ({'ok' if out[0] else 'error'} / {'ok' if out[1] else 'error'})"
+        )
     return None
 
 

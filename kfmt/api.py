@@ -282,7 +282,7 @@ class Rows(list):
         self.mark = mark
 
 
-def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None, file_start=False):
+def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None, file_start=False):  # noqa: C901 - older than the rule; to be split
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
     as decoding it).  Returns where it stopped: None once everything is accounted for, else the position

@@ -93,7 +93,7 @@ def _recompress_v2(mod, batch, codec: str) -> bytes:
     return backend_module(mod).encode(batch)
 
 
-def convert(
+def convert(  # noqa: C901 - older than the rule; to be split
     data,
     *,
     to_magic: int,
@@ -210,7 +210,7 @@ def convert(
     return res
 
 
-def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:
+def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:  # noqa: C901 - older than the rule; to be split
     """One batch to magic 0 or 1, listing everything the older magic cannot carry."""
     if batch.is_control:
         kinds = ", ".join(_control_names(batch))

@@ -100,47 +100,54 @@ def show(f: n.FormatIR) -> str:
     for e in f.enums:
         lines.append(f"enum {e.name}: " + ", ".join(f"{k} {v}" for k, v in e.values))
     for st in f.structs:
-        size = f"fixed {st.fixed_size}" if st.fixed_size is not None else f"min {st.min_size}"
-        lines.append(f"struct {st.name} ({st.role}, {st.repr}, {size} bytes)")
-        if st.params:
-            lines.append("  params " + ", ".join(expr(p, st.name) for p in st.params))
-        if st.requires is not None:
-            lines.append(f"  requires {expr(st.requires, st.name)}")
-        for fl in st.fields:
-            at = f"@{fl.offset} " if fl.offset is not None else ""
-            parts = [f"  {at}{fl.name}: {wire(fl.wire, st.name)}"]
-            if fl.condition is not None:
-                parts.append(f"if {expr(fl.condition, st.name)}")
-            if fl.const is not None:
-                parts.append(f"const {fl.const}")
-            if fl.default is not None:
-                parts.append(f"default {expr(fl.default, st.name)}")
-            if fl.derived is not None:
-                parts.append(derived(fl.derived, st.name))
-            lines.append("; ".join(parts))
-            for b in fl.bits:
-                extra = f" {b.enum}" if b.enum else ""
-                extra += f" const {b.const}" if b.const is not None else ""
-                extra += f" null marker of {b.null_marker_for}" if b.null_marker_for else ""
-                extra += " (selects the codec)" if b.selects_codec else ""
-                lines.append(f"      bits {b.mask:#x}>>{b.shift} {b.name}: {b.kind}{extra}")
-        for r in st.runs:
-            lines.append(f"  run {' '.join(r.fields)} ({r.size} bytes)")
-        for g in st.regions:
-            lines.append(f"  region {g.first}..{g.last} counted by {g.length_field}")
-        for v in st.views:
-            cond = f" if {expr(v.condition, st.name)}" if v.condition is not None else ""
-            lines.append(f"  view {v.name} = {v.source} as {v.struct}{cond}")
-        for w in st.wrappers:
-            ts = ""
-            if w.timestamps_from:
-                when = expr(w.timestamps_when, st.name) if w.timestamps_when is not None else "always"
-                ts = f"; inner timestamps = {w.timestamps_from} if {when}"
-            lines.append(
-                f"  wrapper {w.into} = {w.source} as {w.struct} entries if {expr(w.condition, st.name)}, "
-                f"compressed by {expr(w.codec, st.name)}, offsets {w.offsets} ({w.offset_field}){ts}, "
-                f"budget {w.cost}/elem"
-            )
-        for lg in st.logical:
-            lines.append(f"  logical {lg.name} = {expr(lg.value, st.name)}")
+        lines += _struct_lines(st)
     return "\n".join(lines) + "\n"
+
+
+def _struct_lines(st: n.Struct) -> list[str]:
+    size = f"fixed {st.fixed_size}" if st.fixed_size is not None else f"min {st.min_size}"
+    lines = [f"struct {st.name} ({st.role}, {st.repr}, {size} bytes)"]
+    if st.params:
+        lines.append("  params " + ", ".join(expr(p, st.name) for p in st.params))
+    if st.requires is not None:
+        lines.append(f"  requires {expr(st.requires, st.name)}")
+    for fl in st.fields:
+        lines += _field_lines(st, fl)
+    lines += [f"  run {' '.join(r.fields)} ({r.size} bytes)" for r in st.runs]
+    lines += [f"  region {g.first}..{g.last} counted by {g.length_field}" for g in st.regions]
+    for v in st.views:
+        cond = f" if {expr(v.condition, st.name)}" if v.condition is not None else ""
+        lines.append(f"  view {v.name} = {v.source} as {v.struct}{cond}")
+    for w in st.wrappers:
+        ts = ""
+        if w.timestamps_from:
+            when = expr(w.timestamps_when, st.name) if w.timestamps_when is not None else "always"
+            ts = f"; inner timestamps = {w.timestamps_from} if {when}"
+        lines.append(
+            f"  wrapper {w.into} = {w.source} as {w.struct} entries if {expr(w.condition, st.name)}, "
+            f"compressed by {expr(w.codec, st.name)}, offsets {w.offsets} ({w.offset_field}){ts}, "
+            f"budget {w.cost}/elem"
+        )
+    lines += [f"  logical {lg.name} = {expr(lg.value, st.name)}" for lg in st.logical]
+    return lines
+
+
+def _field_lines(st: n.Struct, fl: n.Field) -> list[str]:
+    at = f"@{fl.offset} " if fl.offset is not None else ""
+    parts = [f"  {at}{fl.name}: {wire(fl.wire, st.name)}"]
+    if fl.condition is not None:
+        parts.append(f"if {expr(fl.condition, st.name)}")
+    if fl.const is not None:
+        parts.append(f"const {fl.const}")
+    if fl.default is not None:
+        parts.append(f"default {expr(fl.default, st.name)}")
+    if fl.derived is not None:
+        parts.append(derived(fl.derived, st.name))
+    lines = ["; ".join(parts)]
+    for b in fl.bits:
+        extra = f" {b.enum}" if b.enum else ""
+        extra += f" const {b.const}" if b.const is not None else ""
+        extra += f" null marker of {b.null_marker_for}" if b.null_marker_for else ""
+        extra += " (selects the codec)" if b.selects_codec else ""
+        lines.append(f"      bits {b.mask:#x}>>{b.shift} {b.name}: {b.kind}{extra}")
+    return lines

@@ -11,7 +11,7 @@ from kfmt.logdir import find_segments
 from kfmt.runtime.errors import CodecError
 
 
-def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None, skip_corrupt=False,
+def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None, skip_corrupt=False,  # noqa: C901 - older than the rule; to be split
                   verbose=False, overwrite=False) -> int:  # fmt: skip
     """``kfmt convert``: every segment under ``src`` converted into ``dst`` (same layout), with ``.index``
     and ``.timeindex`` files rebuilt as a broker writes them.

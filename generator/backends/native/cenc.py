@@ -103,17 +103,20 @@ class EncGen:
         else:
             self.w(f"int own_ = Py_IS_TYPE(obj, T_{st.name});")
             self.w("(void)own_;")
-        wrapped_by = st.name in self.low.wrapped_by
-        # 1. the stored values
+        self.load_stored()  # 1. the stored values
+        self.derive()  # 2. what is derived before writing
+        self.write_fields()  # 3. write
+        return self.render()
+
+    def load_stored(self) -> None:
+        """The value's stored fields (derived ones are computed, constants written); plain integers as int64."""
+        st = self.st
         for f in st.fields:
             d = f.derived
             if f.bits:
                 for b in f.bits:
-                    bd = self.bit_default(b)
-                    self.load(f"l_{b.name}", b.name, bd)
-            elif f.const is not None:
-                continue
-            elif isinstance(d, (n.LengthOf, n.CountOf, n.Checksum)):
+                    self.load(f"l_{b.name}", b.name, self.bit_default(b))
+            elif f.const is not None or isinstance(d, (n.LengthOf, n.CountOf, n.Checksum)):
                 continue
             elif isinstance(d, n.DeltaOf):
                 self.load(f"l_{d.logical}", d.logical, "Py_None")
@@ -127,38 +130,77 @@ class EncGen:
         for v in st.views:
             self.load(f"l_{v.name}", v.name, "Py_None")
             self.w(f"if (l_{v.name} != Py_None && l_{v.source} == Py_None) FALLBACK; /* a key built from its view */")
-        if wrapped_by:
+        if st.name in self.low.wrapped_by:
             o = self.low.wrapped_by[st.name]
             self.w(
                 f"if (l_{o} == Py_None) {{ Py_SETREF(l_{o}, PyLong_FromLongLong(index)); if (l_{o} == NULL) ERROR; }}"
             )
-        for f in st.fields:  # plain integers as int64 (what struct.pack and the varint writers accept)
-            plain = f.const is None and not f.bits and f.derived is None
-            if plain and isinstance(f.wire, (n.Int, n.Varint)):
-                if f.condition is not None:
-                    self.w(
-                        f"if (l_{f.name} != Py_None && kf_as_i64(l_{f.name}, &{self.scalar('v_' + f.name)})) FALLBACK;"
-                    )
-                else:
-                    self.int_of(f"v_{f.name}", f"l_{f.name}")
-            if isinstance(f.wire, n.ArrayType) and not (f.wire.size is not None and f.wire.nullable):
-                self.w(f"if (!PyList_CheckExact(l_{f.name}) && !PyTuple_CheckExact(l_{f.name})) FALLBACK;")
-        # 2. what is derived before writing
         for f in st.fields:
+            self.checked_input(f)
+
+    def checked_input(self, f: n.Field) -> None:
+        """A plain integer as an int64 (what struct.pack and the varint writers accept); an array as a list."""
+        plain = f.const is None and not f.bits and f.derived is None
+        if plain and isinstance(f.wire, (n.Int, n.Varint)):
+            if f.condition is not None:
+                self.w(f"if (l_{f.name} != Py_None && kf_as_i64(l_{f.name}, &{self.scalar('v_' + f.name)})) FALLBACK;")
+            else:
+                self.int_of(f"v_{f.name}", f"l_{f.name}")
+        if isinstance(f.wire, n.ArrayType) and not (f.wire.size is not None and f.wire.nullable):
+            self.w(f"if (!PyList_CheckExact(l_{f.name}) && !PyTuple_CheckExact(l_{f.name})) FALLBACK;")
+
+    def derive(self) -> None:
+        """Counts, first/last/max values, bit fields and deltas, before anything is written."""
+        fields = self.st.fields
+        for f in fields:
             d = f.derived
             if isinstance(d, n.CountOf):
                 self.w(f"{self.scalar('v_' + f.name)} = PySequence_Fast_GET_SIZE(l_{d.array});")
             elif isinstance(d, n.FoldOf):
                 self.fold(f, d)
-        for f in st.fields:
+        for f in fields:
             if f.bits:
                 self.pack_bits(f)
-        for f in st.fields:
+        for f in fields:
             if isinstance(f.derived, n.DeltaOf):
                 self.delta(f, f.derived)
-        # 3. write
-        self.write_fields()
-        return self.render()
+
+    def write_field(self, f: n.Field, depth: int, regions: list, crcs: list) -> None:
+        """One field's bytes; a length or a leading CRC written as a placeholder, patched after."""
+        d, wire = f.derived, f.wire
+        if isinstance(wire, n.Int):
+            self.write_int(f, wire, depth, regions, crcs)
+        elif isinstance(wire, n.Varint):
+            if isinstance(d, n.LengthOf):
+                regions.append((f, "varint"))
+                self.w("if (kf_w_reserve(w, 1)) ERROR;", depth)
+                self.w("w->n += 1;", depth)
+            else:
+                self.put_varint(wire, f"v_{f.name}", depth)
+        elif isinstance(wire, n.Blob):
+            self.blob(f, wire, depth)
+        elif isinstance(wire, n.ArrayType):
+            self.array(f, wire, depth)
+        elif isinstance(wire, n.StructType):
+            if wire.size is not None or wire.nullable:
+                raise Unsupported(f"{self.st.name}.{f.name}: a sized or nullable struct field")
+            args = self.args(wire.name)
+            self.w(f"if ((rc_ = e_{wire.name}(w, l_{f.name}, 0{args})) != KF_OK) goto done;", depth)
+
+    def write_int(self, f: n.Field, wire: n.Int, depth: int, regions: list, crcs: list) -> None:
+        d = f.derived
+        if isinstance(d, n.LengthOf):
+            regions.append((f, "fixed"))
+            self.put_int(wire, "0", depth)
+        elif isinstance(d, n.Checksum) and not d.trailing:
+            crcs.append(f)
+            self.put_int(wire, "0", depth)
+        elif isinstance(d, n.Checksum):
+            self.put_int(wire, f"(int64_t)kf_{d.algo}((const uint8_t *)w->p + p_{d.start}, w->n - p_{d.start})", depth)
+        elif f.const is not None:
+            self.put_int(wire, str(f.const), depth)
+        else:
+            self.put_int(wire, f"v_{f.name}", depth, checked=not f.bits)
 
     def bit_default(self, b: n.BitView) -> str:
         if b.kind == "enum":
@@ -288,45 +330,13 @@ class EncGen:
         regions: list[tuple[n.Field, str]] = []
         crcs: list[n.Field] = []
         for f in st.fields:
-            d = f.derived
             self.w(f"Py_ssize_t p_{f.name} = w->n;")
             self.w(f"(void)p_{f.name};")
             depth = 1
             if f.condition is not None:
                 self.w(f"if ({self.low.expr(f.condition, st)}) {{")
                 depth = 2
-            wire = f.wire
-            if isinstance(wire, n.Int):
-                if isinstance(d, n.LengthOf):
-                    regions.append((f, "fixed"))
-                    self.put_int(wire, "0", depth)
-                elif isinstance(d, n.Checksum) and not d.trailing:
-                    crcs.append(f)
-                    self.put_int(wire, "0", depth)
-                elif isinstance(d, n.Checksum):
-                    self.put_int(
-                        wire, f"(int64_t)kf_{d.algo}((const uint8_t *)w->p + p_{d.start}, w->n - p_{d.start})", depth
-                    )
-                elif f.const is not None:
-                    self.put_int(wire, str(f.const), depth)
-                else:
-                    self.put_int(wire, f"v_{f.name}", depth, checked=not f.bits)
-            elif isinstance(wire, n.Varint):
-                if isinstance(d, n.LengthOf):
-                    regions.append((f, "varint"))
-                    self.w("if (kf_w_reserve(w, 1)) ERROR;", depth)
-                    self.w("w->n += 1;", depth)
-                else:
-                    self.put_varint(wire, f"v_{f.name}", depth)
-            elif isinstance(wire, n.Blob):
-                self.blob(f, wire, depth)
-            elif isinstance(wire, n.ArrayType):
-                self.array(f, wire, depth)
-            elif isinstance(wire, n.StructType):
-                if wire.size is not None or wire.nullable:
-                    raise Unsupported(f"{st.name}.{f.name}: a sized or nullable struct field")
-                args = self.args(wire.name)
-                self.w(f"if ((rc_ = e_{wire.name}(w, l_{f.name}, 0{args})) != KF_OK) goto done;", depth)
+            self.write_field(f, depth, regions, crcs)
             if f.condition is not None:
                 self.w("}")
         for f, kind in reversed(regions):

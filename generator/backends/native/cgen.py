@@ -536,27 +536,11 @@ class _StructGen:
         self.w(f"if ((rc_ = d_{elem}(cx, {buf}, {pos}, {end}{args}, &{target}, {npos})) != KF_OK) goto done;", depth)
 
     def array(self, f: n.Field, wire: n.ArrayType) -> None:
+        """An array: its size prefix (optional), its count, its (perhaps compressed) elements."""
         st = self.st
-        o = self.obj(f"o_{f.name}")
         rest = isinstance(wire.count, n.Rest)
         nv = self.scalar(f"n_{f.name}")
-        limit = f"cx->{wire.limit}"
-        budget = wire.budget or n.Budget(0)
-        sized_end = None
-        if wire.size is not None:
-            if not isinstance(wire.size, n.Int):
-                raise Unsupported(f"{st.name}.{f.name}: an array sized by a varint")
-            sz = self.scalar(f"s_{f.name}")
-            self.prefix(sz, wire.size, 1)
-            if wire.nullable:
-                self.w(f"if ({sz} < 0) {{ {o} = Py_NewRef(Py_None); }} else {{")
-            else:
-                self.w(f"if ({sz} < 0) FALLBACK;")
-                self.w("{")
-            sized_end = f"se_{f.name}"
-            self.w(f"Py_ssize_t {sized_end} = pos + {sz};")
-            self.w(f"if ({sized_end} > {self.end}) FALLBACK;")
-            self.ends.append(sized_end)
+        sized_end = self.array_size(f, wire) if wire.size is not None else None
         if isinstance(wire.count, n.CountFrom):
             self.w(f"{nv} = {self.low.ref(wire.count.field, st)};")
         elif isinstance(wire.count, (n.Int, n.Varint)):
@@ -564,65 +548,21 @@ class _StructGen:
         elif not rest:
             raise Unsupported(f"{st.name}.{f.name}: count {wire.count}")
         if not rest:
-            self.w(f"if ({nv} < 0 || {nv} > {limit}) FALLBACK;")
+            self.w(f"if ({nv} < 0 || {nv} > cx->{wire.limit}) FALLBACK;")
         end = self.end
         self.w("{")
         self.w("const uint8_t *db_ = b;", 2)
         self.w(f"Py_ssize_t dp_ = pos, de_ = {end};", 2)
         self.w("PyObject *data_ = NULL;", 2)
         if wire.compressed_by is not None:
-            codec = self.low.ref(wire.compressed_by, st)
-            when = f"{codec} != {self.low.none_id(wire.compressed_by)}" + ("" if rest else f" && {nv}")
-            self.w(f"if ({when}) {{", 2)
-            self.w(
-                f"data_ = kf_decompress_call(cx, E_{self.low.enum_of(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
-                f"pos, {c_str(st.name + '.' + f.name)});",
-                3,
-            )
-            self.w("if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }", 3)
-            self.w("db_ = (const uint8_t *)PyBytes_AS_STRING(data_);", 3)
-            self.w("dp_ = 0;", 3)
-            self.w("de_ = PyBytes_GET_SIZE(data_);", 3)
-            self.w("}", 2)
+            self.array_stream(f, wire, nv, rest)
         self.w("int ok_ = 0, bad_ = 0;", 2)
         self.w("do {", 2)
-        d = 3
-        bud = f"bud_{f.name}"
         if rest:
-            if not budget.accounted:
-                self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_);", d)
-            if not (self.mode == "columns" and wire.elem in self.low.column_roles and self.role):
-                self.w(f"{o} = PyList_New(0);", d)
-                self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
-            self.w("Py_ssize_t i_ = 0;", d)
-            self.w("while (dp_ < de_) {", d)
-            self.w(f"if (i_ >= {limit}) {{ bad_ = 1; break; }}", d + 1)
-            if not budget.accounted:
-                self.w(f"{bud} -= {budget.cost};", d + 1)
-                self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d + 1)
-            self.element(wire, bud, budget, "PyList_Append", d + 1)
-            self.w("i_++;", d + 1)
-            self.w("}", d)
-            self.w("if (bad_) break;", d)
-            if budget.accounted:
-                self.w(f"cx->spent += (int64_t)i_ * {budget.cost};", d)
+            self.elements_to_end(f, wire)
         else:
-            self.w(f"if ({nv} * {wire.min_elem_size} > de_ - dp_) break;", d)
-            if not budget.accounted:
-                self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_) - {nv} * {budget.cost};", d)
-                self.w(f"if ({bud} < 0) break;", d)
-            else:
-                self.w(f"cx->spent += {nv} * {budget.cost};", d)
-            rows = self.mode == "columns" and wire.elem in self.low.column_roles
-            if not (rows and self.role):  # a row keeps no list of its headers; a batch an empty records list
-                self.w(f"{o} = PyList_New({0 if rows else nv});", d)
-                self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
-            self.w("Py_ssize_t i_ = 0;", d)
-            self.w(f"for (; i_ < {nv}; i_++) {{", d)
-            self.element(wire, bud, budget, "SET", d + 1)
-            self.w("}", d)
-            self.w("if (bad_) break;", d)
-        self.w("ok_ = 1;", d)
+            self.counted_elements(f, wire, nv)
+        self.w("ok_ = 1;", 3)
         self.w("} while (0);", 2)
         self.w("if (data_ != NULL) {", 2)
         self.w("Py_DECREF(data_);", 3)
@@ -639,6 +579,82 @@ class _StructGen:
             self.w(f"if (pos != {sized_end}) FALLBACK;")
             self.ends.pop()
             self.w("}")
+
+    def array_size(self, f: n.Field, wire: n.ArrayType) -> str:
+        """An array's byte-size prefix (null when negative, if nullable): the end its elements must reach."""
+        o = self.obj(f"o_{f.name}")
+        if not isinstance(wire.size, n.Int):
+            raise Unsupported(f"{self.st.name}.{f.name}: an array sized by a varint")
+        sz = self.scalar(f"s_{f.name}")
+        self.prefix(sz, wire.size, 1)
+        if wire.nullable:
+            self.w(f"if ({sz} < 0) {{ {o} = Py_NewRef(Py_None); }} else {{")
+        else:
+            self.w(f"if ({sz} < 0) FALLBACK;")
+            self.w("{")
+        sized_end = f"se_{f.name}"
+        self.w(f"Py_ssize_t {sized_end} = pos + {sz};")
+        self.w(f"if ({sized_end} > {self.end}) FALLBACK;")
+        self.ends.append(sized_end)
+        return sized_end
+
+    def array_stream(self, f: n.Field, wire: n.ArrayType, nv: str, rest: bool) -> None:
+        """A compressed array: its elements are read from the decompressed stream."""
+        st, end = self.st, self.end
+        assert wire.compressed_by is not None
+        codec = self.low.ref(wire.compressed_by, st)
+        when = f"{codec} != {self.low.none_id(wire.compressed_by)}" + ("" if rest else f" && {nv}")
+        self.w(f"if ({when}) {{", 2)
+        self.w(
+            f"data_ = kf_decompress_call(cx, E_{self.low.enum_of(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
+            f"pos, {c_str(st.name + '.' + f.name)});",
+            3,
+        )
+        self.w("if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }", 3)
+        self.w("db_ = (const uint8_t *)PyBytes_AS_STRING(data_);", 3)
+        self.w("dp_ = 0;", 3)
+        self.w("de_ = PyBytes_GET_SIZE(data_);", 3)
+        self.w("}", 2)
+
+    def elements_to_end(self, f: n.Field, wire: n.ArrayType) -> None:
+        o, d, bud = self.obj(f"o_{f.name}"), 3, f"bud_{f.name}"
+        budget = wire.budget or n.Budget(0)
+        if not budget.accounted:
+            self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_);", d)
+        if not (self.mode == "columns" and wire.elem in self.low.column_roles and self.role):
+            self.w(f"{o} = PyList_New(0);", d)
+            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+        self.w("Py_ssize_t i_ = 0;", d)
+        self.w("while (dp_ < de_) {", d)
+        self.w(f"if (i_ >= cx->{wire.limit}) {{ bad_ = 1; break; }}", d + 1)
+        if not budget.accounted:
+            self.w(f"{bud} -= {budget.cost};", d + 1)
+            self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d + 1)
+        self.element(wire, bud, budget, "PyList_Append", d + 1)
+        self.w("i_++;", d + 1)
+        self.w("}", d)
+        self.w("if (bad_) break;", d)
+        if budget.accounted:
+            self.w(f"cx->spent += (int64_t)i_ * {budget.cost};", d)
+
+    def counted_elements(self, f: n.Field, wire: n.ArrayType, nv: str) -> None:
+        o, d, bud = self.obj(f"o_{f.name}"), 3, f"bud_{f.name}"
+        budget = wire.budget or n.Budget(0)
+        self.w(f"if ({nv} * {wire.min_elem_size} > de_ - dp_) break;", d)
+        if not budget.accounted:
+            self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_) - {nv} * {budget.cost};", d)
+            self.w(f"if ({bud} < 0) break;", d)
+        else:
+            self.w(f"cx->spent += {nv} * {budget.cost};", d)
+        rows = self.mode == "columns" and wire.elem in self.low.column_roles
+        if not (rows and self.role):  # a row keeps no list of its headers; a batch an empty records list
+            self.w(f"{o} = PyList_New({0 if rows else nv});", d)
+            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
+        self.w("Py_ssize_t i_ = 0;", d)
+        self.w(f"for (; i_ < {nv}; i_++) {{", d)
+        self.element(wire, bud, budget, "SET", d + 1)
+        self.w("}", d)
+        self.w("if (bad_) break;", d)
 
     def element(self, wire: n.ArrayType, bud: str, budget: n.Budget, store: str, d: int) -> None:
         args = self.low.args(wire.elem, self.st)

@@ -310,22 +310,7 @@ def inline_module(source: str) -> str:
     """Inline the hot per-element calls of a generated codec module; returns the new source."""
     tree = ast.parse(source)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    targets = [f for name, f in funcs.items() if _rewritable(name)]
-    # bottom-up: a function is rewritten after everything it calls
-    order: list[ast.FunctionDef] = []
-    seen: set[str] = set()
-
-    def visit(f: ast.FunctionDef, stack: tuple = ()):
-        if f.name in seen or f.name in stack:
-            return
-        for c in sorted(_calls(f)):
-            if c in funcs and c.startswith(INLINE_PREFIXES):
-                visit(funcs[c], stack + (f.name,))
-        seen.add(f.name)
-        order.append(f)
-
-    for f in targets:
-        visit(f)
+    order = _bottom_up(funcs)
     changed: set[str] = set()
     for f in order:
         inl = _Inliner(funcs, f)
@@ -337,19 +322,7 @@ def inline_module(source: str) -> str:
             changed.add(f.name)
     if not changed:
         return source
-    called: set[str] = set(INLINE_ROOTS)
-    for node in tree.body:
-        if not (isinstance(node, ast.FunctionDef) and node.name.startswith(INLINE_PREFIXES)):
-            called |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    # functions reachable from code that is kept
-    live = set()
-    todo = [n for n in called if n in funcs]
-    while todo:
-        n = todo.pop()
-        if n in live:
-            continue
-        live.add(n)
-        todo.extend(c for c in _calls(funcs[n]) if c in funcs)
+    live = _live(tree, funcs)
     lines = source.splitlines(keepends=True)
     edits = []
     for node in tree.body:
@@ -364,3 +337,40 @@ def inline_module(source: str) -> str:
     for start, stop, text in sorted(edits, reverse=True):
         lines[start:stop] = [text]
     return "".join(lines)
+
+
+def _bottom_up(funcs: dict) -> list[ast.FunctionDef]:
+    """The rewritable functions, each after everything it calls."""
+    order: list[ast.FunctionDef] = []
+    seen: set[str] = set()
+
+    def visit(f: ast.FunctionDef, stack: tuple = ()):
+        if f.name in seen or f.name in stack:
+            return
+        for c in sorted(_calls(f)):
+            if c in funcs and c.startswith(INLINE_PREFIXES):
+                visit(funcs[c], stack + (f.name,))
+        seen.add(f.name)
+        order.append(f)
+
+    for name, f in funcs.items():
+        if _rewritable(name):
+            visit(f)
+    return order
+
+
+def _live(tree: ast.Module, funcs: dict) -> set[str]:
+    """Functions reachable from the code that is kept (entry points and everything not inlinable)."""
+    called: set[str] = set(INLINE_ROOTS)
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith(INLINE_PREFIXES)):
+            called |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    live: set[str] = set()
+    todo = [n for n in called if n in funcs]
+    while todo:
+        n = todo.pop()
+        if n in live:
+            continue
+        live.add(n)
+        todo.extend(c for c in _calls(funcs[n]) if c in funcs)
+    return live
