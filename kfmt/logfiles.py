@@ -20,10 +20,6 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-import crc32c
-
-_SNAPSHOT_HEAD = struct.Struct(">hIi")
-_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
 SNAPSHOT_FIELDS = ("producer_id", "epoch", "last_sequence", "last_offset", "offset_delta", "timestamp",
                    "coordinator_epoch", "current_txn_first_offset")  # fmt: skip
 _TXN = struct.Struct(">hqqqq")
@@ -147,35 +143,40 @@ def read_txn_index(path: Path) -> tuple[list[dict], list[str]]:
     return entries, problems
 
 
+def _snapshot_codec():
+    """The producer snapshot's codec, generated from Kafka's ProducerSnapshot spec (schemas/messages)."""
+    from generated.messages.producer_snapshot import python
+
+    return python
+
+
 def read_producer_snapshot(path: Path) -> tuple[list[dict], list[str]]:
+    """A producer-state snapshot's entries, read by the schema lowered from Kafka's spec (version 1, a CRC-32C
+    of everything after it, the entries); a corrupt one still shows its entries when they can be read."""
+    from kfmt.runtime.errors import ChecksumError, CodecError
+
+    codec = _snapshot_codec()
     data = Path(path).read_bytes()
-    if len(data) < _SNAPSHOT_HEAD.size:
-        return [], [f"{len(data)} bytes: too short for a producer snapshot header ({_SNAPSHOT_HEAD.size} bytes)"]
-    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
     problems = []
-    if version != 1:
-        problems.append(f"unknown snapshot version {version} (Kafka writes 1)")
-    computed = crc32c.crc32c(data[6:])
-    if computed != crc:
-        problems.append(f"stored crc32c 0x{crc:08x} != computed 0x{computed:08x} (corrupt snapshot)")
-    room = (len(data) - _SNAPSHOT_HEAD.size) // _SNAPSHOT_ENTRY.size
-    if count < 0 or count > room:
-        problems.append(f"producer count {count} does not fit the file ({room} entries fit)")
-        count = max(0, min(count, room))
-    entries = [dict(zip(SNAPSHOT_FIELDS, _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEAD.size + i * _SNAPSHOT_ENTRY.size)))
-               for i in range(count)]  # fmt: skip
-    extra = len(data) - _SNAPSHOT_HEAD.size - count * _SNAPSHOT_ENTRY.size
-    if extra and not problems:
-        problems.append(f"{extra} byte(s) after the last producer entry")
-    return entries, problems
+    try:
+        snap = codec.decode(data)
+    except ChecksumError as e:
+        problems.append(f"{e.path}: {e.reason.removesuffix(' (corrupt data)')} (corrupt snapshot)")
+        try:
+            snap = codec.decode(data, verify_crc=False)
+        except CodecError as again:
+            return [], [*problems, f"and its entries cannot be read: {again}"]
+    except CodecError as e:
+        return [], [f"not a producer snapshot Kafka reads: {e}"]
+    return [{f: getattr(p, f) for f in SNAPSHOT_FIELDS} for p in snap.producer_entries], problems
 
 
 def producer_snapshot(entries: list[dict]) -> bytes:
     """The bytes of a producer-state snapshot holding ``entries`` (dicts of SNAPSHOT_FIELDS)."""
-    body = struct.pack(">i", len(entries)) + b"".join(
-        _SNAPSHOT_ENTRY.pack(*(e[f] for f in SNAPSHOT_FIELDS)) for e in entries
-    )
-    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+    codec = _snapshot_codec()
+    from generated.messages.producer_snapshot.model import ProducerEntry, ProducerSnapshot
+
+    return codec.encode(ProducerSnapshot(version=1, producer_entries=[ProducerEntry(**e) for e in entries]))
 
 
 def read_leader_epoch_checkpoint(path: Path) -> tuple[list[dict], list[str]]:

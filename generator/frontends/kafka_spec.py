@@ -154,6 +154,8 @@ class Lowering:
             head = frame_fields(int(self.spec.get("apiKey", 0)))
         else:
             head = [{"name": "version", "type": "int16", "doc": "the record's version, written before its data"}]
+            if self.valid.lo == self.valid.hi:  # the one version there is: written, and checked when read
+                head[0]["const"] = self.valid.lo
         fields = head + self.fields(self.spec["fields"], self.name)
         self.structs[root] = {"orig_name": self.name, "fields": fields}
         return {
@@ -187,6 +189,9 @@ class Lowering:
             return None  # a field of flexible (or no valid) versions only
         out: dict = {"name": snake(f["name"]), "orig_name": f["name"]}
         out.update(self.wire(str(f.get("type", "")), f, where))
+        derived = DERIVED.get((self.name, f["name"]))
+        if derived is not None:
+            out["derive"] = {func: snake(target) for func, target in derived.items()}
         nullable = Versions.parse(f.get("nullableVersions"), where).within(self.valid)
         if nullable.lo is not None:
             out["nullable"] = True
@@ -437,6 +442,9 @@ CONTROL = ("raft_control", "clients/src/main/resources/common/message", (
     (5, "KRaftVersionRecord.json"), (6, "VotersRecord.json")))  # fmt: skip
 #: specs kfmt ships alone (a file of its own kind: the producer-state snapshot's records)
 SINGLES = ("storage/src/main/resources/message/ProducerSnapshot.json",)
+#: what a spec does not say and its reader does, by (message, field) as Kafka names them: ProducerStateManager
+#: checks the snapshot's Crc, a CRC-32C of everything after it
+DERIVED = {("ProducerSnapshot", "Crc"): {"crc32c": "ProducerEntries"}}
 #: bytes fields that hold another message, read as it by a view (a family, its struct and field as Kafka names
 #: them, the spec of what they hold, and when): GroupMetadataManager reads a consumer group's member metadata
 #: with ConsumerProtocol, which reads a newer version with the newest it knows, ignoring what follows
