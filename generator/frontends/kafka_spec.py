@@ -8,15 +8,13 @@ records...) is JSON with ``//`` comments: a message ``name``, ``validVersions``,
 ``version`` (an int16, as Kafka writes a coordinator record's version before its data) and declares
 every field under a condition on it, so nested structs and array elements see it too.
 
-A spec whose every version is flexible (KRaft's metadata records) is lowered with compact lengths and
-counts, and every struct ends with its tagged-field section kept raw (``tagged_fields``: each tag with
-its bytes, so a record decodes with nothing left over and re-encodes byte-exact; known tagged fields are
-not decoded by name yet). A KRaft record (``"type": "metadata"``) starts with MetadataRecordSerde's frame:
-a frame version, the apiKey and the version, unsigned varints. A spec with classic and flexible versions
-is lowered for its classic versions only (OffsetCommitValue 0-3, GroupMetadataValue 0-3: what brokers
-write before KIP-915 records), since the schema language cannot switch prefix kinds by version yet.
-What it cannot say at all (arrays of primitives, nullable structs in flexible versions) is refused with
-one line rather than approximated.
+Flexible versions get compact lengths and counts and, in every struct, a tagged-field section: tagged
+fields by name, unknown tags kept (a record decodes with nothing left over and re-encodes byte-exact). A
+KRaft record (``"type": "metadata"``) starts with MetadataRecordSerde's frame: a frame version, the apiKey
+and the version, unsigned varints. Alone, a spec with classic and flexible versions is lowered for its
+classic versions; in a family (:func:`family`) each part is lowered alone and a struct of repr ``value``
+reads the one the version names. What the language cannot say is refused with one line rather than
+approximated.
 """
 
 from __future__ import annotations
@@ -111,7 +109,8 @@ class Lowering:
     name and body is declared once, one of the same name and another body is prefixed with its message's
     name). :meth:`message` gives the message's own struct; :meth:`run` a standalone schema of it."""
 
-    def __init__(self, spec: dict, where: str, structs: dict[str, dict] | None = None, version: str = "version"):
+    def __init__(self, spec: dict, where: str, structs: dict[str, dict] | None = None, version: str = "version",
+                 flexible_part: bool = False):  # fmt: skip
         self.spec, self.where = spec, where
         self.version = version  # the field conditions on versions read (the family root's, or the record's)
         name = spec.get("name")
@@ -123,9 +122,12 @@ class Lowering:
         if valid.lo is None:
             raise SpecError(f"{where}: {self.name} has no valid versions")
         self.flexible = flexible.lo is not None and flexible.lo <= valid.lo  # every version flexible
+        self.mixed = flexible.lo is not None and not self.flexible and (valid.hi is None or flexible.lo <= valid.hi)
         if self.flexible or flexible.lo is None:
             self.valid = valid
-        else:  # classic versions only: prefix kinds cannot switch by version yet
+        elif flexible_part:  # the flexible versions of a spec with classic ones too
+            self.flexible, self.valid = True, Versions(flexible.lo, valid.hi)
+        else:  # the classic versions (a family reads the flexible ones with a Lowering of their own)
             self.valid = Versions(valid.lo, flexible.lo - 1 if valid.hi is None else min(valid.hi, flexible.lo - 1))
         self.common = {c["name"]: c for c in spec.get("commonStructs", []) if isinstance(c, dict) and "name" in c}
         self.structs: dict[str, dict] = {} if structs is None else structs
@@ -139,13 +141,16 @@ class Lowering:
     def message(self, guard: bool = True) -> str:
         """The message's struct (its fields, conditions on ``self.version`` of an enclosing struct); ``guard``:
         it requires a version it was lowered for (a newer or a flexible version is refused, never misread)."""
+        return self.declare_message(snake(self.name), guard)
+
+    def declare_message(self, ident: str, guard: bool = True) -> str:
         body: dict = {"orig_name": self.name}
         lo, hi = self.valid.lo or 0, self.valid.hi
         if guard and (lo > 0 or hi is not None):
             body["requires"] = {"field": self.version, **({"ge": lo} if lo > 0 else {}), **({"le": hi} if hi is not None
                                                                                            else {})}  # fmt: skip
         body["fields"] = self.fields(self.spec["fields"], self.name)
-        return self.declare(snake(self.name), body)
+        return self.declare(ident, body)
 
     def run(self) -> dict:
         """A standalone schema: the record's version (or MetadataRecordSerde's frame), then the message."""
@@ -329,21 +334,22 @@ def family(specs: list[tuple[dict, str]], name: str, nested=()) -> dict[str, dic
 
 
 def _view(structs: dict, owner: str, field: str, inner: Lowering, when: dict) -> None:
-    """A view on bytes field ``field`` of struct ``owner`` (Kafka's names): the message ``inner`` (its own int16
-    version first, as ConsumerProtocol writes it), when ``when`` holds."""
-    hosts = [s for s in structs.values() if s.get("orig_name") == owner]
+    """A view on bytes field ``field`` of each struct ``owner`` (Kafka's names; a message lowered for its classic
+    and its flexible versions has two): the message ``inner``, its own int16 version first, as ConsumerProtocol
+    writes it, when ``when`` holds."""
 
     def named(f):  # GroupMetadataValue spells its fields in lower camelCase ("subscription")
         return str(f.get("orig_name", "")).lower() == field.lower()
 
-    if len(hosts) != 1 or not any(named(f) for f in hosts[0]["fields"]):
-        raise SpecError(f"{inner.where}: no single struct {owner} with a field {field} to read it from")
-    host = hosts[0]
-    source = next(f["name"] for f in host["fields"] if named(f))
+    hosts = [s for s in structs.values() if s.get("orig_name") == owner and any(named(f) for f in s["fields"])]
+    if not hosts:
+        raise SpecError(f"{inner.where}: no struct {owner} with a field {field} to read it from")
     version = {"name": "version", "type": "int16", "doc": f"the {inner.name} version, written before it"}
     name = inner.declare(snake(inner.name), {"orig_name": inner.name, "fields": [version, *inner.fields(
         inner.spec["fields"], inner.name)]})  # fmt: skip
-    host.setdefault("views", {})[f"{source}_decoded"] = {"parse": source, "as": name, "when": when}
+    for host in hosts:
+        source = next(f["name"] for f in host["fields"] if named(f))
+        host.setdefault("views", {})[f"{source}_decoded"] = {"parse": source, "as": name, "when": dict(when)}
 
 
 def _cases(lowered: list[tuple[int, Lowering, str]], where: str) -> dict[int, str]:
@@ -380,7 +386,8 @@ def _coordinator_family(keys: dict, values: dict, name: str) -> tuple[dict, dict
         v = Lowering(vspec, vwhere, vstructs)
         kl.append(k)
         vl.append(v)
-        kname, vname = k.message(guard=False), v.message()  # a key's versions are its record types: the switch's
+        kname = k.message(guard=False)  # a key's versions are its record types: the switch's
+        vname = _by_version(v, vstructs) if v.mixed else v.message()
         for t in range(k.valid.lo or 0, (k.valid.hi if k.valid.hi is not None else k.valid.lo or 0) + 1):
             kc.append((t, k, kname))
             vc.append((t, v, vname))
@@ -392,6 +399,20 @@ def _coordinator_family(keys: dict, values: dict, name: str) -> tuple[dict, dict
     key = {"doc": _doc(kl, "a coordinator's record keys"), "doc_ref": refs, "root": kroot, "structs": kstructs}
     value = _by_param(vl, vc, vstructs, vroot, "record_type", "a coordinator's record values", "the key's record type")
     return key, value
+
+
+def _by_version(classic: Lowering, structs: dict) -> str:
+    """A message with classic and flexible versions: each part lowered alone (its own prefix kinds and tagged
+    sections), and a struct of repr value that reads the one its version names (so a value decodes to the
+    part's struct, both named as Kafka names the message)."""
+    flexible = Lowering(classic.spec, classic.where, structs, classic.version, flexible_part=True)
+    if flexible.valid.hi is None:
+        raise SpecError(f"{classic.where}: {classic.name} has open-ended flexible versions")
+    parts = [(classic, classic.message()), (flexible, flexible.declare_message(f"{snake(flexible.name)}_flexible"))]
+    cases = {v: name for low, name in parts for v in range(low.valid.lo or 0, (low.valid.hi or 0) + 1)}
+    return classic.declare(f"{snake(classic.name)}_versions", {
+        "doc": f"{classic.name}: its classic or its flexible versions, by version", "repr": "value",
+        "fields": [{"name": "message", "type": {"switch": classic.version, "cases": cases}}]})  # fmt: skip
 
 
 def _by_param(lows: list, cases: list, structs: dict, root: str, param: str, what: str, chooser: str) -> dict:
@@ -498,4 +519,9 @@ def to_yaml(schema: dict, source: str) -> str:
 
     head = (f"# Generated by `kfmt import-kafka-spec` from {source}\n"
             "# (Apache Kafka's message specs, Apache License 2.0; see NOTICE). Regenerate: make import-kafka-specs\n")  # fmt: skip
-    return head + yaml.safe_dump(schema, sort_keys=False, allow_unicode=True, width=120)
+
+    class Plain(yaml.SafeDumper):  # a value used twice is written twice (the loader refuses YAML aliases)
+        def ignore_aliases(self, data):
+            return True
+
+    return head + yaml.dump(schema, Dumper=Plain, sort_keys=False, allow_unicode=True, width=120)

@@ -64,7 +64,8 @@ def _add_import_spec(sub) -> None:
         "metadata records (one schema, the record chosen by its apiKey), NAME_key and NAME_value for a "
         "coordinator's Key/Value pairs (the value chosen by the key's record type, a parameter). Flexible versions "
         "get compact lengths and tagged-field sections (tagged fields by name, unknown tags kept); a spec with "
-        "classic and flexible versions is lowered for its classic ones; what cannot be said yet is refused, one "
+        "classic and flexible versions is lowered as its two parts and a switch on the version (alone: its classic "
+        "versions); what cannot be said yet is refused, one "
         "line each. Exit status: 0 all lowered, 1 some refused, 2 usage error.",
     )
     s.add_argument("paths", nargs="*", help="spec files (*.json) or folders holding them")

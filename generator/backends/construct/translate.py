@@ -264,7 +264,11 @@ class Layout:
         s = w.selector.name
         value = f"_no_case({s!r}, {s}, {known!r})"
         for vs, c in reversed(w.grouped()):
-            checked = f"_case({fl.name}, {camel(c)}, {fl.name!r}, {s!r}, {s})"
+            checked = (
+                fl.name
+                if self.f.struct(c).repr != "object"
+                else f"_case({fl.name}, {camel(c)}, {fl.name!r}, {s!r}, {s})"
+            )
             value = f"(_wire_{c}({checked}, 0{args(self.f.struct(c))}) if {s} in {vs!r} else {value})"
         return con, value
 

@@ -346,7 +346,8 @@ class Builder(Validator):
     def switch_attrs(self, f: Field, path: str) -> dict:
         """A switch's selector and its cases grouped by struct: (values, struct, class, the struct's params)."""
         structs = list(dict.fromkeys(c for _, c in f.cases))
-        cases = [dict(values=tuple(v for v, x in f.cases if x == c), elem=c, cls=_camel(c), args=self.params(c))
+        cases = [dict(values=tuple(v for v, x in f.cases if x == c), elem=c, args=self.params(c),
+                      cls=_camel(c) if self.s.structs[c].repr == "object" else None)  # a nested switch checks its own
                  for c in structs]  # fmt: skip
         return dict(sel=f.switch, cases=cases, path=f"{path}.{f.name}")
 

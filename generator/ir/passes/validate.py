@@ -201,8 +201,11 @@ class Validator:
         if f.length is not None or f.nullable or f.default is not None:
             raise _err(self.s, st, f, "a switch takes no 'length', 'nullable' or 'default'")
         for value, case in f.cases:
-            if self.s.structs[case].repr != "object":
-                raise _err(self.s, st, f, f"switch case {value}: struct {case!r} must have repr 'object'")
+            cs = self.s.structs[case]
+            union = cs.repr == "value" and self.kind(cs.fields[0]) == "switch"  # a switch by another selector
+            if cs.repr != "object" and not union:
+                raise _err(self.s, st, f, f"switch case {value}: struct {case!r} must have repr 'object' (or be a "
+                                          "repr 'value' struct whose one field is a switch)")  # fmt: skip
 
     def _check_values(self, st, f, k: str) -> None:
         """A field's const and default are values it can hold."""
