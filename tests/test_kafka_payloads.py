@@ -49,10 +49,13 @@ def _spec(path: Path) -> dict:
 
 
 def _int_tags(fields: list) -> None:
-    """Kafka writes some tags as strings ("tag": "0"); kafka-python needs numbers (kfmt's frontend takes both)."""
+    """Kafka writes some tags as strings ("tag": "0") and leaves out a tagged field's "versions" (its
+    "taggedVersions" then); kafka-python needs both spelled out (kfmt's frontend takes them as Kafka writes them)."""
     for f in fields:
         if isinstance(f.get("tag"), str):
             f["tag"] = int(f["tag"])
+        if "versions" not in f and "taggedVersions" in f:
+            f["versions"] = f["taggedVersions"]
         _int_tags(f.get("fields", []))
 
 
@@ -235,14 +238,26 @@ def test_every_metadata_record_kafka_python_writes(path):
             assert codec.encode(codec.decode(value)) == value, (spec["name"], version, backend)
 
 
+COORDINATORS = {
+    "__consumer_offsets": ("group_coordinator_value", GROUPS),
+    "__transaction_state": ("transaction_coordinator_value", TREE / "transaction-coordinator/src/main/resources/common/message"),
+    "__share_group_state": ("share_coordinator_value", TREE / "share-coordinator/src/main/resources/common/message"),
+}  # fmt: skip
+
+
 def _pairs():
-    specs = {_spec(p)["name"]: p for p in GROUPS.glob("*.json")}
-    return [(specs[n], specs[n[:-3] + "Value"]) for n in sorted(specs) if n.endswith("Key")]
+    out = []
+    for topic, (_, folder) in COORDINATORS.items():
+        specs = {_spec(p)["name"]: p for p in folder.glob("*.json")}
+        out += [(topic, specs[n], specs[n[:-3] + "Value"]) for n in sorted(specs) if n.endswith("Key")]
+    return out
 
 
-@pytest.mark.parametrize("pair", _pairs(), ids=lambda p: p[0].stem[:-3])
-def test_every_group_coordinator_record_kafka_python_writes(pair):
-    kpath, vpath = pair
+@pytest.mark.parametrize("pair", _pairs(), ids=lambda p: f"{p[0]}:{p[1].stem[:-3]}")
+def test_every_coordinator_record_kafka_python_writes(pair):
+    """Every record of the group, transaction and share coordinators, every key record type and every value
+    version (classic and flexible), as kafka-python writes them from the specs."""
+    topic, kpath, vpath = pair
     kspec, vspec = _spec(kpath), _spec(vpath)
     flexible = int(vspec["flexibleVersions"].rstrip("+")) if vspec["flexibleVersions"] != "none" else 1 << 15
     for record_type in _versions(kspec):
@@ -253,13 +268,36 @@ def test_every_group_coordinator_record_kafka_python_writes(pair):
             vdata = _sample_struct(_struct(vpath), version)
             value = _i16(version) + _struct(vpath).encode(vdata, version=version, compact=flex, tagged=flex)
             for backend in BACKENDS:  # classic and flexible versions alike (OffsetCommitValue 0-3 and 4)
-                p = decode_payload("__consumer_offsets", key, value, backend=backend)
+                p = decode_payload(topic, key, value, backend=backend)
                 assert (p.key.type, p.key.version, p.value.type, p.value.version) == (
                     kspec["name"], record_type, vspec["name"], version)  # fmt: skip
                 _same(p.key.data, kdata)
                 _same(p.value.data, vdata)
-                codec = _codec("group_coordinator_value", backend)
+                codec = _codec(COORDINATORS[topic][0], backend)
                 assert codec.encode(codec.decode(value, record_type=record_type), record_type=record_type) == value
+
+
+REMOTE = TREE / "storage/src/main/resources/message"
+
+
+@pytest.mark.parametrize("path", sorted(REMOTE.glob("RemoteLog*.json")), ids=lambda p: p.stem)
+def test_every_remote_log_metadata_record_kafka_python_writes(path):
+    """__remote_log_metadata's records (RemoteLogMetadataSerde frames them as MetadataRecordSerde does)."""
+    spec, struct = _spec(path), _struct(path)
+    for version in _versions(spec):
+        data = _sample_struct(struct, version)
+        value = (
+            _uv(1)
+            + _uv(spec["apiKey"])
+            + _uv(version)
+            + struct.encode(data, version=version, compact=True, tagged=True)
+        )
+        for backend in BACKENDS:
+            p = decode_payload("__remote_log_metadata", None, value, backend=backend)
+            assert (p.value.type, p.value.version) == (spec["name"], version)
+            _same(p.value.data, data)
+            codec = _codec("remote_log_metadata", backend)
+            assert codec.encode(codec.decode(value)) == value
 
 
 # ---------------------------------------------------------------- what does not decode
