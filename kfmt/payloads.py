@@ -12,6 +12,7 @@ values. A null value is a tombstone.
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -84,6 +85,7 @@ def binding(topic_or_kind: str) -> Binding | None:
     return BINDINGS.get(topic_or_kind)
 
 
+@functools.lru_cache(maxsize=None)
 def _codec(schema: str, backend: str):
     return importlib.import_module(f"generated.messages.{schema}.{backend}")
 
