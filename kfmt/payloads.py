@@ -52,7 +52,7 @@ class Decoded:
     def to_json(self) -> dict:
         """``{"type": ..., "version": N, "data": {<field as Kafka names it>: value}}`` (uuids in Kafka's base64
         form, bytes as hex, unknown tagged fields under ``_unknownTaggedFields`` when there are any)."""
-        return {"type": self.type, "version": self.version, "data": kafka_json(self.data)}
+        return {"type": self.type, "version": self.version, "data": kafka_json(self.data, self.version)}
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _uuid(v: bytes) -> str:
     return base64.urlsafe_b64encode(bytes(v)).rstrip(b"=").decode("ascii")
 
 
-def _value(v, kind: str):
+def _value(v, kind: str, version: int | None = None):
     if v is None:
         return None
     if kind == "uuid":
@@ -148,17 +148,23 @@ def _value(v, kind: str):
     if kind == "bytes[]":
         return [bytes(x).hex() for x in v]
     if isinstance(v, list):
-        return [kafka_json(x) for x in v]
-    return kafka_json(v)
+        return [kafka_json(x, version) for x in v]
+    return kafka_json(v, version)
 
 
-def kafka_json(obj):
-    """A decoded message as JSON data, fields named as Kafka names them."""
+def kafka_json(obj, version: int | None = None):
+    """A decoded message as JSON data, fields named as Kafka names them; with its ``version``, only the fields
+    that version has (as Kafka's JSON converters write them; a message read from bytes, such as a consumer
+    group member's subscription, has its own version)."""
     fields = getattr(type(obj), "_kafka_fields", None)
     if fields is None:
         return obj if not isinstance(obj, (bytes, bytearray)) else bytes(obj).hex()
+    if "version" in type(obj)._fields and fields[0][0] == "version":
+        version = obj.version  # a message with its own version first
     out = {}
-    for name, kafka, kind in fields:
+    for name, kafka, kind, versions in fields:
+        if versions is not None and version is not None and not versions[0] <= version <= versions[1]:
+            continue
         v = getattr(obj, name)
         if kind == "tags":
             if v:
@@ -168,5 +174,5 @@ def kafka_json(obj):
             inner = getattr(obj, kind[5:])
             out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
             continue
-        out[kafka] = _value(v, kind)
+        out[kafka] = _value(v, kind, version)
     return out

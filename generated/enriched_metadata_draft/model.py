@@ -34,15 +34,15 @@ class Message(_Message):
     )
     _kafka_name = "Message"
     _kafka_fields = (
-        ("offset", "Offset", ""),
-        ("size", "MessageSize", ""),
-        ("crc", "Crc", ""),
-        ("magic", "MagicByte", ""),
-        ("timestamp", "Timestamp", ""),
-        ("kafka_tags", "KafkaTag", ""),
-        ("headers", "AppTag", ""),
-        ("key", "Key", "bytes"),
-        ("value", "Value", "bytes"),
+        ("offset", "Offset", "", None),
+        ("size", "MessageSize", "", None),
+        ("crc", "Crc", "", None),
+        ("magic", "MagicByte", "", None),
+        ("timestamp", "Timestamp", "", None),
+        ("kafka_tags", "KafkaTag", "", None),
+        ("headers", "AppTag", "", None),
+        ("key", "Key", "bytes", None),
+        ("value", "Value", "bytes", None),
     )
 
     def __init__(

@@ -30,12 +30,12 @@ class Message(_Message):
     )
     _kafka_name = "LegacyRecord"
     _kafka_fields = (
-        ("offset", "offset", ""),
-        ("size", "MessageSize", ""),
-        ("crc", "crc", ""),
-        ("magic", "magic", ""),
-        ("key", "key", "bytes"),
-        ("value", "value", "bytes"),
+        ("offset", "offset", "", None),
+        ("size", "MessageSize", "", None),
+        ("crc", "crc", "", None),
+        ("magic", "magic", "", None),
+        ("key", "key", "bytes", None),
+        ("value", "value", "bytes", None),
     )
 
     def __init__(self, offset=None, size=None, crc=None, magic=0, codec="none", key=None, value=None, messages=None):

@@ -35,13 +35,13 @@ class Message(_Message):
     )
     _kafka_name = "LegacyRecord"
     _kafka_fields = (
-        ("offset", "offset", ""),
-        ("size", "MessageSize", ""),
-        ("crc", "crc", ""),
-        ("magic", "magic", ""),
-        ("timestamp", "timestamp", ""),
-        ("key", "key", "bytes"),
-        ("value", "value", "bytes"),
+        ("offset", "offset", "", None),
+        ("size", "MessageSize", "", None),
+        ("crc", "crc", "", None),
+        ("magic", "magic", "", None),
+        ("timestamp", "timestamp", "", None),
+        ("key", "key", "bytes", None),
+        ("value", "value", "bytes", None),
     )
 
     def __init__(

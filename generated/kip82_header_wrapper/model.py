@@ -38,16 +38,16 @@ class Message(_Message):
     )
     _kafka_name = "Message"
     _kafka_fields = (
-        ("offset", "Offset", ""),
-        ("size", "MessageSize", ""),
-        ("crc", "Crc", ""),
-        ("magic", "MagicByte", ""),
-        ("timestamp", "Timestamp", ""),
-        ("key", "Key", "bytes"),
-        ("len_wrapper", "ValueLength", ""),
-        ("wrapper_magic", "MagicByte", ""),
-        ("headers", "Headers", ""),
-        ("value", "Value", "bytes"),
+        ("offset", "Offset", "", None),
+        ("size", "MessageSize", "", None),
+        ("crc", "Crc", "", None),
+        ("magic", "MagicByte", "", None),
+        ("timestamp", "Timestamp", "", None),
+        ("key", "Key", "bytes", None),
+        ("len_wrapper", "ValueLength", "", None),
+        ("wrapper_magic", "MagicByte", "", None),
+        ("headers", "Headers", "", None),
+        ("value", "Value", "bytes", None),
     )
 
     def __init__(

@@ -34,12 +34,12 @@ class Message(_Record):
     )
     _kafka_name = "Message"
     _kafka_fields = (
-        ("length", "Length", ""),
-        ("timestamp", "Timestamp", ""),
-        ("offset_delta", "OffsetDelta", ""),
-        ("key", "Key", "bytes"),
-        ("value", "Value", "bytes"),
-        ("message_crc", "CRC", ""),
+        ("length", "Length", "", None),
+        ("timestamp", "Timestamp", "", None),
+        ("offset_delta", "OffsetDelta", "", None),
+        ("key", "Key", "bytes", None),
+        ("value", "Value", "bytes", None),
+        ("message_crc", "CRC", "", None),
     )
 
     def __init__(
@@ -104,16 +104,16 @@ class MessageSet(_Batch):
     )
     _kafka_name = "MessageSet"
     _kafka_fields = (
-        ("base_offset", "Offset", ""),
-        ("length", "Length", ""),
-        ("crc", "CRC", ""),
-        ("magic", "Magic", ""),
-        ("last_offset_delta", "OffsetDelta", ""),
-        ("max_timestamp", "MaxTimestamp", ""),
-        ("producer_id", "PID", ""),
-        ("producer_epoch", "Epoch", ""),
-        ("base_sequence", "Sequence", ""),
-        ("records", "Messages", ""),
+        ("base_offset", "Offset", "", None),
+        ("length", "Length", "", None),
+        ("crc", "CRC", "", None),
+        ("magic", "Magic", "", None),
+        ("last_offset_delta", "OffsetDelta", "", None),
+        ("max_timestamp", "MaxTimestamp", "", None),
+        ("producer_id", "PID", "", None),
+        ("producer_epoch", "Epoch", "", None),
+        ("base_sequence", "Sequence", "", None),
+        ("records", "Messages", "", None),
     )
 
     def __init__(

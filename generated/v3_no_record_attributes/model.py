@@ -30,12 +30,12 @@ class Record(_Record):
     )
     _kafka_name = "DefaultRecord"
     _kafka_fields = (
-        ("length", "length", ""),
-        ("timestamp_delta", "timestampDelta", ""),
-        ("offset_delta", "offsetDelta", ""),
-        ("key", "key", "view:control"),
-        ("value", "value", "bytes"),
-        ("headers", "Headers", ""),
+        ("length", "length", "", None),
+        ("timestamp_delta", "timestampDelta", "", None),
+        ("offset_delta", "offsetDelta", "", None),
+        ("key", "key", "view:control", None),
+        ("value", "value", "bytes", None),
+        ("headers", "Headers", "", None),
     )
 
     def __init__(
@@ -108,19 +108,19 @@ class Batch(_Batch):
     )
     _kafka_name = "RecordBatch"
     _kafka_fields = (
-        ("base_offset", "baseOffset", ""),
-        ("batch_length", "batchLength", ""),
-        ("partition_leader_epoch", "partitionLeaderEpoch", ""),
-        ("magic", "magic", ""),
-        ("crc", "crc", ""),
-        ("last_offset_delta", "lastOffsetDelta", ""),
-        ("base_timestamp", "baseTimestamp", ""),
-        ("max_timestamp", "maxTimestamp", ""),
-        ("producer_id", "producerId", ""),
-        ("producer_epoch", "producerEpoch", ""),
-        ("base_sequence", "baseSequence", ""),
-        ("num_records", "recordsCount", ""),
-        ("records", "records", ""),
+        ("base_offset", "baseOffset", "", None),
+        ("batch_length", "batchLength", "", None),
+        ("partition_leader_epoch", "partitionLeaderEpoch", "", None),
+        ("magic", "magic", "", None),
+        ("crc", "crc", "", None),
+        ("last_offset_delta", "lastOffsetDelta", "", None),
+        ("base_timestamp", "baseTimestamp", "", None),
+        ("max_timestamp", "maxTimestamp", "", None),
+        ("producer_id", "producerId", "", None),
+        ("producer_epoch", "producerEpoch", "", None),
+        ("base_sequence", "baseSequence", "", None),
+        ("num_records", "recordsCount", "", None),
+        ("records", "records", "", None),
     )
 
     def __init__(

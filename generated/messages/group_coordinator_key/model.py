@@ -22,7 +22,7 @@ class OffsetCommitKey(_Struct):
         "partition",
     )
     _kafka_name = "OffsetCommitKey"
-    _kafka_fields = (("group", "group", ""), ("topic", "topic", ""), ("partition", "partition", ""))
+    _kafka_fields = (("group", "group", "", None), ("topic", "topic", "", None), ("partition", "partition", "", None))
 
     def __init__(self, group=None, topic=None, partition=None):
         self.group = group
@@ -36,7 +36,7 @@ class GroupMetadataKey(_Struct):
     __slots__ = ("group",)
     _fields = ("group",)
     _kafka_name = "GroupMetadataKey"
-    _kafka_fields = (("group", "group", ""),)
+    _kafka_fields = (("group", "group", "", None),)
 
     def __init__(self, group=None):
         self.group = group
@@ -48,7 +48,7 @@ class ConsumerGroupMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ConsumerGroupMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -60,7 +60,7 @@ class ConsumerGroupPartitionMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ConsumerGroupPartitionMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -78,7 +78,7 @@ class ConsumerGroupMemberMetadataKey(_Struct):
         "member_id",
     )
     _kafka_name = "ConsumerGroupMemberMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -91,7 +91,7 @@ class ConsumerGroupTargetAssignmentMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ConsumerGroupTargetAssignmentMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -109,7 +109,7 @@ class ConsumerGroupTargetAssignmentMemberKey(_Struct):
         "member_id",
     )
     _kafka_name = "ConsumerGroupTargetAssignmentMemberKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -128,7 +128,7 @@ class ConsumerGroupCurrentMemberAssignmentKey(_Struct):
         "member_id",
     )
     _kafka_name = "ConsumerGroupCurrentMemberAssignmentKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -141,7 +141,7 @@ class ShareGroupPartitionMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ShareGroupPartitionMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -159,7 +159,7 @@ class ShareGroupMemberMetadataKey(_Struct):
         "member_id",
     )
     _kafka_name = "ShareGroupMemberMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -172,7 +172,7 @@ class ShareGroupMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ShareGroupMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -184,7 +184,7 @@ class ShareGroupTargetAssignmentMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ShareGroupTargetAssignmentMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id
@@ -202,7 +202,7 @@ class ShareGroupTargetAssignmentMemberKey(_Struct):
         "member_id",
     )
     _kafka_name = "ShareGroupTargetAssignmentMemberKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -221,7 +221,7 @@ class ShareGroupCurrentMemberAssignmentKey(_Struct):
         "member_id",
     )
     _kafka_name = "ShareGroupCurrentMemberAssignmentKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("member_id", "MemberId", ""))
+    _kafka_fields = (("group_id", "GroupId", "", None), ("member_id", "MemberId", "", None))
 
     def __init__(self, group_id=None, member_id=None):
         self.group_id = group_id
@@ -234,7 +234,7 @@ class ShareGroupStatePartitionMetadataKey(_Struct):
     __slots__ = ("group_id",)
     _fields = ("group_id",)
     _kafka_name = "ShareGroupStatePartitionMetadataKey"
-    _kafka_fields = (("group_id", "GroupId", ""),)
+    _kafka_fields = (("group_id", "GroupId", "", None),)
 
     def __init__(self, group_id=None):
         self.group_id = group_id

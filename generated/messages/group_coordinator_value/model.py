@@ -27,11 +27,11 @@ class OffsetCommitValue(_Struct):
     )
     _kafka_name = "OffsetCommitValue"
     _kafka_fields = (
-        ("offset", "offset", ""),
-        ("leader_epoch", "leaderEpoch", ""),
-        ("metadata", "metadata", ""),
-        ("commit_timestamp", "commitTimestamp", ""),
-        ("expire_timestamp", "expireTimestamp", ""),
+        ("offset", "offset", "", None),
+        ("leader_epoch", "leaderEpoch", "", (3, 32768)),
+        ("metadata", "metadata", "", None),
+        ("commit_timestamp", "commitTimestamp", "", None),
+        ("expire_timestamp", "expireTimestamp", "", (1, 1)),
     )
 
     def __init__(self, offset=None, leader_epoch=-1, metadata=None, commit_timestamp=None, expire_timestamp=-1):
@@ -61,11 +61,11 @@ class OffsetCommitValueFlexible(_Struct):
     )
     _kafka_name = "OffsetCommitValue"
     _kafka_fields = (
-        ("offset", "offset", ""),
-        ("leader_epoch", "leaderEpoch", ""),
-        ("metadata", "metadata", ""),
-        ("commit_timestamp", "commitTimestamp", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("offset", "offset", "", None),
+        ("leader_epoch", "leaderEpoch", "", None),
+        ("metadata", "metadata", "", None),
+        ("commit_timestamp", "commitTimestamp", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, offset=None, leader_epoch=-1, metadata=None, commit_timestamp=None, tagged_fields=None):
@@ -88,7 +88,7 @@ class ConsumerProtocolSubscriptionTopicPartition(_Struct):
         "partitions",
     )
     _kafka_name = "TopicPartition"
-    _kafka_fields = (("topic", "Topic", ""), ("partitions", "Partitions", ""))
+    _kafka_fields = (("topic", "Topic", "", (1, 32768)), ("partitions", "Partitions", "", (1, 32768)))
 
     def __init__(self, topic=None, partitions=None):
         self.topic = topic
@@ -116,12 +116,12 @@ class ConsumerProtocolSubscription(_Struct):
     )
     _kafka_name = "ConsumerProtocolSubscription"
     _kafka_fields = (
-        ("version", "version", ""),
-        ("topics", "Topics", ""),
-        ("user_data", "UserData", "bytes"),
-        ("owned_partitions", "OwnedPartitions", ""),
-        ("generation_id", "GenerationId", ""),
-        ("rack_id", "RackId", ""),
+        ("version", "version", "", None),
+        ("topics", "Topics", "", None),
+        ("user_data", "UserData", "bytes", None),
+        ("owned_partitions", "OwnedPartitions", "", (1, 32768)),
+        ("generation_id", "GenerationId", "", (2, 32768)),
+        ("rack_id", "RackId", "", (3, 32768)),
     )
 
     def __init__(
@@ -147,7 +147,7 @@ class ConsumerProtocolAssignmentTopicPartition(_Struct):
         "partitions",
     )
     _kafka_name = "TopicPartition"
-    _kafka_fields = (("topic", "Topic", ""), ("partitions", "Partitions", ""))
+    _kafka_fields = (("topic", "Topic", "", None), ("partitions", "Partitions", "", None))
 
     def __init__(self, topic=None, partitions=None):
         self.topic = topic
@@ -169,9 +169,9 @@ class ConsumerProtocolAssignment(_Struct):
     )
     _kafka_name = "ConsumerProtocolAssignment"
     _kafka_fields = (
-        ("version", "version", ""),
-        ("assigned_partitions", "AssignedPartitions", ""),
-        ("user_data", "UserData", "bytes"),
+        ("version", "version", "", None),
+        ("assigned_partitions", "AssignedPartitions", "", None),
+        ("user_data", "UserData", "bytes", None),
     )
 
     def __init__(self, version=None, assigned_partitions=None, user_data=None):
@@ -209,14 +209,14 @@ class MemberMetadata(_Struct):
     )
     _kafka_name = "MemberMetadata"
     _kafka_fields = (
-        ("member_id", "memberId", ""),
-        ("group_instance_id", "groupInstanceId", ""),
-        ("client_id", "clientId", ""),
-        ("client_host", "clientHost", ""),
-        ("rebalance_timeout", "rebalanceTimeout", ""),
-        ("session_timeout", "sessionTimeout", ""),
-        ("subscription", "subscription", "view:subscription_decoded"),
-        ("assignment", "assignment", "view:assignment_decoded"),
+        ("member_id", "memberId", "", None),
+        ("group_instance_id", "groupInstanceId", "", (3, 32768)),
+        ("client_id", "clientId", "", None),
+        ("client_host", "clientHost", "", None),
+        ("rebalance_timeout", "rebalanceTimeout", "", (1, 32768)),
+        ("session_timeout", "sessionTimeout", "", None),
+        ("subscription", "subscription", "view:subscription_decoded", None),
+        ("assignment", "assignment", "view:assignment_decoded", None),
     )
 
     def __init__(
@@ -265,12 +265,12 @@ class GroupMetadataValue(_Struct):
     )
     _kafka_name = "GroupMetadataValue"
     _kafka_fields = (
-        ("protocol_type", "protocolType", ""),
-        ("generation", "generation", ""),
-        ("protocol", "protocol", ""),
-        ("leader", "leader", ""),
-        ("current_state_timestamp", "currentStateTimestamp", ""),
-        ("members", "members", ""),
+        ("protocol_type", "protocolType", "", None),
+        ("generation", "generation", "", None),
+        ("protocol", "protocol", "", None),
+        ("leader", "leader", "", None),
+        ("current_state_timestamp", "currentStateTimestamp", "", (2, 32768)),
+        ("members", "members", "", None),
     )
 
     def __init__(
@@ -315,15 +315,15 @@ class GroupMetadataValueMemberMetadata(_Struct):
     )
     _kafka_name = "MemberMetadata"
     _kafka_fields = (
-        ("member_id", "memberId", ""),
-        ("group_instance_id", "groupInstanceId", ""),
-        ("client_id", "clientId", ""),
-        ("client_host", "clientHost", ""),
-        ("rebalance_timeout", "rebalanceTimeout", ""),
-        ("session_timeout", "sessionTimeout", ""),
-        ("subscription", "subscription", "view:subscription_decoded"),
-        ("assignment", "assignment", "view:assignment_decoded"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("member_id", "memberId", "", None),
+        ("group_instance_id", "groupInstanceId", "", None),
+        ("client_id", "clientId", "", None),
+        ("client_host", "clientHost", "", None),
+        ("rebalance_timeout", "rebalanceTimeout", "", None),
+        ("session_timeout", "sessionTimeout", "", None),
+        ("subscription", "subscription", "view:subscription_decoded", None),
+        ("assignment", "assignment", "view:assignment_decoded", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -376,13 +376,13 @@ class GroupMetadataValueFlexible(_Struct):
     )
     _kafka_name = "GroupMetadataValue"
     _kafka_fields = (
-        ("protocol_type", "protocolType", ""),
-        ("generation", "generation", ""),
-        ("protocol", "protocol", ""),
-        ("leader", "leader", ""),
-        ("current_state_timestamp", "currentStateTimestamp", ""),
-        ("members", "members", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("protocol_type", "protocolType", "", None),
+        ("generation", "generation", "", None),
+        ("protocol", "protocol", "", None),
+        ("leader", "leader", "", None),
+        ("current_state_timestamp", "currentStateTimestamp", "", None),
+        ("members", "members", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -416,7 +416,7 @@ class ConsumerGroupMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ConsumerGroupMetadataValue"
-    _kafka_fields = (("epoch", "Epoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("epoch", "Epoch", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, epoch=None, tagged_fields=None):
         self.epoch = epoch
@@ -438,9 +438,9 @@ class PartitionMetadata(_Struct):
     )
     _kafka_name = "PartitionMetadata"
     _kafka_fields = (
-        ("partition", "Partition", ""),
-        ("racks", "Racks", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("partition", "Partition", "", None),
+        ("racks", "Racks", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, partition=None, racks=None, tagged_fields=None):
@@ -468,11 +468,11 @@ class TopicMetadata(_Struct):
     )
     _kafka_name = "TopicMetadata"
     _kafka_fields = (
-        ("topic_id", "TopicId", "uuid"),
-        ("topic_name", "TopicName", ""),
-        ("num_partitions", "NumPartitions", ""),
-        ("partition_metadata", "PartitionMetadata", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id", "TopicId", "uuid", None),
+        ("topic_name", "TopicName", "", None),
+        ("num_partitions", "NumPartitions", "", None),
+        ("partition_metadata", "PartitionMetadata", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -502,7 +502,7 @@ class ConsumerGroupPartitionMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ConsumerGroupPartitionMetadataValue"
-    _kafka_fields = (("topics", "Topics", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("topics", "Topics", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, topics=None, tagged_fields=None):
         self.topics = topics
@@ -524,9 +524,9 @@ class ClassicProtocol(_Struct):
     )
     _kafka_name = "ClassicProtocol"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("metadata", "Metadata", "bytes"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("metadata", "Metadata", "bytes", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, metadata=None, tagged_fields=None):
@@ -550,9 +550,9 @@ class ClassicMemberMetadata(_Struct):
     )
     _kafka_name = "ClassicMemberMetadata"
     _kafka_fields = (
-        ("session_timeout_ms", "SessionTimeoutMs", ""),
-        ("supported_protocols", "SupportedProtocols", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("session_timeout_ms", "SessionTimeoutMs", "", None),
+        ("supported_protocols", "SupportedProtocols", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, session_timeout_ms=None, supported_protocols=None, tagged_fields=None):
@@ -590,16 +590,16 @@ class ConsumerGroupMemberMetadataValue(_Struct):
     )
     _kafka_name = "ConsumerGroupMemberMetadataValue"
     _kafka_fields = (
-        ("instance_id", "InstanceId", ""),
-        ("rack_id", "RackId", ""),
-        ("client_id", "ClientId", ""),
-        ("client_host", "ClientHost", ""),
-        ("subscribed_topic_names", "SubscribedTopicNames", ""),
-        ("subscribed_topic_regex", "SubscribedTopicRegex", ""),
-        ("rebalance_timeout_ms", "RebalanceTimeoutMs", ""),
-        ("server_assignor", "ServerAssignor", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("classic_member_metadata", "ClassicMemberMetadata", ""),
+        ("instance_id", "InstanceId", "", None),
+        ("rack_id", "RackId", "", None),
+        ("client_id", "ClientId", "", None),
+        ("client_host", "ClientHost", "", None),
+        ("subscribed_topic_names", "SubscribedTopicNames", "", None),
+        ("subscribed_topic_regex", "SubscribedTopicRegex", "", None),
+        ("rebalance_timeout_ms", "RebalanceTimeoutMs", "", None),
+        ("server_assignor", "ServerAssignor", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("classic_member_metadata", "ClassicMemberMetadata", "", None),
     )
 
     def __init__(
@@ -639,7 +639,10 @@ class ConsumerGroupTargetAssignmentMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ConsumerGroupTargetAssignmentMetadataValue"
-    _kafka_fields = (("assignment_epoch", "AssignmentEpoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("assignment_epoch", "AssignmentEpoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, assignment_epoch=None, tagged_fields=None):
         self.assignment_epoch = assignment_epoch
@@ -661,9 +664,9 @@ class TopicPartition(_Struct):
     )
     _kafka_name = "TopicPartition"
     _kafka_fields = (
-        ("topic_id", "TopicId", "uuid"),
-        ("partitions", "Partitions", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id", "TopicId", "uuid", None),
+        ("partitions", "Partitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -689,7 +692,10 @@ class ConsumerGroupTargetAssignmentMemberValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ConsumerGroupTargetAssignmentMemberValue"
-    _kafka_fields = (("topic_partitions", "TopicPartitions", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("topic_partitions", "TopicPartitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, topic_partitions=None, tagged_fields=None):
         self.topic_partitions = topic_partitions
@@ -711,9 +717,9 @@ class TopicPartitions(_Struct):
     )
     _kafka_name = "TopicPartitions"
     _kafka_fields = (
-        ("topic_id", "TopicId", "uuid"),
-        ("partitions", "Partitions", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id", "TopicId", "uuid", None),
+        ("partitions", "Partitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -748,12 +754,12 @@ class ConsumerGroupCurrentMemberAssignmentValue(_Struct):
     )
     _kafka_name = "ConsumerGroupCurrentMemberAssignmentValue"
     _kafka_fields = (
-        ("member_epoch", "MemberEpoch", ""),
-        ("previous_member_epoch", "PreviousMemberEpoch", ""),
-        ("state", "State", ""),
-        ("assigned_partitions", "AssignedPartitions", ""),
-        ("partitions_pending_revocation", "PartitionsPendingRevocation", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("member_epoch", "MemberEpoch", "", None),
+        ("previous_member_epoch", "PreviousMemberEpoch", "", None),
+        ("state", "State", "", None),
+        ("assigned_partitions", "AssignedPartitions", "", None),
+        ("partitions_pending_revocation", "PartitionsPendingRevocation", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -785,7 +791,7 @@ class ShareGroupPartitionMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ShareGroupPartitionMetadataValue"
-    _kafka_fields = (("topics", "Topics", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("topics", "Topics", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, topics=None, tagged_fields=None):
         self.topics = topics
@@ -811,11 +817,11 @@ class ShareGroupMemberMetadataValue(_Struct):
     )
     _kafka_name = "ShareGroupMemberMetadataValue"
     _kafka_fields = (
-        ("rack_id", "RackId", ""),
-        ("client_id", "ClientId", ""),
-        ("client_host", "ClientHost", ""),
-        ("subscribed_topic_names", "SubscribedTopicNames", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("rack_id", "RackId", "", None),
+        ("client_id", "ClientId", "", None),
+        ("client_host", "ClientHost", "", None),
+        ("subscribed_topic_names", "SubscribedTopicNames", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, rack_id=None, client_id=None, client_host=None, subscribed_topic_names=None, tagged_fields=None):
@@ -838,7 +844,7 @@ class ShareGroupMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ShareGroupMetadataValue"
-    _kafka_fields = (("epoch", "Epoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("epoch", "Epoch", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, epoch=None, tagged_fields=None):
         self.epoch = epoch
@@ -857,7 +863,10 @@ class ShareGroupTargetAssignmentMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ShareGroupTargetAssignmentMetadataValue"
-    _kafka_fields = (("assignment_epoch", "AssignmentEpoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("assignment_epoch", "AssignmentEpoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, assignment_epoch=None, tagged_fields=None):
         self.assignment_epoch = assignment_epoch
@@ -876,7 +885,10 @@ class ShareGroupTargetAssignmentMemberValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ShareGroupTargetAssignmentMemberValue"
-    _kafka_fields = (("topic_partitions", "TopicPartitions", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("topic_partitions", "TopicPartitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, topic_partitions=None, tagged_fields=None):
         self.topic_partitions = topic_partitions
@@ -902,11 +914,11 @@ class ShareGroupCurrentMemberAssignmentValue(_Struct):
     )
     _kafka_name = "ShareGroupCurrentMemberAssignmentValue"
     _kafka_fields = (
-        ("member_epoch", "MemberEpoch", ""),
-        ("previous_member_epoch", "PreviousMemberEpoch", ""),
-        ("state", "State", ""),
-        ("assigned_partitions", "AssignedPartitions", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("member_epoch", "MemberEpoch", "", None),
+        ("previous_member_epoch", "PreviousMemberEpoch", "", None),
+        ("state", "State", "", None),
+        ("assigned_partitions", "AssignedPartitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -936,10 +948,10 @@ class TopicPartitionsInfo(_Struct):
     )
     _kafka_name = "TopicPartitionsInfo"
     _kafka_fields = (
-        ("topic_id", "TopicId", "uuid"),
-        ("topic_name", "TopicName", ""),
-        ("partitions", "Partitions", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id", "TopicId", "uuid", None),
+        ("topic_name", "TopicName", "", None),
+        ("partitions", "Partitions", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -970,9 +982,9 @@ class TopicInfo(_Struct):
     )
     _kafka_name = "TopicInfo"
     _kafka_fields = (
-        ("topic_id", "TopicId", "uuid"),
-        ("topic_name", "TopicName", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id", "TopicId", "uuid", None),
+        ("topic_name", "TopicName", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -1001,9 +1013,9 @@ class ShareGroupStatePartitionMetadataValue(_Struct):
     )
     _kafka_name = "ShareGroupStatePartitionMetadataValue"
     _kafka_fields = (
-        ("initialized_topics", "InitializedTopics", ""),
-        ("deleting_topics", "DeletingTopics", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("initialized_topics", "InitializedTopics", "", None),
+        ("deleting_topics", "DeletingTopics", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, initialized_topics=None, deleting_topics=None, tagged_fields=None):

@@ -27,11 +27,11 @@ class BrokerEndpoint(_Struct):
     )
     _kafka_name = "BrokerEndpoint"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("host", "Host", ""),
-        ("port", "Port", ""),
-        ("security_protocol", "SecurityProtocol", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("host", "Host", "", None),
+        ("port", "Port", "", None),
+        ("security_protocol", "SecurityProtocol", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, host=None, port=None, security_protocol=None, tagged_fields=None):
@@ -59,10 +59,10 @@ class BrokerFeature(_Struct):
     )
     _kafka_name = "BrokerFeature"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("min_supported_version", "MinSupportedVersion", ""),
-        ("max_supported_version", "MaxSupportedVersion", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("min_supported_version", "MinSupportedVersion", "", None),
+        ("max_supported_version", "MaxSupportedVersion", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, min_supported_version=None, max_supported_version=None, tagged_fields=None):
@@ -103,17 +103,17 @@ class RegisterBrokerRecord(_Struct):
     )
     _kafka_name = "RegisterBrokerRecord"
     _kafka_fields = (
-        ("broker_id", "BrokerId", ""),
-        ("is_migrating_zk_broker", "IsMigratingZkBroker", ""),
-        ("incarnation_id", "IncarnationId", "uuid"),
-        ("broker_epoch", "BrokerEpoch", ""),
-        ("end_points", "EndPoints", ""),
-        ("features", "Features", ""),
-        ("rack", "Rack", ""),
-        ("fenced", "Fenced", ""),
-        ("in_controlled_shutdown", "InControlledShutdown", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("log_dirs", "LogDirs", "uuid[]"),
+        ("broker_id", "BrokerId", "", None),
+        ("is_migrating_zk_broker", "IsMigratingZkBroker", "", (2, 32768)),
+        ("incarnation_id", "IncarnationId", "uuid", None),
+        ("broker_epoch", "BrokerEpoch", "", None),
+        ("end_points", "EndPoints", "", None),
+        ("features", "Features", "", None),
+        ("rack", "Rack", "", None),
+        ("fenced", "Fenced", "", None),
+        ("in_controlled_shutdown", "InControlledShutdown", "", (1, 32768)),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("log_dirs", "LogDirs", "uuid[]", (3, 32768)),
     )
 
     def __init__(
@@ -158,9 +158,9 @@ class UnregisterBrokerRecord(_Struct):
     )
     _kafka_name = "UnregisterBrokerRecord"
     _kafka_fields = (
-        ("broker_id", "BrokerId", ""),
-        ("broker_epoch", "BrokerEpoch", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("broker_id", "BrokerId", "", None),
+        ("broker_epoch", "BrokerEpoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, broker_id=None, broker_epoch=None, tagged_fields=None):
@@ -184,9 +184,9 @@ class TopicRecord(_Struct):
     )
     _kafka_name = "TopicRecord"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("topic_id", "TopicId", "uuid"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("topic_id", "TopicId", "uuid", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -237,20 +237,20 @@ class PartitionRecord(_Struct):
     )
     _kafka_name = "PartitionRecord"
     _kafka_fields = (
-        ("partition_id", "PartitionId", ""),
-        ("topic_id", "TopicId", "uuid"),
-        ("replicas", "Replicas", ""),
-        ("isr", "Isr", ""),
-        ("removing_replicas", "RemovingReplicas", ""),
-        ("adding_replicas", "AddingReplicas", ""),
-        ("leader", "Leader", ""),
-        ("leader_epoch", "LeaderEpoch", ""),
-        ("partition_epoch", "PartitionEpoch", ""),
-        ("directories", "Directories", "uuid[]"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("leader_recovery_state", "LeaderRecoveryState", ""),
-        ("eligible_leader_replicas", "EligibleLeaderReplicas", ""),
-        ("last_known_elr", "LastKnownElr", ""),
+        ("partition_id", "PartitionId", "", None),
+        ("topic_id", "TopicId", "uuid", None),
+        ("replicas", "Replicas", "", None),
+        ("isr", "Isr", "", None),
+        ("removing_replicas", "RemovingReplicas", "", None),
+        ("adding_replicas", "AddingReplicas", "", None),
+        ("leader", "Leader", "", None),
+        ("leader_epoch", "LeaderEpoch", "", None),
+        ("partition_epoch", "PartitionEpoch", "", None),
+        ("directories", "Directories", "uuid[]", (1, 32768)),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("leader_recovery_state", "LeaderRecoveryState", "", None),
+        ("eligible_leader_replicas", "EligibleLeaderReplicas", "", (2, 32768)),
+        ("last_known_elr", "LastKnownElr", "", (2, 32768)),
     )
 
     def __init__(
@@ -305,11 +305,11 @@ class ConfigRecord(_Struct):
     )
     _kafka_name = "ConfigRecord"
     _kafka_fields = (
-        ("resource_type", "ResourceType", ""),
-        ("resource_name", "ResourceName", ""),
-        ("name", "Name", ""),
-        ("value", "Value", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("resource_type", "ResourceType", "", None),
+        ("resource_name", "ResourceName", "", None),
+        ("name", "Name", "", None),
+        ("value", "Value", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, resource_type=None, resource_name=None, name=None, value=None, tagged_fields=None):
@@ -353,18 +353,18 @@ class PartitionChangeRecord(_Struct):
     )
     _kafka_name = "PartitionChangeRecord"
     _kafka_fields = (
-        ("partition_id", "PartitionId", ""),
-        ("topic_id", "TopicId", "uuid"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("isr", "Isr", ""),
-        ("leader", "Leader", ""),
-        ("replicas", "Replicas", ""),
-        ("removing_replicas", "RemovingReplicas", ""),
-        ("adding_replicas", "AddingReplicas", ""),
-        ("leader_recovery_state", "LeaderRecoveryState", ""),
-        ("eligible_leader_replicas", "EligibleLeaderReplicas", ""),
-        ("last_known_elr", "LastKnownElr", ""),
-        ("directories", "Directories", "uuid[]"),
+        ("partition_id", "PartitionId", "", None),
+        ("topic_id", "TopicId", "uuid", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("isr", "Isr", "", None),
+        ("leader", "Leader", "", None),
+        ("replicas", "Replicas", "", None),
+        ("removing_replicas", "RemovingReplicas", "", None),
+        ("adding_replicas", "AddingReplicas", "", None),
+        ("leader_recovery_state", "LeaderRecoveryState", "", None),
+        ("eligible_leader_replicas", "EligibleLeaderReplicas", "", (2, 32768)),
+        ("last_known_elr", "LastKnownElr", "", (2, 32768)),
+        ("directories", "Directories", "uuid[]", (1, 32768)),
     )
 
     def __init__(
@@ -410,7 +410,11 @@ class FenceBrokerRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "FenceBrokerRecord"
-    _kafka_fields = (("id", "Id", ""), ("epoch", "Epoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("id", "Id", "", None),
+        ("epoch", "Epoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, id=None, epoch=None, tagged_fields=None):
         self.id = id
@@ -432,7 +436,11 @@ class UnfenceBrokerRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "UnfenceBrokerRecord"
-    _kafka_fields = (("id", "Id", ""), ("epoch", "Epoch", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("id", "Id", "", None),
+        ("epoch", "Epoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, id=None, epoch=None, tagged_fields=None):
         self.id = id
@@ -452,7 +460,7 @@ class RemoveTopicRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "RemoveTopicRecord"
-    _kafka_fields = (("topic_id", "TopicId", "uuid"), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("topic_id", "TopicId", "uuid", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(
         self, topic_id=b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", tagged_fields=None
@@ -486,14 +494,14 @@ class DelegationTokenRecord(_Struct):
     )
     _kafka_name = "DelegationTokenRecord"
     _kafka_fields = (
-        ("owner", "Owner", ""),
-        ("requester", "Requester", ""),
-        ("renewers", "Renewers", ""),
-        ("issue_timestamp", "IssueTimestamp", ""),
-        ("max_timestamp", "MaxTimestamp", ""),
-        ("expiration_timestamp", "ExpirationTimestamp", ""),
-        ("token_id", "TokenId", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("owner", "Owner", "", None),
+        ("requester", "Requester", "", None),
+        ("renewers", "Renewers", "", None),
+        ("issue_timestamp", "IssueTimestamp", "", None),
+        ("max_timestamp", "MaxTimestamp", "", None),
+        ("expiration_timestamp", "ExpirationTimestamp", "", None),
+        ("token_id", "TokenId", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -540,13 +548,13 @@ class UserScramCredentialRecord(_Struct):
     )
     _kafka_name = "UserScramCredentialRecord"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("mechanism", "Mechanism", ""),
-        ("salt", "Salt", "bytes"),
-        ("stored_key", "StoredKey", "bytes"),
-        ("server_key", "ServerKey", "bytes"),
-        ("iterations", "Iterations", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("mechanism", "Mechanism", "", None),
+        ("salt", "Salt", "bytes", None),
+        ("stored_key", "StoredKey", "bytes", None),
+        ("server_key", "ServerKey", "bytes", None),
+        ("iterations", "Iterations", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -583,9 +591,9 @@ class FeatureLevelRecord(_Struct):
     )
     _kafka_name = "FeatureLevelRecord"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("feature_level", "FeatureLevel", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("feature_level", "FeatureLevel", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, feature_level=None, tagged_fields=None):
@@ -609,9 +617,9 @@ class EntityData(_Struct):
     )
     _kafka_name = "EntityData"
     _kafka_fields = (
-        ("entity_type", "EntityType", ""),
-        ("entity_name", "EntityName", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("entity_type", "EntityType", "", None),
+        ("entity_name", "EntityName", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, entity_type=None, entity_name=None, tagged_fields=None):
@@ -639,11 +647,11 @@ class ClientQuotaRecord(_Struct):
     )
     _kafka_name = "ClientQuotaRecord"
     _kafka_fields = (
-        ("entity", "Entity", ""),
-        ("key", "Key", ""),
-        ("value", "Value", ""),
-        ("remove", "Remove", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("entity", "Entity", "", None),
+        ("key", "Key", "", None),
+        ("value", "Value", "", None),
+        ("remove", "Remove", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, entity=None, key=None, value=None, remove=None, tagged_fields=None):
@@ -671,10 +679,10 @@ class ProducerIdsRecord(_Struct):
     )
     _kafka_name = "ProducerIdsRecord"
     _kafka_fields = (
-        ("broker_id", "BrokerId", ""),
-        ("broker_epoch", "BrokerEpoch", ""),
-        ("next_producer_id", "NextProducerId", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("broker_id", "BrokerId", "", None),
+        ("broker_epoch", "BrokerEpoch", "", None),
+        ("next_producer_id", "NextProducerId", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, broker_id=None, broker_epoch=-1, next_producer_id=None, tagged_fields=None):
@@ -705,12 +713,12 @@ class BrokerRegistrationChangeRecord(_Struct):
     )
     _kafka_name = "BrokerRegistrationChangeRecord"
     _kafka_fields = (
-        ("broker_id", "BrokerId", ""),
-        ("broker_epoch", "BrokerEpoch", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("fenced", "Fenced", ""),
-        ("in_controlled_shutdown", "InControlledShutdown", ""),
-        ("log_dirs", "LogDirs", "uuid[]"),
+        ("broker_id", "BrokerId", "", None),
+        ("broker_epoch", "BrokerEpoch", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("fenced", "Fenced", "", None),
+        ("in_controlled_shutdown", "InControlledShutdown", "", (1, 32768)),
+        ("log_dirs", "LogDirs", "uuid[]", (2, 32768)),
     )
 
     def __init__(
@@ -751,15 +759,15 @@ class AccessControlEntryRecord(_Struct):
     )
     _kafka_name = "AccessControlEntryRecord"
     _kafka_fields = (
-        ("id", "Id", "uuid"),
-        ("resource_type", "ResourceType", ""),
-        ("resource_name", "ResourceName", ""),
-        ("pattern_type", "PatternType", ""),
-        ("principal", "Principal", ""),
-        ("host", "Host", ""),
-        ("operation", "Operation", ""),
-        ("permission_type", "PermissionType", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("id", "Id", "uuid", None),
+        ("resource_type", "ResourceType", "", None),
+        ("resource_name", "ResourceName", "", None),
+        ("pattern_type", "PatternType", "", None),
+        ("principal", "Principal", "", None),
+        ("host", "Host", "", None),
+        ("operation", "Operation", "", None),
+        ("permission_type", "PermissionType", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -797,7 +805,7 @@ class RemoveAccessControlEntryRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "RemoveAccessControlEntryRecord"
-    _kafka_fields = (("id", "Id", "uuid"), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("id", "Id", "uuid", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, id=b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", tagged_fields=None):
         self.id = id
@@ -810,7 +818,7 @@ class NoOpRecord(_Struct):
     __slots__ = ("tagged_fields",)
     _fields = ("tagged_fields",)
     _kafka_name = "NoOpRecord"
-    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags"),)
+    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None),)
 
     def __init__(self, tagged_fields=None):
         self.tagged_fields = tagged_fields
@@ -828,7 +836,10 @@ class ZkMigrationStateRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ZkMigrationStateRecord"
-    _kafka_fields = (("zk_migration_state", "ZkMigrationState", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (
+        ("zk_migration_state", "ZkMigrationState", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, zk_migration_state=None, tagged_fields=None):
         self.zk_migration_state = zk_migration_state
@@ -850,9 +861,9 @@ class RemoveUserScramCredentialRecord(_Struct):
     )
     _kafka_name = "RemoveUserScramCredentialRecord"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("mechanism", "Mechanism", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("mechanism", "Mechanism", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, mechanism=None, tagged_fields=None):
@@ -873,7 +884,7 @@ class BeginTransactionRecord(_Struct):
         "name",
     )
     _kafka_name = "BeginTransactionRecord"
-    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags"), ("name", "Name", ""))
+    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None), ("name", "Name", "", None))
 
     def __init__(self, tagged_fields=None, name=None):
         self.tagged_fields = tagged_fields
@@ -886,7 +897,7 @@ class EndTransactionRecord(_Struct):
     __slots__ = ("tagged_fields",)
     _fields = ("tagged_fields",)
     _kafka_name = "EndTransactionRecord"
-    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags"),)
+    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None),)
 
     def __init__(self, tagged_fields=None):
         self.tagged_fields = tagged_fields
@@ -904,7 +915,7 @@ class AbortTransactionRecord(_Struct):
         "reason",
     )
     _kafka_name = "AbortTransactionRecord"
-    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags"), ("reason", "Reason", ""))
+    _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None), ("reason", "Reason", "", None))
 
     def __init__(self, tagged_fields=None, reason=None):
         self.tagged_fields = tagged_fields
@@ -923,7 +934,7 @@ class RemoveDelegationTokenRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "RemoveDelegationTokenRecord"
-    _kafka_fields = (("token_id", "TokenId", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("token_id", "TokenId", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, token_id=None, tagged_fields=None):
         self.token_id = token_id
@@ -949,11 +960,11 @@ class ControllerEndpoint(_Struct):
     )
     _kafka_name = "ControllerEndpoint"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("host", "Host", ""),
-        ("port", "Port", ""),
-        ("security_protocol", "SecurityProtocol", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("host", "Host", "", None),
+        ("port", "Port", "", None),
+        ("security_protocol", "SecurityProtocol", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, host=None, port=None, security_protocol=None, tagged_fields=None):
@@ -981,10 +992,10 @@ class ControllerFeature(_Struct):
     )
     _kafka_name = "ControllerFeature"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("min_supported_version", "MinSupportedVersion", ""),
-        ("max_supported_version", "MaxSupportedVersion", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("min_supported_version", "MinSupportedVersion", "", None),
+        ("max_supported_version", "MaxSupportedVersion", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, min_supported_version=None, max_supported_version=None, tagged_fields=None):
@@ -1015,12 +1026,12 @@ class RegisterControllerRecord(_Struct):
     )
     _kafka_name = "RegisterControllerRecord"
     _kafka_fields = (
-        ("controller_id", "ControllerId", ""),
-        ("incarnation_id", "IncarnationId", "uuid"),
-        ("zk_migration_ready", "ZkMigrationReady", ""),
-        ("end_points", "EndPoints", ""),
-        ("features", "Features", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("controller_id", "ControllerId", "", None),
+        ("incarnation_id", "IncarnationId", "uuid", None),
+        ("zk_migration_ready", "ZkMigrationReady", "", None),
+        ("end_points", "EndPoints", "", None),
+        ("features", "Features", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(

@@ -33,14 +33,14 @@ class ProducerEntry(_Struct):
     )
     _kafka_name = "ProducerEntry"
     _kafka_fields = (
-        ("producer_id", "ProducerId", ""),
-        ("epoch", "Epoch", ""),
-        ("last_sequence", "LastSequence", ""),
-        ("last_offset", "LastOffset", ""),
-        ("offset_delta", "OffsetDelta", ""),
-        ("timestamp", "Timestamp", ""),
-        ("coordinator_epoch", "CoordinatorEpoch", ""),
-        ("current_txn_first_offset", "CurrentTxnFirstOffset", ""),
+        ("producer_id", "ProducerId", "", None),
+        ("epoch", "Epoch", "", None),
+        ("last_sequence", "LastSequence", "", None),
+        ("last_offset", "LastOffset", "", None),
+        ("offset_delta", "OffsetDelta", "", None),
+        ("timestamp", "Timestamp", "", None),
+        ("coordinator_epoch", "CoordinatorEpoch", "", None),
+        ("current_txn_first_offset", "CurrentTxnFirstOffset", "", None),
     )
 
     def __init__(
@@ -78,7 +78,11 @@ class ProducerSnapshot(_Struct):
         "producer_entries",
     )
     _kafka_name = "ProducerSnapshot"
-    _kafka_fields = (("version", "version", ""), ("crc", "Crc", ""), ("producer_entries", "ProducerEntries", ""))
+    _kafka_fields = (
+        ("version", "version", "", None),
+        ("crc", "Crc", "", None),
+        ("producer_entries", "ProducerEntries", "", None),
+    )
 
     def __init__(self, version=1, crc=None, producer_entries=None):
         self.version = version

@@ -20,7 +20,7 @@ class Voter(_Struct):
         "tagged_fields",
     )
     _kafka_name = "Voter"
-    _kafka_fields = (("voter_id", "VoterId", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("voter_id", "VoterId", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, voter_id=None, tagged_fields=None):
         self.voter_id = voter_id
@@ -46,11 +46,11 @@ class LeaderChangeMessage(_Struct):
     )
     _kafka_name = "LeaderChangeMessage"
     _kafka_fields = (
-        ("version", "Version", ""),
-        ("leader_id", "LeaderId", ""),
-        ("voters", "Voters", ""),
-        ("granting_voters", "GrantingVoters", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("version", "Version", "", None),
+        ("leader_id", "LeaderId", "", None),
+        ("voters", "Voters", "", None),
+        ("granting_voters", "GrantingVoters", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, version=None, leader_id=None, voters=None, granting_voters=None, tagged_fields=None):
@@ -76,9 +76,9 @@ class SnapshotHeaderRecord(_Struct):
     )
     _kafka_name = "SnapshotHeaderRecord"
     _kafka_fields = (
-        ("version", "Version", ""),
-        ("last_contained_log_timestamp", "LastContainedLogTimestamp", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("version", "Version", "", None),
+        ("last_contained_log_timestamp", "LastContainedLogTimestamp", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, version=None, last_contained_log_timestamp=None, tagged_fields=None):
@@ -99,7 +99,7 @@ class SnapshotFooterRecord(_Struct):
         "tagged_fields",
     )
     _kafka_name = "SnapshotFooterRecord"
-    _kafka_fields = (("version", "Version", ""), ("tagged_fields", "_unknownTaggedFields", "tags"))
+    _kafka_fields = (("version", "Version", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
 
     def __init__(self, version=None, tagged_fields=None):
         self.version = version
@@ -121,9 +121,9 @@ class KRaftVersionRecord(_Struct):
     )
     _kafka_name = "KRaftVersionRecord"
     _kafka_fields = (
-        ("version", "Version", ""),
-        ("k_raft_version", "KRaftVersion", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("version", "Version", "", None),
+        ("k_raft_version", "KRaftVersion", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, version=None, k_raft_version=None, tagged_fields=None):
@@ -149,10 +149,10 @@ class Endpoint(_Struct):
     )
     _kafka_name = "Endpoint"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("host", "Host", ""),
-        ("port", "Port", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("host", "Host", "", None),
+        ("port", "Port", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, name=None, host=None, port=None, tagged_fields=None):
@@ -177,9 +177,9 @@ class KRaftVersionFeature(_Struct):
     )
     _kafka_name = "KRaftVersionFeature"
     _kafka_fields = (
-        ("min_supported_version", "MinSupportedVersion", ""),
-        ("max_supported_version", "MaxSupportedVersion", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("min_supported_version", "MinSupportedVersion", "", None),
+        ("max_supported_version", "MaxSupportedVersion", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, min_supported_version=None, max_supported_version=None, tagged_fields=None):
@@ -207,11 +207,11 @@ class VotersRecordVoter(_Struct):
     )
     _kafka_name = "Voter"
     _kafka_fields = (
-        ("voter_id", "VoterId", ""),
-        ("voter_directory_id", "VoterDirectoryId", "uuid"),
-        ("endpoints", "Endpoints", ""),
-        ("k_raft_version_feature", "KRaftVersionFeature", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("voter_id", "VoterId", "", None),
+        ("voter_directory_id", "VoterDirectoryId", "uuid", None),
+        ("endpoints", "Endpoints", "", None),
+        ("k_raft_version_feature", "KRaftVersionFeature", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -244,9 +244,9 @@ class VotersRecord(_Struct):
     )
     _kafka_name = "VotersRecord"
     _kafka_fields = (
-        ("version", "Version", ""),
-        ("voters", "Voters", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("version", "Version", "", None),
+        ("voters", "Voters", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, version=None, voters=None, tagged_fields=None):

@@ -25,10 +25,10 @@ class TopicIdPartitionEntry(_Struct):
     )
     _kafka_name = "TopicIdPartitionEntry"
     _kafka_fields = (
-        ("name", "Name", ""),
-        ("id", "Id", "uuid"),
-        ("partition", "Partition", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("name", "Name", "", None),
+        ("id", "Id", "uuid", None),
+        ("partition", "Partition", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -59,9 +59,9 @@ class RemoteLogSegmentIdEntry(_Struct):
     )
     _kafka_name = "RemoteLogSegmentIdEntry"
     _kafka_fields = (
-        ("topic_id_partition", "TopicIdPartition", ""),
-        ("id", "Id", "uuid"),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic_id_partition", "TopicIdPartition", "", None),
+        ("id", "Id", "uuid", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -90,9 +90,9 @@ class SegmentLeaderEpochEntry(_Struct):
     )
     _kafka_name = "SegmentLeaderEpochEntry"
     _kafka_fields = (
-        ("leader_epoch", "LeaderEpoch", ""),
-        ("offset", "Offset", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("leader_epoch", "LeaderEpoch", "", None),
+        ("offset", "Offset", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, leader_epoch=None, offset=None, tagged_fields=None):
@@ -132,17 +132,17 @@ class RemoteLogSegmentMetadataRecord(_Struct):
     )
     _kafka_name = "RemoteLogSegmentMetadataRecord"
     _kafka_fields = (
-        ("remote_log_segment_id", "RemoteLogSegmentId", ""),
-        ("start_offset", "StartOffset", ""),
-        ("end_offset", "EndOffset", ""),
-        ("broker_id", "BrokerId", ""),
-        ("max_timestamp_ms", "MaxTimestampMs", ""),
-        ("event_timestamp_ms", "EventTimestampMs", ""),
-        ("segment_leader_epochs", "SegmentLeaderEpochs", ""),
-        ("segment_size_in_bytes", "SegmentSizeInBytes", ""),
-        ("custom_metadata", "CustomMetadata", "bytes"),
-        ("remote_log_segment_state", "RemoteLogSegmentState", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("remote_log_segment_id", "RemoteLogSegmentId", "", None),
+        ("start_offset", "StartOffset", "", None),
+        ("end_offset", "EndOffset", "", None),
+        ("broker_id", "BrokerId", "", None),
+        ("max_timestamp_ms", "MaxTimestampMs", "", None),
+        ("event_timestamp_ms", "EventTimestampMs", "", None),
+        ("segment_leader_epochs", "SegmentLeaderEpochs", "", None),
+        ("segment_size_in_bytes", "SegmentSizeInBytes", "", None),
+        ("custom_metadata", "CustomMetadata", "bytes", None),
+        ("remote_log_segment_state", "RemoteLogSegmentState", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -193,12 +193,12 @@ class RemoteLogSegmentMetadataUpdateRecord(_Struct):
     )
     _kafka_name = "RemoteLogSegmentMetadataUpdateRecord"
     _kafka_fields = (
-        ("remote_log_segment_id", "RemoteLogSegmentId", ""),
-        ("broker_id", "BrokerId", ""),
-        ("event_timestamp_ms", "EventTimestampMs", ""),
-        ("custom_metadata", "CustomMetadata", "bytes"),
-        ("remote_log_segment_state", "RemoteLogSegmentState", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("remote_log_segment_id", "RemoteLogSegmentId", "", None),
+        ("broker_id", "BrokerId", "", None),
+        ("event_timestamp_ms", "EventTimestampMs", "", None),
+        ("custom_metadata", "CustomMetadata", "bytes", None),
+        ("remote_log_segment_state", "RemoteLogSegmentState", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -249,17 +249,17 @@ class RemoteLogSegmentMetadataSnapshotRecord(_Struct):
     )
     _kafka_name = "RemoteLogSegmentMetadataSnapshotRecord"
     _kafka_fields = (
-        ("segment_id", "SegmentId", "uuid"),
-        ("start_offset", "StartOffset", ""),
-        ("end_offset", "EndOffset", ""),
-        ("broker_id", "BrokerId", ""),
-        ("max_timestamp_ms", "MaxTimestampMs", ""),
-        ("event_timestamp_ms", "EventTimestampMs", ""),
-        ("segment_leader_epochs", "SegmentLeaderEpochs", ""),
-        ("segment_size_in_bytes", "SegmentSizeInBytes", ""),
-        ("custom_metadata", "CustomMetadata", "bytes"),
-        ("remote_log_segment_state", "RemoteLogSegmentState", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("segment_id", "SegmentId", "uuid", None),
+        ("start_offset", "StartOffset", "", None),
+        ("end_offset", "EndOffset", "", None),
+        ("broker_id", "BrokerId", "", None),
+        ("max_timestamp_ms", "MaxTimestampMs", "", None),
+        ("event_timestamp_ms", "EventTimestampMs", "", None),
+        ("segment_leader_epochs", "SegmentLeaderEpochs", "", None),
+        ("segment_size_in_bytes", "SegmentSizeInBytes", "", None),
+        ("custom_metadata", "CustomMetadata", "bytes", None),
+        ("remote_log_segment_state", "RemoteLogSegmentState", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(

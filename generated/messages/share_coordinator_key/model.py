@@ -22,7 +22,11 @@ class ShareSnapshotKey(_Struct):
         "partition",
     )
     _kafka_name = "ShareSnapshotKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("topic_id", "TopicId", "uuid"), ("partition", "Partition", ""))
+    _kafka_fields = (
+        ("group_id", "GroupId", "", None),
+        ("topic_id", "TopicId", "uuid", None),
+        ("partition", "Partition", "", None),
+    )
 
     def __init__(
         self,
@@ -49,7 +53,11 @@ class ShareUpdateKey(_Struct):
         "partition",
     )
     _kafka_name = "ShareUpdateKey"
-    _kafka_fields = (("group_id", "GroupId", ""), ("topic_id", "TopicId", "uuid"), ("partition", "Partition", ""))
+    _kafka_fields = (
+        ("group_id", "GroupId", "", None),
+        ("topic_id", "TopicId", "uuid", None),
+        ("partition", "Partition", "", None),
+    )
 
     def __init__(
         self,

@@ -27,11 +27,11 @@ class StateBatch(_Struct):
     )
     _kafka_name = "StateBatch"
     _kafka_fields = (
-        ("first_offset", "FirstOffset", ""),
-        ("last_offset", "LastOffset", ""),
-        ("delivery_state", "DeliveryState", ""),
-        ("delivery_count", "DeliveryCount", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("first_offset", "FirstOffset", "", None),
+        ("last_offset", "LastOffset", "", None),
+        ("delivery_state", "DeliveryState", "", None),
+        ("delivery_count", "DeliveryCount", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -65,12 +65,12 @@ class ShareSnapshotValue(_Struct):
     )
     _kafka_name = "ShareSnapshotValue"
     _kafka_fields = (
-        ("snapshot_epoch", "SnapshotEpoch", ""),
-        ("state_epoch", "StateEpoch", ""),
-        ("leader_epoch", "LeaderEpoch", ""),
-        ("start_offset", "StartOffset", ""),
-        ("state_batches", "StateBatches", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("snapshot_epoch", "SnapshotEpoch", "", None),
+        ("state_epoch", "StateEpoch", "", None),
+        ("leader_epoch", "LeaderEpoch", "", None),
+        ("start_offset", "StartOffset", "", None),
+        ("state_batches", "StateBatches", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(
@@ -109,11 +109,11 @@ class ShareUpdateValue(_Struct):
     )
     _kafka_name = "ShareUpdateValue"
     _kafka_fields = (
-        ("snapshot_epoch", "SnapshotEpoch", ""),
-        ("leader_epoch", "LeaderEpoch", ""),
-        ("start_offset", "StartOffset", ""),
-        ("state_batches", "StateBatches", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("snapshot_epoch", "SnapshotEpoch", "", None),
+        ("leader_epoch", "LeaderEpoch", "", None),
+        ("start_offset", "StartOffset", "", None),
+        ("state_batches", "StateBatches", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(

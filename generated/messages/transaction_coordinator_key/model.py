@@ -14,7 +14,7 @@ class TransactionLogKey(_Struct):
     __slots__ = ("transactional_id",)
     _fields = ("transactional_id",)
     _kafka_name = "TransactionLogKey"
-    _kafka_fields = (("transactional_id", "TransactionalId", ""),)
+    _kafka_fields = (("transactional_id", "TransactionalId", "", None),)
 
     def __init__(self, transactional_id=None):
         self.transactional_id = transactional_id

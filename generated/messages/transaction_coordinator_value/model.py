@@ -20,7 +20,7 @@ class PartitionsSchema(_Struct):
         "partition_ids",
     )
     _kafka_name = "PartitionsSchema"
-    _kafka_fields = (("topic", "Topic", ""), ("partition_ids", "PartitionIds", ""))
+    _kafka_fields = (("topic", "Topic", "", None), ("partition_ids", "PartitionIds", "", None))
 
     def __init__(self, topic=None, partition_ids=None):
         self.topic = topic
@@ -50,13 +50,13 @@ class TransactionLogValue(_Struct):
     )
     _kafka_name = "TransactionLogValue"
     _kafka_fields = (
-        ("producer_id", "ProducerId", ""),
-        ("producer_epoch", "ProducerEpoch", ""),
-        ("transaction_timeout_ms", "TransactionTimeoutMs", ""),
-        ("transaction_status", "TransactionStatus", ""),
-        ("transaction_partitions", "TransactionPartitions", ""),
-        ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", ""),
-        ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", ""),
+        ("producer_id", "ProducerId", "", None),
+        ("producer_epoch", "ProducerEpoch", "", None),
+        ("transaction_timeout_ms", "TransactionTimeoutMs", "", None),
+        ("transaction_status", "TransactionStatus", "", None),
+        ("transaction_partitions", "TransactionPartitions", "", None),
+        ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", "", None),
+        ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", "", None),
     )
 
     def __init__(
@@ -93,9 +93,9 @@ class TransactionLogValuePartitionsSchema(_Struct):
     )
     _kafka_name = "PartitionsSchema"
     _kafka_fields = (
-        ("topic", "Topic", ""),
-        ("partition_ids", "PartitionIds", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
+        ("topic", "Topic", "", None),
+        ("partition_ids", "PartitionIds", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
     def __init__(self, topic=None, partition_ids=None, tagged_fields=None):
@@ -135,17 +135,17 @@ class TransactionLogValueFlexible(_Struct):
     )
     _kafka_name = "TransactionLogValue"
     _kafka_fields = (
-        ("producer_id", "ProducerId", ""),
-        ("producer_epoch", "ProducerEpoch", ""),
-        ("transaction_timeout_ms", "TransactionTimeoutMs", ""),
-        ("transaction_status", "TransactionStatus", ""),
-        ("transaction_partitions", "TransactionPartitions", ""),
-        ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", ""),
-        ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", ""),
-        ("tagged_fields", "_unknownTaggedFields", "tags"),
-        ("previous_producer_id", "PreviousProducerId", ""),
-        ("next_producer_id", "NextProducerId", ""),
-        ("client_transaction_version", "ClientTransactionVersion", ""),
+        ("producer_id", "ProducerId", "", None),
+        ("producer_epoch", "ProducerEpoch", "", None),
+        ("transaction_timeout_ms", "TransactionTimeoutMs", "", None),
+        ("transaction_status", "TransactionStatus", "", None),
+        ("transaction_partitions", "TransactionPartitions", "", None),
+        ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", "", None),
+        ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", "", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+        ("previous_producer_id", "PreviousProducerId", "", None),
+        ("next_producer_id", "NextProducerId", "", None),
+        ("client_transaction_version", "ClientTransactionVersion", "", None),
     )
 
     def __init__(

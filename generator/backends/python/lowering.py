@@ -98,6 +98,21 @@ class FormatIR:
         return "".join(f"{p}, " for p in self.params)
 
 
+#: the field naming a message's version in the schemas import-kafka-spec writes (a key's is its record type)
+VERSION_FIELDS = ("version", "record_type")
+
+
+def _versions(cond) -> tuple[int, int] | None:
+    """The versions ``lo``..``hi`` a field is in, when its condition is one on a message's version."""
+    if cond is None or cond.field not in VERSION_FIELDS:
+        return None
+    lo, hi = 0, 1 << 15
+    for h in cond.halves():
+        v = int(h.value)
+        lo, hi = {"eq": (v, v), "ge": (v, hi), "gt": (v + 1, hi), "le": (lo, v), "lt": (lo, v - 1)}.get(h.op, (lo, hi))
+    return lo, hi
+
+
 def _camel(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
@@ -352,19 +367,20 @@ class Builder(Validator):
         return dict(sel=f.switch, cases=cases, path=f"{path}.{f.name}")
 
     def kafka_names(self, st: Struct) -> tuple:
-        """Each value field with Kafka's name for it and the kind of bytes it holds (a uuid is shown as Kafka
-        shows one): what ``kfmt.payloads`` turns a decoded message into Kafka's JSON with."""
+        """Each value field with Kafka's name for it, the kind of bytes it holds (a uuid is shown as Kafka
+        shows one) and the versions it is in (None: every one): what ``kfmt.payloads`` turns a decoded message
+        into Kafka's JSON with, each version's fields only."""
         out = []
         viewed = {v.parse: v.name for v in st.views}
         for f in st.fields:
             if f.name in viewed:  # bytes holding a message: shown as it when the view decoded it
-                out.append((f.name, f.orig_name or f.name, f"view:{viewed[f.name]}"))
+                out.append((f.name, f.orig_name or f.name, f"view:{viewed[f.name]}", _versions(f.if_)))
             elif self.kind(f) == "tagged":
-                out.append((f.name, "_unknownTaggedFields", "tags"))
+                out.append((f.name, "_unknownTaggedFields", "tags", _versions(f.if_)))
                 inner = [(t, self.s.structs[t.type].fields[0]) for t in f.tags]
-                out += [(t.name, t.orig_name or t.name, self._bytes_kind(x)) for t, x in inner]
+                out += [(t.name, t.orig_name or t.name, self._bytes_kind(x), _versions(t.if_)) for t, x in inner]
             elif not f.bits:
-                out.append((f.name, f.orig_name or f.name, self._bytes_kind(f)))
+                out.append((f.name, f.orig_name or f.name, self._bytes_kind(f), _versions(f.if_)))
         return tuple(out)
 
     def _bytes_kind(self, f: Field) -> str:
