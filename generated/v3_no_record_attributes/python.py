@@ -177,6 +177,16 @@ def _decode_control_key(buf, pos, end, opts):
     return (version, control_type), pos
 
 
+def _fdecode_control_key(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    (
+        version,
+        control_type,
+    ) = _S0.unpack_from(buf, pos)
+    pos += 4
+    return (version, control_type), pos
+
+
 def _encode_control_key(obj, out, index):
     """Append one control_key to out."""
     version = obj[0]
@@ -824,7 +834,7 @@ def _fdecode_batch(buf, pos, end, opts):
         if is_control:
             if key_record_ is None or len(key_record_) < 4:
                 raise _InvalidValueError("key must hold a control_key of at least 4 bytes", path="record.control")
-            control_record_, __record_ = _decode_control_key(key_record_, 0, len(key_record_), opts)
+            control_record_, __record_ = _fdecode_control_key(key_record_, 0, len(key_record_), opts)
         else:
             control_record_ = None
         value__record_ = _new_object(Record)

@@ -852,6 +852,193 @@ def _decode_consumer_protocol_subscription(buf, pos, end, opts):
     return ConsumerProtocolSubscription(version, topics, user_data, owned_partitions, generation_id, rack_id), pos
 
 
+def _fdecode_consumer_protocol_subscription(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
+    (version,) = _S2.unpack_from(buf, pos)
+    pos += 2
+    if end - pos < 4:
+        raise _TruncatedError(
+            f"needs 4 bytes, {end - pos} left", offset=pos, path="consumer_protocol_subscription.topics"
+        )
+    (n_topics,) = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n_topics < 0:
+        raise _InvalidValueError(f"negative count {n_topics}", offset=pos, path="consumer_protocol_subscription.topics")
+    if n_topics > opts.max_headers:
+        raise _LimitExceededError(
+            f"count {n_topics} exceeds the limit of {opts.max_headers}",
+            offset=pos,
+            path="consumer_protocol_subscription.topics",
+        )
+    budget_topics = opts.max_memory - (end - pos) - n_topics * 96
+    if budget_topics < 0:
+        raise _Fallback
+    topics = []
+    append_topics = topics.append
+    for _ in range(n_topics):
+        (n_value_consumer_protocol_subscription_topics_item_,) = _S2.unpack_from(buf, pos)
+        pos += 2
+        if n_value_consumer_protocol_subscription_topics_item_ < 0:
+            raise _Fallback
+        else:
+            if n_value_consumer_protocol_subscription_topics_item_ > opts_max_bytes_:
+                raise _Fallback
+            r__consumer_protocol_subscription_topics_item_ = buf[
+                pos : pos + n_value_consumer_protocol_subscription_topics_item_
+            ]
+            value_consumer_protocol_subscription_topics_item_ = _STR_DECODED.get(
+                r__consumer_protocol_subscription_topics_item_
+            )
+            if value_consumer_protocol_subscription_topics_item_ is None:
+                value_consumer_protocol_subscription_topics_item_ = _decode_str(
+                    r__consumer_protocol_subscription_topics_item_
+                )
+            pos += n_value_consumer_protocol_subscription_topics_item_
+        item_ = value_consumer_protocol_subscription_topics_item_
+        append_topics(item_)
+    (n_user_data,) = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n_user_data < 0:
+        user_data = None
+    else:
+        if n_user_data > opts.max_bytes:
+            raise _Fallback
+        user_data = buf[pos : pos + n_user_data]
+        pos += n_user_data
+    if version >= 1:
+        if end - pos < 4:
+            raise _TruncatedError(
+                f"needs 4 bytes, {end - pos} left", offset=pos, path="consumer_protocol_subscription.owned_partitions"
+            )
+        (n_owned_partitions,) = _S1.unpack_from(buf, pos)
+        pos += 4
+        if n_owned_partitions < 0:
+            raise _InvalidValueError(
+                f"negative count {n_owned_partitions}",
+                offset=pos,
+                path="consumer_protocol_subscription.owned_partitions",
+            )
+        if n_owned_partitions > opts.max_headers:
+            raise _LimitExceededError(
+                f"count {n_owned_partitions} exceeds the limit of {opts.max_headers}",
+                offset=pos,
+                path="consumer_protocol_subscription.owned_partitions",
+            )
+        budget_owned_partitions = opts.max_memory - (end - pos) - n_owned_partitions * 96
+        if budget_owned_partitions < 0:
+            raise _Fallback
+        track_owned_partitions = (end - pos) // 4 * 96 > budget_owned_partitions
+        owned_partitions = []
+        append_owned_partitions = owned_partitions.append
+        for _ in range(n_owned_partitions):
+            if version >= 1:
+                (n_topic_consumer_protocol_subscription_topic_partition_,) = _S2.unpack_from(buf, pos)
+                pos += 2
+                if n_topic_consumer_protocol_subscription_topic_partition_ < 0:
+                    raise _Fallback
+                else:
+                    if n_topic_consumer_protocol_subscription_topic_partition_ > opts_max_bytes_:
+                        raise _Fallback
+                    r__consumer_protocol_subscription_topic_partition_ = buf[
+                        pos : pos + n_topic_consumer_protocol_subscription_topic_partition_
+                    ]
+                    topic_consumer_protocol_subscription_topic_partition_ = _STR_DECODED.get(
+                        r__consumer_protocol_subscription_topic_partition_
+                    )
+                    if topic_consumer_protocol_subscription_topic_partition_ is None:
+                        topic_consumer_protocol_subscription_topic_partition_ = _decode_str(
+                            r__consumer_protocol_subscription_topic_partition_
+                        )
+                    pos += n_topic_consumer_protocol_subscription_topic_partition_
+            else:
+                topic_consumer_protocol_subscription_topic_partition_ = None
+            if version >= 1:
+                if end - pos < 4:
+                    raise _TruncatedError(
+                        f"needs 4 bytes, {end - pos} left",
+                        offset=pos,
+                        path="consumer_protocol_subscription_topic_partition.partitions",
+                    )
+                (n_partitions_consumer_protocol_subscription_topic_partition_,) = _S1.unpack_from(buf, pos)
+                pos += 4
+                if n_partitions_consumer_protocol_subscription_topic_partition_ < 0:
+                    raise _InvalidValueError(
+                        f"negative count {n_partitions_consumer_protocol_subscription_topic_partition_}",
+                        offset=pos,
+                        path="consumer_protocol_subscription_topic_partition.partitions",
+                    )
+                if n_partitions_consumer_protocol_subscription_topic_partition_ > opts_max_headers_:
+                    raise _LimitExceededError(
+                        f"count {n_partitions_consumer_protocol_subscription_topic_partition_} exceeds the limit of {opts_max_headers_}",
+                        offset=pos,
+                        path="consumer_protocol_subscription_topic_partition.partitions",
+                    )
+                partitions_consumer_protocol_subscription_topic_partition_ = []
+                append_partitions_consumer_protocol_subscription_topic_partition_ = (
+                    partitions_consumer_protocol_subscription_topic_partition_.append
+                )
+                for __consumer_protocol_subscription_topic_partition_ in range(
+                    n_partitions_consumer_protocol_subscription_topic_partition_
+                ):
+                    (
+                        value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_,
+                    ) = _S1.unpack_from(buf, pos)
+                    pos += 4
+                    item__consumer_protocol_subscription_topic_partition_ = value_consumer_protocol_subscription_topic_partition_partitions_item__consumer_protocol_subscription_topic_partition_
+                    append_partitions_consumer_protocol_subscription_topic_partition_(
+                        item__consumer_protocol_subscription_topic_partition_
+                    )
+            else:
+                partitions_consumer_protocol_subscription_topic_partition_ = None
+            value__consumer_protocol_subscription_topic_partition_ = _new_object(
+                ConsumerProtocolSubscriptionTopicPartition
+            )
+            value__consumer_protocol_subscription_topic_partition_.topic = (
+                topic_consumer_protocol_subscription_topic_partition_
+            )
+            value__consumer_protocol_subscription_topic_partition_.partitions = (
+                partitions_consumer_protocol_subscription_topic_partition_
+            )
+            item_ = value__consumer_protocol_subscription_topic_partition_
+            append_owned_partitions(item_)
+            if track_owned_partitions:
+                budget_owned_partitions -= len(item_.partitions) * 96
+                if budget_owned_partitions < 0:
+                    raise _Fallback
+    else:
+        owned_partitions = None
+    if version >= 2:
+        (generation_id,) = _S1.unpack_from(buf, pos)
+        pos += 4
+    else:
+        generation_id = -1
+    if version >= 3:
+        (n_rack_id,) = _S2.unpack_from(buf, pos)
+        pos += 2
+        if n_rack_id < 0:
+            rack_id = None
+        else:
+            if n_rack_id > opts.max_bytes:
+                raise _Fallback
+            r_ = buf[pos : pos + n_rack_id]
+            rack_id = _STR_DECODED.get(r_)
+            if rack_id is None:
+                rack_id = _decode_str(r_)
+            pos += n_rack_id
+    else:
+        rack_id = None
+    value_ = _new_object(ConsumerProtocolSubscription)
+    value_.version = version
+    value_.topics = topics
+    value_.user_data = user_data
+    value_.owned_partitions = owned_partitions
+    value_.generation_id = generation_id
+    value_.rack_id = rack_id
+    return (value_, pos)
+
+
 def _encode_consumer_protocol_subscription(obj, out, index):
     """Append one consumer_protocol_subscription to out."""
     own_ = type(obj) is ConsumerProtocolSubscription
@@ -1180,6 +1367,117 @@ def _decode_consumer_protocol_assignment(buf, pos, end, opts):
         user_data = buf[pos : pos + n_user_data]
         pos += n_user_data
     return ConsumerProtocolAssignment(version, assigned_partitions, user_data), pos
+
+
+def _fdecode_consumer_protocol_assignment(buf, pos, end, opts):
+    """Optimistic decoder: few bounds checks; any inconsistency raises and the checked decoder reruns."""
+    opts_max_bytes_ = opts.max_bytes
+    opts_max_headers_ = opts.max_headers
+    (version,) = _S2.unpack_from(buf, pos)
+    pos += 2
+    if end - pos < 4:
+        raise _TruncatedError(
+            f"needs 4 bytes, {end - pos} left", offset=pos, path="consumer_protocol_assignment.assigned_partitions"
+        )
+    (n_assigned_partitions,) = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n_assigned_partitions < 0:
+        raise _InvalidValueError(
+            f"negative count {n_assigned_partitions}",
+            offset=pos,
+            path="consumer_protocol_assignment.assigned_partitions",
+        )
+    if n_assigned_partitions > opts.max_headers:
+        raise _LimitExceededError(
+            f"count {n_assigned_partitions} exceeds the limit of {opts.max_headers}",
+            offset=pos,
+            path="consumer_protocol_assignment.assigned_partitions",
+        )
+    budget_assigned_partitions = opts.max_memory - (end - pos) - n_assigned_partitions * 96
+    if budget_assigned_partitions < 0:
+        raise _Fallback
+    track_assigned_partitions = (end - pos) // 4 * 96 > budget_assigned_partitions
+    assigned_partitions = []
+    append_assigned_partitions = assigned_partitions.append
+    for _ in range(n_assigned_partitions):
+        (n_topic_consumer_protocol_assignment_topic_partition_,) = _S2.unpack_from(buf, pos)
+        pos += 2
+        if n_topic_consumer_protocol_assignment_topic_partition_ < 0:
+            raise _Fallback
+        else:
+            if n_topic_consumer_protocol_assignment_topic_partition_ > opts_max_bytes_:
+                raise _Fallback
+            r__consumer_protocol_assignment_topic_partition_ = buf[
+                pos : pos + n_topic_consumer_protocol_assignment_topic_partition_
+            ]
+            topic_consumer_protocol_assignment_topic_partition_ = _STR_DECODED.get(
+                r__consumer_protocol_assignment_topic_partition_
+            )
+            if topic_consumer_protocol_assignment_topic_partition_ is None:
+                topic_consumer_protocol_assignment_topic_partition_ = _decode_str(
+                    r__consumer_protocol_assignment_topic_partition_
+                )
+            pos += n_topic_consumer_protocol_assignment_topic_partition_
+        if end - pos < 4:
+            raise _TruncatedError(
+                f"needs 4 bytes, {end - pos} left",
+                offset=pos,
+                path="consumer_protocol_assignment_topic_partition.partitions",
+            )
+        (n_partitions_consumer_protocol_assignment_topic_partition_,) = _S1.unpack_from(buf, pos)
+        pos += 4
+        if n_partitions_consumer_protocol_assignment_topic_partition_ < 0:
+            raise _InvalidValueError(
+                f"negative count {n_partitions_consumer_protocol_assignment_topic_partition_}",
+                offset=pos,
+                path="consumer_protocol_assignment_topic_partition.partitions",
+            )
+        if n_partitions_consumer_protocol_assignment_topic_partition_ > opts_max_headers_:
+            raise _LimitExceededError(
+                f"count {n_partitions_consumer_protocol_assignment_topic_partition_} exceeds the limit of {opts_max_headers_}",
+                offset=pos,
+                path="consumer_protocol_assignment_topic_partition.partitions",
+            )
+        partitions_consumer_protocol_assignment_topic_partition_ = []
+        append_partitions_consumer_protocol_assignment_topic_partition_ = (
+            partitions_consumer_protocol_assignment_topic_partition_.append
+        )
+        for __consumer_protocol_assignment_topic_partition_ in range(
+            n_partitions_consumer_protocol_assignment_topic_partition_
+        ):
+            (
+                value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_,
+            ) = _S1.unpack_from(buf, pos)
+            pos += 4
+            item__consumer_protocol_assignment_topic_partition_ = value_consumer_protocol_assignment_topic_partition_partitions_item__consumer_protocol_assignment_topic_partition_
+            append_partitions_consumer_protocol_assignment_topic_partition_(
+                item__consumer_protocol_assignment_topic_partition_
+            )
+        value__consumer_protocol_assignment_topic_partition_ = _new_object(ConsumerProtocolAssignmentTopicPartition)
+        value__consumer_protocol_assignment_topic_partition_.topic = topic_consumer_protocol_assignment_topic_partition_
+        value__consumer_protocol_assignment_topic_partition_.partitions = (
+            partitions_consumer_protocol_assignment_topic_partition_
+        )
+        item_ = value__consumer_protocol_assignment_topic_partition_
+        append_assigned_partitions(item_)
+        if track_assigned_partitions:
+            budget_assigned_partitions -= len(item_.partitions) * 96
+            if budget_assigned_partitions < 0:
+                raise _Fallback
+    (n_user_data,) = _S1.unpack_from(buf, pos)
+    pos += 4
+    if n_user_data < 0:
+        user_data = None
+    else:
+        if n_user_data > opts.max_bytes:
+            raise _Fallback
+        user_data = buf[pos : pos + n_user_data]
+        pos += n_user_data
+    value_ = _new_object(ConsumerProtocolAssignment)
+    value_.version = version
+    value_.assigned_partitions = assigned_partitions
+    value_.user_data = user_data
+    return (value_, pos)
 
 
 def _encode_consumer_protocol_assignment(obj, out, index):
@@ -1749,7 +2047,7 @@ def _fdecode_group_metadata_value(buf, pos, end, opts, version):
                     "subscription must hold a consumer_protocol_subscription of at least 10 bytes",
                     path="member_metadata.subscription_decoded",
                 )
-            subscription_decoded_member_metadata_, __member_metadata_ = _decode_consumer_protocol_subscription(
+            subscription_decoded_member_metadata_, __member_metadata_ = _fdecode_consumer_protocol_subscription(
                 subscription_member_metadata_, 0, len(subscription_member_metadata_), opts
             )
         else:
@@ -1760,7 +2058,7 @@ def _fdecode_group_metadata_value(buf, pos, end, opts, version):
                     "assignment must hold a consumer_protocol_assignment of at least 10 bytes",
                     path="member_metadata.assignment_decoded",
                 )
-            assignment_decoded_member_metadata_, __member_metadata_ = _decode_consumer_protocol_assignment(
+            assignment_decoded_member_metadata_, __member_metadata_ = _fdecode_consumer_protocol_assignment(
                 assignment_member_metadata_, 0, len(assignment_member_metadata_), opts
             )
         else:
@@ -2822,7 +3120,7 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                     path="group_metadata_value_member_metadata.subscription_decoded",
                 )
             subscription_decoded_group_metadata_value_member_metadata_, __group_metadata_value_member_metadata_ = (
-                _decode_consumer_protocol_subscription(
+                _fdecode_consumer_protocol_subscription(
                     subscription_group_metadata_value_member_metadata_,
                     0,
                     len(subscription_group_metadata_value_member_metadata_),
@@ -2841,7 +3139,7 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                     path="group_metadata_value_member_metadata.assignment_decoded",
                 )
             assignment_decoded_group_metadata_value_member_metadata_, __group_metadata_value_member_metadata_ = (
-                _decode_consumer_protocol_assignment(
+                _fdecode_consumer_protocol_assignment(
                     assignment_group_metadata_value_member_metadata_,
                     0,
                     len(assignment_group_metadata_value_member_metadata_),
