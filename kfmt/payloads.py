@@ -118,7 +118,7 @@ def decode_payload(topic_or_kind: str, key, value, *, backend: str = "python") -
         raise e.under("key") from None
     if value is None:
         return Payload(k, None)  # a tombstone
-    kwargs = {}
+    kwargs: dict = {}
     if b.param is not None:
         if k is None:
             raise InvalidValueError(f"a {topic_or_kind} value needs its key (the record type chooses its layout)",
@@ -147,6 +147,10 @@ def _value(v, kind: str, version: int | None = None):
         return [_uuid(x) for x in v]
     if kind == "bytes[]":
         return [bytes(x).hex() for x in v]
+    if kind.startswith("struct[]"):
+        return [kafka_json(x, version) for x in v]
+    if kind.startswith("struct"):
+        return kafka_json(v, version)
     if isinstance(v, list):
         return [kafka_json(x, version) for x in v]
     return kafka_json(v, version)
@@ -171,8 +175,47 @@ def kafka_json(obj, version: int | None = None):
                 out[kafka] = [{"tag": t, "data": bytes(d).hex()} for t, d in v]
             continue
         if kind.startswith("view:"):  # bytes holding a message: the message, as kafka-dump-log shows it
-            inner = getattr(obj, kind[5:])
+            inner = getattr(obj, kind.split(":")[1])
             out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
             continue
         out[kafka] = _value(v, kind, version)
     return out
+
+
+def from_kafka_json(cls, data: dict):
+    """A value of generated class ``cls`` from Kafka's JSON of it (what :func:`kafka_json` gives): fields by
+    Kafka's names, uuids in Kafka's base64 form, bytes as hex, a viewed message as the message; a field the
+    JSON does not have takes the class's default. Raises KeyError/ValueError/TypeError for JSON of another
+    shape."""
+    import sys
+
+    module = sys.modules[cls.__module__]
+    kwargs: dict = {}
+    for name, kafka, kind, _versions in cls._kafka_fields:
+        if kafka not in data:
+            continue
+        v = data[kafka]
+        if kind == "tags":
+            kwargs[name] = [(t["tag"], bytes.fromhex(t["data"])) for t in v]
+        elif kind.startswith("view:") and isinstance(v, dict):  # the viewed message: written from it
+            _, view, inner = kind.split(":")
+            kwargs[name], kwargs[view] = None, from_kafka_json(getattr(module, inner), v)
+        else:
+            kwargs[name] = _from_value(v, "bytes" if kind.startswith("view:") else kind, module)
+    return cls(**kwargs)
+
+
+def _from_value(v, kind: str, module):
+    if v is None:
+        return None
+    if kind == "uuid":
+        return base64.urlsafe_b64decode(v + "==")
+    if kind == "bytes":
+        return bytes.fromhex(v)
+    if kind in ("uuid[]", "bytes[]"):
+        return [_from_value(x, kind[:-2], module) for x in v]
+    if kind.startswith("struct[]:"):
+        return [from_kafka_json(getattr(module, kind[9:]), x) for x in v]
+    if kind.startswith("struct:"):
+        return from_kafka_json(getattr(module, kind[7:]), v)
+    return v

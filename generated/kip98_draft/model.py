@@ -113,7 +113,7 @@ class MessageSet(_Batch):
         ("producer_id", "PID", "", None),
         ("producer_epoch", "Epoch", "", None),
         ("base_sequence", "Sequence", "", None),
-        ("records", "Messages", "", None),
+        ("records", "Messages", "struct[]:Message", None),
     )
 
     def __init__(

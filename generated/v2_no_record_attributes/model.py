@@ -33,7 +33,7 @@ class Record(_Record):
         ("length", "length", "", None),
         ("timestamp_delta", "timestampDelta", "", None),
         ("offset_delta", "offsetDelta", "", None),
-        ("key", "key", "view:control", None),
+        ("key", "key", "view:control:ControlKey", None),
         ("value", "value", "bytes", None),
         ("headers", "Headers", "", None),
     )
@@ -120,7 +120,7 @@ class Batch(_Batch):
         ("producer_epoch", "producerEpoch", "", None),
         ("base_sequence", "baseSequence", "", None),
         ("num_records", "recordsCount", "", None),
-        ("records", "records", "", None),
+        ("records", "records", "struct[]:Record", None),
     )
 
     def __init__(

@@ -165,6 +165,10 @@ def plot(rows, formats, stem: str) -> list[str]:
 def run(args) -> int:  # noqa: C901 - older than the rule; to be split
     from pathlib import Path
 
+    if any("@" in f for f in args.formats):  # versions of one of Kafka's own messages
+        from kfmt.tools import diff_messages
+
+        return diff_messages.run(args)
     try:
         mods = [get_format(f) for f in args.formats]
     except kfmt.CodecError as e:
@@ -246,7 +250,9 @@ def add_parser(sub) -> None:
         "diff",
         help="compare formats: structure side by side, and bytes measured by encoding",
         description="Compare wire formats (ids from `kfmt formats`). Without --structure/--workload/--corpus, "
-        "shows structure and the workload table. Sizes come from encoding with the generated codecs.",
+        "shows structure and the workload table. Sizes come from encoding with the generated codecs. "
+        "SCHEMA@VERSION arguments (e.g. group_coordinator_value@3 group_coordinator_value@4) compare versions of "
+        "Kafka's own messages instead: with --corpus, every record of their topic re-encoded at each version.",
     )
     d.add_argument("formats", nargs="+", metavar="FORMAT")
     d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")

@@ -119,7 +119,7 @@ class ConsumerProtocolSubscription(_Struct):
         ("version", "version", "", None),
         ("topics", "Topics", "", None),
         ("user_data", "UserData", "bytes", None),
-        ("owned_partitions", "OwnedPartitions", "", (1, 32768)),
+        ("owned_partitions", "OwnedPartitions", "struct[]:ConsumerProtocolSubscriptionTopicPartition", (1, 32768)),
         ("generation_id", "GenerationId", "", (2, 32768)),
         ("rack_id", "RackId", "", (3, 32768)),
     )
@@ -170,7 +170,7 @@ class ConsumerProtocolAssignment(_Struct):
     _kafka_name = "ConsumerProtocolAssignment"
     _kafka_fields = (
         ("version", "version", "", None),
-        ("assigned_partitions", "AssignedPartitions", "", None),
+        ("assigned_partitions", "AssignedPartitions", "struct[]:ConsumerProtocolAssignmentTopicPartition", None),
         ("user_data", "UserData", "bytes", None),
     )
 
@@ -215,8 +215,8 @@ class MemberMetadata(_Struct):
         ("client_host", "clientHost", "", None),
         ("rebalance_timeout", "rebalanceTimeout", "", (1, 32768)),
         ("session_timeout", "sessionTimeout", "", None),
-        ("subscription", "subscription", "view:subscription_decoded", None),
-        ("assignment", "assignment", "view:assignment_decoded", None),
+        ("subscription", "subscription", "view:subscription_decoded:ConsumerProtocolSubscription", None),
+        ("assignment", "assignment", "view:assignment_decoded:ConsumerProtocolAssignment", None),
     )
 
     def __init__(
@@ -270,7 +270,7 @@ class GroupMetadataValue(_Struct):
         ("protocol", "protocol", "", None),
         ("leader", "leader", "", None),
         ("current_state_timestamp", "currentStateTimestamp", "", (2, 32768)),
-        ("members", "members", "", None),
+        ("members", "members", "struct[]:MemberMetadata", None),
     )
 
     def __init__(
@@ -321,8 +321,8 @@ class GroupMetadataValueMemberMetadata(_Struct):
         ("client_host", "clientHost", "", None),
         ("rebalance_timeout", "rebalanceTimeout", "", None),
         ("session_timeout", "sessionTimeout", "", None),
-        ("subscription", "subscription", "view:subscription_decoded", None),
-        ("assignment", "assignment", "view:assignment_decoded", None),
+        ("subscription", "subscription", "view:subscription_decoded:ConsumerProtocolSubscription", None),
+        ("assignment", "assignment", "view:assignment_decoded:ConsumerProtocolAssignment", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -381,7 +381,7 @@ class GroupMetadataValueFlexible(_Struct):
         ("protocol", "protocol", "", None),
         ("leader", "leader", "", None),
         ("current_state_timestamp", "currentStateTimestamp", "", None),
-        ("members", "members", "", None),
+        ("members", "members", "struct[]:GroupMetadataValueMemberMetadata", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -471,7 +471,7 @@ class TopicMetadata(_Struct):
         ("topic_id", "TopicId", "uuid", None),
         ("topic_name", "TopicName", "", None),
         ("num_partitions", "NumPartitions", "", None),
-        ("partition_metadata", "PartitionMetadata", "", None),
+        ("partition_metadata", "PartitionMetadata", "struct[]:PartitionMetadata", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -502,7 +502,10 @@ class ConsumerGroupPartitionMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ConsumerGroupPartitionMetadataValue"
-    _kafka_fields = (("topics", "Topics", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
+    _kafka_fields = (
+        ("topics", "Topics", "struct[]:TopicMetadata", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, topics=None, tagged_fields=None):
         self.topics = topics
@@ -551,7 +554,7 @@ class ClassicMemberMetadata(_Struct):
     _kafka_name = "ClassicMemberMetadata"
     _kafka_fields = (
         ("session_timeout_ms", "SessionTimeoutMs", "", None),
-        ("supported_protocols", "SupportedProtocols", "", None),
+        ("supported_protocols", "SupportedProtocols", "struct[]:ClassicProtocol", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -599,7 +602,7 @@ class ConsumerGroupMemberMetadataValue(_Struct):
         ("rebalance_timeout_ms", "RebalanceTimeoutMs", "", None),
         ("server_assignor", "ServerAssignor", "", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
-        ("classic_member_metadata", "ClassicMemberMetadata", "", None),
+        ("classic_member_metadata", "ClassicMemberMetadata", "struct:ClassicMemberMetadata", None),
     )
 
     def __init__(
@@ -693,7 +696,7 @@ class ConsumerGroupTargetAssignmentMemberValue(_Struct):
     )
     _kafka_name = "ConsumerGroupTargetAssignmentMemberValue"
     _kafka_fields = (
-        ("topic_partitions", "TopicPartitions", "", None),
+        ("topic_partitions", "TopicPartitions", "struct[]:TopicPartition", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -757,8 +760,8 @@ class ConsumerGroupCurrentMemberAssignmentValue(_Struct):
         ("member_epoch", "MemberEpoch", "", None),
         ("previous_member_epoch", "PreviousMemberEpoch", "", None),
         ("state", "State", "", None),
-        ("assigned_partitions", "AssignedPartitions", "", None),
-        ("partitions_pending_revocation", "PartitionsPendingRevocation", "", None),
+        ("assigned_partitions", "AssignedPartitions", "struct[]:TopicPartitions", None),
+        ("partitions_pending_revocation", "PartitionsPendingRevocation", "struct[]:TopicPartitions", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -791,7 +794,10 @@ class ShareGroupPartitionMetadataValue(_Struct):
         "tagged_fields",
     )
     _kafka_name = "ShareGroupPartitionMetadataValue"
-    _kafka_fields = (("topics", "Topics", "", None), ("tagged_fields", "_unknownTaggedFields", "tags", None))
+    _kafka_fields = (
+        ("topics", "Topics", "struct[]:TopicMetadata", None),
+        ("tagged_fields", "_unknownTaggedFields", "tags", None),
+    )
 
     def __init__(self, topics=None, tagged_fields=None):
         self.topics = topics
@@ -886,7 +892,7 @@ class ShareGroupTargetAssignmentMemberValue(_Struct):
     )
     _kafka_name = "ShareGroupTargetAssignmentMemberValue"
     _kafka_fields = (
-        ("topic_partitions", "TopicPartitions", "", None),
+        ("topic_partitions", "TopicPartitions", "struct[]:TopicPartition", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -917,7 +923,7 @@ class ShareGroupCurrentMemberAssignmentValue(_Struct):
         ("member_epoch", "MemberEpoch", "", None),
         ("previous_member_epoch", "PreviousMemberEpoch", "", None),
         ("state", "State", "", None),
-        ("assigned_partitions", "AssignedPartitions", "", None),
+        ("assigned_partitions", "AssignedPartitions", "struct[]:TopicPartitions", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -1013,8 +1019,8 @@ class ShareGroupStatePartitionMetadataValue(_Struct):
     )
     _kafka_name = "ShareGroupStatePartitionMetadataValue"
     _kafka_fields = (
-        ("initialized_topics", "InitializedTopics", "", None),
-        ("deleting_topics", "DeletingTopics", "", None),
+        ("initialized_topics", "InitializedTopics", "struct[]:TopicPartitionsInfo", None),
+        ("deleting_topics", "DeletingTopics", "struct[]:TopicInfo", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 

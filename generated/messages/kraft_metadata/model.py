@@ -107,8 +107,8 @@ class RegisterBrokerRecord(_Struct):
         ("is_migrating_zk_broker", "IsMigratingZkBroker", "", (2, 32768)),
         ("incarnation_id", "IncarnationId", "uuid", None),
         ("broker_epoch", "BrokerEpoch", "", None),
-        ("end_points", "EndPoints", "", None),
-        ("features", "Features", "", None),
+        ("end_points", "EndPoints", "struct[]:BrokerEndpoint", None),
+        ("features", "Features", "struct[]:BrokerFeature", None),
         ("rack", "Rack", "", None),
         ("fenced", "Fenced", "", None),
         ("in_controlled_shutdown", "InControlledShutdown", "", (1, 32768)),
@@ -647,7 +647,7 @@ class ClientQuotaRecord(_Struct):
     )
     _kafka_name = "ClientQuotaRecord"
     _kafka_fields = (
-        ("entity", "Entity", "", None),
+        ("entity", "Entity", "struct[]:EntityData", None),
         ("key", "Key", "", None),
         ("value", "Value", "", None),
         ("remove", "Remove", "", None),
@@ -1029,8 +1029,8 @@ class RegisterControllerRecord(_Struct):
         ("controller_id", "ControllerId", "", None),
         ("incarnation_id", "IncarnationId", "uuid", None),
         ("zk_migration_ready", "ZkMigrationReady", "", None),
-        ("end_points", "EndPoints", "", None),
-        ("features", "Features", "", None),
+        ("end_points", "EndPoints", "struct[]:ControllerEndpoint", None),
+        ("features", "Features", "struct[]:ControllerFeature", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 

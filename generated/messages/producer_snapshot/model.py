@@ -81,7 +81,7 @@ class ProducerSnapshot(_Struct):
     _kafka_fields = (
         ("version", "version", "", None),
         ("crc", "Crc", "", None),
-        ("producer_entries", "ProducerEntries", "", None),
+        ("producer_entries", "ProducerEntries", "struct[]:ProducerEntry", None),
     )
 
     def __init__(self, version=1, crc=None, producer_entries=None):

@@ -48,8 +48,8 @@ class LeaderChangeMessage(_Struct):
     _kafka_fields = (
         ("version", "Version", "", None),
         ("leader_id", "LeaderId", "", None),
-        ("voters", "Voters", "", None),
-        ("granting_voters", "GrantingVoters", "", None),
+        ("voters", "Voters", "struct[]:Voter", None),
+        ("granting_voters", "GrantingVoters", "struct[]:Voter", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -209,8 +209,8 @@ class VotersRecordVoter(_Struct):
     _kafka_fields = (
         ("voter_id", "VoterId", "", None),
         ("voter_directory_id", "VoterDirectoryId", "uuid", None),
-        ("endpoints", "Endpoints", "", None),
-        ("k_raft_version_feature", "KRaftVersionFeature", "", None),
+        ("endpoints", "Endpoints", "struct[]:Endpoint", None),
+        ("k_raft_version_feature", "KRaftVersionFeature", "struct:KRaftVersionFeature", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -245,7 +245,7 @@ class VotersRecord(_Struct):
     _kafka_name = "VotersRecord"
     _kafka_fields = (
         ("version", "Version", "", None),
-        ("voters", "Voters", "", None),
+        ("voters", "Voters", "struct[]:VotersRecordVoter", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 

@@ -59,7 +59,7 @@ class RemoteLogSegmentIdEntry(_Struct):
     )
     _kafka_name = "RemoteLogSegmentIdEntry"
     _kafka_fields = (
-        ("topic_id_partition", "TopicIdPartition", "", None),
+        ("topic_id_partition", "TopicIdPartition", "struct:TopicIdPartitionEntry", None),
         ("id", "Id", "uuid", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
@@ -132,13 +132,13 @@ class RemoteLogSegmentMetadataRecord(_Struct):
     )
     _kafka_name = "RemoteLogSegmentMetadataRecord"
     _kafka_fields = (
-        ("remote_log_segment_id", "RemoteLogSegmentId", "", None),
+        ("remote_log_segment_id", "RemoteLogSegmentId", "struct:RemoteLogSegmentIdEntry", None),
         ("start_offset", "StartOffset", "", None),
         ("end_offset", "EndOffset", "", None),
         ("broker_id", "BrokerId", "", None),
         ("max_timestamp_ms", "MaxTimestampMs", "", None),
         ("event_timestamp_ms", "EventTimestampMs", "", None),
-        ("segment_leader_epochs", "SegmentLeaderEpochs", "", None),
+        ("segment_leader_epochs", "SegmentLeaderEpochs", "struct[]:SegmentLeaderEpochEntry", None),
         ("segment_size_in_bytes", "SegmentSizeInBytes", "", None),
         ("custom_metadata", "CustomMetadata", "bytes", None),
         ("remote_log_segment_state", "RemoteLogSegmentState", "", None),
@@ -193,7 +193,7 @@ class RemoteLogSegmentMetadataUpdateRecord(_Struct):
     )
     _kafka_name = "RemoteLogSegmentMetadataUpdateRecord"
     _kafka_fields = (
-        ("remote_log_segment_id", "RemoteLogSegmentId", "", None),
+        ("remote_log_segment_id", "RemoteLogSegmentId", "struct:RemoteLogSegmentIdEntry", None),
         ("broker_id", "BrokerId", "", None),
         ("event_timestamp_ms", "EventTimestampMs", "", None),
         ("custom_metadata", "CustomMetadata", "bytes", None),
@@ -255,7 +255,7 @@ class RemoteLogSegmentMetadataSnapshotRecord(_Struct):
         ("broker_id", "BrokerId", "", None),
         ("max_timestamp_ms", "MaxTimestampMs", "", None),
         ("event_timestamp_ms", "EventTimestampMs", "", None),
-        ("segment_leader_epochs", "SegmentLeaderEpochs", "", None),
+        ("segment_leader_epochs", "SegmentLeaderEpochs", "struct[]:SegmentLeaderEpochEntry", None),
         ("segment_size_in_bytes", "SegmentSizeInBytes", "", None),
         ("custom_metadata", "CustomMetadata", "bytes", None),
         ("remote_log_segment_state", "RemoteLogSegmentState", "", None),

@@ -69,7 +69,7 @@ class ShareSnapshotValue(_Struct):
         ("state_epoch", "StateEpoch", "", None),
         ("leader_epoch", "LeaderEpoch", "", None),
         ("start_offset", "StartOffset", "", None),
-        ("state_batches", "StateBatches", "", None),
+        ("state_batches", "StateBatches", "struct[]:StateBatch", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 
@@ -112,7 +112,7 @@ class ShareUpdateValue(_Struct):
         ("snapshot_epoch", "SnapshotEpoch", "", None),
         ("leader_epoch", "LeaderEpoch", "", None),
         ("start_offset", "StartOffset", "", None),
-        ("state_batches", "StateBatches", "", None),
+        ("state_batches", "StateBatches", "struct[]:StateBatch", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
 

@@ -54,7 +54,7 @@ class TransactionLogValue(_Struct):
         ("producer_epoch", "ProducerEpoch", "", None),
         ("transaction_timeout_ms", "TransactionTimeoutMs", "", None),
         ("transaction_status", "TransactionStatus", "", None),
-        ("transaction_partitions", "TransactionPartitions", "", None),
+        ("transaction_partitions", "TransactionPartitions", "struct[]:PartitionsSchema", None),
         ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", "", None),
         ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", "", None),
     )
@@ -139,7 +139,7 @@ class TransactionLogValueFlexible(_Struct):
         ("producer_epoch", "ProducerEpoch", "", None),
         ("transaction_timeout_ms", "TransactionTimeoutMs", "", None),
         ("transaction_status", "TransactionStatus", "", None),
-        ("transaction_partitions", "TransactionPartitions", "", None),
+        ("transaction_partitions", "TransactionPartitions", "struct[]:TransactionLogValuePartitionsSchema", None),
         ("transaction_last_update_timestamp_ms", "TransactionLastUpdateTimestampMs", "", None),
         ("transaction_start_timestamp_ms", "TransactionStartTimestampMs", "", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),

@@ -371,10 +371,11 @@ class Builder(Validator):
         shows one) and the versions it is in (None: every one): what ``kfmt.payloads`` turns a decoded message
         into Kafka's JSON with, each version's fields only."""
         out = []
-        viewed = {v.parse: v.name for v in st.views}
+        viewed = {v.parse: v for v in st.views}
         for f in st.fields:
             if f.name in viewed:  # bytes holding a message: shown as it when the view decoded it
-                out.append((f.name, f.orig_name or f.name, f"view:{viewed[f.name]}", _versions(f.if_)))
+                v = viewed[f.name]
+                out.append((f.name, f.orig_name or f.name, f"view:{v.name}:{_camel(v.as_)}", _versions(f.if_)))
             elif self.kind(f) == "tagged":
                 out.append((f.name, "_unknownTaggedFields", "tags", _versions(f.if_)))
                 inner = [(t, self.s.structs[t.type].fields[0]) for t in f.tags]
@@ -384,9 +385,13 @@ class Builder(Validator):
         return tuple(out)
 
     def _bytes_kind(self, f: Field) -> str:
-        if f.array and f.type in self.s.structs and self.s.structs[f.type].repr == "value":
-            inner = self.s.structs[f.type].fields[0].type
+        """How a field reads in Kafka's JSON: uuid, bytes (or arrays of them), struct:<Class> / struct[]:<Class>."""
+        st = self.s.structs.get(f.type)
+        if f.array and st is not None and st.repr == "value":
+            inner = st.fields[0].type
             return f"{inner}[]" if inner in ("uuid", "bytes") else ""
+        if st is not None and st.repr == "object":
+            return f"struct{'[]' if f.array else ''}:{_camel(f.type)}"
         return f.type if f.type in ("uuid", "bytes") and not f.array else ""
 
     def tagged_attrs(self, st: Struct, f: Field, path: str) -> dict:
