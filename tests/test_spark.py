@@ -728,6 +728,8 @@ def test_offsets_job(spark, tmp_path):
     g = groups.collect()[0].asDict()
     assert (g["group"], g["generation"], g["protocol"], len(g["members"])) == ("DEVSmileCDR", 1, "range", 8)
     assert sorted(g["joined"]) == sorted(g["members"]) and g["left"] == []
+    d = g["member_details"][0].asDict()  # from the member's ConsumerProtocol subscription
+    assert d["topics"] == ["batch2.work.notification.SHR_PROD.persistence"] and d["client_id"].startswith("consumer-")
     bad = undecoded.collect()
     assert len(bad) == 1 and bad[0]["log_offset"] == 3 and bad[0]["payload_error"].startswith("value")
 

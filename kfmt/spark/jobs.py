@@ -181,7 +181,9 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     return res
 
 
-_MEMBERS = "array<struct<memberId: string, groupInstanceId: string, clientId: string, clientHost: string>>"
+_MEMBERS = ("array<struct<memberId: string, groupInstanceId: string, clientId: string, clientHost: string, "
+            "subscription: struct<Topics: array<string>>, assignment: struct<AssignedPartitions: "
+            "array<struct<Topic: string, Partitions: array<int>>>>>>")  # fmt: skip
 
 
 def offsets(spark, path: str):
@@ -193,7 +195,9 @@ def offsets(spark, path: str):
     ``commit_time``, ``expire_time`` (NULL for none), ``deleted``, and where it is in the log (``log_partition``,
     ``log_offset``, ``log_time``); ``groups`` a row per group metadata record: group, ``generation``,
     ``protocol_type``, ``protocol``, ``leader``, ``members`` (member ids), ``joined`` and ``left`` (against the
-    group's record before), ``deleted`` (the group removed), where it is in the log; ``undecoded`` the rows whose
+    group's record before), ``member_details`` (each member's client id and host, its subscribed topics and
+    assigned partitions, read from its ConsumerProtocol metadata when the group is a consumer group),
+    ``deleted`` (the group removed), where it is in the log; ``undecoded`` the rows whose
     payload did not decode, with ``payload_error`` (nothing is dropped unsaid)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -221,11 +225,15 @@ def offsets(spark, path: str):
         v("metadata").alias("metadata"), ms(v("commitTimestamp")).alias("commit_time"),
         ms(v("expireTimestamp")).alias("expire_time"), F.col("value_decoded").isNull().alias("deleted"), *where,
     )  # fmt: skip
-    members = F.from_json(v("members"), _MEMBERS).getField("memberId")
+    parsed = F.from_json(v("members"), _MEMBERS)
+    members = parsed.getField("memberId")
+    details = F.transform(parsed, lambda m: F.struct(
+        m["memberId"].alias("member_id"), m["clientId"].alias("client_id"), m["clientHost"].alias("client_host"),
+        m["subscription"]["Topics"].alias("topics"), m["assignment"]["AssignedPartitions"].alias("assigned")))  # fmt: skip
     groups = df.where(F.col("key_type") == "GroupMetadataKey").select(
         k("group").alias("group"), v("generation").cast("int").alias("generation"),
         v("protocolType").alias("protocol_type"), v("protocol").alias("protocol"), v("leader").alias("leader"),
-        F.coalesce(members, F.array().cast("array<string>")).alias("members"),
+        F.coalesce(members, F.array().cast("array<string>")).alias("members"), details.alias("member_details"),
         F.col("value_decoded").isNull().alias("deleted"), *where,
     )  # fmt: skip
     before = F.lag("members").over(Window.partitionBy("group").orderBy("log_partition", "log_offset"))
