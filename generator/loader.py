@@ -432,15 +432,19 @@ def _item_struct(owner: str, name: str, elem: dict, m: dict, line: int, synth: d
     """An array of values (``{array: int32}``, Kafka's ``[]int32``, ``[]string``): its elements are a one-field
     struct ``<owner>_<field>_item`` of repr ``value`` (decoded as the value itself), made here; a string or
     bytes element takes the array field's ``length`` (its prefix) and ``max``."""
-    item = f"{owner}_{name}_item"
-    if item in synth:
-        raise ctx.error(f"struct {item!r} (the elements of {owner}.{name}) is defined twice")
     length = m["length"].value if "length" in m else elem.get("length")
     cap = m["max"].value if "max" in m else elem.get("max")
     elem_field = Field(name="value", type=elem["type"], line=line, length=length,
                        max=_int(cap, ctx, 0, 2**31 - 1) if cap is not None else None)  # fmt: skip
-    synth[item] = Struct(name=item, fields=(elem_field,), line=line, doc=f"an element of {owner}.{name}", repr="value")
-    return item
+    return _value_struct(f"{owner}_{name}_item", elem_field, f"the elements of {owner}.{name}", synth, ctx)
+
+
+def _value_struct(name: str, inner: Field, what: str, synth: dict, ctx: _Ctx) -> str:
+    """A one-field struct of repr ``value`` the loader makes (``what`` it holds), added to ``synth``."""
+    if name in synth:
+        raise ctx.error(f"struct {name!r} ({what}) is defined twice")
+    synth[name] = Struct(name=name, fields=(inner,), line=inner.line, doc=what, repr="value")
+    return name
 
 
 def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict | None = None) -> Field:
@@ -552,24 +556,12 @@ def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tu
         if f.tag in seen:
             raise ctx.error(f"tagged fields {seen[f.tag]!r} and {f.name!r} share tag {f.tag}")
         seen[f.tag] = f.name  # type: ignore[index]
-        item = f"{owner}_{f.name}_tag"
-        if item in synth:
-            raise ctx.error(f"struct {item!r} (the value of tagged field {owner}.{f.name}) is defined twice")
         marker = "uvarint" if f.nullable and not f.array and f.length is None and f.type not in BLOBS else None
         inner = Field(name="value", type=f.type, line=f.line, array=f.array, length=f.length, nullable=f.nullable,
                       count=f.count, max=f.max, marker=marker)  # fmt: skip
-        synth[item] = Struct(
-            name=item, fields=(inner,), line=f.line, doc=f"tagged field {owner}.{f.name}", repr="value"
-        )
-        absent = (
-            f.default
-            if f.default is not None
-            else None
-            if f.nullable or f.array
-            else _ABSENT.get(f.type, 0 if f.type in PRIMITIVES or f.type in VARINTS else None)
-        )
+        item = _value_struct(f"{owner}_{f.name}_tag", inner, f"the value of tagged field {owner}.{f.name}", synth, ctx)
         out.append(Field(name=f.name, type=item, line=f.line, orig_name=f.orig_name, doc=f.doc, default=f.default,
-                         if_=f.if_, tag=f.tag, nullable=f.nullable, absent=absent))  # fmt: skip
+                         if_=f.if_, tag=f.tag, nullable=f.nullable, absent=_absent(f)))  # fmt: skip
     sec = sections[0]
     return tuple(
         Field(name=sec.name, type=TAGGED, line=sec.line, orig_name=sec.orig_name, doc=sec.doc, tags=tuple(out))
@@ -578,6 +570,16 @@ def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tu
         for f in fields
         if f.tag is None
     )
+
+
+def _absent(f: Field):
+    """A tagged field's value when its tag is not written: its default, else null (nullable fields, arrays),
+    else Kafka's default for its type."""
+    if f.default is not None:
+        return f.default
+    if f.nullable or f.array:
+        return None
+    return _ABSENT.get(f.type, 0 if f.type in PRIMITIVES or f.type in VARINTS else None)
 
 
 def _switch(loc: _Located, ctx: _Ctx) -> tuple[str, tuple[tuple[int, str], ...]]:
@@ -831,8 +833,8 @@ def _structs(m: dict, ctx0: _Ctx, parts: _Parts) -> dict[str, Struct]:
         structs[sname] = _struct(sname, sv, sc, parts.types, synth)
     for sname, st in synth.items():
         if sname in structs:
-            raise SchemaError(f"{ctx0.file}:{st.line}: struct {sname!r} is defined, and is also the name of the "
-                              f"elements of an array of values ({st.doc[14:]}); rename one")  # fmt: skip
+            raise SchemaError(f"{ctx0.file}:{st.line}: struct {sname!r} is defined, and is also the name of a struct "
+                              f"the loader makes ({st.doc}); rename one")  # fmt: skip
         structs[sname] = st
     return structs
 

@@ -164,7 +164,7 @@ class _Columns:
 
     def to_arrow(self, pa, part):
         full = arrow_schema(pa)
-        schema = pa.schema([full.field(c) for c in self.columns])
+        schema = projected_schema(pa, self.columns)
         types = {f.name: f.type for f in full}
         n = self.n
         build = {
@@ -326,7 +326,21 @@ def add_decoded(pa, batch, columns: tuple[str, ...]):
         values[i] = json.dumps(p.value.to_json()) if p.value else None
     extra = {"key_decoded": keys, "value_decoded": values, "payload_error": errors}
     arrays = [pa.array(extra[c], pa.string()) if c in extra else batch.column(c) for c in columns]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(pa, True).empty_table().select(list(columns)).schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=projected_schema(pa, columns))
+
+
+def projected_schema(pa, columns):
+    """The Arrow schema of ``columns``, in their order (decoded columns included)."""
+    full = arrow_schema(pa, True)
+    return pa.schema([full.field(c) for c in columns])
+
+
+def decoding_reads(columns) -> tuple[str, ...] | None:
+    """What a read projected on ``columns`` reads when it names a decoded column (the rest, and what decoding
+    needs); None when it names none (nothing to decode)."""
+    if not any(c in DECODED for c in columns):
+        return None
+    return tuple(dict.fromkeys([c for c in columns if c not in DECODED] + list(DECODE_NEEDS)))
 
 
 #: columns of Kafka's own payloads decoded (option ``decode_payloads``): JSON text, and why one did not decode

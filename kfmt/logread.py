@@ -15,15 +15,15 @@ import re
 from dataclasses import dataclass
 
 from kfmt.arrow import (
-    DECODE_NEEDS,
-    DECODED,
     QUARANTINE_RAW_BYTES,
     _Columns,
     _Range,
     add_decoded,
     arrow_schema,
+    decoding_reads,
     new_sink,
     null_empty_headers,
+    projected_schema,
 )
 from kfmt.logdir import SUFFIXES, suffixes_opt
 from kfmt.storage import OPTIONS as STORAGE_OPTIONS
@@ -157,10 +157,11 @@ class LogReader:
     ):
         check_options(options, READ_OPTIONS, "read")
         defaults = defaults or {}
-        self.decoded = _bool(_opt(options, "decode_payloads"), False) or any(c in DECODED for c in columns or ())
-        if columns is None and self.decoded:
+        if columns is None and _bool(_opt(options, "decode_payloads"), False):
             columns = tuple(arrow_schema(__import__("pyarrow"), True).names)
         self.columns = columns  # None: every column
+        # a projection naming a decoded column reads what decoding needs (None: nothing to decode)
+        self.decode_reads = decoding_reads(columns) if columns is not None else None
         self.raw_errors = raw_errors  # a corrupt batch raises its CodecError (read_arrow), not Spark's one-liner
         paths = _opt(options, "path") or _opt(options, "paths")
         if not paths:
@@ -345,16 +346,13 @@ class LogReader:
         from kfmt.commit import CommitError, check_tables_unchanged, table_root
 
         slices = partition if isinstance(partition, tuple) else getattr(partition, "slices", ())
-        wanted = self.columns
-        read = wanted
-        if self.decoded and wanted is not None:  # what decoding reads, then the columns asked for
-            read = tuple(dict.fromkeys([c for c in wanted if c not in DECODED] + list(DECODE_NEEDS)))
+        read = self.decode_reads or self.columns
         for part in slices:
             for batch in read_slice(part, self.verify_crc, self.include_control, self.on_corrupt, read,
                                     self.backend, self.storage, self.compressed_objects == "read",
                                     self.format, self.raw_errors):  # fmt: skip
-                if self.decoded and wanted is not None:
-                    batch = add_decoded(pa, batch, wanted)
+                if self.decode_reads is not None and self.columns is not None:  # then the columns asked for
+                    batch = add_decoded(pa, batch, self.columns)
                 yield null_empty_headers(pa, batch) if self.null_empty_headers else batch
         try:  # a commit that started or finished while this task read would mix two versions of the table
             check_tables_unchanged(self.tables, [table_root(p.path) for p in slices], self.storage)
@@ -669,14 +667,13 @@ def read_arrow(
             raise ValueError(f"option(s) {', '.join(sorted(options)) or 'include_suffixed'} need a path, not data")
         where = _Where(topic, partition, None)
         data, committed = _data_of(source, isolation == "read_committed")
-        if not (decode or any(c in DECODED for c in columns)):
-            return _read_arrow(
-                data, where, columns, verify_crc, format, backend, on_corrupt, include_control, committed
-            )
-        read = tuple(dict.fromkeys([c for c in columns if c not in DECODED] + list(DECODE_NEEDS)))
-        table = _read_arrow(data, where, read, verify_crc, format, backend, on_corrupt, include_control, committed)
-        batches = [add_decoded(pa, b, columns) for b in table.to_batches()]
-        return pa.Table.from_batches(batches, pa.schema([arrow_schema(pa, True).field(c) for c in columns]))
+        read = decoding_reads(columns)
+        table = _read_arrow(data, where, read or columns, verify_crc, format, backend, on_corrupt, include_control,
+                            committed)  # fmt: skip
+        if read is None:
+            return table
+        return pa.Table.from_batches([add_decoded(pa, b, columns) for b in table.to_batches()],
+                                     projected_schema(pa, columns))  # fmt: skip
     opts = {"path": paths, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "include_control": include_control,
             "isolation": isolation, "compressed_objects": compressed_objects, "format": format, "backend": backend,
             "include_suffixed": include_suffixed, **(storage_options or {}),
@@ -715,7 +712,7 @@ def _read_planned(opts: dict, columns, topic, partition):
         named = {"topic": topic} if topic is not None else {}
         slices = [dataclasses.replace(s, **named, **({"partition": partition} if partition is not None else {}))
                   for s in slices]  # fmt: skip
-    schema = pa.schema([arrow_schema(pa, True).field(c) for c in columns])
+    schema = projected_schema(pa, columns)
     return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
 
 

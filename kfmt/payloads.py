@@ -147,11 +147,7 @@ def _value(v, kind: str, version: int | None = None):
         return [_uuid(x) for x in v]
     if kind == "bytes[]":
         return [bytes(x).hex() for x in v]
-    if kind.startswith("struct[]"):
-        return [kafka_json(x, version) for x in v]
-    if kind.startswith("struct"):
-        return kafka_json(v, version)
-    if isinstance(v, list):
+    if isinstance(v, list):  # structs (kind struct[]:...) and values
         return [kafka_json(x, version) for x in v]
     return kafka_json(v, version)
 

@@ -477,11 +477,12 @@ NESTED = (
 )  # fmt: skip
 
 
-def _read(root, rel: str) -> str:
+def _read(root, rel: str) -> tuple[dict, str]:
+    """The spec at ``rel`` in Kafka's tree ``root``, and where it is (what errors and headers name)."""
     f = root / rel
     if not f.is_file():
         raise SpecError(f"{f}: no such spec (is {root} a Kafka source tree?)")
-    return f.read_text(encoding="utf-8")
+    return parse(f.read_text(encoding="utf-8"), rel), rel
 
 
 def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
@@ -495,20 +496,16 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
         files = sorted((root / folder).glob(pattern))
         if not files:
             raise SpecError(f"{root / folder}: no {pattern} (is {root} a Kafka source tree?)")
-        specs = [(parse(f.read_text(encoding="utf-8"), f"{folder}/{f.name}"), f"{folder}/{f.name}") for f in files]
-        nested = [(owner, field, parse(_read(root, rel), rel), rel, when) for fam, owner, field, rel, when in NESTED
-                  if fam == name]  # fmt: skip
+        specs = [_read(root, f"{folder}/{f.name}") for f in files]
+        nested = [(owner, field, *_read(root, rel), when) for fam, owner, field, rel, when in NESTED if fam == name]
         for stem, schema in family(specs, name, nested).items():
             srcs = [f"{folder}/{pattern}", *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
             out[stem] = (schema, at + ", ".join(srcs))
     cname, cfolder, ctypes = CONTROL
-    controls = [(t, parse(_read(root, f"{cfolder}/{f}"), f"{cfolder}/{f}"), f"{cfolder}/{f}") for t, f in ctypes]
+    controls = [(t, *_read(root, f"{cfolder}/{f}")) for t, f in ctypes]
     out[cname] = (control_family(controls, cname), at + ", ".join(w for _, _, w in controls))
     for rel in SINGLES:
-        f = root / rel
-        if not f.is_file():
-            raise SpecError(f"{f}: no such spec (is {root} a Kafka source tree?)")
-        schema = lower(f.read_text(encoding="utf-8"), rel)
+        schema = Lowering(*_read(root, rel)).run()
         out[schema["root"]] = (schema, f"{at}{rel}")
     return out
 

@@ -18,6 +18,7 @@ from crc32c import crc32c
 
 from kfmt.runtime import compression as _compression
 from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
+from kfmt.runtime.tagged import write_tagged
 from kfmt.runtime.varint import _MASK32, _MASK64, write_uvarint, write_varint, write_varlong
 
 _I32 = c.Int32sb
@@ -480,8 +481,6 @@ class KTagged(c.Construct):
         for tag, (name, sub, _cond) in sorted(self.fields.items()):
             if name in obj["known"] and self._known(tag, context) is not None:
                 known.append((tag, _build_alone(sub, obj["known"][name], context, path)))
-        from kfmt.runtime.tagged import write_tagged
-
         write_tagged(out, known, obj["unknown"], path)
         stream_write(stream, bytes(out), len(out), path)
         return obj
@@ -545,8 +544,7 @@ class NoCase(c.Construct):
         raise c.ValidationError(f"no layout for {self.selector} {value} (known: {self.known})", path=path)
 
     def _build(self, obj, stream, context, path):
-        value = outer(context, self.selector)
-        raise c.ValidationError(f"no layout for {self.selector} {value} (known: {self.known})", path=path)
+        self._parse(stream, context, path)
 
 
 def case(value, cls, name: str, selector: str, chosen):

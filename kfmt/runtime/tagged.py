@@ -14,12 +14,12 @@ def write_tagged(out: bytearray, known: list, unknown, path: str) -> None:
     tags = list(known)
     if unknown:
         for item in unknown:
-            if not isinstance(item, (tuple, list)) or len(item) != 2:
+            pair = isinstance(item, (tuple, list)) and len(item) == 2
+            if not (
+                pair and type(item[0]) is int and 0 <= item[0] <= 0xFFFFFFFF and isinstance(item[1], (bytes, bytearray))
+            ):
                 raise InvalidValueError(f"an unknown tagged field is a (tag, bytes) pair, not {item!r}", path=path)
-            tag, data = item
-            if type(tag) is not int or not 0 <= tag <= 0xFFFFFFFF or not isinstance(data, (bytes, bytearray)):
-                raise InvalidValueError(f"an unknown tagged field is a (tag, bytes) pair, not {item!r}", path=path)
-            tags.append((tag, data))
+            tags.append((item[0], item[1]))
         tags.sort(key=lambda t: t[0])
         for (a, _), (b, _) in zip(tags, tags[1:]):
             if a == b:

@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from kfmt.payloads import BINDINGS, _codec, decode_payload, from_kafka_json, kafka_json
+from kfmt.payloads import BINDINGS, _codec, _message, decode_key, from_kafka_json, kafka_json
 from kfmt.runtime.errors import CodecError
 
 
@@ -43,11 +43,11 @@ def _classes(codec, name: str) -> list:
     return [c for c in vars(model).values() if isinstance(c, type) and getattr(c, "_kafka_name", None) == name]
 
 
-def reencode(codec, root, decoded, version: int, params: dict) -> int | None:
-    """The size of the value at ``version`` (None: that version cannot hold it)."""
-    data = json.loads(json.dumps(kafka_json(decoded.data, decoded.version)))
+def reencode(codec, root, name: str, data: dict, version: int, params: dict) -> int | None:
+    """The size of the value at ``version``, built from Kafka's JSON of message ``name`` (None: that version
+    cannot hold it)."""
     fields = type(root)._fields
-    for cls in _classes(codec, decoded.type):
+    for cls in _classes(codec, name):
         try:
             message = from_kafka_json(cls, data)
             again = type(root)(**{f: getattr(root, f) for f in fields[:-1]} | {"version": version, fields[-1]: message})
@@ -77,20 +77,25 @@ def measure(schema: str, versions: list[int], paths: list[str]) -> dict:
 
 
 def _one(out: dict, codec, b, topic: str, r, versions: list[int]) -> None:
+    """One record: its value decoded once (as decode_payload does), then re-encoded at each version."""
     try:
-        p = decode_payload(topic, r.key, r.value)
+        key = decode_key(topic, r.key)
+        if r.value is None:
+            return  # a tombstone: no value to re-encode
+        if b.param and key is None:
+            raise CodecError("the value's layout needs its key")
+        params = {b.param: key.version} if b.param and key else {}
+        root = codec.decode(bytes(r.value), **params)
+        value = _message(root, "value")
     except CodecError:
         out["undecoded"] += 1
         return
-    if p.value is None:
-        return  # a tombstone: no value to re-encode
-    params = {b.param: p.key.version} if b.param and p.key else {}
-    root = codec.decode(bytes(r.value), **params)
-    row = out["messages"].setdefault(p.value.type, {"records": 0, "written": 0, "at": Counter(), "cannot": Counter()})
+    data = kafka_json(value.data, value.version)  # the JSON every version is built from
+    row = out["messages"].setdefault(value.type, {"records": 0, "written": 0, "at": Counter(), "cannot": Counter()})
     row["records"] += 1
     row["written"] += len(r.value)
     for v in versions:
-        size = reencode(codec, root, p.value, v, params)
+        size = reencode(codec, root, value.type, data, v, params)
         if size is None:
             row["cannot"][v] += 1
         else:

@@ -126,12 +126,12 @@ offset_commit_value_versions = c.Struct(
 consumer_protocol_subscription_topics_item = c.Struct(
     "value" / KBytes(c.Int16sb, nullable=False, string=True) * "value",
 )
-"""an element of consumer_protocol_subscription.topics"""
+"""the elements of consumer_protocol_subscription.topics"""
 
 consumer_protocol_subscription_topic_partition_partitions_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of consumer_protocol_subscription_topic_partition.partitions"""
+"""the elements of consumer_protocol_subscription_topic_partition.partitions"""
 
 consumer_protocol_subscription_topic_partition = c.Struct(
     "topic" / c.If(lambda this: _outer(this, "version") >= 1, KBytes(c.Int16sb, nullable=False, string=True)) * "Topic",
@@ -178,7 +178,7 @@ consumer_protocol_subscription = c.Struct(
 consumer_protocol_assignment_topic_partition_partitions_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of consumer_protocol_assignment_topic_partition.partitions"""
+"""the elements of consumer_protocol_assignment_topic_partition.partitions"""
 
 consumer_protocol_assignment_topic_partition = c.Struct(
     "topic" / KBytes(c.Int16sb, nullable=False, string=True) * "Topic",
@@ -306,7 +306,7 @@ consumer_group_metadata_value = c.Struct(
 partition_metadata_racks_item = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "value",
 )
-"""an element of partition_metadata.racks"""
+"""the elements of partition_metadata.racks"""
 
 partition_metadata = c.Struct(
     "partition" / c.Int32sb * "The partition number.",
@@ -360,7 +360,7 @@ consumer_group_partition_metadata_value = c.Struct(
 consumer_group_member_metadata_value_subscribed_topic_names_item = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "value",
 )
-"""an element of consumer_group_member_metadata_value.subscribed_topic_names"""
+"""the elements of consumer_group_member_metadata_value.subscribed_topic_names"""
 
 classic_protocol = c.Struct(
     "name" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "The protocol name.",
@@ -383,7 +383,7 @@ classic_member_metadata = c.Struct(
 consumer_group_member_metadata_value_classic_member_metadata_tag = c.Struct(
     "value" / KNullMarked(KVarint(32, signed=False), classic_member_metadata, 0) * "value",
 )
-"""tagged field consumer_group_member_metadata_value.classic_member_metadata"""
+"""the value of tagged field consumer_group_member_metadata_value.classic_member_metadata"""
 
 consumer_group_member_metadata_value = c.Struct(
     Requires(
@@ -434,7 +434,7 @@ consumer_group_target_assignment_metadata_value = c.Struct(
 topic_partition_partitions_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of topic_partition.partitions"""
+"""the elements of topic_partition.partitions"""
 
 topic_partition = c.Struct(
     "topic_id" / c.Bytes(16) * "TopicId",
@@ -475,7 +475,7 @@ consumer_group_target_assignment_member_value = c.Struct(
 topic_partitions_partitions_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of topic_partitions.partitions"""
+"""the elements of topic_partitions.partitions"""
 
 topic_partitions = c.Struct(
     "topic_id" / c.Bytes(16) * "The topic Id.",
@@ -551,7 +551,7 @@ share_group_partition_metadata_value = c.Struct(
 share_group_member_metadata_value_subscribed_topic_names_item = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "value",
 )
-"""an element of share_group_member_metadata_value.subscribed_topic_names"""
+"""the elements of share_group_member_metadata_value.subscribed_topic_names"""
 
 share_group_member_metadata_value = c.Struct(
     Requires(
@@ -646,7 +646,7 @@ share_group_current_member_assignment_value = c.Struct(
 topic_partitions_info_partitions_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of topic_partitions_info.partitions"""
+"""the elements of topic_partitions_info.partitions"""
 
 topic_partitions_info = c.Struct(
     "topic_id" / c.Bytes(16) * "The topic identifier.",

@@ -96,7 +96,7 @@ broker_feature = c.Struct(
 register_broker_record_log_dirs_item = c.Struct(
     "value" / c.Bytes(16) * "value",
 )
-"""an element of register_broker_record.log_dirs"""
+"""the elements of register_broker_record.log_dirs"""
 
 register_broker_record_log_dirs_tag = c.Struct(
     "value"
@@ -110,7 +110,7 @@ register_broker_record_log_dirs_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field register_broker_record.log_dirs"""
+"""the value of tagged field register_broker_record.log_dirs"""
 
 register_broker_record = c.Struct(
     Requires(
@@ -168,37 +168,37 @@ topic_record = c.Struct(
 partition_record_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.replicas"""
+"""the elements of partition_record.replicas"""
 
 partition_record_isr_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.isr"""
+"""the elements of partition_record.isr"""
 
 partition_record_removing_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.removing_replicas"""
+"""the elements of partition_record.removing_replicas"""
 
 partition_record_adding_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.adding_replicas"""
+"""the elements of partition_record.adding_replicas"""
 
 partition_record_directories_item = c.Struct(
     "value" / c.Bytes(16) * "value",
 )
-"""an element of partition_record.directories"""
+"""the elements of partition_record.directories"""
 
 partition_record_leader_recovery_state_tag = c.Struct(
     "value" / c.Int8sb * "value",
 )
-"""tagged field partition_record.leader_recovery_state"""
+"""the value of tagged field partition_record.leader_recovery_state"""
 
 partition_record_eligible_leader_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.eligible_leader_replicas"""
+"""the elements of partition_record.eligible_leader_replicas"""
 
 partition_record_eligible_leader_replicas_tag = c.Struct(
     "value"
@@ -213,12 +213,12 @@ partition_record_eligible_leader_replicas_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_record.eligible_leader_replicas"""
+"""the value of tagged field partition_record.eligible_leader_replicas"""
 
 partition_record_last_known_elr_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_record.last_known_elr"""
+"""the elements of partition_record.last_known_elr"""
 
 partition_record_last_known_elr_tag = c.Struct(
     "value"
@@ -233,7 +233,7 @@ partition_record_last_known_elr_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_record.last_known_elr"""
+"""the value of tagged field partition_record.last_known_elr"""
 
 partition_record = c.Struct(
     Requires(
@@ -334,7 +334,7 @@ config_record = c.Struct(
 partition_change_record_isr_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.isr"""
+"""the elements of partition_change_record.isr"""
 
 partition_change_record_isr_tag = c.Struct(
     "value"
@@ -349,17 +349,17 @@ partition_change_record_isr_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.isr"""
+"""the value of tagged field partition_change_record.isr"""
 
 partition_change_record_leader_tag = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""tagged field partition_change_record.leader"""
+"""the value of tagged field partition_change_record.leader"""
 
 partition_change_record_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.replicas"""
+"""the elements of partition_change_record.replicas"""
 
 partition_change_record_replicas_tag = c.Struct(
     "value"
@@ -374,12 +374,12 @@ partition_change_record_replicas_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.replicas"""
+"""the value of tagged field partition_change_record.replicas"""
 
 partition_change_record_removing_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.removing_replicas"""
+"""the elements of partition_change_record.removing_replicas"""
 
 partition_change_record_removing_replicas_tag = c.Struct(
     "value"
@@ -394,12 +394,12 @@ partition_change_record_removing_replicas_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.removing_replicas"""
+"""the value of tagged field partition_change_record.removing_replicas"""
 
 partition_change_record_adding_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.adding_replicas"""
+"""the elements of partition_change_record.adding_replicas"""
 
 partition_change_record_adding_replicas_tag = c.Struct(
     "value"
@@ -414,17 +414,17 @@ partition_change_record_adding_replicas_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.adding_replicas"""
+"""the value of tagged field partition_change_record.adding_replicas"""
 
 partition_change_record_leader_recovery_state_tag = c.Struct(
     "value" / c.Int8sb * "value",
 )
-"""tagged field partition_change_record.leader_recovery_state"""
+"""the value of tagged field partition_change_record.leader_recovery_state"""
 
 partition_change_record_eligible_leader_replicas_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.eligible_leader_replicas"""
+"""the elements of partition_change_record.eligible_leader_replicas"""
 
 partition_change_record_eligible_leader_replicas_tag = c.Struct(
     "value"
@@ -439,12 +439,12 @@ partition_change_record_eligible_leader_replicas_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.eligible_leader_replicas"""
+"""the value of tagged field partition_change_record.eligible_leader_replicas"""
 
 partition_change_record_last_known_elr_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partition_change_record.last_known_elr"""
+"""the elements of partition_change_record.last_known_elr"""
 
 partition_change_record_last_known_elr_tag = c.Struct(
     "value"
@@ -459,12 +459,12 @@ partition_change_record_last_known_elr_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.last_known_elr"""
+"""the value of tagged field partition_change_record.last_known_elr"""
 
 partition_change_record_directories_item = c.Struct(
     "value" / c.Bytes(16) * "value",
 )
-"""an element of partition_change_record.directories"""
+"""the elements of partition_change_record.directories"""
 
 partition_change_record_directories_tag = c.Struct(
     "value"
@@ -479,7 +479,7 @@ partition_change_record_directories_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field partition_change_record.directories"""
+"""the value of tagged field partition_change_record.directories"""
 
 partition_change_record = c.Struct(
     Requires(
@@ -555,7 +555,7 @@ remove_topic_record = c.Struct(
 delegation_token_record_renewers_item = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "value",
 )
-"""an element of delegation_token_record.renewers"""
+"""the elements of delegation_token_record.renewers"""
 
 delegation_token_record = c.Struct(
     Requires(
@@ -668,17 +668,17 @@ producer_ids_record = c.Struct(
 broker_registration_change_record_fenced_tag = c.Struct(
     "value" / c.Int8sb * "value",
 )
-"""tagged field broker_registration_change_record.fenced"""
+"""the value of tagged field broker_registration_change_record.fenced"""
 
 broker_registration_change_record_in_controlled_shutdown_tag = c.Struct(
     "value" / c.Int8sb * "value",
 )
-"""tagged field broker_registration_change_record.in_controlled_shutdown"""
+"""the value of tagged field broker_registration_change_record.in_controlled_shutdown"""
 
 broker_registration_change_record_log_dirs_item = c.Struct(
     "value" / c.Bytes(16) * "value",
 )
-"""an element of broker_registration_change_record.log_dirs"""
+"""the elements of broker_registration_change_record.log_dirs"""
 
 broker_registration_change_record_log_dirs_tag = c.Struct(
     "value"
@@ -692,7 +692,7 @@ broker_registration_change_record_log_dirs_tag = c.Struct(
     )
     * "value",
 )
-"""tagged field broker_registration_change_record.log_dirs"""
+"""the value of tagged field broker_registration_change_record.log_dirs"""
 
 broker_registration_change_record = c.Struct(
     Requires(
@@ -786,7 +786,7 @@ remove_user_scram_credential_record = c.Struct(
 begin_transaction_record_name_tag = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=True, string=True) * "value",
 )
-"""tagged field begin_transaction_record.name"""
+"""the value of tagged field begin_transaction_record.name"""
 
 begin_transaction_record = c.Struct(
     Requires(
@@ -813,7 +813,7 @@ end_transaction_record = c.Struct(
 abort_transaction_record_reason_tag = c.Struct(
     "value" / KBytes(KVarint(32, signed=False, compact=True), nullable=True, string=True) * "value",
 )
-"""tagged field abort_transaction_record.reason"""
+"""the value of tagged field abort_transaction_record.reason"""
 
 abort_transaction_record = c.Struct(
     Requires(

@@ -52,7 +52,7 @@ def _wrap64(v):
 partitions_schema_partition_ids_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of partitions_schema.partition_ids"""
+"""the elements of partitions_schema.partition_ids"""
 
 partitions_schema = c.Struct(
     "topic" / KBytes(c.Int16sb, nullable=False, string=True) * "Topic",
@@ -85,7 +85,7 @@ transaction_log_value = c.Struct(
 transaction_log_value_partitions_schema_partition_ids_item = c.Struct(
     "value" / c.Int32sb * "value",
 )
-"""an element of transaction_log_value_partitions_schema.partition_ids"""
+"""the elements of transaction_log_value_partitions_schema.partition_ids"""
 
 transaction_log_value_partitions_schema = c.Struct(
     "topic" / KBytes(KVarint(32, signed=False, compact=True), nullable=False, string=True) * "Topic",
@@ -106,17 +106,17 @@ transaction_log_value_partitions_schema = c.Struct(
 transaction_log_value_flexible_previous_producer_id_tag = c.Struct(
     "value" / c.Int64sb * "value",
 )
-"""tagged field transaction_log_value_flexible.previous_producer_id"""
+"""the value of tagged field transaction_log_value_flexible.previous_producer_id"""
 
 transaction_log_value_flexible_next_producer_id_tag = c.Struct(
     "value" / c.Int64sb * "value",
 )
-"""tagged field transaction_log_value_flexible.next_producer_id"""
+"""the value of tagged field transaction_log_value_flexible.next_producer_id"""
 
 transaction_log_value_flexible_client_transaction_version_tag = c.Struct(
     "value" / c.Int16sb * "value",
 )
-"""tagged field transaction_log_value_flexible.client_transaction_version"""
+"""the value of tagged field transaction_log_value_flexible.client_transaction_version"""
 
 transaction_log_value_flexible = c.Struct(
     Requires(
