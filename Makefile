@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
 # changes (optional: without a C compiler kfmt uses the python backend, and says so in kfmt --version)
-NATIVE_SRC := $(wildcard generated/*/_native.c) kfmt/runtime/native/kfmt_native.h
+NATIVE_SRC := $(wildcard generated/*/_native.c generated/messages/*/_native.c) kfmt/runtime/native/kfmt_native.h
 $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -iE "error|warning: [^S]" || true
 	$(PY) -c "from kfmt.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"

@@ -1,4 +1,5 @@
-"""Build of the native backend: one optional C extension per generated format (``generated/<id>/_native.c``).
+"""Build of the native backend: one optional C extension per generated format (``generated/<id>/_native.c``,
+``generated/messages/<id>/_native.c``).
 
 Everything else is declared in pyproject.toml.  The extensions are optional: where no C compiler is found
 (or ``KFMT_NO_NATIVE=1`` is set) kfmt installs without them and uses the python backend.
@@ -22,7 +23,8 @@ def native_extensions():
     link = os.environ.get("KFMT_NATIVE_LDFLAGS", "").split()
     sources = [("kfmt.runtime.native._columns", HERE / RUNTIME / "_columns.c")]
     sources += [
-        (f"generated.{src.parent.name}._native", src) for src in sorted((HERE / "generated").glob("*/_native.c"))
+        (".".join(src.relative_to(HERE).with_suffix("").parts), src)
+        for src in sorted((HERE / "generated").glob("**/_native.c"))  # formats, and Kafka's messages
     ]
     return [
         Extension(

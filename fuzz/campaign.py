@@ -194,18 +194,26 @@ def _payload_seeds() -> list[tuple[str, bytes, dict]]:
     return out
 
 
+def _payload_backends() -> tuple[str, ...]:
+    """The backends the payload stage compares: python and Construct, and native where it is built (its C
+    decoders, which must give the python backend's value or its exact error)."""
+    from kfmt.formats import available_backends
+
+    return ("python", "construct") + (("native",) if "native" in available_backends() else ())
+
+
 def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
-    """Decode with the python and Construct codecs: a crash, a disagreement, or an encoding that does not
-    decode back to the same value, described; else None."""
+    """Decode with every backend's codec: a crash, a disagreement, or an encoding that does not decode back
+    to the same value, described; else None."""
     from kfmt.payloads import _codec
 
     out = []
-    for backend in ("python", "construct"):
+    for backend in _payload_backends():
         codec = _codec(schema, backend)
         try:
             v = codec.decode(data, **params)
-        except kfmt.CodecError:
-            out.append(None)
+        except kfmt.CodecError as e:
+            out.append(("error", type(e).__name__, str(e)))
             continue
         except Exception as e:  # noqa: BLE001 - what the stage looks for
             return f"{schema}/{backend}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
@@ -215,11 +223,11 @@ def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
             return f"{schema}/{backend}: decoded, then encoding failed: {type(e).__name__}: {e}"
         if _slots(again) != _slots(v):
             return f"{schema}/{backend}: the encoding of the decoded value decodes to another value"
-        out.append(_slots(v))
-    if out[0] != out[1]:
-        return (
-            f"{schema}: python and construct disagree ({'ok' if out[0] else 'error'} / {'ok' if out[1] else 'error'})"
-        )
+        out.append(("ok", _slots(v)))
+    if out[0][0] != out[1][0] or (out[0][0] == "ok" and out[0] != out[1]):  # Construct's errors are its own
+        return f"{schema}: python and construct disagree ({out[0]!r:.60} / {out[1]!r:.60})"
+    if len(out) > 2 and out[2] != out[0]:
+        return f"{schema}: native and python disagree ({out[2]!r:.200} / {out[0]!r:.200})"
     return None
 
 
@@ -236,9 +244,10 @@ def payloads(n: int, seed: int) -> tuple:
             crashes += 1
             if crashes <= 5:
                 print(f"CRASH {schema}: {save(schema, 'payload', data, why)}\n{why}", file=sys.stderr)
-    print(f"{'kafka payloads':26} {'python+construct':9} {n:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s",
+    names = ", ".join(_payload_backends())
+    print(f"{'kafka payloads':26} {names:9} {n:>9} inputs  {crashes} crashes  {time.time() - t0:6.1f}s",
           file=sys.stderr)  # fmt: skip
-    return ("kafka payloads (messages schemas)", "python, construct", n, crashes, time.time() - t0)
+    return ("kafka payloads (messages schemas)", names, n, crashes, time.time() - t0)
 
 
 def _mixed_log(rng: random.Random) -> bytes:

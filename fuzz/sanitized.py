@@ -44,6 +44,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--inputs", type=int, default=20_000, help="mutated inputs per format and backend")
     p.add_argument("--framing", type=int, default=1_000, help="damaged mixed logs read through scan()")
+    p.add_argument("--payloads", type=int, default=5_000, help="mutated keys and values of Kafka's own topics")
     args, rest = p.parse_known_args(argv)
     with tempfile.TemporaryDirectory(prefix="kfmt-asan-") as d:
         dest = Path(d)
@@ -67,8 +68,8 @@ def main(argv=None) -> int:
             return 2
         shutil.copytree(ROOT / "fuzz", dest / "fuzz", ignore=shutil.ignore_patterns("__pycache__", "regressions"))
         cmd = [sys.executable, str(dest / "fuzz/campaign.py"), "--backends", "native", "--inputs", str(args.inputs),
-               "--framing", str(args.framing), "--no-bombs", "--payloads", "0", *rest]  # fmt: skip
-        # (the payload stage runs the message schemas' python and Construct codecs: nothing of the sanitized build)
+               "--framing", str(args.framing), "--no-bombs", "--payloads", str(args.payloads), *rest]  # fmt: skip
+        # (the payload stage decodes with the message schemas' sanitized C decoders, held to the python backend)
         r = subprocess.run(cmd, env=env, cwd=dest)
         found = dest / "tests/vectors/regressions"  # inputs the campaign saved: replayed by the test suite
         for f in found.glob("*") if found.is_dir() else []:

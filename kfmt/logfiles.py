@@ -145,9 +145,9 @@ def read_txn_index(path: Path) -> tuple[list[dict], list[str]]:
 
 def _snapshot_codec():
     """The producer snapshot's codec, generated from Kafka's ProducerSnapshot spec (schemas/messages)."""
-    from generated.messages.producer_snapshot import python
+    from kfmt.payloads import _codec
 
-    return python
+    return _codec("producer_snapshot")
 
 
 def read_producer_snapshot(path: Path) -> tuple[list[dict], list[str]]:

@@ -16,6 +16,7 @@ import functools
 import importlib
 from dataclasses import dataclass
 
+from kfmt.formats import default_backend
 from kfmt.runtime.errors import CodecError, InvalidValueError
 
 
@@ -69,7 +70,7 @@ CONTROL_SCHEMA = "raft_control"
 CONTROL_TYPES = frozenset(range(2, 7))
 
 
-def decode_control(control_type: int, value, *, backend: str = "python") -> Decoded | None:
+def decode_control(control_type: int, value, *, backend: str | None = None) -> Decoded | None:
     """A control record's value decoded by its control type (the record's key: (version, type)); None for
     the types kfmt.txn reads (ABORT, COMMIT) and unknown ones. Raises CodecError (under ``value``)."""
     if control_type not in CONTROL_TYPES or value is None:
@@ -85,8 +86,22 @@ def binding(topic_or_kind: str) -> Binding | None:
     return BINDINGS.get(topic_or_kind)
 
 
+def _codec(schema: str, backend: str | None = None):
+    """A message schema's codec in ``backend``; None: the default backend (native where its extension was
+    built, else python, as for the record formats)."""
+    if backend is not None:
+        return _module(schema, backend)
+    name = default_backend()
+    if name == "native":
+        try:
+            return _module(schema, name)
+        except ImportError:  # not built here, or a schema whose decoder the native backend does not lower
+            return _module(schema, "python")
+    return _module(schema, name)
+
+
 @functools.lru_cache(maxsize=None)
-def _codec(schema: str, backend: str):
+def _module(schema: str, backend: str):
     return importlib.import_module(f"generated.messages.{schema}.{backend}")
 
 
@@ -100,14 +115,14 @@ def _message(root, what: str) -> Decoded:
     return Decoded(type(data)._kafka_name, version, data)
 
 
-def decode_key(topic_or_kind: str, key, *, backend: str = "python") -> Decoded | None:
+def decode_key(topic_or_kind: str, key, *, backend: str | None = None) -> Decoded | None:
     b = BINDINGS[topic_or_kind]
     if key is None or b.key is None:
         return None
     return _message(_codec(b.key, backend).decode(bytes(key)), "key")
 
 
-def decode_payload(topic_or_kind: str, key, value, *, backend: str = "python") -> Payload:
+def decode_payload(topic_or_kind: str, key, value, *, backend: str | None = None) -> Payload:
     """The key and value of a record of an internal topic (or a KRaft snapshot: ``"kraft-snapshot"``),
     decoded by the schemas its binding names. Raises KeyError for a topic with no binding, and CodecError
     (saying ``key`` or ``value``, where and why) for a payload that does not decode with nothing left over."""

@@ -12,9 +12,16 @@ import uuid
 
 import pytest
 
-from conftest import generated_package
+from conftest import generated_package, native_of, same_outcomes
 
-BACKENDS = ("python", "construct")
+
+def _backends(module, fmt: str):
+    """(name, codec) for every backend of a generated format: python, construct, and native where a C
+    compiler is here (its extension compiled for the test)."""
+    import shutil
+
+    out = [(b, module(f"{fmt}.{b}")) for b in ("python", "construct")]
+    return out + ([("native", native_of(module, fmt))] if shutil.which("gcc") else [])
 
 
 def _k():
@@ -47,8 +54,7 @@ def test_arrays_of_values(tmp_path):
     want += _uv(3) + U.encode(ids[0]) + U.encode(ids[1])
     empty = Int32.encode(0) + _uv(1) + _uv(0)  # no replicas, no names, null dirs
     with generated_package(tmp_path, {"arr.yaml": ARRAYS}, "arr_gen") as module:
-        for b in BACKENDS:
-            codec = module(f"arr.{b}")
+        for _, codec in _backends(module, "arr"):
             v = codec.decode(want)
             assert (v.replicas, v.names, v.dirs) == ([1, 3], ["a", "bc"], [i.bytes for i in ids])
             assert codec.encode(v) == want
@@ -84,8 +90,7 @@ def test_switch_on_a_field(tmp_path):
     feature = _uv(13) + _uv(0) + Int16.encode(5)
     with generated_package(tmp_path, {"sw.yaml": SWITCH}, "sw_gen") as module:
         model = module("sw.model")
-        for b in BACKENDS:
-            codec = module(f"sw.{b}")
+        for _, codec in _backends(module, "sw"):
             v = codec.decode(topic_v1)
             assert type(v.record) is model.Topic and (v.record.name, v.record.extra) == ("t", 7)
             assert codec.decode(topic_v0).record.extra == -1  # absent below version 1: the default
@@ -127,8 +132,7 @@ def test_switch_on_a_parameter(tmp_path):
     offset = Int16.encode(3) + Int64.encode(41) + Int32.encode(7)
     group = Int16.encode(0) + S.encode("consumer")
     with generated_package(tmp_path, {"pv.yaml": PARAMS}, "pv_gen") as module:
-        for b in BACKENDS:
-            codec = module(f"pv.{b}")
+        for _, codec in _backends(module, "pv"):
             v = codec.decode(offset, record_type=1)
             assert (v.version, v.value.offset, v.value.leader_epoch) == (3, 41, 7)
             assert codec.encode(v, record_type=1) == offset
@@ -178,8 +182,7 @@ def test_tagged_fields(tmp_path):
     }
     v0_dirs = bytes([0]) + Int32.encode(0) + _section((8, _uv(2) + U.encode(d)))  # dirs is a v1+ tag: kept raw in v0
     with generated_package(tmp_path, {"tg.yaml": TAGGED}, "tg_gen") as module:
-        for b in BACKENDS:
-            codec = module(f"tg.{b}")
+        for b, codec in _backends(module, "tg"):
             for name, raw in cases.items():
                 assert codec.encode(codec.decode(raw)) == raw, (b, name)
             v = codec.decode(cases["every kind, an unknown tag between"])
@@ -205,6 +208,42 @@ def test_tagged_fields(tmp_path):
             v.tagged_fields = [(1, b"xx")]
             with pytest.raises(Exception, match="tag 1 is written twice"):
                 codec.encode(v)
+
+
+def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
+    """Arrays of values, switches (on a field, on a parameter), string parameters and tagged sections are
+    decoded by the C code itself (decode_from answers a value, not None: no hand-over), to the python
+    backend's values; every prefix and flipped byte gives the python backend's exact value or error."""
+    import shutil
+
+    from kafka.protocol.schemas.fields.codecs.types import Int64
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no C compiler here")
+    Int16, Int32, S, U, _ = _k()
+    d = uuid.uuid4()
+    isr = _uv(3) + Int32.encode(5) + Int32.encode(6)
+    tags = _section(
+        (0, isr), (1, Int32.encode(7)), (3, S.encode("r1", compact=True)), (5, b"\xab"), (8, _uv(2) + U.encode(d))
+    )
+    cases = [
+        ("arr", ARRAYS, Int32.encode(2) + Int32.encode(1) + Int32.encode(3) + _uv(2) + S.encode("bc", compact=True)
+         + _uv(2) + U.encode(d), {}),
+        ("sw", SWITCH, _uv(2) + _uv(1) + S.encode("t", compact=True) + Int32.encode(7), {}),
+        ("pv", PARAMS, Int16.encode(3) + Int64.encode(41) + Int32.encode(7), {"record_type": 1}),
+        ("pv", PARAMS, Int16.encode(0) + S.encode("consumer"), {"record_type": 2}),
+        ("tg", TAGGED, bytes([1]) + Int32.encode(0) + tags, {}),
+    ]  # fmt: skip
+    import kfmt
+
+    for i, (fmt, schema, raw, kw) in enumerate(cases):
+        with generated_package(tmp_path / str(i), {f"{fmt}.yaml": schema}, f"nat{i}_gen") as module:
+            nat, py = native_of(module, fmt), module(f"{fmt}.python")
+            c = nat._c.decode_from(raw, 0, len(raw), kfmt.DecodeOptions(), *kw.values())
+            assert c is not None and c[1] == len(raw), fmt  # decoded in C
+            assert c[0].as_dict() == py.decode(raw, **kw).as_dict()
+            assert nat.encode(c[0], **kw) == raw
+            assert same_outcomes(nat, py, raw, **kw) == 4 * len(raw)
 
 
 @pytest.mark.parametrize(

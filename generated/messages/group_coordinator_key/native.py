@@ -2,7 +2,88 @@
 # schema sha256: e481aca349afeb0db55f9f7258b34d4fcf41b8975b3eea52fc8f55ecd78d537e
 # wire fingerprint: f0ba40778cea9e8eb9517f1939ac4313de6616579c81812db03cc454840c2771
 # Regenerate: make generate
+"""Native backend of group_coordinator_key: a coordinator's record keys: OffsetCommitKey v0-1 (classic versions), GroupMetadataKey v2 (classic versions), ConsumerGroupMetadataKey v3 (classic versions), ConsumerGroupPartitionMetadataKey v4 (classic versions), ConsumerGroupMemberMetadataKey v5 (classic versions), ConsumerGroupTargetAssignmentMetadataKey v6 (classic versions), ConsumerGroupTargetAssignmentMemberKey v7 (classic versions), ConsumerGroupCurrentMemberAssignmentKey v8 (classic versions), ShareGroupPartitionMetadataKey v9 (classic versions), ShareGroupMemberMetadataKey v10 (classic versions), ShareGroupMetadataKey v11 (classic versions), ShareGroupTargetAssignmentMetadataKey v12 (classic versions), ShareGroupTargetAssignmentMemberKey v13 (classic versions), ShareGroupCurrentMemberAssignmentKey v14 (classic versions), ShareGroupStatePartitionMetadataKey v15 (classic versions)
 
-raise ImportError(
-    "group_coordinator_key: the native backend does not lower group_coordinator_key.key: switches yet; kfmt uses the python backend for it"
+``_native`` is this format's C extension (_native.c beside this file, emitted from the typed IR and
+built by ``make setup``). It decodes in C into the python backend's own value classes; whenever it meets
+anything unusual it answers None and the python backend decodes the same bytes, so every error (class,
+message, offset, field path) is the python backend's own. Encoding likewise: the C encoder writes
+what the python backend writes, and hands it anything it would refuse (or does not handle: compressed
+legacy wrappers), so its errors are the python backend's too.
+Importing this module fails with ImportError where the extension was not built: then kfmt uses ``python``.
+"""
+
+from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
+from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
+from kfmt.runtime.options import options_for as _options_for
+
+from . import _native as _c
+from . import model as _model
+from . import python as _py
+from .python import (
+    AUTO_DETECT,
+    FORMAT_ID,
+    INDEX_OFFSETS,
+    MAGIC,
+    ROLE,
+    ROOT,
+    SCHEMA_SHA256,
+    WIRE_FINGERPRINT,
+    WRAP_OFFSETS,
 )
+
+if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
+    raise ImportError(f"generated/{FORMAT_ID}/_native was built from another schema: run make setup")
+_c.bind(_model)  # the value classes the C code builds and reads
+
+__all__ = [
+    "AUTO_DETECT",
+    "FORMAT_ID",
+    "INDEX_OFFSETS",
+    "MAGIC",
+    "ROLE",
+    "ROOT",
+    "SCHEMA_SHA256",
+    "WIRE_FINGERPRINT",
+    "WRAP_OFFSETS",
+    "decode",
+    "decode_from",
+    "decode_run",
+    "encode",
+    "encode_all",
+    "encoded_size",
+]
+
+_c_decode_from = _c.decode_from
+_py_decode_from = _py.decode_from
+
+
+def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
+    """Decode one group_coordinator_key at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
+    if end is None:
+        end = len(buf)
+    r = _c_decode_from(buf, pos, end, opts)
+    return _py_decode_from(buf, pos, end, opts) if r is None else r
+
+
+#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+decode_columns = None  # no batches of records to make rows of
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
+
+
+def decode(data, *, verify_crc=True, opts=None):
+    """Decode ``data`` holding exactly one group_coordinator_key."""
+    buf = data if type(data) is bytes else bytes(data)
+    value, pos = decode_from(buf, 0, len(buf), opts or _options_for(verify_crc))
+    if pos != len(buf):
+        raise _InvalidValueError(
+            f"{len(buf) - pos} bytes follow the group_coordinator_key", offset=pos, path="group_coordinator_key"
+        )
+    return value
+
+
+# the python backend encodes it: the native encoder does not lower group_coordinator_key.key: switches yet
+encode = _py.encode
+encode_all = _py.encode_all
+encoded_size = _py.encoded_size

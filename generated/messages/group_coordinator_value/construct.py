@@ -770,7 +770,7 @@ def _encode_offset_commit_value(obj, out, index, version):
     out += _map_errors(offset_commit_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_offset_commit_value_flexible(c_, opts):
+def _model_offset_commit_value_flexible(c_, opts, version):
     d_ = _flatten(c_)
     offset = d_["offset"]
     leader_epoch = d_["leader_epoch"]
@@ -787,14 +787,14 @@ def _model_offset_commit_value_flexible(c_, opts):
     )
 
 
-def _decode_offset_commit_value_flexible(buf, pos, end, opts):
+def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(offset_commit_value_flexible.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_offset_commit_value_flexible(c_, opts)
+    value_ = _model_offset_commit_value_flexible(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_offset_commit_value_flexible(obj, index):
+def _wire_offset_commit_value_flexible(obj, index, version):
     offset = getattr(obj, "offset", None)
     leader_epoch = getattr(obj, "leader_epoch", -1)
     metadata = getattr(obj, "metadata", None)
@@ -809,8 +809,8 @@ def _wire_offset_commit_value_flexible(obj, index):
     }
 
 
-def _encode_offset_commit_value_flexible(obj, out, index):
-    wire = _wire_offset_commit_value_flexible(obj, index)
+def _encode_offset_commit_value_flexible(obj, out, index, version):
+    wire = _wire_offset_commit_value_flexible(obj, index, version)
     out += _map_errors(offset_commit_value_flexible.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -819,7 +819,7 @@ def _model_offset_commit_value_versions(c_, opts, version):
     message = (
         _model_offset_commit_value(d_["message"], opts, version)
         if version in (0, 1, 2, 3)
-        else (_model_offset_commit_value_flexible(d_["message"], opts) if version in (4,) else None)
+        else (_model_offset_commit_value_flexible(d_["message"], opts, version) if version in (4,) else None)
     )
     return message
 
@@ -839,7 +839,7 @@ def _wire_offset_commit_value_versions(obj, index, version):
             if version in (0, 1, 2, 3)
             else (
                 _wire_offset_commit_value_flexible(
-                    _case(message, OffsetCommitValueFlexible, "message", "version", version), 0
+                    _case(message, OffsetCommitValueFlexible, "message", "version", version), 0, version
                 )
                 if version in (4,)
                 else _no_case("version", version, "0, 1, 2, 3, 4")
@@ -1334,7 +1334,7 @@ def _encode_group_metadata_value_member_metadata(obj, out, index, protocol_type)
     out += _map_errors(group_metadata_value_member_metadata.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_group_metadata_value_flexible(c_, opts):
+def _model_group_metadata_value_flexible(c_, opts, version):
     d_ = _flatten(c_)
     protocol_type = d_["protocol_type"]
     generation = d_["generation"]
@@ -1355,14 +1355,14 @@ def _model_group_metadata_value_flexible(c_, opts):
     )
 
 
-def _decode_group_metadata_value_flexible(buf, pos, end, opts):
+def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(group_metadata_value_flexible.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_group_metadata_value_flexible(c_, opts)
+    value_ = _model_group_metadata_value_flexible(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_group_metadata_value_flexible(obj, index):
+def _wire_group_metadata_value_flexible(obj, index, version):
     protocol_type = getattr(obj, "protocol_type", None)
     generation = getattr(obj, "generation", None)
     protocol = getattr(obj, "protocol", None)
@@ -1381,8 +1381,8 @@ def _wire_group_metadata_value_flexible(obj, index):
     }
 
 
-def _encode_group_metadata_value_flexible(obj, out, index):
-    wire = _wire_group_metadata_value_flexible(obj, index)
+def _encode_group_metadata_value_flexible(obj, out, index, version):
+    wire = _wire_group_metadata_value_flexible(obj, index, version)
     out += _map_errors(group_metadata_value_flexible.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -1391,7 +1391,7 @@ def _model_group_metadata_value_versions(c_, opts, version):
     message = (
         _model_group_metadata_value(d_["message"], opts, version)
         if version in (0, 1, 2, 3)
-        else (_model_group_metadata_value_flexible(d_["message"], opts) if version in (4,) else None)
+        else (_model_group_metadata_value_flexible(d_["message"], opts, version) if version in (4,) else None)
     )
     return message
 
@@ -1411,7 +1411,7 @@ def _wire_group_metadata_value_versions(obj, index, version):
             if version in (0, 1, 2, 3)
             else (
                 _wire_group_metadata_value_flexible(
-                    _case(message, GroupMetadataValueFlexible, "message", "version", version), 0
+                    _case(message, GroupMetadataValueFlexible, "message", "version", version), 0, version
                 )
                 if version in (4,)
                 else _no_case("version", version, "0, 1, 2, 3, 4")
@@ -1425,7 +1425,7 @@ def _encode_group_metadata_value_versions(obj, out, index, version):
     out += _map_errors(group_metadata_value_versions.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_consumer_group_metadata_value(c_, opts):
+def _model_consumer_group_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
@@ -1433,21 +1433,21 @@ def _model_consumer_group_metadata_value(c_, opts):
     return ConsumerGroupMetadataValue(epoch=epoch, tagged_fields=tagged_fields)
 
 
-def _decode_consumer_group_metadata_value(buf, pos, end, opts):
+def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(consumer_group_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_consumer_group_metadata_value(c_, opts)
+    value_ = _model_consumer_group_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_metadata_value(obj, index):
+def _wire_consumer_group_metadata_value(obj, index, version):
     epoch = getattr(obj, "epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"epoch": epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_consumer_group_metadata_value(obj, out, index):
-    wire = _wire_consumer_group_metadata_value(obj, index)
+def _encode_consumer_group_metadata_value(obj, out, index, version):
+    wire = _wire_consumer_group_metadata_value(obj, index, version)
     out += _map_errors(consumer_group_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -1550,7 +1550,7 @@ def _encode_topic_metadata(obj, out, index):
     out += _map_errors(topic_metadata.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_consumer_group_partition_metadata_value(c_, opts):
+def _model_consumer_group_partition_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     topics = [_model_topic_metadata(x_, opts) for x_ in d_["topics"]]
     known_ = d_["tagged_fields"]["known"]
@@ -1558,16 +1558,16 @@ def _model_consumer_group_partition_metadata_value(c_, opts):
     return ConsumerGroupPartitionMetadataValue(topics=topics, tagged_fields=tagged_fields)
 
 
-def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts):
+def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         consumer_group_partition_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_consumer_group_partition_metadata_value(c_, opts)
+    value_ = _model_consumer_group_partition_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_partition_metadata_value(obj, index):
+def _wire_consumer_group_partition_metadata_value(obj, index, version):
     topics = getattr(obj, "topics", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {
@@ -1576,8 +1576,8 @@ def _wire_consumer_group_partition_metadata_value(obj, index):
     }
 
 
-def _encode_consumer_group_partition_metadata_value(obj, out, index):
-    wire = _wire_consumer_group_partition_metadata_value(obj, index)
+def _encode_consumer_group_partition_metadata_value(obj, out, index, version):
+    wire = _wire_consumer_group_partition_metadata_value(obj, index, version)
     out += _map_errors(consumer_group_partition_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -1709,7 +1709,7 @@ def _encode_consumer_group_member_metadata_value_classic_member_metadata_tag(obj
     )
 
 
-def _model_consumer_group_member_metadata_value(c_, opts):
+def _model_consumer_group_member_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     instance_id = d_["instance_id"]
     rack_id = d_["rack_id"]
@@ -1743,14 +1743,14 @@ def _model_consumer_group_member_metadata_value(c_, opts):
     )
 
 
-def _decode_consumer_group_member_metadata_value(buf, pos, end, opts):
+def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(consumer_group_member_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_consumer_group_member_metadata_value(c_, opts)
+    value_ = _model_consumer_group_member_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_member_metadata_value(obj, index):
+def _wire_consumer_group_member_metadata_value(obj, index, version):
     instance_id = getattr(obj, "instance_id", None)
     rack_id = getattr(obj, "rack_id", None)
     client_id = getattr(obj, "client_id", None)
@@ -1790,12 +1790,12 @@ def _wire_consumer_group_member_metadata_value(obj, index):
     }
 
 
-def _encode_consumer_group_member_metadata_value(obj, out, index):
-    wire = _wire_consumer_group_member_metadata_value(obj, index)
+def _encode_consumer_group_member_metadata_value(obj, out, index, version):
+    wire = _wire_consumer_group_member_metadata_value(obj, index, version)
     out += _map_errors(consumer_group_member_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_consumer_group_target_assignment_metadata_value(c_, opts):
+def _model_consumer_group_target_assignment_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     assignment_epoch = d_["assignment_epoch"]
     known_ = d_["tagged_fields"]["known"]
@@ -1803,23 +1803,23 @@ def _model_consumer_group_target_assignment_metadata_value(c_, opts):
     return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch, tagged_fields=tagged_fields)
 
 
-def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts):
+def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         consumer_group_target_assignment_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_consumer_group_target_assignment_metadata_value(c_, opts)
+    value_ = _model_consumer_group_target_assignment_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_target_assignment_metadata_value(obj, index):
+def _wire_consumer_group_target_assignment_metadata_value(obj, index, version):
     assignment_epoch = getattr(obj, "assignment_epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"assignment_epoch": assignment_epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_consumer_group_target_assignment_metadata_value(obj, out, index):
-    wire = _wire_consumer_group_target_assignment_metadata_value(obj, index)
+def _encode_consumer_group_target_assignment_metadata_value(obj, out, index, version):
+    wire = _wire_consumer_group_target_assignment_metadata_value(obj, index, version)
     out += _map_errors(
         consumer_group_target_assignment_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS
     )
@@ -1880,7 +1880,7 @@ def _encode_topic_partition(obj, out, index):
     out += _map_errors(topic_partition.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_consumer_group_target_assignment_member_value(c_, opts):
+def _model_consumer_group_target_assignment_member_value(c_, opts, version):
     d_ = _flatten(c_)
     topic_partitions = [_model_topic_partition(x_, opts) for x_ in d_["topic_partitions"]]
     known_ = d_["tagged_fields"]["known"]
@@ -1888,16 +1888,16 @@ def _model_consumer_group_target_assignment_member_value(c_, opts):
     return ConsumerGroupTargetAssignmentMemberValue(topic_partitions=topic_partitions, tagged_fields=tagged_fields)
 
 
-def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts):
+def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         consumer_group_target_assignment_member_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_consumer_group_target_assignment_member_value(c_, opts)
+    value_ = _model_consumer_group_target_assignment_member_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_target_assignment_member_value(obj, index):
+def _wire_consumer_group_target_assignment_member_value(obj, index, version):
     topic_partitions = getattr(obj, "topic_partitions", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {
@@ -1906,8 +1906,8 @@ def _wire_consumer_group_target_assignment_member_value(obj, index):
     }
 
 
-def _encode_consumer_group_target_assignment_member_value(obj, out, index):
-    wire = _wire_consumer_group_target_assignment_member_value(obj, index)
+def _encode_consumer_group_target_assignment_member_value(obj, out, index, version):
+    wire = _wire_consumer_group_target_assignment_member_value(obj, index, version)
     out += _map_errors(
         consumer_group_target_assignment_member_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS
     )
@@ -1968,7 +1968,7 @@ def _encode_topic_partitions(obj, out, index):
     out += _map_errors(topic_partitions.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_consumer_group_current_member_assignment_value(c_, opts):
+def _model_consumer_group_current_member_assignment_value(c_, opts, version):
     d_ = _flatten(c_)
     member_epoch = d_["member_epoch"]
     previous_member_epoch = d_["previous_member_epoch"]
@@ -1987,16 +1987,16 @@ def _model_consumer_group_current_member_assignment_value(c_, opts):
     )
 
 
-def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts):
+def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         consumer_group_current_member_assignment_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_consumer_group_current_member_assignment_value(c_, opts)
+    value_ = _model_consumer_group_current_member_assignment_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_consumer_group_current_member_assignment_value(obj, index):
+def _wire_consumer_group_current_member_assignment_value(obj, index, version):
     member_epoch = getattr(obj, "member_epoch", None)
     previous_member_epoch = getattr(obj, "previous_member_epoch", None)
     state = getattr(obj, "state", None)
@@ -2015,14 +2015,14 @@ def _wire_consumer_group_current_member_assignment_value(obj, index):
     }
 
 
-def _encode_consumer_group_current_member_assignment_value(obj, out, index):
-    wire = _wire_consumer_group_current_member_assignment_value(obj, index)
+def _encode_consumer_group_current_member_assignment_value(obj, out, index, version):
+    wire = _wire_consumer_group_current_member_assignment_value(obj, index, version)
     out += _map_errors(
         consumer_group_current_member_assignment_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS
     )
 
 
-def _model_share_group_partition_metadata_value(c_, opts):
+def _model_share_group_partition_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     topics = [_model_topic_metadata(x_, opts) for x_ in d_["topics"]]
     known_ = d_["tagged_fields"]["known"]
@@ -2030,14 +2030,14 @@ def _model_share_group_partition_metadata_value(c_, opts):
     return ShareGroupPartitionMetadataValue(topics=topics, tagged_fields=tagged_fields)
 
 
-def _decode_share_group_partition_metadata_value(buf, pos, end, opts):
+def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(share_group_partition_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_share_group_partition_metadata_value(c_, opts)
+    value_ = _model_share_group_partition_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_partition_metadata_value(obj, index):
+def _wire_share_group_partition_metadata_value(obj, index, version):
     topics = getattr(obj, "topics", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {
@@ -2046,8 +2046,8 @@ def _wire_share_group_partition_metadata_value(obj, index):
     }
 
 
-def _encode_share_group_partition_metadata_value(obj, out, index):
-    wire = _wire_share_group_partition_metadata_value(obj, index)
+def _encode_share_group_partition_metadata_value(obj, out, index, version):
+    wire = _wire_share_group_partition_metadata_value(obj, index, version)
     out += _map_errors(share_group_partition_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2084,7 +2084,7 @@ def _encode_share_group_member_metadata_value_subscribed_topic_names_item(obj, o
     )
 
 
-def _model_share_group_member_metadata_value(c_, opts):
+def _model_share_group_member_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     rack_id = d_["rack_id"]
     client_id = d_["client_id"]
@@ -2104,14 +2104,14 @@ def _model_share_group_member_metadata_value(c_, opts):
     )
 
 
-def _decode_share_group_member_metadata_value(buf, pos, end, opts):
+def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(share_group_member_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_share_group_member_metadata_value(c_, opts)
+    value_ = _model_share_group_member_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_member_metadata_value(obj, index):
+def _wire_share_group_member_metadata_value(obj, index, version):
     rack_id = getattr(obj, "rack_id", None)
     client_id = getattr(obj, "client_id", None)
     client_host = getattr(obj, "client_host", None)
@@ -2129,12 +2129,12 @@ def _wire_share_group_member_metadata_value(obj, index):
     }
 
 
-def _encode_share_group_member_metadata_value(obj, out, index):
-    wire = _wire_share_group_member_metadata_value(obj, index)
+def _encode_share_group_member_metadata_value(obj, out, index, version):
+    wire = _wire_share_group_member_metadata_value(obj, index, version)
     out += _map_errors(share_group_member_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_group_metadata_value(c_, opts):
+def _model_share_group_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
@@ -2142,25 +2142,25 @@ def _model_share_group_metadata_value(c_, opts):
     return ShareGroupMetadataValue(epoch=epoch, tagged_fields=tagged_fields)
 
 
-def _decode_share_group_metadata_value(buf, pos, end, opts):
+def _decode_share_group_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(share_group_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_share_group_metadata_value(c_, opts)
+    value_ = _model_share_group_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_metadata_value(obj, index):
+def _wire_share_group_metadata_value(obj, index, version):
     epoch = getattr(obj, "epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"epoch": epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_share_group_metadata_value(obj, out, index):
-    wire = _wire_share_group_metadata_value(obj, index)
+def _encode_share_group_metadata_value(obj, out, index, version):
+    wire = _wire_share_group_metadata_value(obj, index, version)
     out += _map_errors(share_group_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_group_target_assignment_metadata_value(c_, opts):
+def _model_share_group_target_assignment_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     assignment_epoch = d_["assignment_epoch"]
     known_ = d_["tagged_fields"]["known"]
@@ -2168,27 +2168,27 @@ def _model_share_group_target_assignment_metadata_value(c_, opts):
     return ShareGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch, tagged_fields=tagged_fields)
 
 
-def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts):
+def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         share_group_target_assignment_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_share_group_target_assignment_metadata_value(c_, opts)
+    value_ = _model_share_group_target_assignment_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_target_assignment_metadata_value(obj, index):
+def _wire_share_group_target_assignment_metadata_value(obj, index, version):
     assignment_epoch = getattr(obj, "assignment_epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"assignment_epoch": assignment_epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_share_group_target_assignment_metadata_value(obj, out, index):
-    wire = _wire_share_group_target_assignment_metadata_value(obj, index)
+def _encode_share_group_target_assignment_metadata_value(obj, out, index, version):
+    wire = _wire_share_group_target_assignment_metadata_value(obj, index, version)
     out += _map_errors(share_group_target_assignment_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_group_target_assignment_member_value(c_, opts):
+def _model_share_group_target_assignment_member_value(c_, opts, version):
     d_ = _flatten(c_)
     topic_partitions = [_model_topic_partition(x_, opts) for x_ in d_["topic_partitions"]]
     known_ = d_["tagged_fields"]["known"]
@@ -2196,16 +2196,16 @@ def _model_share_group_target_assignment_member_value(c_, opts):
     return ShareGroupTargetAssignmentMemberValue(topic_partitions=topic_partitions, tagged_fields=tagged_fields)
 
 
-def _decode_share_group_target_assignment_member_value(buf, pos, end, opts):
+def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         share_group_target_assignment_member_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_share_group_target_assignment_member_value(c_, opts)
+    value_ = _model_share_group_target_assignment_member_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_target_assignment_member_value(obj, index):
+def _wire_share_group_target_assignment_member_value(obj, index, version):
     topic_partitions = getattr(obj, "topic_partitions", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {
@@ -2214,12 +2214,12 @@ def _wire_share_group_target_assignment_member_value(obj, index):
     }
 
 
-def _encode_share_group_target_assignment_member_value(obj, out, index):
-    wire = _wire_share_group_target_assignment_member_value(obj, index)
+def _encode_share_group_target_assignment_member_value(obj, out, index, version):
+    wire = _wire_share_group_target_assignment_member_value(obj, index, version)
     out += _map_errors(share_group_target_assignment_member_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_group_current_member_assignment_value(c_, opts):
+def _model_share_group_current_member_assignment_value(c_, opts, version):
     d_ = _flatten(c_)
     member_epoch = d_["member_epoch"]
     previous_member_epoch = d_["previous_member_epoch"]
@@ -2236,16 +2236,16 @@ def _model_share_group_current_member_assignment_value(c_, opts):
     )
 
 
-def _decode_share_group_current_member_assignment_value(buf, pos, end, opts):
+def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         share_group_current_member_assignment_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_share_group_current_member_assignment_value(c_, opts)
+    value_ = _model_share_group_current_member_assignment_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_current_member_assignment_value(obj, index):
+def _wire_share_group_current_member_assignment_value(obj, index, version):
     member_epoch = getattr(obj, "member_epoch", None)
     previous_member_epoch = getattr(obj, "previous_member_epoch", None)
     state = getattr(obj, "state", None)
@@ -2260,8 +2260,8 @@ def _wire_share_group_current_member_assignment_value(obj, index):
     }
 
 
-def _encode_share_group_current_member_assignment_value(obj, out, index):
-    wire = _wire_share_group_current_member_assignment_value(obj, index)
+def _encode_share_group_current_member_assignment_value(obj, out, index, version):
+    wire = _wire_share_group_current_member_assignment_value(obj, index, version)
     out += _map_errors(share_group_current_member_assignment_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2353,7 +2353,7 @@ def _encode_topic_info(obj, out, index):
     out += _map_errors(topic_info.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_group_state_partition_metadata_value(c_, opts):
+def _model_share_group_state_partition_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     initialized_topics = [_model_topic_partitions_info(x_, opts) for x_ in d_["initialized_topics"]]
     deleting_topics = [_model_topic_info(x_, opts) for x_ in d_["deleting_topics"]]
@@ -2364,16 +2364,16 @@ def _model_share_group_state_partition_metadata_value(c_, opts):
     )
 
 
-def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts):
+def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         share_group_state_partition_metadata_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_share_group_state_partition_metadata_value(c_, opts)
+    value_ = _model_share_group_state_partition_metadata_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_group_state_partition_metadata_value(obj, index):
+def _wire_share_group_state_partition_metadata_value(obj, index, version):
     initialized_topics = getattr(obj, "initialized_topics", None)
     deleting_topics = getattr(obj, "deleting_topics", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
@@ -2384,8 +2384,8 @@ def _wire_share_group_state_partition_metadata_value(obj, index):
     }
 
 
-def _encode_share_group_state_partition_metadata_value(obj, out, index):
-    wire = _wire_share_group_state_partition_metadata_value(obj, index)
+def _encode_share_group_state_partition_metadata_value(obj, out, index, version):
+    wire = _wire_share_group_state_partition_metadata_value(obj, index, version)
     out += _map_errors(share_group_state_partition_metadata_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2399,50 +2399,50 @@ def _model_group_coordinator_value(c_, opts, record_type):
             _model_group_metadata_value_versions(d_["value"], opts, version)
             if record_type in (2,)
             else (
-                _model_consumer_group_metadata_value(d_["value"], opts)
+                _model_consumer_group_metadata_value(d_["value"], opts, version)
                 if record_type in (3,)
                 else (
-                    _model_consumer_group_partition_metadata_value(d_["value"], opts)
+                    _model_consumer_group_partition_metadata_value(d_["value"], opts, version)
                     if record_type in (4,)
                     else (
-                        _model_consumer_group_member_metadata_value(d_["value"], opts)
+                        _model_consumer_group_member_metadata_value(d_["value"], opts, version)
                         if record_type in (5,)
                         else (
-                            _model_consumer_group_target_assignment_metadata_value(d_["value"], opts)
+                            _model_consumer_group_target_assignment_metadata_value(d_["value"], opts, version)
                             if record_type in (6,)
                             else (
-                                _model_consumer_group_target_assignment_member_value(d_["value"], opts)
+                                _model_consumer_group_target_assignment_member_value(d_["value"], opts, version)
                                 if record_type in (7,)
                                 else (
-                                    _model_consumer_group_current_member_assignment_value(d_["value"], opts)
+                                    _model_consumer_group_current_member_assignment_value(d_["value"], opts, version)
                                     if record_type in (8,)
                                     else (
-                                        _model_share_group_partition_metadata_value(d_["value"], opts)
+                                        _model_share_group_partition_metadata_value(d_["value"], opts, version)
                                         if record_type in (9,)
                                         else (
-                                            _model_share_group_member_metadata_value(d_["value"], opts)
+                                            _model_share_group_member_metadata_value(d_["value"], opts, version)
                                             if record_type in (10,)
                                             else (
-                                                _model_share_group_metadata_value(d_["value"], opts)
+                                                _model_share_group_metadata_value(d_["value"], opts, version)
                                                 if record_type in (11,)
                                                 else (
                                                     _model_share_group_target_assignment_metadata_value(
-                                                        d_["value"], opts
+                                                        d_["value"], opts, version
                                                     )
                                                     if record_type in (12,)
                                                     else (
                                                         _model_share_group_target_assignment_member_value(
-                                                            d_["value"], opts
+                                                            d_["value"], opts, version
                                                         )
                                                         if record_type in (13,)
                                                         else (
                                                             _model_share_group_current_member_assignment_value(
-                                                                d_["value"], opts
+                                                                d_["value"], opts, version
                                                             )
                                                             if record_type in (14,)
                                                             else (
                                                                 _model_share_group_state_partition_metadata_value(
-                                                                    d_["value"], opts
+                                                                    d_["value"], opts, version
                                                                 )
                                                                 if record_type in (15,)
                                                                 else None
@@ -2486,17 +2486,21 @@ def _wire_group_coordinator_value(obj, index, record_type):
                 if record_type in (2,)
                 else (
                     _wire_consumer_group_metadata_value(
-                        _case(value, ConsumerGroupMetadataValue, "value", "record_type", record_type), 0
+                        _case(value, ConsumerGroupMetadataValue, "value", "record_type", record_type), 0, version
                     )
                     if record_type in (3,)
                     else (
                         _wire_consumer_group_partition_metadata_value(
-                            _case(value, ConsumerGroupPartitionMetadataValue, "value", "record_type", record_type), 0
+                            _case(value, ConsumerGroupPartitionMetadataValue, "value", "record_type", record_type),
+                            0,
+                            version,
                         )
                         if record_type in (4,)
                         else (
                             _wire_consumer_group_member_metadata_value(
-                                _case(value, ConsumerGroupMemberMetadataValue, "value", "record_type", record_type), 0
+                                _case(value, ConsumerGroupMemberMetadataValue, "value", "record_type", record_type),
+                                0,
+                                version,
                             )
                             if record_type in (5,)
                             else (
@@ -2509,6 +2513,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                         record_type,
                                     ),
                                     0,
+                                    version,
                                 )
                                 if record_type in (6,)
                                 else (
@@ -2521,6 +2526,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                             record_type,
                                         ),
                                         0,
+                                        version,
                                     )
                                     if record_type in (7,)
                                     else (
@@ -2533,6 +2539,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                 record_type,
                                             ),
                                             0,
+                                            version,
                                         )
                                         if record_type in (8,)
                                         else (
@@ -2545,6 +2552,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                     record_type,
                                                 ),
                                                 0,
+                                                version,
                                             )
                                             if record_type in (9,)
                                             else (
@@ -2557,6 +2565,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                         record_type,
                                                     ),
                                                     0,
+                                                    version,
                                                 )
                                                 if record_type in (10,)
                                                 else (
@@ -2569,6 +2578,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                             record_type,
                                                         ),
                                                         0,
+                                                        version,
                                                     )
                                                     if record_type in (11,)
                                                     else (
@@ -2581,6 +2591,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                                 record_type,
                                                             ),
                                                             0,
+                                                            version,
                                                         )
                                                         if record_type in (12,)
                                                         else (
@@ -2593,6 +2604,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                                     record_type,
                                                                 ),
                                                                 0,
+                                                                version,
                                                             )
                                                             if record_type in (13,)
                                                             else (
@@ -2605,6 +2617,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                                         record_type,
                                                                     ),
                                                                     0,
+                                                                    version,
                                                                 )
                                                                 if record_type in (14,)
                                                                 else (
@@ -2617,6 +2630,7 @@ def _wire_group_coordinator_value(obj, index, record_type):
                                                                             record_type,
                                                                         ),
                                                                         0,
+                                                                        version,
                                                                     )
                                                                     if record_type in (15,)
                                                                     else _no_case(

@@ -1123,7 +1123,7 @@ def _encode_register_broker_record(obj, out, index, version):
     out += _map_errors(register_broker_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_unregister_broker_record(c_, opts):
+def _model_unregister_broker_record(c_, opts, version):
     d_ = _flatten(c_)
     broker_id = d_["broker_id"]
     broker_epoch = d_["broker_epoch"]
@@ -1132,14 +1132,14 @@ def _model_unregister_broker_record(c_, opts):
     return UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker_epoch, tagged_fields=tagged_fields)
 
 
-def _decode_unregister_broker_record(buf, pos, end, opts):
+def _decode_unregister_broker_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(unregister_broker_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_unregister_broker_record(c_, opts)
+    value_ = _model_unregister_broker_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_unregister_broker_record(obj, index):
+def _wire_unregister_broker_record(obj, index, version):
     broker_id = getattr(obj, "broker_id", None)
     broker_epoch = getattr(obj, "broker_epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
@@ -1150,12 +1150,12 @@ def _wire_unregister_broker_record(obj, index):
     }
 
 
-def _encode_unregister_broker_record(obj, out, index):
-    wire = _wire_unregister_broker_record(obj, index)
+def _encode_unregister_broker_record(obj, out, index, version):
+    wire = _wire_unregister_broker_record(obj, index, version)
     out += _map_errors(unregister_broker_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_topic_record(c_, opts):
+def _model_topic_record(c_, opts, version):
     d_ = _flatten(c_)
     name = d_["name"]
     topic_id = d_["topic_id"]
@@ -1164,22 +1164,22 @@ def _model_topic_record(c_, opts):
     return TopicRecord(name=name, topic_id=topic_id, tagged_fields=tagged_fields)
 
 
-def _decode_topic_record(buf, pos, end, opts):
+def _decode_topic_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(topic_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_topic_record(c_, opts)
+    value_ = _model_topic_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_topic_record(obj, index):
+def _wire_topic_record(obj, index, version):
     name = getattr(obj, "name", None)
     topic_id = getattr(obj, "topic_id", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"name": name, "topic_id": topic_id, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_topic_record(obj, out, index):
-    wire = _wire_topic_record(obj, index)
+def _encode_topic_record(obj, out, index, version):
+    wire = _wire_topic_record(obj, index, version)
     out += _map_errors(topic_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -1569,7 +1569,7 @@ def _encode_partition_record(obj, out, index, version):
     out += _map_errors(partition_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_config_record(c_, opts):
+def _model_config_record(c_, opts, version):
     d_ = _flatten(c_)
     resource_type = d_["resource_type"]
     resource_name = d_["resource_name"]
@@ -1582,14 +1582,14 @@ def _model_config_record(c_, opts):
     )
 
 
-def _decode_config_record(buf, pos, end, opts):
+def _decode_config_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(config_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_config_record(c_, opts)
+    value_ = _model_config_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_config_record(obj, index):
+def _wire_config_record(obj, index, version):
     resource_type = getattr(obj, "resource_type", None)
     resource_name = getattr(obj, "resource_name", None)
     name = getattr(obj, "name", None)
@@ -1604,8 +1604,8 @@ def _wire_config_record(obj, index):
     }
 
 
-def _encode_config_record(obj, out, index):
-    wire = _wire_config_record(obj, index)
+def _encode_config_record(obj, out, index, version):
+    wire = _wire_config_record(obj, index, version)
     out += _map_errors(config_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2208,7 +2208,7 @@ def _encode_partition_change_record(obj, out, index, version):
     out += _map_errors(partition_change_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_fence_broker_record(c_, opts):
+def _model_fence_broker_record(c_, opts, version):
     d_ = _flatten(c_)
     id = d_["id"]
     epoch = d_["epoch"]
@@ -2217,26 +2217,26 @@ def _model_fence_broker_record(c_, opts):
     return FenceBrokerRecord(id=id, epoch=epoch, tagged_fields=tagged_fields)
 
 
-def _decode_fence_broker_record(buf, pos, end, opts):
+def _decode_fence_broker_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(fence_broker_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_fence_broker_record(c_, opts)
+    value_ = _model_fence_broker_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_fence_broker_record(obj, index):
+def _wire_fence_broker_record(obj, index, version):
     id = getattr(obj, "id", None)
     epoch = getattr(obj, "epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"id": id, "epoch": epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_fence_broker_record(obj, out, index):
-    wire = _wire_fence_broker_record(obj, index)
+def _encode_fence_broker_record(obj, out, index, version):
+    wire = _wire_fence_broker_record(obj, index, version)
     out += _map_errors(fence_broker_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_unfence_broker_record(c_, opts):
+def _model_unfence_broker_record(c_, opts, version):
     d_ = _flatten(c_)
     id = d_["id"]
     epoch = d_["epoch"]
@@ -2245,26 +2245,26 @@ def _model_unfence_broker_record(c_, opts):
     return UnfenceBrokerRecord(id=id, epoch=epoch, tagged_fields=tagged_fields)
 
 
-def _decode_unfence_broker_record(buf, pos, end, opts):
+def _decode_unfence_broker_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(unfence_broker_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_unfence_broker_record(c_, opts)
+    value_ = _model_unfence_broker_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_unfence_broker_record(obj, index):
+def _wire_unfence_broker_record(obj, index, version):
     id = getattr(obj, "id", None)
     epoch = getattr(obj, "epoch", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"id": id, "epoch": epoch, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_unfence_broker_record(obj, out, index):
-    wire = _wire_unfence_broker_record(obj, index)
+def _encode_unfence_broker_record(obj, out, index, version):
+    wire = _wire_unfence_broker_record(obj, index, version)
     out += _map_errors(unfence_broker_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remove_topic_record(c_, opts):
+def _model_remove_topic_record(c_, opts, version):
     d_ = _flatten(c_)
     topic_id = d_["topic_id"]
     known_ = d_["tagged_fields"]["known"]
@@ -2272,21 +2272,21 @@ def _model_remove_topic_record(c_, opts):
     return RemoveTopicRecord(topic_id=topic_id, tagged_fields=tagged_fields)
 
 
-def _decode_remove_topic_record(buf, pos, end, opts):
+def _decode_remove_topic_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(remove_topic_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_remove_topic_record(c_, opts)
+    value_ = _model_remove_topic_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remove_topic_record(obj, index):
+def _wire_remove_topic_record(obj, index, version):
     topic_id = getattr(obj, "topic_id", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"topic_id": topic_id, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_remove_topic_record(obj, out, index):
-    wire = _wire_remove_topic_record(obj, index)
+def _encode_remove_topic_record(obj, out, index, version):
+    wire = _wire_remove_topic_record(obj, index, version)
     out += _map_errors(remove_topic_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2313,7 +2313,7 @@ def _encode_delegation_token_record_renewers_item(obj, out, index):
     out += _map_errors(delegation_token_record_renewers_item.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_delegation_token_record(c_, opts):
+def _model_delegation_token_record(c_, opts, version):
     d_ = _flatten(c_)
     owner = d_["owner"]
     requester = d_["requester"]
@@ -2336,14 +2336,14 @@ def _model_delegation_token_record(c_, opts):
     )
 
 
-def _decode_delegation_token_record(buf, pos, end, opts):
+def _decode_delegation_token_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(delegation_token_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_delegation_token_record(c_, opts)
+    value_ = _model_delegation_token_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_delegation_token_record(obj, index):
+def _wire_delegation_token_record(obj, index, version):
     owner = getattr(obj, "owner", None)
     requester = getattr(obj, "requester", None)
     renewers = getattr(obj, "renewers", None)
@@ -2364,12 +2364,12 @@ def _wire_delegation_token_record(obj, index):
     }
 
 
-def _encode_delegation_token_record(obj, out, index):
-    wire = _wire_delegation_token_record(obj, index)
+def _encode_delegation_token_record(obj, out, index, version):
+    wire = _wire_delegation_token_record(obj, index, version)
     out += _map_errors(delegation_token_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_user_scram_credential_record(c_, opts):
+def _model_user_scram_credential_record(c_, opts, version):
     d_ = _flatten(c_)
     name = d_["name"]
     mechanism = d_["mechanism"]
@@ -2390,14 +2390,14 @@ def _model_user_scram_credential_record(c_, opts):
     )
 
 
-def _decode_user_scram_credential_record(buf, pos, end, opts):
+def _decode_user_scram_credential_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(user_scram_credential_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_user_scram_credential_record(c_, opts)
+    value_ = _model_user_scram_credential_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_user_scram_credential_record(obj, index):
+def _wire_user_scram_credential_record(obj, index, version):
     name = getattr(obj, "name", None)
     mechanism = getattr(obj, "mechanism", None)
     salt = getattr(obj, "salt", None)
@@ -2416,12 +2416,12 @@ def _wire_user_scram_credential_record(obj, index):
     }
 
 
-def _encode_user_scram_credential_record(obj, out, index):
-    wire = _wire_user_scram_credential_record(obj, index)
+def _encode_user_scram_credential_record(obj, out, index, version):
+    wire = _wire_user_scram_credential_record(obj, index, version)
     out += _map_errors(user_scram_credential_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_feature_level_record(c_, opts):
+def _model_feature_level_record(c_, opts, version):
     d_ = _flatten(c_)
     name = d_["name"]
     feature_level = d_["feature_level"]
@@ -2430,22 +2430,22 @@ def _model_feature_level_record(c_, opts):
     return FeatureLevelRecord(name=name, feature_level=feature_level, tagged_fields=tagged_fields)
 
 
-def _decode_feature_level_record(buf, pos, end, opts):
+def _decode_feature_level_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(feature_level_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_feature_level_record(c_, opts)
+    value_ = _model_feature_level_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_feature_level_record(obj, index):
+def _wire_feature_level_record(obj, index, version):
     name = getattr(obj, "name", None)
     feature_level = getattr(obj, "feature_level", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"name": name, "feature_level": feature_level, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_feature_level_record(obj, out, index):
-    wire = _wire_feature_level_record(obj, index)
+def _encode_feature_level_record(obj, out, index, version):
+    wire = _wire_feature_level_record(obj, index, version)
     out += _map_errors(feature_level_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2481,7 +2481,7 @@ def _encode_entity_data(obj, out, index):
     out += _map_errors(entity_data.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_client_quota_record(c_, opts):
+def _model_client_quota_record(c_, opts, version):
     d_ = _flatten(c_)
     entity = [_model_entity_data(x_, opts) for x_ in d_["entity"]]
     key = d_["key"]
@@ -2492,14 +2492,14 @@ def _model_client_quota_record(c_, opts):
     return ClientQuotaRecord(entity=entity, key=key, value=value, remove=remove, tagged_fields=tagged_fields)
 
 
-def _decode_client_quota_record(buf, pos, end, opts):
+def _decode_client_quota_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(client_quota_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_client_quota_record(c_, opts)
+    value_ = _model_client_quota_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_client_quota_record(obj, index):
+def _wire_client_quota_record(obj, index, version):
     entity = getattr(obj, "entity", None)
     key = getattr(obj, "key", None)
     value = getattr(obj, "value", None)
@@ -2514,12 +2514,12 @@ def _wire_client_quota_record(obj, index):
     }
 
 
-def _encode_client_quota_record(obj, out, index):
-    wire = _wire_client_quota_record(obj, index)
+def _encode_client_quota_record(obj, out, index, version):
+    wire = _wire_client_quota_record(obj, index, version)
     out += _map_errors(client_quota_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_producer_ids_record(c_, opts):
+def _model_producer_ids_record(c_, opts, version):
     d_ = _flatten(c_)
     broker_id = d_["broker_id"]
     broker_epoch = d_["broker_epoch"]
@@ -2531,14 +2531,14 @@ def _model_producer_ids_record(c_, opts):
     )
 
 
-def _decode_producer_ids_record(buf, pos, end, opts):
+def _decode_producer_ids_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(producer_ids_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_producer_ids_record(c_, opts)
+    value_ = _model_producer_ids_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_producer_ids_record(obj, index):
+def _wire_producer_ids_record(obj, index, version):
     broker_id = getattr(obj, "broker_id", None)
     broker_epoch = getattr(obj, "broker_epoch", -1)
     next_producer_id = getattr(obj, "next_producer_id", None)
@@ -2551,8 +2551,8 @@ def _wire_producer_ids_record(obj, index):
     }
 
 
-def _encode_producer_ids_record(obj, out, index):
-    wire = _wire_producer_ids_record(obj, index)
+def _encode_producer_ids_record(obj, out, index, version):
+    wire = _wire_producer_ids_record(obj, index, version)
     out += _map_errors(producer_ids_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2741,7 +2741,7 @@ def _encode_broker_registration_change_record(obj, out, index, version):
     out += _map_errors(broker_registration_change_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_access_control_entry_record(c_, opts):
+def _model_access_control_entry_record(c_, opts, version):
     d_ = _flatten(c_)
     id = d_["id"]
     resource_type = d_["resource_type"]
@@ -2766,14 +2766,14 @@ def _model_access_control_entry_record(c_, opts):
     )
 
 
-def _decode_access_control_entry_record(buf, pos, end, opts):
+def _decode_access_control_entry_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(access_control_entry_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_access_control_entry_record(c_, opts)
+    value_ = _model_access_control_entry_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_access_control_entry_record(obj, index):
+def _wire_access_control_entry_record(obj, index, version):
     id = getattr(obj, "id", None)
     resource_type = getattr(obj, "resource_type", None)
     resource_name = getattr(obj, "resource_name", None)
@@ -2796,12 +2796,12 @@ def _wire_access_control_entry_record(obj, index):
     }
 
 
-def _encode_access_control_entry_record(obj, out, index):
-    wire = _wire_access_control_entry_record(obj, index)
+def _encode_access_control_entry_record(obj, out, index, version):
+    wire = _wire_access_control_entry_record(obj, index, version)
     out += _map_errors(access_control_entry_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remove_access_control_entry_record(c_, opts):
+def _model_remove_access_control_entry_record(c_, opts, version):
     d_ = _flatten(c_)
     id = d_["id"]
     known_ = d_["tagged_fields"]["known"]
@@ -2809,49 +2809,49 @@ def _model_remove_access_control_entry_record(c_, opts):
     return RemoveAccessControlEntryRecord(id=id, tagged_fields=tagged_fields)
 
 
-def _decode_remove_access_control_entry_record(buf, pos, end, opts):
+def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(remove_access_control_entry_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_remove_access_control_entry_record(c_, opts)
+    value_ = _model_remove_access_control_entry_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remove_access_control_entry_record(obj, index):
+def _wire_remove_access_control_entry_record(obj, index, version):
     id = getattr(obj, "id", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"id": id, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_remove_access_control_entry_record(obj, out, index):
-    wire = _wire_remove_access_control_entry_record(obj, index)
+def _encode_remove_access_control_entry_record(obj, out, index, version):
+    wire = _wire_remove_access_control_entry_record(obj, index, version)
     out += _map_errors(remove_access_control_entry_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_no_op_record(c_, opts):
+def _model_no_op_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
     return NoOpRecord(tagged_fields=tagged_fields)
 
 
-def _decode_no_op_record(buf, pos, end, opts):
+def _decode_no_op_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(no_op_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_no_op_record(c_, opts)
+    value_ = _model_no_op_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_no_op_record(obj, index):
+def _wire_no_op_record(obj, index, version):
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_no_op_record(obj, out, index):
-    wire = _wire_no_op_record(obj, index)
+def _encode_no_op_record(obj, out, index, version):
+    wire = _wire_no_op_record(obj, index, version)
     out += _map_errors(no_op_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_zk_migration_state_record(c_, opts):
+def _model_zk_migration_state_record(c_, opts, version):
     d_ = _flatten(c_)
     zk_migration_state = d_["zk_migration_state"]
     known_ = d_["tagged_fields"]["known"]
@@ -2859,25 +2859,25 @@ def _model_zk_migration_state_record(c_, opts):
     return ZkMigrationStateRecord(zk_migration_state=zk_migration_state, tagged_fields=tagged_fields)
 
 
-def _decode_zk_migration_state_record(buf, pos, end, opts):
+def _decode_zk_migration_state_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(zk_migration_state_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_zk_migration_state_record(c_, opts)
+    value_ = _model_zk_migration_state_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_zk_migration_state_record(obj, index):
+def _wire_zk_migration_state_record(obj, index, version):
     zk_migration_state = getattr(obj, "zk_migration_state", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"zk_migration_state": zk_migration_state, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_zk_migration_state_record(obj, out, index):
-    wire = _wire_zk_migration_state_record(obj, index)
+def _encode_zk_migration_state_record(obj, out, index, version):
+    wire = _wire_zk_migration_state_record(obj, index, version)
     out += _map_errors(zk_migration_state_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remove_user_scram_credential_record(c_, opts):
+def _model_remove_user_scram_credential_record(c_, opts, version):
     d_ = _flatten(c_)
     name = d_["name"]
     mechanism = d_["mechanism"]
@@ -2886,22 +2886,22 @@ def _model_remove_user_scram_credential_record(c_, opts):
     return RemoveUserScramCredentialRecord(name=name, mechanism=mechanism, tagged_fields=tagged_fields)
 
 
-def _decode_remove_user_scram_credential_record(buf, pos, end, opts):
+def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(remove_user_scram_credential_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_remove_user_scram_credential_record(c_, opts)
+    value_ = _model_remove_user_scram_credential_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remove_user_scram_credential_record(obj, index):
+def _wire_remove_user_scram_credential_record(obj, index, version):
     name = getattr(obj, "name", None)
     mechanism = getattr(obj, "mechanism", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"name": name, "mechanism": mechanism, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_remove_user_scram_credential_record(obj, out, index):
-    wire = _wire_remove_user_scram_credential_record(obj, index)
+def _encode_remove_user_scram_credential_record(obj, out, index, version):
+    wire = _wire_remove_user_scram_credential_record(obj, index, version)
     out += _map_errors(remove_user_scram_credential_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -2928,7 +2928,7 @@ def _encode_begin_transaction_record_name_tag(obj, out, index):
     out += _map_errors(begin_transaction_record_name_tag.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_begin_transaction_record(c_, opts):
+def _model_begin_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     name = _model_begin_transaction_record_name_tag(known_["name"], opts) if "name" in known_ else None
@@ -2936,14 +2936,14 @@ def _model_begin_transaction_record(c_, opts):
     return BeginTransactionRecord(tagged_fields=tagged_fields, name=name)
 
 
-def _decode_begin_transaction_record(buf, pos, end, opts):
+def _decode_begin_transaction_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(begin_transaction_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_begin_transaction_record(c_, opts)
+    value_ = _model_begin_transaction_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_begin_transaction_record(obj, index):
+def _wire_begin_transaction_record(obj, index, version):
     tagged_fields = getattr(obj, "tagged_fields", None)
     name = getattr(obj, "name", None)
     return {
@@ -2954,32 +2954,32 @@ def _wire_begin_transaction_record(obj, index):
     }
 
 
-def _encode_begin_transaction_record(obj, out, index):
-    wire = _wire_begin_transaction_record(obj, index)
+def _encode_begin_transaction_record(obj, out, index, version):
+    wire = _wire_begin_transaction_record(obj, index, version)
     out += _map_errors(begin_transaction_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_end_transaction_record(c_, opts):
+def _model_end_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
     return EndTransactionRecord(tagged_fields=tagged_fields)
 
 
-def _decode_end_transaction_record(buf, pos, end, opts):
+def _decode_end_transaction_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(end_transaction_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_end_transaction_record(c_, opts)
+    value_ = _model_end_transaction_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_end_transaction_record(obj, index):
+def _wire_end_transaction_record(obj, index, version):
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_end_transaction_record(obj, out, index):
-    wire = _wire_end_transaction_record(obj, index)
+def _encode_end_transaction_record(obj, out, index, version):
+    wire = _wire_end_transaction_record(obj, index, version)
     out += _map_errors(end_transaction_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -3006,7 +3006,7 @@ def _encode_abort_transaction_record_reason_tag(obj, out, index):
     out += _map_errors(abort_transaction_record_reason_tag.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_abort_transaction_record(c_, opts):
+def _model_abort_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     reason = _model_abort_transaction_record_reason_tag(known_["reason"], opts) if "reason" in known_ else None
@@ -3014,14 +3014,14 @@ def _model_abort_transaction_record(c_, opts):
     return AbortTransactionRecord(tagged_fields=tagged_fields, reason=reason)
 
 
-def _decode_abort_transaction_record(buf, pos, end, opts):
+def _decode_abort_transaction_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(abort_transaction_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_abort_transaction_record(c_, opts)
+    value_ = _model_abort_transaction_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_abort_transaction_record(obj, index):
+def _wire_abort_transaction_record(obj, index, version):
     tagged_fields = getattr(obj, "tagged_fields", None)
     reason = getattr(obj, "reason", None)
     return {
@@ -3032,12 +3032,12 @@ def _wire_abort_transaction_record(obj, index):
     }
 
 
-def _encode_abort_transaction_record(obj, out, index):
-    wire = _wire_abort_transaction_record(obj, index)
+def _encode_abort_transaction_record(obj, out, index, version):
+    wire = _wire_abort_transaction_record(obj, index, version)
     out += _map_errors(abort_transaction_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remove_delegation_token_record(c_, opts):
+def _model_remove_delegation_token_record(c_, opts, version):
     d_ = _flatten(c_)
     token_id = d_["token_id"]
     known_ = d_["tagged_fields"]["known"]
@@ -3045,21 +3045,21 @@ def _model_remove_delegation_token_record(c_, opts):
     return RemoveDelegationTokenRecord(token_id=token_id, tagged_fields=tagged_fields)
 
 
-def _decode_remove_delegation_token_record(buf, pos, end, opts):
+def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(remove_delegation_token_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_remove_delegation_token_record(c_, opts)
+    value_ = _model_remove_delegation_token_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remove_delegation_token_record(obj, index):
+def _wire_remove_delegation_token_record(obj, index, version):
     token_id = getattr(obj, "token_id", None)
     tagged_fields = getattr(obj, "tagged_fields", None)
     return {"token_id": token_id, "tagged_fields": {"known": {}, "unknown": tagged_fields}}
 
 
-def _encode_remove_delegation_token_record(obj, out, index):
-    wire = _wire_remove_delegation_token_record(obj, index)
+def _encode_remove_delegation_token_record(obj, out, index, version):
+    wire = _wire_remove_delegation_token_record(obj, index, version)
     out += _map_errors(remove_delegation_token_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -3143,7 +3143,7 @@ def _encode_controller_feature(obj, out, index):
     out += _map_errors(controller_feature.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_register_controller_record(c_, opts):
+def _model_register_controller_record(c_, opts, version):
     d_ = _flatten(c_)
     controller_id = d_["controller_id"]
     incarnation_id = d_["incarnation_id"]
@@ -3162,14 +3162,14 @@ def _model_register_controller_record(c_, opts):
     )
 
 
-def _decode_register_controller_record(buf, pos, end, opts):
+def _decode_register_controller_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(register_controller_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_register_controller_record(c_, opts)
+    value_ = _model_register_controller_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_register_controller_record(obj, index):
+def _wire_register_controller_record(obj, index, version):
     controller_id = getattr(obj, "controller_id", None)
     incarnation_id = getattr(obj, "incarnation_id", None)
     zk_migration_ready = getattr(obj, "zk_migration_ready", None)
@@ -3186,8 +3186,8 @@ def _wire_register_controller_record(obj, index):
     }
 
 
-def _encode_register_controller_record(obj, out, index):
-    wire = _wire_register_controller_record(obj, index)
+def _encode_register_controller_record(obj, out, index, version):
+    wire = _wire_register_controller_record(obj, index, version)
     out += _map_errors(register_controller_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -3200,43 +3200,43 @@ def _model_kraft_metadata_record(c_, opts):
         _model_register_broker_record(d_["record"], opts, version)
         if api_key in (0,)
         else (
-            _model_unregister_broker_record(d_["record"], opts)
+            _model_unregister_broker_record(d_["record"], opts, version)
             if api_key in (1,)
             else (
-                _model_topic_record(d_["record"], opts)
+                _model_topic_record(d_["record"], opts, version)
                 if api_key in (2,)
                 else (
                     _model_partition_record(d_["record"], opts, version)
                     if api_key in (3,)
                     else (
-                        _model_config_record(d_["record"], opts)
+                        _model_config_record(d_["record"], opts, version)
                         if api_key in (4,)
                         else (
                             _model_partition_change_record(d_["record"], opts, version)
                             if api_key in (5,)
                             else (
-                                _model_fence_broker_record(d_["record"], opts)
+                                _model_fence_broker_record(d_["record"], opts, version)
                                 if api_key in (7,)
                                 else (
-                                    _model_unfence_broker_record(d_["record"], opts)
+                                    _model_unfence_broker_record(d_["record"], opts, version)
                                     if api_key in (8,)
                                     else (
-                                        _model_remove_topic_record(d_["record"], opts)
+                                        _model_remove_topic_record(d_["record"], opts, version)
                                         if api_key in (9,)
                                         else (
-                                            _model_delegation_token_record(d_["record"], opts)
+                                            _model_delegation_token_record(d_["record"], opts, version)
                                             if api_key in (10,)
                                             else (
-                                                _model_user_scram_credential_record(d_["record"], opts)
+                                                _model_user_scram_credential_record(d_["record"], opts, version)
                                                 if api_key in (11,)
                                                 else (
-                                                    _model_feature_level_record(d_["record"], opts)
+                                                    _model_feature_level_record(d_["record"], opts, version)
                                                     if api_key in (12,)
                                                     else (
-                                                        _model_client_quota_record(d_["record"], opts)
+                                                        _model_client_quota_record(d_["record"], opts, version)
                                                         if api_key in (14,)
                                                         else (
-                                                            _model_producer_ids_record(d_["record"], opts)
+                                                            _model_producer_ids_record(d_["record"], opts, version)
                                                             if api_key in (15,)
                                                             else (
                                                                 _model_broker_registration_change_record(
@@ -3245,46 +3245,53 @@ def _model_kraft_metadata_record(c_, opts):
                                                                 if api_key in (17,)
                                                                 else (
                                                                     _model_access_control_entry_record(
-                                                                        d_["record"], opts
+                                                                        d_["record"], opts, version
                                                                     )
                                                                     if api_key in (18,)
                                                                     else (
                                                                         _model_remove_access_control_entry_record(
-                                                                            d_["record"], opts
+                                                                            d_["record"], opts, version
                                                                         )
                                                                         if api_key in (19,)
                                                                         else (
-                                                                            _model_no_op_record(d_["record"], opts)
+                                                                            _model_no_op_record(
+                                                                                d_["record"], opts, version
+                                                                            )
                                                                             if api_key in (20,)
                                                                             else (
                                                                                 _model_zk_migration_state_record(
-                                                                                    d_["record"], opts
+                                                                                    d_["record"], opts, version
                                                                                 )
                                                                                 if api_key in (21,)
                                                                                 else (
                                                                                     _model_remove_user_scram_credential_record(
-                                                                                        d_["record"], opts
+                                                                                        d_["record"], opts, version
                                                                                     )
                                                                                     if api_key in (22,)
                                                                                     else (
                                                                                         _model_begin_transaction_record(
-                                                                                            d_["record"], opts
+                                                                                            d_["record"], opts, version
                                                                                         )
                                                                                         if api_key in (23,)
                                                                                         else (
                                                                                             _model_end_transaction_record(
-                                                                                                d_["record"], opts
+                                                                                                d_["record"],
+                                                                                                opts,
+                                                                                                version,
                                                                                             )
                                                                                             if api_key in (24,)
                                                                                             else (
                                                                                                 _model_abort_transaction_record(
-                                                                                                    d_["record"], opts
+                                                                                                    d_["record"],
+                                                                                                    opts,
+                                                                                                    version,
                                                                                                 )
                                                                                                 if api_key in (25,)
                                                                                                 else (
                                                                                                     _model_remove_delegation_token_record(
                                                                                                         d_["record"],
                                                                                                         opts,
+                                                                                                        version,
                                                                                                     )
                                                                                                     if api_key in (26,)
                                                                                                     else (
@@ -3293,6 +3300,7 @@ def _model_kraft_metadata_record(c_, opts):
                                                                                                                 "record"
                                                                                                             ],
                                                                                                             opts,
+                                                                                                            version,
                                                                                                         )
                                                                                                         if api_key
                                                                                                         in (27,)
@@ -3345,16 +3353,18 @@ def _wire_kraft_metadata_record(obj, index):
             _wire_register_broker_record(_case(record, RegisterBrokerRecord, "record", "api_key", api_key), 0, version)
             if api_key in (0,)
             else (
-                _wire_unregister_broker_record(_case(record, UnregisterBrokerRecord, "record", "api_key", api_key), 0)
+                _wire_unregister_broker_record(
+                    _case(record, UnregisterBrokerRecord, "record", "api_key", api_key), 0, version
+                )
                 if api_key in (1,)
                 else (
-                    _wire_topic_record(_case(record, TopicRecord, "record", "api_key", api_key), 0)
+                    _wire_topic_record(_case(record, TopicRecord, "record", "api_key", api_key), 0, version)
                     if api_key in (2,)
                     else (
                         _wire_partition_record(_case(record, PartitionRecord, "record", "api_key", api_key), 0, version)
                         if api_key in (3,)
                         else (
-                            _wire_config_record(_case(record, ConfigRecord, "record", "api_key", api_key), 0)
+                            _wire_config_record(_case(record, ConfigRecord, "record", "api_key", api_key), 0, version)
                             if api_key in (4,)
                             else (
                                 _wire_partition_change_record(
@@ -3363,23 +3373,26 @@ def _wire_kraft_metadata_record(obj, index):
                                 if api_key in (5,)
                                 else (
                                     _wire_fence_broker_record(
-                                        _case(record, FenceBrokerRecord, "record", "api_key", api_key), 0
+                                        _case(record, FenceBrokerRecord, "record", "api_key", api_key), 0, version
                                     )
                                     if api_key in (7,)
                                     else (
                                         _wire_unfence_broker_record(
-                                            _case(record, UnfenceBrokerRecord, "record", "api_key", api_key), 0
+                                            _case(record, UnfenceBrokerRecord, "record", "api_key", api_key), 0, version
                                         )
                                         if api_key in (8,)
                                         else (
                                             _wire_remove_topic_record(
-                                                _case(record, RemoveTopicRecord, "record", "api_key", api_key), 0
+                                                _case(record, RemoveTopicRecord, "record", "api_key", api_key),
+                                                0,
+                                                version,
                                             )
                                             if api_key in (9,)
                                             else (
                                                 _wire_delegation_token_record(
                                                     _case(record, DelegationTokenRecord, "record", "api_key", api_key),
                                                     0,
+                                                    version,
                                                 )
                                                 if api_key in (10,)
                                                 else (
@@ -3392,6 +3405,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                             api_key,
                                                         ),
                                                         0,
+                                                        version,
                                                     )
                                                     if api_key in (11,)
                                                     else (
@@ -3400,6 +3414,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                 record, FeatureLevelRecord, "record", "api_key", api_key
                                                             ),
                                                             0,
+                                                            version,
                                                         )
                                                         if api_key in (12,)
                                                         else (
@@ -3412,6 +3427,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                     api_key,
                                                                 ),
                                                                 0,
+                                                                version,
                                                             )
                                                             if api_key in (14,)
                                                             else (
@@ -3424,6 +3440,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                         api_key,
                                                                     ),
                                                                     0,
+                                                                    version,
                                                                 )
                                                                 if api_key in (15,)
                                                                 else (
@@ -3449,6 +3466,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                 api_key,
                                                                             ),
                                                                             0,
+                                                                            version,
                                                                         )
                                                                         if api_key in (18,)
                                                                         else (
@@ -3461,6 +3479,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                     api_key,
                                                                                 ),
                                                                                 0,
+                                                                                version,
                                                                             )
                                                                             if api_key in (19,)
                                                                             else (
@@ -3473,6 +3492,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                         api_key,
                                                                                     ),
                                                                                     0,
+                                                                                    version,
                                                                                 )
                                                                                 if api_key in (20,)
                                                                                 else (
@@ -3485,6 +3505,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                             api_key,
                                                                                         ),
                                                                                         0,
+                                                                                        version,
                                                                                     )
                                                                                     if api_key in (21,)
                                                                                     else (
@@ -3497,6 +3518,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                 api_key,
                                                                                             ),
                                                                                             0,
+                                                                                            version,
                                                                                         )
                                                                                         if api_key in (22,)
                                                                                         else (
@@ -3509,6 +3531,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                     api_key,
                                                                                                 ),
                                                                                                 0,
+                                                                                                version,
                                                                                             )
                                                                                             if api_key in (23,)
                                                                                             else (
@@ -3521,6 +3544,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                         api_key,
                                                                                                     ),
                                                                                                     0,
+                                                                                                    version,
                                                                                                 )
                                                                                                 if api_key in (24,)
                                                                                                 else (
@@ -3533,6 +3557,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                             api_key,
                                                                                                         ),
                                                                                                         0,
+                                                                                                        version,
                                                                                                     )
                                                                                                     if api_key in (25,)
                                                                                                     else (
@@ -3545,6 +3570,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                                 api_key,
                                                                                                             ),
                                                                                                             0,
+                                                                                                            version,
                                                                                                         )
                                                                                                         if api_key
                                                                                                         in (26,)
@@ -3558,6 +3584,7 @@ def _wire_kraft_metadata_record(obj, index):
                                                                                                                     api_key,
                                                                                                                 ),
                                                                                                                 0,
+                                                                                                                version,
                                                                                                             )
                                                                                                             if api_key
                                                                                                             in (27,)

@@ -2,7 +2,103 @@
 # schema sha256: fdfcf72a85453ade09b0a0dc40dcede7ac88e5f180fb76024faf8b0773b010f9
 # wire fingerprint: 3dd8b1e9e958ce04bbeca44e821ffdfbc0699a2af73482fb29b7b320ac176419
 # Regenerate: make generate
+"""Native backend of producer_snapshot: ProducerSnapshot v1 (classic versions), from Kafka's message spec
 
-raise ImportError(
-    "producer_snapshot: the native backend does not lower producer_snapshot.crc: a checksum to the end of a struct without a length yet; kfmt uses the python backend for it"
+``_native`` is this format's C extension (_native.c beside this file, emitted from the typed IR and
+built by ``make setup``). It decodes in C into the python backend's own value classes; whenever it meets
+anything unusual it answers None and the python backend decodes the same bytes, so every error (class,
+message, offset, field path) is the python backend's own. Encoding likewise: the C encoder writes
+what the python backend writes, and hands it anything it would refuse (or does not handle: compressed
+legacy wrappers), so its errors are the python backend's too.
+Importing this module fails with ImportError where the extension was not built: then kfmt uses ``python``.
+"""
+
+from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
+from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
+from kfmt.runtime.options import options_for as _options_for
+
+from . import _native as _c
+from . import model as _model
+from . import python as _py
+from .python import (
+    AUTO_DETECT,
+    FORMAT_ID,
+    INDEX_OFFSETS,
+    MAGIC,
+    ROLE,
+    ROOT,
+    SCHEMA_SHA256,
+    WIRE_FINGERPRINT,
+    WRAP_OFFSETS,
 )
+
+if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
+    raise ImportError(f"generated/{FORMAT_ID}/_native was built from another schema: run make setup")
+_c.bind(_model)  # the value classes the C code builds and reads
+
+__all__ = [
+    "AUTO_DETECT",
+    "FORMAT_ID",
+    "INDEX_OFFSETS",
+    "MAGIC",
+    "ROLE",
+    "ROOT",
+    "SCHEMA_SHA256",
+    "WIRE_FINGERPRINT",
+    "WRAP_OFFSETS",
+    "decode",
+    "decode_from",
+    "decode_run",
+    "encode",
+    "encode_all",
+    "encoded_size",
+]
+
+_c_decode_from = _c.decode_from
+_py_decode_from = _py.decode_from
+_c_encode = _c.encode
+_c_encode_all = _c.encode_all
+
+
+def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
+    """Decode one producer_snapshot at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
+    if end is None:
+        end = len(buf)
+    r = _c_decode_from(buf, pos, end, opts)
+    return _py_decode_from(buf, pos, end, opts) if r is None else r
+
+
+#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+decode_columns = None  # no batches of records to make rows of
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
+
+
+def decode(data, *, verify_crc=True, opts=None):
+    """Decode ``data`` holding exactly one producer_snapshot."""
+    buf = data if type(data) is bytes else bytes(data)
+    value, pos = decode_from(buf, 0, len(buf), opts or _options_for(verify_crc))
+    if pos != len(buf):
+        raise _InvalidValueError(
+            f"{len(buf) - pos} bytes follow the producer_snapshot", offset=pos, path="producer_snapshot"
+        )
+    return value
+
+
+def encode(value):
+    """Encode one producer_snapshot to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    r = _c_encode(value)
+    return _py.encode(value) if r is None else r
+
+
+def encode_all(values, path="log", first_index=0):
+    """Encode producer_snapshot values back to back into one bytes object; errors name the element as ``path[i]``.
+    Element ``i`` is encoded at index ``first_index + i``."""
+    values = values if type(values) in (list, tuple) else list(values)
+    r = _c_encode_all(values, first_index)
+    return _py.encode_all(values, path, first_index) if r is None else r
+
+
+def encoded_size(value):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value))

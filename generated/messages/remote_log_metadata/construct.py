@@ -258,7 +258,7 @@ def _encode_segment_leader_epoch_entry(obj, out, index):
     out += _map_errors(segment_leader_epoch_entry.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remote_log_segment_metadata_record(c_, opts):
+def _model_remote_log_segment_metadata_record(c_, opts, version):
     d_ = _flatten(c_)
     remote_log_segment_id = _model_remote_log_segment_id_entry(d_["remote_log_segment_id"], opts)
     start_offset = d_["start_offset"]
@@ -287,14 +287,14 @@ def _model_remote_log_segment_metadata_record(c_, opts):
     )
 
 
-def _decode_remote_log_segment_metadata_record(buf, pos, end, opts):
+def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(remote_log_segment_metadata_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_remote_log_segment_metadata_record(c_, opts)
+    value_ = _model_remote_log_segment_metadata_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remote_log_segment_metadata_record(obj, index):
+def _wire_remote_log_segment_metadata_record(obj, index, version):
     remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
     start_offset = getattr(obj, "start_offset", None)
     end_offset = getattr(obj, "end_offset", None)
@@ -323,12 +323,12 @@ def _wire_remote_log_segment_metadata_record(obj, index):
     }
 
 
-def _encode_remote_log_segment_metadata_record(obj, out, index):
-    wire = _wire_remote_log_segment_metadata_record(obj, index)
+def _encode_remote_log_segment_metadata_record(obj, out, index, version):
+    wire = _wire_remote_log_segment_metadata_record(obj, index, version)
     out += _map_errors(remote_log_segment_metadata_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remote_log_segment_metadata_update_record(c_, opts):
+def _model_remote_log_segment_metadata_update_record(c_, opts, version):
     d_ = _flatten(c_)
     remote_log_segment_id = _model_remote_log_segment_id_entry(d_["remote_log_segment_id"], opts)
     broker_id = d_["broker_id"]
@@ -347,16 +347,16 @@ def _model_remote_log_segment_metadata_update_record(c_, opts):
     )
 
 
-def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts):
+def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         remote_log_segment_metadata_update_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_remote_log_segment_metadata_update_record(c_, opts)
+    value_ = _model_remote_log_segment_metadata_update_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remote_log_segment_metadata_update_record(obj, index):
+def _wire_remote_log_segment_metadata_update_record(obj, index, version):
     remote_log_segment_id = getattr(obj, "remote_log_segment_id", None)
     broker_id = getattr(obj, "broker_id", None)
     event_timestamp_ms = getattr(obj, "event_timestamp_ms", None)
@@ -373,12 +373,12 @@ def _wire_remote_log_segment_metadata_update_record(obj, index):
     }
 
 
-def _encode_remote_log_segment_metadata_update_record(obj, out, index):
-    wire = _wire_remote_log_segment_metadata_update_record(obj, index)
+def _encode_remote_log_segment_metadata_update_record(obj, out, index, version):
+    wire = _wire_remote_log_segment_metadata_update_record(obj, index, version)
     out += _map_errors(remote_log_segment_metadata_update_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_remote_log_segment_metadata_snapshot_record(c_, opts):
+def _model_remote_log_segment_metadata_snapshot_record(c_, opts, version):
     d_ = _flatten(c_)
     segment_id = d_["segment_id"]
     start_offset = d_["start_offset"]
@@ -407,16 +407,16 @@ def _model_remote_log_segment_metadata_snapshot_record(c_, opts):
     )
 
 
-def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts):
+def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(
         remote_log_segment_metadata_snapshot_record.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts
     )
-    value_ = _model_remote_log_segment_metadata_snapshot_record(c_, opts)
+    value_ = _model_remote_log_segment_metadata_snapshot_record(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_remote_log_segment_metadata_snapshot_record(obj, index):
+def _wire_remote_log_segment_metadata_snapshot_record(obj, index, version):
     segment_id = getattr(obj, "segment_id", None)
     start_offset = getattr(obj, "start_offset", None)
     end_offset = getattr(obj, "end_offset", None)
@@ -445,8 +445,8 @@ def _wire_remote_log_segment_metadata_snapshot_record(obj, index):
     }
 
 
-def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index):
-    wire = _wire_remote_log_segment_metadata_snapshot_record(obj, index)
+def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index, version):
+    wire = _wire_remote_log_segment_metadata_snapshot_record(obj, index, version)
     out += _map_errors(remote_log_segment_metadata_snapshot_record.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -456,12 +456,16 @@ def _model_remote_log_metadata_record(c_, opts):
     api_key = d_["api_key"]
     version = d_["version"]
     record = (
-        _model_remote_log_segment_metadata_record(d_["record"], opts)
+        _model_remote_log_segment_metadata_record(d_["record"], opts, version)
         if api_key in (0,)
         else (
-            _model_remote_log_segment_metadata_update_record(d_["record"], opts)
+            _model_remote_log_segment_metadata_update_record(d_["record"], opts, version)
             if api_key in (1,)
-            else (_model_remote_log_segment_metadata_snapshot_record(d_["record"], opts) if api_key in (3,) else None)
+            else (
+                _model_remote_log_segment_metadata_snapshot_record(d_["record"], opts, version)
+                if api_key in (3,)
+                else None
+            )
         )
     )
     return RemoteLogMetadataRecord(frame_version=frame_version, api_key=api_key, version=version, record=record)
@@ -485,17 +489,17 @@ def _wire_remote_log_metadata_record(obj, index):
         "version": version,
         "record": (
             _wire_remote_log_segment_metadata_record(
-                _case(record, RemoteLogSegmentMetadataRecord, "record", "api_key", api_key), 0
+                _case(record, RemoteLogSegmentMetadataRecord, "record", "api_key", api_key), 0, version
             )
             if api_key in (0,)
             else (
                 _wire_remote_log_segment_metadata_update_record(
-                    _case(record, RemoteLogSegmentMetadataUpdateRecord, "record", "api_key", api_key), 0
+                    _case(record, RemoteLogSegmentMetadataUpdateRecord, "record", "api_key", api_key), 0, version
                 )
                 if api_key in (1,)
                 else (
                     _wire_remote_log_segment_metadata_snapshot_record(
-                        _case(record, RemoteLogSegmentMetadataSnapshotRecord, "record", "api_key", api_key), 0
+                        _case(record, RemoteLogSegmentMetadataSnapshotRecord, "record", "api_key", api_key), 0, version
                     )
                     if api_key in (3,)
                     else _no_case("api_key", api_key, "0, 1, 3")

@@ -2,7 +2,90 @@
 # schema sha256: e861963e790309e8dd651ccf44b8a0802bcf0d502b51389c8334aabac77f6fa2
 # wire fingerprint: 88e319391db4a06773eb6dedacaf69bc5b518ddb32955f9255b469888202c9f3
 # Regenerate: make generate
+"""Native backend of remote_log_metadata: Kafka's metadata records, framed by AbstractApiMessageSerde: RemoteLogSegmentMetadataRecord v0 (flexible versions), RemoteLogSegmentMetadataSnapshotRecord v0 (flexible versions), RemoteLogSegmentMetadataUpdateRecord v0 (flexible versions)
 
-raise ImportError(
-    "remote_log_metadata: the native backend does not lower topic_id_partition_entry.name: compact lengths yet; kfmt uses the python backend for it"
+``_native`` is this format's C extension (_native.c beside this file, emitted from the typed IR and
+built by ``make setup``). It decodes in C into the python backend's own value classes; whenever it meets
+anything unusual it answers None and the python backend decodes the same bytes, so every error (class,
+message, offset, field path) is the python backend's own. Encoding likewise: the C encoder writes
+what the python backend writes, and hands it anything it would refuse (or does not handle: compressed
+legacy wrappers), so its errors are the python backend's too.
+Importing this module fails with ImportError where the extension was not built: then kfmt uses ``python``.
+"""
+
+from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
+from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
+from kfmt.runtime.options import options_for as _options_for
+
+from . import _native as _c
+from . import model as _model
+from . import python as _py
+from .python import (
+    AUTO_DETECT,
+    FORMAT_ID,
+    INDEX_OFFSETS,
+    MAGIC,
+    ROLE,
+    ROOT,
+    SCHEMA_SHA256,
+    WIRE_FINGERPRINT,
+    WRAP_OFFSETS,
 )
+
+if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
+    raise ImportError(f"generated/{FORMAT_ID}/_native was built from another schema: run make setup")
+_c.bind(_model)  # the value classes the C code builds and reads
+
+__all__ = [
+    "AUTO_DETECT",
+    "FORMAT_ID",
+    "INDEX_OFFSETS",
+    "MAGIC",
+    "ROLE",
+    "ROOT",
+    "SCHEMA_SHA256",
+    "WIRE_FINGERPRINT",
+    "WRAP_OFFSETS",
+    "decode",
+    "decode_from",
+    "decode_run",
+    "encode",
+    "encode_all",
+    "encoded_size",
+]
+
+_c_decode_from = _c.decode_from
+_py_decode_from = _py.decode_from
+
+
+def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
+    """Decode one remote_log_metadata_record at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
+    if end is None:
+        end = len(buf)
+    r = _c_decode_from(buf, pos, end, opts)
+    return _py_decode_from(buf, pos, end, opts) if r is None else r
+
+
+#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+decode_columns = None  # no batches of records to make rows of
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
+
+
+def decode(data, *, verify_crc=True, opts=None):
+    """Decode ``data`` holding exactly one remote_log_metadata_record."""
+    buf = data if type(data) is bytes else bytes(data)
+    value, pos = decode_from(buf, 0, len(buf), opts or _options_for(verify_crc))
+    if pos != len(buf):
+        raise _InvalidValueError(
+            f"{len(buf) - pos} bytes follow the remote_log_metadata_record",
+            offset=pos,
+            path="remote_log_metadata_record",
+        )
+    return value
+
+
+# the python backend encodes it: the native encoder does not lower topic_id_partition_entry.name: compact lengths yet
+encode = _py.encode
+encode_all = _py.encode_all
+encoded_size = _py.encoded_size

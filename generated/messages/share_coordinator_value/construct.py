@@ -143,7 +143,7 @@ def _encode_state_batch(obj, out, index):
     out += _map_errors(state_batch.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_snapshot_value(c_, opts):
+def _model_share_snapshot_value(c_, opts, version):
     d_ = _flatten(c_)
     snapshot_epoch = d_["snapshot_epoch"]
     state_epoch = d_["state_epoch"]
@@ -162,14 +162,14 @@ def _model_share_snapshot_value(c_, opts):
     )
 
 
-def _decode_share_snapshot_value(buf, pos, end, opts):
+def _decode_share_snapshot_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(share_snapshot_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_share_snapshot_value(c_, opts)
+    value_ = _model_share_snapshot_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_snapshot_value(obj, index):
+def _wire_share_snapshot_value(obj, index, version):
     snapshot_epoch = getattr(obj, "snapshot_epoch", None)
     state_epoch = getattr(obj, "state_epoch", None)
     leader_epoch = getattr(obj, "leader_epoch", None)
@@ -186,12 +186,12 @@ def _wire_share_snapshot_value(obj, index):
     }
 
 
-def _encode_share_snapshot_value(obj, out, index):
-    wire = _wire_share_snapshot_value(obj, index)
+def _encode_share_snapshot_value(obj, out, index, version):
+    wire = _wire_share_snapshot_value(obj, index, version)
     out += _map_errors(share_snapshot_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_share_update_value(c_, opts):
+def _model_share_update_value(c_, opts, version):
     d_ = _flatten(c_)
     snapshot_epoch = d_["snapshot_epoch"]
     leader_epoch = d_["leader_epoch"]
@@ -208,14 +208,14 @@ def _model_share_update_value(c_, opts):
     )
 
 
-def _decode_share_update_value(buf, pos, end, opts):
+def _decode_share_update_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(share_update_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_share_update_value(c_, opts)
+    value_ = _model_share_update_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_share_update_value(obj, index):
+def _wire_share_update_value(obj, index, version):
     snapshot_epoch = getattr(obj, "snapshot_epoch", None)
     leader_epoch = getattr(obj, "leader_epoch", None)
     start_offset = getattr(obj, "start_offset", None)
@@ -230,8 +230,8 @@ def _wire_share_update_value(obj, index):
     }
 
 
-def _encode_share_update_value(obj, out, index):
-    wire = _wire_share_update_value(obj, index)
+def _encode_share_update_value(obj, out, index, version):
+    wire = _wire_share_update_value(obj, index, version)
     out += _map_errors(share_update_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -239,9 +239,9 @@ def _model_share_coordinator_value(c_, opts, record_type):
     d_ = _flatten(c_)
     version = d_["version"]
     value = (
-        _model_share_snapshot_value(d_["value"], opts)
+        _model_share_snapshot_value(d_["value"], opts, version)
         if record_type in (0,)
-        else (_model_share_update_value(d_["value"], opts) if record_type in (1,) else None)
+        else (_model_share_update_value(d_["value"], opts, version) if record_type in (1,) else None)
     )
     return ShareCoordinatorValue(version=version, value=value)
 
@@ -261,10 +261,14 @@ def _wire_share_coordinator_value(obj, index, record_type):
     return {
         "version": version,
         "value": (
-            _wire_share_snapshot_value(_case(value, ShareSnapshotValue, "value", "record_type", record_type), 0)
+            _wire_share_snapshot_value(
+                _case(value, ShareSnapshotValue, "value", "record_type", record_type), 0, version
+            )
             if record_type in (0,)
             else (
-                _wire_share_update_value(_case(value, ShareUpdateValue, "value", "record_type", record_type), 0)
+                _wire_share_update_value(
+                    _case(value, ShareUpdateValue, "value", "record_type", record_type), 0, version
+                )
                 if record_type in (1,)
                 else _no_case("record_type", record_type, "0, 1")
             )

@@ -230,7 +230,7 @@ def _encode_partitions_schema(obj, out, index):
     out += _map_errors(partitions_schema.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
-def _model_transaction_log_value(c_, opts):
+def _model_transaction_log_value(c_, opts, version):
     d_ = _flatten(c_)
     producer_id = d_["producer_id"]
     producer_epoch = d_["producer_epoch"]
@@ -254,14 +254,14 @@ def _model_transaction_log_value(c_, opts):
     )
 
 
-def _decode_transaction_log_value(buf, pos, end, opts):
+def _decode_transaction_log_value(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(transaction_log_value.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_transaction_log_value(c_, opts)
+    value_ = _model_transaction_log_value(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_transaction_log_value(obj, index):
+def _wire_transaction_log_value(obj, index, version):
     producer_id = getattr(obj, "producer_id", None)
     producer_epoch = getattr(obj, "producer_epoch", None)
     transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
@@ -284,8 +284,8 @@ def _wire_transaction_log_value(obj, index):
     }
 
 
-def _encode_transaction_log_value(obj, out, index):
-    wire = _wire_transaction_log_value(obj, index)
+def _encode_transaction_log_value(obj, out, index, version):
+    wire = _wire_transaction_log_value(obj, index, version)
     out += _map_errors(transaction_log_value.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
@@ -448,7 +448,7 @@ def _encode_transaction_log_value_flexible_client_transaction_version_tag(obj, o
     )
 
 
-def _model_transaction_log_value_flexible(c_, opts):
+def _model_transaction_log_value_flexible(c_, opts, version):
     d_ = _flatten(c_)
     producer_id = d_["producer_id"]
     producer_epoch = d_["producer_epoch"]
@@ -493,14 +493,14 @@ def _model_transaction_log_value_flexible(c_, opts):
     )
 
 
-def _decode_transaction_log_value_flexible(buf, pos, end, opts):
+def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
     stream = _io.BytesIO(bytes(buf[pos:end]))
     c_ = _map_errors(transaction_log_value_flexible.parse_stream, stream, verify_crc=opts.verify_crc, opts=opts)
-    value_ = _model_transaction_log_value_flexible(c_, opts)
+    value_ = _model_transaction_log_value_flexible(c_, opts, version)
     return value_, pos + stream.tell()
 
 
-def _wire_transaction_log_value_flexible(obj, index):
+def _wire_transaction_log_value_flexible(obj, index, version):
     producer_id = getattr(obj, "producer_id", None)
     producer_epoch = getattr(obj, "producer_epoch", None)
     transaction_timeout_ms = getattr(obj, "transaction_timeout_ms", None)
@@ -555,17 +555,17 @@ def _wire_transaction_log_value_flexible(obj, index):
     }
 
 
-def _encode_transaction_log_value_flexible(obj, out, index):
-    wire = _wire_transaction_log_value_flexible(obj, index)
+def _encode_transaction_log_value_flexible(obj, out, index, version):
+    wire = _wire_transaction_log_value_flexible(obj, index, version)
     out += _map_errors(transaction_log_value_flexible.build, wire, verify_crc=True, opts=_DEFAULT_OPTIONS)
 
 
 def _model_transaction_log_value_versions(c_, opts, version):
     d_ = _flatten(c_)
     message = (
-        _model_transaction_log_value(d_["message"], opts)
+        _model_transaction_log_value(d_["message"], opts, version)
         if version in (0,)
-        else (_model_transaction_log_value_flexible(d_["message"], opts) if version in (1,) else None)
+        else (_model_transaction_log_value_flexible(d_["message"], opts, version) if version in (1,) else None)
     )
     return message
 
@@ -581,11 +581,11 @@ def _wire_transaction_log_value_versions(obj, index, version):
     message = obj
     return {
         "message": (
-            _wire_transaction_log_value(_case(message, TransactionLogValue, "message", "version", version), 0)
+            _wire_transaction_log_value(_case(message, TransactionLogValue, "message", "version", version), 0, version)
             if version in (0,)
             else (
                 _wire_transaction_log_value_flexible(
-                    _case(message, TransactionLogValueFlexible, "message", "version", version), 0
+                    _case(message, TransactionLogValueFlexible, "message", "version", version), 0, version
                 )
                 if version in (1,)
                 else _no_case("version", version, "0, 1")

@@ -2,7 +2,90 @@
 # schema sha256: 1d7d4380d3505b1618485f916de0d1859c82e2e0d2ecf07c43bd926802ac4d81
 # wire fingerprint: f471e2ccdb9633fdd0ef4e6a53bd5ec356d9c94739cd78355264d0b939fcce46
 # Regenerate: make generate
+"""Native backend of transaction_coordinator_value: a coordinator's record values: TransactionLogValue v0 (classic versions)
 
-raise ImportError(
-    "transaction_coordinator_value: the native backend does not lower partitions_schema_partition_ids_item: arrays of values yet; kfmt uses the python backend for it"
+``_native`` is this format's C extension (_native.c beside this file, emitted from the typed IR and
+built by ``make setup``). It decodes in C into the python backend's own value classes; whenever it meets
+anything unusual it answers None and the python backend decodes the same bytes, so every error (class,
+message, offset, field path) is the python backend's own. Encoding likewise: the C encoder writes
+what the python backend writes, and hands it anything it would refuse (or does not handle: compressed
+legacy wrappers), so its errors are the python backend's too.
+Importing this module fails with ImportError where the extension was not built: then kfmt uses ``python``.
+"""
+
+from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
+from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
+from kfmt.runtime.options import options_for as _options_for
+
+from . import _native as _c
+from . import model as _model
+from . import python as _py
+from .python import (
+    AUTO_DETECT,
+    FORMAT_ID,
+    INDEX_OFFSETS,
+    MAGIC,
+    ROLE,
+    ROOT,
+    SCHEMA_SHA256,
+    WIRE_FINGERPRINT,
+    WRAP_OFFSETS,
 )
+
+if _c.WIRE_FINGERPRINT != WIRE_FINGERPRINT:
+    raise ImportError(f"generated/{FORMAT_ID}/_native was built from another schema: run make setup")
+_c.bind(_model)  # the value classes the C code builds and reads
+
+__all__ = [
+    "AUTO_DETECT",
+    "FORMAT_ID",
+    "INDEX_OFFSETS",
+    "MAGIC",
+    "ROLE",
+    "ROOT",
+    "SCHEMA_SHA256",
+    "WIRE_FINGERPRINT",
+    "WRAP_OFFSETS",
+    "decode",
+    "decode_from",
+    "decode_run",
+    "encode",
+    "encode_all",
+    "encoded_size",
+]
+
+_c_decode_from = _c.decode_from
+_py_decode_from = _py.decode_from
+
+
+def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, record_type):
+    """Decode one transaction_coordinator_value at ``pos``; returns ``(value, next_pos)``. Raises only CodecError."""
+    if end is None:
+        end = len(buf)
+    r = _c_decode_from(buf, pos, end, opts, record_type)
+    return _py_decode_from(buf, pos, end, opts, record_type=record_type) if r is None else r
+
+
+#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+decode_columns = None  # no batches of records to make rows of
+
+decode_run = None  # entries hold whole batches: the reader calls decode_from for each
+
+
+def decode(data, *, record_type, verify_crc=True, opts=None):
+    """Decode ``data`` holding exactly one transaction_coordinator_value."""
+    buf = data if type(data) is bytes else bytes(data)
+    value, pos = decode_from(buf, 0, len(buf), opts or _options_for(verify_crc), record_type=record_type)
+    if pos != len(buf):
+        raise _InvalidValueError(
+            f"{len(buf) - pos} bytes follow the transaction_coordinator_value",
+            offset=pos,
+            path="transaction_coordinator_value",
+        )
+    return value
+
+
+# the python backend encodes it: the native encoder does not lower partitions_schema_partition_ids_item: arrays of values yet
+encode = _py.encode
+encode_all = _py.encode_all
+encoded_size = _py.encoded_size

@@ -22,18 +22,26 @@ def _cdoc(text) -> str:
     return " ".join(str(text).replace("*/", "* /").split())
 
 
+def _encoders(low: Lowering) -> tuple[list[EncGen], list[str], str]:
+    """The C encoders, or none and why (a feature the encoder does not lower: the python backend encodes)."""
+    try:
+        encoders = [EncGen(low, st, low.base_slots) for st in low.f.structs]
+        return encoders, [e.emit() for e in encoders], ""
+    except Unsupported as e:
+        return [], [], f"the python backend encodes it: the native encoder does not lower {e} yet"
+
+
 def emit(fmt: Format) -> dict[str, str]:
     f = fmt.ir
     low = Lowering(f)
     try:
         structs = [low.struct(st) for st in f.structs]
-        encoders = [EncGen(low, st, low.base_slots) for st in f.structs]
         columns = low.columns()
-        enc_code = [e.emit() for e in encoders]
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
         why = f"{f.id}: the native backend does not lower {e} yet; kfmt uses the python backend for it"
         return {"native.py": f"{stamp(fmt, 'native')}\nraise ImportError({why!r})\n"}
+    encoders, enc_code, enc_why = _encoders(low)
     enums = [
         {"name": e.name, "ids": list(e.values), "top": max(k for k, _ in e.values)}
         for e in f.enums
@@ -60,10 +68,14 @@ def emit(fmt: Format) -> dict[str, str]:
         root=f.root,
         magic=f.magic if f.magic is not None else 2,
         run=run,
-        root_params=list(f.struct(f.root).params),
+        root_params=[p.name for p in f.struct(f.root).params],
+        kw="".join(f", {p.name}" for p in f.struct(f.root).params).replace(", ", ", *, ", 1),
+        pos_args="".join(f", {p.name}" for p in f.struct(f.root).params),
+        kw_args="".join(f", {p.name}={p.name}" for p in f.struct(f.root).params),
         wrap_slot=wrap_slot,
         columns=columns,
         enc_code=enc_code,
+        enc_why=enc_why,
         names=sorted({x for e in encoders for x in e.names}),
         base_used=sorted({x for e in encoders for x in e.base_used}),
         consts=[(("K_m" if c < 0 else "K_") + str(abs(c)), c) for c in consts],

@@ -21,6 +21,31 @@ _RANGE = {
 }
 
 
+def _not_encoded(st: n.Struct) -> str | None:
+    """Kafka message-encoding features this backend's encoder does not lower yet (the python backend's
+    encoder then writes the format; its decoder may still be native)."""
+    if st.repr == "value":
+        return f"{st.name}: arrays of values"
+    if any(p.owner == "<params>" for p in st.params):
+        return f"{st.name}: schema parameters"
+    if st.requires is not None:
+        return f"{st.name}: version guards"
+    for f in st.fields:
+        w = f.wire
+        why = None
+        if isinstance(w, n.Int) and w.kind != "int":
+            why = f"{w.kind} fields"
+        elif isinstance(w, (n.Switch, n.Tagged)):
+            why = "switches" if isinstance(w, n.Switch) else "tagged fields"
+        elif isinstance(w, n.StructType) and w.marker is not None:
+            why = "nullable structs"
+        elif any(isinstance(getattr(w, a, None), n.Varint) and getattr(w, a).compact for a in ("length", "count")):
+            why = "compact lengths"
+        if why:
+            return f"{st.name}.{f.name}: {why}"
+    return None
+
+
 def _lit(v: int) -> str:
     return "INT64_MIN" if v == -(2**63) else f"INT64_C({v})"
 
@@ -29,6 +54,9 @@ class EncGen:
     """The body of ``e_<struct>(w, obj, index, params...)``."""
 
     def __init__(self, low: Lowering, st: n.Struct, base_slots: tuple[str, ...]):
+        why = _not_encoded(st)
+        if why or any(low.is_text(p) for p in st.params):
+            raise Unsupported(why or f"{st.name}: conditions on a string")
         self.low = low
         self.st = st
         self.base = set(base_slots) if st.role in ("record", "message") and st.repr == "object" else set()

@@ -7,26 +7,11 @@ needed (legacy compressed wrappers do, for now), never less.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import generator.ir.nodes as n
 from generator.ir.nodes import FormatIR, Struct
-
-
-def _not_lowered(w: n.Wire) -> str | None:
-    """Kafka message-encoding features this backend does not lower yet (the format then uses python)."""
-    if isinstance(w, n.Int) and w.kind != "int":
-        return f"{w.kind} fields"
-    if isinstance(w, n.Switch):
-        return "switches"
-    if isinstance(w, n.Tagged):
-        return "tagged fields"
-    if isinstance(w, n.StructType) and w.marker is not None:
-        return "nullable structs"
-    extents = [getattr(w, a, None) for a in ("length", "count", "size")]
-    if any(isinstance(x, n.Varint) and x.compact for x in extents):
-        return "compact lengths"
-    return None
 
 
 class Unsupported(Exception):
@@ -43,6 +28,11 @@ _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def c_str(s: str) -> str:
     """A C string literal (schema names are identifiers; this keeps any other text safe)."""
     return '"' + "".join(ch if ch.isalnum() or ch in "_. -" else f"\\x{ord(ch):02x}" for ch in s) + '"'
+
+
+def c_bytes(raw: bytes) -> str:
+    """A C string literal of exactly these bytes (each escaped: no hex escape runs into the next byte)."""
+    return '"' + "".join(f"\\x{x:02x}" for x in raw) + '"'
 
 
 @dataclass
@@ -115,19 +105,41 @@ class Lowering:
     def scalar_names(self, st: Struct) -> set[str]:
         out = set()
         for f in st.fields:
-            if isinstance(f.wire, (n.Int, n.Varint)):
+            if isinstance(f.wire, n.Varint) or (isinstance(f.wire, n.Int) and f.wire.kind != "uuid"):
                 out.add(f.name)
             out |= {b.name for b in f.bits}
             if isinstance(f.derived, n.DeltaOf):
                 out.add(f.derived.logical)
         return out
 
+    def is_text(self, r: n.Ref) -> bool:
+        """Whether ``r`` names a string field (held as a str object; compared with a string literal)."""
+        st = self.by_name.get(r.owner)
+        f = next((f for f in st.fields if f.name == r.name), None) if st else None
+        return f is not None and isinstance(f.wire, n.Blob) and f.wire.text
+
+    def param_decl(self, p: n.Ref) -> str:
+        """A parameter of a struct's decoder: an integer, or a borrowed str (a string of an enclosing struct)."""
+        return f"PyObject *a_{p.name}" if self.is_text(p) else f"int64_t a_{p.name}"
+
     def ref(self, r: n.Ref, st: Struct) -> str:
         if r.owner != st.name:
             return f"a_{r.name}"
         if r.name in self.scalar_names(st):
             return f"v_{r.name}"
+        if self.is_text(r):
+            return f"o_{r.name}"
         raise Unsupported(f"{st.name}: a reference to non-scalar {r.name}")
+
+    def text_compare(self, e: n.Compare, st: Struct) -> str:
+        """A string field against a string literal (a str equal to it; None is equal to nothing)."""
+        ref, lit = (e.left, e.right) if isinstance(e.right, n.Const) else (e.right, e.left)
+        if e.op not in ("eq", "ne") or not isinstance(ref, n.Ref) or not isinstance(lit, n.Const):
+            raise Unsupported(f"{st.name}: a string ordered by {e.op}")
+        value = str(lit.value)
+        if not value.isascii():
+            raise Unsupported(f"{st.name}: a comparison with the non-ASCII string {value!r}")
+        return f"{'' if e.op == 'eq' else '!'}kf_str_eq({self.ref(ref, st)}, {c_bytes(value.encode())})"
 
     def expr(self, e: n.Expr, st: Struct) -> str:
         if isinstance(e, n.Const):
@@ -138,6 +150,8 @@ class Lowering:
             return str(e.value)
         if isinstance(e, n.Ref):
             return self.ref(e, st)
+        if isinstance(e, n.Compare) and any(isinstance(getattr(x, "value", None), str) for x in (e.left, e.right)):
+            return self.text_compare(e, st)
         if isinstance(e, n.Compare):
             return f"({self.expr(e.left, st)} {_OPS[e.op]} {self.expr(e.right, st)})"
         if isinstance(e, n.Truthy):
@@ -154,6 +168,7 @@ class Lowering:
         raise Unsupported(f"expression {type(e).__name__} when decoding")
 
     def args(self, callee: str, st: Struct) -> str:
+        """The arguments of a call of ``callee``'s decoder from ``st``'s: the values its parameters name."""
         return "".join(f", {self.ref(p, st)}" for p in self.by_name[callee].params)
 
     def enum_of(self, ref: n.Ref) -> str:
@@ -179,15 +194,14 @@ class Lowering:
                         out.append(Slot(b.name, f"PyBool_FromLong(v_{b.name})"))
                     else:
                         out.append(Slot(b.name, f"PyLong_FromLongLong(v_{b.name})"))
-            elif isinstance(f.wire, (n.Int, n.Varint)) and f.condition is not None:
-                absent = "Py_NewRef(Py_None)"  # an absent field reads as its default, as in the python backend
-                if isinstance(f.default, n.Const) and isinstance(f.default.value, int):
-                    absent = f"PyLong_FromLongLong({int(f.default.value)})"
-                elif f.default is not None and f.default.value is not None:
-                    raise Unsupported(f"{st.name}.{f.name}: a conditional field with a default of {f.default}")
-                out.append(Slot(f.name, f"(h_{f.name} ? PyLong_FromLongLong(v_{f.name}) : {absent})"))
-            elif isinstance(f.wire, (n.Int, n.Varint)):
-                out.append(Slot(f.name, f"PyLong_FromLongLong(v_{f.name})"))
+            elif is_scalar(f.wire) and f.condition is not None:
+                # an absent field reads as its default, as in the python backend
+                out.append(Slot(f.name, f"(h_{f.name} ? {box(f.wire, 'v_' + f.name)} : {absent(st, f)})"))
+            elif is_scalar(f.wire):
+                out.append(Slot(f.name, box(f.wire, f"v_{f.name}")))
+            elif isinstance(f.wire, n.Tagged):  # the unknown tags, then each tagged field
+                out.append(Slot(f.name, f"o_{f.name}"))
+                out += [Slot(t.name, f"o_{t.name}") for t in f.wire.fields]
             else:
                 out.append(Slot(f.name, f"o_{f.name}"))
         for f in st.fields:
@@ -221,14 +235,6 @@ class Lowering:
         return out
 
     def struct(self, st: Struct) -> StructC:
-        if st.repr == "value":
-            raise Unsupported(f"{st.name}: arrays of values")
-        if any(p.owner == "<params>" for p in st.params):
-            raise Unsupported(f"{st.name}: schema parameters")
-        for f in st.fields:
-            why = _not_lowered(f.wire)
-            if why:
-                raise Unsupported(f"{st.name}.{f.name}: {why}")
         g = _StructGen(self, st)
         cls = _camel(st.name) if st.repr == "object" else ""
         return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))
@@ -246,6 +252,54 @@ class Lowering:
         return out
 
 
+def load(w: n.Int, at: str) -> str:
+    """The C expression reading fixed-width scalar ``w`` at ``at`` into an int64_t (a float64: its bits)."""
+    if w.kind == "bool":
+        return f"((*({at})) != 0)"
+    if w.kind == "float64":
+        return f"kf_i64({at})"
+    return f"{_LOAD[(w.width, w.signed)]}({at})"
+
+
+def is_scalar(w: n.Wire) -> bool:
+    """Read into an int64_t local (integers, bools, a float64's bits), boxed when the value is built."""
+    return isinstance(w, n.Varint) or (isinstance(w, n.Int) and w.kind != "uuid")
+
+
+def box(w: n.Wire, var: str) -> str:
+    """The new reference holding scalar ``var`` as the python backend gives it."""
+    kind = w.kind if isinstance(w, n.Int) else "int"
+    return {"bool": "PyBool_FromLong", "float64": "kf_float_from_bits"}.get(kind, "PyLong_FromLongLong") + f"({var})"
+
+
+def py_new(value: object, where: str) -> str:
+    """A C expression giving a new reference to the constant ``value`` (NULL only when out of memory)."""
+    if value is None:
+        return "Py_NewRef(Py_None)"
+    if isinstance(value, bool):
+        return f"PyBool_FromLong({int(value)})"
+    if isinstance(value, int) and -(2**63) < value < 2**63:
+        return f"PyLong_FromLongLong(INT64_C({value}))"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"PyFloat_FromDouble({value!r})"
+    if isinstance(value, (str, bytes)):
+        raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+        lit = c_bytes(raw)
+        if isinstance(value, str):
+            return f'PyUnicode_DecodeUTF8({lit}, {len(raw)}, "surrogateescape")'
+        return f"PyBytes_FromStringAndSize({lit}, {len(raw)})"
+    if value == []:
+        return "PyList_New(0)"
+    raise Unsupported(f"{where}: a default of {value!r}")
+
+
+def absent(st: Struct, f: n.Field) -> str:
+    """The value of a conditional field its condition leaves out: its schema default, else None."""
+    if isinstance(f.default, n.EnumConst):
+        raise Unsupported(f"{st.name}.{f.name}: a conditional field with an enum default")
+    return py_new(f.default.value if f.default is not None else None, f"{st.name}.{f.name}")
+
+
 def _camel(name: str) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
@@ -261,7 +315,7 @@ class _StructGen:
         self.st = st
         self.mode = mode
         self.role = low.column_roles.get(st.name) if mode == "columns" else None
-        self.params = [f"a_{p.name}" for p in st.params]
+        self.params = [low.param_decl(p) for p in st.params]
         self.lines: list[str] = []
         self.objects: list[str] = []  # owned PyObject* locals, released on every exit but success
         self.scalars: list[str] = []
@@ -313,6 +367,8 @@ class _StructGen:
 
     def emit(self) -> str:
         st = self.st
+        if st.requires is not None:  # a version this struct is not defined for: the python backend says so
+            self.w(f"if (!{self.low.expr(st.requires, st)}) FALLBACK;")
         fields = list(st.fields)
         i = 0
         while i < len(fields):
@@ -356,7 +412,12 @@ class _StructGen:
             assert isinstance(f.wire, n.Int)
             if f.name in self.positions:
                 self.w(f"{self.pos_var(f.name)} = pos + {off};")
-            self.w(f"{self.scalar('v_' + f.name)} = {_LOAD[(f.wire.width, f.wire.signed)]}(b + pos + {off});")
+            if f.wire.kind == "uuid":  # 16 bytes, as they are
+                o = self.obj(f"o_{f.name}")
+                self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos + {off}, 16);")
+                self.w(f"if ({o} == NULL) ERROR;")
+            else:
+                self.w(f"{self.scalar('v_' + f.name)} = {load(f.wire, f'b + pos + {off}')};")
             off += f.wire.width
         self.w(f"pos += {size};")
         for f in run:
@@ -392,10 +453,8 @@ class _StructGen:
         elif d.end is not None:
             stop = f"p_{d.end}"
             self.positions.add(d.end)
-        else:
-            if len(self.ends) < 2:
-                raise Unsupported(f"{self.st.name}.{f.name}: a checksum to the end of a struct without a length")
-            stop = self.ends[1]
+        else:  # to the end of the struct's region; without one, of the input it is decoded from
+            stop = self.ends[1] if len(self.ends) > 1 else "end"
         self.w(f"if (cx->verify_crc && (int64_t)kf_{d.algo}(b + {start}, {stop} - {start}) != v_{f.name}) FALLBACK;")
 
     def checks(self, f: n.Field) -> None:
@@ -433,35 +492,116 @@ class _StructGen:
                 self.varint(v, wire, 2)
             else:
                 self.w(f"if ({self.end} - pos < {wire.width}) FALLBACK;", 2)
-                self.w(f"{v} = {_LOAD[(wire.width, wire.signed)]}(b + pos);", 2)
+                self.w(f"{v} = {load(wire, 'b + pos')};", 2)
                 self.w(f"pos += {wire.width};", 2)
             self.w("}")
             if f.const is not None or f.bits:
                 raise Unsupported(f"{self.st.name}.{f.name}: a conditional field with a constant or bits")
             return
-        if f.condition is not None:
-            if not isinstance(wire, n.Blob) or (f.default is not None and f.default.value is not None):
-                raise Unsupported(f"{self.st.name}.{f.name}: a conditional field that is not bytes or has a default")
-            self.w(f"{self.obj('o_' + f.name)} = Py_NewRef(Py_None);")
+        if f.condition is not None:  # absent, its default; present, read as any other
+            o, default = self.obj(f"o_{f.name}"), absent(self.st, f)
+            self.w(f"{o} = {default};")
+            if default != "Py_NewRef(Py_None)":
+                self.w(f"if ({o} == NULL) ERROR;")
             self.w(f"if ({self.low.expr(f.condition, self.st)}) {{")
-            self.w(f"Py_CLEAR(o_{f.name});", 2)
-            self.blob(f, wire, 2)
+            self.w(f"Py_CLEAR({o});", 2)
+            self.value(f, 2)
             self.w("}")
             return
-        if isinstance(wire, n.Int):  # pragma: no cover - always in a run
-            raise Unsupported("a lone integer")
         if isinstance(wire, n.Varint):
             self.varint(f"v_{f.name}", wire, 1)
             self.scalar(f"v_{f.name}")
             self.checks(f)
+        else:
+            self.value(f, 1)
+
+    def value(self, f: n.Field, depth: int) -> None:
+        """A field held as an object: read into ``o_<field>``."""
+        wire = f.wire
+        if isinstance(wire, n.Int):  # a conditional uuid (the others are read in runs)
+            o = self.obj(f"o_{f.name}")
+            self.w(f"if ({self.end} - pos < {wire.width}) FALLBACK;", depth)
+            self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos, {wire.width});", depth)
+            self.w(f"if ({o} == NULL) ERROR;", depth)
+            self.w(f"pos += {wire.width};", depth)
         elif isinstance(wire, n.Blob):
-            self.blob(f, wire, 1)
+            self.blob(f, wire, depth)
         elif isinstance(wire, n.ArrayType):
             self.array(f, wire)
         elif isinstance(wire, n.StructType):
-            if wire.size is not None or wire.nullable:
-                raise Unsupported(f"{self.st.name}.{f.name}: a sized or nullable struct field")
-            self.call(wire.name, f"o_{f.name}", "b", "pos", self.end, "&pos", 1)
+            self.struct_field(f, wire, depth)
+        elif isinstance(wire, n.Switch):
+            self.switch(f, wire, depth)
+        elif isinstance(wire, n.Tagged):
+            self.tagged(f, wire)
+        else:  # pragma: no cover - every wire type is named above
+            raise Unsupported(f"{self.st.name}.{f.name}: {type(wire).__name__}")
+
+    def struct_field(self, f: n.Field, wire: n.StructType, depth: int) -> None:
+        """A nested struct; nullable ones behind their null marker (int8 -1 / uvarint 0: null; 1: present)."""
+        o = self.obj(f"o_{f.name}")
+        if wire.size is not None or (wire.nullable and wire.marker is None):
+            raise Unsupported(f"{self.st.name}.{f.name}: a sized struct field")
+        if wire.marker is None:
+            self.call(wire.name, o, "b", "pos", self.end, "&pos", depth)
+            return
+        m = self.scalar(f"m_{f.name}")
+        if isinstance(wire.marker, n.Varint):
+            self.varint(m, wire.marker, depth)
+        else:
+            self.w(f"if (pos >= {self.end}) FALLBACK;", depth)
+            self.w(f"{m} = b[pos++];", depth)
+        null = 0 if isinstance(wire.marker, n.Varint) else 255
+        self.w(f"if ({m} == {null}) {{", depth)
+        self.w(f"{o} = Py_NewRef(Py_None);", depth + 1)
+        self.w(f"}} else if ({m} == 1) {{", depth)
+        self.call(wire.name, o, "b", "pos", self.end, "&pos", depth + 1)
+        self.w("} else FALLBACK;", depth)
+
+    def switch(self, f: n.Field, wire: n.Switch, depth: int) -> None:
+        """One of several structs, by the selector's value; any other value falls back (the python backend
+        names the known ones)."""
+        o = self.obj(f"o_{f.name}")
+        self.w(f"switch ({self.low.expr(wire.selector, self.st)}) {{", depth)
+        for values, struct in wire.grouped():
+            self.w(" ".join(f"case {v}:" for v in values), depth)
+            self.call(struct, o, "b", "pos", self.end, "&pos", depth + 1)
+            self.w("break;", depth + 1)
+        self.w("default:", depth)
+        self.w("FALLBACK;", depth + 1)
+        self.w("}", depth)
+
+    def tagged(self, f: n.Field, wire: n.Tagged) -> None:
+        """A tagged-field section: known tags decoded (each exactly filling its size), the rest kept as
+        (tag, bytes); tags in increasing order, as the python backend checks."""
+        st, end = self.st, self.end
+        o = self.obj(f"o_{f.name}")
+        self.w(f"{o} = PyList_New(0);")
+        self.w(f"if ({o} == NULL) ERROR;")
+        for t in wire.fields:
+            self.w(f"{self.obj('o_' + t.name)} = {py_new(t.absent, f'{st.name}.{t.name}')};")
+            self.w(f"if (o_{t.name} == NULL) ERROR;")
+        self.w("{")
+        self.w("uint64_t nt_, tag_, size_;", 2)
+        self.w("int64_t last_ = -1;", 2)
+        self.w(f"if (kf_uvarint(b, &pos, {end}, 5, &nt_) || (Py_ssize_t)nt_ > ({end} - pos) / 2) FALLBACK;", 2)
+        self.w("for (uint64_t t_ = 0; t_ < nt_; t_++) {", 2)
+        self.w(f"if (kf_uvarint(b, &pos, {end}, 5, &tag_) || kf_uvarint(b, &pos, {end}, 5, &size_)) FALLBACK;", 3)
+        self.w(f"if ((int64_t)tag_ <= last_ || (Py_ssize_t)size_ > {end} - pos) FALLBACK;", 3)
+        self.w("last_ = (int64_t)tag_;", 3)
+        self.w("Py_ssize_t stop_ = pos + (Py_ssize_t)size_, q_ = pos;", 3)
+        self.w("(void)q_;", 3)
+        for i, t in enumerate(wire.fields):
+            cond = f" && {self.low.expr(t.condition, st)}" if t.condition is not None else ""
+            self.w(f"{'else if' if i else 'if'} (tag_ == {t.tag}{cond}) {{", 3)
+            self.w(f"Py_CLEAR(o_{t.name});", 4)
+            self.call(t.struct, f"o_{t.name}", "b", "pos", "stop_", "&q_", 4)
+            self.w("if (q_ != stop_) FALLBACK;", 4)
+            self.w("}", 3)
+        self.w(f"{'else ' if wire.fields else ''}if (kf_tag_append({o}, tag_, b + pos, stop_ - pos) < 0) ERROR;", 3)
+        self.w("pos = stop_;", 3)
+        self.w("}", 2)
+        self.w("}")
 
     def varint(self, var: str, wire: n.Varint, depth: int, end: str | None = None) -> None:
         end = end or self.end
@@ -470,6 +610,8 @@ class _StructGen:
         self.w(f"if (kf_uvarint(b, &pos, {end}, {wire.max_bytes}, &u_)) FALLBACK;", depth + 1)
         if wire.zigzag:
             self.w(f"{var} = kf_zigzag{wire.bits}(u_);", depth + 1)
+        elif wire.compact:  # Kafka's compact length or count: N + 1 on the wire, 0 for null (-1)
+            self.w(f"{var} = (int64_t)u_ - 1;", depth + 1)
         else:
             self.w(f"{var} = (int64_t)u_;", depth + 1)
         self.w("}", depth)
@@ -547,6 +689,9 @@ class _StructGen:
             self.prefix(nv, wire.count, 1)
         elif not rest:
             raise Unsupported(f"{st.name}.{f.name}: count {wire.count}")
+        null_count = wire.nullable and wire.size is None and not rest
+        if null_count:  # a negative count (compact: 0) is a null array
+            self.w(f"if ({nv} < 0) {{ {self.obj('o_' + f.name)} = Py_NewRef(Py_None); }} else {{")
         if not rest:
             self.w(f"if ({nv} < 0 || {nv} > cx->{wire.limit}) FALLBACK;")
         end = self.end
@@ -573,6 +718,8 @@ class _StructGen:
         self.w("pos = dp_;", 3)
         self.w("}", 2)
         self.w("}")
+        if null_count:
+            self.w("}")
         if isinstance(wire.count, n.CountFrom) and st.fields[-1].name == f.name:
             self.w(f"if (!{nv}) pos = {end};  /* as Kafka: an empty batch's payload is not read */")
         if sized_end is not None:
@@ -799,7 +946,7 @@ class _StructGen:
         head.append("    " + " ".join(unused + ["(void)cx;"]))
         build = self.build()
         free = [f"    Py_XDECREF({o});" for o in self.objects]
-        params = "".join(f", int64_t {p}" for p in self.params)
+        params = "".join(f", {p}" for p in self.params)
         sig = (
             f"static int {'c' if self.mode == 'columns' else 'd'}_{st.name}(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end{params}, "
             "PyObject **out, Py_ssize_t *npos)"
@@ -829,6 +976,9 @@ class _StructGen:
             ]
         slots = self.low.slots(st)
         lines = []
+        if st.repr == "value":  # its one field's value
+            lines += self.take(slots[0], "*out = x_;", "")
+            return lines + ["    *npos = pos;", "    return KF_OK;"]
         if st.repr == "tuple":
             lines.append(f"    PyObject *v_ = PyTuple_New({len(slots)});")
             lines.append("    if (v_ == NULL) ERROR;")
@@ -843,14 +993,14 @@ class _StructGen:
         lines += ["    *out = v_;", "    *npos = pos;", "    return KF_OK;"]
         return lines
 
-    def take(self, s: Slot, store: str) -> list[str]:
+    def take(self, s: Slot, store: str, release: str = "Py_DECREF(v_); ") -> list[str]:
         if s.value.startswith("o_") and s.name in LIST_SLOTS:  # an absent (null) list reads as [], as in python
             return [
                 "    {",
                 f"    PyObject *x_ = {s.value};",
                 f"    {s.value} = NULL;",
                 "    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }",
-                "    if (x_ == NULL) { Py_DECREF(v_); ERROR; }",
+                f"    if (x_ == NULL) {{ {release}ERROR; }}",
                 f"    {store}",
                 "    }",
             ]
@@ -859,7 +1009,7 @@ class _StructGen:
         return [
             "    {",
             f"    PyObject *x_ = {s.value};",
-            "    if (x_ == NULL) { Py_DECREF(v_); ERROR; }",
+            f"    if (x_ == NULL) {{ {release}ERROR; }}",
             f"    {store}",
             "    }",
         ]

@@ -26,7 +26,7 @@ def run(structs: list[n.Struct]) -> list[n.Struct]:
     by_name = {s.name: s for s in structs}
     params: dict[str, list[n.Ref]] = {s.name: [] for s in structs}
     for st in structs:
-        for r in refs((st.fields, st.views, st.wrappers, st.logical)):
+        for r in refs((st.fields, st.views, st.wrappers, st.logical, st.requires)):
             if r.owner != st.name and r not in params[st.name]:
                 params[st.name].append(r)
     # a struct passes on what the structs inside it need from further out

@@ -17,7 +17,7 @@ def compile_package(pkg: Path, flags: tuple[str, ...] = CFLAGS, *, columns: Path
     column buffers into ``columns`` if given; returns the extension files written."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     include = sysconfig.get_paths()["include"]
-    sources = sorted(pkg.glob("*/_native.c"))
+    sources = sorted(pkg.glob("**/_native.c"))  # formats, and Kafka's messages under messages/
     if columns is not None:
         sources.insert(0, HERE / "_columns.c")
     out = []

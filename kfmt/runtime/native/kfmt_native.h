@@ -70,6 +70,27 @@ static inline int64_t kf_zigzag32(uint64_t u) {
     uint32_t v = (uint32_t)u;
     return (int32_t)((v >> 1) ^ (0u - (v & 1u)));
 }
+/* A float64 read as its 8 bytes' big-endian bits (kf_i64), boxed */
+static inline PyObject *kf_float_from_bits(int64_t v) {
+    double d;
+    memcpy(&d, &v, 8);
+    return PyFloat_FromDouble(d);
+}
+
+/* Whether o is a str equal to the ASCII string s (None and anything else are equal to nothing) */
+static inline int kf_str_eq(PyObject *o, const char *s) {
+    return o != NULL && PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, s) == 0;
+}
+
+/* An unknown tagged field kept as the python backend keeps it: (tag, bytes) appended to list */
+static inline int kf_tag_append(PyObject *list, uint64_t tag, const uint8_t *p, Py_ssize_t n) {
+    PyObject *t = Py_BuildValue("(Ky#)", (unsigned long long)tag, (const char *)p, n);
+    if (t == NULL) return -1;
+    int r = PyList_Append(list, t);
+    Py_DECREF(t);
+    return r;
+}
+
 static inline int64_t kf_zigzag64(uint64_t v) { return (int64_t)((v >> 1) ^ (0u - (v & 1u))); }
 static inline int64_t kf_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int64_t kf_wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
