@@ -275,6 +275,7 @@ class View:
     parse: str
     as_: str
     when: Cond | None
+    keep_raw: bool = False  # on_error: raw (the parse failing leaves the bytes, its error in <name>_error)
 
 
 @dataclass(frozen=True)
@@ -627,13 +628,19 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict, synth: dict | None = No
         for vname, vv in m["views"].value.items():
             c = vctx.sub(vname, vv)
             _ident(vname, c)
-            vm = _mapping(vv, c, {"parse": str, "as": str, "when": dict}, required=("parse", "as"))
+            vm = _mapping(vv, c, {"parse": str, "as": str, "when": dict, "on_error": str}, required=("parse", "as"))
+            on_error = vm["on_error"].value if "on_error" in vm else "fail"
+            if on_error not in ("fail", "raw"):
+                raise c.sub("on_error", vm["on_error"]).error(f"'on_error' must be fail or raw, not {on_error!r}")
+            if on_error == "raw" and any(f.name == f"{vname}_error" for f in fields):
+                raise c.error(f"on_error: raw keeps the error in {vname}_error, which is a field's name")
             views.append(
                 View(
                     name=vname,
                     parse=_ident(vm["parse"].value, c.sub("parse", vm["parse"]), "field reference"),
                     as_=_ident(vm["as"].value, c.sub("as", vm["as"]), "struct reference"),
                     when=_cond(vm["when"], c.sub("when", vm["when"])) if "when" in vm else None,
+                    keep_raw=on_error == "raw",
                 )
             )
     return Struct(

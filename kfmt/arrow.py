@@ -303,7 +303,8 @@ def add_decoded(pa, batch, columns: tuple[str, ...]):
     """``batch`` (read with ``topic``, ``key``, ``value`` and ``is_control`` too) with the decoded columns, then
     only ``columns``, in their order: each record of Kafka's own topics decoded by :mod:`kfmt.payloads` as
     JSON text (``{"type", "version", "data"}``), NULL for other topics and control records, and a payload that
-    does not decode NULL with ``payload_error`` saying why (never dropped)."""
+    does not decode NULL with ``payload_error`` saying why (never dropped); one that decodes but for bytes
+    holding a message that do not parse (kept as bytes) says what in ``payload_error`` too."""
     import json
 
     from kfmt.payloads import binding, decode_payload
@@ -324,6 +325,7 @@ def add_decoded(pa, batch, columns: tuple[str, ...]):
             continue
         keys[i] = json.dumps(p.key.to_json()) if p.key else None
         values[i] = json.dumps(p.value.to_json()) if p.value else None
+        errors[i] = "; ".join(p.problems) or None  # decoded, but for bytes holding a message that do not parse
     extra = {"key_decoded": keys, "value_decoded": values, "payload_error": errors}
     arrays = [pa.array(extra[c], pa.string()) if c in extra else batch.column(c) for c in columns]
     return pa.RecordBatch.from_arrays(arrays, schema=projected_schema(pa, columns))

@@ -55,6 +55,11 @@ class Decoded:
         form, bytes as hex, unknown tagged fields under ``_unknownTaggedFields`` when there are any)."""
         return {"type": self.type, "version": self.version, "data": kafka_json(self.data, self.version)}
 
+    def problems(self) -> list[str]:
+        """What in the message did not decode although the message did: bytes holding a message (a consumer
+        group member's subscription or assignment) that do not parse stay bytes, and each says why here."""
+        return _view_errors(self.data, self.type)
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -62,6 +67,11 @@ class Payload:
 
     key: Decoded | None
     value: Decoded | None
+
+    @property
+    def problems(self) -> list[str]:
+        """What in the key and value did not decode (see :meth:`Decoded.problems`), prefixed ``key``/``value``."""
+        return [f"{w}.{p}" for w, d in (("key", self.key), ("value", self.value)) if d for p in d.problems()]
 
 
 #: the schema of control records' values (KRaft's LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion
@@ -165,6 +175,21 @@ def _value(v, kind: str, version: int | None = None):
     if isinstance(v, list):  # structs (kind struct[]:...) and values
         return [kafka_json(x, version) for x in v]
     return kafka_json(v, version)
+
+
+def _view_errors(obj, path: str) -> list[str]:
+    """The errors of views that kept their bytes (``on_error: raw``) anywhere in ``obj``, with where."""
+    if isinstance(obj, list):
+        return [e for i, x in enumerate(obj) for e in _view_errors(x, f"{path}[{i}]")]
+    out = []
+    for name, kafka, kind, _versions in getattr(type(obj), "_kafka_fields", ()):
+        if kind.startswith("view:"):
+            err = getattr(obj, kind.split(":")[1] + "_error", None)
+            if err:
+                out.append(f"{path}.{kafka}: {err}")
+        elif kind.startswith("struct"):
+            out += _view_errors(getattr(obj, name), f"{path}.{kafka}")
+    return out
 
 
 def kafka_json(obj, version: int | None = None):

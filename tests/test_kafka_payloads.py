@@ -414,6 +414,30 @@ def test_dump_reports_a_payload_that_does_not_decode(tmp_path):
     assert r.returncode == 1 and problems[0]["kind"] == "payload" and problems[0]["offset"] == 2
 
 
+def test_a_members_metadata_that_does_not_parse_is_kept_and_reported(tmp_path):
+    """A consumer group member's subscription and assignment that do not parse as ConsumerProtocol stay bytes;
+    the group still decodes, and kfmt dump (exit 1) and the decoded columns say what did not parse, where."""
+    import kfmt
+
+    member = {"member_id": "m-1", "group_instance_id": None, "client_id": "c", "client_host": "/h",
+              "rebalance_timeout": 1, "session_timeout": 2, "subscription": b"\x00\x01\x00", "assignment": b""}  # fmt: skip
+    data = {"protocol_type": "consumer", "generation": 4, "protocol": "range", "leader": "m-1",
+            "current_state_timestamp": 5, "members": [member]}  # fmt: skip
+    value = _i16(3) + _struct(GROUPS / "GroupMetadataValue.json").encode(data, version=3)
+    key = _i16(2) + _struct(GROUPS / "GroupMetadataKey.json").encode({"group": "g"}, version=2)
+    d = tmp_path / "__consumer_offsets-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(key=key, value=value)]))
+    r = _dump(d, "--records", "--no-index")
+    assert r.returncode == 1, r.stderr
+    assert "offset 0: __consumer_offsets record: value.GroupMetadataValue.members[0].subscription: " in r.stderr
+    assert "value.GroupMetadataValue.members[0].assignment: " in r.stderr and "(kept as bytes)" in r.stderr
+    assert "value GroupMetadataValue v3 {protocolType: " in r.stdout  # the rest decoded and shown
+    row = kfmt.read_arrow(str(tmp_path), decode_payloads=True).to_pylist()[0]
+    assert json.loads(row["value_decoded"])["data"]["members"][0]["subscription"] == "000100"
+    assert row["payload_error"].startswith("value.GroupMetadataValue.members[0].subscription: ")
+
+
 def test_read_arrow_decoded_columns(tmp_path):
     """read_arrow(..., decode_payloads=True): key_decoded/value_decoded as JSON text, NULL for other topics;
     a payload that does not decode keeps its row, with payload_error saying why."""
@@ -479,8 +503,17 @@ def test_member_subscriptions_read_as_consumer_protocol():
             m.data.members[0].subscription_decoded is None
             and m.to_json()["data"]["members"][0]["subscription"] == "0102"
         )
-        with pytest.raises(CodecError, match="subscription"):
-            decode_payload("__consumer_offsets", key, group("consumer", sub[:5]), backend=backend)
+        # a member's subscription that does not parse stays bytes, the rest of the group decodes, and it is said
+        p = decode_payload("__consumer_offsets", key, group("consumer", sub[:5]), backend=backend)
+        m = p.value.data.members[0]
+        assert m.subscription == sub[:5] and m.subscription_decoded is None and m.assignment_decoded is not None
+        assert "consumer_protocol_subscription" in m.subscription_decoded_error and m.assignment_decoded_error is None
+        assert p.problems == [f"value.GroupMetadataValue.members[0].subscription: {m.subscription_decoded_error}"]
+        assert p.value.to_json()["data"]["members"][0]["subscription"] == sub[:5].hex()
+        codec, raw = _codec("group_coordinator_value", backend), group("consumer", sub[:5])
+        assert codec.encode(codec.decode(raw, record_type=2), record_type=2) == raw  # the bytes kept, written back
+    with pytest.raises(CodecError, match="members"):  # a member that does not decode: the record does not
+        decode_payload("__consumer_offsets", key, group("consumer", sub)[:-3])
 
 
 @pytest.mark.parametrize("rec", VECTORS["controls"], ids=lambda r: f"{r['topic']}@{r['offset']}")

@@ -260,6 +260,10 @@ def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
          "      - {name: tf, type: tagged_fields}\n", "share tag 1"),
         ("  s:\n    repr: value\n    fields:\n      - {name: a, type: int8}\n      - {name: b, type: int8}\n",
          "repr 'value' is for a struct of one field"),
+        ("  s:\n    fields:\n      - {name: a, type: bytes, length: int16}\n    views:\n"
+         "      v: {parse: a, as: t, on_error: skip}\n", "'on_error' must be fail or raw, not 'skip'"),
+        ("  s:\n    fields:\n      - {name: a, type: bytes, length: int16}\n      - {name: v_error, type: int8}\n"
+         "    views:\n      v: {parse: a, as: t, on_error: raw}\n", "keeps the error in v_error, which is a field"),
     ],
 )  # fmt: skip
 def test_located_errors(tmp_path, body, message):

@@ -336,7 +336,7 @@ def family(specs: list[tuple[dict, str]], name: str, nested=()) -> dict[str, dic
 def _view(structs: dict, owner: str, field: str, inner: Lowering, when: dict) -> None:
     """A view on bytes field ``field`` of each struct ``owner`` (Kafka's names; a message lowered for its classic
     and its flexible versions has two): the message ``inner``, its own int16 version first, as ConsumerProtocol
-    writes it, when ``when`` holds."""
+    writes it, when ``when`` holds; a blob that does not parse stays bytes (``on_error: raw``)."""
 
     def named(f):  # GroupMetadataValue spells its fields in lower camelCase ("subscription")
         return str(f.get("orig_name", "")).lower() == field.lower()
@@ -349,7 +349,9 @@ def _view(structs: dict, owner: str, field: str, inner: Lowering, when: dict) ->
         inner.spec["fields"], inner.name)]})  # fmt: skip
     for host in hosts:
         source = next(f["name"] for f in host["fields"] if named(f))
-        host.setdefault("views", {})[f"{source}_decoded"] = {"parse": source, "as": name, "when": dict(when)}
+        # a member's blob that does not parse stays bytes, its error reported beside it (the rest still reads)
+        host.setdefault("views", {})[f"{source}_decoded"] = {"parse": source, "as": name, "when": dict(when),
+                                                            "on_error": "raw"}  # fmt: skip
 
 
 def _cases(lowered: list[tuple[int, Lowering, str]], where: str) -> dict[int, str]:

@@ -353,6 +353,7 @@ class View:
     source: str
     struct: str
     condition: Expr | None
+    keep_raw: bool = False  # a parse that fails leaves ``name`` None and its error in ``name``_error
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def offsets(spark, path: str):
     group's record before), ``member_details`` (each member's client id and host, its subscribed topics and
     assigned partitions, read from its ConsumerProtocol metadata when the group is a consumer group),
     ``deleted`` (the group removed), where it is in the log; ``undecoded`` the rows whose
-    payload did not decode, with ``payload_error`` (nothing is dropped unsaid)."""
+    payload did not decode whole, with ``payload_error`` (nothing is dropped unsaid)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -424,10 +424,11 @@ def _offsets_job(spark, args, out: _Messages, t0: float) -> int:
     out.say(f"kfmt spark offsets: {n_commits} offset commit(s) of {len(rows)} group partition(s), {n_groups} group "
             f"metadata record(s) ({changes} membership change(s)){' written to ' + args.out if args.out else ''}")  # fmt: skip
     for r in bad[:20]:
-        out.say(f"kfmt spark offsets: __consumer_offsets-{r['log_partition']} offset {r['log_offset']} does not "
-                f"decode: {r['payload_error']}")  # fmt: skip
+        out.say(f"kfmt spark offsets: __consumer_offsets-{r['log_partition']} offset {r['log_offset']}: "
+                f"{r['payload_error']}")  # fmt: skip
     if bad:
-        out.say(f"kfmt spark offsets: {len(bad)} record(s) did not decode (left out of the histories)")
+        out.say(f"kfmt spark offsets: {len(bad)} record(s) did not decode whole (a record that does not decode is "
+                "left out of the histories; a member's metadata that does not parse stays bytes)")  # fmt: skip
         return 1
     out.say(f"done in {time.time() - t0:.1f}s")
     return 0

@@ -473,7 +473,11 @@ class Dump:
             if r.control:
                 value = decode_control(r.control[1], r.value)
                 return Payload(None, value) if value is not None else None
-            return decode_payload(kind, r.key, r.value)
+            p = decode_payload(kind, r.key, r.value)
+            for why in p.problems:  # decoded but for bytes holding a message that do not parse: kept as bytes
+                self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record: {why} (kept as bytes)", pos,
+                             offset=r.offset)  # fmt: skip
+            return p
         except CodecError as e:
             self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record does not decode: {e} (shown raw)", pos,
                          offset=r.offset)  # fmt: skip

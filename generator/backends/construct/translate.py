@@ -335,7 +335,8 @@ def model_fields(f: n.FormatIR, st: n.Struct) -> list[str]:
         if isinstance(x.wire, n.Tagged):
             out += [t.name for t in x.wire.fields]
     out += [x.derived.logical for x in st.fields if isinstance(x.derived, n.DeltaOf)]
-    out += [v.name for v in st.views]
+    for v in st.views:
+        out += [v.name, f"{v.name}_error"] if v.keep_raw else [v.name]
     out += [w.into for w in st.wrappers]
     wb = wrapper_of(f, st.name)
     if wb is not None and wb.timestamps_from:
@@ -425,14 +426,20 @@ def view_decode_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
         vs = f.struct(v.struct)
         minimum = max(vs.min_size, 1)
         cond = py(v.condition) if v.condition is not None else "True"
-        out += [
-            f"if {cond}:",
-            f"    if {v.source} is None or len({v.source}) < {minimum}:",
-            f'        raise _InvalidValueError("{v.source} must hold a {v.struct} of at least {minimum} bytes", path={f"{st.name}.{v.name}"!r})',
-            f"    {v.name}, _ = _decode_{v.struct}({v.source}, 0, len({v.source}), opts{args(vs)})",
-            "else:",
-            f"    {v.name} = None",
+        body = [
+            f"if {v.source} is None or len({v.source}) < {minimum}:",
+            f'    raise _InvalidValueError("{v.source} must hold a {v.struct} of at least {minimum} bytes", path={f"{st.name}.{v.name}"!r})',
+            f"{v.name}, _ = _decode_{v.struct}({v.source}, 0, len({v.source}), opts{args(vs)})",
         ]
+        if v.keep_raw:  # on_error: raw: the bytes stay, the error is kept beside them
+            body = [
+                "try:",
+                *("    " + x for x in body),
+                "except _CodecError as e_:",
+                f"    {v.name}, {v.name}_error = None, str(e_)",
+            ]
+            out.append(f"{v.name}_error = None")
+        out += [f"if {cond}:", *("    " + x for x in body), "else:", f"    {v.name} = None"]
     return out
 
 

@@ -14,6 +14,12 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _view(v, owner: str) -> str:
+    when = f" when {expr(v.condition, owner)}" if v.condition is not None else ""
+    fails = f"kept as bytes, why in `{v.name}_error`" if v.keep_raw else "an error"
+    return f"\n`{v.source}` is read as a `{v.struct}` into `{v.name}`{when} (bytes that do not hold one: {fails})."
+
+
 def emit(fmt: Format) -> dict[str, str]:
     f = fmt.ir
     out = [
@@ -45,6 +51,7 @@ def emit(fmt: Format) -> dict[str, str]:
             out.append(f"| {at} | `{fl.name}` | {_cell(wire(fl.wire, st.name))} | {_cell('; '.join(notes))} |")
         for w in st.wrappers:
             out.append(f"\n`{w.source}` holds compressed `{w.struct}` entries when {expr(w.condition, st.name)}.")
+        out += [_view(v, st.name) for v in st.views]
     for e in f.enums:
         out += ["", f"## enum {e.name}", "", ", ".join(f"{k} = {v}" for k, v in e.values)]
     return {"FIELDS.md": "\n".join(out) + "\n"}

@@ -207,7 +207,10 @@ class Lowering:
         for f in st.fields:
             if isinstance(f.derived, n.DeltaOf):
                 out.append(Slot(f.derived.logical, f"PyLong_FromLongLong(v_{f.derived.logical})"))
-        out += [Slot(v.name, f"o_{v.name}") for v in st.views]
+        for v in st.views:  # on_error: raw: a parse that fails hands the bytes to python, which keeps its error
+            out += [Slot(v.name, f"o_{v.name}")] + (
+                [Slot(f"{v.name}_error", "Py_NewRef(Py_None)")] if v.keep_raw else []
+            )
         out += [Slot(w.into, f"o_{w.into}") for w in st.wrappers]
         if st.name in self.wrapped_ts:
             out.append(Slot(f"wire_{self.wrapped_ts[st.name]}", "Py_NewRef(Py_None)"))

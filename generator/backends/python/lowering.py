@@ -121,6 +121,11 @@ def _pyrepr(v) -> str:
     return repr(v)
 
 
+def _view_slots(v) -> list[str]:
+    """A view's slots: its value, and with ``on_error: raw`` why its parse failed (None: it did not)."""
+    return [v.name, f"{v.name}_error"] if v.keep_raw else [v.name]
+
+
 def _field_default(f: Field) -> str:
     """A plain field's default in the value class: its schema default, a uuid's zero (Kafka's
     ``Uuid.ZERO_UUID``), else None (the encoder then says the value is missing)."""
@@ -299,8 +304,7 @@ class Builder(Validator):
         for f in st.fields:
             if f.derive and f.derive.func == "delta_of":
                 model.append((f.derive.target, "None"))
-        for v in st.views:
-            model.append((v.name, "None"))
+        model += [(x, "None") for v in st.views for x in _view_slots(v)]
         wrapped_by = self.wrapped_by(name)
         for f in st.fields:
             if f.wraps:
@@ -344,6 +348,7 @@ class Builder(Validator):
                         cond=py(vt.condition) if (vt := self.ir.struct(st.name).view(v.name)).condition else "True",
                         path=f"{path}.{v.name}",
                         tuple=vst.repr == "tuple",
+                        keep_raw=v.keep_raw,
                     ),
                 )
             )

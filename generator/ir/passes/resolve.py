@@ -164,7 +164,8 @@ def run(schema: Schema) -> tuple[list[n.Struct], Scope]:
                 orig_name=st.orig_name,
                 doc=st.doc,
                 views=tuple(
-                    n.View(v.name, v.parse, v.as_, scope.cond(name, v.when) if v.when else None) for v in st.views
+                    n.View(v.name, v.parse, v.as_, scope.cond(name, v.when) if v.when else None, v.keep_raw)
+                    for v in st.views
                 ),
                 requires=scope.cond(name, st.requires) if st.requires else None,
             )
