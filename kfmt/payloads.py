@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import functools
 import importlib
+import os
 from dataclasses import dataclass
 
 from kfmt.formats import default_backend
@@ -98,9 +99,14 @@ def binding(topic_or_kind: str) -> Binding | None:
 
 def _codec(schema: str, backend: str | None = None):
     """A message schema's codec in ``backend``; None: the default backend (native where its extension was
-    built, else python, as for the record formats)."""
+    built, else python, as for the record formats; ``KFMT_BACKEND`` read on each call)."""
     if backend is not None:
         return _module(schema, backend)
+    return _default_codec(schema, os.environ.get("KFMT_BACKEND"))
+
+
+@functools.lru_cache(maxsize=None)
+def _default_codec(schema: str, _env: str | None):
     name = default_backend()
     if name == "native":
         try:
@@ -115,14 +121,21 @@ def _module(schema: str, backend: str):
     return importlib.import_module(f"generated.messages.{schema}.{backend}")
 
 
+@functools.lru_cache(maxsize=None)
+def _shape(cls) -> tuple[str | None, str]:
+    """A family root class's version field (``version`` or ``record_type``; None for control records, whose
+    version is 0) and the field holding its message."""
+    fields = cls._fields
+    return next((f for f in ("version", "record_type") if f in fields), None), fields[-1]
+
+
 def _message(root, what: str) -> Decoded:
     """A family root (its version or record type, then the message its switch chose) as a Decoded."""
-    fields = type(root)._fields
-    version = next((getattr(root, f) for f in ("version", "record_type") if f in fields), 0)  # control: 0
+    version_field, message = _shape(type(root))
     if getattr(root, "frame_version", 1) != 1:
         raise InvalidValueError(f"frame version {root.frame_version} (Kafka reads only frame version 1)", path=what)
-    data = getattr(root, fields[-1])
-    return Decoded(type(data)._kafka_name, version, data)
+    data = getattr(root, message)
+    return Decoded(type(data)._kafka_name, getattr(root, version_field) if version_field else 0, data)
 
 
 def decode_key(topic_or_kind: str, key, *, backend: str | None = None) -> Decoded | None:
