@@ -131,7 +131,7 @@ def _shape(cls) -> tuple[str | None, str]:
 
 def _message(root, what: str) -> Decoded:
     """A family root (its version or record type, then the message its switch chose) as a Decoded."""
-    version_field, message = _shape(type(root))
+    version_field, message = _shape(type(root))  # type: ignore[arg-type]  # classes are hashable
     if getattr(root, "frame_version", 1) != 1:
         raise InvalidValueError(f"frame version {root.frame_version} (Kafka reads only frame version 1)", path=what)
     data = getattr(root, message)
