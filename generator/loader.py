@@ -315,6 +315,7 @@ class Schema:
     fingerprint: str = ""
     sources: tuple[bytes, ...] = ()
     params: tuple[tuple[str, str], ...] = ()  # (name, integer type): values the caller passes to decode and encode
+    trailing: str = "exact"  # bytes after the root: an error (exact), or what Kafka's reader ignores (ignore)
 
 
 # ---------------------------------------------------------------- parsing
@@ -322,6 +323,7 @@ LIBRARY_KEYS = {"library": bool, "doc": str, "doc_ref": str, "types": dict, "enu
 _TOP_KEYS = {
     "doc": str, "doc_ref": str, "magic": int, "auto_detect": bool, "imports": list, "root": str,
     "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict, "params": dict,
+    "trailing": str,
 }  # fmt: skip
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
@@ -816,7 +818,7 @@ def _extends(m: dict, ctx0: _Ctx, sid: str, schema_dir: Path, chain: tuple[str, 
     parts.imports.extend(x for x in parent.imports if x not in parts.imports)
     parts.sources.extend(parent.sources)
     parts.inherited = {"doc": parent.doc, "doc_ref": parent.doc_ref, "magic": parent.magic,
-                       "auto_detect": parent.auto_detect, "root": parent.root}  # fmt: skip
+                       "auto_detect": parent.auto_detect, "root": parent.root, "trailing": parent.trailing}  # fmt: skip
 
 
 def _structs(m: dict, ctx0: _Ctx, parts: _Parts) -> dict[str, Struct]:
@@ -899,6 +901,7 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
         imports=tuple(parts.imports),
         sources=tuple(parts.sources),
         params=_params(m.get("params"), ctx0.sub("params", m.get("params"))),
+        trailing=_trailing(top_value("trailing", "exact"), ctx0.sub("trailing", m.get("trailing"))),
     )
     schema._types = parts.types  # type: ignore[attr-defined]
     schema._raw_structs = parts.raw  # type: ignore[attr-defined]
@@ -1030,6 +1033,12 @@ def _apply_override(base: _Located, ov: _Located, ctx: _Ctx) -> _Located:
     return _Located(value, base.line)
 
 
+def _trailing(value: str, ctx) -> str:
+    if value not in ("exact", "ignore"):
+        raise ctx.error(f"'trailing' must be exact or ignore, not {value!r}")
+    return value
+
+
 def wire_fingerprint(schema: Schema) -> str:
     """sha256 of the wire-relevant canonical form (docs and original names stripped)."""
 
@@ -1046,6 +1055,8 @@ def wire_fingerprint(schema: Schema) -> str:
                 d.pop("marker")
             if isinstance(o, Struct) and o.requires is None:
                 d.pop("requires")
+            if isinstance(o, View) and not o.keep_raw:
+                d.pop("keep_raw")
             return d
         if isinstance(o, bytes):
             return o.hex()
@@ -1057,6 +1068,7 @@ def wire_fingerprint(schema: Schema) -> str:
 
     canon = {
         **({"params": [list(p) for p in schema.params]} if schema.params else {}),
+        **({"trailing": schema.trailing} if schema.trailing != "exact" else {}),
         "magic": schema.magic,
         "root": schema.root,
         "structs": strip(schema.structs),

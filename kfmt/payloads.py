@@ -12,6 +12,7 @@ values. A null value is a tombstone.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import importlib
 import os
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from kfmt.formats import default_backend
 from kfmt.runtime.errors import CodecError, InvalidValueError
+from kfmt.runtime.options import DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -50,16 +52,23 @@ class Decoded:
     type: str
     version: int
     data: object
+    trailing: bytes = b""  # bytes after the message that Kafka's reader ignores (kept, and a problem)
 
     def to_json(self) -> dict:
         """``{"type": ..., "version": N, "data": {<field as Kafka names it>: value}}`` (uuids in Kafka's base64
-        form, bytes as hex, unknown tagged fields under ``_unknownTaggedFields`` when there are any)."""
-        return {"type": self.type, "version": self.version, "data": kafka_json(self.data, self.version)}
+        form, bytes as hex, unknown tagged fields under ``_unknownTaggedFields`` when there are any), and
+        ``"trailing"`` (hex) when bytes Kafka's reader ignores follow the message."""
+        out = {"type": self.type, "version": self.version, "data": kafka_json(self.data, self.version)}
+        return out | ({"trailing": self.trailing.hex()} if self.trailing else {})
 
     def problems(self) -> list[str]:
         """What in the message did not decode although the message did: bytes holding a message (a consumer
-        group member's subscription or assignment) that do not parse stay bytes, and each says why here."""
-        return _view_errors(self.data, self.type)
+        group member's subscription or assignment) that do not parse stay bytes, and each says why here; so do
+        bytes after the message that Kafka's reader ignores."""
+        out = _view_errors(self.data, self.type)
+        if self.trailing:
+            out.append(f"{self.type}: {len(self.trailing)} byte(s) follow it (Kafka's reader ignores them; kept)")
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ def decode_control(control_type: int, value, *, backend: str | None = None) -> D
     if control_type not in CONTROL_TYPES or value is None:
         return None
     try:
-        return _message(_codec(CONTROL_SCHEMA, backend).decode(bytes(value), control_type=control_type), "value")
+        return _decode(_codec(CONTROL_SCHEMA, backend), bytes(value), "value", control_type=control_type)
     except CodecError as e:
         raise e.under("value") from None
 
@@ -129,6 +138,16 @@ def _shape(cls) -> tuple[str | None, str]:
     return next((f for f in ("version", "record_type") if f in fields), None), fields[-1]
 
 
+def _decode(codec, data: bytes, what: str, **params) -> Decoded:
+    """A key or value decoded whole; where Kafka's reader ignores bytes after the message (the schema's
+    ``trailing: ignore``: coordinator records, control records), they are kept and reported, not refused."""
+    if codec.TRAILING == "exact":
+        return _message(codec.decode(data, **params), what)
+    root, end = codec.decode_from(data, 0, len(data), DEFAULT_OPTIONS, **params)
+    d = _message(root, what)
+    return d if end == len(data) else dataclasses.replace(d, trailing=data[end:])
+
+
 def _message(root, what: str) -> Decoded:
     """A family root (its version or record type, then the message its switch chose) as a Decoded."""
     version_field, message = _shape(type(root))  # type: ignore[arg-type]  # classes are hashable
@@ -142,7 +161,7 @@ def decode_key(topic_or_kind: str, key, *, backend: str | None = None) -> Decode
     b = BINDINGS[topic_or_kind]
     if key is None or b.key is None:
         return None
-    return _message(_codec(b.key, backend).decode(bytes(key)), "key")
+    return _decode(_codec(b.key, backend), bytes(key), "key")
 
 
 def decode_payload(topic_or_kind: str, key, value, *, backend: str | None = None) -> Payload:
@@ -164,7 +183,7 @@ def decode_payload(topic_or_kind: str, key, value, *, backend: str | None = None
         kwargs[b.param] = k.version
     codec = _codec(b.value, backend)
     try:
-        return Payload(k, _message(codec.decode(bytes(value), **kwargs), "value"))
+        return Payload(k, _decode(codec, bytes(value), "value", **kwargs))
     except CodecError as e:
         raise e.under("value") from None
 
@@ -199,7 +218,7 @@ def _view_errors(obj, path: str) -> list[str]:
         if kind.startswith("view:"):
             err = getattr(obj, kind.split(":")[1] + "_error", None)
             if err:
-                out.append(f"{path}.{kafka}: {err}")
+                out.append(f"{path}.{kafka}: {err} (kept as bytes)")
         elif kind.startswith("struct"):
             out += _view_errors(getattr(obj, name), f"{path}.{kafka}")
     return out

@@ -438,6 +438,38 @@ def test_a_members_metadata_that_does_not_parse_is_kept_and_reported(tmp_path):
     assert row["payload_error"].startswith("value.GroupMetadataValue.members[0].subscription: ")
 
 
+def test_bytes_after_a_message_as_kafkas_readers_treat_them(tmp_path):
+    """CoordinatorRecordSerde and ControlRecordUtils read a message and ignore what follows it; MetadataRecordSerde
+    refuses it ("Found N byte(s) of garbage after ..."). So kfmt: a coordinator or control record with bytes
+    after its message decodes, the bytes kept and reported; a metadata record with them does not decode."""
+    import kfmt
+    from kfmt.payloads import decode_control
+    from kfmt.runtime.errors import CodecError
+
+    rec = next(r for r in VECTORS["records"] if r["key"] and r["key"].startswith("0001"))  # an offset commit
+    key, value = bytes.fromhex(rec["key"]), bytes.fromhex(rec["value"])
+    for backend in BACKENDS:
+        assert _codec("group_coordinator_value", backend).TRAILING == "ignore"
+        assert _codec("kraft_metadata", backend).TRAILING == "exact"
+        p = decode_payload("__consumer_offsets", key, value + b"\x01\x02\x03", backend=backend)
+        assert p.value.type == "OffsetCommitValue" and p.value.trailing == b"\x01\x02\x03"
+        assert p.problems == ["value.OffsetCommitValue: 3 byte(s) follow it (Kafka's reader ignores them; kept)"]
+        assert p.value.to_json()["trailing"] == "010203" and "trailing" not in decode_payload(
+            "__consumer_offsets", key, value, backend=backend).value.to_json()  # fmt: skip
+        ctl = next(r for r in VECTORS["controls"])
+        d = decode_control(int(ctl["key"][4:8], 16), bytes.fromhex(ctl["value"]) + b"\x00", backend=backend)
+        assert d.trailing == b"\x00" and d.problems()
+        meta = bytes.fromhex(next(r["value"] for r in VECTORS["records"] if r["value"].startswith("010301")))
+        with pytest.raises(CodecError, match="1 bytes follow"):
+            decode_payload("__cluster_metadata", None, meta + b"\x00", backend=backend)
+    d = tmp_path / "__consumer_offsets-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(key=key, value=value + b"\x07")]))
+    r = _dump(d, "--records", "--no-index")
+    assert r.returncode == 1 and "offset 0: __consumer_offsets record: value.OffsetCommitValue: 1 byte(s) follow" \
+        in r.stderr and "value OffsetCommitValue v3 {offset: " in r.stdout  # fmt: skip
+
+
 def test_read_arrow_decoded_columns(tmp_path):
     """read_arrow(..., decode_payloads=True): key_decoded/value_decoded as JSON text, NULL for other topics;
     a payload that does not decode keeps its row, with payload_error saying why."""
@@ -508,7 +540,9 @@ def test_member_subscriptions_read_as_consumer_protocol():
         m = p.value.data.members[0]
         assert m.subscription == sub[:5] and m.subscription_decoded is None and m.assignment_decoded is not None
         assert "consumer_protocol_subscription" in m.subscription_decoded_error and m.assignment_decoded_error is None
-        assert p.problems == [f"value.GroupMetadataValue.members[0].subscription: {m.subscription_decoded_error}"]
+        assert p.problems == [
+            f"value.GroupMetadataValue.members[0].subscription: {m.subscription_decoded_error} (kept as bytes)"
+        ]
         assert p.value.to_json()["data"]["members"][0]["subscription"] == sub[:5].hex()
         codec, raw = _codec("group_coordinator_value", backend), group("consumer", sub[:5])
         assert codec.encode(codec.decode(raw, record_type=2), record_type=2) == raw  # the bytes kept, written back

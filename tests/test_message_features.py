@@ -276,3 +276,14 @@ def test_located_errors(tmp_path, body, message):
     with pytest.raises(SchemaError, match=message) as e:
         generate(tmp_path / "s", tmp_path / "out")
     assert "bad.yaml:" in str(e.value)
+
+
+def test_trailing_must_be_exact_or_ignore(tmp_path):
+    from generator.driver import generate
+    from generator.loader import SchemaError
+
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "bad.yaml").write_text("doc: bad\nroot: s\ntrailing: skip\nstructs:\n  s:\n    fields:\n"
+                                             "      - {name: x, type: int8}\n")  # fmt: skip
+    with pytest.raises(SchemaError, match=r"bad.yaml:3 trailing: 'trailing' must be exact or ignore, not 'skip'"):
+        generate(tmp_path / "s", tmp_path / "out")

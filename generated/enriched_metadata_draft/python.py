@@ -33,6 +33,7 @@ from .model import Message
 FORMAT_ID = "enriched_metadata_draft"
 MAGIC = 1
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "39e19d56c475db893a820daf5c788bbe91ab551caf466cad6b7a4388c70379c7"
 WIRE_FINGERPRINT = "7665e412fe1dd98c3c33a531db0b00d386240e02aa7453d239c1ee89e2621378"
 ROOT = Message

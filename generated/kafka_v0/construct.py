@@ -35,6 +35,7 @@ from .model import Message
 
 FORMAT_ID = "kafka_v0"
 MAGIC = 0
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 
 _INNER_message = _struct.Struct(">i")  # where an inner entry's length is
 

@@ -29,6 +29,7 @@ from .model import Message
 FORMAT_ID = "kafka_v0"
 MAGIC = 0
 AUTO_DETECT = True
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "3fde5036bbb5a76ea8b9693a88d1e160287a44c8203ff9db8d3b4e36ed1f1697"
 WIRE_FINGERPRINT = "55994c525e034f8311cab63353e7457627e25a5c4ed85608e12ce6e4bbe7ed61"
 ROOT = Message

@@ -35,6 +35,7 @@ from .model import Message
 
 FORMAT_ID = "kafka_v1"
 MAGIC = 1
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 
 _INNER_message = _struct.Struct(">i")  # where an inner entry's length is
 

@@ -29,6 +29,7 @@ from .model import Message
 FORMAT_ID = "kafka_v1"
 MAGIC = 1
 AUTO_DETECT = True
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "15d0d8795d5315c03fd61298692f224bde4bbfab105d1dc18564213f1ee7ac64"
 WIRE_FINGERPRINT = "23dcd131ae497c2cc195d3cdd4e0f89edd022ed3126768a95f4ba89a80fb6194"
 ROOT = Message

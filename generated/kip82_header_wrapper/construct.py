@@ -33,6 +33,7 @@ from .model import Message
 
 FORMAT_ID = "kip82_header_wrapper"
 MAGIC = 2
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 
 
 _ENUM_codec = {

@@ -26,6 +26,7 @@ from .model import Message
 FORMAT_ID = "kip82_header_wrapper"
 MAGIC = 2
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a message: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "2677f7542a70d9c582cdd786e76df46612807c0bb77b69320d9d7501216ac79e"
 WIRE_FINGERPRINT = "1f6a5e03635a67203b8aa7c3bd30c16f7d7af5657e4dbc6de00a7a81e851acfd"
 ROOT = Message

@@ -37,6 +37,7 @@ from .model import Message, MessageSet
 
 FORMAT_ID = "kip98_draft"
 MAGIC = 2
+TRAILING = "exact"  # bytes after a message_set: an error, as Kafka's reader says (decode raises)
 
 
 _ENUM_codec = {

@@ -28,6 +28,7 @@ from .python import (
     ROLE,
     ROOT,
     SCHEMA_SHA256,
+    TRAILING,
     WIRE_FINGERPRINT,
     WRAP_OFFSETS,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ROLE",
     "ROOT",
     "SCHEMA_SHA256",
+    "TRAILING",
     "WIRE_FINGERPRINT",
     "WRAP_OFFSETS",
     "decode",

@@ -32,6 +32,7 @@ from .model import Message, MessageSet
 FORMAT_ID = "kip98_draft"
 MAGIC = 2
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a message_set: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "67316901b11a796fcc47b3914e56871bdafcbe308900249a2fd57289fe07f18a"
 WIRE_FINGERPRINT = "e60f30e482df32888d55525486ddf5c0c1922ba4ee358231843d5bca34cb01f1"
 ROOT = MessageSet

@@ -398,9 +398,11 @@ def _coordinator_family(keys: dict, values: dict, name: str) -> tuple[dict, dict
                        "fields": [{"name": "record_type", "type": "int16", "orig_name": "version"},
                                   {"name": "key", "type": {"switch": "record_type", "cases": _cases(kc, "keys")}}]}  # fmt: skip
     refs = ", ".join(k.where for k in kl)
-    key = {"doc": _doc(kl, "a coordinator's record keys"), "doc_ref": refs, "root": kroot, "structs": kstructs}
+    # CoordinatorRecordSerde reads a key and a value without checking that nothing follows them
+    key = {"doc": _doc(kl, "a coordinator's record keys"), "doc_ref": refs, "root": kroot, "trailing": "ignore",
+           "structs": kstructs}  # fmt: skip
     value = _by_param(vl, vc, vstructs, vroot, "record_type", "a coordinator's record values", "the key's record type")
-    return key, value
+    return key, value | {"trailing": "ignore"}
 
 
 def _by_version(classic: Lowering, structs: dict) -> str:
@@ -441,7 +443,7 @@ def control_family(specs: list[tuple[int, dict, str]], name: str) -> dict:
                      "fields": [{"name": "value", "type": {"switch": "control_type", "cases": cases}}]}  # fmt: skip
     return {"doc": _doc(lows, "control records' values (ControlRecordUtils, version 0)"),
             "doc_ref": ", ".join(x.where for x in lows), "root": name, "params": {"control_type": "int16"},
-            "structs": structs}  # fmt: skip
+            "trailing": "ignore", "structs": structs}  # ControlRecordUtils does not check what follows  # fmt: skip
 
 
 def lower(text: str, where: str) -> dict:

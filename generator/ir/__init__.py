@@ -39,4 +39,5 @@ def build(schema: Schema, *, until: str | None = None) -> FormatIR:
         structs=tuple(structs),
         enums=tuple(nodes.Enum(e.name, e.values, e.doc) for e in schema.enums.values()),
         fingerprint=schema.fingerprint,
+        trailing=schema.trailing,  # type: ignore[arg-type]
     )

@@ -430,6 +430,7 @@ class FormatIR:
     structs: tuple[Struct, ...]  # dependencies first, the root last
     enums: tuple[Enum, ...]
     fingerprint: str
+    trailing: Literal["exact", "ignore"] = "exact"  # bytes after the root: an error, or what Kafka ignores
 
     def struct(self, name: str) -> Struct:
         return next(s for s in self.structs if s.name == name)

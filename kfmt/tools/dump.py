@@ -472,11 +472,11 @@ class Dump:
         try:
             if r.control:
                 value = decode_control(r.control[1], r.value)
-                return Payload(None, value) if value is not None else None
-            p = decode_payload(kind, r.key, r.value)
-            for why in p.problems:  # decoded but for bytes holding a message that do not parse: kept as bytes
-                self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record: {why} (kept as bytes)", pos,
-                             offset=r.offset)  # fmt: skip
+                p = Payload(None, value) if value is not None else None
+            else:
+                p = decode_payload(kind, r.key, r.value)
+            for why in p.problems if p else ():  # decoded, but not all of it: what was kept undecoded, and why
+                self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record: {why}", pos, offset=r.offset)
             return p
         except CodecError as e:
             self.problem(seg.path, "payload", f"offset {r.offset}: {kind} record does not decode: {e} (shown raw)", pos,

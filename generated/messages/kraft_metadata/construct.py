@@ -69,6 +69,7 @@ from .model import (
 
 FORMAT_ID = "kraft_metadata"
 MAGIC = None
+TRAILING = "exact"  # bytes after a kraft_metadata_record: an error, as Kafka's reader says (decode raises)
 
 
 def _wrap64(v):

@@ -65,6 +65,7 @@ from .model import (
 FORMAT_ID = "kraft_metadata"
 MAGIC = None
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a kraft_metadata_record: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "49ec642f8f72a23545f4bc1df76841310984ca41ca84a8737d3dcf7a666c6c5f"
 WIRE_FINGERPRINT = "129dfd26c5f7384557bf9fa51637378e294ec82f3265d583733ca34d0dba723c"
 ROOT = KraftMetadataRecord

@@ -29,6 +29,7 @@ from .model import ProducerEntry, ProducerSnapshot
 
 FORMAT_ID = "producer_snapshot"
 MAGIC = None
+TRAILING = "exact"  # bytes after a producer_snapshot: an error, as Kafka's reader says (decode raises)
 
 
 def _wrap64(v):

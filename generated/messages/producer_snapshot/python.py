@@ -26,6 +26,7 @@ from .model import ProducerEntry, ProducerSnapshot
 FORMAT_ID = "producer_snapshot"
 MAGIC = None
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a producer_snapshot: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "fdfcf72a85453ade09b0a0dc40dcede7ac88e5f180fb76024faf8b0773b010f9"
 WIRE_FINGERPRINT = "3dd8b1e9e958ce04bbeca44e821ffdfbc0699a2af73482fb29b7b320ac176419"
 ROOT = ProducerSnapshot

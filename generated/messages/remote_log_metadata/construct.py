@@ -45,6 +45,7 @@ from .model import (
 
 FORMAT_ID = "remote_log_metadata"
 MAGIC = None
+TRAILING = "exact"  # bytes after a remote_log_metadata_record: an error, as Kafka's reader says (decode raises)
 
 
 def _wrap64(v):

@@ -41,6 +41,7 @@ from .model import (
 FORMAT_ID = "remote_log_metadata"
 MAGIC = None
 AUTO_DETECT = False
+TRAILING = "exact"  # bytes after a remote_log_metadata_record: an error, as Kafka's reader says (decode raises)
 SCHEMA_SHA256 = "e861963e790309e8dd651ccf44b8a0802bcf0d502b51389c8334aabac77f6fa2"
 WIRE_FINGERPRINT = "88e319391db4a06773eb6dedacaf69bc5b518ddb32955f9255b469888202c9f3"
 ROOT = RemoteLogMetadataRecord

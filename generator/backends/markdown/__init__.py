@@ -32,6 +32,8 @@ def emit(fmt: Format) -> dict[str, str]:
         "",
         f"Magic {f.magic if f.magic is not None else '-'}; a log entry is one `{f.root}`. Source: {_cell(f.doc_ref)}.",
     ]
+    if f.trailing == "ignore":
+        out += ["", "Bytes after the root: ignored by Kafka's reader (kfmt.payloads reports and keeps them)."]
     for st in reversed(f.structs):  # the root first
         size = f"{st.fixed_size} bytes" if st.fixed_size is not None else f"at least {st.min_size} bytes"
         out += ["", f"## {st.name}", "", f"{_cell(st.doc) or st.role} ({st.role}, {size})", ""]

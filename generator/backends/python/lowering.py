@@ -84,6 +84,7 @@ class FormatIR:
     enums: list[tuple[str, list[tuple[int, str]]]]
     wrap_offsets: str | None = None  # how a root wrapper numbers its inner messages (None: not a wrapper format)
     index_offsets: bool = False  # the root encoder numbers a value without an offset by its index
+    trailing: str = "exact"  # the schema's policy for bytes after the root
     magic_offset: int | None = None  # where the root's magic byte is (decode_run dispatches on it)
     params: tuple[str, ...] = ()  # the schema's parameters: keyword-only arguments of the entry points
 
@@ -1070,6 +1071,7 @@ def build(b: Builder) -> FormatIR:
         doc_ref=schema.doc_ref,
         magic=schema.magic,
         auto_detect=schema.auto_detect,
+        trailing=schema.trailing,
         root=schema.root,
         sha256=schema.sha256,
         fingerprint=schema.fingerprint,
