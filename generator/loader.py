@@ -171,6 +171,14 @@ def _ident(name, ctx: _Ctx, what="name", *, reserved: bool = True) -> str:
     return name
 
 
+def _enum_value(name, ctx: _Ctx) -> str:
+    """An enum value: a name as the source spells it (``gzip``, Kafka's ``CompleteCommit``), letters, digits
+    and underscores, at most 64 characters; it is data (a string), never a Python name."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
+        raise ctx.error(f"enum value {name!r} must be letters, digits and underscores (at most 64), a letter first")
+    return name
+
+
 def _text(value, ctx: _Ctx, limit=4000) -> str:
     if value is None:
         return ""
@@ -267,6 +275,7 @@ class Field:
     tags: tuple[Field, ...] = ()  # type TAGGED: the struct's tagged fields, by tag (type: their value struct)
     absent: Any = None  # a tagged field: its value when its tag is not written (never written when equal)
     marker: str | None = None  # a nullable struct without a length: its null marker, int8 (-1/1) or uvarint (0/1)
+    enum: str | None = None  # an enum-typed whole field: read as its one bit view <name> over every bit
 
 
 @dataclass(frozen=True)
@@ -328,7 +337,7 @@ _TOP_KEYS = {
 _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
     "count": str, "default": (int, str, bool, float), "const": int, "derive": dict, "bits": list,
-    "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int, "marker": str,
+    "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int, "marker": str, "enum": str,
 }  # fmt: skip
 _TYPE_KEYS = {"type": str, "doc": str, "length": str, "nullable": bool, "max": int}
 _STRUCT_KEYS = {
@@ -502,6 +511,8 @@ def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict |
                     else None,
                 )
             )
+    if "enum" in m:
+        name, bits = _enum_field(name, t, array, m, ctx)
     return Field(
         name=name,
         type=t,
@@ -524,7 +535,21 @@ def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict |
         cases=switch[1] if switch else (),
         tag=_int(get["tag"], ctx.sub("tag", m["tag"]), 0, 2**31 - 1) if "tag" in get else None,
         marker=_marker(get, ctx),
+        enum=get.get("enum"),
     )
+
+
+def _enum_field(name: str, t: str, array: bool, m: dict, ctx: _Ctx) -> tuple[str, list[Bit]]:
+    """An enum-typed whole field (``enum: <enum>`` on an integer field): the wire field ``<name>_id`` with one
+    bit view ``<name>`` over all its bits, so that every backend reads the enum's name (an unknown id is an
+    error) and writes its id, as for an enum in part of a field."""
+    ectx = ctx.sub("enum", m["enum"])
+    if t not in PRIMITIVES or t in ("int64",) or array:
+        raise ectx.error(f"'enum' is for an integer field of at most 32 bits, not {'an array' if array else t}")
+    if any(k in m for k in ("bits", "const", "derive", "tag", "default")):
+        raise ectx.error("an enum field cannot have bits, const, derive, tag or default (its default is the id 0)")
+    mask = (1 << (8 * PRIMITIVES[t][1])) - 1
+    return f"{name}_id", [Bit(name=name, mask=mask, enum=_ident(m["enum"].value, ectx, "enum reference"))]
 
 
 #: the null markers a nullable struct without a length may have (Kafka: int8 -1/1; uvarint 0/1 when tagged)
@@ -750,7 +775,7 @@ def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
         for k, v in em["values"].value.items():
             vc = c.sub("values", em["values"]).sub(k, v)
             _int(k, vc, 0, 2**32 - 1)
-            values.append((k, _ident(v.value, vc, "enum value", reserved=False)))
+            values.append((k, _enum_value(v.value, vc)))
         out[ename] = Enum(ename, tuple(sorted(values)), _text(em["doc"].value if "doc" in em else "", c))
     return out
 
@@ -1057,6 +1082,8 @@ def wire_fingerprint(schema: Schema) -> str:
                 d.pop("requires")
             if isinstance(o, View) and not o.keep_raw:
                 d.pop("keep_raw")
+            if isinstance(o, Field) and o.enum is None:
+                d.pop("enum")
             return d
         if isinstance(o, bytes):
             return o.hex()

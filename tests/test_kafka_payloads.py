@@ -154,7 +154,10 @@ def _same(ours, theirs) -> None:
         if key not in theirs:
             continue  # kafka-python leaves out a field its version does not have
         mine, want = getattr(ours, name), theirs[key]
-        if kind == "uuid":
+        if kind.startswith("enum:"):  # read as the name Kafka's class gives the id
+            ids = vars(sys.modules[type(ours).__module__.rsplit(".", 1)[0] + ".python"])[f"_ENUM_IDS_{kind[5:]}"]
+            assert ids[mine] == want, (kafka, mine, want)
+        elif kind == "uuid":
             assert mine == want.bytes, (kafka, mine, want)
         elif kind == "uuid[]" and want is not None:
             assert mine == [u.bytes for u in want], kafka
@@ -216,6 +219,8 @@ def _sample(field, version: int, depth: int = 0):
         return [_scalar(field._json["type"][2:], depth + 1)]
     if field.is_struct():
         return _sample_struct(field, version, depth + 1)
+    if field.name == "transaction_status":  # an id TransactionState.fromId knows (kfmt reads it as its name)
+        return 4
     return _scalar(field._json["type"], depth)
 
 
@@ -468,6 +473,33 @@ def test_bytes_after_a_message_as_kafkas_readers_treat_them(tmp_path):
     r = _dump(d, "--records", "--no-index")
     assert r.returncode == 1 and "offset 0: __consumer_offsets record: value.OffsetCommitValue: 1 byte(s) follow" \
         in r.stderr and "value OffsetCommitValue v3 {offset: " in r.stdout  # fmt: skip
+
+
+def test_a_transactions_state_reads_as_kafka_names_it():
+    """TransactionLogValue's TransactionStatus is an int8 TransactionState.fromId names (an enum-typed whole
+    field): read as the name, written as the id, an id it does not know refused as fromId refuses it."""
+    from kfmt.runtime.errors import CodecError
+
+    path = TREE / "transaction-coordinator/src/main/resources/common/message/TransactionLogValue.json"
+    kpath = TREE / "transaction-coordinator/src/main/resources/common/message/TransactionLogKey.json"
+    key = _i16(0) + _struct(kpath).encode({"transactional_id": "tx"}, version=0)
+    data = _sample_struct(_struct(path), 0) | {"transaction_status": 5}
+    value = _i16(0) + _struct(path).encode(data, version=0)
+    at = value.index(b"\x05", 2)  # the status byte (the sample's other fields hold no 5)
+    for backend in BACKENDS:
+        p = decode_payload("__transaction_state", key, value, backend=backend)
+        assert p.value.data.transaction_status == "CompleteAbort"
+        assert p.value.to_json()["data"]["TransactionStatus"] == "CompleteAbort"
+        codec = _codec("transaction_coordinator_value", backend)
+        v = codec.decode(value, record_type=0)
+        v.value.transaction_status = "PrepareEpochFence"
+        assert codec.encode(v, record_type=0)[at] == 7
+        bad = bytearray(value)
+        bad[at] = 9
+        with pytest.raises(CodecError, match="unknown transaction_status id 9"):
+            decode_payload("__transaction_state", key, bytes(bad), backend=backend)
+    fields = (ROOT / "generated/messages/transaction_coordinator_value/FIELDS.md").read_text()
+    assert "bits 0xff: transaction_status (transaction_state)" in fields and "7 = PrepareEpochFence" in fields
 
 
 def test_read_arrow_decoded_columns(tmp_path):

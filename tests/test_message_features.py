@@ -264,6 +264,9 @@ def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
          "      v: {parse: a, as: t, on_error: skip}\n", "'on_error' must be fail or raw, not 'skip'"),
         ("  s:\n    fields:\n      - {name: a, type: bytes, length: int16}\n      - {name: v_error, type: int8}\n"
          "    views:\n      v: {parse: a, as: t, on_error: raw}\n", "keeps the error in v_error, which is a field"),
+        ("  s:\n    fields:\n      - {name: a, type: int64, enum: e}\n",
+         "'enum' is for an integer field of at most 32 bits, not int64"),
+        ("  s:\n    fields:\n      - {name: a, type: int8, enum: e, default: 1}\n", "an enum field cannot have"),
     ],
 )  # fmt: skip
 def test_located_errors(tmp_path, body, message):

@@ -197,6 +197,9 @@ class Lowering:
         derived = DERIVED.get((self.name, f["name"]))
         if derived is not None:
             out["derive"] = {func: snake(target) for func, target in derived.items()}
+        enum = ENUM_FIELDS.get((self.name, f["name"]))
+        if enum is not None:
+            out["enum"] = enum
         nullable = Versions.parse(f.get("nullableVersions"), where).within(self.valid)
         if nullable.lo is not None:
             out["nullable"] = True
@@ -206,7 +209,7 @@ class Lowering:
         if cond is not None:
             out["if"] = cond
         default = self.default(f, out)
-        if default is not None:
+        if default is not None and enum is None:  # an enum field's default is its id 0
             out["default"] = default
         if f.get("about"):
             out["doc"] = str(f["about"])[:4000]
@@ -470,6 +473,15 @@ SINGLES = ("storage/src/main/resources/message/ProducerSnapshot.json",)
 #: what a spec does not say and its reader does, by (message, field) as Kafka names them: ProducerStateManager
 #: checks the snapshot's Crc, a CRC-32C of everything after it
 DERIVED = {("ProducerSnapshot", "Crc"): {"crc32c": "ProducerEntries"}}
+#: integer fields whose ids a Kafka class names, by (message, field) as Kafka names them: the enum they read as
+ENUM_FIELDS = {("TransactionLogValue", "TransactionStatus"): "transaction_state"}
+#: those enums: what names them in Kafka's source, and the names by id
+ENUMS: dict[str, tuple[str, dict[int, str]]] = {
+    "transaction_state": ("a transaction's state (core/.../transaction/TransactionMetadata.scala: TransactionState.fromId; "
+                          "another id is an error there too)",
+                          {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                           5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}),
+}  # fmt: skip
 #: bytes fields that hold another message, read as it by a view (a family, its struct and field as Kafka names
 #: them, the spec of what they hold, and when): GroupMetadataManager reads a consumer group's member metadata
 #: with ConsumerProtocol, which reads a newer version with the newest it knows, ignoring what follows
@@ -504,7 +516,7 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
         nested = [(owner, field, *_read(root, rel), when) for fam, owner, field, rel, when in NESTED if fam == name]
         for stem, schema in family(specs, name, nested).items():
             srcs = [f"{folder}/{pattern}", *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
-            out[stem] = (schema, at + ", ".join(srcs))
+            out[stem] = (_with_enums(schema), at + ", ".join(srcs))
     cname, cfolder, ctypes = CONTROL
     controls = [(t, *_read(root, f"{cfolder}/{f}")) for t, f in ctypes]
     out[cname] = (control_family(controls, cname), at + ", ".join(w for _, _, w in controls))
@@ -512,6 +524,15 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
         schema = Lowering(*_read(root, rel)).run()
         out[schema["root"]] = (schema, f"{at}{rel}")
     return out
+
+
+def _with_enums(schema: dict) -> dict:
+    """The schema with the enums its fields read as (ENUMS) declared."""
+    used = sorted({f["enum"] for st in schema["structs"].values() for f in st["fields"] if "enum" in f})
+    if not used:
+        return schema
+    enums: dict[str, dict] = {e: {"doc": ENUMS[e][0], "values": dict(ENUMS[e][1])} for e in used}
+    return {k: v for k, v in schema.items() if k != "structs"} | {"enums": enums, "structs": schema["structs"]}
 
 
 def to_yaml(schema: dict, source: str) -> str:

@@ -386,6 +386,8 @@ class Builder(Validator):
                 out.append((f.name, "_unknownTaggedFields", "tags", _versions(f.if_)))
                 inner = [(t, self.s.structs[t.type].fields[0]) for t in f.tags]
                 out += [(t.name, t.orig_name or t.name, self._bytes_kind(x), _versions(t.if_)) for t, x in inner]
+            elif f.enum:  # an enum-typed whole field: its name, read through its one bit view
+                out.append((f.bits[0].name, f.orig_name or f.bits[0].name, f"enum:{f.enum}", _versions(f.if_)))
             elif not f.bits:
                 out.append((f.name, f.orig_name or f.name, self._bytes_kind(f), _versions(f.if_)))
         return tuple(out)
