@@ -194,6 +194,18 @@ def _payload_seeds() -> list[tuple[str, bytes, dict]]:
     return out
 
 
+def _said(slots):
+    """Slots with each kept view's error (``<view>_error``, a message in the backend's own words) as whether
+    there is one: what the python and Construct backends must agree on."""
+    if isinstance(slots, list):
+        return [_said(x) for x in slots]
+    if isinstance(slots, tuple) and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in slots):
+        return tuple((k, v is not None) if k.endswith("_error") else (k, _said(v)) for k, v in slots)
+    if isinstance(slots, tuple):
+        return tuple(_said(x) for x in slots)
+    return slots
+
+
 def _payload_backends() -> tuple[str, ...]:
     """The backends the payload stage compares: python and Construct, and native where it is built (its C
     decoders, which must give the python backend's value or its exact error)."""
@@ -203,11 +215,11 @@ def _payload_backends() -> tuple[str, ...]:
 
 
 def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
-    """Decode with every backend's codec: a crash, a disagreement, or an encoding that does not decode back
-    to the same value, described; else None."""
+    """Decode with every backend's codec: a crash, a disagreement, an encoding that does not decode back to
+    the same value, or native bytes that are not python's, described; else None."""
     from kfmt.payloads import _codec
 
-    out = []
+    out, written = [], []
     for backend in _payload_backends():
         codec = _codec(schema, backend)
         try:
@@ -218,16 +230,21 @@ def _payload_one(schema: str, data: bytes, params: dict) -> str | None:
         except Exception as e:  # noqa: BLE001 - what the stage looks for
             return f"{schema}/{backend}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
         try:
-            again = codec.decode(codec.encode(v, **params), **params)
+            written.append(codec.encode(v, **params))
+            again = codec.decode(written[-1], **params)
         except Exception as e:  # noqa: BLE001 - a decoded value must encode
             return f"{schema}/{backend}: decoded, then encoding failed: {type(e).__name__}: {e}"
         if _slots(again) != _slots(v):
             return f"{schema}/{backend}: the encoding of the decoded value decodes to another value"
         out.append(("ok", _slots(v)))
-    if out[0][0] != out[1][0] or (out[0][0] == "ok" and out[0] != out[1]):  # Construct's errors are its own
+    if out[0][0] != out[1][0] or (
+        out[0][0] == "ok" and _said(out[0]) != _said(out[1])
+    ):  # Construct's errors are its own
         return f"{schema}: python and construct disagree ({out[0]!r:.60} / {out[1]!r:.60})"
     if len(out) > 2 and out[2] != out[0]:
         return f"{schema}: native and python disagree ({out[2]!r:.200} / {out[0]!r:.200})"
+    if len(written) > 2 and written[2] != written[0]:  # python, construct, native: native writes python's bytes
+        return f"{schema}: native writes {written[2].hex()[:120]}, python {written[0].hex()[:120]}"
     return None
 
 

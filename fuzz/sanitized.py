@@ -67,6 +67,8 @@ def main(argv=None) -> int:
             print(f"the sanitized build was not the one imported: {where.stdout}{where.stderr}", file=sys.stderr)
             return 2
         shutil.copytree(ROOT / "fuzz", dest / "fuzz", ignore=shutil.ignore_patterns("__pycache__", "regressions"))
+        (dest / "tests/vectors").mkdir(parents=True, exist_ok=True)  # the payload stage's seeds: a real broker's
+        shutil.copy2(ROOT / "tests/vectors/kafka_internal_payloads.json", dest / "tests/vectors")
         cmd = [sys.executable, str(dest / "fuzz/campaign.py"), "--backends", "native", "--inputs", str(args.inputs),
                "--framing", str(args.framing), "--no-bombs", "--payloads", str(args.payloads), *rest]  # fmt: skip
         # (the payload stage decodes with the message schemas' sanitized C decoders, held to the python backend)

@@ -42,10 +42,13 @@ GROUPS = TREE / "group-coordinator/src/main/resources/common/message"
 
 
 def _in_c(schema: str, data: bytes, **kw) -> None:
-    """With the native backend: its C decoder itself reads ``data`` whole (no hand-over to python)."""
+    """With the native backend: its C decoder itself reads ``data`` whole, and its C encoder writes the value
+    back to the same bytes (no hand-over to python either way)."""
     if NATIVE:
-        r = _codec(schema, "native")._c.decode_from(data, 0, len(data), kfmt.DecodeOptions(), *kw.values())
+        c = _codec(schema, "native")._c
+        r = c.decode_from(data, 0, len(data), kfmt.DecodeOptions(), *kw.values())
         assert r is not None and r[1] == len(data), (schema, data.hex())
+        assert c.encode(r[0], *kw.values()) == data, (schema, data.hex())
 
 
 def _spec(path: Path) -> dict:

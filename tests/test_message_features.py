@@ -212,8 +212,9 @@ def test_tagged_fields(tmp_path):
 
 def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
     """Arrays of values, switches (on a field, on a parameter), string parameters and tagged sections are
-    decoded by the C code itself (decode_from answers a value, not None: no hand-over), to the python
-    backend's values; every prefix and flipped byte gives the python backend's exact value or error."""
+    decoded and encoded by the C code itself (decode_from and encode answer a value, not None: no hand-over),
+    to the python backend's values and bytes; every prefix and flipped byte gives the python backend's exact
+    value or error."""
     import shutil
 
     from kafka.protocol.schemas.fields.codecs.types import Int64
@@ -242,7 +243,7 @@ def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
             c = nat._c.decode_from(raw, 0, len(raw), kfmt.DecodeOptions(), *kw.values())
             assert c is not None and c[1] == len(raw), fmt  # decoded in C
             assert c[0].as_dict() == py.decode(raw, **kw).as_dict()
-            assert nat.encode(c[0], **kw) == raw
+            assert nat.encode(c[0], **kw) == raw and nat._c.encode(c[0], *kw.values()) == raw  # encoded in C
             assert same_outcomes(nat, py, raw, **kw) == 4 * len(raw)
 
 

@@ -691,9 +691,23 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    if (!bound) Py_RETURN_NONE;
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 1 || kf_params(args, 1, a_, 0)) Py_RETURN_NONE;
+    PyObject *value = args[0];
     kf_w w = {0};
     if (kf_w_start_bytes(&w, last_size)) return NULL;
     int rc = e_message_set(&w, value, 0);
@@ -708,7 +722,10 @@ static PyObject *py_encode(PyObject *self, PyObject *value) {
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0]))) Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 0)) Py_RETURN_NONE;
     Py_ssize_t first = PyLong_AsSsize_t(args[1]);
     if (first == -1 && PyErr_Occurred()) {
         PyErr_Clear();
@@ -777,7 +794,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };

@@ -3836,7 +3836,107 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower offset_commit_value: version guards yet */
+static PyObject *N_assigned_partitions; /* attribute name */
+static PyObject *N_assignment; /* attribute name */
+static PyObject *N_assignment_decoded; /* attribute name */
+static PyObject *N_assignment_epoch; /* attribute name */
+static PyObject *N_classic_member_metadata; /* attribute name */
+static PyObject *N_client_host; /* attribute name */
+static PyObject *N_client_id; /* attribute name */
+static PyObject *N_commit_timestamp; /* attribute name */
+static PyObject *N_current_state_timestamp; /* attribute name */
+static PyObject *N_deleting_topics; /* attribute name */
+static PyObject *N_epoch; /* attribute name */
+static PyObject *N_expire_timestamp; /* attribute name */
+static PyObject *N_generation; /* attribute name */
+static PyObject *N_generation_id; /* attribute name */
+static PyObject *N_group_instance_id; /* attribute name */
+static PyObject *N_initialized_topics; /* attribute name */
+static PyObject *N_instance_id; /* attribute name */
+static PyObject *N_leader; /* attribute name */
+static PyObject *N_leader_epoch; /* attribute name */
+static PyObject *N_member_epoch; /* attribute name */
+static PyObject *N_member_id; /* attribute name */
+static PyObject *N_members; /* attribute name */
+static PyObject *N_metadata; /* attribute name */
+static PyObject *N_name; /* attribute name */
+static PyObject *N_num_partitions; /* attribute name */
+static PyObject *N_offset; /* attribute name */
+static PyObject *N_owned_partitions; /* attribute name */
+static PyObject *N_partition; /* attribute name */
+static PyObject *N_partition_metadata; /* attribute name */
+static PyObject *N_partitions; /* attribute name */
+static PyObject *N_partitions_pending_revocation; /* attribute name */
+static PyObject *N_previous_member_epoch; /* attribute name */
+static PyObject *N_protocol; /* attribute name */
+static PyObject *N_protocol_type; /* attribute name */
+static PyObject *N_rack_id; /* attribute name */
+static PyObject *N_racks; /* attribute name */
+static PyObject *N_rebalance_timeout; /* attribute name */
+static PyObject *N_rebalance_timeout_ms; /* attribute name */
+static PyObject *N_server_assignor; /* attribute name */
+static PyObject *N_session_timeout; /* attribute name */
+static PyObject *N_session_timeout_ms; /* attribute name */
+static PyObject *N_state; /* attribute name */
+static PyObject *N_subscribed_topic_names; /* attribute name */
+static PyObject *N_subscribed_topic_regex; /* attribute name */
+static PyObject *N_subscription; /* attribute name */
+static PyObject *N_subscription_decoded; /* attribute name */
+static PyObject *N_supported_protocols; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_topic; /* attribute name */
+static PyObject *N_topic_id; /* attribute name */
+static PyObject *N_topic_name; /* attribute name */
+static PyObject *N_topic_partitions; /* attribute name */
+static PyObject *N_topics; /* attribute name */
+static PyObject *N_user_data; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static PyObject *K_m1; /* the default -1 */
+static int e_offset_commit_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_offset_commit_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_offset_commit_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_consumer_protocol_subscription_topics_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_protocol_subscription_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_protocol_subscription_topic_partition(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_consumer_protocol_subscription(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_protocol_assignment_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_protocol_assignment_topic_partition(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_protocol_assignment(kf_w *w, PyObject *obj, int64_t index);
+static int e_member_metadata(kf_w *w, PyObject *obj, int64_t index, int64_t a_version, PyObject *a_protocol_type);
+static int e_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_group_metadata_value_member_metadata(kf_w *w, PyObject *obj, int64_t index, PyObject *a_protocol_type);
+static int e_group_metadata_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_group_metadata_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_consumer_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_partition_metadata_racks_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_metadata(kf_w *w, PyObject *obj, int64_t index);
+static int e_topic_metadata(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_group_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_consumer_group_member_metadata_value_subscribed_topic_names_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_classic_protocol(kf_w *w, PyObject *obj, int64_t index);
+static int e_classic_member_metadata(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_group_member_metadata_value_classic_member_metadata_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_group_member_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_consumer_group_target_assignment_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_topic_partition(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_group_target_assignment_member_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_topic_partitions_partitions_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_topic_partitions(kf_w *w, PyObject *obj, int64_t index);
+static int e_consumer_group_current_member_assignment_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_member_metadata_value_subscribed_topic_names_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_share_group_member_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_target_assignment_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_target_assignment_member_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_group_current_member_assignment_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_topic_partitions_info_partitions_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_topic_partitions_info(kf_w *w, PyObject *obj, int64_t index);
+static int e_topic_info(kf_w *w, PyObject *obj, int64_t index);
+static int e_share_group_state_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_group_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -3847,6 +3947,2786 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_offset_commit_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_offset = NULL;
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_metadata = NULL;
+    PyObject *l_commit_timestamp = NULL;
+    PyObject *l_expire_timestamp = NULL;
+    int64_t v_offset = 0;
+    int64_t v_leader_epoch = 0;
+    int64_t v_commit_timestamp = 0;
+    int64_t v_expire_timestamp = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(3))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_offset_commit_value);
+    (void)own_;
+    l_offset = own_ ? kf_own_slot(obj, OFF_offset_commit_value[0]) : kf_getattr(obj, N_offset, Py_None);
+    if (l_offset == NULL) FALLBACK;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_offset_commit_value[1]) : kf_getattr(obj, N_leader_epoch, K_m1);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_metadata = own_ ? kf_own_slot(obj, OFF_offset_commit_value[2]) : kf_getattr(obj, N_metadata, Py_None);
+    if (l_metadata == NULL) FALLBACK;
+    l_commit_timestamp = own_ ? kf_own_slot(obj, OFF_offset_commit_value[3]) : kf_getattr(obj, N_commit_timestamp, Py_None);
+    if (l_commit_timestamp == NULL) FALLBACK;
+    l_expire_timestamp = own_ ? kf_own_slot(obj, OFF_offset_commit_value[4]) : kf_getattr(obj, N_expire_timestamp, K_m1);
+    if (l_expire_timestamp == NULL) FALLBACK;
+    if (kf_as_i64(l_offset, &v_offset)) FALLBACK;
+    if (l_leader_epoch != Py_None && kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_commit_timestamp, &v_commit_timestamp)) FALLBACK;
+    if (l_expire_timestamp != Py_None && kf_as_i64(l_expire_timestamp, &v_expire_timestamp)) FALLBACK;
+    Py_ssize_t p_offset = w->n;
+    (void)p_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_offset));
+    w->n += 8;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if ((a_version >= INT64_C(3))) {
+        if (l_leader_epoch == Py_None) FALLBACK;  /* present in this version: a value needed */
+        if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+        w->n += 4;
+    }
+    Py_ssize_t p_metadata = w->n;
+    (void)p_metadata;
+    if (l_metadata == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_metadata) || (s_ = PyUnicode_AsUTF8AndSize(l_metadata, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_commit_timestamp = w->n;
+    (void)p_commit_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_commit_timestamp));
+    w->n += 8;
+    Py_ssize_t p_expire_timestamp = w->n;
+    (void)p_expire_timestamp;
+    if ((a_version == INT64_C(1))) {
+        if (l_expire_timestamp == Py_None) FALLBACK;  /* present in this version: a value needed */
+        if (kf_w_reserve(w, 8)) ERROR;
+        kf_put_be(w->p + w->n, 8, (uint64_t)(v_expire_timestamp));
+        w->n += 8;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_offset);
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_metadata);
+    Py_XDECREF(l_commit_timestamp);
+    Py_XDECREF(l_expire_timestamp);
+    return rc_;
+}
+
+static int e_offset_commit_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_offset = NULL;
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_metadata = NULL;
+    PyObject *l_commit_timestamp = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_offset = 0;
+    int64_t v_leader_epoch = 0;
+    int64_t v_commit_timestamp = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!((a_version >= INT64_C(4)) && (a_version <= INT64_C(4)))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_offset_commit_value_flexible);
+    (void)own_;
+    l_offset = own_ ? kf_own_slot(obj, OFF_offset_commit_value_flexible[0]) : kf_getattr(obj, N_offset, Py_None);
+    if (l_offset == NULL) FALLBACK;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_offset_commit_value_flexible[1]) : kf_getattr(obj, N_leader_epoch, K_m1);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_metadata = own_ ? kf_own_slot(obj, OFF_offset_commit_value_flexible[2]) : kf_getattr(obj, N_metadata, Py_None);
+    if (l_metadata == NULL) FALLBACK;
+    l_commit_timestamp = own_ ? kf_own_slot(obj, OFF_offset_commit_value_flexible[3]) : kf_getattr(obj, N_commit_timestamp, Py_None);
+    if (l_commit_timestamp == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_offset_commit_value_flexible[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_offset, &v_offset)) FALLBACK;
+    if (kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_commit_timestamp, &v_commit_timestamp)) FALLBACK;
+    Py_ssize_t p_offset = w->n;
+    (void)p_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_offset));
+    w->n += 8;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_metadata = w->n;
+    (void)p_metadata;
+    if (l_metadata == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_metadata) || (s_ = PyUnicode_AsUTF8AndSize(l_metadata, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_commit_timestamp = w->n;
+    (void)p_commit_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_commit_timestamp));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_offset);
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_metadata);
+    Py_XDECREF(l_commit_timestamp);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_offset_commit_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_message = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_message = Py_NewRef(obj);
+    Py_ssize_t p_message = w->n;
+    (void)p_message;
+    switch (a_version) {
+    case 0: case 1: case 2: case 3:
+        if (!Py_IS_TYPE(l_message, T_offset_commit_value)) FALLBACK;
+        if ((rc_ = e_offset_commit_value(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    case 4:
+        if (!Py_IS_TYPE(l_message, T_offset_commit_value_flexible)) FALLBACK;
+        if ((rc_ = e_offset_commit_value_flexible(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_message);
+    return rc_;
+}
+
+static int e_consumer_protocol_subscription_topics_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_consumer_protocol_subscription_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_consumer_protocol_subscription_topic_partition(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topic = NULL;
+    PyObject *l_partitions = NULL;
+    int64_t k64_ = 0;
+    int64_t c_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_consumer_protocol_subscription_topic_partition);
+    (void)own_;
+    l_topic = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription_topic_partition[0]) : kf_getattr(obj, N_topic, Py_None);
+    if (l_topic == NULL) FALLBACK;
+    l_partitions = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription_topic_partition[1]) : kf_getattr(obj, N_partitions, Py_None);
+    if (l_partitions == NULL) FALLBACK;
+    Py_ssize_t p_topic = w->n;
+    (void)p_topic;
+    if ((a_version >= INT64_C(1))) {
+        if (l_topic == Py_None) {
+            FALLBACK;
+        } else {
+            const char *s_;
+            Py_ssize_t k_;
+            if (!PyUnicode_CheckExact(l_topic) || (s_ = PyUnicode_AsUTF8AndSize(l_topic, &k_)) == NULL) {
+                PyErr_Clear();
+                FALLBACK;
+            }
+            k64_ = k_;
+            if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+            if (kf_w_reserve(w, 2)) ERROR;
+            kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+            w->n += 2;
+            if (kf_w_put(w, s_, k_)) ERROR;
+        }
+    }
+    Py_ssize_t p_partitions = w->n;
+    (void)p_partitions;
+    if ((a_version >= INT64_C(1))) {
+        if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+        c_partitions = PySequence_Fast_GET_SIZE(l_partitions);
+        if (c_partitions < INT64_C(-2147483648) || c_partitions > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(c_partitions));
+        w->n += 4;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions); i_++) {
+            if ((rc_ = e_consumer_protocol_subscription_topic_partition_partitions_item(w, PySequence_Fast_ITEMS(l_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic);
+    Py_XDECREF(l_partitions);
+    return rc_;
+}
+
+static int e_consumer_protocol_subscription(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_topics = NULL;
+    PyObject *l_user_data = NULL;
+    PyObject *l_owned_partitions = NULL;
+    PyObject *l_generation_id = NULL;
+    PyObject *l_rack_id = NULL;
+    int64_t v_version = 0;
+    int64_t v_generation_id = 0;
+    int64_t c_topics = 0;
+    int64_t k64_ = 0;
+    int64_t c_owned_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_consumer_protocol_subscription);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_topics = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[1]) : kf_getattr(obj, N_topics, Py_None);
+    if (l_topics == NULL) FALLBACK;
+    l_user_data = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[2]) : kf_getattr(obj, N_user_data, Py_None);
+    if (l_user_data == NULL) FALLBACK;
+    l_owned_partitions = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[3]) : kf_getattr(obj, N_owned_partitions, Py_None);
+    if (l_owned_partitions == NULL) FALLBACK;
+    l_generation_id = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[4]) : kf_getattr(obj, N_generation_id, K_m1);
+    if (l_generation_id == NULL) FALLBACK;
+    l_rack_id = own_ ? kf_own_slot(obj, OFF_consumer_protocol_subscription[5]) : kf_getattr(obj, N_rack_id, Py_None);
+    if (l_rack_id == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    if (l_generation_id != Py_None && kf_as_i64(l_generation_id, &v_generation_id)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_topics = w->n;
+    (void)p_topics;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    c_topics = PySequence_Fast_GET_SIZE(l_topics);
+    if (c_topics < INT64_C(-2147483648) || c_topics > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(c_topics));
+    w->n += 4;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_topics); i_++) {
+        if ((rc_ = e_consumer_protocol_subscription_topics_item(w, PySequence_Fast_ITEMS(l_topics)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_user_data = w->n;
+    (void)p_user_data;
+    if (l_user_data == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_user_data)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_user_data);
+        k_ = PyBytes_GET_SIZE(l_user_data);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_owned_partitions = w->n;
+    (void)p_owned_partitions;
+    if ((v_version >= INT64_C(1))) {
+        if (!PyList_CheckExact(l_owned_partitions) && !PyTuple_CheckExact(l_owned_partitions)) FALLBACK;
+        c_owned_partitions = PySequence_Fast_GET_SIZE(l_owned_partitions);
+        if (c_owned_partitions < INT64_C(-2147483648) || c_owned_partitions > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(c_owned_partitions));
+        w->n += 4;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_owned_partitions); i_++) {
+            if ((rc_ = e_consumer_protocol_subscription_topic_partition(w, PySequence_Fast_ITEMS(l_owned_partitions)[i_], i_, v_version)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    Py_ssize_t p_generation_id = w->n;
+    (void)p_generation_id;
+    if ((v_version >= INT64_C(2))) {
+        if (l_generation_id == Py_None) FALLBACK;  /* present in this version: a value needed */
+        if (v_generation_id < INT64_C(-2147483648) || v_generation_id > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(v_generation_id));
+        w->n += 4;
+    }
+    Py_ssize_t p_rack_id = w->n;
+    (void)p_rack_id;
+    if ((v_version >= INT64_C(3))) {
+        if (l_rack_id == Py_None) {
+            if (-1 < INT64_C(-32768) || -1 > INT64_C(32767)) FALLBACK;
+            if (kf_w_reserve(w, 2)) ERROR;
+            kf_put_be(w->p + w->n, 2, (uint64_t)(-1));
+            w->n += 2;
+        } else {
+            const char *s_;
+            Py_ssize_t k_;
+            if (!PyUnicode_CheckExact(l_rack_id) || (s_ = PyUnicode_AsUTF8AndSize(l_rack_id, &k_)) == NULL) {
+                PyErr_Clear();
+                FALLBACK;
+            }
+            k64_ = k_;
+            if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+            if (kf_w_reserve(w, 2)) ERROR;
+            kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+            w->n += 2;
+            if (kf_w_put(w, s_, k_)) ERROR;
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_topics);
+    Py_XDECREF(l_user_data);
+    Py_XDECREF(l_owned_partitions);
+    Py_XDECREF(l_generation_id);
+    Py_XDECREF(l_rack_id);
+    return rc_;
+}
+
+static int e_consumer_protocol_assignment_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_consumer_protocol_assignment_topic_partition(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic = NULL;
+    PyObject *l_partitions = NULL;
+    int64_t k64_ = 0;
+    int64_t c_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_consumer_protocol_assignment_topic_partition);
+    (void)own_;
+    l_topic = own_ ? kf_own_slot(obj, OFF_consumer_protocol_assignment_topic_partition[0]) : kf_getattr(obj, N_topic, Py_None);
+    if (l_topic == NULL) FALLBACK;
+    l_partitions = own_ ? kf_own_slot(obj, OFF_consumer_protocol_assignment_topic_partition[1]) : kf_getattr(obj, N_partitions, Py_None);
+    if (l_partitions == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    Py_ssize_t p_topic = w->n;
+    (void)p_topic;
+    if (l_topic == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic) || (s_ = PyUnicode_AsUTF8AndSize(l_topic, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_partitions = w->n;
+    (void)p_partitions;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    c_partitions = PySequence_Fast_GET_SIZE(l_partitions);
+    if (c_partitions < INT64_C(-2147483648) || c_partitions > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(c_partitions));
+    w->n += 4;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions); i_++) {
+        if ((rc_ = e_consumer_protocol_assignment_topic_partition_partitions_item(w, PySequence_Fast_ITEMS(l_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic);
+    Py_XDECREF(l_partitions);
+    return rc_;
+}
+
+static int e_consumer_protocol_assignment(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_assigned_partitions = NULL;
+    PyObject *l_user_data = NULL;
+    int64_t v_version = 0;
+    int64_t c_assigned_partitions = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_consumer_protocol_assignment);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_consumer_protocol_assignment[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_assigned_partitions = own_ ? kf_own_slot(obj, OFF_consumer_protocol_assignment[1]) : kf_getattr(obj, N_assigned_partitions, Py_None);
+    if (l_assigned_partitions == NULL) FALLBACK;
+    l_user_data = own_ ? kf_own_slot(obj, OFF_consumer_protocol_assignment[2]) : kf_getattr(obj, N_user_data, Py_None);
+    if (l_user_data == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_assigned_partitions = w->n;
+    (void)p_assigned_partitions;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    c_assigned_partitions = PySequence_Fast_GET_SIZE(l_assigned_partitions);
+    if (c_assigned_partitions < INT64_C(-2147483648) || c_assigned_partitions > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(c_assigned_partitions));
+    w->n += 4;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_assigned_partitions); i_++) {
+        if ((rc_ = e_consumer_protocol_assignment_topic_partition(w, PySequence_Fast_ITEMS(l_assigned_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_user_data = w->n;
+    (void)p_user_data;
+    if (l_user_data == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_user_data)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_user_data);
+        k_ = PyBytes_GET_SIZE(l_user_data);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_assigned_partitions);
+    Py_XDECREF(l_user_data);
+    return rc_;
+}
+
+static int e_member_metadata(kf_w *w, PyObject *obj, int64_t index, int64_t a_version, PyObject *a_protocol_type) {
+    PyObject *l_member_id = NULL;
+    PyObject *l_group_instance_id = NULL;
+    PyObject *l_client_id = NULL;
+    PyObject *l_client_host = NULL;
+    PyObject *l_rebalance_timeout = NULL;
+    PyObject *l_session_timeout = NULL;
+    PyObject *l_subscription = NULL;
+    PyObject *l_assignment = NULL;
+    PyObject *l_subscription_decoded = NULL;
+    PyObject *l_assignment_decoded = NULL;
+    int64_t v_rebalance_timeout = 0;
+    int64_t v_session_timeout = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_member_metadata);
+    (void)own_;
+    l_member_id = own_ ? kf_own_slot(obj, OFF_member_metadata[0]) : kf_getattr(obj, N_member_id, Py_None);
+    if (l_member_id == NULL) FALLBACK;
+    l_group_instance_id = own_ ? kf_own_slot(obj, OFF_member_metadata[1]) : kf_getattr(obj, N_group_instance_id, Py_None);
+    if (l_group_instance_id == NULL) FALLBACK;
+    l_client_id = own_ ? kf_own_slot(obj, OFF_member_metadata[2]) : kf_getattr(obj, N_client_id, Py_None);
+    if (l_client_id == NULL) FALLBACK;
+    l_client_host = own_ ? kf_own_slot(obj, OFF_member_metadata[3]) : kf_getattr(obj, N_client_host, Py_None);
+    if (l_client_host == NULL) FALLBACK;
+    l_rebalance_timeout = own_ ? kf_own_slot(obj, OFF_member_metadata[4]) : kf_getattr(obj, N_rebalance_timeout, K_m1);
+    if (l_rebalance_timeout == NULL) FALLBACK;
+    l_session_timeout = own_ ? kf_own_slot(obj, OFF_member_metadata[5]) : kf_getattr(obj, N_session_timeout, Py_None);
+    if (l_session_timeout == NULL) FALLBACK;
+    l_subscription = own_ ? kf_own_slot(obj, OFF_member_metadata[6]) : kf_getattr(obj, N_subscription, Py_None);
+    if (l_subscription == NULL) FALLBACK;
+    l_assignment = own_ ? kf_own_slot(obj, OFF_member_metadata[7]) : kf_getattr(obj, N_assignment, Py_None);
+    if (l_assignment == NULL) FALLBACK;
+    l_subscription_decoded = own_ ? kf_own_slot(obj, OFF_member_metadata[8]) : kf_getattr(obj, N_subscription_decoded, Py_None);
+    if (l_subscription_decoded == NULL) FALLBACK;
+    if (l_subscription_decoded != Py_None && l_subscription == Py_None) FALLBACK; /* a key built from its view */
+    l_assignment_decoded = own_ ? kf_own_slot(obj, OFF_member_metadata[10]) : kf_getattr(obj, N_assignment_decoded, Py_None);
+    if (l_assignment_decoded == NULL) FALLBACK;
+    if (l_assignment_decoded != Py_None && l_assignment == Py_None) FALLBACK; /* a key built from its view */
+    if (l_rebalance_timeout != Py_None && kf_as_i64(l_rebalance_timeout, &v_rebalance_timeout)) FALLBACK;
+    if (kf_as_i64(l_session_timeout, &v_session_timeout)) FALLBACK;
+    Py_ssize_t p_member_id = w->n;
+    (void)p_member_id;
+    if (l_member_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_member_id) || (s_ = PyUnicode_AsUTF8AndSize(l_member_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_group_instance_id = w->n;
+    (void)p_group_instance_id;
+    if ((a_version >= INT64_C(3))) {
+        if (l_group_instance_id == Py_None) {
+            if (-1 < INT64_C(-32768) || -1 > INT64_C(32767)) FALLBACK;
+            if (kf_w_reserve(w, 2)) ERROR;
+            kf_put_be(w->p + w->n, 2, (uint64_t)(-1));
+            w->n += 2;
+        } else {
+            const char *s_;
+            Py_ssize_t k_;
+            if (!PyUnicode_CheckExact(l_group_instance_id) || (s_ = PyUnicode_AsUTF8AndSize(l_group_instance_id, &k_)) == NULL) {
+                PyErr_Clear();
+                FALLBACK;
+            }
+            k64_ = k_;
+            if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+            if (kf_w_reserve(w, 2)) ERROR;
+            kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+            w->n += 2;
+            if (kf_w_put(w, s_, k_)) ERROR;
+        }
+    }
+    Py_ssize_t p_client_id = w->n;
+    (void)p_client_id;
+    if (l_client_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_id) || (s_ = PyUnicode_AsUTF8AndSize(l_client_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_host = w->n;
+    (void)p_client_host;
+    if (l_client_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_host) || (s_ = PyUnicode_AsUTF8AndSize(l_client_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_rebalance_timeout = w->n;
+    (void)p_rebalance_timeout;
+    if ((a_version >= INT64_C(1))) {
+        if (l_rebalance_timeout == Py_None) FALLBACK;  /* present in this version: a value needed */
+        if (v_rebalance_timeout < INT64_C(-2147483648) || v_rebalance_timeout > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(v_rebalance_timeout));
+        w->n += 4;
+    }
+    Py_ssize_t p_session_timeout = w->n;
+    (void)p_session_timeout;
+    if (v_session_timeout < INT64_C(-2147483648) || v_session_timeout > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_session_timeout));
+    w->n += 4;
+    Py_ssize_t p_subscription = w->n;
+    (void)p_subscription;
+    if (l_subscription == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_subscription)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_subscription);
+        k_ = PyBytes_GET_SIZE(l_subscription);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_assignment = w->n;
+    (void)p_assignment;
+    if (l_assignment == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_assignment)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_assignment);
+        k_ = PyBytes_GET_SIZE(l_assignment);
+        k64_ = k_;
+        if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
+        w->n += 4;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_member_id);
+    Py_XDECREF(l_group_instance_id);
+    Py_XDECREF(l_client_id);
+    Py_XDECREF(l_client_host);
+    Py_XDECREF(l_rebalance_timeout);
+    Py_XDECREF(l_session_timeout);
+    Py_XDECREF(l_subscription);
+    Py_XDECREF(l_assignment);
+    Py_XDECREF(l_subscription_decoded);
+    Py_XDECREF(l_assignment_decoded);
+    return rc_;
+}
+
+static int e_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_protocol_type = NULL;
+    PyObject *l_generation = NULL;
+    PyObject *l_protocol = NULL;
+    PyObject *l_leader = NULL;
+    PyObject *l_current_state_timestamp = NULL;
+    PyObject *l_members = NULL;
+    int64_t v_generation = 0;
+    int64_t v_current_state_timestamp = 0;
+    int64_t k64_ = 0;
+    int64_t c_members = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(3))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_group_metadata_value);
+    (void)own_;
+    l_protocol_type = own_ ? kf_own_slot(obj, OFF_group_metadata_value[0]) : kf_getattr(obj, N_protocol_type, Py_None);
+    if (l_protocol_type == NULL) FALLBACK;
+    l_generation = own_ ? kf_own_slot(obj, OFF_group_metadata_value[1]) : kf_getattr(obj, N_generation, Py_None);
+    if (l_generation == NULL) FALLBACK;
+    l_protocol = own_ ? kf_own_slot(obj, OFF_group_metadata_value[2]) : kf_getattr(obj, N_protocol, Py_None);
+    if (l_protocol == NULL) FALLBACK;
+    l_leader = own_ ? kf_own_slot(obj, OFF_group_metadata_value[3]) : kf_getattr(obj, N_leader, Py_None);
+    if (l_leader == NULL) FALLBACK;
+    l_current_state_timestamp = own_ ? kf_own_slot(obj, OFF_group_metadata_value[4]) : kf_getattr(obj, N_current_state_timestamp, K_m1);
+    if (l_current_state_timestamp == NULL) FALLBACK;
+    l_members = own_ ? kf_own_slot(obj, OFF_group_metadata_value[5]) : kf_getattr(obj, N_members, Py_None);
+    if (l_members == NULL) FALLBACK;
+    if (kf_as_i64(l_generation, &v_generation)) FALLBACK;
+    if (l_current_state_timestamp != Py_None && kf_as_i64(l_current_state_timestamp, &v_current_state_timestamp)) FALLBACK;
+    if (!PyList_CheckExact(l_members) && !PyTuple_CheckExact(l_members)) FALLBACK;
+    Py_ssize_t p_protocol_type = w->n;
+    (void)p_protocol_type;
+    if (l_protocol_type == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_protocol_type) || (s_ = PyUnicode_AsUTF8AndSize(l_protocol_type, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_generation = w->n;
+    (void)p_generation;
+    if (v_generation < INT64_C(-2147483648) || v_generation > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_generation));
+    w->n += 4;
+    Py_ssize_t p_protocol = w->n;
+    (void)p_protocol;
+    if (l_protocol == Py_None) {
+        if (-1 < INT64_C(-32768) || -1 > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(-1));
+        w->n += 2;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_protocol) || (s_ = PyUnicode_AsUTF8AndSize(l_protocol, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_leader = w->n;
+    (void)p_leader;
+    if (l_leader == Py_None) {
+        if (-1 < INT64_C(-32768) || -1 > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(-1));
+        w->n += 2;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_leader) || (s_ = PyUnicode_AsUTF8AndSize(l_leader, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_current_state_timestamp = w->n;
+    (void)p_current_state_timestamp;
+    if ((a_version >= INT64_C(2))) {
+        if (l_current_state_timestamp == Py_None) FALLBACK;  /* present in this version: a value needed */
+        if (kf_w_reserve(w, 8)) ERROR;
+        kf_put_be(w->p + w->n, 8, (uint64_t)(v_current_state_timestamp));
+        w->n += 8;
+    }
+    Py_ssize_t p_members = w->n;
+    (void)p_members;
+    if (!PyList_CheckExact(l_members) && !PyTuple_CheckExact(l_members)) FALLBACK;
+    c_members = PySequence_Fast_GET_SIZE(l_members);
+    if (c_members < INT64_C(-2147483648) || c_members > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(c_members));
+    w->n += 4;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_members); i_++) {
+        if ((rc_ = e_member_metadata(w, PySequence_Fast_ITEMS(l_members)[i_], i_, a_version, l_protocol_type)) != KF_OK) { (void)0; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_protocol_type);
+    Py_XDECREF(l_generation);
+    Py_XDECREF(l_protocol);
+    Py_XDECREF(l_leader);
+    Py_XDECREF(l_current_state_timestamp);
+    Py_XDECREF(l_members);
+    return rc_;
+}
+
+static int e_group_metadata_value_member_metadata(kf_w *w, PyObject *obj, int64_t index, PyObject *a_protocol_type) {
+    PyObject *l_member_id = NULL;
+    PyObject *l_group_instance_id = NULL;
+    PyObject *l_client_id = NULL;
+    PyObject *l_client_host = NULL;
+    PyObject *l_rebalance_timeout = NULL;
+    PyObject *l_session_timeout = NULL;
+    PyObject *l_subscription = NULL;
+    PyObject *l_assignment = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_subscription_decoded = NULL;
+    PyObject *l_assignment_decoded = NULL;
+    int64_t v_rebalance_timeout = 0;
+    int64_t v_session_timeout = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_group_metadata_value_member_metadata);
+    (void)own_;
+    l_member_id = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[0]) : kf_getattr(obj, N_member_id, Py_None);
+    if (l_member_id == NULL) FALLBACK;
+    l_group_instance_id = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[1]) : kf_getattr(obj, N_group_instance_id, Py_None);
+    if (l_group_instance_id == NULL) FALLBACK;
+    l_client_id = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[2]) : kf_getattr(obj, N_client_id, Py_None);
+    if (l_client_id == NULL) FALLBACK;
+    l_client_host = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[3]) : kf_getattr(obj, N_client_host, Py_None);
+    if (l_client_host == NULL) FALLBACK;
+    l_rebalance_timeout = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[4]) : kf_getattr(obj, N_rebalance_timeout, K_m1);
+    if (l_rebalance_timeout == NULL) FALLBACK;
+    l_session_timeout = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[5]) : kf_getattr(obj, N_session_timeout, Py_None);
+    if (l_session_timeout == NULL) FALLBACK;
+    l_subscription = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[6]) : kf_getattr(obj, N_subscription, Py_None);
+    if (l_subscription == NULL) FALLBACK;
+    l_assignment = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[7]) : kf_getattr(obj, N_assignment, Py_None);
+    if (l_assignment == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[8]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_subscription_decoded = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[9]) : kf_getattr(obj, N_subscription_decoded, Py_None);
+    if (l_subscription_decoded == NULL) FALLBACK;
+    if (l_subscription_decoded != Py_None && l_subscription == Py_None) FALLBACK; /* a key built from its view */
+    l_assignment_decoded = own_ ? kf_own_slot(obj, OFF_group_metadata_value_member_metadata[11]) : kf_getattr(obj, N_assignment_decoded, Py_None);
+    if (l_assignment_decoded == NULL) FALLBACK;
+    if (l_assignment_decoded != Py_None && l_assignment == Py_None) FALLBACK; /* a key built from its view */
+    if (kf_as_i64(l_rebalance_timeout, &v_rebalance_timeout)) FALLBACK;
+    if (kf_as_i64(l_session_timeout, &v_session_timeout)) FALLBACK;
+    Py_ssize_t p_member_id = w->n;
+    (void)p_member_id;
+    if (l_member_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_member_id) || (s_ = PyUnicode_AsUTF8AndSize(l_member_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_group_instance_id = w->n;
+    (void)p_group_instance_id;
+    if (l_group_instance_id == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_group_instance_id) || (s_ = PyUnicode_AsUTF8AndSize(l_group_instance_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_id = w->n;
+    (void)p_client_id;
+    if (l_client_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_id) || (s_ = PyUnicode_AsUTF8AndSize(l_client_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_host = w->n;
+    (void)p_client_host;
+    if (l_client_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_host) || (s_ = PyUnicode_AsUTF8AndSize(l_client_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_rebalance_timeout = w->n;
+    (void)p_rebalance_timeout;
+    if (v_rebalance_timeout < INT64_C(-2147483648) || v_rebalance_timeout > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_rebalance_timeout));
+    w->n += 4;
+    Py_ssize_t p_session_timeout = w->n;
+    (void)p_session_timeout;
+    if (v_session_timeout < INT64_C(-2147483648) || v_session_timeout > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_session_timeout));
+    w->n += 4;
+    Py_ssize_t p_subscription = w->n;
+    (void)p_subscription;
+    if (l_subscription == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_subscription)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_subscription);
+        k_ = PyBytes_GET_SIZE(l_subscription);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_assignment = w->n;
+    (void)p_assignment;
+    if (l_assignment == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_assignment)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_assignment);
+        k_ = PyBytes_GET_SIZE(l_assignment);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_member_id);
+    Py_XDECREF(l_group_instance_id);
+    Py_XDECREF(l_client_id);
+    Py_XDECREF(l_client_host);
+    Py_XDECREF(l_rebalance_timeout);
+    Py_XDECREF(l_session_timeout);
+    Py_XDECREF(l_subscription);
+    Py_XDECREF(l_assignment);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_subscription_decoded);
+    Py_XDECREF(l_assignment_decoded);
+    return rc_;
+}
+
+static int e_group_metadata_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_protocol_type = NULL;
+    PyObject *l_generation = NULL;
+    PyObject *l_protocol = NULL;
+    PyObject *l_leader = NULL;
+    PyObject *l_current_state_timestamp = NULL;
+    PyObject *l_members = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_generation = 0;
+    int64_t v_current_state_timestamp = 0;
+    int64_t k64_ = 0;
+    int64_t c_members = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!((a_version >= INT64_C(4)) && (a_version <= INT64_C(4)))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_group_metadata_value_flexible);
+    (void)own_;
+    l_protocol_type = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[0]) : kf_getattr(obj, N_protocol_type, Py_None);
+    if (l_protocol_type == NULL) FALLBACK;
+    l_generation = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[1]) : kf_getattr(obj, N_generation, Py_None);
+    if (l_generation == NULL) FALLBACK;
+    l_protocol = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[2]) : kf_getattr(obj, N_protocol, Py_None);
+    if (l_protocol == NULL) FALLBACK;
+    l_leader = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[3]) : kf_getattr(obj, N_leader, Py_None);
+    if (l_leader == NULL) FALLBACK;
+    l_current_state_timestamp = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[4]) : kf_getattr(obj, N_current_state_timestamp, K_m1);
+    if (l_current_state_timestamp == NULL) FALLBACK;
+    l_members = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[5]) : kf_getattr(obj, N_members, Py_None);
+    if (l_members == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_group_metadata_value_flexible[6]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_generation, &v_generation)) FALLBACK;
+    if (kf_as_i64(l_current_state_timestamp, &v_current_state_timestamp)) FALLBACK;
+    if (!PyList_CheckExact(l_members) && !PyTuple_CheckExact(l_members)) FALLBACK;
+    Py_ssize_t p_protocol_type = w->n;
+    (void)p_protocol_type;
+    if (l_protocol_type == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_protocol_type) || (s_ = PyUnicode_AsUTF8AndSize(l_protocol_type, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_generation = w->n;
+    (void)p_generation;
+    if (v_generation < INT64_C(-2147483648) || v_generation > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_generation));
+    w->n += 4;
+    Py_ssize_t p_protocol = w->n;
+    (void)p_protocol;
+    if (l_protocol == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_protocol) || (s_ = PyUnicode_AsUTF8AndSize(l_protocol, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_leader = w->n;
+    (void)p_leader;
+    if (l_leader == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_leader) || (s_ = PyUnicode_AsUTF8AndSize(l_leader, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_current_state_timestamp = w->n;
+    (void)p_current_state_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_current_state_timestamp));
+    w->n += 8;
+    Py_ssize_t p_members = w->n;
+    (void)p_members;
+    if (!PyList_CheckExact(l_members) && !PyTuple_CheckExact(l_members)) FALLBACK;
+    c_members = PySequence_Fast_GET_SIZE(l_members);
+    if (c_members < -1 || c_members >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_members + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_members); i_++) {
+        if ((rc_ = e_group_metadata_value_member_metadata(w, PySequence_Fast_ITEMS(l_members)[i_], i_, l_protocol_type)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_protocol_type);
+    Py_XDECREF(l_generation);
+    Py_XDECREF(l_protocol);
+    Py_XDECREF(l_leader);
+    Py_XDECREF(l_current_state_timestamp);
+    Py_XDECREF(l_members);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_group_metadata_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_message = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_message = Py_NewRef(obj);
+    Py_ssize_t p_message = w->n;
+    (void)p_message;
+    switch (a_version) {
+    case 0: case 1: case 2: case 3:
+        if (!Py_IS_TYPE(l_message, T_group_metadata_value)) FALLBACK;
+        if ((rc_ = e_group_metadata_value(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    case 4:
+        if (!Py_IS_TYPE(l_message, T_group_metadata_value_flexible)) FALLBACK;
+        if ((rc_ = e_group_metadata_value_flexible(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_message);
+    return rc_;
+}
+
+static int e_consumer_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_metadata_value);
+    (void)own_;
+    l_epoch = own_ ? kf_own_slot(obj, OFF_consumer_group_metadata_value[0]) : kf_getattr(obj, N_epoch, Py_None);
+    if (l_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_epoch, &v_epoch)) FALLBACK;
+    Py_ssize_t p_epoch = w->n;
+    (void)p_epoch;
+    if (v_epoch < INT64_C(-2147483648) || v_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_epoch));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_partition_metadata_racks_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_metadata(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_partition = NULL;
+    PyObject *l_racks = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_partition = 0;
+    int64_t c_racks = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_partition_metadata);
+    (void)own_;
+    l_partition = own_ ? kf_own_slot(obj, OFF_partition_metadata[0]) : kf_getattr(obj, N_partition, Py_None);
+    if (l_partition == NULL) FALLBACK;
+    l_racks = own_ ? kf_own_slot(obj, OFF_partition_metadata[1]) : kf_getattr(obj, N_racks, Py_None);
+    if (l_racks == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_partition_metadata[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_partition, &v_partition)) FALLBACK;
+    if (!PyList_CheckExact(l_racks) && !PyTuple_CheckExact(l_racks)) FALLBACK;
+    Py_ssize_t p_partition = w->n;
+    (void)p_partition;
+    if (v_partition < INT64_C(-2147483648) || v_partition > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition));
+    w->n += 4;
+    Py_ssize_t p_racks = w->n;
+    (void)p_racks;
+    if (!PyList_CheckExact(l_racks) && !PyTuple_CheckExact(l_racks)) FALLBACK;
+    c_racks = PySequence_Fast_GET_SIZE(l_racks);
+    if (c_racks < -1 || c_racks >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_racks + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_racks); i_++) {
+        if ((rc_ = e_partition_metadata_racks_item(w, PySequence_Fast_ITEMS(l_racks)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_partition);
+    Py_XDECREF(l_racks);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_metadata(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_topic_name = NULL;
+    PyObject *l_num_partitions = NULL;
+    PyObject *l_partition_metadata = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_num_partitions = 0;
+    int64_t k64_ = 0;
+    int64_t c_partition_metadata = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_metadata);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_metadata[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_topic_name = own_ ? kf_own_slot(obj, OFF_topic_metadata[1]) : kf_getattr(obj, N_topic_name, Py_None);
+    if (l_topic_name == NULL) FALLBACK;
+    l_num_partitions = own_ ? kf_own_slot(obj, OFF_topic_metadata[2]) : kf_getattr(obj, N_num_partitions, Py_None);
+    if (l_num_partitions == NULL) FALLBACK;
+    l_partition_metadata = own_ ? kf_own_slot(obj, OFF_topic_metadata[3]) : kf_getattr(obj, N_partition_metadata, Py_None);
+    if (l_partition_metadata == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_metadata[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_num_partitions, &v_num_partitions)) FALLBACK;
+    if (!PyList_CheckExact(l_partition_metadata) && !PyTuple_CheckExact(l_partition_metadata)) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_topic_name = w->n;
+    (void)p_topic_name;
+    if (l_topic_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic_name) || (s_ = PyUnicode_AsUTF8AndSize(l_topic_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_num_partitions = w->n;
+    (void)p_num_partitions;
+    if (v_num_partitions < INT64_C(-2147483648) || v_num_partitions > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_num_partitions));
+    w->n += 4;
+    Py_ssize_t p_partition_metadata = w->n;
+    (void)p_partition_metadata;
+    if (!PyList_CheckExact(l_partition_metadata) && !PyTuple_CheckExact(l_partition_metadata)) FALLBACK;
+    c_partition_metadata = PySequence_Fast_GET_SIZE(l_partition_metadata);
+    if (c_partition_metadata < -1 || c_partition_metadata >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partition_metadata + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partition_metadata); i_++) {
+        if ((rc_ = e_partition_metadata(w, PySequence_Fast_ITEMS(l_partition_metadata)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_topic_name);
+    Py_XDECREF(l_num_partitions);
+    Py_XDECREF(l_partition_metadata);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_consumer_group_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topics = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_topics = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_partition_metadata_value);
+    (void)own_;
+    l_topics = own_ ? kf_own_slot(obj, OFF_consumer_group_partition_metadata_value[0]) : kf_getattr(obj, N_topics, Py_None);
+    if (l_topics == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_partition_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    Py_ssize_t p_topics = w->n;
+    (void)p_topics;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    c_topics = PySequence_Fast_GET_SIZE(l_topics);
+    if (c_topics < -1 || c_topics >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_topics + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_topics); i_++) {
+        if ((rc_ = e_topic_metadata(w, PySequence_Fast_ITEMS(l_topics)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topics);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_consumer_group_member_metadata_value_subscribed_topic_names_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_classic_protocol(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_metadata = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_classic_protocol);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_classic_protocol[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_metadata = own_ ? kf_own_slot(obj, OFF_classic_protocol[1]) : kf_getattr(obj, N_metadata, Py_None);
+    if (l_metadata == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_classic_protocol[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_metadata = w->n;
+    (void)p_metadata;
+    if (l_metadata == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_metadata)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_metadata);
+        k_ = PyBytes_GET_SIZE(l_metadata);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_metadata);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_classic_member_metadata(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_session_timeout_ms = NULL;
+    PyObject *l_supported_protocols = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_session_timeout_ms = 0;
+    int64_t c_supported_protocols = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_classic_member_metadata);
+    (void)own_;
+    l_session_timeout_ms = own_ ? kf_own_slot(obj, OFF_classic_member_metadata[0]) : kf_getattr(obj, N_session_timeout_ms, Py_None);
+    if (l_session_timeout_ms == NULL) FALLBACK;
+    l_supported_protocols = own_ ? kf_own_slot(obj, OFF_classic_member_metadata[1]) : kf_getattr(obj, N_supported_protocols, Py_None);
+    if (l_supported_protocols == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_classic_member_metadata[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_session_timeout_ms, &v_session_timeout_ms)) FALLBACK;
+    if (!PyList_CheckExact(l_supported_protocols) && !PyTuple_CheckExact(l_supported_protocols)) FALLBACK;
+    Py_ssize_t p_session_timeout_ms = w->n;
+    (void)p_session_timeout_ms;
+    if (v_session_timeout_ms < INT64_C(-2147483648) || v_session_timeout_ms > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_session_timeout_ms));
+    w->n += 4;
+    Py_ssize_t p_supported_protocols = w->n;
+    (void)p_supported_protocols;
+    if (!PyList_CheckExact(l_supported_protocols) && !PyTuple_CheckExact(l_supported_protocols)) FALLBACK;
+    c_supported_protocols = PySequence_Fast_GET_SIZE(l_supported_protocols);
+    if (c_supported_protocols < -1 || c_supported_protocols >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_supported_protocols + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_supported_protocols); i_++) {
+        if ((rc_ = e_classic_protocol(w, PySequence_Fast_ITEMS(l_supported_protocols)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_session_timeout_ms);
+    Py_XDECREF(l_supported_protocols);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_consumer_group_member_metadata_value_classic_member_metadata_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (kf_w_reserve(w, 1)) ERROR;
+    w->p[w->n++] = (char)(l_value == Py_None ? 0 : 1);
+    if (l_value != Py_None) {
+        if ((rc_ = e_classic_member_metadata(w, l_value, 0)) != KF_OK) goto done;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_consumer_group_member_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_instance_id = NULL;
+    PyObject *l_rack_id = NULL;
+    PyObject *l_client_id = NULL;
+    PyObject *l_client_host = NULL;
+    PyObject *l_subscribed_topic_names = NULL;
+    PyObject *l_subscribed_topic_regex = NULL;
+    PyObject *l_rebalance_timeout_ms = NULL;
+    PyObject *l_server_assignor = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_classic_member_metadata = NULL;
+    int64_t v_rebalance_timeout_ms = 0;
+    int64_t k64_ = 0;
+    int64_t c_subscribed_topic_names = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_member_metadata_value);
+    (void)own_;
+    l_instance_id = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[0]) : kf_getattr(obj, N_instance_id, Py_None);
+    if (l_instance_id == NULL) FALLBACK;
+    l_rack_id = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[1]) : kf_getattr(obj, N_rack_id, Py_None);
+    if (l_rack_id == NULL) FALLBACK;
+    l_client_id = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[2]) : kf_getattr(obj, N_client_id, Py_None);
+    if (l_client_id == NULL) FALLBACK;
+    l_client_host = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[3]) : kf_getattr(obj, N_client_host, Py_None);
+    if (l_client_host == NULL) FALLBACK;
+    l_subscribed_topic_names = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[4]) : kf_getattr(obj, N_subscribed_topic_names, Py_None);
+    if (l_subscribed_topic_names == NULL) FALLBACK;
+    l_subscribed_topic_regex = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[5]) : kf_getattr(obj, N_subscribed_topic_regex, Py_None);
+    if (l_subscribed_topic_regex == NULL) FALLBACK;
+    l_rebalance_timeout_ms = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[6]) : kf_getattr(obj, N_rebalance_timeout_ms, K_m1);
+    if (l_rebalance_timeout_ms == NULL) FALLBACK;
+    l_server_assignor = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[7]) : kf_getattr(obj, N_server_assignor, Py_None);
+    if (l_server_assignor == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[8]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_classic_member_metadata = own_ ? kf_own_slot(obj, OFF_consumer_group_member_metadata_value[9]) : kf_getattr(obj, N_classic_member_metadata, Py_None);
+    if (l_classic_member_metadata == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_subscribed_topic_names) && !PyTuple_CheckExact(l_subscribed_topic_names)) FALLBACK;
+    if (kf_as_i64(l_rebalance_timeout_ms, &v_rebalance_timeout_ms)) FALLBACK;
+    Py_ssize_t p_instance_id = w->n;
+    (void)p_instance_id;
+    if (l_instance_id == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_instance_id) || (s_ = PyUnicode_AsUTF8AndSize(l_instance_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_rack_id = w->n;
+    (void)p_rack_id;
+    if (l_rack_id == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_rack_id) || (s_ = PyUnicode_AsUTF8AndSize(l_rack_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_id = w->n;
+    (void)p_client_id;
+    if (l_client_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_id) || (s_ = PyUnicode_AsUTF8AndSize(l_client_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_host = w->n;
+    (void)p_client_host;
+    if (l_client_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_host) || (s_ = PyUnicode_AsUTF8AndSize(l_client_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_subscribed_topic_names = w->n;
+    (void)p_subscribed_topic_names;
+    if (!PyList_CheckExact(l_subscribed_topic_names) && !PyTuple_CheckExact(l_subscribed_topic_names)) FALLBACK;
+    c_subscribed_topic_names = PySequence_Fast_GET_SIZE(l_subscribed_topic_names);
+    if (c_subscribed_topic_names < -1 || c_subscribed_topic_names >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_subscribed_topic_names + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_subscribed_topic_names); i_++) {
+        if ((rc_ = e_consumer_group_member_metadata_value_subscribed_topic_names_item(w, PySequence_Fast_ITEMS(l_subscribed_topic_names)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_subscribed_topic_regex = w->n;
+    (void)p_subscribed_topic_regex;
+    if (l_subscribed_topic_regex == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_subscribed_topic_regex) || (s_ = PyUnicode_AsUTF8AndSize(l_subscribed_topic_regex, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_rebalance_timeout_ms = w->n;
+    (void)p_rebalance_timeout_ms;
+    if (v_rebalance_timeout_ms < INT64_C(-2147483648) || v_rebalance_timeout_ms > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_rebalance_timeout_ms));
+    w->n += 4;
+    Py_ssize_t p_server_assignor = w->n;
+    (void)p_server_assignor;
+    if (l_server_assignor == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_server_assignor) || (s_ = PyUnicode_AsUTF8AndSize(l_server_assignor, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0 && l_classic_member_metadata != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_classic_member_metadata, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_consumer_group_member_metadata_value_classic_member_metadata_tag(&t_[0], l_classic_member_metadata, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 1, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_instance_id);
+    Py_XDECREF(l_rack_id);
+    Py_XDECREF(l_client_id);
+    Py_XDECREF(l_client_host);
+    Py_XDECREF(l_subscribed_topic_names);
+    Py_XDECREF(l_subscribed_topic_regex);
+    Py_XDECREF(l_rebalance_timeout_ms);
+    Py_XDECREF(l_server_assignor);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_classic_member_metadata);
+    return rc_;
+}
+
+static int e_consumer_group_target_assignment_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_assignment_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_assignment_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_target_assignment_metadata_value);
+    (void)own_;
+    l_assignment_epoch = own_ ? kf_own_slot(obj, OFF_consumer_group_target_assignment_metadata_value[0]) : kf_getattr(obj, N_assignment_epoch, Py_None);
+    if (l_assignment_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_target_assignment_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_assignment_epoch, &v_assignment_epoch)) FALLBACK;
+    Py_ssize_t p_assignment_epoch = w->n;
+    (void)p_assignment_epoch;
+    if (v_assignment_epoch < INT64_C(-2147483648) || v_assignment_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_assignment_epoch));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_assignment_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_partition_partitions_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_topic_partition(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_partition);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_partition[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_partitions = own_ ? kf_own_slot(obj, OFF_topic_partition[1]) : kf_getattr(obj, N_partitions, Py_None);
+    if (l_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_partition[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_partitions = w->n;
+    (void)p_partitions;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    c_partitions = PySequence_Fast_GET_SIZE(l_partitions);
+    if (c_partitions < -1 || c_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions); i_++) {
+        if ((rc_ = e_topic_partition_partitions_item(w, PySequence_Fast_ITEMS(l_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_consumer_group_target_assignment_member_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topic_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_topic_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_target_assignment_member_value);
+    (void)own_;
+    l_topic_partitions = own_ ? kf_own_slot(obj, OFF_consumer_group_target_assignment_member_value[0]) : kf_getattr(obj, N_topic_partitions, Py_None);
+    if (l_topic_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_target_assignment_member_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_topic_partitions) && !PyTuple_CheckExact(l_topic_partitions)) FALLBACK;
+    Py_ssize_t p_topic_partitions = w->n;
+    (void)p_topic_partitions;
+    if (!PyList_CheckExact(l_topic_partitions) && !PyTuple_CheckExact(l_topic_partitions)) FALLBACK;
+    c_topic_partitions = PySequence_Fast_GET_SIZE(l_topic_partitions);
+    if (c_topic_partitions < -1 || c_topic_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_topic_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_topic_partitions); i_++) {
+        if ((rc_ = e_topic_partition(w, PySequence_Fast_ITEMS(l_topic_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_partitions_partitions_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_topic_partitions(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_partitions);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_partitions[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_partitions = own_ ? kf_own_slot(obj, OFF_topic_partitions[1]) : kf_getattr(obj, N_partitions, Py_None);
+    if (l_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_partitions[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_partitions = w->n;
+    (void)p_partitions;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    c_partitions = PySequence_Fast_GET_SIZE(l_partitions);
+    if (c_partitions < -1 || c_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions); i_++) {
+        if ((rc_ = e_topic_partitions_partitions_item(w, PySequence_Fast_ITEMS(l_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_consumer_group_current_member_assignment_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_member_epoch = NULL;
+    PyObject *l_previous_member_epoch = NULL;
+    PyObject *l_state = NULL;
+    PyObject *l_assigned_partitions = NULL;
+    PyObject *l_partitions_pending_revocation = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_member_epoch = 0;
+    int64_t v_previous_member_epoch = 0;
+    int64_t v_state = 0;
+    int64_t c_assigned_partitions = 0;
+    int64_t c_partitions_pending_revocation = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_consumer_group_current_member_assignment_value);
+    (void)own_;
+    l_member_epoch = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[0]) : kf_getattr(obj, N_member_epoch, Py_None);
+    if (l_member_epoch == NULL) FALLBACK;
+    l_previous_member_epoch = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[1]) : kf_getattr(obj, N_previous_member_epoch, Py_None);
+    if (l_previous_member_epoch == NULL) FALLBACK;
+    l_state = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[2]) : kf_getattr(obj, N_state, Py_None);
+    if (l_state == NULL) FALLBACK;
+    l_assigned_partitions = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[3]) : kf_getattr(obj, N_assigned_partitions, Py_None);
+    if (l_assigned_partitions == NULL) FALLBACK;
+    l_partitions_pending_revocation = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[4]) : kf_getattr(obj, N_partitions_pending_revocation, Py_None);
+    if (l_partitions_pending_revocation == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_consumer_group_current_member_assignment_value[5]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_member_epoch, &v_member_epoch)) FALLBACK;
+    if (kf_as_i64(l_previous_member_epoch, &v_previous_member_epoch)) FALLBACK;
+    if (kf_as_i64(l_state, &v_state)) FALLBACK;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    if (!PyList_CheckExact(l_partitions_pending_revocation) && !PyTuple_CheckExact(l_partitions_pending_revocation)) FALLBACK;
+    Py_ssize_t p_member_epoch = w->n;
+    (void)p_member_epoch;
+    if (v_member_epoch < INT64_C(-2147483648) || v_member_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_member_epoch));
+    w->n += 4;
+    Py_ssize_t p_previous_member_epoch = w->n;
+    (void)p_previous_member_epoch;
+    if (v_previous_member_epoch < INT64_C(-2147483648) || v_previous_member_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_previous_member_epoch));
+    w->n += 4;
+    Py_ssize_t p_state = w->n;
+    (void)p_state;
+    if (v_state < INT64_C(-128) || v_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_state));
+    w->n += 1;
+    Py_ssize_t p_assigned_partitions = w->n;
+    (void)p_assigned_partitions;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    c_assigned_partitions = PySequence_Fast_GET_SIZE(l_assigned_partitions);
+    if (c_assigned_partitions < -1 || c_assigned_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_assigned_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_assigned_partitions); i_++) {
+        if ((rc_ = e_topic_partitions(w, PySequence_Fast_ITEMS(l_assigned_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_partitions_pending_revocation = w->n;
+    (void)p_partitions_pending_revocation;
+    if (!PyList_CheckExact(l_partitions_pending_revocation) && !PyTuple_CheckExact(l_partitions_pending_revocation)) FALLBACK;
+    c_partitions_pending_revocation = PySequence_Fast_GET_SIZE(l_partitions_pending_revocation);
+    if (c_partitions_pending_revocation < -1 || c_partitions_pending_revocation >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partitions_pending_revocation + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions_pending_revocation); i_++) {
+        if ((rc_ = e_topic_partitions(w, PySequence_Fast_ITEMS(l_partitions_pending_revocation)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_member_epoch);
+    Py_XDECREF(l_previous_member_epoch);
+    Py_XDECREF(l_state);
+    Py_XDECREF(l_assigned_partitions);
+    Py_XDECREF(l_partitions_pending_revocation);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topics = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_topics = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_partition_metadata_value);
+    (void)own_;
+    l_topics = own_ ? kf_own_slot(obj, OFF_share_group_partition_metadata_value[0]) : kf_getattr(obj, N_topics, Py_None);
+    if (l_topics == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_partition_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    Py_ssize_t p_topics = w->n;
+    (void)p_topics;
+    if (!PyList_CheckExact(l_topics) && !PyTuple_CheckExact(l_topics)) FALLBACK;
+    c_topics = PySequence_Fast_GET_SIZE(l_topics);
+    if (c_topics < -1 || c_topics >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_topics + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_topics); i_++) {
+        if ((rc_ = e_topic_metadata(w, PySequence_Fast_ITEMS(l_topics)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topics);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_member_metadata_value_subscribed_topic_names_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_share_group_member_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_rack_id = NULL;
+    PyObject *l_client_id = NULL;
+    PyObject *l_client_host = NULL;
+    PyObject *l_subscribed_topic_names = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int64_t c_subscribed_topic_names = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_member_metadata_value);
+    (void)own_;
+    l_rack_id = own_ ? kf_own_slot(obj, OFF_share_group_member_metadata_value[0]) : kf_getattr(obj, N_rack_id, Py_None);
+    if (l_rack_id == NULL) FALLBACK;
+    l_client_id = own_ ? kf_own_slot(obj, OFF_share_group_member_metadata_value[1]) : kf_getattr(obj, N_client_id, Py_None);
+    if (l_client_id == NULL) FALLBACK;
+    l_client_host = own_ ? kf_own_slot(obj, OFF_share_group_member_metadata_value[2]) : kf_getattr(obj, N_client_host, Py_None);
+    if (l_client_host == NULL) FALLBACK;
+    l_subscribed_topic_names = own_ ? kf_own_slot(obj, OFF_share_group_member_metadata_value[3]) : kf_getattr(obj, N_subscribed_topic_names, Py_None);
+    if (l_subscribed_topic_names == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_member_metadata_value[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_subscribed_topic_names) && !PyTuple_CheckExact(l_subscribed_topic_names)) FALLBACK;
+    Py_ssize_t p_rack_id = w->n;
+    (void)p_rack_id;
+    if (l_rack_id == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_rack_id) || (s_ = PyUnicode_AsUTF8AndSize(l_rack_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_id = w->n;
+    (void)p_client_id;
+    if (l_client_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_id) || (s_ = PyUnicode_AsUTF8AndSize(l_client_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_client_host = w->n;
+    (void)p_client_host;
+    if (l_client_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_client_host) || (s_ = PyUnicode_AsUTF8AndSize(l_client_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_subscribed_topic_names = w->n;
+    (void)p_subscribed_topic_names;
+    if (!PyList_CheckExact(l_subscribed_topic_names) && !PyTuple_CheckExact(l_subscribed_topic_names)) FALLBACK;
+    c_subscribed_topic_names = PySequence_Fast_GET_SIZE(l_subscribed_topic_names);
+    if (c_subscribed_topic_names < -1 || c_subscribed_topic_names >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_subscribed_topic_names + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_subscribed_topic_names); i_++) {
+        if ((rc_ = e_share_group_member_metadata_value_subscribed_topic_names_item(w, PySequence_Fast_ITEMS(l_subscribed_topic_names)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_rack_id);
+    Py_XDECREF(l_client_id);
+    Py_XDECREF(l_client_host);
+    Py_XDECREF(l_subscribed_topic_names);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_metadata_value);
+    (void)own_;
+    l_epoch = own_ ? kf_own_slot(obj, OFF_share_group_metadata_value[0]) : kf_getattr(obj, N_epoch, Py_None);
+    if (l_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_epoch, &v_epoch)) FALLBACK;
+    Py_ssize_t p_epoch = w->n;
+    (void)p_epoch;
+    if (v_epoch < INT64_C(-2147483648) || v_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_epoch));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_target_assignment_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_assignment_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_assignment_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_target_assignment_metadata_value);
+    (void)own_;
+    l_assignment_epoch = own_ ? kf_own_slot(obj, OFF_share_group_target_assignment_metadata_value[0]) : kf_getattr(obj, N_assignment_epoch, Py_None);
+    if (l_assignment_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_target_assignment_metadata_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_assignment_epoch, &v_assignment_epoch)) FALLBACK;
+    Py_ssize_t p_assignment_epoch = w->n;
+    (void)p_assignment_epoch;
+    if (v_assignment_epoch < INT64_C(-2147483648) || v_assignment_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_assignment_epoch));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_assignment_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_target_assignment_member_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topic_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_topic_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_target_assignment_member_value);
+    (void)own_;
+    l_topic_partitions = own_ ? kf_own_slot(obj, OFF_share_group_target_assignment_member_value[0]) : kf_getattr(obj, N_topic_partitions, Py_None);
+    if (l_topic_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_target_assignment_member_value[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_topic_partitions) && !PyTuple_CheckExact(l_topic_partitions)) FALLBACK;
+    Py_ssize_t p_topic_partitions = w->n;
+    (void)p_topic_partitions;
+    if (!PyList_CheckExact(l_topic_partitions) && !PyTuple_CheckExact(l_topic_partitions)) FALLBACK;
+    c_topic_partitions = PySequence_Fast_GET_SIZE(l_topic_partitions);
+    if (c_topic_partitions < -1 || c_topic_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_topic_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_topic_partitions); i_++) {
+        if ((rc_ = e_topic_partition(w, PySequence_Fast_ITEMS(l_topic_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_current_member_assignment_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_member_epoch = NULL;
+    PyObject *l_previous_member_epoch = NULL;
+    PyObject *l_state = NULL;
+    PyObject *l_assigned_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_member_epoch = 0;
+    int64_t v_previous_member_epoch = 0;
+    int64_t v_state = 0;
+    int64_t c_assigned_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_current_member_assignment_value);
+    (void)own_;
+    l_member_epoch = own_ ? kf_own_slot(obj, OFF_share_group_current_member_assignment_value[0]) : kf_getattr(obj, N_member_epoch, Py_None);
+    if (l_member_epoch == NULL) FALLBACK;
+    l_previous_member_epoch = own_ ? kf_own_slot(obj, OFF_share_group_current_member_assignment_value[1]) : kf_getattr(obj, N_previous_member_epoch, Py_None);
+    if (l_previous_member_epoch == NULL) FALLBACK;
+    l_state = own_ ? kf_own_slot(obj, OFF_share_group_current_member_assignment_value[2]) : kf_getattr(obj, N_state, Py_None);
+    if (l_state == NULL) FALLBACK;
+    l_assigned_partitions = own_ ? kf_own_slot(obj, OFF_share_group_current_member_assignment_value[3]) : kf_getattr(obj, N_assigned_partitions, Py_None);
+    if (l_assigned_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_current_member_assignment_value[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_member_epoch, &v_member_epoch)) FALLBACK;
+    if (kf_as_i64(l_previous_member_epoch, &v_previous_member_epoch)) FALLBACK;
+    if (kf_as_i64(l_state, &v_state)) FALLBACK;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    Py_ssize_t p_member_epoch = w->n;
+    (void)p_member_epoch;
+    if (v_member_epoch < INT64_C(-2147483648) || v_member_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_member_epoch));
+    w->n += 4;
+    Py_ssize_t p_previous_member_epoch = w->n;
+    (void)p_previous_member_epoch;
+    if (v_previous_member_epoch < INT64_C(-2147483648) || v_previous_member_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_previous_member_epoch));
+    w->n += 4;
+    Py_ssize_t p_state = w->n;
+    (void)p_state;
+    if (v_state < INT64_C(-128) || v_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_state));
+    w->n += 1;
+    Py_ssize_t p_assigned_partitions = w->n;
+    (void)p_assigned_partitions;
+    if (!PyList_CheckExact(l_assigned_partitions) && !PyTuple_CheckExact(l_assigned_partitions)) FALLBACK;
+    c_assigned_partitions = PySequence_Fast_GET_SIZE(l_assigned_partitions);
+    if (c_assigned_partitions < -1 || c_assigned_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_assigned_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_assigned_partitions); i_++) {
+        if ((rc_ = e_topic_partitions(w, PySequence_Fast_ITEMS(l_assigned_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_member_epoch);
+    Py_XDECREF(l_previous_member_epoch);
+    Py_XDECREF(l_state);
+    Py_XDECREF(l_assigned_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_partitions_info_partitions_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_topic_partitions_info(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_topic_name = NULL;
+    PyObject *l_partitions = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int64_t c_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_partitions_info);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_partitions_info[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_topic_name = own_ ? kf_own_slot(obj, OFF_topic_partitions_info[1]) : kf_getattr(obj, N_topic_name, Py_None);
+    if (l_topic_name == NULL) FALLBACK;
+    l_partitions = own_ ? kf_own_slot(obj, OFF_topic_partitions_info[2]) : kf_getattr(obj, N_partitions, Py_None);
+    if (l_partitions == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_partitions_info[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_topic_name = w->n;
+    (void)p_topic_name;
+    if (l_topic_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic_name) || (s_ = PyUnicode_AsUTF8AndSize(l_topic_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_partitions = w->n;
+    (void)p_partitions;
+    if (!PyList_CheckExact(l_partitions) && !PyTuple_CheckExact(l_partitions)) FALLBACK;
+    c_partitions = PySequence_Fast_GET_SIZE(l_partitions);
+    if (c_partitions < -1 || c_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partitions + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partitions); i_++) {
+        if ((rc_ = e_topic_partitions_info_partitions_item(w, PySequence_Fast_ITEMS(l_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_topic_name);
+    Py_XDECREF(l_partitions);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_info(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_topic_name = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_info);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_info[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_topic_name = own_ ? kf_own_slot(obj, OFF_topic_info[1]) : kf_getattr(obj, N_topic_name, Py_None);
+    if (l_topic_name == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_info[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_topic_name = w->n;
+    (void)p_topic_name;
+    if (l_topic_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic_name) || (s_ = PyUnicode_AsUTF8AndSize(l_topic_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_topic_name);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_group_state_partition_metadata_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_initialized_topics = NULL;
+    PyObject *l_deleting_topics = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_initialized_topics = 0;
+    int64_t c_deleting_topics = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_group_state_partition_metadata_value);
+    (void)own_;
+    l_initialized_topics = own_ ? kf_own_slot(obj, OFF_share_group_state_partition_metadata_value[0]) : kf_getattr(obj, N_initialized_topics, Py_None);
+    if (l_initialized_topics == NULL) FALLBACK;
+    l_deleting_topics = own_ ? kf_own_slot(obj, OFF_share_group_state_partition_metadata_value[1]) : kf_getattr(obj, N_deleting_topics, Py_None);
+    if (l_deleting_topics == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_group_state_partition_metadata_value[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_initialized_topics) && !PyTuple_CheckExact(l_initialized_topics)) FALLBACK;
+    if (!PyList_CheckExact(l_deleting_topics) && !PyTuple_CheckExact(l_deleting_topics)) FALLBACK;
+    Py_ssize_t p_initialized_topics = w->n;
+    (void)p_initialized_topics;
+    if (!PyList_CheckExact(l_initialized_topics) && !PyTuple_CheckExact(l_initialized_topics)) FALLBACK;
+    c_initialized_topics = PySequence_Fast_GET_SIZE(l_initialized_topics);
+    if (c_initialized_topics < -1 || c_initialized_topics >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_initialized_topics + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_initialized_topics); i_++) {
+        if ((rc_ = e_topic_partitions_info(w, PySequence_Fast_ITEMS(l_initialized_topics)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_deleting_topics = w->n;
+    (void)p_deleting_topics;
+    if (!PyList_CheckExact(l_deleting_topics) && !PyTuple_CheckExact(l_deleting_topics)) FALLBACK;
+    c_deleting_topics = PySequence_Fast_GET_SIZE(l_deleting_topics);
+    if (c_deleting_topics < -1 || c_deleting_topics >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_deleting_topics + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_deleting_topics); i_++) {
+        if ((rc_ = e_topic_info(w, PySequence_Fast_ITEMS(l_deleting_topics)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_initialized_topics);
+    Py_XDECREF(l_deleting_topics);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_group_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type) {
+    PyObject *l_version = NULL;
+    PyObject *l_value = NULL;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_group_coordinator_value);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_group_coordinator_value[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_value = own_ ? kf_own_slot(obj, OFF_group_coordinator_value[1]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    switch (a_record_type) {
+    case 0: case 1:
+        if ((rc_ = e_offset_commit_value_versions(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 2:
+        if ((rc_ = e_group_metadata_value_versions(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 3:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_metadata_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 4:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_partition_metadata_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_partition_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 5:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_member_metadata_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_member_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 6:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_target_assignment_metadata_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_target_assignment_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 7:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_target_assignment_member_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_target_assignment_member_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 8:
+        if (!Py_IS_TYPE(l_value, T_consumer_group_current_member_assignment_value)) FALLBACK;
+        if ((rc_ = e_consumer_group_current_member_assignment_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 9:
+        if (!Py_IS_TYPE(l_value, T_share_group_partition_metadata_value)) FALLBACK;
+        if ((rc_ = e_share_group_partition_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 10:
+        if (!Py_IS_TYPE(l_value, T_share_group_member_metadata_value)) FALLBACK;
+        if ((rc_ = e_share_group_member_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 11:
+        if (!Py_IS_TYPE(l_value, T_share_group_metadata_value)) FALLBACK;
+        if ((rc_ = e_share_group_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 12:
+        if (!Py_IS_TYPE(l_value, T_share_group_target_assignment_metadata_value)) FALLBACK;
+        if ((rc_ = e_share_group_target_assignment_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 13:
+        if (!Py_IS_TYPE(l_value, T_share_group_target_assignment_member_value)) FALLBACK;
+        if ((rc_ = e_share_group_target_assignment_member_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 14:
+        if (!Py_IS_TYPE(l_value, T_share_group_current_member_assignment_value)) FALLBACK;
+        if ((rc_ = e_share_group_current_member_assignment_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 15:
+        if (!Py_IS_TYPE(l_value, T_share_group_state_partition_metadata_value)) FALLBACK;
+        if ((rc_ = e_share_group_state_partition_metadata_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_value);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -3861,15 +6741,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
-/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* encode(value, record_type): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_group_coordinator_value(&w, value, 0, a_[0]);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 3 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 1)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_group_coordinator_value(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts, record_type): (value, next position), or None when the python backend must decide */
@@ -4196,7 +7119,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -4221,6 +7144,63 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_assigned_partitions = PyUnicode_InternFromString("assigned_partitions")) == NULL) goto fail;
+    if ((N_assignment = PyUnicode_InternFromString("assignment")) == NULL) goto fail;
+    if ((N_assignment_decoded = PyUnicode_InternFromString("assignment_decoded")) == NULL) goto fail;
+    if ((N_assignment_epoch = PyUnicode_InternFromString("assignment_epoch")) == NULL) goto fail;
+    if ((N_classic_member_metadata = PyUnicode_InternFromString("classic_member_metadata")) == NULL) goto fail;
+    if ((N_client_host = PyUnicode_InternFromString("client_host")) == NULL) goto fail;
+    if ((N_client_id = PyUnicode_InternFromString("client_id")) == NULL) goto fail;
+    if ((N_commit_timestamp = PyUnicode_InternFromString("commit_timestamp")) == NULL) goto fail;
+    if ((N_current_state_timestamp = PyUnicode_InternFromString("current_state_timestamp")) == NULL) goto fail;
+    if ((N_deleting_topics = PyUnicode_InternFromString("deleting_topics")) == NULL) goto fail;
+    if ((N_epoch = PyUnicode_InternFromString("epoch")) == NULL) goto fail;
+    if ((N_expire_timestamp = PyUnicode_InternFromString("expire_timestamp")) == NULL) goto fail;
+    if ((N_generation = PyUnicode_InternFromString("generation")) == NULL) goto fail;
+    if ((N_generation_id = PyUnicode_InternFromString("generation_id")) == NULL) goto fail;
+    if ((N_group_instance_id = PyUnicode_InternFromString("group_instance_id")) == NULL) goto fail;
+    if ((N_initialized_topics = PyUnicode_InternFromString("initialized_topics")) == NULL) goto fail;
+    if ((N_instance_id = PyUnicode_InternFromString("instance_id")) == NULL) goto fail;
+    if ((N_leader = PyUnicode_InternFromString("leader")) == NULL) goto fail;
+    if ((N_leader_epoch = PyUnicode_InternFromString("leader_epoch")) == NULL) goto fail;
+    if ((N_member_epoch = PyUnicode_InternFromString("member_epoch")) == NULL) goto fail;
+    if ((N_member_id = PyUnicode_InternFromString("member_id")) == NULL) goto fail;
+    if ((N_members = PyUnicode_InternFromString("members")) == NULL) goto fail;
+    if ((N_metadata = PyUnicode_InternFromString("metadata")) == NULL) goto fail;
+    if ((N_name = PyUnicode_InternFromString("name")) == NULL) goto fail;
+    if ((N_num_partitions = PyUnicode_InternFromString("num_partitions")) == NULL) goto fail;
+    if ((N_offset = PyUnicode_InternFromString("offset")) == NULL) goto fail;
+    if ((N_owned_partitions = PyUnicode_InternFromString("owned_partitions")) == NULL) goto fail;
+    if ((N_partition = PyUnicode_InternFromString("partition")) == NULL) goto fail;
+    if ((N_partition_metadata = PyUnicode_InternFromString("partition_metadata")) == NULL) goto fail;
+    if ((N_partitions = PyUnicode_InternFromString("partitions")) == NULL) goto fail;
+    if ((N_partitions_pending_revocation = PyUnicode_InternFromString("partitions_pending_revocation")) == NULL) goto fail;
+    if ((N_previous_member_epoch = PyUnicode_InternFromString("previous_member_epoch")) == NULL) goto fail;
+    if ((N_protocol = PyUnicode_InternFromString("protocol")) == NULL) goto fail;
+    if ((N_protocol_type = PyUnicode_InternFromString("protocol_type")) == NULL) goto fail;
+    if ((N_rack_id = PyUnicode_InternFromString("rack_id")) == NULL) goto fail;
+    if ((N_racks = PyUnicode_InternFromString("racks")) == NULL) goto fail;
+    if ((N_rebalance_timeout = PyUnicode_InternFromString("rebalance_timeout")) == NULL) goto fail;
+    if ((N_rebalance_timeout_ms = PyUnicode_InternFromString("rebalance_timeout_ms")) == NULL) goto fail;
+    if ((N_server_assignor = PyUnicode_InternFromString("server_assignor")) == NULL) goto fail;
+    if ((N_session_timeout = PyUnicode_InternFromString("session_timeout")) == NULL) goto fail;
+    if ((N_session_timeout_ms = PyUnicode_InternFromString("session_timeout_ms")) == NULL) goto fail;
+    if ((N_state = PyUnicode_InternFromString("state")) == NULL) goto fail;
+    if ((N_subscribed_topic_names = PyUnicode_InternFromString("subscribed_topic_names")) == NULL) goto fail;
+    if ((N_subscribed_topic_regex = PyUnicode_InternFromString("subscribed_topic_regex")) == NULL) goto fail;
+    if ((N_subscription = PyUnicode_InternFromString("subscription")) == NULL) goto fail;
+    if ((N_subscription_decoded = PyUnicode_InternFromString("subscription_decoded")) == NULL) goto fail;
+    if ((N_supported_protocols = PyUnicode_InternFromString("supported_protocols")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_topic = PyUnicode_InternFromString("topic")) == NULL) goto fail;
+    if ((N_topic_id = PyUnicode_InternFromString("topic_id")) == NULL) goto fail;
+    if ((N_topic_name = PyUnicode_InternFromString("topic_name")) == NULL) goto fail;
+    if ((N_topic_partitions = PyUnicode_InternFromString("topic_partitions")) == NULL) goto fail;
+    if ((N_topics = PyUnicode_InternFromString("topics")) == NULL) goto fail;
+    if ((N_user_data = PyUnicode_InternFromString("user_data")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
+    if ((K_m1 = PyLong_FromLongLong(-1)) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "2f40cb704e38dafd0c1010c5e15b62da56964e1f65077d1c6955158608853252") < 0) {

@@ -58,6 +58,8 @@ __all__ = [
 
 _c_decode_from = _c.decode_from
 _py_decode_from = _py.decode_from
+_c_encode = _c.encode
+_c_encode_all = _c.encode_all
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, record_type):
@@ -85,7 +87,20 @@ def decode(data, *, record_type, verify_crc=True, opts=None):
     return value
 
 
-# the python backend encodes it: the native encoder does not lower offset_commit_value: version guards yet
-encode = _py.encode
-encode_all = _py.encode_all
-encoded_size = _py.encoded_size
+def encode(value, *, record_type):
+    """Encode one group_coordinator_value to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    r = _c_encode(value, record_type)
+    return _py.encode(value, record_type=record_type) if r is None else r
+
+
+def encode_all(values, path="log", first_index=0, *, record_type):
+    """Encode group_coordinator_value values back to back into one bytes object; errors name the element as ``path[i]``.
+    Element ``i`` is encoded at index ``first_index + i``."""
+    values = values if type(values) in (list, tuple) else list(values)
+    r = _c_encode_all(values, first_index, record_type)
+    return _py.encode_all(values, path, first_index, record_type=record_type) if r is None else r
+
+
+def encoded_size(value, *, record_type):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value, record_type=record_type))

@@ -4296,7 +4296,142 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower broker_endpoint.name: compact lengths yet */
+static PyObject *N_adding_replicas; /* attribute name */
+static PyObject *N_api_key; /* attribute name */
+static PyObject *N_broker_epoch; /* attribute name */
+static PyObject *N_broker_id; /* attribute name */
+static PyObject *N_controller_id; /* attribute name */
+static PyObject *N_directories; /* attribute name */
+static PyObject *N_eligible_leader_replicas; /* attribute name */
+static PyObject *N_end_points; /* attribute name */
+static PyObject *N_entity; /* attribute name */
+static PyObject *N_entity_name; /* attribute name */
+static PyObject *N_entity_type; /* attribute name */
+static PyObject *N_epoch; /* attribute name */
+static PyObject *N_expiration_timestamp; /* attribute name */
+static PyObject *N_feature_level; /* attribute name */
+static PyObject *N_features; /* attribute name */
+static PyObject *N_fenced; /* attribute name */
+static PyObject *N_frame_version; /* attribute name */
+static PyObject *N_host; /* attribute name */
+static PyObject *N_id; /* attribute name */
+static PyObject *N_in_controlled_shutdown; /* attribute name */
+static PyObject *N_incarnation_id; /* attribute name */
+static PyObject *N_is_migrating_zk_broker; /* attribute name */
+static PyObject *N_isr; /* attribute name */
+static PyObject *N_issue_timestamp; /* attribute name */
+static PyObject *N_iterations; /* attribute name */
+static PyObject *N_key; /* attribute name */
+static PyObject *N_last_known_elr; /* attribute name */
+static PyObject *N_leader; /* attribute name */
+static PyObject *N_leader_epoch; /* attribute name */
+static PyObject *N_leader_recovery_state; /* attribute name */
+static PyObject *N_log_dirs; /* attribute name */
+static PyObject *N_max_supported_version; /* attribute name */
+static PyObject *N_max_timestamp; /* attribute name */
+static PyObject *N_mechanism; /* attribute name */
+static PyObject *N_min_supported_version; /* attribute name */
+static PyObject *N_name; /* attribute name */
+static PyObject *N_next_producer_id; /* attribute name */
+static PyObject *N_operation; /* attribute name */
+static PyObject *N_owner; /* attribute name */
+static PyObject *N_partition_epoch; /* attribute name */
+static PyObject *N_partition_id; /* attribute name */
+static PyObject *N_pattern_type; /* attribute name */
+static PyObject *N_permission_type; /* attribute name */
+static PyObject *N_port; /* attribute name */
+static PyObject *N_principal; /* attribute name */
+static PyObject *N_rack; /* attribute name */
+static PyObject *N_reason; /* attribute name */
+static PyObject *N_record; /* attribute name */
+static PyObject *N_remove; /* attribute name */
+static PyObject *N_removing_replicas; /* attribute name */
+static PyObject *N_renewers; /* attribute name */
+static PyObject *N_replicas; /* attribute name */
+static PyObject *N_requester; /* attribute name */
+static PyObject *N_resource_name; /* attribute name */
+static PyObject *N_resource_type; /* attribute name */
+static PyObject *N_salt; /* attribute name */
+static PyObject *N_security_protocol; /* attribute name */
+static PyObject *N_server_key; /* attribute name */
+static PyObject *N_stored_key; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_token_id; /* attribute name */
+static PyObject *N_topic_id; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static PyObject *N_zk_migration_ready; /* attribute name */
+static PyObject *N_zk_migration_state; /* attribute name */
+static PyObject *K_m2; /* the default -2 */
+static PyObject *K_m1; /* the default -1 */
+static PyObject *K_0; /* the default 0 */
+static PyObject *K_1; /* the default 1 */
+static int e_broker_endpoint(kf_w *w, PyObject *obj, int64_t index);
+static int e_broker_feature(kf_w *w, PyObject *obj, int64_t index);
+static int e_register_broker_record_log_dirs_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_register_broker_record_log_dirs_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_register_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_unregister_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_topic_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_partition_record_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_isr_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_removing_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_adding_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_directories_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_leader_recovery_state_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_eligible_leader_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_eligible_leader_replicas_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_last_known_elr_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record_last_known_elr_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_config_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_partition_change_record_isr_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_isr_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_leader_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_replicas_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_removing_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_removing_replicas_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_adding_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_adding_replicas_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_leader_recovery_state_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_eligible_leader_replicas_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_eligible_leader_replicas_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_last_known_elr_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_last_known_elr_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_directories_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record_directories_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_partition_change_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_fence_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_unfence_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remove_topic_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_delegation_token_record_renewers_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_delegation_token_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_user_scram_credential_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_feature_level_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_entity_data(kf_w *w, PyObject *obj, int64_t index);
+static int e_client_quota_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_producer_ids_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_broker_registration_change_record_fenced_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_broker_registration_change_record_in_controlled_shutdown_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_broker_registration_change_record_log_dirs_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_broker_registration_change_record_log_dirs_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_broker_registration_change_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_access_control_entry_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remove_access_control_entry_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_no_op_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_zk_migration_state_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remove_user_scram_credential_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_begin_transaction_record_name_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_begin_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_end_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_abort_transaction_record_reason_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_abort_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remove_delegation_token_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_controller_endpoint(kf_w *w, PyObject *obj, int64_t index);
+static int e_controller_feature(kf_w *w, PyObject *obj, int64_t index);
+static int e_register_controller_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_kraft_metadata_record(kf_w *w, PyObject *obj, int64_t index);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -4307,6 +4442,3202 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_broker_endpoint(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_host = NULL;
+    PyObject *l_port = NULL;
+    PyObject *l_security_protocol = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_port = 0;
+    int64_t v_security_protocol = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_broker_endpoint);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_broker_endpoint[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_host = own_ ? kf_own_slot(obj, OFF_broker_endpoint[1]) : kf_getattr(obj, N_host, Py_None);
+    if (l_host == NULL) FALLBACK;
+    l_port = own_ ? kf_own_slot(obj, OFF_broker_endpoint[2]) : kf_getattr(obj, N_port, Py_None);
+    if (l_port == NULL) FALLBACK;
+    l_security_protocol = own_ ? kf_own_slot(obj, OFF_broker_endpoint[3]) : kf_getattr(obj, N_security_protocol, Py_None);
+    if (l_security_protocol == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_broker_endpoint[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_port, &v_port)) FALLBACK;
+    if (kf_as_i64(l_security_protocol, &v_security_protocol)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_host = w->n;
+    (void)p_host;
+    if (l_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_host) || (s_ = PyUnicode_AsUTF8AndSize(l_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_port = w->n;
+    (void)p_port;
+    if (v_port < INT64_C(0) || v_port > INT64_C(65535)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_port));
+    w->n += 2;
+    Py_ssize_t p_security_protocol = w->n;
+    (void)p_security_protocol;
+    if (v_security_protocol < INT64_C(-32768) || v_security_protocol > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_security_protocol));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_host);
+    Py_XDECREF(l_port);
+    Py_XDECREF(l_security_protocol);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_broker_feature(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_min_supported_version = NULL;
+    PyObject *l_max_supported_version = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_min_supported_version = 0;
+    int64_t v_max_supported_version = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_broker_feature);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_broker_feature[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_min_supported_version = own_ ? kf_own_slot(obj, OFF_broker_feature[1]) : kf_getattr(obj, N_min_supported_version, Py_None);
+    if (l_min_supported_version == NULL) FALLBACK;
+    l_max_supported_version = own_ ? kf_own_slot(obj, OFF_broker_feature[2]) : kf_getattr(obj, N_max_supported_version, Py_None);
+    if (l_max_supported_version == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_broker_feature[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_min_supported_version, &v_min_supported_version)) FALLBACK;
+    if (kf_as_i64(l_max_supported_version, &v_max_supported_version)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_min_supported_version = w->n;
+    (void)p_min_supported_version;
+    if (v_min_supported_version < INT64_C(-32768) || v_min_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_min_supported_version));
+    w->n += 2;
+    Py_ssize_t p_max_supported_version = w->n;
+    (void)p_max_supported_version;
+    if (v_max_supported_version < INT64_C(-32768) || v_max_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_max_supported_version));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_min_supported_version);
+    Py_XDECREF(l_max_supported_version);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_register_broker_record_log_dirs_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyBytes_CheckExact(l_value) || PyBytes_GET_SIZE(l_value) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_value), 16)) ERROR;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_register_broker_record_log_dirs_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+    c_value = PySequence_Fast_GET_SIZE(l_value);
+    if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+        if ((rc_ = e_register_broker_record_log_dirs_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_register_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_broker_id = NULL;
+    PyObject *l_is_migrating_zk_broker = NULL;
+    PyObject *l_incarnation_id = NULL;
+    PyObject *l_broker_epoch = NULL;
+    PyObject *l_end_points = NULL;
+    PyObject *l_features = NULL;
+    PyObject *l_rack = NULL;
+    PyObject *l_fenced = NULL;
+    PyObject *l_in_controlled_shutdown = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_log_dirs = NULL;
+    int64_t v_broker_id = 0;
+    int64_t v_broker_epoch = 0;
+    int64_t c_end_points = 0;
+    int64_t c_features = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(3))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_register_broker_record);
+    (void)own_;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_register_broker_record[0]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_is_migrating_zk_broker = own_ ? kf_own_slot(obj, OFF_register_broker_record[1]) : kf_getattr(obj, N_is_migrating_zk_broker, Py_False);
+    if (l_is_migrating_zk_broker == NULL) FALLBACK;
+    l_incarnation_id = own_ ? kf_own_slot(obj, OFF_register_broker_record[2]) : kf_getattr(obj, N_incarnation_id, Py_None);
+    if (l_incarnation_id == NULL) FALLBACK;
+    l_broker_epoch = own_ ? kf_own_slot(obj, OFF_register_broker_record[3]) : kf_getattr(obj, N_broker_epoch, Py_None);
+    if (l_broker_epoch == NULL) FALLBACK;
+    l_end_points = own_ ? kf_own_slot(obj, OFF_register_broker_record[4]) : kf_getattr(obj, N_end_points, Py_None);
+    if (l_end_points == NULL) FALLBACK;
+    l_features = own_ ? kf_own_slot(obj, OFF_register_broker_record[5]) : kf_getattr(obj, N_features, Py_None);
+    if (l_features == NULL) FALLBACK;
+    l_rack = own_ ? kf_own_slot(obj, OFF_register_broker_record[6]) : kf_getattr(obj, N_rack, Py_None);
+    if (l_rack == NULL) FALLBACK;
+    l_fenced = own_ ? kf_own_slot(obj, OFF_register_broker_record[7]) : kf_getattr(obj, N_fenced, Py_True);
+    if (l_fenced == NULL) FALLBACK;
+    l_in_controlled_shutdown = own_ ? kf_own_slot(obj, OFF_register_broker_record[8]) : kf_getattr(obj, N_in_controlled_shutdown, Py_False);
+    if (l_in_controlled_shutdown == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_register_broker_record[9]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_log_dirs = own_ ? kf_own_slot(obj, OFF_register_broker_record[10]) : kf_getattr(obj, N_log_dirs, Py_None);
+    if (l_log_dirs == NULL) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_broker_epoch, &v_broker_epoch)) FALLBACK;
+    if (!PyList_CheckExact(l_end_points) && !PyTuple_CheckExact(l_end_points)) FALLBACK;
+    if (!PyList_CheckExact(l_features) && !PyTuple_CheckExact(l_features)) FALLBACK;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_is_migrating_zk_broker = w->n;
+    (void)p_is_migrating_zk_broker;
+    if ((a_version >= INT64_C(2))) {
+        if (l_is_migrating_zk_broker == Py_None) FALLBACK;  /* present in this version: a value needed */
+        { int t_ = PyObject_IsTrue(l_is_migrating_zk_broker); if (t_ < 0) { PyErr_Clear(); FALLBACK; }
+        if (kf_w_reserve(w, 1)) ERROR;
+        w->p[w->n++] = (char)t_; }
+    }
+    Py_ssize_t p_incarnation_id = w->n;
+    (void)p_incarnation_id;
+    if (!PyBytes_CheckExact(l_incarnation_id) || PyBytes_GET_SIZE(l_incarnation_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_incarnation_id), 16)) ERROR;
+    Py_ssize_t p_broker_epoch = w->n;
+    (void)p_broker_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_broker_epoch));
+    w->n += 8;
+    Py_ssize_t p_end_points = w->n;
+    (void)p_end_points;
+    if (!PyList_CheckExact(l_end_points) && !PyTuple_CheckExact(l_end_points)) FALLBACK;
+    c_end_points = PySequence_Fast_GET_SIZE(l_end_points);
+    if (c_end_points < -1 || c_end_points >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_end_points + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_end_points); i_++) {
+        if ((rc_ = e_broker_endpoint(w, PySequence_Fast_ITEMS(l_end_points)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_features = w->n;
+    (void)p_features;
+    if (!PyList_CheckExact(l_features) && !PyTuple_CheckExact(l_features)) FALLBACK;
+    c_features = PySequence_Fast_GET_SIZE(l_features);
+    if (c_features < -1 || c_features >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_features + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_features); i_++) {
+        if ((rc_ = e_broker_feature(w, PySequence_Fast_ITEMS(l_features)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_rack = w->n;
+    (void)p_rack;
+    if (l_rack == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_rack) || (s_ = PyUnicode_AsUTF8AndSize(l_rack, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_fenced = w->n;
+    (void)p_fenced;
+    { int t_ = PyObject_IsTrue(l_fenced); if (t_ < 0) { PyErr_Clear(); FALLBACK; }
+    if (kf_w_reserve(w, 1)) ERROR;
+    w->p[w->n++] = (char)t_; }
+    Py_ssize_t p_in_controlled_shutdown = w->n;
+    (void)p_in_controlled_shutdown;
+    if ((a_version >= INT64_C(1))) {
+        if (l_in_controlled_shutdown == Py_None) FALLBACK;  /* present in this version: a value needed */
+        { int t_ = PyObject_IsTrue(l_in_controlled_shutdown); if (t_ < 0) { PyErr_Clear(); FALLBACK; }
+        if (kf_w_reserve(w, 1)) ERROR;
+        w->p[w->n++] = (char)t_; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0 && l_log_dirs != Py_None && (a_version >= INT64_C(3))) {
+            int ne_ = PyObject_RichCompareBool(l_log_dirs, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_register_broker_record_log_dirs_tag(&t_[0], l_log_dirs, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 1, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_is_migrating_zk_broker);
+    Py_XDECREF(l_incarnation_id);
+    Py_XDECREF(l_broker_epoch);
+    Py_XDECREF(l_end_points);
+    Py_XDECREF(l_features);
+    Py_XDECREF(l_rack);
+    Py_XDECREF(l_fenced);
+    Py_XDECREF(l_in_controlled_shutdown);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_log_dirs);
+    return rc_;
+}
+
+static int e_unregister_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_broker_id = NULL;
+    PyObject *l_broker_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_broker_id = 0;
+    int64_t v_broker_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_unregister_broker_record);
+    (void)own_;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_unregister_broker_record[0]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_broker_epoch = own_ ? kf_own_slot(obj, OFF_unregister_broker_record[1]) : kf_getattr(obj, N_broker_epoch, Py_None);
+    if (l_broker_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_unregister_broker_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_broker_epoch, &v_broker_epoch)) FALLBACK;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_broker_epoch = w->n;
+    (void)p_broker_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_broker_epoch));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_broker_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_topic_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_name = NULL;
+    PyObject *l_topic_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_topic_record);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_topic_record[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_topic_record[1]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_partition_record_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_isr_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_removing_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_adding_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_directories_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyBytes_CheckExact(l_value) || PyBytes_GET_SIZE(l_value) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_value), 16)) ERROR;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_leader_recovery_state_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-128) || v_value > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_value));
+    w->n += 1;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_eligible_leader_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_eligible_leader_replicas_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_record_eligible_leader_replicas_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_last_known_elr_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record_last_known_elr_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_record_last_known_elr_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_partition_id = NULL;
+    PyObject *l_topic_id = NULL;
+    PyObject *l_replicas = NULL;
+    PyObject *l_isr = NULL;
+    PyObject *l_removing_replicas = NULL;
+    PyObject *l_adding_replicas = NULL;
+    PyObject *l_leader = NULL;
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_partition_epoch = NULL;
+    PyObject *l_directories = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_leader_recovery_state = NULL;
+    PyObject *l_eligible_leader_replicas = NULL;
+    PyObject *l_last_known_elr = NULL;
+    int64_t v_partition_id = 0;
+    int64_t v_leader = 0;
+    int64_t v_leader_epoch = 0;
+    int64_t v_partition_epoch = 0;
+    int64_t c_replicas = 0;
+    int64_t c_isr = 0;
+    int64_t c_removing_replicas = 0;
+    int64_t c_adding_replicas = 0;
+    int64_t c_directories = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(2))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_partition_record);
+    (void)own_;
+    l_partition_id = own_ ? kf_own_slot(obj, OFF_partition_record[0]) : kf_getattr(obj, N_partition_id, K_m1);
+    if (l_partition_id == NULL) FALLBACK;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_partition_record[1]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_replicas = own_ ? kf_own_slot(obj, OFF_partition_record[2]) : kf_getattr(obj, N_replicas, Py_None);
+    if (l_replicas == NULL) FALLBACK;
+    l_isr = own_ ? kf_own_slot(obj, OFF_partition_record[3]) : kf_getattr(obj, N_isr, Py_None);
+    if (l_isr == NULL) FALLBACK;
+    l_removing_replicas = own_ ? kf_own_slot(obj, OFF_partition_record[4]) : kf_getattr(obj, N_removing_replicas, Py_None);
+    if (l_removing_replicas == NULL) FALLBACK;
+    l_adding_replicas = own_ ? kf_own_slot(obj, OFF_partition_record[5]) : kf_getattr(obj, N_adding_replicas, Py_None);
+    if (l_adding_replicas == NULL) FALLBACK;
+    l_leader = own_ ? kf_own_slot(obj, OFF_partition_record[6]) : kf_getattr(obj, N_leader, K_m1);
+    if (l_leader == NULL) FALLBACK;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_partition_record[7]) : kf_getattr(obj, N_leader_epoch, K_m1);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_partition_epoch = own_ ? kf_own_slot(obj, OFF_partition_record[8]) : kf_getattr(obj, N_partition_epoch, K_m1);
+    if (l_partition_epoch == NULL) FALLBACK;
+    l_directories = own_ ? kf_own_slot(obj, OFF_partition_record[9]) : kf_getattr(obj, N_directories, Py_None);
+    if (l_directories == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_partition_record[10]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_leader_recovery_state = own_ ? kf_own_slot(obj, OFF_partition_record[11]) : kf_getattr(obj, N_leader_recovery_state, Py_None);
+    if (l_leader_recovery_state == NULL) FALLBACK;
+    l_eligible_leader_replicas = own_ ? kf_own_slot(obj, OFF_partition_record[12]) : kf_getattr(obj, N_eligible_leader_replicas, Py_None);
+    if (l_eligible_leader_replicas == NULL) FALLBACK;
+    l_last_known_elr = own_ ? kf_own_slot(obj, OFF_partition_record[13]) : kf_getattr(obj, N_last_known_elr, Py_None);
+    if (l_last_known_elr == NULL) FALLBACK;
+    if (kf_as_i64(l_partition_id, &v_partition_id)) FALLBACK;
+    if (!PyList_CheckExact(l_replicas) && !PyTuple_CheckExact(l_replicas)) FALLBACK;
+    if (!PyList_CheckExact(l_isr) && !PyTuple_CheckExact(l_isr)) FALLBACK;
+    if (!PyList_CheckExact(l_removing_replicas) && !PyTuple_CheckExact(l_removing_replicas)) FALLBACK;
+    if (!PyList_CheckExact(l_adding_replicas) && !PyTuple_CheckExact(l_adding_replicas)) FALLBACK;
+    if (kf_as_i64(l_leader, &v_leader)) FALLBACK;
+    if (kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_partition_epoch, &v_partition_epoch)) FALLBACK;
+    Py_ssize_t p_partition_id = w->n;
+    (void)p_partition_id;
+    if (v_partition_id < INT64_C(-2147483648) || v_partition_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition_id));
+    w->n += 4;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_replicas = w->n;
+    (void)p_replicas;
+    if (!PyList_CheckExact(l_replicas) && !PyTuple_CheckExact(l_replicas)) FALLBACK;
+    c_replicas = PySequence_Fast_GET_SIZE(l_replicas);
+    if (c_replicas < -1 || c_replicas >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_replicas + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_replicas); i_++) {
+        if ((rc_ = e_partition_record_replicas_item(w, PySequence_Fast_ITEMS(l_replicas)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_isr = w->n;
+    (void)p_isr;
+    if (!PyList_CheckExact(l_isr) && !PyTuple_CheckExact(l_isr)) FALLBACK;
+    c_isr = PySequence_Fast_GET_SIZE(l_isr);
+    if (c_isr < -1 || c_isr >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_isr + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_isr); i_++) {
+        if ((rc_ = e_partition_record_isr_item(w, PySequence_Fast_ITEMS(l_isr)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_removing_replicas = w->n;
+    (void)p_removing_replicas;
+    if (!PyList_CheckExact(l_removing_replicas) && !PyTuple_CheckExact(l_removing_replicas)) FALLBACK;
+    c_removing_replicas = PySequence_Fast_GET_SIZE(l_removing_replicas);
+    if (c_removing_replicas < -1 || c_removing_replicas >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_removing_replicas + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_removing_replicas); i_++) {
+        if ((rc_ = e_partition_record_removing_replicas_item(w, PySequence_Fast_ITEMS(l_removing_replicas)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_adding_replicas = w->n;
+    (void)p_adding_replicas;
+    if (!PyList_CheckExact(l_adding_replicas) && !PyTuple_CheckExact(l_adding_replicas)) FALLBACK;
+    c_adding_replicas = PySequence_Fast_GET_SIZE(l_adding_replicas);
+    if (c_adding_replicas < -1 || c_adding_replicas >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_adding_replicas + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_adding_replicas); i_++) {
+        if ((rc_ = e_partition_record_adding_replicas_item(w, PySequence_Fast_ITEMS(l_adding_replicas)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_leader = w->n;
+    (void)p_leader;
+    if (v_leader < INT64_C(-2147483648) || v_leader > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader));
+    w->n += 4;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_partition_epoch = w->n;
+    (void)p_partition_epoch;
+    if (v_partition_epoch < INT64_C(-2147483648) || v_partition_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition_epoch));
+    w->n += 4;
+    Py_ssize_t p_directories = w->n;
+    (void)p_directories;
+    if ((a_version >= INT64_C(1))) {
+        if (!PyList_CheckExact(l_directories) && !PyTuple_CheckExact(l_directories)) FALLBACK;
+        c_directories = PySequence_Fast_GET_SIZE(l_directories);
+        if (c_directories < -1 || c_directories >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_directories + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_directories); i_++) {
+            if ((rc_ = e_partition_record_directories_item(w, PySequence_Fast_ITEMS(l_directories)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[3];
+        memset(t_, 0, sizeof t_);
+        int has_[3] = {0};
+        const int64_t tags_[3] = {0, 1, 2};
+        int r_ = 0;
+        if (r_ == 0 && l_leader_recovery_state != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_leader_recovery_state, K_0, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_record_leader_recovery_state_tag(&t_[0], l_leader_recovery_state, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0 && l_eligible_leader_replicas != Py_None && (a_version >= INT64_C(2))) {
+            int ne_ = PyObject_RichCompareBool(l_eligible_leader_replicas, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_record_eligible_leader_replicas_tag(&t_[1], l_eligible_leader_replicas, 0)) == KF_OK) has_[1] = 1;
+        }
+        if (r_ == 0 && l_last_known_elr != Py_None && (a_version >= INT64_C(2))) {
+            int ne_ = PyObject_RichCompareBool(l_last_known_elr, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_record_last_known_elr_tag(&t_[2], l_last_known_elr, 0)) == KF_OK) has_[2] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 3, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 3; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_partition_id);
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_replicas);
+    Py_XDECREF(l_isr);
+    Py_XDECREF(l_removing_replicas);
+    Py_XDECREF(l_adding_replicas);
+    Py_XDECREF(l_leader);
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_partition_epoch);
+    Py_XDECREF(l_directories);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_leader_recovery_state);
+    Py_XDECREF(l_eligible_leader_replicas);
+    Py_XDECREF(l_last_known_elr);
+    return rc_;
+}
+
+static int e_config_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_resource_type = NULL;
+    PyObject *l_resource_name = NULL;
+    PyObject *l_name = NULL;
+    PyObject *l_value = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_resource_type = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_config_record);
+    (void)own_;
+    l_resource_type = own_ ? kf_own_slot(obj, OFF_config_record[0]) : kf_getattr(obj, N_resource_type, Py_None);
+    if (l_resource_type == NULL) FALLBACK;
+    l_resource_name = own_ ? kf_own_slot(obj, OFF_config_record[1]) : kf_getattr(obj, N_resource_name, Py_None);
+    if (l_resource_name == NULL) FALLBACK;
+    l_name = own_ ? kf_own_slot(obj, OFF_config_record[2]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_value = own_ ? kf_own_slot(obj, OFF_config_record[3]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_config_record[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_resource_type, &v_resource_type)) FALLBACK;
+    Py_ssize_t p_resource_type = w->n;
+    (void)p_resource_type;
+    if (v_resource_type < INT64_C(-128) || v_resource_type > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_resource_type));
+    w->n += 1;
+    Py_ssize_t p_resource_name = w->n;
+    (void)p_resource_name;
+    if (l_resource_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_resource_name) || (s_ = PyUnicode_AsUTF8AndSize(l_resource_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_resource_type);
+    Py_XDECREF(l_resource_name);
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_value);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_partition_change_record_isr_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_isr_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_isr_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_leader_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_replicas_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_replicas_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_removing_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_removing_replicas_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_removing_replicas_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_adding_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_adding_replicas_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_adding_replicas_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_leader_recovery_state_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-128) || v_value > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_value));
+    w->n += 1;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_eligible_leader_replicas_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_eligible_leader_replicas_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_eligible_leader_replicas_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_last_known_elr_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_last_known_elr_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_last_known_elr_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_directories_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyBytes_CheckExact(l_value) || PyBytes_GET_SIZE(l_value) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_value), 16)) ERROR;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record_directories_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+        c_value = PySequence_Fast_GET_SIZE(l_value);
+        if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+            if ((rc_ = e_partition_change_record_directories_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partition_change_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_partition_id = NULL;
+    PyObject *l_topic_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_isr = NULL;
+    PyObject *l_leader = NULL;
+    PyObject *l_replicas = NULL;
+    PyObject *l_removing_replicas = NULL;
+    PyObject *l_adding_replicas = NULL;
+    PyObject *l_leader_recovery_state = NULL;
+    PyObject *l_eligible_leader_replicas = NULL;
+    PyObject *l_last_known_elr = NULL;
+    PyObject *l_directories = NULL;
+    int64_t v_partition_id = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(2))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_partition_change_record);
+    (void)own_;
+    l_partition_id = own_ ? kf_own_slot(obj, OFF_partition_change_record[0]) : kf_getattr(obj, N_partition_id, K_m1);
+    if (l_partition_id == NULL) FALLBACK;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_partition_change_record[1]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_partition_change_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_isr = own_ ? kf_own_slot(obj, OFF_partition_change_record[3]) : kf_getattr(obj, N_isr, Py_None);
+    if (l_isr == NULL) FALLBACK;
+    l_leader = own_ ? kf_own_slot(obj, OFF_partition_change_record[4]) : kf_getattr(obj, N_leader, Py_None);
+    if (l_leader == NULL) FALLBACK;
+    l_replicas = own_ ? kf_own_slot(obj, OFF_partition_change_record[5]) : kf_getattr(obj, N_replicas, Py_None);
+    if (l_replicas == NULL) FALLBACK;
+    l_removing_replicas = own_ ? kf_own_slot(obj, OFF_partition_change_record[6]) : kf_getattr(obj, N_removing_replicas, Py_None);
+    if (l_removing_replicas == NULL) FALLBACK;
+    l_adding_replicas = own_ ? kf_own_slot(obj, OFF_partition_change_record[7]) : kf_getattr(obj, N_adding_replicas, Py_None);
+    if (l_adding_replicas == NULL) FALLBACK;
+    l_leader_recovery_state = own_ ? kf_own_slot(obj, OFF_partition_change_record[8]) : kf_getattr(obj, N_leader_recovery_state, Py_None);
+    if (l_leader_recovery_state == NULL) FALLBACK;
+    l_eligible_leader_replicas = own_ ? kf_own_slot(obj, OFF_partition_change_record[9]) : kf_getattr(obj, N_eligible_leader_replicas, Py_None);
+    if (l_eligible_leader_replicas == NULL) FALLBACK;
+    l_last_known_elr = own_ ? kf_own_slot(obj, OFF_partition_change_record[10]) : kf_getattr(obj, N_last_known_elr, Py_None);
+    if (l_last_known_elr == NULL) FALLBACK;
+    l_directories = own_ ? kf_own_slot(obj, OFF_partition_change_record[11]) : kf_getattr(obj, N_directories, Py_None);
+    if (l_directories == NULL) FALLBACK;
+    if (kf_as_i64(l_partition_id, &v_partition_id)) FALLBACK;
+    Py_ssize_t p_partition_id = w->n;
+    (void)p_partition_id;
+    if (v_partition_id < INT64_C(-2147483648) || v_partition_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition_id));
+    w->n += 4;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[9];
+        memset(t_, 0, sizeof t_);
+        int has_[9] = {0};
+        const int64_t tags_[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        int r_ = 0;
+        if (r_ == 0 && l_isr != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_isr, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_isr_tag(&t_[0], l_isr, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0 && l_leader != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_leader, K_m2, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_leader_tag(&t_[1], l_leader, 0)) == KF_OK) has_[1] = 1;
+        }
+        if (r_ == 0 && l_replicas != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_replicas, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_replicas_tag(&t_[2], l_replicas, 0)) == KF_OK) has_[2] = 1;
+        }
+        if (r_ == 0 && l_removing_replicas != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_removing_replicas, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_removing_replicas_tag(&t_[3], l_removing_replicas, 0)) == KF_OK) has_[3] = 1;
+        }
+        if (r_ == 0 && l_adding_replicas != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_adding_replicas, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_adding_replicas_tag(&t_[4], l_adding_replicas, 0)) == KF_OK) has_[4] = 1;
+        }
+        if (r_ == 0 && l_leader_recovery_state != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_leader_recovery_state, K_m1, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_leader_recovery_state_tag(&t_[5], l_leader_recovery_state, 0)) == KF_OK) has_[5] = 1;
+        }
+        if (r_ == 0 && l_eligible_leader_replicas != Py_None && (a_version >= INT64_C(2))) {
+            int ne_ = PyObject_RichCompareBool(l_eligible_leader_replicas, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_eligible_leader_replicas_tag(&t_[6], l_eligible_leader_replicas, 0)) == KF_OK) has_[6] = 1;
+        }
+        if (r_ == 0 && l_last_known_elr != Py_None && (a_version >= INT64_C(2))) {
+            int ne_ = PyObject_RichCompareBool(l_last_known_elr, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_last_known_elr_tag(&t_[7], l_last_known_elr, 0)) == KF_OK) has_[7] = 1;
+        }
+        if (r_ == 0 && l_directories != Py_None && (a_version >= INT64_C(1))) {
+            int ne_ = PyObject_RichCompareBool(l_directories, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_partition_change_record_directories_tag(&t_[8], l_directories, 0)) == KF_OK) has_[8] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 9, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 9; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_partition_id);
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_isr);
+    Py_XDECREF(l_leader);
+    Py_XDECREF(l_replicas);
+    Py_XDECREF(l_removing_replicas);
+    Py_XDECREF(l_adding_replicas);
+    Py_XDECREF(l_leader_recovery_state);
+    Py_XDECREF(l_eligible_leader_replicas);
+    Py_XDECREF(l_last_known_elr);
+    Py_XDECREF(l_directories);
+    return rc_;
+}
+
+static int e_fence_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_id = NULL;
+    PyObject *l_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_id = 0;
+    int64_t v_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_fence_broker_record);
+    (void)own_;
+    l_id = own_ ? kf_own_slot(obj, OFF_fence_broker_record[0]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_epoch = own_ ? kf_own_slot(obj, OFF_fence_broker_record[1]) : kf_getattr(obj, N_epoch, Py_None);
+    if (l_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_fence_broker_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_id, &v_id)) FALLBACK;
+    if (kf_as_i64(l_epoch, &v_epoch)) FALLBACK;
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (v_id < INT64_C(-2147483648) || v_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_id));
+    w->n += 4;
+    Py_ssize_t p_epoch = w->n;
+    (void)p_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_epoch));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_unfence_broker_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_id = NULL;
+    PyObject *l_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_id = 0;
+    int64_t v_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_unfence_broker_record);
+    (void)own_;
+    l_id = own_ ? kf_own_slot(obj, OFF_unfence_broker_record[0]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_epoch = own_ ? kf_own_slot(obj, OFF_unfence_broker_record[1]) : kf_getattr(obj, N_epoch, Py_None);
+    if (l_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_unfence_broker_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_id, &v_id)) FALLBACK;
+    if (kf_as_i64(l_epoch, &v_epoch)) FALLBACK;
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (v_id < INT64_C(-2147483648) || v_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_id));
+    w->n += 4;
+    Py_ssize_t p_epoch = w->n;
+    (void)p_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_epoch));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_epoch);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remove_topic_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_topic_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remove_topic_record);
+    (void)own_;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_remove_topic_record[0]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remove_topic_record[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_delegation_token_record_renewers_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_delegation_token_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_owner = NULL;
+    PyObject *l_requester = NULL;
+    PyObject *l_renewers = NULL;
+    PyObject *l_issue_timestamp = NULL;
+    PyObject *l_max_timestamp = NULL;
+    PyObject *l_expiration_timestamp = NULL;
+    PyObject *l_token_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_issue_timestamp = 0;
+    int64_t v_max_timestamp = 0;
+    int64_t v_expiration_timestamp = 0;
+    int64_t k64_ = 0;
+    int64_t c_renewers = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_delegation_token_record);
+    (void)own_;
+    l_owner = own_ ? kf_own_slot(obj, OFF_delegation_token_record[0]) : kf_getattr(obj, N_owner, Py_None);
+    if (l_owner == NULL) FALLBACK;
+    l_requester = own_ ? kf_own_slot(obj, OFF_delegation_token_record[1]) : kf_getattr(obj, N_requester, Py_None);
+    if (l_requester == NULL) FALLBACK;
+    l_renewers = own_ ? kf_own_slot(obj, OFF_delegation_token_record[2]) : kf_getattr(obj, N_renewers, Py_None);
+    if (l_renewers == NULL) FALLBACK;
+    l_issue_timestamp = own_ ? kf_own_slot(obj, OFF_delegation_token_record[3]) : kf_getattr(obj, N_issue_timestamp, Py_None);
+    if (l_issue_timestamp == NULL) FALLBACK;
+    l_max_timestamp = own_ ? kf_own_slot(obj, OFF_delegation_token_record[4]) : kf_getattr(obj, N_max_timestamp, Py_None);
+    if (l_max_timestamp == NULL) FALLBACK;
+    l_expiration_timestamp = own_ ? kf_own_slot(obj, OFF_delegation_token_record[5]) : kf_getattr(obj, N_expiration_timestamp, Py_None);
+    if (l_expiration_timestamp == NULL) FALLBACK;
+    l_token_id = own_ ? kf_own_slot(obj, OFF_delegation_token_record[6]) : kf_getattr(obj, N_token_id, Py_None);
+    if (l_token_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_delegation_token_record[7]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_renewers) && !PyTuple_CheckExact(l_renewers)) FALLBACK;
+    if (kf_as_i64(l_issue_timestamp, &v_issue_timestamp)) FALLBACK;
+    if (kf_as_i64(l_max_timestamp, &v_max_timestamp)) FALLBACK;
+    if (kf_as_i64(l_expiration_timestamp, &v_expiration_timestamp)) FALLBACK;
+    Py_ssize_t p_owner = w->n;
+    (void)p_owner;
+    if (l_owner == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_owner) || (s_ = PyUnicode_AsUTF8AndSize(l_owner, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_requester = w->n;
+    (void)p_requester;
+    if (l_requester == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_requester) || (s_ = PyUnicode_AsUTF8AndSize(l_requester, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_renewers = w->n;
+    (void)p_renewers;
+    if (!PyList_CheckExact(l_renewers) && !PyTuple_CheckExact(l_renewers)) FALLBACK;
+    c_renewers = PySequence_Fast_GET_SIZE(l_renewers);
+    if (c_renewers < -1 || c_renewers >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_renewers + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_renewers); i_++) {
+        if ((rc_ = e_delegation_token_record_renewers_item(w, PySequence_Fast_ITEMS(l_renewers)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_issue_timestamp = w->n;
+    (void)p_issue_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_issue_timestamp));
+    w->n += 8;
+    Py_ssize_t p_max_timestamp = w->n;
+    (void)p_max_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_max_timestamp));
+    w->n += 8;
+    Py_ssize_t p_expiration_timestamp = w->n;
+    (void)p_expiration_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_expiration_timestamp));
+    w->n += 8;
+    Py_ssize_t p_token_id = w->n;
+    (void)p_token_id;
+    if (l_token_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_token_id) || (s_ = PyUnicode_AsUTF8AndSize(l_token_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_owner);
+    Py_XDECREF(l_requester);
+    Py_XDECREF(l_renewers);
+    Py_XDECREF(l_issue_timestamp);
+    Py_XDECREF(l_max_timestamp);
+    Py_XDECREF(l_expiration_timestamp);
+    Py_XDECREF(l_token_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_user_scram_credential_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_name = NULL;
+    PyObject *l_mechanism = NULL;
+    PyObject *l_salt = NULL;
+    PyObject *l_stored_key = NULL;
+    PyObject *l_server_key = NULL;
+    PyObject *l_iterations = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_mechanism = 0;
+    int64_t v_iterations = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_user_scram_credential_record);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_mechanism = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[1]) : kf_getattr(obj, N_mechanism, Py_None);
+    if (l_mechanism == NULL) FALLBACK;
+    l_salt = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[2]) : kf_getattr(obj, N_salt, Py_None);
+    if (l_salt == NULL) FALLBACK;
+    l_stored_key = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[3]) : kf_getattr(obj, N_stored_key, Py_None);
+    if (l_stored_key == NULL) FALLBACK;
+    l_server_key = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[4]) : kf_getattr(obj, N_server_key, Py_None);
+    if (l_server_key == NULL) FALLBACK;
+    l_iterations = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[5]) : kf_getattr(obj, N_iterations, Py_None);
+    if (l_iterations == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_user_scram_credential_record[6]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_mechanism, &v_mechanism)) FALLBACK;
+    if (kf_as_i64(l_iterations, &v_iterations)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_mechanism = w->n;
+    (void)p_mechanism;
+    if (v_mechanism < INT64_C(-128) || v_mechanism > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_mechanism));
+    w->n += 1;
+    Py_ssize_t p_salt = w->n;
+    (void)p_salt;
+    if (l_salt == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_salt)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_salt);
+        k_ = PyBytes_GET_SIZE(l_salt);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_stored_key = w->n;
+    (void)p_stored_key;
+    if (l_stored_key == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_stored_key)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_stored_key);
+        k_ = PyBytes_GET_SIZE(l_stored_key);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_server_key = w->n;
+    (void)p_server_key;
+    if (l_server_key == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_server_key)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_server_key);
+        k_ = PyBytes_GET_SIZE(l_server_key);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_iterations = w->n;
+    (void)p_iterations;
+    if (v_iterations < INT64_C(-2147483648) || v_iterations > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_iterations));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_mechanism);
+    Py_XDECREF(l_salt);
+    Py_XDECREF(l_stored_key);
+    Py_XDECREF(l_server_key);
+    Py_XDECREF(l_iterations);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_feature_level_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_name = NULL;
+    PyObject *l_feature_level = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_feature_level = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_feature_level_record);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_feature_level_record[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_feature_level = own_ ? kf_own_slot(obj, OFF_feature_level_record[1]) : kf_getattr(obj, N_feature_level, Py_None);
+    if (l_feature_level == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_feature_level_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_feature_level, &v_feature_level)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_feature_level = w->n;
+    (void)p_feature_level;
+    if (v_feature_level < INT64_C(-32768) || v_feature_level > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_feature_level));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_feature_level);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_entity_data(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_entity_type = NULL;
+    PyObject *l_entity_name = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_entity_data);
+    (void)own_;
+    l_entity_type = own_ ? kf_own_slot(obj, OFF_entity_data[0]) : kf_getattr(obj, N_entity_type, Py_None);
+    if (l_entity_type == NULL) FALLBACK;
+    l_entity_name = own_ ? kf_own_slot(obj, OFF_entity_data[1]) : kf_getattr(obj, N_entity_name, Py_None);
+    if (l_entity_name == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_entity_data[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_entity_type = w->n;
+    (void)p_entity_type;
+    if (l_entity_type == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_entity_type) || (s_ = PyUnicode_AsUTF8AndSize(l_entity_type, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_entity_name = w->n;
+    (void)p_entity_name;
+    if (l_entity_name == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_entity_name) || (s_ = PyUnicode_AsUTF8AndSize(l_entity_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_entity_type);
+    Py_XDECREF(l_entity_name);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_client_quota_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_entity = NULL;
+    PyObject *l_key = NULL;
+    PyObject *l_value = NULL;
+    PyObject *l_remove = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t c_entity = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_client_quota_record);
+    (void)own_;
+    l_entity = own_ ? kf_own_slot(obj, OFF_client_quota_record[0]) : kf_getattr(obj, N_entity, Py_None);
+    if (l_entity == NULL) FALLBACK;
+    l_key = own_ ? kf_own_slot(obj, OFF_client_quota_record[1]) : kf_getattr(obj, N_key, Py_None);
+    if (l_key == NULL) FALLBACK;
+    l_value = own_ ? kf_own_slot(obj, OFF_client_quota_record[2]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    l_remove = own_ ? kf_own_slot(obj, OFF_client_quota_record[3]) : kf_getattr(obj, N_remove, Py_None);
+    if (l_remove == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_client_quota_record[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_entity) && !PyTuple_CheckExact(l_entity)) FALLBACK;
+    Py_ssize_t p_entity = w->n;
+    (void)p_entity;
+    if (!PyList_CheckExact(l_entity) && !PyTuple_CheckExact(l_entity)) FALLBACK;
+    c_entity = PySequence_Fast_GET_SIZE(l_entity);
+    if (c_entity < -1 || c_entity >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_entity + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_entity); i_++) {
+        if ((rc_ = e_entity_data(w, PySequence_Fast_ITEMS(l_entity)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    if (l_key == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_key) || (s_ = PyUnicode_AsUTF8AndSize(l_key, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyFloat_CheckExact(l_value)) FALLBACK;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, kf_double_bits(PyFloat_AS_DOUBLE(l_value)));
+    w->n += 8;
+    Py_ssize_t p_remove = w->n;
+    (void)p_remove;
+    { int t_ = PyObject_IsTrue(l_remove); if (t_ < 0) { PyErr_Clear(); FALLBACK; }
+    if (kf_w_reserve(w, 1)) ERROR;
+    w->p[w->n++] = (char)t_; }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_entity);
+    Py_XDECREF(l_key);
+    Py_XDECREF(l_value);
+    Py_XDECREF(l_remove);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_producer_ids_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_broker_id = NULL;
+    PyObject *l_broker_epoch = NULL;
+    PyObject *l_next_producer_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_broker_id = 0;
+    int64_t v_broker_epoch = 0;
+    int64_t v_next_producer_id = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_producer_ids_record);
+    (void)own_;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_producer_ids_record[0]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_broker_epoch = own_ ? kf_own_slot(obj, OFF_producer_ids_record[1]) : kf_getattr(obj, N_broker_epoch, K_m1);
+    if (l_broker_epoch == NULL) FALLBACK;
+    l_next_producer_id = own_ ? kf_own_slot(obj, OFF_producer_ids_record[2]) : kf_getattr(obj, N_next_producer_id, Py_None);
+    if (l_next_producer_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_producer_ids_record[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_broker_epoch, &v_broker_epoch)) FALLBACK;
+    if (kf_as_i64(l_next_producer_id, &v_next_producer_id)) FALLBACK;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_broker_epoch = w->n;
+    (void)p_broker_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_broker_epoch));
+    w->n += 8;
+    Py_ssize_t p_next_producer_id = w->n;
+    (void)p_next_producer_id;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_next_producer_id));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_broker_epoch);
+    Py_XDECREF(l_next_producer_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_broker_registration_change_record_fenced_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-128) || v_value > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_value));
+    w->n += 1;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_broker_registration_change_record_in_controlled_shutdown_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-128) || v_value > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_value));
+    w->n += 1;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_broker_registration_change_record_log_dirs_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyBytes_CheckExact(l_value) || PyBytes_GET_SIZE(l_value) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_value), 16)) ERROR;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_broker_registration_change_record_log_dirs_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t c_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (!PyList_CheckExact(l_value) && !PyTuple_CheckExact(l_value)) FALLBACK;
+    c_value = PySequence_Fast_GET_SIZE(l_value);
+    if (c_value < -1 || c_value >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_value + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_value); i_++) {
+        if ((rc_ = e_broker_registration_change_record_log_dirs_item(w, PySequence_Fast_ITEMS(l_value)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_broker_registration_change_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_broker_id = NULL;
+    PyObject *l_broker_epoch = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_fenced = NULL;
+    PyObject *l_in_controlled_shutdown = NULL;
+    PyObject *l_log_dirs = NULL;
+    int64_t v_broker_id = 0;
+    int64_t v_broker_epoch = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(2))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_broker_registration_change_record);
+    (void)own_;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[0]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_broker_epoch = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[1]) : kf_getattr(obj, N_broker_epoch, Py_None);
+    if (l_broker_epoch == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_fenced = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[3]) : kf_getattr(obj, N_fenced, Py_None);
+    if (l_fenced == NULL) FALLBACK;
+    l_in_controlled_shutdown = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[4]) : kf_getattr(obj, N_in_controlled_shutdown, Py_None);
+    if (l_in_controlled_shutdown == NULL) FALLBACK;
+    l_log_dirs = own_ ? kf_own_slot(obj, OFF_broker_registration_change_record[5]) : kf_getattr(obj, N_log_dirs, Py_None);
+    if (l_log_dirs == NULL) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_broker_epoch, &v_broker_epoch)) FALLBACK;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_broker_epoch = w->n;
+    (void)p_broker_epoch;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_broker_epoch));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[3];
+        memset(t_, 0, sizeof t_);
+        int has_[3] = {0};
+        const int64_t tags_[3] = {0, 1, 2};
+        int r_ = 0;
+        if (r_ == 0 && l_fenced != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_fenced, K_0, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_broker_registration_change_record_fenced_tag(&t_[0], l_fenced, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0 && l_in_controlled_shutdown != Py_None && (a_version >= INT64_C(1))) {
+            int ne_ = PyObject_RichCompareBool(l_in_controlled_shutdown, K_0, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_broker_registration_change_record_in_controlled_shutdown_tag(&t_[1], l_in_controlled_shutdown, 0)) == KF_OK) has_[1] = 1;
+        }
+        if (r_ == 0 && l_log_dirs != Py_None && (a_version >= INT64_C(2))) {
+            int ne_ = PyObject_RichCompareBool(l_log_dirs, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_broker_registration_change_record_log_dirs_tag(&t_[2], l_log_dirs, 0)) == KF_OK) has_[2] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 3, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 3; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_broker_epoch);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_fenced);
+    Py_XDECREF(l_in_controlled_shutdown);
+    Py_XDECREF(l_log_dirs);
+    return rc_;
+}
+
+static int e_access_control_entry_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_id = NULL;
+    PyObject *l_resource_type = NULL;
+    PyObject *l_resource_name = NULL;
+    PyObject *l_pattern_type = NULL;
+    PyObject *l_principal = NULL;
+    PyObject *l_host = NULL;
+    PyObject *l_operation = NULL;
+    PyObject *l_permission_type = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_resource_type = 0;
+    int64_t v_pattern_type = 0;
+    int64_t v_operation = 0;
+    int64_t v_permission_type = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_access_control_entry_record);
+    (void)own_;
+    l_id = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[0]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_resource_type = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[1]) : kf_getattr(obj, N_resource_type, Py_None);
+    if (l_resource_type == NULL) FALLBACK;
+    l_resource_name = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[2]) : kf_getattr(obj, N_resource_name, Py_None);
+    if (l_resource_name == NULL) FALLBACK;
+    l_pattern_type = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[3]) : kf_getattr(obj, N_pattern_type, Py_None);
+    if (l_pattern_type == NULL) FALLBACK;
+    l_principal = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[4]) : kf_getattr(obj, N_principal, Py_None);
+    if (l_principal == NULL) FALLBACK;
+    l_host = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[5]) : kf_getattr(obj, N_host, Py_None);
+    if (l_host == NULL) FALLBACK;
+    l_operation = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[6]) : kf_getattr(obj, N_operation, Py_None);
+    if (l_operation == NULL) FALLBACK;
+    l_permission_type = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[7]) : kf_getattr(obj, N_permission_type, Py_None);
+    if (l_permission_type == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_access_control_entry_record[8]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_resource_type, &v_resource_type)) FALLBACK;
+    if (kf_as_i64(l_pattern_type, &v_pattern_type)) FALLBACK;
+    if (kf_as_i64(l_operation, &v_operation)) FALLBACK;
+    if (kf_as_i64(l_permission_type, &v_permission_type)) FALLBACK;
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (!PyBytes_CheckExact(l_id) || PyBytes_GET_SIZE(l_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_id), 16)) ERROR;
+    Py_ssize_t p_resource_type = w->n;
+    (void)p_resource_type;
+    if (v_resource_type < INT64_C(-128) || v_resource_type > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_resource_type));
+    w->n += 1;
+    Py_ssize_t p_resource_name = w->n;
+    (void)p_resource_name;
+    if (l_resource_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_resource_name) || (s_ = PyUnicode_AsUTF8AndSize(l_resource_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_pattern_type = w->n;
+    (void)p_pattern_type;
+    if (v_pattern_type < INT64_C(-128) || v_pattern_type > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_pattern_type));
+    w->n += 1;
+    Py_ssize_t p_principal = w->n;
+    (void)p_principal;
+    if (l_principal == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_principal) || (s_ = PyUnicode_AsUTF8AndSize(l_principal, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_host = w->n;
+    (void)p_host;
+    if (l_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_host) || (s_ = PyUnicode_AsUTF8AndSize(l_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_operation = w->n;
+    (void)p_operation;
+    if (v_operation < INT64_C(-128) || v_operation > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_operation));
+    w->n += 1;
+    Py_ssize_t p_permission_type = w->n;
+    (void)p_permission_type;
+    if (v_permission_type < INT64_C(-128) || v_permission_type > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_permission_type));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_resource_type);
+    Py_XDECREF(l_resource_name);
+    Py_XDECREF(l_pattern_type);
+    Py_XDECREF(l_principal);
+    Py_XDECREF(l_host);
+    Py_XDECREF(l_operation);
+    Py_XDECREF(l_permission_type);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remove_access_control_entry_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remove_access_control_entry_record);
+    (void)own_;
+    l_id = own_ ? kf_own_slot(obj, OFF_remove_access_control_entry_record[0]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remove_access_control_entry_record[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (!PyBytes_CheckExact(l_id) || PyBytes_GET_SIZE(l_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_id), 16)) ERROR;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_no_op_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_tagged_fields = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_no_op_record);
+    (void)own_;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_no_op_record[0]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_zk_migration_state_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_zk_migration_state = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_zk_migration_state = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_zk_migration_state_record);
+    (void)own_;
+    l_zk_migration_state = own_ ? kf_own_slot(obj, OFF_zk_migration_state_record[0]) : kf_getattr(obj, N_zk_migration_state, Py_None);
+    if (l_zk_migration_state == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_zk_migration_state_record[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_zk_migration_state, &v_zk_migration_state)) FALLBACK;
+    Py_ssize_t p_zk_migration_state = w->n;
+    (void)p_zk_migration_state;
+    if (v_zk_migration_state < INT64_C(-128) || v_zk_migration_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_zk_migration_state));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_zk_migration_state);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remove_user_scram_credential_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_name = NULL;
+    PyObject *l_mechanism = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_mechanism = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remove_user_scram_credential_record);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_remove_user_scram_credential_record[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_mechanism = own_ ? kf_own_slot(obj, OFF_remove_user_scram_credential_record[1]) : kf_getattr(obj, N_mechanism, Py_None);
+    if (l_mechanism == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remove_user_scram_credential_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_mechanism, &v_mechanism)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_mechanism = w->n;
+    (void)p_mechanism;
+    if (v_mechanism < INT64_C(-128) || v_mechanism > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_mechanism));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_mechanism);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_begin_transaction_record_name_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_begin_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_name = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_begin_transaction_record);
+    (void)own_;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_begin_transaction_record[0]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_name = own_ ? kf_own_slot(obj, OFF_begin_transaction_record[1]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0 && l_name != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_name, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_begin_transaction_record_name_tag(&t_[0], l_name, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 1, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_name);
+    return rc_;
+}
+
+static int e_end_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_tagged_fields = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_end_transaction_record);
+    (void)own_;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_end_transaction_record[0]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_abort_transaction_record_reason_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (l_value == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_value) || (s_ = PyUnicode_AsUTF8AndSize(l_value, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_abort_transaction_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_reason = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_abort_transaction_record);
+    (void)own_;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_abort_transaction_record[0]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_reason = own_ ? kf_own_slot(obj, OFF_abort_transaction_record[1]) : kf_getattr(obj, N_reason, Py_None);
+    if (l_reason == NULL) FALLBACK;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0 && l_reason != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_reason, Py_None, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_abort_transaction_record_reason_tag(&t_[0], l_reason, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 1, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_reason);
+    return rc_;
+}
+
+static int e_remove_delegation_token_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_token_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remove_delegation_token_record);
+    (void)own_;
+    l_token_id = own_ ? kf_own_slot(obj, OFF_remove_delegation_token_record[0]) : kf_getattr(obj, N_token_id, Py_None);
+    if (l_token_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remove_delegation_token_record[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_token_id = w->n;
+    (void)p_token_id;
+    if (l_token_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_token_id) || (s_ = PyUnicode_AsUTF8AndSize(l_token_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_token_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_controller_endpoint(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_host = NULL;
+    PyObject *l_port = NULL;
+    PyObject *l_security_protocol = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_port = 0;
+    int64_t v_security_protocol = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_controller_endpoint);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_controller_endpoint[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_host = own_ ? kf_own_slot(obj, OFF_controller_endpoint[1]) : kf_getattr(obj, N_host, Py_None);
+    if (l_host == NULL) FALLBACK;
+    l_port = own_ ? kf_own_slot(obj, OFF_controller_endpoint[2]) : kf_getattr(obj, N_port, Py_None);
+    if (l_port == NULL) FALLBACK;
+    l_security_protocol = own_ ? kf_own_slot(obj, OFF_controller_endpoint[3]) : kf_getattr(obj, N_security_protocol, Py_None);
+    if (l_security_protocol == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_controller_endpoint[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_port, &v_port)) FALLBACK;
+    if (kf_as_i64(l_security_protocol, &v_security_protocol)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_host = w->n;
+    (void)p_host;
+    if (l_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_host) || (s_ = PyUnicode_AsUTF8AndSize(l_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_port = w->n;
+    (void)p_port;
+    if (v_port < INT64_C(0) || v_port > INT64_C(65535)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_port));
+    w->n += 2;
+    Py_ssize_t p_security_protocol = w->n;
+    (void)p_security_protocol;
+    if (v_security_protocol < INT64_C(-32768) || v_security_protocol > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_security_protocol));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_host);
+    Py_XDECREF(l_port);
+    Py_XDECREF(l_security_protocol);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_controller_feature(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_min_supported_version = NULL;
+    PyObject *l_max_supported_version = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_min_supported_version = 0;
+    int64_t v_max_supported_version = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_controller_feature);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_controller_feature[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_min_supported_version = own_ ? kf_own_slot(obj, OFF_controller_feature[1]) : kf_getattr(obj, N_min_supported_version, Py_None);
+    if (l_min_supported_version == NULL) FALLBACK;
+    l_max_supported_version = own_ ? kf_own_slot(obj, OFF_controller_feature[2]) : kf_getattr(obj, N_max_supported_version, Py_None);
+    if (l_max_supported_version == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_controller_feature[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_min_supported_version, &v_min_supported_version)) FALLBACK;
+    if (kf_as_i64(l_max_supported_version, &v_max_supported_version)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_min_supported_version = w->n;
+    (void)p_min_supported_version;
+    if (v_min_supported_version < INT64_C(-32768) || v_min_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_min_supported_version));
+    w->n += 2;
+    Py_ssize_t p_max_supported_version = w->n;
+    (void)p_max_supported_version;
+    if (v_max_supported_version < INT64_C(-32768) || v_max_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_max_supported_version));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_min_supported_version);
+    Py_XDECREF(l_max_supported_version);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_register_controller_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_controller_id = NULL;
+    PyObject *l_incarnation_id = NULL;
+    PyObject *l_zk_migration_ready = NULL;
+    PyObject *l_end_points = NULL;
+    PyObject *l_features = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_controller_id = 0;
+    int64_t c_end_points = 0;
+    int64_t c_features = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_register_controller_record);
+    (void)own_;
+    l_controller_id = own_ ? kf_own_slot(obj, OFF_register_controller_record[0]) : kf_getattr(obj, N_controller_id, Py_None);
+    if (l_controller_id == NULL) FALLBACK;
+    l_incarnation_id = own_ ? kf_own_slot(obj, OFF_register_controller_record[1]) : kf_getattr(obj, N_incarnation_id, Py_None);
+    if (l_incarnation_id == NULL) FALLBACK;
+    l_zk_migration_ready = own_ ? kf_own_slot(obj, OFF_register_controller_record[2]) : kf_getattr(obj, N_zk_migration_ready, Py_None);
+    if (l_zk_migration_ready == NULL) FALLBACK;
+    l_end_points = own_ ? kf_own_slot(obj, OFF_register_controller_record[3]) : kf_getattr(obj, N_end_points, Py_None);
+    if (l_end_points == NULL) FALLBACK;
+    l_features = own_ ? kf_own_slot(obj, OFF_register_controller_record[4]) : kf_getattr(obj, N_features, Py_None);
+    if (l_features == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_register_controller_record[5]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_controller_id, &v_controller_id)) FALLBACK;
+    if (!PyList_CheckExact(l_end_points) && !PyTuple_CheckExact(l_end_points)) FALLBACK;
+    if (!PyList_CheckExact(l_features) && !PyTuple_CheckExact(l_features)) FALLBACK;
+    Py_ssize_t p_controller_id = w->n;
+    (void)p_controller_id;
+    if (v_controller_id < INT64_C(-2147483648) || v_controller_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_controller_id));
+    w->n += 4;
+    Py_ssize_t p_incarnation_id = w->n;
+    (void)p_incarnation_id;
+    if (!PyBytes_CheckExact(l_incarnation_id) || PyBytes_GET_SIZE(l_incarnation_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_incarnation_id), 16)) ERROR;
+    Py_ssize_t p_zk_migration_ready = w->n;
+    (void)p_zk_migration_ready;
+    { int t_ = PyObject_IsTrue(l_zk_migration_ready); if (t_ < 0) { PyErr_Clear(); FALLBACK; }
+    if (kf_w_reserve(w, 1)) ERROR;
+    w->p[w->n++] = (char)t_; }
+    Py_ssize_t p_end_points = w->n;
+    (void)p_end_points;
+    if (!PyList_CheckExact(l_end_points) && !PyTuple_CheckExact(l_end_points)) FALLBACK;
+    c_end_points = PySequence_Fast_GET_SIZE(l_end_points);
+    if (c_end_points < -1 || c_end_points >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_end_points + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_end_points); i_++) {
+        if ((rc_ = e_controller_endpoint(w, PySequence_Fast_ITEMS(l_end_points)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_features = w->n;
+    (void)p_features;
+    if (!PyList_CheckExact(l_features) && !PyTuple_CheckExact(l_features)) FALLBACK;
+    c_features = PySequence_Fast_GET_SIZE(l_features);
+    if (c_features < -1 || c_features >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_features + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_features); i_++) {
+        if ((rc_ = e_controller_feature(w, PySequence_Fast_ITEMS(l_features)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_controller_id);
+    Py_XDECREF(l_incarnation_id);
+    Py_XDECREF(l_zk_migration_ready);
+    Py_XDECREF(l_end_points);
+    Py_XDECREF(l_features);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_kraft_metadata_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_frame_version = NULL;
+    PyObject *l_api_key = NULL;
+    PyObject *l_version = NULL;
+    PyObject *l_record = NULL;
+    int64_t v_frame_version = 0;
+    int64_t v_api_key = 0;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_kraft_metadata_record);
+    (void)own_;
+    l_frame_version = own_ ? kf_own_slot(obj, OFF_kraft_metadata_record[0]) : kf_getattr(obj, N_frame_version, K_1);
+    if (l_frame_version == NULL) FALLBACK;
+    l_api_key = own_ ? kf_own_slot(obj, OFF_kraft_metadata_record[1]) : kf_getattr(obj, N_api_key, Py_None);
+    if (l_api_key == NULL) FALLBACK;
+    l_version = own_ ? kf_own_slot(obj, OFF_kraft_metadata_record[2]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_record = own_ ? kf_own_slot(obj, OFF_kraft_metadata_record[3]) : kf_getattr(obj, N_record, Py_None);
+    if (l_record == NULL) FALLBACK;
+    if (kf_as_i64(l_frame_version, &v_frame_version)) FALLBACK;
+    if (kf_as_i64(l_api_key, &v_api_key)) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_frame_version = w->n;
+    (void)p_frame_version;
+    if (v_frame_version < 0 || v_frame_version > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_frame_version)) ERROR;
+    Py_ssize_t p_api_key = w->n;
+    (void)p_api_key;
+    if (v_api_key < 0 || v_api_key > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_api_key)) ERROR;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < 0 || v_version > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_version)) ERROR;
+    Py_ssize_t p_record = w->n;
+    (void)p_record;
+    switch (v_api_key) {
+    case 0:
+        if (!Py_IS_TYPE(l_record, T_register_broker_record)) FALLBACK;
+        if ((rc_ = e_register_broker_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 1:
+        if (!Py_IS_TYPE(l_record, T_unregister_broker_record)) FALLBACK;
+        if ((rc_ = e_unregister_broker_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 2:
+        if (!Py_IS_TYPE(l_record, T_topic_record)) FALLBACK;
+        if ((rc_ = e_topic_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 3:
+        if (!Py_IS_TYPE(l_record, T_partition_record)) FALLBACK;
+        if ((rc_ = e_partition_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 4:
+        if (!Py_IS_TYPE(l_record, T_config_record)) FALLBACK;
+        if ((rc_ = e_config_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 5:
+        if (!Py_IS_TYPE(l_record, T_partition_change_record)) FALLBACK;
+        if ((rc_ = e_partition_change_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 7:
+        if (!Py_IS_TYPE(l_record, T_fence_broker_record)) FALLBACK;
+        if ((rc_ = e_fence_broker_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 8:
+        if (!Py_IS_TYPE(l_record, T_unfence_broker_record)) FALLBACK;
+        if ((rc_ = e_unfence_broker_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 9:
+        if (!Py_IS_TYPE(l_record, T_remove_topic_record)) FALLBACK;
+        if ((rc_ = e_remove_topic_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 10:
+        if (!Py_IS_TYPE(l_record, T_delegation_token_record)) FALLBACK;
+        if ((rc_ = e_delegation_token_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 11:
+        if (!Py_IS_TYPE(l_record, T_user_scram_credential_record)) FALLBACK;
+        if ((rc_ = e_user_scram_credential_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 12:
+        if (!Py_IS_TYPE(l_record, T_feature_level_record)) FALLBACK;
+        if ((rc_ = e_feature_level_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 14:
+        if (!Py_IS_TYPE(l_record, T_client_quota_record)) FALLBACK;
+        if ((rc_ = e_client_quota_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 15:
+        if (!Py_IS_TYPE(l_record, T_producer_ids_record)) FALLBACK;
+        if ((rc_ = e_producer_ids_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 17:
+        if (!Py_IS_TYPE(l_record, T_broker_registration_change_record)) FALLBACK;
+        if ((rc_ = e_broker_registration_change_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 18:
+        if (!Py_IS_TYPE(l_record, T_access_control_entry_record)) FALLBACK;
+        if ((rc_ = e_access_control_entry_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 19:
+        if (!Py_IS_TYPE(l_record, T_remove_access_control_entry_record)) FALLBACK;
+        if ((rc_ = e_remove_access_control_entry_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 20:
+        if (!Py_IS_TYPE(l_record, T_no_op_record)) FALLBACK;
+        if ((rc_ = e_no_op_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 21:
+        if (!Py_IS_TYPE(l_record, T_zk_migration_state_record)) FALLBACK;
+        if ((rc_ = e_zk_migration_state_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 22:
+        if (!Py_IS_TYPE(l_record, T_remove_user_scram_credential_record)) FALLBACK;
+        if ((rc_ = e_remove_user_scram_credential_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 23:
+        if (!Py_IS_TYPE(l_record, T_begin_transaction_record)) FALLBACK;
+        if ((rc_ = e_begin_transaction_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 24:
+        if (!Py_IS_TYPE(l_record, T_end_transaction_record)) FALLBACK;
+        if ((rc_ = e_end_transaction_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 25:
+        if (!Py_IS_TYPE(l_record, T_abort_transaction_record)) FALLBACK;
+        if ((rc_ = e_abort_transaction_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 26:
+        if (!Py_IS_TYPE(l_record, T_remove_delegation_token_record)) FALLBACK;
+        if ((rc_ = e_remove_delegation_token_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 27:
+        if (!Py_IS_TYPE(l_record, T_register_controller_record)) FALLBACK;
+        if ((rc_ = e_register_controller_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_frame_version);
+    Py_XDECREF(l_api_key);
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_record);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -4321,15 +7652,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 1 || kf_params(args, 1, a_, 0)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_kraft_metadata_record(&w, value, 0);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 0)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_kraft_metadata_record(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts): (value, next position), or None when the python backend must decide */
@@ -4642,7 +8016,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -4667,6 +8041,76 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_adding_replicas = PyUnicode_InternFromString("adding_replicas")) == NULL) goto fail;
+    if ((N_api_key = PyUnicode_InternFromString("api_key")) == NULL) goto fail;
+    if ((N_broker_epoch = PyUnicode_InternFromString("broker_epoch")) == NULL) goto fail;
+    if ((N_broker_id = PyUnicode_InternFromString("broker_id")) == NULL) goto fail;
+    if ((N_controller_id = PyUnicode_InternFromString("controller_id")) == NULL) goto fail;
+    if ((N_directories = PyUnicode_InternFromString("directories")) == NULL) goto fail;
+    if ((N_eligible_leader_replicas = PyUnicode_InternFromString("eligible_leader_replicas")) == NULL) goto fail;
+    if ((N_end_points = PyUnicode_InternFromString("end_points")) == NULL) goto fail;
+    if ((N_entity = PyUnicode_InternFromString("entity")) == NULL) goto fail;
+    if ((N_entity_name = PyUnicode_InternFromString("entity_name")) == NULL) goto fail;
+    if ((N_entity_type = PyUnicode_InternFromString("entity_type")) == NULL) goto fail;
+    if ((N_epoch = PyUnicode_InternFromString("epoch")) == NULL) goto fail;
+    if ((N_expiration_timestamp = PyUnicode_InternFromString("expiration_timestamp")) == NULL) goto fail;
+    if ((N_feature_level = PyUnicode_InternFromString("feature_level")) == NULL) goto fail;
+    if ((N_features = PyUnicode_InternFromString("features")) == NULL) goto fail;
+    if ((N_fenced = PyUnicode_InternFromString("fenced")) == NULL) goto fail;
+    if ((N_frame_version = PyUnicode_InternFromString("frame_version")) == NULL) goto fail;
+    if ((N_host = PyUnicode_InternFromString("host")) == NULL) goto fail;
+    if ((N_id = PyUnicode_InternFromString("id")) == NULL) goto fail;
+    if ((N_in_controlled_shutdown = PyUnicode_InternFromString("in_controlled_shutdown")) == NULL) goto fail;
+    if ((N_incarnation_id = PyUnicode_InternFromString("incarnation_id")) == NULL) goto fail;
+    if ((N_is_migrating_zk_broker = PyUnicode_InternFromString("is_migrating_zk_broker")) == NULL) goto fail;
+    if ((N_isr = PyUnicode_InternFromString("isr")) == NULL) goto fail;
+    if ((N_issue_timestamp = PyUnicode_InternFromString("issue_timestamp")) == NULL) goto fail;
+    if ((N_iterations = PyUnicode_InternFromString("iterations")) == NULL) goto fail;
+    if ((N_key = PyUnicode_InternFromString("key")) == NULL) goto fail;
+    if ((N_last_known_elr = PyUnicode_InternFromString("last_known_elr")) == NULL) goto fail;
+    if ((N_leader = PyUnicode_InternFromString("leader")) == NULL) goto fail;
+    if ((N_leader_epoch = PyUnicode_InternFromString("leader_epoch")) == NULL) goto fail;
+    if ((N_leader_recovery_state = PyUnicode_InternFromString("leader_recovery_state")) == NULL) goto fail;
+    if ((N_log_dirs = PyUnicode_InternFromString("log_dirs")) == NULL) goto fail;
+    if ((N_max_supported_version = PyUnicode_InternFromString("max_supported_version")) == NULL) goto fail;
+    if ((N_max_timestamp = PyUnicode_InternFromString("max_timestamp")) == NULL) goto fail;
+    if ((N_mechanism = PyUnicode_InternFromString("mechanism")) == NULL) goto fail;
+    if ((N_min_supported_version = PyUnicode_InternFromString("min_supported_version")) == NULL) goto fail;
+    if ((N_name = PyUnicode_InternFromString("name")) == NULL) goto fail;
+    if ((N_next_producer_id = PyUnicode_InternFromString("next_producer_id")) == NULL) goto fail;
+    if ((N_operation = PyUnicode_InternFromString("operation")) == NULL) goto fail;
+    if ((N_owner = PyUnicode_InternFromString("owner")) == NULL) goto fail;
+    if ((N_partition_epoch = PyUnicode_InternFromString("partition_epoch")) == NULL) goto fail;
+    if ((N_partition_id = PyUnicode_InternFromString("partition_id")) == NULL) goto fail;
+    if ((N_pattern_type = PyUnicode_InternFromString("pattern_type")) == NULL) goto fail;
+    if ((N_permission_type = PyUnicode_InternFromString("permission_type")) == NULL) goto fail;
+    if ((N_port = PyUnicode_InternFromString("port")) == NULL) goto fail;
+    if ((N_principal = PyUnicode_InternFromString("principal")) == NULL) goto fail;
+    if ((N_rack = PyUnicode_InternFromString("rack")) == NULL) goto fail;
+    if ((N_reason = PyUnicode_InternFromString("reason")) == NULL) goto fail;
+    if ((N_record = PyUnicode_InternFromString("record")) == NULL) goto fail;
+    if ((N_remove = PyUnicode_InternFromString("remove")) == NULL) goto fail;
+    if ((N_removing_replicas = PyUnicode_InternFromString("removing_replicas")) == NULL) goto fail;
+    if ((N_renewers = PyUnicode_InternFromString("renewers")) == NULL) goto fail;
+    if ((N_replicas = PyUnicode_InternFromString("replicas")) == NULL) goto fail;
+    if ((N_requester = PyUnicode_InternFromString("requester")) == NULL) goto fail;
+    if ((N_resource_name = PyUnicode_InternFromString("resource_name")) == NULL) goto fail;
+    if ((N_resource_type = PyUnicode_InternFromString("resource_type")) == NULL) goto fail;
+    if ((N_salt = PyUnicode_InternFromString("salt")) == NULL) goto fail;
+    if ((N_security_protocol = PyUnicode_InternFromString("security_protocol")) == NULL) goto fail;
+    if ((N_server_key = PyUnicode_InternFromString("server_key")) == NULL) goto fail;
+    if ((N_stored_key = PyUnicode_InternFromString("stored_key")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_token_id = PyUnicode_InternFromString("token_id")) == NULL) goto fail;
+    if ((N_topic_id = PyUnicode_InternFromString("topic_id")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
+    if ((N_zk_migration_ready = PyUnicode_InternFromString("zk_migration_ready")) == NULL) goto fail;
+    if ((N_zk_migration_state = PyUnicode_InternFromString("zk_migration_state")) == NULL) goto fail;
+    if ((K_m2 = PyLong_FromLongLong(-2)) == NULL) goto fail;
+    if ((K_m1 = PyLong_FromLongLong(-1)) == NULL) goto fail;
+    if ((K_0 = PyLong_FromLongLong(0)) == NULL) goto fail;
+    if ((K_1 = PyLong_FromLongLong(1)) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "129dfd26c5f7384557bf9fa51637378e294ec82f3265d583733ca34d0dba723c") < 0) {

@@ -808,7 +808,33 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower voter.tagged_fields: tagged fields yet */
+static PyObject *N_endpoints; /* attribute name */
+static PyObject *N_granting_voters; /* attribute name */
+static PyObject *N_host; /* attribute name */
+static PyObject *N_k_raft_version; /* attribute name */
+static PyObject *N_k_raft_version_feature; /* attribute name */
+static PyObject *N_last_contained_log_timestamp; /* attribute name */
+static PyObject *N_leader_id; /* attribute name */
+static PyObject *N_max_supported_version; /* attribute name */
+static PyObject *N_min_supported_version; /* attribute name */
+static PyObject *N_name; /* attribute name */
+static PyObject *N_port; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static PyObject *N_voter_directory_id; /* attribute name */
+static PyObject *N_voter_id; /* attribute name */
+static PyObject *N_voters; /* attribute name */
+static int e_voter(kf_w *w, PyObject *obj, int64_t index);
+static int e_leader_change_message(kf_w *w, PyObject *obj, int64_t index);
+static int e_snapshot_header_record(kf_w *w, PyObject *obj, int64_t index);
+static int e_snapshot_footer_record(kf_w *w, PyObject *obj, int64_t index);
+static int e_k_raft_version_record(kf_w *w, PyObject *obj, int64_t index);
+static int e_endpoint(kf_w *w, PyObject *obj, int64_t index);
+static int e_k_raft_version_feature(kf_w *w, PyObject *obj, int64_t index);
+static int e_voters_record_voter(kf_w *w, PyObject *obj, int64_t index);
+static int e_voters_record(kf_w *w, PyObject *obj, int64_t index);
+static int e_raft_control(kf_w *w, PyObject *obj, int64_t index, int64_t a_control_type);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -819,6 +845,560 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_voter(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_voter_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_voter_id = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_voter);
+    (void)own_;
+    l_voter_id = own_ ? kf_own_slot(obj, OFF_voter[0]) : kf_getattr(obj, N_voter_id, Py_None);
+    if (l_voter_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_voter[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_voter_id, &v_voter_id)) FALLBACK;
+    Py_ssize_t p_voter_id = w->n;
+    (void)p_voter_id;
+    if (v_voter_id < INT64_C(-2147483648) || v_voter_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_voter_id));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_voter_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_leader_change_message(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_leader_id = NULL;
+    PyObject *l_voters = NULL;
+    PyObject *l_granting_voters = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_version = 0;
+    int64_t v_leader_id = 0;
+    int64_t c_voters = 0;
+    int64_t c_granting_voters = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_leader_change_message);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_leader_change_message[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_leader_id = own_ ? kf_own_slot(obj, OFF_leader_change_message[1]) : kf_getattr(obj, N_leader_id, Py_None);
+    if (l_leader_id == NULL) FALLBACK;
+    l_voters = own_ ? kf_own_slot(obj, OFF_leader_change_message[2]) : kf_getattr(obj, N_voters, Py_None);
+    if (l_voters == NULL) FALLBACK;
+    l_granting_voters = own_ ? kf_own_slot(obj, OFF_leader_change_message[3]) : kf_getattr(obj, N_granting_voters, Py_None);
+    if (l_granting_voters == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_leader_change_message[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (kf_as_i64(l_leader_id, &v_leader_id)) FALLBACK;
+    if (!PyList_CheckExact(l_voters) && !PyTuple_CheckExact(l_voters)) FALLBACK;
+    if (!PyList_CheckExact(l_granting_voters) && !PyTuple_CheckExact(l_granting_voters)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_leader_id = w->n;
+    (void)p_leader_id;
+    if (v_leader_id < INT64_C(-2147483648) || v_leader_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_id));
+    w->n += 4;
+    Py_ssize_t p_voters = w->n;
+    (void)p_voters;
+    if (!PyList_CheckExact(l_voters) && !PyTuple_CheckExact(l_voters)) FALLBACK;
+    c_voters = PySequence_Fast_GET_SIZE(l_voters);
+    if (c_voters < -1 || c_voters >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_voters + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_voters); i_++) {
+        if ((rc_ = e_voter(w, PySequence_Fast_ITEMS(l_voters)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_granting_voters = w->n;
+    (void)p_granting_voters;
+    if (!PyList_CheckExact(l_granting_voters) && !PyTuple_CheckExact(l_granting_voters)) FALLBACK;
+    c_granting_voters = PySequence_Fast_GET_SIZE(l_granting_voters);
+    if (c_granting_voters < -1 || c_granting_voters >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_granting_voters + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_granting_voters); i_++) {
+        if ((rc_ = e_voter(w, PySequence_Fast_ITEMS(l_granting_voters)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_leader_id);
+    Py_XDECREF(l_voters);
+    Py_XDECREF(l_granting_voters);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_snapshot_header_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_last_contained_log_timestamp = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_version = 0;
+    int64_t v_last_contained_log_timestamp = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_snapshot_header_record);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_snapshot_header_record[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_last_contained_log_timestamp = own_ ? kf_own_slot(obj, OFF_snapshot_header_record[1]) : kf_getattr(obj, N_last_contained_log_timestamp, Py_None);
+    if (l_last_contained_log_timestamp == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_snapshot_header_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (kf_as_i64(l_last_contained_log_timestamp, &v_last_contained_log_timestamp)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_last_contained_log_timestamp = w->n;
+    (void)p_last_contained_log_timestamp;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_last_contained_log_timestamp));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_last_contained_log_timestamp);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_snapshot_footer_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_snapshot_footer_record);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_snapshot_footer_record[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_snapshot_footer_record[1]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_k_raft_version_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_k_raft_version = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_version = 0;
+    int64_t v_k_raft_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_k_raft_version_record);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_k_raft_version_record[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_k_raft_version = own_ ? kf_own_slot(obj, OFF_k_raft_version_record[1]) : kf_getattr(obj, N_k_raft_version, Py_None);
+    if (l_k_raft_version == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_k_raft_version_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (kf_as_i64(l_k_raft_version, &v_k_raft_version)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_k_raft_version = w->n;
+    (void)p_k_raft_version;
+    if (v_k_raft_version < INT64_C(-32768) || v_k_raft_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_k_raft_version));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_k_raft_version);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_endpoint(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_host = NULL;
+    PyObject *l_port = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_port = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_endpoint);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_endpoint[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_host = own_ ? kf_own_slot(obj, OFF_endpoint[1]) : kf_getattr(obj, N_host, Py_None);
+    if (l_host == NULL) FALLBACK;
+    l_port = own_ ? kf_own_slot(obj, OFF_endpoint[2]) : kf_getattr(obj, N_port, Py_None);
+    if (l_port == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_endpoint[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_port, &v_port)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_host = w->n;
+    (void)p_host;
+    if (l_host == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_host) || (s_ = PyUnicode_AsUTF8AndSize(l_host, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_port = w->n;
+    (void)p_port;
+    if (v_port < INT64_C(0) || v_port > INT64_C(65535)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_port));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_host);
+    Py_XDECREF(l_port);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_k_raft_version_feature(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_min_supported_version = NULL;
+    PyObject *l_max_supported_version = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_min_supported_version = 0;
+    int64_t v_max_supported_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_k_raft_version_feature);
+    (void)own_;
+    l_min_supported_version = own_ ? kf_own_slot(obj, OFF_k_raft_version_feature[0]) : kf_getattr(obj, N_min_supported_version, Py_None);
+    if (l_min_supported_version == NULL) FALLBACK;
+    l_max_supported_version = own_ ? kf_own_slot(obj, OFF_k_raft_version_feature[1]) : kf_getattr(obj, N_max_supported_version, Py_None);
+    if (l_max_supported_version == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_k_raft_version_feature[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_min_supported_version, &v_min_supported_version)) FALLBACK;
+    if (kf_as_i64(l_max_supported_version, &v_max_supported_version)) FALLBACK;
+    Py_ssize_t p_min_supported_version = w->n;
+    (void)p_min_supported_version;
+    if (v_min_supported_version < INT64_C(-32768) || v_min_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_min_supported_version));
+    w->n += 2;
+    Py_ssize_t p_max_supported_version = w->n;
+    (void)p_max_supported_version;
+    if (v_max_supported_version < INT64_C(-32768) || v_max_supported_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_max_supported_version));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_min_supported_version);
+    Py_XDECREF(l_max_supported_version);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_voters_record_voter(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_voter_id = NULL;
+    PyObject *l_voter_directory_id = NULL;
+    PyObject *l_endpoints = NULL;
+    PyObject *l_k_raft_version_feature = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_voter_id = 0;
+    int64_t c_endpoints = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_voters_record_voter);
+    (void)own_;
+    l_voter_id = own_ ? kf_own_slot(obj, OFF_voters_record_voter[0]) : kf_getattr(obj, N_voter_id, Py_None);
+    if (l_voter_id == NULL) FALLBACK;
+    l_voter_directory_id = own_ ? kf_own_slot(obj, OFF_voters_record_voter[1]) : kf_getattr(obj, N_voter_directory_id, Py_None);
+    if (l_voter_directory_id == NULL) FALLBACK;
+    l_endpoints = own_ ? kf_own_slot(obj, OFF_voters_record_voter[2]) : kf_getattr(obj, N_endpoints, Py_None);
+    if (l_endpoints == NULL) FALLBACK;
+    l_k_raft_version_feature = own_ ? kf_own_slot(obj, OFF_voters_record_voter[3]) : kf_getattr(obj, N_k_raft_version_feature, Py_None);
+    if (l_k_raft_version_feature == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_voters_record_voter[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_voter_id, &v_voter_id)) FALLBACK;
+    if (!PyList_CheckExact(l_endpoints) && !PyTuple_CheckExact(l_endpoints)) FALLBACK;
+    Py_ssize_t p_voter_id = w->n;
+    (void)p_voter_id;
+    if (v_voter_id < INT64_C(-2147483648) || v_voter_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_voter_id));
+    w->n += 4;
+    Py_ssize_t p_voter_directory_id = w->n;
+    (void)p_voter_directory_id;
+    if (!PyBytes_CheckExact(l_voter_directory_id) || PyBytes_GET_SIZE(l_voter_directory_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_voter_directory_id), 16)) ERROR;
+    Py_ssize_t p_endpoints = w->n;
+    (void)p_endpoints;
+    if (!PyList_CheckExact(l_endpoints) && !PyTuple_CheckExact(l_endpoints)) FALLBACK;
+    c_endpoints = PySequence_Fast_GET_SIZE(l_endpoints);
+    if (c_endpoints < -1 || c_endpoints >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_endpoints + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_endpoints); i_++) {
+        if ((rc_ = e_endpoint(w, PySequence_Fast_ITEMS(l_endpoints)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_k_raft_version_feature = w->n;
+    (void)p_k_raft_version_feature;
+    if ((rc_ = e_k_raft_version_feature(w, l_k_raft_version_feature, 0)) != KF_OK) goto done;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_voter_id);
+    Py_XDECREF(l_voter_directory_id);
+    Py_XDECREF(l_endpoints);
+    Py_XDECREF(l_k_raft_version_feature);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_voters_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_version = NULL;
+    PyObject *l_voters = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_version = 0;
+    int64_t c_voters = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_voters_record);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_voters_record[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_voters = own_ ? kf_own_slot(obj, OFF_voters_record[1]) : kf_getattr(obj, N_voters, Py_None);
+    if (l_voters == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_voters_record[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    if (!PyList_CheckExact(l_voters) && !PyTuple_CheckExact(l_voters)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_voters = w->n;
+    (void)p_voters;
+    if (!PyList_CheckExact(l_voters) && !PyTuple_CheckExact(l_voters)) FALLBACK;
+    c_voters = PySequence_Fast_GET_SIZE(l_voters);
+    if (c_voters < -1 || c_voters >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_voters + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_voters); i_++) {
+        if ((rc_ = e_voters_record_voter(w, PySequence_Fast_ITEMS(l_voters)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_voters);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_raft_control(kf_w *w, PyObject *obj, int64_t index, int64_t a_control_type) {
+    PyObject *l_value = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_raft_control);
+    (void)own_;
+    l_value = own_ ? kf_own_slot(obj, OFF_raft_control[0]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    switch (a_control_type) {
+    case 2:
+        if (!Py_IS_TYPE(l_value, T_leader_change_message)) FALLBACK;
+        if ((rc_ = e_leader_change_message(w, l_value, 0)) != KF_OK) goto done;
+        break;
+    case 3:
+        if (!Py_IS_TYPE(l_value, T_snapshot_header_record)) FALLBACK;
+        if ((rc_ = e_snapshot_header_record(w, l_value, 0)) != KF_OK) goto done;
+        break;
+    case 4:
+        if (!Py_IS_TYPE(l_value, T_snapshot_footer_record)) FALLBACK;
+        if ((rc_ = e_snapshot_footer_record(w, l_value, 0)) != KF_OK) goto done;
+        break;
+    case 5:
+        if (!Py_IS_TYPE(l_value, T_k_raft_version_record)) FALLBACK;
+        if ((rc_ = e_k_raft_version_record(w, l_value, 0)) != KF_OK) goto done;
+        break;
+    case 6:
+        if (!Py_IS_TYPE(l_value, T_voters_record)) FALLBACK;
+        if ((rc_ = e_voters_record(w, l_value, 0)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -833,15 +1413,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
-/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* encode(value, control_type): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_raft_control(&w, value, 0, a_[0]);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 3 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 1)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_raft_control(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts, control_type): (value, next position), or None when the python backend must decide */
@@ -970,7 +1593,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -995,6 +1618,23 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_endpoints = PyUnicode_InternFromString("endpoints")) == NULL) goto fail;
+    if ((N_granting_voters = PyUnicode_InternFromString("granting_voters")) == NULL) goto fail;
+    if ((N_host = PyUnicode_InternFromString("host")) == NULL) goto fail;
+    if ((N_k_raft_version = PyUnicode_InternFromString("k_raft_version")) == NULL) goto fail;
+    if ((N_k_raft_version_feature = PyUnicode_InternFromString("k_raft_version_feature")) == NULL) goto fail;
+    if ((N_last_contained_log_timestamp = PyUnicode_InternFromString("last_contained_log_timestamp")) == NULL) goto fail;
+    if ((N_leader_id = PyUnicode_InternFromString("leader_id")) == NULL) goto fail;
+    if ((N_max_supported_version = PyUnicode_InternFromString("max_supported_version")) == NULL) goto fail;
+    if ((N_min_supported_version = PyUnicode_InternFromString("min_supported_version")) == NULL) goto fail;
+    if ((N_name = PyUnicode_InternFromString("name")) == NULL) goto fail;
+    if ((N_port = PyUnicode_InternFromString("port")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
+    if ((N_voter_directory_id = PyUnicode_InternFromString("voter_directory_id")) == NULL) goto fail;
+    if ((N_voter_id = PyUnicode_InternFromString("voter_id")) == NULL) goto fail;
+    if ((N_voters = PyUnicode_InternFromString("voters")) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "dd4701e3cd0209030b319c34d5f19125252a4b045930c04c75ffc032ee19b447") < 0) {

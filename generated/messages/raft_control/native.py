@@ -58,6 +58,8 @@ __all__ = [
 
 _c_decode_from = _c.decode_from
 _py_decode_from = _py.decode_from
+_c_encode = _c.encode
+_c_encode_all = _c.encode_all
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, control_type):
@@ -83,7 +85,20 @@ def decode(data, *, control_type, verify_crc=True, opts=None):
     return value
 
 
-# the python backend encodes it: the native encoder does not lower voter.tagged_fields: tagged fields yet
-encode = _py.encode
-encode_all = _py.encode_all
-encoded_size = _py.encoded_size
+def encode(value, *, control_type):
+    """Encode one raft_control to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    r = _c_encode(value, control_type)
+    return _py.encode(value, control_type=control_type) if r is None else r
+
+
+def encode_all(values, path="log", first_index=0, *, control_type):
+    """Encode raft_control values back to back into one bytes object; errors name the element as ``path[i]``.
+    Element ``i`` is encoded at index ``first_index + i``."""
+    values = values if type(values) in (list, tuple) else list(values)
+    r = _c_encode_all(values, first_index, control_type)
+    return _py.encode_all(values, path, first_index, control_type=control_type) if r is None else r
+
+
+def encoded_size(value, *, control_type):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value, control_type=control_type))

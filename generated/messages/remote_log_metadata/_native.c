@@ -752,7 +752,36 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower topic_id_partition_entry.name: compact lengths yet */
+static PyObject *N_api_key; /* attribute name */
+static PyObject *N_broker_id; /* attribute name */
+static PyObject *N_custom_metadata; /* attribute name */
+static PyObject *N_end_offset; /* attribute name */
+static PyObject *N_event_timestamp_ms; /* attribute name */
+static PyObject *N_frame_version; /* attribute name */
+static PyObject *N_id; /* attribute name */
+static PyObject *N_leader_epoch; /* attribute name */
+static PyObject *N_max_timestamp_ms; /* attribute name */
+static PyObject *N_name; /* attribute name */
+static PyObject *N_offset; /* attribute name */
+static PyObject *N_partition; /* attribute name */
+static PyObject *N_record; /* attribute name */
+static PyObject *N_remote_log_segment_id; /* attribute name */
+static PyObject *N_remote_log_segment_state; /* attribute name */
+static PyObject *N_segment_id; /* attribute name */
+static PyObject *N_segment_leader_epochs; /* attribute name */
+static PyObject *N_segment_size_in_bytes; /* attribute name */
+static PyObject *N_start_offset; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_topic_id_partition; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static PyObject *K_1; /* the default 1 */
+static int e_topic_id_partition_entry(kf_w *w, PyObject *obj, int64_t index);
+static int e_remote_log_segment_id_entry(kf_w *w, PyObject *obj, int64_t index);
+static int e_segment_leader_epoch_entry(kf_w *w, PyObject *obj, int64_t index);
+static int e_remote_log_segment_metadata_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remote_log_segment_metadata_update_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remote_log_segment_metadata_snapshot_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_remote_log_metadata_record(kf_w *w, PyObject *obj, int64_t index);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -763,6 +792,619 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_topic_id_partition_entry(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_name = NULL;
+    PyObject *l_id = NULL;
+    PyObject *l_partition = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_partition = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_topic_id_partition_entry);
+    (void)own_;
+    l_name = own_ ? kf_own_slot(obj, OFF_topic_id_partition_entry[0]) : kf_getattr(obj, N_name, Py_None);
+    if (l_name == NULL) FALLBACK;
+    l_id = own_ ? kf_own_slot(obj, OFF_topic_id_partition_entry[1]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_partition = own_ ? kf_own_slot(obj, OFF_topic_id_partition_entry[2]) : kf_getattr(obj, N_partition, Py_None);
+    if (l_partition == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_topic_id_partition_entry[3]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_partition, &v_partition)) FALLBACK;
+    Py_ssize_t p_name = w->n;
+    (void)p_name;
+    if (l_name == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_name) || (s_ = PyUnicode_AsUTF8AndSize(l_name, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (!PyBytes_CheckExact(l_id) || PyBytes_GET_SIZE(l_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_id), 16)) ERROR;
+    Py_ssize_t p_partition = w->n;
+    (void)p_partition;
+    if (v_partition < INT64_C(-2147483648) || v_partition > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition));
+    w->n += 4;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_name);
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_partition);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remote_log_segment_id_entry(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic_id_partition = NULL;
+    PyObject *l_id = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_remote_log_segment_id_entry);
+    (void)own_;
+    l_topic_id_partition = own_ ? kf_own_slot(obj, OFF_remote_log_segment_id_entry[0]) : kf_getattr(obj, N_topic_id_partition, Py_None);
+    if (l_topic_id_partition == NULL) FALLBACK;
+    l_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_id_entry[1]) : kf_getattr(obj, N_id, Py_None);
+    if (l_id == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remote_log_segment_id_entry[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    Py_ssize_t p_topic_id_partition = w->n;
+    (void)p_topic_id_partition;
+    if ((rc_ = e_topic_id_partition_entry(w, l_topic_id_partition, 0)) != KF_OK) goto done;
+    Py_ssize_t p_id = w->n;
+    (void)p_id;
+    if (!PyBytes_CheckExact(l_id) || PyBytes_GET_SIZE(l_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_id), 16)) ERROR;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic_id_partition);
+    Py_XDECREF(l_id);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_segment_leader_epoch_entry(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_offset = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_leader_epoch = 0;
+    int64_t v_offset = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_segment_leader_epoch_entry);
+    (void)own_;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_segment_leader_epoch_entry[0]) : kf_getattr(obj, N_leader_epoch, Py_None);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_offset = own_ ? kf_own_slot(obj, OFF_segment_leader_epoch_entry[1]) : kf_getattr(obj, N_offset, Py_None);
+    if (l_offset == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_segment_leader_epoch_entry[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_offset, &v_offset)) FALLBACK;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_offset = w->n;
+    (void)p_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_offset));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_offset);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remote_log_segment_metadata_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_remote_log_segment_id = NULL;
+    PyObject *l_start_offset = NULL;
+    PyObject *l_end_offset = NULL;
+    PyObject *l_broker_id = NULL;
+    PyObject *l_max_timestamp_ms = NULL;
+    PyObject *l_event_timestamp_ms = NULL;
+    PyObject *l_segment_leader_epochs = NULL;
+    PyObject *l_segment_size_in_bytes = NULL;
+    PyObject *l_custom_metadata = NULL;
+    PyObject *l_remote_log_segment_state = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_start_offset = 0;
+    int64_t v_end_offset = 0;
+    int64_t v_broker_id = 0;
+    int64_t v_max_timestamp_ms = 0;
+    int64_t v_event_timestamp_ms = 0;
+    int64_t v_segment_size_in_bytes = 0;
+    int64_t v_remote_log_segment_state = 0;
+    int64_t c_segment_leader_epochs = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remote_log_segment_metadata_record);
+    (void)own_;
+    l_remote_log_segment_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[0]) : kf_getattr(obj, N_remote_log_segment_id, Py_None);
+    if (l_remote_log_segment_id == NULL) FALLBACK;
+    l_start_offset = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[1]) : kf_getattr(obj, N_start_offset, Py_None);
+    if (l_start_offset == NULL) FALLBACK;
+    l_end_offset = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[2]) : kf_getattr(obj, N_end_offset, Py_None);
+    if (l_end_offset == NULL) FALLBACK;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[3]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_max_timestamp_ms = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[4]) : kf_getattr(obj, N_max_timestamp_ms, Py_None);
+    if (l_max_timestamp_ms == NULL) FALLBACK;
+    l_event_timestamp_ms = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[5]) : kf_getattr(obj, N_event_timestamp_ms, Py_None);
+    if (l_event_timestamp_ms == NULL) FALLBACK;
+    l_segment_leader_epochs = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[6]) : kf_getattr(obj, N_segment_leader_epochs, Py_None);
+    if (l_segment_leader_epochs == NULL) FALLBACK;
+    l_segment_size_in_bytes = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[7]) : kf_getattr(obj, N_segment_size_in_bytes, Py_None);
+    if (l_segment_size_in_bytes == NULL) FALLBACK;
+    l_custom_metadata = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[8]) : kf_getattr(obj, N_custom_metadata, Py_None);
+    if (l_custom_metadata == NULL) FALLBACK;
+    l_remote_log_segment_state = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[9]) : kf_getattr(obj, N_remote_log_segment_state, Py_None);
+    if (l_remote_log_segment_state == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_record[10]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_start_offset, &v_start_offset)) FALLBACK;
+    if (kf_as_i64(l_end_offset, &v_end_offset)) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_max_timestamp_ms, &v_max_timestamp_ms)) FALLBACK;
+    if (kf_as_i64(l_event_timestamp_ms, &v_event_timestamp_ms)) FALLBACK;
+    if (!PyList_CheckExact(l_segment_leader_epochs) && !PyTuple_CheckExact(l_segment_leader_epochs)) FALLBACK;
+    if (kf_as_i64(l_segment_size_in_bytes, &v_segment_size_in_bytes)) FALLBACK;
+    if (kf_as_i64(l_remote_log_segment_state, &v_remote_log_segment_state)) FALLBACK;
+    Py_ssize_t p_remote_log_segment_id = w->n;
+    (void)p_remote_log_segment_id;
+    if ((rc_ = e_remote_log_segment_id_entry(w, l_remote_log_segment_id, 0)) != KF_OK) goto done;
+    Py_ssize_t p_start_offset = w->n;
+    (void)p_start_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_start_offset));
+    w->n += 8;
+    Py_ssize_t p_end_offset = w->n;
+    (void)p_end_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_end_offset));
+    w->n += 8;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_max_timestamp_ms = w->n;
+    (void)p_max_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_max_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_event_timestamp_ms = w->n;
+    (void)p_event_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_event_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_segment_leader_epochs = w->n;
+    (void)p_segment_leader_epochs;
+    if (!PyList_CheckExact(l_segment_leader_epochs) && !PyTuple_CheckExact(l_segment_leader_epochs)) FALLBACK;
+    c_segment_leader_epochs = PySequence_Fast_GET_SIZE(l_segment_leader_epochs);
+    if (c_segment_leader_epochs < -1 || c_segment_leader_epochs >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_segment_leader_epochs + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_segment_leader_epochs); i_++) {
+        if ((rc_ = e_segment_leader_epoch_entry(w, PySequence_Fast_ITEMS(l_segment_leader_epochs)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_segment_size_in_bytes = w->n;
+    (void)p_segment_size_in_bytes;
+    if (v_segment_size_in_bytes < INT64_C(-2147483648) || v_segment_size_in_bytes > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_segment_size_in_bytes));
+    w->n += 4;
+    Py_ssize_t p_custom_metadata = w->n;
+    (void)p_custom_metadata;
+    if (l_custom_metadata == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_custom_metadata)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_custom_metadata);
+        k_ = PyBytes_GET_SIZE(l_custom_metadata);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_remote_log_segment_state = w->n;
+    (void)p_remote_log_segment_state;
+    if (v_remote_log_segment_state < INT64_C(-128) || v_remote_log_segment_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_remote_log_segment_state));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_remote_log_segment_id);
+    Py_XDECREF(l_start_offset);
+    Py_XDECREF(l_end_offset);
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_max_timestamp_ms);
+    Py_XDECREF(l_event_timestamp_ms);
+    Py_XDECREF(l_segment_leader_epochs);
+    Py_XDECREF(l_segment_size_in_bytes);
+    Py_XDECREF(l_custom_metadata);
+    Py_XDECREF(l_remote_log_segment_state);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remote_log_segment_metadata_update_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_remote_log_segment_id = NULL;
+    PyObject *l_broker_id = NULL;
+    PyObject *l_event_timestamp_ms = NULL;
+    PyObject *l_custom_metadata = NULL;
+    PyObject *l_remote_log_segment_state = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_broker_id = 0;
+    int64_t v_event_timestamp_ms = 0;
+    int64_t v_remote_log_segment_state = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remote_log_segment_metadata_update_record);
+    (void)own_;
+    l_remote_log_segment_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[0]) : kf_getattr(obj, N_remote_log_segment_id, Py_None);
+    if (l_remote_log_segment_id == NULL) FALLBACK;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[1]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_event_timestamp_ms = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[2]) : kf_getattr(obj, N_event_timestamp_ms, Py_None);
+    if (l_event_timestamp_ms == NULL) FALLBACK;
+    l_custom_metadata = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[3]) : kf_getattr(obj, N_custom_metadata, Py_None);
+    if (l_custom_metadata == NULL) FALLBACK;
+    l_remote_log_segment_state = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[4]) : kf_getattr(obj, N_remote_log_segment_state, Py_None);
+    if (l_remote_log_segment_state == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_update_record[5]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_event_timestamp_ms, &v_event_timestamp_ms)) FALLBACK;
+    if (kf_as_i64(l_remote_log_segment_state, &v_remote_log_segment_state)) FALLBACK;
+    Py_ssize_t p_remote_log_segment_id = w->n;
+    (void)p_remote_log_segment_id;
+    if ((rc_ = e_remote_log_segment_id_entry(w, l_remote_log_segment_id, 0)) != KF_OK) goto done;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_event_timestamp_ms = w->n;
+    (void)p_event_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_event_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_custom_metadata = w->n;
+    (void)p_custom_metadata;
+    if (l_custom_metadata == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_custom_metadata)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_custom_metadata);
+        k_ = PyBytes_GET_SIZE(l_custom_metadata);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_remote_log_segment_state = w->n;
+    (void)p_remote_log_segment_state;
+    if (v_remote_log_segment_state < INT64_C(-128) || v_remote_log_segment_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_remote_log_segment_state));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_remote_log_segment_id);
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_event_timestamp_ms);
+    Py_XDECREF(l_custom_metadata);
+    Py_XDECREF(l_remote_log_segment_state);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remote_log_segment_metadata_snapshot_record(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_segment_id = NULL;
+    PyObject *l_start_offset = NULL;
+    PyObject *l_end_offset = NULL;
+    PyObject *l_broker_id = NULL;
+    PyObject *l_max_timestamp_ms = NULL;
+    PyObject *l_event_timestamp_ms = NULL;
+    PyObject *l_segment_leader_epochs = NULL;
+    PyObject *l_segment_size_in_bytes = NULL;
+    PyObject *l_custom_metadata = NULL;
+    PyObject *l_remote_log_segment_state = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_start_offset = 0;
+    int64_t v_end_offset = 0;
+    int64_t v_broker_id = 0;
+    int64_t v_max_timestamp_ms = 0;
+    int64_t v_event_timestamp_ms = 0;
+    int64_t v_segment_size_in_bytes = 0;
+    int64_t v_remote_log_segment_state = 0;
+    int64_t c_segment_leader_epochs = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_remote_log_segment_metadata_snapshot_record);
+    (void)own_;
+    l_segment_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[0]) : kf_getattr(obj, N_segment_id, Py_None);
+    if (l_segment_id == NULL) FALLBACK;
+    l_start_offset = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[1]) : kf_getattr(obj, N_start_offset, Py_None);
+    if (l_start_offset == NULL) FALLBACK;
+    l_end_offset = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[2]) : kf_getattr(obj, N_end_offset, Py_None);
+    if (l_end_offset == NULL) FALLBACK;
+    l_broker_id = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[3]) : kf_getattr(obj, N_broker_id, Py_None);
+    if (l_broker_id == NULL) FALLBACK;
+    l_max_timestamp_ms = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[4]) : kf_getattr(obj, N_max_timestamp_ms, Py_None);
+    if (l_max_timestamp_ms == NULL) FALLBACK;
+    l_event_timestamp_ms = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[5]) : kf_getattr(obj, N_event_timestamp_ms, Py_None);
+    if (l_event_timestamp_ms == NULL) FALLBACK;
+    l_segment_leader_epochs = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[6]) : kf_getattr(obj, N_segment_leader_epochs, Py_None);
+    if (l_segment_leader_epochs == NULL) FALLBACK;
+    l_segment_size_in_bytes = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[7]) : kf_getattr(obj, N_segment_size_in_bytes, Py_None);
+    if (l_segment_size_in_bytes == NULL) FALLBACK;
+    l_custom_metadata = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[8]) : kf_getattr(obj, N_custom_metadata, Py_None);
+    if (l_custom_metadata == NULL) FALLBACK;
+    l_remote_log_segment_state = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[9]) : kf_getattr(obj, N_remote_log_segment_state, Py_None);
+    if (l_remote_log_segment_state == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_remote_log_segment_metadata_snapshot_record[10]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_start_offset, &v_start_offset)) FALLBACK;
+    if (kf_as_i64(l_end_offset, &v_end_offset)) FALLBACK;
+    if (kf_as_i64(l_broker_id, &v_broker_id)) FALLBACK;
+    if (kf_as_i64(l_max_timestamp_ms, &v_max_timestamp_ms)) FALLBACK;
+    if (kf_as_i64(l_event_timestamp_ms, &v_event_timestamp_ms)) FALLBACK;
+    if (!PyList_CheckExact(l_segment_leader_epochs) && !PyTuple_CheckExact(l_segment_leader_epochs)) FALLBACK;
+    if (kf_as_i64(l_segment_size_in_bytes, &v_segment_size_in_bytes)) FALLBACK;
+    if (kf_as_i64(l_remote_log_segment_state, &v_remote_log_segment_state)) FALLBACK;
+    Py_ssize_t p_segment_id = w->n;
+    (void)p_segment_id;
+    if (!PyBytes_CheckExact(l_segment_id) || PyBytes_GET_SIZE(l_segment_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_segment_id), 16)) ERROR;
+    Py_ssize_t p_start_offset = w->n;
+    (void)p_start_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_start_offset));
+    w->n += 8;
+    Py_ssize_t p_end_offset = w->n;
+    (void)p_end_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_end_offset));
+    w->n += 8;
+    Py_ssize_t p_broker_id = w->n;
+    (void)p_broker_id;
+    if (v_broker_id < INT64_C(-2147483648) || v_broker_id > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_broker_id));
+    w->n += 4;
+    Py_ssize_t p_max_timestamp_ms = w->n;
+    (void)p_max_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_max_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_event_timestamp_ms = w->n;
+    (void)p_event_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_event_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_segment_leader_epochs = w->n;
+    (void)p_segment_leader_epochs;
+    if (!PyList_CheckExact(l_segment_leader_epochs) && !PyTuple_CheckExact(l_segment_leader_epochs)) FALLBACK;
+    c_segment_leader_epochs = PySequence_Fast_GET_SIZE(l_segment_leader_epochs);
+    if (c_segment_leader_epochs < -1 || c_segment_leader_epochs >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_segment_leader_epochs + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_segment_leader_epochs); i_++) {
+        if ((rc_ = e_segment_leader_epoch_entry(w, PySequence_Fast_ITEMS(l_segment_leader_epochs)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_segment_size_in_bytes = w->n;
+    (void)p_segment_size_in_bytes;
+    if (v_segment_size_in_bytes < INT64_C(-2147483648) || v_segment_size_in_bytes > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_segment_size_in_bytes));
+    w->n += 4;
+    Py_ssize_t p_custom_metadata = w->n;
+    (void)p_custom_metadata;
+    if (l_custom_metadata == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyBytes_CheckExact(l_custom_metadata)) FALLBACK;
+        s_ = PyBytes_AS_STRING(l_custom_metadata);
+        k_ = PyBytes_GET_SIZE(l_custom_metadata);
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_remote_log_segment_state = w->n;
+    (void)p_remote_log_segment_state;
+    if (v_remote_log_segment_state < INT64_C(-128) || v_remote_log_segment_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_remote_log_segment_state));
+    w->n += 1;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_segment_id);
+    Py_XDECREF(l_start_offset);
+    Py_XDECREF(l_end_offset);
+    Py_XDECREF(l_broker_id);
+    Py_XDECREF(l_max_timestamp_ms);
+    Py_XDECREF(l_event_timestamp_ms);
+    Py_XDECREF(l_segment_leader_epochs);
+    Py_XDECREF(l_segment_size_in_bytes);
+    Py_XDECREF(l_custom_metadata);
+    Py_XDECREF(l_remote_log_segment_state);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_remote_log_metadata_record(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_frame_version = NULL;
+    PyObject *l_api_key = NULL;
+    PyObject *l_version = NULL;
+    PyObject *l_record = NULL;
+    int64_t v_frame_version = 0;
+    int64_t v_api_key = 0;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_remote_log_metadata_record);
+    (void)own_;
+    l_frame_version = own_ ? kf_own_slot(obj, OFF_remote_log_metadata_record[0]) : kf_getattr(obj, N_frame_version, K_1);
+    if (l_frame_version == NULL) FALLBACK;
+    l_api_key = own_ ? kf_own_slot(obj, OFF_remote_log_metadata_record[1]) : kf_getattr(obj, N_api_key, Py_None);
+    if (l_api_key == NULL) FALLBACK;
+    l_version = own_ ? kf_own_slot(obj, OFF_remote_log_metadata_record[2]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_record = own_ ? kf_own_slot(obj, OFF_remote_log_metadata_record[3]) : kf_getattr(obj, N_record, Py_None);
+    if (l_record == NULL) FALLBACK;
+    if (kf_as_i64(l_frame_version, &v_frame_version)) FALLBACK;
+    if (kf_as_i64(l_api_key, &v_api_key)) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_frame_version = w->n;
+    (void)p_frame_version;
+    if (v_frame_version < 0 || v_frame_version > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_frame_version)) ERROR;
+    Py_ssize_t p_api_key = w->n;
+    (void)p_api_key;
+    if (v_api_key < 0 || v_api_key > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_api_key)) ERROR;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < 0 || v_version > UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)v_version)) ERROR;
+    Py_ssize_t p_record = w->n;
+    (void)p_record;
+    switch (v_api_key) {
+    case 0:
+        if (!Py_IS_TYPE(l_record, T_remote_log_segment_metadata_record)) FALLBACK;
+        if ((rc_ = e_remote_log_segment_metadata_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 1:
+        if (!Py_IS_TYPE(l_record, T_remote_log_segment_metadata_update_record)) FALLBACK;
+        if ((rc_ = e_remote_log_segment_metadata_update_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 3:
+        if (!Py_IS_TYPE(l_record, T_remote_log_segment_metadata_snapshot_record)) FALLBACK;
+        if ((rc_ = e_remote_log_segment_metadata_snapshot_record(w, l_record, 0, v_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_frame_version);
+    Py_XDECREF(l_api_key);
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_record);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -777,15 +1419,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 1 || kf_params(args, 1, a_, 0)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_remote_log_metadata_record(&w, value, 0);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 0)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_remote_log_metadata_record(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts): (value, next position), or None when the python backend must decide */
@@ -882,7 +1567,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -907,6 +1592,29 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_api_key = PyUnicode_InternFromString("api_key")) == NULL) goto fail;
+    if ((N_broker_id = PyUnicode_InternFromString("broker_id")) == NULL) goto fail;
+    if ((N_custom_metadata = PyUnicode_InternFromString("custom_metadata")) == NULL) goto fail;
+    if ((N_end_offset = PyUnicode_InternFromString("end_offset")) == NULL) goto fail;
+    if ((N_event_timestamp_ms = PyUnicode_InternFromString("event_timestamp_ms")) == NULL) goto fail;
+    if ((N_frame_version = PyUnicode_InternFromString("frame_version")) == NULL) goto fail;
+    if ((N_id = PyUnicode_InternFromString("id")) == NULL) goto fail;
+    if ((N_leader_epoch = PyUnicode_InternFromString("leader_epoch")) == NULL) goto fail;
+    if ((N_max_timestamp_ms = PyUnicode_InternFromString("max_timestamp_ms")) == NULL) goto fail;
+    if ((N_name = PyUnicode_InternFromString("name")) == NULL) goto fail;
+    if ((N_offset = PyUnicode_InternFromString("offset")) == NULL) goto fail;
+    if ((N_partition = PyUnicode_InternFromString("partition")) == NULL) goto fail;
+    if ((N_record = PyUnicode_InternFromString("record")) == NULL) goto fail;
+    if ((N_remote_log_segment_id = PyUnicode_InternFromString("remote_log_segment_id")) == NULL) goto fail;
+    if ((N_remote_log_segment_state = PyUnicode_InternFromString("remote_log_segment_state")) == NULL) goto fail;
+    if ((N_segment_id = PyUnicode_InternFromString("segment_id")) == NULL) goto fail;
+    if ((N_segment_leader_epochs = PyUnicode_InternFromString("segment_leader_epochs")) == NULL) goto fail;
+    if ((N_segment_size_in_bytes = PyUnicode_InternFromString("segment_size_in_bytes")) == NULL) goto fail;
+    if ((N_start_offset = PyUnicode_InternFromString("start_offset")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_topic_id_partition = PyUnicode_InternFromString("topic_id_partition")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
+    if ((K_1 = PyLong_FromLongLong(1)) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "88e319391db4a06773eb6dedacaf69bc5b518ddb32955f9255b469888202c9f3") < 0) {

@@ -192,7 +192,14 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower share_snapshot_key.topic_id: uuid fields yet */
+static PyObject *N_group_id; /* attribute name */
+static PyObject *N_key; /* attribute name */
+static PyObject *N_partition; /* attribute name */
+static PyObject *N_record_type; /* attribute name */
+static PyObject *N_topic_id; /* attribute name */
+static int e_share_snapshot_key(kf_w *w, PyObject *obj, int64_t index);
+static int e_share_update_key(kf_w *w, PyObject *obj, int64_t index);
+static int e_share_coordinator_key(kf_w *w, PyObject *obj, int64_t index);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -203,6 +210,152 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_share_snapshot_key(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_group_id = NULL;
+    PyObject *l_topic_id = NULL;
+    PyObject *l_partition = NULL;
+    int64_t v_partition = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_share_snapshot_key);
+    (void)own_;
+    l_group_id = own_ ? kf_own_slot(obj, OFF_share_snapshot_key[0]) : kf_getattr(obj, N_group_id, Py_None);
+    if (l_group_id == NULL) FALLBACK;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_share_snapshot_key[1]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_partition = own_ ? kf_own_slot(obj, OFF_share_snapshot_key[2]) : kf_getattr(obj, N_partition, Py_None);
+    if (l_partition == NULL) FALLBACK;
+    if (kf_as_i64(l_partition, &v_partition)) FALLBACK;
+    Py_ssize_t p_group_id = w->n;
+    (void)p_group_id;
+    if (l_group_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_group_id) || (s_ = PyUnicode_AsUTF8AndSize(l_group_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_partition = w->n;
+    (void)p_partition;
+    if (v_partition < INT64_C(-2147483648) || v_partition > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_group_id);
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_partition);
+    return rc_;
+}
+
+static int e_share_update_key(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_group_id = NULL;
+    PyObject *l_topic_id = NULL;
+    PyObject *l_partition = NULL;
+    int64_t v_partition = 0;
+    int64_t k64_ = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_share_update_key);
+    (void)own_;
+    l_group_id = own_ ? kf_own_slot(obj, OFF_share_update_key[0]) : kf_getattr(obj, N_group_id, Py_None);
+    if (l_group_id == NULL) FALLBACK;
+    l_topic_id = own_ ? kf_own_slot(obj, OFF_share_update_key[1]) : kf_getattr(obj, N_topic_id, Py_None);
+    if (l_topic_id == NULL) FALLBACK;
+    l_partition = own_ ? kf_own_slot(obj, OFF_share_update_key[2]) : kf_getattr(obj, N_partition, Py_None);
+    if (l_partition == NULL) FALLBACK;
+    if (kf_as_i64(l_partition, &v_partition)) FALLBACK;
+    Py_ssize_t p_group_id = w->n;
+    (void)p_group_id;
+    if (l_group_id == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_group_id) || (s_ = PyUnicode_AsUTF8AndSize(l_group_id, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_topic_id = w->n;
+    (void)p_topic_id;
+    if (!PyBytes_CheckExact(l_topic_id) || PyBytes_GET_SIZE(l_topic_id) != 16) FALLBACK;
+    if (kf_w_put(w, PyBytes_AS_STRING(l_topic_id), 16)) ERROR;
+    Py_ssize_t p_partition = w->n;
+    (void)p_partition;
+    if (v_partition < INT64_C(-2147483648) || v_partition > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_partition));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_group_id);
+    Py_XDECREF(l_topic_id);
+    Py_XDECREF(l_partition);
+    return rc_;
+}
+
+static int e_share_coordinator_key(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_record_type = NULL;
+    PyObject *l_key = NULL;
+    int64_t v_record_type = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_share_coordinator_key);
+    (void)own_;
+    l_record_type = own_ ? kf_own_slot(obj, OFF_share_coordinator_key[0]) : kf_getattr(obj, N_record_type, Py_None);
+    if (l_record_type == NULL) FALLBACK;
+    l_key = own_ ? kf_own_slot(obj, OFF_share_coordinator_key[1]) : kf_getattr(obj, N_key, Py_None);
+    if (l_key == NULL) FALLBACK;
+    if (kf_as_i64(l_record_type, &v_record_type)) FALLBACK;
+    Py_ssize_t p_record_type = w->n;
+    (void)p_record_type;
+    if (v_record_type < INT64_C(-32768) || v_record_type > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_record_type));
+    w->n += 2;
+    Py_ssize_t p_key = w->n;
+    (void)p_key;
+    switch (v_record_type) {
+    case 0:
+        if (!Py_IS_TYPE(l_key, T_share_snapshot_key)) FALLBACK;
+        if ((rc_ = e_share_snapshot_key(w, l_key, 0)) != KF_OK) goto done;
+        break;
+    case 1:
+        if (!Py_IS_TYPE(l_key, T_share_update_key)) FALLBACK;
+        if ((rc_ = e_share_update_key(w, l_key, 0)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_record_type);
+    Py_XDECREF(l_key);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -217,15 +370,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 1 || kf_params(args, 1, a_, 0)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_share_coordinator_key(&w, value, 0);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 0)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_share_coordinator_key(&w, PySequence_Fast_ITEMS(args[0])[i], first + i);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts): (value, next position), or None when the python backend must decide */
@@ -286,7 +482,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -311,6 +507,11 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_group_id = PyUnicode_InternFromString("group_id")) == NULL) goto fail;
+    if ((N_key = PyUnicode_InternFromString("key")) == NULL) goto fail;
+    if ((N_partition = PyUnicode_InternFromString("partition")) == NULL) goto fail;
+    if ((N_record_type = PyUnicode_InternFromString("record_type")) == NULL) goto fail;
+    if ((N_topic_id = PyUnicode_InternFromString("topic_id")) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "e98b15e501b3c7dfbee958fcd46df143fb03cc1b66b32c602fb208864288d755") < 0) {

@@ -387,7 +387,22 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower state_batch.tagged_fields: tagged fields yet */
+static PyObject *N_delivery_count; /* attribute name */
+static PyObject *N_delivery_state; /* attribute name */
+static PyObject *N_first_offset; /* attribute name */
+static PyObject *N_last_offset; /* attribute name */
+static PyObject *N_leader_epoch; /* attribute name */
+static PyObject *N_snapshot_epoch; /* attribute name */
+static PyObject *N_start_offset; /* attribute name */
+static PyObject *N_state_batches; /* attribute name */
+static PyObject *N_state_epoch; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static int e_state_batch(kf_w *w, PyObject *obj, int64_t index);
+static int e_share_snapshot_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_update_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_share_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -398,6 +413,287 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_state_batch(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_first_offset = NULL;
+    PyObject *l_last_offset = NULL;
+    PyObject *l_delivery_state = NULL;
+    PyObject *l_delivery_count = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_first_offset = 0;
+    int64_t v_last_offset = 0;
+    int64_t v_delivery_state = 0;
+    int64_t v_delivery_count = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_state_batch);
+    (void)own_;
+    l_first_offset = own_ ? kf_own_slot(obj, OFF_state_batch[0]) : kf_getattr(obj, N_first_offset, Py_None);
+    if (l_first_offset == NULL) FALLBACK;
+    l_last_offset = own_ ? kf_own_slot(obj, OFF_state_batch[1]) : kf_getattr(obj, N_last_offset, Py_None);
+    if (l_last_offset == NULL) FALLBACK;
+    l_delivery_state = own_ ? kf_own_slot(obj, OFF_state_batch[2]) : kf_getattr(obj, N_delivery_state, Py_None);
+    if (l_delivery_state == NULL) FALLBACK;
+    l_delivery_count = own_ ? kf_own_slot(obj, OFF_state_batch[3]) : kf_getattr(obj, N_delivery_count, Py_None);
+    if (l_delivery_count == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_state_batch[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_first_offset, &v_first_offset)) FALLBACK;
+    if (kf_as_i64(l_last_offset, &v_last_offset)) FALLBACK;
+    if (kf_as_i64(l_delivery_state, &v_delivery_state)) FALLBACK;
+    if (kf_as_i64(l_delivery_count, &v_delivery_count)) FALLBACK;
+    Py_ssize_t p_first_offset = w->n;
+    (void)p_first_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_first_offset));
+    w->n += 8;
+    Py_ssize_t p_last_offset = w->n;
+    (void)p_last_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_last_offset));
+    w->n += 8;
+    Py_ssize_t p_delivery_state = w->n;
+    (void)p_delivery_state;
+    if (v_delivery_state < INT64_C(-128) || v_delivery_state > INT64_C(127)) FALLBACK;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_delivery_state));
+    w->n += 1;
+    Py_ssize_t p_delivery_count = w->n;
+    (void)p_delivery_count;
+    if (v_delivery_count < INT64_C(-32768) || v_delivery_count > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_delivery_count));
+    w->n += 2;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_first_offset);
+    Py_XDECREF(l_last_offset);
+    Py_XDECREF(l_delivery_state);
+    Py_XDECREF(l_delivery_count);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_snapshot_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_snapshot_epoch = NULL;
+    PyObject *l_state_epoch = NULL;
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_start_offset = NULL;
+    PyObject *l_state_batches = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_snapshot_epoch = 0;
+    int64_t v_state_epoch = 0;
+    int64_t v_leader_epoch = 0;
+    int64_t v_start_offset = 0;
+    int64_t c_state_batches = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_snapshot_value);
+    (void)own_;
+    l_snapshot_epoch = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[0]) : kf_getattr(obj, N_snapshot_epoch, Py_None);
+    if (l_snapshot_epoch == NULL) FALLBACK;
+    l_state_epoch = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[1]) : kf_getattr(obj, N_state_epoch, Py_None);
+    if (l_state_epoch == NULL) FALLBACK;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[2]) : kf_getattr(obj, N_leader_epoch, Py_None);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_start_offset = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[3]) : kf_getattr(obj, N_start_offset, Py_None);
+    if (l_start_offset == NULL) FALLBACK;
+    l_state_batches = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[4]) : kf_getattr(obj, N_state_batches, Py_None);
+    if (l_state_batches == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_snapshot_value[5]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_snapshot_epoch, &v_snapshot_epoch)) FALLBACK;
+    if (kf_as_i64(l_state_epoch, &v_state_epoch)) FALLBACK;
+    if (kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_start_offset, &v_start_offset)) FALLBACK;
+    if (!PyList_CheckExact(l_state_batches) && !PyTuple_CheckExact(l_state_batches)) FALLBACK;
+    Py_ssize_t p_snapshot_epoch = w->n;
+    (void)p_snapshot_epoch;
+    if (v_snapshot_epoch < INT64_C(0) || v_snapshot_epoch > INT64_C(65535)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_snapshot_epoch));
+    w->n += 2;
+    Py_ssize_t p_state_epoch = w->n;
+    (void)p_state_epoch;
+    if (v_state_epoch < INT64_C(-2147483648) || v_state_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_state_epoch));
+    w->n += 4;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_start_offset = w->n;
+    (void)p_start_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_start_offset));
+    w->n += 8;
+    Py_ssize_t p_state_batches = w->n;
+    (void)p_state_batches;
+    if (!PyList_CheckExact(l_state_batches) && !PyTuple_CheckExact(l_state_batches)) FALLBACK;
+    c_state_batches = PySequence_Fast_GET_SIZE(l_state_batches);
+    if (c_state_batches < -1 || c_state_batches >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_state_batches + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_state_batches); i_++) {
+        if ((rc_ = e_state_batch(w, PySequence_Fast_ITEMS(l_state_batches)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_snapshot_epoch);
+    Py_XDECREF(l_state_epoch);
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_start_offset);
+    Py_XDECREF(l_state_batches);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_update_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_snapshot_epoch = NULL;
+    PyObject *l_leader_epoch = NULL;
+    PyObject *l_start_offset = NULL;
+    PyObject *l_state_batches = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t v_snapshot_epoch = 0;
+    int64_t v_leader_epoch = 0;
+    int64_t v_start_offset = 0;
+    int64_t c_state_batches = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_share_update_value);
+    (void)own_;
+    l_snapshot_epoch = own_ ? kf_own_slot(obj, OFF_share_update_value[0]) : kf_getattr(obj, N_snapshot_epoch, Py_None);
+    if (l_snapshot_epoch == NULL) FALLBACK;
+    l_leader_epoch = own_ ? kf_own_slot(obj, OFF_share_update_value[1]) : kf_getattr(obj, N_leader_epoch, Py_None);
+    if (l_leader_epoch == NULL) FALLBACK;
+    l_start_offset = own_ ? kf_own_slot(obj, OFF_share_update_value[2]) : kf_getattr(obj, N_start_offset, Py_None);
+    if (l_start_offset == NULL) FALLBACK;
+    l_state_batches = own_ ? kf_own_slot(obj, OFF_share_update_value[3]) : kf_getattr(obj, N_state_batches, Py_None);
+    if (l_state_batches == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_share_update_value[4]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (kf_as_i64(l_snapshot_epoch, &v_snapshot_epoch)) FALLBACK;
+    if (kf_as_i64(l_leader_epoch, &v_leader_epoch)) FALLBACK;
+    if (kf_as_i64(l_start_offset, &v_start_offset)) FALLBACK;
+    if (!PyList_CheckExact(l_state_batches) && !PyTuple_CheckExact(l_state_batches)) FALLBACK;
+    Py_ssize_t p_snapshot_epoch = w->n;
+    (void)p_snapshot_epoch;
+    if (v_snapshot_epoch < INT64_C(0) || v_snapshot_epoch > INT64_C(65535)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_snapshot_epoch));
+    w->n += 2;
+    Py_ssize_t p_leader_epoch = w->n;
+    (void)p_leader_epoch;
+    if (v_leader_epoch < INT64_C(-2147483648) || v_leader_epoch > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_leader_epoch));
+    w->n += 4;
+    Py_ssize_t p_start_offset = w->n;
+    (void)p_start_offset;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_start_offset));
+    w->n += 8;
+    Py_ssize_t p_state_batches = w->n;
+    (void)p_state_batches;
+    if (!PyList_CheckExact(l_state_batches) && !PyTuple_CheckExact(l_state_batches)) FALLBACK;
+    c_state_batches = PySequence_Fast_GET_SIZE(l_state_batches);
+    if (c_state_batches < -1 || c_state_batches >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_state_batches + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_state_batches); i_++) {
+        if ((rc_ = e_state_batch(w, PySequence_Fast_ITEMS(l_state_batches)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_snapshot_epoch);
+    Py_XDECREF(l_leader_epoch);
+    Py_XDECREF(l_start_offset);
+    Py_XDECREF(l_state_batches);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_share_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type) {
+    PyObject *l_version = NULL;
+    PyObject *l_value = NULL;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_share_coordinator_value);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_share_coordinator_value[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_value = own_ ? kf_own_slot(obj, OFF_share_coordinator_value[1]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    switch (a_record_type) {
+    case 0:
+        if (!Py_IS_TYPE(l_value, T_share_snapshot_value)) FALLBACK;
+        if ((rc_ = e_share_snapshot_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    case 1:
+        if (!Py_IS_TYPE(l_value, T_share_update_value)) FALLBACK;
+        if ((rc_ = e_share_update_value(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_value);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -412,15 +708,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
-/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* encode(value, record_type): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_share_coordinator_value(&w, value, 0, a_[0]);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 3 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 1)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_share_coordinator_value(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts, record_type): (value, next position), or None when the python backend must decide */
@@ -495,7 +834,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -520,6 +859,18 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_delivery_count = PyUnicode_InternFromString("delivery_count")) == NULL) goto fail;
+    if ((N_delivery_state = PyUnicode_InternFromString("delivery_state")) == NULL) goto fail;
+    if ((N_first_offset = PyUnicode_InternFromString("first_offset")) == NULL) goto fail;
+    if ((N_last_offset = PyUnicode_InternFromString("last_offset")) == NULL) goto fail;
+    if ((N_leader_epoch = PyUnicode_InternFromString("leader_epoch")) == NULL) goto fail;
+    if ((N_snapshot_epoch = PyUnicode_InternFromString("snapshot_epoch")) == NULL) goto fail;
+    if ((N_start_offset = PyUnicode_InternFromString("start_offset")) == NULL) goto fail;
+    if ((N_state_batches = PyUnicode_InternFromString("state_batches")) == NULL) goto fail;
+    if ((N_state_epoch = PyUnicode_InternFromString("state_epoch")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
     Py_DECREF(comp);
     Py_DECREF(mm);
     if (PyModule_AddStringConstant(m, "WIRE_FINGERPRINT", "b248e5439eb0902667da62ea8a30929d1e69a84b068e9fc3951bdbb39e970e0e") < 0) {

@@ -58,6 +58,8 @@ __all__ = [
 
 _c_decode_from = _c.decode_from
 _py_decode_from = _py.decode_from
+_c_encode = _c.encode
+_c_encode_all = _c.encode_all
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
@@ -87,7 +89,20 @@ def decode(data, *, verify_crc=True, opts=None):
     return value
 
 
-# the python backend encodes it: the native encoder does not lower transaction_coordinator_key.key: switches yet
-encode = _py.encode
-encode_all = _py.encode_all
-encoded_size = _py.encoded_size
+def encode(value):
+    """Encode one transaction_coordinator_key to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    r = _c_encode(value)
+    return _py.encode(value) if r is None else r
+
+
+def encode_all(values, path="log", first_index=0):
+    """Encode transaction_coordinator_key values back to back into one bytes object; errors name the element as ``path[i]``.
+    Element ``i`` is encoded at index ``first_index + i``."""
+    values = values if type(values) in (list, tuple) else list(values)
+    r = _c_encode_all(values, first_index)
+    return _py.encode_all(values, path, first_index) if r is None else r
+
+
+def encoded_size(value):
+    """Size in bytes of ``encode(value)``."""
+    return len(encode(value))

@@ -688,7 +688,34 @@ done:
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
-/* No C encoder: the python backend encodes it: the native encoder does not lower partitions_schema_partition_ids_item: arrays of values yet */
+static PyObject *N_client_transaction_version; /* attribute name */
+static PyObject *N_next_producer_id; /* attribute name */
+static PyObject *N_partition_ids; /* attribute name */
+static PyObject *N_previous_producer_id; /* attribute name */
+static PyObject *N_producer_epoch; /* attribute name */
+static PyObject *N_producer_id; /* attribute name */
+static PyObject *N_tagged_fields; /* attribute name */
+static PyObject *N_topic; /* attribute name */
+static PyObject *N_transaction_last_update_timestamp_ms; /* attribute name */
+static PyObject *N_transaction_partitions; /* attribute name */
+static PyObject *N_transaction_start_timestamp_ms; /* attribute name */
+static PyObject *N_transaction_status; /* attribute name */
+static PyObject *N_transaction_timeout_ms; /* attribute name */
+static PyObject *N_value; /* attribute name */
+static PyObject *N_version; /* attribute name */
+static PyObject *K_m1; /* the default -1 */
+static PyObject *K_0; /* the default 0 */
+static int e_partitions_schema_partition_ids_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_partitions_schema(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_transaction_log_value_partitions_schema_partition_ids_item(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value_partitions_schema(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value_flexible_previous_producer_id_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value_flexible_next_producer_id_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value_flexible_client_transaction_version_tag(kf_w *w, PyObject *obj, int64_t index);
+static int e_transaction_log_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_transaction_log_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version);
+static int e_transaction_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type);
 
 /* compress(codec, data, magic), as the python backend calls it */
 static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
@@ -699,6 +726,521 @@ static inline PyObject *kf_compress_call(PyObject *codec, kf_w *t) {
         return NULL;
     }
     return r;
+}
+
+static int e_partitions_schema_partition_ids_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_partitions_schema(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic = NULL;
+    PyObject *l_partition_ids = NULL;
+    int64_t k64_ = 0;
+    int64_t c_partition_ids = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_partitions_schema);
+    (void)own_;
+    l_topic = own_ ? kf_own_slot(obj, OFF_partitions_schema[0]) : kf_getattr(obj, N_topic, Py_None);
+    if (l_topic == NULL) FALLBACK;
+    l_partition_ids = own_ ? kf_own_slot(obj, OFF_partitions_schema[1]) : kf_getattr(obj, N_partition_ids, Py_None);
+    if (l_partition_ids == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partition_ids) && !PyTuple_CheckExact(l_partition_ids)) FALLBACK;
+    Py_ssize_t p_topic = w->n;
+    (void)p_topic;
+    if (l_topic == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic) || (s_ = PyUnicode_AsUTF8AndSize(l_topic, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < INT64_C(-32768) || k64_ > INT64_C(32767)) FALLBACK;
+        if (kf_w_reserve(w, 2)) ERROR;
+        kf_put_be(w->p + w->n, 2, (uint64_t)(k64_));
+        w->n += 2;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_partition_ids = w->n;
+    (void)p_partition_ids;
+    if (!PyList_CheckExact(l_partition_ids) && !PyTuple_CheckExact(l_partition_ids)) FALLBACK;
+    c_partition_ids = PySequence_Fast_GET_SIZE(l_partition_ids);
+    if (c_partition_ids < INT64_C(-2147483648) || c_partition_ids > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(c_partition_ids));
+    w->n += 4;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partition_ids); i_++) {
+        if ((rc_ = e_partitions_schema_partition_ids_item(w, PySequence_Fast_ITEMS(l_partition_ids)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic);
+    Py_XDECREF(l_partition_ids);
+    return rc_;
+}
+
+static int e_transaction_log_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_producer_id = NULL;
+    PyObject *l_producer_epoch = NULL;
+    PyObject *l_transaction_timeout_ms = NULL;
+    PyObject *l_transaction_status = NULL;
+    PyObject *l_transaction_partitions = NULL;
+    PyObject *l_transaction_last_update_timestamp_ms = NULL;
+    PyObject *l_transaction_start_timestamp_ms = NULL;
+    int64_t v_producer_id = 0;
+    int64_t v_producer_epoch = 0;
+    int64_t v_transaction_timeout_ms = 0;
+    int64_t v_transaction_last_update_timestamp_ms = 0;
+    int64_t v_transaction_start_timestamp_ms = 0;
+    int64_t v_transaction_status_id = 0;
+    int64_t v_transaction_status = 0;
+    int64_t c_transaction_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!(a_version <= INT64_C(0))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_transaction_log_value);
+    (void)own_;
+    l_producer_id = own_ ? kf_own_slot(obj, OFF_transaction_log_value[0]) : kf_getattr(obj, N_producer_id, Py_None);
+    if (l_producer_id == NULL) FALLBACK;
+    l_producer_epoch = own_ ? kf_own_slot(obj, OFF_transaction_log_value[1]) : kf_getattr(obj, N_producer_epoch, Py_None);
+    if (l_producer_epoch == NULL) FALLBACK;
+    l_transaction_timeout_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value[2]) : kf_getattr(obj, N_transaction_timeout_ms, Py_None);
+    if (l_transaction_timeout_ms == NULL) FALLBACK;
+    l_transaction_status = own_ ? kf_own_slot(obj, OFF_transaction_log_value[3]) : kf_getattr(obj, N_transaction_status, E_transaction_state[0]);
+    if (l_transaction_status == NULL) FALLBACK;
+    l_transaction_partitions = own_ ? kf_own_slot(obj, OFF_transaction_log_value[4]) : kf_getattr(obj, N_transaction_partitions, Py_None);
+    if (l_transaction_partitions == NULL) FALLBACK;
+    l_transaction_last_update_timestamp_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value[5]) : kf_getattr(obj, N_transaction_last_update_timestamp_ms, Py_None);
+    if (l_transaction_last_update_timestamp_ms == NULL) FALLBACK;
+    l_transaction_start_timestamp_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value[6]) : kf_getattr(obj, N_transaction_start_timestamp_ms, Py_None);
+    if (l_transaction_start_timestamp_ms == NULL) FALLBACK;
+    if (kf_as_i64(l_producer_id, &v_producer_id)) FALLBACK;
+    if (kf_as_i64(l_producer_epoch, &v_producer_epoch)) FALLBACK;
+    if (kf_as_i64(l_transaction_timeout_ms, &v_transaction_timeout_ms)) FALLBACK;
+    if (kf_as_i64(l_transaction_last_update_timestamp_ms, &v_transaction_last_update_timestamp_ms)) FALLBACK;
+    if (kf_as_i64(l_transaction_start_timestamp_ms, &v_transaction_start_timestamp_ms)) FALLBACK;
+    v_transaction_status_id = 0;
+    if ((v_transaction_status = kf_enum_id(E_transaction_state, 7, l_transaction_status)) < 0) FALLBACK;
+    v_transaction_status_id |= (int64_t)((uint64_t)v_transaction_status << 0);
+    Py_ssize_t p_producer_id = w->n;
+    (void)p_producer_id;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_producer_id));
+    w->n += 8;
+    Py_ssize_t p_producer_epoch = w->n;
+    (void)p_producer_epoch;
+    if (v_producer_epoch < INT64_C(-32768) || v_producer_epoch > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_producer_epoch));
+    w->n += 2;
+    Py_ssize_t p_transaction_timeout_ms = w->n;
+    (void)p_transaction_timeout_ms;
+    if (v_transaction_timeout_ms < INT64_C(-2147483648) || v_transaction_timeout_ms > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_transaction_timeout_ms));
+    w->n += 4;
+    Py_ssize_t p_transaction_status_id = w->n;
+    (void)p_transaction_status_id;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_transaction_status_id));
+    w->n += 1;
+    Py_ssize_t p_transaction_partitions = w->n;
+    (void)p_transaction_partitions;
+    if (l_transaction_partitions == Py_None) {
+        if (-1 < INT64_C(-2147483648) || -1 > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(-1));
+        w->n += 4;
+    } else {
+        if (!PyList_CheckExact(l_transaction_partitions) && !PyTuple_CheckExact(l_transaction_partitions)) FALLBACK;
+        c_transaction_partitions = PySequence_Fast_GET_SIZE(l_transaction_partitions);
+        if (c_transaction_partitions < INT64_C(-2147483648) || c_transaction_partitions > INT64_C(2147483647)) FALLBACK;
+        if (kf_w_reserve(w, 4)) ERROR;
+        kf_put_be(w->p + w->n, 4, (uint64_t)(c_transaction_partitions));
+        w->n += 4;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_transaction_partitions); i_++) {
+            if ((rc_ = e_partitions_schema(w, PySequence_Fast_ITEMS(l_transaction_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    Py_ssize_t p_transaction_last_update_timestamp_ms = w->n;
+    (void)p_transaction_last_update_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_transaction_last_update_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_transaction_start_timestamp_ms = w->n;
+    (void)p_transaction_start_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_transaction_start_timestamp_ms));
+    w->n += 8;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_producer_id);
+    Py_XDECREF(l_producer_epoch);
+    Py_XDECREF(l_transaction_timeout_ms);
+    Py_XDECREF(l_transaction_status);
+    Py_XDECREF(l_transaction_partitions);
+    Py_XDECREF(l_transaction_last_update_timestamp_ms);
+    Py_XDECREF(l_transaction_start_timestamp_ms);
+    return rc_;
+}
+
+static int e_transaction_log_value_partitions_schema_partition_ids_item(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-2147483648) || v_value > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_value));
+    w->n += 4;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_transaction_log_value_partitions_schema(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_topic = NULL;
+    PyObject *l_partition_ids = NULL;
+    PyObject *l_tagged_fields = NULL;
+    int64_t k64_ = 0;
+    int64_t c_partition_ids = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_transaction_log_value_partitions_schema);
+    (void)own_;
+    l_topic = own_ ? kf_own_slot(obj, OFF_transaction_log_value_partitions_schema[0]) : kf_getattr(obj, N_topic, Py_None);
+    if (l_topic == NULL) FALLBACK;
+    l_partition_ids = own_ ? kf_own_slot(obj, OFF_transaction_log_value_partitions_schema[1]) : kf_getattr(obj, N_partition_ids, Py_None);
+    if (l_partition_ids == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_transaction_log_value_partitions_schema[2]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    if (!PyList_CheckExact(l_partition_ids) && !PyTuple_CheckExact(l_partition_ids)) FALLBACK;
+    Py_ssize_t p_topic = w->n;
+    (void)p_topic;
+    if (l_topic == Py_None) {
+        FALLBACK;
+    } else {
+        const char *s_;
+        Py_ssize_t k_;
+        if (!PyUnicode_CheckExact(l_topic) || (s_ = PyUnicode_AsUTF8AndSize(l_topic, &k_)) == NULL) {
+            PyErr_Clear();
+            FALLBACK;
+        }
+        k64_ = k_;
+        if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
+        if (kf_w_put(w, s_, k_)) ERROR;
+    }
+    Py_ssize_t p_partition_ids = w->n;
+    (void)p_partition_ids;
+    if (!PyList_CheckExact(l_partition_ids) && !PyTuple_CheckExact(l_partition_ids)) FALLBACK;
+    c_partition_ids = PySequence_Fast_GET_SIZE(l_partition_ids);
+    if (c_partition_ids < -1 || c_partition_ids >= (int64_t)UINT32_MAX) FALLBACK;
+    if (kf_w_uvarint(w, (uint64_t)(c_partition_ids + 1))) ERROR;
+    for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_partition_ids); i_++) {
+        if ((rc_ = e_transaction_log_value_partitions_schema_partition_ids_item(w, PySequence_Fast_ITEMS(l_partition_ids)[i_], i_)) != KF_OK) { (void)0; goto done; }
+    }
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[1];
+        memset(t_, 0, sizeof t_);
+        int has_[1] = {0};
+        const int64_t tags_[1] = {0};
+        int r_ = 0;
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 0, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 1; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_topic);
+    Py_XDECREF(l_partition_ids);
+    Py_XDECREF(l_tagged_fields);
+    return rc_;
+}
+
+static int e_transaction_log_value_flexible_previous_producer_id_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_value));
+    w->n += 8;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_transaction_log_value_flexible_next_producer_id_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_value));
+    w->n += 8;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_transaction_log_value_flexible_client_transaction_version_tag(kf_w *w, PyObject *obj, int64_t index) {
+    PyObject *l_value = NULL;
+    int64_t v_value = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_value = Py_NewRef(obj);
+    if (kf_as_i64(l_value, &v_value)) FALLBACK;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    if (v_value < INT64_C(-32768) || v_value > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_value));
+    w->n += 2;
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_value);
+    return rc_;
+}
+
+static int e_transaction_log_value_flexible(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_producer_id = NULL;
+    PyObject *l_producer_epoch = NULL;
+    PyObject *l_transaction_timeout_ms = NULL;
+    PyObject *l_transaction_status = NULL;
+    PyObject *l_transaction_partitions = NULL;
+    PyObject *l_transaction_last_update_timestamp_ms = NULL;
+    PyObject *l_transaction_start_timestamp_ms = NULL;
+    PyObject *l_tagged_fields = NULL;
+    PyObject *l_previous_producer_id = NULL;
+    PyObject *l_next_producer_id = NULL;
+    PyObject *l_client_transaction_version = NULL;
+    int64_t v_producer_id = 0;
+    int64_t v_producer_epoch = 0;
+    int64_t v_transaction_timeout_ms = 0;
+    int64_t v_transaction_last_update_timestamp_ms = 0;
+    int64_t v_transaction_start_timestamp_ms = 0;
+    int64_t v_transaction_status_id = 0;
+    int64_t v_transaction_status = 0;
+    int64_t c_transaction_partitions = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    if (!((a_version >= INT64_C(1)) && (a_version <= INT64_C(1)))) FALLBACK;
+    int own_ = Py_IS_TYPE(obj, T_transaction_log_value_flexible);
+    (void)own_;
+    l_producer_id = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[0]) : kf_getattr(obj, N_producer_id, Py_None);
+    if (l_producer_id == NULL) FALLBACK;
+    l_producer_epoch = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[1]) : kf_getattr(obj, N_producer_epoch, Py_None);
+    if (l_producer_epoch == NULL) FALLBACK;
+    l_transaction_timeout_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[2]) : kf_getattr(obj, N_transaction_timeout_ms, Py_None);
+    if (l_transaction_timeout_ms == NULL) FALLBACK;
+    l_transaction_status = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[3]) : kf_getattr(obj, N_transaction_status, E_transaction_state[0]);
+    if (l_transaction_status == NULL) FALLBACK;
+    l_transaction_partitions = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[4]) : kf_getattr(obj, N_transaction_partitions, Py_None);
+    if (l_transaction_partitions == NULL) FALLBACK;
+    l_transaction_last_update_timestamp_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[5]) : kf_getattr(obj, N_transaction_last_update_timestamp_ms, Py_None);
+    if (l_transaction_last_update_timestamp_ms == NULL) FALLBACK;
+    l_transaction_start_timestamp_ms = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[6]) : kf_getattr(obj, N_transaction_start_timestamp_ms, Py_None);
+    if (l_transaction_start_timestamp_ms == NULL) FALLBACK;
+    l_tagged_fields = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[7]) : kf_getattr(obj, N_tagged_fields, Py_None);
+    if (l_tagged_fields == NULL) FALLBACK;
+    l_previous_producer_id = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[8]) : kf_getattr(obj, N_previous_producer_id, Py_None);
+    if (l_previous_producer_id == NULL) FALLBACK;
+    l_next_producer_id = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[9]) : kf_getattr(obj, N_next_producer_id, Py_None);
+    if (l_next_producer_id == NULL) FALLBACK;
+    l_client_transaction_version = own_ ? kf_own_slot(obj, OFF_transaction_log_value_flexible[10]) : kf_getattr(obj, N_client_transaction_version, Py_None);
+    if (l_client_transaction_version == NULL) FALLBACK;
+    if (kf_as_i64(l_producer_id, &v_producer_id)) FALLBACK;
+    if (kf_as_i64(l_producer_epoch, &v_producer_epoch)) FALLBACK;
+    if (kf_as_i64(l_transaction_timeout_ms, &v_transaction_timeout_ms)) FALLBACK;
+    if (kf_as_i64(l_transaction_last_update_timestamp_ms, &v_transaction_last_update_timestamp_ms)) FALLBACK;
+    if (kf_as_i64(l_transaction_start_timestamp_ms, &v_transaction_start_timestamp_ms)) FALLBACK;
+    v_transaction_status_id = 0;
+    if ((v_transaction_status = kf_enum_id(E_transaction_state, 7, l_transaction_status)) < 0) FALLBACK;
+    v_transaction_status_id |= (int64_t)((uint64_t)v_transaction_status << 0);
+    Py_ssize_t p_producer_id = w->n;
+    (void)p_producer_id;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_producer_id));
+    w->n += 8;
+    Py_ssize_t p_producer_epoch = w->n;
+    (void)p_producer_epoch;
+    if (v_producer_epoch < INT64_C(-32768) || v_producer_epoch > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_producer_epoch));
+    w->n += 2;
+    Py_ssize_t p_transaction_timeout_ms = w->n;
+    (void)p_transaction_timeout_ms;
+    if (v_transaction_timeout_ms < INT64_C(-2147483648) || v_transaction_timeout_ms > INT64_C(2147483647)) FALLBACK;
+    if (kf_w_reserve(w, 4)) ERROR;
+    kf_put_be(w->p + w->n, 4, (uint64_t)(v_transaction_timeout_ms));
+    w->n += 4;
+    Py_ssize_t p_transaction_status_id = w->n;
+    (void)p_transaction_status_id;
+    if (kf_w_reserve(w, 1)) ERROR;
+    kf_put_be(w->p + w->n, 1, (uint64_t)(v_transaction_status_id));
+    w->n += 1;
+    Py_ssize_t p_transaction_partitions = w->n;
+    (void)p_transaction_partitions;
+    if (l_transaction_partitions == Py_None) {
+        if (kf_w_uvarint(w, 0)) ERROR;
+    } else {
+        if (!PyList_CheckExact(l_transaction_partitions) && !PyTuple_CheckExact(l_transaction_partitions)) FALLBACK;
+        c_transaction_partitions = PySequence_Fast_GET_SIZE(l_transaction_partitions);
+        if (c_transaction_partitions < -1 || c_transaction_partitions >= (int64_t)UINT32_MAX) FALLBACK;
+        if (kf_w_uvarint(w, (uint64_t)(c_transaction_partitions + 1))) ERROR;
+        for (Py_ssize_t i_ = 0; i_ < PySequence_Fast_GET_SIZE(l_transaction_partitions); i_++) {
+            if ((rc_ = e_transaction_log_value_partitions_schema(w, PySequence_Fast_ITEMS(l_transaction_partitions)[i_], i_)) != KF_OK) { (void)0; goto done; }
+        }
+    }
+    Py_ssize_t p_transaction_last_update_timestamp_ms = w->n;
+    (void)p_transaction_last_update_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_transaction_last_update_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_transaction_start_timestamp_ms = w->n;
+    (void)p_transaction_start_timestamp_ms;
+    if (kf_w_reserve(w, 8)) ERROR;
+    kf_put_be(w->p + w->n, 8, (uint64_t)(v_transaction_start_timestamp_ms));
+    w->n += 8;
+    Py_ssize_t p_tagged_fields = w->n;
+    (void)p_tagged_fields;
+    {
+        kf_w t_[3];
+        memset(t_, 0, sizeof t_);
+        int has_[3] = {0};
+        const int64_t tags_[3] = {0, 1, 2};
+        int r_ = 0;
+        if (r_ == 0 && l_previous_producer_id != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_previous_producer_id, K_m1, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_transaction_log_value_flexible_previous_producer_id_tag(&t_[0], l_previous_producer_id, 0)) == KF_OK) has_[0] = 1;
+        }
+        if (r_ == 0 && l_next_producer_id != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_next_producer_id, K_m1, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_transaction_log_value_flexible_next_producer_id_tag(&t_[1], l_next_producer_id, 0)) == KF_OK) has_[1] = 1;
+        }
+        if (r_ == 0 && l_client_transaction_version != Py_None) {
+            int ne_ = PyObject_RichCompareBool(l_client_transaction_version, K_0, Py_NE);
+            if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }
+            else if (ne_ && (r_ = e_transaction_log_value_flexible_client_transaction_version_tag(&t_[2], l_client_transaction_version, 0)) == KF_OK) has_[2] = 1;
+        }
+        if (r_ == 0) { int x_ = kf_w_tagged(w, 3, tags_, t_, has_, l_tagged_fields);
+        r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }
+        for (int i_ = 0; i_ < 3; i_++) kf_w_free(&t_[i_]);
+        if (r_ != KF_OK) { rc_ = r_; goto done; }
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_producer_id);
+    Py_XDECREF(l_producer_epoch);
+    Py_XDECREF(l_transaction_timeout_ms);
+    Py_XDECREF(l_transaction_status);
+    Py_XDECREF(l_transaction_partitions);
+    Py_XDECREF(l_transaction_last_update_timestamp_ms);
+    Py_XDECREF(l_transaction_start_timestamp_ms);
+    Py_XDECREF(l_tagged_fields);
+    Py_XDECREF(l_previous_producer_id);
+    Py_XDECREF(l_next_producer_id);
+    Py_XDECREF(l_client_transaction_version);
+    return rc_;
+}
+
+static int e_transaction_log_value_versions(kf_w *w, PyObject *obj, int64_t index, int64_t a_version) {
+    PyObject *l_message = NULL;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    l_message = Py_NewRef(obj);
+    Py_ssize_t p_message = w->n;
+    (void)p_message;
+    switch (a_version) {
+    case 0:
+        if (!Py_IS_TYPE(l_message, T_transaction_log_value)) FALLBACK;
+        if ((rc_ = e_transaction_log_value(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    case 1:
+        if (!Py_IS_TYPE(l_message, T_transaction_log_value_flexible)) FALLBACK;
+        if ((rc_ = e_transaction_log_value_flexible(w, l_message, 0, a_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_message);
+    return rc_;
+}
+
+static int e_transaction_coordinator_value(kf_w *w, PyObject *obj, int64_t index, int64_t a_record_type) {
+    PyObject *l_version = NULL;
+    PyObject *l_value = NULL;
+    int64_t v_version = 0;
+    int rc_ = KF_FALLBACK;
+    (void)index;
+    int own_ = Py_IS_TYPE(obj, T_transaction_coordinator_value);
+    (void)own_;
+    l_version = own_ ? kf_own_slot(obj, OFF_transaction_coordinator_value[0]) : kf_getattr(obj, N_version, Py_None);
+    if (l_version == NULL) FALLBACK;
+    l_value = own_ ? kf_own_slot(obj, OFF_transaction_coordinator_value[1]) : kf_getattr(obj, N_value, Py_None);
+    if (l_value == NULL) FALLBACK;
+    if (kf_as_i64(l_version, &v_version)) FALLBACK;
+    Py_ssize_t p_version = w->n;
+    (void)p_version;
+    if (v_version < INT64_C(-32768) || v_version > INT64_C(32767)) FALLBACK;
+    if (kf_w_reserve(w, 2)) ERROR;
+    kf_put_be(w->p + w->n, 2, (uint64_t)(v_version));
+    w->n += 2;
+    Py_ssize_t p_value = w->n;
+    (void)p_value;
+    switch (a_record_type) {
+    case 0:
+        if ((rc_ = e_transaction_log_value_versions(w, l_value, 0, v_version)) != KF_OK) goto done;
+        break;
+    default:
+        FALLBACK;
+    }
+    rc_ = KF_OK;
+done:
+    Py_XDECREF(l_version);
+    Py_XDECREF(l_value);
+    return rc_;
 }
 
 /* The bytes written (the buffer's own bytes object, trimmed to them) */
@@ -713,15 +1255,58 @@ static PyObject *kf_w_bytes(kf_w *w) {
 
 static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
 
-/* encode(value): bytes, or None when the python backend must encode it (and say what is wrong) */
-static PyObject *py_encode(PyObject *self, PyObject *value) {
-    (void)value;
-    Py_RETURN_NONE;
+/* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
+static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[from + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* encode(value, record_type): bytes, or None when the python backend must encode it (and say what is wrong) */
+static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
+    PyObject *value = args[0];
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    int rc = e_transaction_coordinator_value(&w, value, 0, a_[0]);
+    if (rc == KF_OK) {
+        last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+        return kf_w_bytes(&w);
+    }
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
 }
 
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_RETURN_NONE;
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 3 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        Py_RETURN_NONE;
+    if (kf_params(args, 2, a_, 1)) Py_RETURN_NONE;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    kf_w w = {0};
+    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
+        int rc = e_transaction_coordinator_value(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
+        if (rc != KF_OK) {
+            kf_w_free(&w);
+            if (rc == KF_FALLBACK) Py_RETURN_NONE;
+            return NULL;
+        }
+    }
+    last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
+    return kf_w_bytes(&w);
 }
 
 /* decode_from(buf, pos, end, opts, record_type): (value, next position), or None when the python backend must decide */
@@ -805,7 +1390,7 @@ static PyObject *py_bind(PyObject *self, PyObject *model) {
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
-    {"encode", (PyCFunction)py_encode, METH_O, "encode(value): bytes, or None (the python backend decides)"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {NULL, NULL, 0, NULL},
 };
@@ -830,6 +1415,23 @@ PyMODINIT_FUNC PyInit__native(void) {
         Py_DECREF(rt);
         if (kf_base_record == NULL) goto fail;
     }
+    if ((N_client_transaction_version = PyUnicode_InternFromString("client_transaction_version")) == NULL) goto fail;
+    if ((N_next_producer_id = PyUnicode_InternFromString("next_producer_id")) == NULL) goto fail;
+    if ((N_partition_ids = PyUnicode_InternFromString("partition_ids")) == NULL) goto fail;
+    if ((N_previous_producer_id = PyUnicode_InternFromString("previous_producer_id")) == NULL) goto fail;
+    if ((N_producer_epoch = PyUnicode_InternFromString("producer_epoch")) == NULL) goto fail;
+    if ((N_producer_id = PyUnicode_InternFromString("producer_id")) == NULL) goto fail;
+    if ((N_tagged_fields = PyUnicode_InternFromString("tagged_fields")) == NULL) goto fail;
+    if ((N_topic = PyUnicode_InternFromString("topic")) == NULL) goto fail;
+    if ((N_transaction_last_update_timestamp_ms = PyUnicode_InternFromString("transaction_last_update_timestamp_ms")) == NULL) goto fail;
+    if ((N_transaction_partitions = PyUnicode_InternFromString("transaction_partitions")) == NULL) goto fail;
+    if ((N_transaction_start_timestamp_ms = PyUnicode_InternFromString("transaction_start_timestamp_ms")) == NULL) goto fail;
+    if ((N_transaction_status = PyUnicode_InternFromString("transaction_status")) == NULL) goto fail;
+    if ((N_transaction_timeout_ms = PyUnicode_InternFromString("transaction_timeout_ms")) == NULL) goto fail;
+    if ((N_value = PyUnicode_InternFromString("value")) == NULL) goto fail;
+    if ((N_version = PyUnicode_InternFromString("version")) == NULL) goto fail;
+    if ((K_m1 = PyLong_FromLongLong(-1)) == NULL) goto fail;
+    if ((K_0 = PyLong_FromLongLong(0)) == NULL) goto fail;
     if ((E_transaction_state[0] = PyUnicode_InternFromString("Empty")) == NULL) goto fail;
     if ((E_transaction_state[1] = PyUnicode_InternFromString("Ongoing")) == NULL) goto fail;
     if ((E_transaction_state[2] = PyUnicode_InternFromString("PrepareCommit")) == NULL) goto fail;

@@ -79,6 +79,7 @@ def emit(fmt: Format) -> dict[str, str]:
         names=sorted({x for e in encoders for x in e.names}),
         base_used=sorted({x for e in encoders for x in e.base_used}),
         consts=[(("K_m" if c < 0 else "K_") + str(abs(c)), c) for c in consts],
+        objconsts=sorted({k: v for e in encoders for k, v in e.objconsts.items()}.items()),
     )
     return {
         "_native.c": env.get_template("native.c.j2").render(stamp=c_stamp, **ctx),

@@ -8,8 +8,10 @@ python backend then encodes the value and raises its exact error.
 
 from __future__ import annotations
 
+import hashlib
+
 import generator.ir.nodes as n
-from generator.backends.native.cgen import Lowering, Unsupported
+from generator.backends.native.cgen import Lowering, Unsupported, py_new
 
 _RANGE = {
     (1, True): (-128, 127),
@@ -22,28 +24,20 @@ _RANGE = {
 
 
 def _not_encoded(st: n.Struct) -> str | None:
-    """Kafka message-encoding features this backend's encoder does not lower yet (the python backend's
-    encoder then writes the format; its decoder may still be native)."""
-    if st.repr == "value":
-        return f"{st.name}: arrays of values"
-    if any(p.owner == "<params>" for p in st.params):
-        return f"{st.name}: schema parameters"
-    if st.requires is not None:
-        return f"{st.name}: version guards"
+    """What this backend's encoder does not lower (the python backend's encoder then writes the format; its
+    decoder may still be native)."""
     for f in st.fields:
         w = f.wire
-        why = None
-        if isinstance(w, n.Int) and w.kind != "int":
-            why = f"{w.kind} fields"
-        elif isinstance(w, (n.Switch, n.Tagged)):
-            why = "switches" if isinstance(w, n.Switch) else "tagged fields"
-        elif isinstance(w, n.StructType) and w.marker is not None:
-            why = "nullable structs"
-        elif any(isinstance(getattr(w, a, None), n.Varint) and getattr(w, a).compact for a in ("length", "count")):
-            why = "compact lengths"
-        if why:
-            return f"{st.name}.{f.name}: {why}"
+        if isinstance(w, n.StructType) and (w.size is not None or (w.nullable and w.marker is None)):
+            return f"{st.name}.{f.name}: a sized struct field"
+        if isinstance(w, n.Tagged) and len(w.fields) > 32:
+            return f"{st.name}.{f.name}: more than 32 named tagged fields"
     return None
+
+
+def _null_count(x: object) -> bool:
+    """A count prefix a null array is written in: -1 (a fixed-width integer), 0 (compact)."""
+    return (isinstance(x, n.Varint) and x.compact) or (isinstance(x, n.Int) and x.signed)
 
 
 def _lit(v: int) -> str:
@@ -55,8 +49,8 @@ class EncGen:
 
     def __init__(self, low: Lowering, st: n.Struct, base_slots: tuple[str, ...]):
         why = _not_encoded(st)
-        if why or any(low.is_text(p) for p in st.params):
-            raise Unsupported(why or f"{st.name}: conditions on a string")
+        if why:
+            raise Unsupported(why)
         self.low = low
         self.st = st
         self.base = set(base_slots) if st.role in ("record", "message") and st.repr == "object" else set()
@@ -66,6 +60,7 @@ class EncGen:
         self.scalars: list[str] = []
         self.base_used: set[str] = set()  # runtime base-class slots read (BOFF_<name>)
         self.consts: set[int] = set()  # integer defaults (K_<n>, created once)
+        self.objconsts: dict[str, str] = {}  # other constants (O_<n>: a tagged field's absent value), C expressions
         self.model = [s.name for s in low.slots(st)]
         names = [f.name for f in st.fields]
         self.index = {nm: i for i, nm in enumerate(names)}
@@ -88,6 +83,9 @@ class EncGen:
         """``var`` = a new reference to the value of ``attr`` (NULL: fall back)."""
         self.objs.append(var)
         st = self.st
+        if st.repr == "value":  # a struct of one field: the value is the field's
+            self.w(f"{var} = Py_NewRef(obj);")
+            return
         if st.repr == "tuple":
             self.w(f"{var} = Py_NewRef(PyTuple_GET_ITEM(obj, {self.model.index(attr)}));")
             return
@@ -111,8 +109,8 @@ class EncGen:
             return "Py_None"
         if isinstance(c.value, bool):
             return "Py_True" if c.value else "Py_False"
-        if isinstance(c.value, float):  # float64 fields: the structs that have them are not lowered yet
-            raise Unsupported(f"a float default ({c.value})")
+        if isinstance(c.value, (float, str, bytes)):  # missing from a foreign object: the python backend decides
+            return "NULL"
         return self.const(c.value)
 
     def const(self, v: int) -> str:
@@ -126,9 +124,11 @@ class EncGen:
 
     def emit(self) -> str:
         st = self.st
+        if st.requires is not None:  # a version this struct is not defined for: the python backend says so
+            self.w(f"if (!{self.low.expr(st.requires, st)}) FALLBACK;")
         if st.repr == "tuple":
             self.w(f"if (!PyTuple_CheckExact(obj) || PyTuple_GET_SIZE(obj) != {len(self.model)}) FALLBACK;")
-        else:
+        elif st.repr == "object":
             self.w(f"int own_ = Py_IS_TYPE(obj, T_{st.name});")
             self.w("(void)own_;")
         self.load_stored()  # 1. the stored values
@@ -150,6 +150,10 @@ class EncGen:
                 self.load(f"l_{d.logical}", d.logical, "Py_None")
                 if isinstance(d.decoded, n.Choose):
                     self.load(f"l_{f.name}_kept", f.name, "Py_None")
+            elif isinstance(f.wire, n.Tagged):  # the unknown tags, then each named one (None when missing)
+                self.load(f"l_{f.name}", f.name, "Py_None")
+                for t in f.wire.fields:
+                    self.load(f"l_{t.name}", t.name, "Py_None")
             else:
                 self.load(f"l_{f.name}", f.name, self.default(f, f.default))
         for wr in st.wrappers:
@@ -169,12 +173,17 @@ class EncGen:
     def checked_input(self, f: n.Field) -> None:
         """A plain integer as an int64 (what struct.pack and the varint writers accept); an array as a list."""
         plain = f.const is None and not f.bits and f.derived is None
+        if isinstance(f.wire, n.Int) and f.wire.kind != "int":
+            return  # bool, float64, uuid: checked where written
         if plain and isinstance(f.wire, (n.Int, n.Varint)):
             if f.condition is not None:
                 self.w(f"if (l_{f.name} != Py_None && kf_as_i64(l_{f.name}, &{self.scalar('v_' + f.name)})) FALLBACK;")
             else:
                 self.int_of(f"v_{f.name}", f"l_{f.name}")
-        if isinstance(f.wire, n.ArrayType) and not (f.wire.size is not None and f.wire.nullable):
+        w = f.wire
+        if f.condition is not None:
+            return  # absent in some versions: checked where written (arrays), as the python backend does
+        if isinstance(w, n.ArrayType) and not (w.nullable and (w.size is not None or _null_count(w.count))):
             self.w(f"if (!PyList_CheckExact(l_{f.name}) && !PyTuple_CheckExact(l_{f.name})) FALLBACK;")
 
     def derive(self) -> None:
@@ -210,14 +219,81 @@ class EncGen:
         elif isinstance(wire, n.ArrayType):
             self.array(f, wire, depth)
         elif isinstance(wire, n.StructType):
-            if wire.size is not None or wire.nullable:
-                raise Unsupported(f"{self.st.name}.{f.name}: a sized or nullable struct field")
-            args = self.args(wire.name)
-            self.w(f"if ((rc_ = e_{wire.name}(w, l_{f.name}, 0{args})) != KF_OK) goto done;", depth)
+            self.struct_field(f, wire, depth)
+        elif isinstance(wire, n.Switch):
+            self.switch(f, wire, depth)
+        elif isinstance(wire, n.Tagged):
+            self.tagged(f, wire, depth)
+
+    def struct_field(self, f: n.Field, wire: n.StructType, depth: int) -> None:
+        """A nested struct; a nullable one behind its marker (int8 -1 / uvarint 0: null; 1: present)."""
+        call = f"if ((rc_ = e_{wire.name}(w, l_{f.name}, 0{self.args(wire.name)})) != KF_OK) goto done;"
+        if wire.marker is None:
+            self.w(call, depth)
+            return
+        null = "0" if isinstance(wire.marker, n.Varint) else "0xFF"
+        self.w("if (kf_w_reserve(w, 1)) ERROR;", depth)
+        self.w(f"w->p[w->n++] = (char)(l_{f.name} == Py_None ? {null} : 1);", depth)
+        self.w(f"if (l_{f.name} != Py_None) {{", depth)
+        self.w(call, depth + 1)
+        self.w("}", depth)
+
+    def switch(self, f: n.Field, wire: n.Switch, depth: int) -> None:
+        """The struct the selector names, the value of its class (a nested switch: any); else fall back."""
+        self.w(f"switch ({self.low.expr(wire.selector, self.st)}) {{", depth)
+        for values, struct in wire.grouped():
+            self.w(" ".join(f"case {v}:" for v in values), depth)
+            if self.low.by_name[struct].repr == "object":
+                self.w(f"if (!Py_IS_TYPE(l_{f.name}, T_{struct})) FALLBACK;", depth + 1)
+            self.w(f"if ((rc_ = e_{struct}(w, l_{f.name}, 0{self.args(struct)})) != KF_OK) goto done;", depth + 1)
+            self.w("break;", depth + 1)
+        self.w("default:", depth)
+        self.w("FALLBACK;", depth + 1)
+        self.w("}", depth)
+
+    def tagged(self, f: n.Field, wire: n.Tagged, depth: int) -> None:
+        """The tagged-field section: each named field not None and not at its absent value (and present in this
+        version), encoded into a buffer of its own; then merged with the unknown tags (kf_w_tagged)."""
+        k, d = max(len(wire.fields), 1), depth + 1
+        self.w("{", depth)
+        self.w(f"kf_w t_[{k}];", d)
+        self.w("memset(t_, 0, sizeof t_);", d)
+        self.w(f"int has_[{k}] = {{0}};", d)
+        self.w(f"const int64_t tags_[{k}] = {{{', '.join(str(t.tag) for t in wire.fields) or '0'}}};", d)
+        self.w("int r_ = 0;", d)
+        for i, t in enumerate(wire.fields):
+            cond = f" && {self.low.expr(t.condition, self.st)}" if t.condition is not None else ""
+            lv = f"l_{t.name}"
+            self.w(f"if (r_ == 0 && {lv} != Py_None{cond}) {{", d)
+            self.w(f"int ne_ = PyObject_RichCompareBool({lv}, {self.obj_const(t.absent)}, Py_NE);", d + 1)
+            self.w("if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }", d + 1)
+            self.w(f"else if (ne_ && (r_ = e_{t.struct}(&t_[{i}], {lv}, 0{self.args(t.struct)})) == KF_OK) has_[{i}] = 1;",
+                   d + 1)  # fmt: skip
+            self.w("}", d)
+        self.w(f"if (r_ == 0) {{ int x_ = kf_w_tagged(w, {len(wire.fields)}, tags_, t_, has_, l_{f.name});", d)
+        self.w("r_ = x_ < 0 ? KF_ERROR : x_ ? KF_FALLBACK : KF_OK; }", d)
+        self.w(f"for (int i_ = 0; i_ < {k}; i_++) kf_w_free(&t_[i_]);", d)
+        self.w("if (r_ != KF_OK) { rc_ = r_; goto done; }", d)
+        self.w("}", depth)
+
+    def obj_const(self, value: object) -> str:
+        """A constant object (created once): None, a bool, an int, or another value py_new builds."""
+        if value is None:
+            return "Py_None"
+        if isinstance(value, bool):
+            return "Py_True" if value else "Py_False"
+        if isinstance(value, int) and -(2**63) < value < 2**63:
+            return self.const(value)
+        expr = py_new(value, self.st.name)
+        name = f"O_{hashlib.sha256(expr.encode()).hexdigest()[:12]}"
+        self.objconsts[name] = expr
+        return name
 
     def write_int(self, f: n.Field, wire: n.Int, depth: int, regions: list, crcs: list) -> None:
         d = f.derived
-        if isinstance(d, n.LengthOf):
+        if wire.kind != "int":
+            self.write_scalar(f"l_{f.name}", wire, depth)
+        elif isinstance(d, n.LengthOf):
             regions.append((f, "fixed"))
             self.put_int(wire, "0", depth)
         elif isinstance(d, n.Checksum) and not d.trailing:
@@ -229,6 +305,22 @@ class EncGen:
             self.put_int(wire, str(f.const), depth)
         else:
             self.put_int(wire, f"v_{f.name}", depth, checked=not f.bits)
+
+    def write_scalar(self, lv: str, wire: n.Int, depth: int) -> None:
+        """A bool (its truth, as struct's "?" packs it), a float64 (a float; an int falls back) or a uuid (16
+        bytes; a uuid.UUID falls back)."""
+        if wire.kind == "bool":
+            self.w(f"{{ int t_ = PyObject_IsTrue({lv}); if (t_ < 0) {{ PyErr_Clear(); FALLBACK; }}", depth)
+            self.w("if (kf_w_reserve(w, 1)) ERROR;", depth)
+            self.w("w->p[w->n++] = (char)t_; }", depth)
+        elif wire.kind == "float64":
+            self.w(f"if (!PyFloat_CheckExact({lv})) FALLBACK;", depth)
+            self.w("if (kf_w_reserve(w, 8)) ERROR;", depth)
+            self.w(f"kf_put_be(w->p + w->n, 8, kf_double_bits(PyFloat_AS_DOUBLE({lv})));", depth)
+            self.w("w->n += 8;", depth)
+        else:
+            self.w(f"if (!PyBytes_CheckExact({lv}) || PyBytes_GET_SIZE({lv}) != 16) FALLBACK;", depth)
+            self.w(f"if (kf_w_put(w, PyBytes_AS_STRING({lv}), 16)) ERROR;", depth)
 
     def bit_default(self, b: n.BitView) -> str:
         if b.kind == "enum":
@@ -364,6 +456,8 @@ class EncGen:
             if f.condition is not None:
                 self.w(f"if ({self.low.expr(f.condition, st)}) {{")
                 depth = 2
+                if f.const is None and not f.bits and f.derived is None and isinstance(f.wire, (n.Int, n.Varint)):
+                    self.w(f"if (l_{f.name} == Py_None) FALLBACK;  /* present in this version: a value needed */", 2)
             self.write_field(f, depth, regions, crcs)
             if f.condition is not None:
                 self.w("}")
@@ -402,6 +496,12 @@ class EncGen:
             )
         elif wire.zigzag:
             self.w(f"if (kf_w_uvarint(w, ((uint64_t){value} << 1) ^ (uint64_t)({value} >> 63))) ERROR;", depth)
+        elif wire.compact:  # N + 1, null (-1) as 0
+            if value == "-1":
+                self.w("if (kf_w_uvarint(w, 0)) ERROR;", depth)
+            else:
+                self.w(f"if ({value} < -1 || {value} >= (int64_t)UINT32_MAX) FALLBACK;", depth)
+                self.w(f"if (kf_w_uvarint(w, (uint64_t)({value} + 1))) ERROR;", depth)
         else:
             hi = "UINT32_MAX" if wire.bits == 32 else "INT64_MAX"
             self.w(f"if ({value} < 0 || {value} > {hi}) FALLBACK;", depth)
@@ -444,7 +544,12 @@ class EncGen:
         self.w("}", depth)
 
     def args(self, callee: str) -> str:
-        return "".join(f", {self.low.ref(p, self.st)}" for p in self.low.by_name[callee].params)
+        """The values of ``callee``'s parameters: int64s, and strings of this struct as their objects."""
+        params = self.low.by_name[callee].params
+        return "".join(
+            f", l_{p.name}" if p.owner == self.st.name and self.low.is_text(p) else f", {self.low.ref(p, self.st)}"
+            for p in params
+        )
 
     def array(self, f: n.Field, wire: n.ArrayType, depth: int) -> None:
         lv = f"l_{f.name}"
@@ -460,6 +565,12 @@ class EncGen:
                 self.put_length(wire.size, "-1", d + 1)
             else:
                 self.w("FALLBACK;", d + 1)
+            self.w("} else {", d)
+            d += 1
+        null_count = wire.nullable and wire.size is None and _null_count(wire.count)
+        if null_count:  # a null array: a count of -1 (compact: 0)
+            self.w(f"if ({lv} == Py_None) {{", d)
+            self.put_length(wire.count, "-1", d + 1)
             self.w("} else {", d)
             d += 1
         self.w(f"if (!PyList_CheckExact({lv}) && !PyTuple_CheckExact({lv})) FALLBACK;", d)
@@ -506,10 +617,12 @@ class EncGen:
                 d,
             )
             self.w("}", depth)
+        if null_count:
+            self.w("}", depth)
 
     def render(self) -> str:
         st = self.st
-        params = "".join(f", int64_t a_{p.name}" for p in st.params)
+        params = "".join(f", {self.low.param_decl(p)}" for p in st.params)
         sig = f"static int e_{st.name}(kf_w *w, PyObject *obj, int64_t index{params})"
         head = [f"    PyObject *{o} = NULL;" for o in dict.fromkeys(self.objs)]
         head += [f"    int64_t {s} = 0;" for s in self.scalars]

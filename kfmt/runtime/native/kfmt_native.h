@@ -405,6 +405,66 @@ static inline int kf_w_uvarint(kf_w *w, uint64_t v) {
     return 0;
 }
 
+/* Kafka's tagged-field section, as kfmt.runtime.tagged.write_tagged writes it: the n named fields' bytes
+ * (bufs[i], written when has[i]), and the (tag, bytes) pairs of ``unknown`` (None: none), merged in increasing
+ * tag order, the count first, then each tag, size and bytes. Returns 0; 1 (fall back) when an unknown pair is
+ * not an exact (int in 0..2^32-1, bytes) tuple or a tag comes twice; -1 out of memory. */
+#define KF_MAX_TAGS 64
+static inline int kf_w_tagged(kf_w *w, int n, const int64_t *tags, kf_w *bufs, const int *has, PyObject *unknown) {
+    int64_t tg[KF_MAX_TAGS];
+    const char *ptr[KF_MAX_TAGS];
+    Py_ssize_t len[KF_MAX_TAGS];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!has[i]) continue;
+        tg[k] = tags[i];
+        ptr[k] = bufs[i].p;
+        len[k++] = bufs[i].n;
+    }
+    if (unknown != Py_None) {
+        if (!PyList_CheckExact(unknown) && !PyTuple_CheckExact(unknown)) return 1;
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(unknown);
+        if (m > KF_MAX_TAGS - k) return 1;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            PyObject *it = PySequence_Fast_ITEMS(unknown)[i];
+            if (!PyTuple_CheckExact(it) || PyTuple_GET_SIZE(it) != 2) return 1;
+            PyObject *t = PyTuple_GET_ITEM(it, 0), *d = PyTuple_GET_ITEM(it, 1);
+            if (!PyLong_CheckExact(t) || !PyBytes_CheckExact(d)) return 1;
+            long long v = PyLong_AsLongLong(t);
+            if (v == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 1;
+            }
+            if (v < 0 || v > 0xFFFFFFFFLL) return 1;
+            tg[k] = v;
+            ptr[k] = PyBytes_AS_STRING(d);
+            len[k++] = PyBytes_GET_SIZE(d);
+        }
+    }
+    for (int i = 1; i < k; i++) /* insertion sort by tag: a handful of tags */
+        for (int j = i; j > 0 && tg[j - 1] > tg[j]; j--) {
+            int64_t a = tg[j]; tg[j] = tg[j - 1]; tg[j - 1] = a;
+            const char *b = ptr[j]; ptr[j] = ptr[j - 1]; ptr[j - 1] = b;
+            Py_ssize_t c = len[j]; len[j] = len[j - 1]; len[j - 1] = c;
+        }
+    for (int i = 1; i < k; i++)
+        if (tg[i] == tg[i - 1]) return 1; /* a tag written twice: the python backend says so */
+    if (kf_w_uvarint(w, (uint64_t)k)) return -1;
+    for (int i = 0; i < k; i++) {
+        if (len[i] > 0xFFFFFFFFLL) return 1;
+        if (kf_w_uvarint(w, (uint64_t)tg[i]) || kf_w_uvarint(w, (uint64_t)len[i]) || kf_w_put(w, ptr[i], len[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* A float64's value as the bits kf_put_be writes (big-endian IEEE 754) */
+static inline uint64_t kf_double_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
 /* A varint length field reserved as one byte at ``at``: write the length of what follows it, moving the
  * body when the varint needs more bytes.  Returns 0, -1 (MemoryError) or 1 (over 2 GiB: fall back). */
 static int kf_w_close_varint(kf_w *w, Py_ssize_t at, int zigzag) {
