@@ -45,16 +45,14 @@ __all__ = [
 
 
 def __getattr__(name):
+    """The entry points, imported on first use (``import kfmt`` stays light), then kept as attributes."""
     if name in ("read_batches", "encode_batch", "format_ids", "get_format", "control_record", "iter_entries", "scan"):
-        from kfmt import api
-
-        return getattr(api, name)
-    if name in ("convert", "Conversion"):
-        from kfmt import conversion
-
-        return getattr(conversion, name)
-    if name == "read_arrow":
-        from kfmt import logread
-
-        return logread.read_arrow
-    raise AttributeError(f"module 'kfmt' has no attribute {name!r}")
+        from kfmt import api as where
+    elif name in ("convert", "Conversion"):
+        from kfmt import conversion as where  # type: ignore[no-redef]
+    elif name == "read_arrow":
+        from kfmt import logread as where  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'kfmt' has no attribute {name!r}")
+    value = globals()[name] = getattr(where, name)
+    return value

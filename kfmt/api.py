@@ -7,8 +7,9 @@ import os
 import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 
-from kfmt.formats import backend_module, format_ids, get_format
+from kfmt.formats import backend_module, default_backend, format_ids, get_format
 from kfmt.formats import by_magic as _by_magic
 from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
     HEADER_SIZE_UP_TO_MAGIC,
@@ -282,13 +283,20 @@ class Rows(list):
         self.mark = mark
 
 
+@lru_cache(maxsize=None)
+def _decoders(backend: str | None, _default: str) -> dict:
+    """The module of ``backend`` (None: the default, ``_default`` now) for each auto-detected magic, resolved
+    once per backend."""
+    return {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
+
+
 def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None, file_start=False):  # noqa: C901 - older than the rule; to be split
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
     as decoding it).  Returns where it stopped: None once everything is accounted for, else the position
     of an incomplete entry (more data may complete it, unless ``eof``)."""
     forced = backend_module(format, backend) if format else None
-    table = {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
+    table = _decoders(backend, default_backend())
     check = (lambda b, p, e: forced.decode_from(b, p, e, opts)) if forced else None
     while True:
         try:
@@ -427,9 +435,37 @@ def encode_batch(
         mod = _by_magic().get(magic)
         if mod is None:
             raise UnsupportedCodecError(f"no format for magic {magic}")
-    now = None
     # a missing timestamp becomes the current time, in formats that have timestamps (not magic 0)
     stamp = "timestamp" in mod.CARRIES
+    impl = backend_module(mod, backend)
+    plain = getattr(impl, "records_plain", None)  # the native backend checks a list of Records in C
+    recs: list[Record]
+    if plain is not None and plain(records, stamp, not keep_offsets):
+        recs = records  # type: ignore[assignment]  # a list of kfmt.Records with what they need: as they are
+    else:
+        recs = _prepared(records, stamp, keep_offsets)
+    if not recs:
+        raise InvalidValueError(
+            "a batch with no records: Kafka's producer never writes one (the log cleaner keeps an emptied v2 batch"
+            " only to retain producer state); to build that, encode the format's batch object directly"
+            " (kfmt.get_format('kafka_v2').encode(...))",
+            path="batch.records",
+        )
+    _refuse_uncarried(mod, recs)
+    if mod.ROLE == "message":
+        return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
+    try:
+        batch = mod.ROOT(records=recs, codec=codec, **batch_fields)
+    except TypeError as e:
+        allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
+        raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
+    return impl.encode(batch)
+
+
+def _prepared(records: Iterable, stamp: bool, keep_offsets: bool) -> list[Record]:
+    """The records as kfmt.Records: a missing timestamp the current time (``stamp``), offsets dropped unless
+    kept; records already so are taken as they are."""
+    now = None
     recs: list[Record] = []
     append = recs.append
     for r in records:
@@ -447,23 +483,7 @@ def encode_batch(
                 control=r.control,
             )
         append(r)
-    if not recs:
-        raise InvalidValueError(
-            "a batch with no records: Kafka's producer never writes one (the log cleaner keeps an emptied v2 batch"
-            " only to retain producer state); to build that, encode the format's batch object directly"
-            " (kfmt.get_format('kafka_v2').encode(...))",
-            path="batch.records",
-        )
-    impl = backend_module(mod, backend)
-    _refuse_uncarried(mod, recs)
-    if mod.ROLE == "message":
-        return _encode_message_set(mod, impl, recs, codec, dict(batch_fields, keep_offsets=keep_offsets))
-    try:
-        batch = mod.ROOT(records=recs, codec=codec, **batch_fields)
-    except TypeError as e:
-        allowed = ", ".join(f for f in mod.ROOT._fields if f != "records")
-        raise InvalidValueError(f"{e}; batch fields of {mod.FORMAT_ID}: {allowed}", path="batch") from None
-    return impl.encode(batch)
+    return recs
 
 
 # what a kfmt.Record can hold that a format's record may lack, with the values that mean "nothing to carry".

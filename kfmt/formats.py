@@ -72,7 +72,12 @@ def default_backend() -> str:
     """The backend reading and writing use unless told: the ``KFMT_BACKEND`` environment variable if set
     (the test suite runs once per backend this way: ``make test-backends``), else the first of
     ``PREFERENCE`` available here. ``kfmt --version`` and ``kfmt formats`` say which one is active."""
-    env = os.environ.get("KFMT_BACKEND")
+    return _default_for(os.environ.get("KFMT_BACKEND"))
+
+
+@lru_cache(maxsize=None)
+def _default_for(env: str | None) -> str:
+    """The default backend for a ``KFMT_BACKEND`` value (read on every call; resolved once per value)."""
     if env is None:
         have = available_backends()
         return next(b for b in PREFERENCE if b in have)

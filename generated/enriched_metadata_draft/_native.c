@@ -95,7 +95,7 @@ static int d_app_tag(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
     pos += 4;
     if (n_key < 0) FALLBACK;
     if (n_key > cx->max_bytes || n_key > end - pos) FALLBACK;
-    o_key = PyUnicode_DecodeUTF8((const char *)b + pos, n_key, "surrogateescape");
+    o_key = kf_text(b + pos, n_key);
     if (o_key == NULL) ERROR;
     pos += n_key;
     if (end - pos < 4) FALLBACK;
@@ -854,6 +854,8 @@ static PyMethodDef methods[] = {
     {"decode_run", (PyCFunction)(void (*)(void))py_decode_run, METH_FASTCALL, "decode_run(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

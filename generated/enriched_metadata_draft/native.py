@@ -70,6 +70,9 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
     return _py_decode_from(buf, pos, end, opts) if r is None else r
 
 
+#: whether a list of kfmt.Record objects can be encoded as it is (kfmt.encode_batch's check, in C)
+records_plain = _c.records_plain
+
 #: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
 decode_columns = None  # no batches of records to make rows of
 

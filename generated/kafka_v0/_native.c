@@ -482,6 +482,8 @@ static PyMethodDef methods[] = {
     {"decode_run", (PyCFunction)(void (*)(void))py_decode_run, METH_FASTCALL, "decode_run(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -66,7 +66,7 @@ static int d_header(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end
     }
     if (n_key < 0) FALLBACK;
     if (n_key > cx->max_bytes || n_key > end - pos) FALLBACK;
-    o_key = PyUnicode_DecodeUTF8((const char *)b + pos, n_key, "surrogateescape");
+    o_key = kf_text(b + pos, n_key);
     if (o_key == NULL) ERROR;
     pos += n_key;
     {
@@ -1490,6 +1490,8 @@ static PyMethodDef methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))py_decode_columns, METH_FASTCALL, "decode_columns(buf, pos, end, opts, columns)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,10 +26,15 @@ class Record:
     def __init__(self, key=None, value=None, headers=(), timestamp=None, offset=None, control=None):
         self.key = key
         self.value = value
-        if headers and hasattr(headers, "keys"):
-            raise TypeError("headers are a list of (str, bytes | None) pairs in wire order, not a mapping "
-                            "(Kafka headers repeat and keep their order): use list(headers.items())")  # fmt: skip
-        self.headers = list(headers) if headers else []
+        if not headers:
+            self.headers = []
+        elif type(headers) is list:  # the common case: copied, no attribute probing (which costs an exception)
+            self.headers = headers.copy()
+        else:
+            if hasattr(headers, "keys"):
+                raise TypeError("headers are a list of (str, bytes | None) pairs in wire order, not a mapping "
+                                "(Kafka headers repeat and keep their order): use list(headers.items())")  # fmt: skip
+            self.headers = list(headers)
         self.timestamp = timestamp
         self.offset = offset
         self.control = control

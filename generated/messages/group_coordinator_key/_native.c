@@ -146,7 +146,7 @@ static int d_offset_commit_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
     pos += 2;
     if (n_group < 0) FALLBACK;
     if (n_group > cx->max_bytes || n_group > end - pos) FALLBACK;
-    o_group = PyUnicode_DecodeUTF8((const char *)b + pos, n_group, "surrogateescape");
+    o_group = kf_text(b + pos, n_group);
     if (o_group == NULL) ERROR;
     pos += n_group;
     if (end - pos < 2) FALLBACK;
@@ -154,7 +154,7 @@ static int d_offset_commit_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
     pos += 2;
     if (n_topic < 0) FALLBACK;
     if (n_topic > cx->max_bytes || n_topic > end - pos) FALLBACK;
-    o_topic = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic, "surrogateescape");
+    o_topic = kf_text(b + pos, n_topic);
     if (o_topic == NULL) ERROR;
     pos += n_topic;
     if (end - pos < 4) FALLBACK;
@@ -197,7 +197,7 @@ static int d_group_metadata_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
     pos += 2;
     if (n_group < 0) FALLBACK;
     if (n_group > cx->max_bytes || n_group > end - pos) FALLBACK;
-    o_group = PyUnicode_DecodeUTF8((const char *)b + pos, n_group, "surrogateescape");
+    o_group = kf_text(b + pos, n_group);
     if (o_group == NULL) ERROR;
     pos += n_group;
     PyObject *v_ = T_group_metadata_key->tp_alloc(T_group_metadata_key, 0);
@@ -226,7 +226,7 @@ static int d_consumer_group_metadata_key(kf_ctx *cx, const uint8_t *b, Py_ssize_
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_consumer_group_metadata_key->tp_alloc(T_consumer_group_metadata_key, 0);
@@ -255,7 +255,7 @@ static int d_consumer_group_partition_metadata_key(kf_ctx *cx, const uint8_t *b,
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_consumer_group_partition_metadata_key->tp_alloc(T_consumer_group_partition_metadata_key, 0);
@@ -286,7 +286,7 @@ static int d_consumer_group_member_metadata_key(kf_ctx *cx, const uint8_t *b, Py
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -294,7 +294,7 @@ static int d_consumer_group_member_metadata_key(kf_ctx *cx, const uint8_t *b, Py
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_consumer_group_member_metadata_key->tp_alloc(T_consumer_group_member_metadata_key, 0);
@@ -329,7 +329,7 @@ static int d_consumer_group_target_assignment_metadata_key(kf_ctx *cx, const uin
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_consumer_group_target_assignment_metadata_key->tp_alloc(T_consumer_group_target_assignment_metadata_key, 0);
@@ -360,7 +360,7 @@ static int d_consumer_group_target_assignment_member_key(kf_ctx *cx, const uint8
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -368,7 +368,7 @@ static int d_consumer_group_target_assignment_member_key(kf_ctx *cx, const uint8
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_consumer_group_target_assignment_member_key->tp_alloc(T_consumer_group_target_assignment_member_key, 0);
@@ -405,7 +405,7 @@ static int d_consumer_group_current_member_assignment_key(kf_ctx *cx, const uint
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -413,7 +413,7 @@ static int d_consumer_group_current_member_assignment_key(kf_ctx *cx, const uint
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_consumer_group_current_member_assignment_key->tp_alloc(T_consumer_group_current_member_assignment_key, 0);
@@ -448,7 +448,7 @@ static int d_share_group_partition_metadata_key(kf_ctx *cx, const uint8_t *b, Py
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_share_group_partition_metadata_key->tp_alloc(T_share_group_partition_metadata_key, 0);
@@ -479,7 +479,7 @@ static int d_share_group_member_metadata_key(kf_ctx *cx, const uint8_t *b, Py_ss
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -487,7 +487,7 @@ static int d_share_group_member_metadata_key(kf_ctx *cx, const uint8_t *b, Py_ss
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_share_group_member_metadata_key->tp_alloc(T_share_group_member_metadata_key, 0);
@@ -522,7 +522,7 @@ static int d_share_group_metadata_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_share_group_metadata_key->tp_alloc(T_share_group_metadata_key, 0);
@@ -551,7 +551,7 @@ static int d_share_group_target_assignment_metadata_key(kf_ctx *cx, const uint8_
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_share_group_target_assignment_metadata_key->tp_alloc(T_share_group_target_assignment_metadata_key, 0);
@@ -582,7 +582,7 @@ static int d_share_group_target_assignment_member_key(kf_ctx *cx, const uint8_t 
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -590,7 +590,7 @@ static int d_share_group_target_assignment_member_key(kf_ctx *cx, const uint8_t 
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_share_group_target_assignment_member_key->tp_alloc(T_share_group_target_assignment_member_key, 0);
@@ -627,7 +627,7 @@ static int d_share_group_current_member_assignment_key(kf_ctx *cx, const uint8_t
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 2) FALLBACK;
@@ -635,7 +635,7 @@ static int d_share_group_current_member_assignment_key(kf_ctx *cx, const uint8_t
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     PyObject *v_ = T_share_group_current_member_assignment_key->tp_alloc(T_share_group_current_member_assignment_key, 0);
@@ -670,7 +670,7 @@ static int d_share_group_state_partition_metadata_key(kf_ctx *cx, const uint8_t 
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     PyObject *v_ = T_share_group_state_partition_metadata_key->tp_alloc(T_share_group_state_partition_metadata_key, 0);
@@ -1802,6 +1802,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -267,7 +267,7 @@ static int d_offset_commit_value(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
     pos += 2;
     if (n_metadata < 0) FALLBACK;
     if (n_metadata > cx->max_bytes || n_metadata > end - pos) FALLBACK;
-    o_metadata = PyUnicode_DecodeUTF8((const char *)b + pos, n_metadata, "surrogateescape");
+    o_metadata = kf_text(b + pos, n_metadata);
     if (o_metadata == NULL) ERROR;
     pos += n_metadata;
     if (end - pos < 8) FALLBACK;
@@ -336,7 +336,7 @@ static int d_offset_commit_value_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize
     }
     if (n_metadata < 0) FALLBACK;
     if (n_metadata > cx->max_bytes || n_metadata > end - pos) FALLBACK;
-    o_metadata = PyUnicode_DecodeUTF8((const char *)b + pos, n_metadata, "surrogateescape");
+    o_metadata = kf_text(b + pos, n_metadata);
     if (o_metadata == NULL) ERROR;
     pos += n_metadata;
     if (end - pos < 8) FALLBACK;
@@ -431,7 +431,7 @@ static int d_consumer_protocol_subscription_topics_item(kf_ctx *cx, const uint8_
     pos += 2;
     if (n_value < 0) FALLBACK;
     if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-    o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+    o_value = kf_text(b + pos, n_value);
     if (o_value == NULL) ERROR;
     pos += n_value;
     {
@@ -479,7 +479,7 @@ static int d_consumer_protocol_subscription_topic_partition(kf_ctx *cx, const ui
         pos += 2;
         if (n_topic < 0) FALLBACK;
         if (n_topic > cx->max_bytes || n_topic > end - pos) FALLBACK;
-        o_topic = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic, "surrogateescape");
+        o_topic = kf_text(b + pos, n_topic);
         if (o_topic == NULL) ERROR;
         pos += n_topic;
     }
@@ -664,7 +664,7 @@ static int d_consumer_protocol_subscription(kf_ctx *cx, const uint8_t *b, Py_ssi
             o_rack_id = Py_NewRef(Py_None);
         } else {
             if (n_rack_id > cx->max_bytes || n_rack_id > end - pos) FALLBACK;
-            o_rack_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_rack_id, "surrogateescape");
+            o_rack_id = kf_text(b + pos, n_rack_id);
             if (o_rack_id == NULL) ERROR;
             pos += n_rack_id;
         }
@@ -743,7 +743,7 @@ static int d_consumer_protocol_assignment_topic_partition(kf_ctx *cx, const uint
     pos += 2;
     if (n_topic < 0) FALLBACK;
     if (n_topic > cx->max_bytes || n_topic > end - pos) FALLBACK;
-    o_topic = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic, "surrogateescape");
+    o_topic = kf_text(b + pos, n_topic);
     if (o_topic == NULL) ERROR;
     pos += n_topic;
     if (end - pos < 4) FALLBACK;
@@ -914,7 +914,7 @@ static int d_member_metadata(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
     pos += 2;
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     o_group_instance_id = Py_NewRef(Py_None);
@@ -927,7 +927,7 @@ static int d_member_metadata(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
             o_group_instance_id = Py_NewRef(Py_None);
         } else {
             if (n_group_instance_id > cx->max_bytes || n_group_instance_id > end - pos) FALLBACK;
-            o_group_instance_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_instance_id, "surrogateescape");
+            o_group_instance_id = kf_text(b + pos, n_group_instance_id);
             if (o_group_instance_id == NULL) ERROR;
             pos += n_group_instance_id;
         }
@@ -937,7 +937,7 @@ static int d_member_metadata(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
     pos += 2;
     if (n_client_id < 0) FALLBACK;
     if (n_client_id > cx->max_bytes || n_client_id > end - pos) FALLBACK;
-    o_client_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_id, "surrogateescape");
+    o_client_id = kf_text(b + pos, n_client_id);
     if (o_client_id == NULL) ERROR;
     pos += n_client_id;
     if (end - pos < 2) FALLBACK;
@@ -945,7 +945,7 @@ static int d_member_metadata(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
     pos += 2;
     if (n_client_host < 0) FALLBACK;
     if (n_client_host > cx->max_bytes || n_client_host > end - pos) FALLBACK;
-    o_client_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_host, "surrogateescape");
+    o_client_host = kf_text(b + pos, n_client_host);
     if (o_client_host == NULL) ERROR;
     pos += n_client_host;
     if ((a_version >= INT64_C(1))) {
@@ -1085,7 +1085,7 @@ static int d_group_metadata_value(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
     pos += 2;
     if (n_protocol_type < 0) FALLBACK;
     if (n_protocol_type > cx->max_bytes || n_protocol_type > end - pos) FALLBACK;
-    o_protocol_type = PyUnicode_DecodeUTF8((const char *)b + pos, n_protocol_type, "surrogateescape");
+    o_protocol_type = kf_text(b + pos, n_protocol_type);
     if (o_protocol_type == NULL) ERROR;
     pos += n_protocol_type;
     if (end - pos < 4) FALLBACK;
@@ -1098,7 +1098,7 @@ static int d_group_metadata_value(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         o_protocol = Py_NewRef(Py_None);
     } else {
         if (n_protocol > cx->max_bytes || n_protocol > end - pos) FALLBACK;
-        o_protocol = PyUnicode_DecodeUTF8((const char *)b + pos, n_protocol, "surrogateescape");
+        o_protocol = kf_text(b + pos, n_protocol);
         if (o_protocol == NULL) ERROR;
         pos += n_protocol;
     }
@@ -1109,7 +1109,7 @@ static int d_group_metadata_value(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
         o_leader = Py_NewRef(Py_None);
     } else {
         if (n_leader > cx->max_bytes || n_leader > end - pos) FALLBACK;
-        o_leader = PyUnicode_DecodeUTF8((const char *)b + pos, n_leader, "surrogateescape");
+        o_leader = kf_text(b + pos, n_leader);
         if (o_leader == NULL) ERROR;
         pos += n_leader;
     }
@@ -1225,7 +1225,7 @@ static int d_group_metadata_value_member_metadata(kf_ctx *cx, const uint8_t *b, 
     }
     if (n_member_id < 0) FALLBACK;
     if (n_member_id > cx->max_bytes || n_member_id > end - pos) FALLBACK;
-    o_member_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_member_id, "surrogateescape");
+    o_member_id = kf_text(b + pos, n_member_id);
     if (o_member_id == NULL) ERROR;
     pos += n_member_id;
     {
@@ -1237,7 +1237,7 @@ static int d_group_metadata_value_member_metadata(kf_ctx *cx, const uint8_t *b, 
         o_group_instance_id = Py_NewRef(Py_None);
     } else {
         if (n_group_instance_id > cx->max_bytes || n_group_instance_id > end - pos) FALLBACK;
-        o_group_instance_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_instance_id, "surrogateescape");
+        o_group_instance_id = kf_text(b + pos, n_group_instance_id);
         if (o_group_instance_id == NULL) ERROR;
         pos += n_group_instance_id;
     }
@@ -1248,7 +1248,7 @@ static int d_group_metadata_value_member_metadata(kf_ctx *cx, const uint8_t *b, 
     }
     if (n_client_id < 0) FALLBACK;
     if (n_client_id > cx->max_bytes || n_client_id > end - pos) FALLBACK;
-    o_client_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_id, "surrogateescape");
+    o_client_id = kf_text(b + pos, n_client_id);
     if (o_client_id == NULL) ERROR;
     pos += n_client_id;
     {
@@ -1258,7 +1258,7 @@ static int d_group_metadata_value_member_metadata(kf_ctx *cx, const uint8_t *b, 
     }
     if (n_client_host < 0) FALLBACK;
     if (n_client_host > cx->max_bytes || n_client_host > end - pos) FALLBACK;
-    o_client_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_host, "surrogateescape");
+    o_client_host = kf_text(b + pos, n_client_host);
     if (o_client_host == NULL) ERROR;
     pos += n_client_host;
     if (end - pos < 8) FALLBACK;
@@ -1421,7 +1421,7 @@ static int d_group_metadata_value_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
     }
     if (n_protocol_type < 0) FALLBACK;
     if (n_protocol_type > cx->max_bytes || n_protocol_type > end - pos) FALLBACK;
-    o_protocol_type = PyUnicode_DecodeUTF8((const char *)b + pos, n_protocol_type, "surrogateescape");
+    o_protocol_type = kf_text(b + pos, n_protocol_type);
     if (o_protocol_type == NULL) ERROR;
     pos += n_protocol_type;
     if (end - pos < 4) FALLBACK;
@@ -1436,7 +1436,7 @@ static int d_group_metadata_value_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
         o_protocol = Py_NewRef(Py_None);
     } else {
         if (n_protocol > cx->max_bytes || n_protocol > end - pos) FALLBACK;
-        o_protocol = PyUnicode_DecodeUTF8((const char *)b + pos, n_protocol, "surrogateescape");
+        o_protocol = kf_text(b + pos, n_protocol);
         if (o_protocol == NULL) ERROR;
         pos += n_protocol;
     }
@@ -1449,7 +1449,7 @@ static int d_group_metadata_value_flexible(kf_ctx *cx, const uint8_t *b, Py_ssiz
         o_leader = Py_NewRef(Py_None);
     } else {
         if (n_leader > cx->max_bytes || n_leader > end - pos) FALLBACK;
-        o_leader = PyUnicode_DecodeUTF8((const char *)b + pos, n_leader, "surrogateescape");
+        o_leader = kf_text(b + pos, n_leader);
         if (o_leader == NULL) ERROR;
         pos += n_leader;
     }
@@ -1643,7 +1643,7 @@ static int d_partition_metadata_racks_item(kf_ctx *cx, const uint8_t *b, Py_ssiz
     }
     if (n_value < 0) FALLBACK;
     if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-    o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+    o_value = kf_text(b + pos, n_value);
     if (o_value == NULL) ERROR;
     pos += n_value;
     {
@@ -1768,7 +1768,7 @@ static int d_topic_metadata(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
     }
     if (n_topic_name < 0) FALLBACK;
     if (n_topic_name > cx->max_bytes || n_topic_name > end - pos) FALLBACK;
-    o_topic_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic_name, "surrogateescape");
+    o_topic_name = kf_text(b + pos, n_topic_name);
     if (o_topic_name == NULL) ERROR;
     pos += n_topic_name;
     if (end - pos < 4) FALLBACK;
@@ -1962,7 +1962,7 @@ static int d_consumer_group_member_metadata_value_subscribed_topic_names_item(kf
     }
     if (n_value < 0) FALLBACK;
     if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-    o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+    o_value = kf_text(b + pos, n_value);
     if (o_value == NULL) ERROR;
     pos += n_value;
     {
@@ -1992,7 +1992,7 @@ static int d_classic_protocol(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_s
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     {
@@ -2196,7 +2196,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
         o_instance_id = Py_NewRef(Py_None);
     } else {
         if (n_instance_id > cx->max_bytes || n_instance_id > end - pos) FALLBACK;
-        o_instance_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_instance_id, "surrogateescape");
+        o_instance_id = kf_text(b + pos, n_instance_id);
         if (o_instance_id == NULL) ERROR;
         pos += n_instance_id;
     }
@@ -2209,7 +2209,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
         o_rack_id = Py_NewRef(Py_None);
     } else {
         if (n_rack_id > cx->max_bytes || n_rack_id > end - pos) FALLBACK;
-        o_rack_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_rack_id, "surrogateescape");
+        o_rack_id = kf_text(b + pos, n_rack_id);
         if (o_rack_id == NULL) ERROR;
         pos += n_rack_id;
     }
@@ -2220,7 +2220,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
     }
     if (n_client_id < 0) FALLBACK;
     if (n_client_id > cx->max_bytes || n_client_id > end - pos) FALLBACK;
-    o_client_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_id, "surrogateescape");
+    o_client_id = kf_text(b + pos, n_client_id);
     if (o_client_id == NULL) ERROR;
     pos += n_client_id;
     {
@@ -2230,7 +2230,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
     }
     if (n_client_host < 0) FALLBACK;
     if (n_client_host > cx->max_bytes || n_client_host > end - pos) FALLBACK;
-    o_client_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_host, "surrogateescape");
+    o_client_host = kf_text(b + pos, n_client_host);
     if (o_client_host == NULL) ERROR;
     pos += n_client_host;
     {
@@ -2279,7 +2279,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
         o_subscribed_topic_regex = Py_NewRef(Py_None);
     } else {
         if (n_subscribed_topic_regex > cx->max_bytes || n_subscribed_topic_regex > end - pos) FALLBACK;
-        o_subscribed_topic_regex = PyUnicode_DecodeUTF8((const char *)b + pos, n_subscribed_topic_regex, "surrogateescape");
+        o_subscribed_topic_regex = kf_text(b + pos, n_subscribed_topic_regex);
         if (o_subscribed_topic_regex == NULL) ERROR;
         pos += n_subscribed_topic_regex;
     }
@@ -2295,7 +2295,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
         o_server_assignor = Py_NewRef(Py_None);
     } else {
         if (n_server_assignor > cx->max_bytes || n_server_assignor > end - pos) FALLBACK;
-        o_server_assignor = PyUnicode_DecodeUTF8((const char *)b + pos, n_server_assignor, "surrogateescape");
+        o_server_assignor = kf_text(b + pos, n_server_assignor);
         if (o_server_assignor == NULL) ERROR;
         pos += n_server_assignor;
     }
@@ -2993,7 +2993,7 @@ static int d_share_group_member_metadata_value_subscribed_topic_names_item(kf_ct
     }
     if (n_value < 0) FALLBACK;
     if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-    o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+    o_value = kf_text(b + pos, n_value);
     if (o_value == NULL) ERROR;
     pos += n_value;
     {
@@ -3030,7 +3030,7 @@ static int d_share_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, Py_
         o_rack_id = Py_NewRef(Py_None);
     } else {
         if (n_rack_id > cx->max_bytes || n_rack_id > end - pos) FALLBACK;
-        o_rack_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_rack_id, "surrogateescape");
+        o_rack_id = kf_text(b + pos, n_rack_id);
         if (o_rack_id == NULL) ERROR;
         pos += n_rack_id;
     }
@@ -3041,7 +3041,7 @@ static int d_share_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, Py_
     }
     if (n_client_id < 0) FALLBACK;
     if (n_client_id > cx->max_bytes || n_client_id > end - pos) FALLBACK;
-    o_client_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_id, "surrogateescape");
+    o_client_id = kf_text(b + pos, n_client_id);
     if (o_client_id == NULL) ERROR;
     pos += n_client_id;
     {
@@ -3051,7 +3051,7 @@ static int d_share_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, Py_
     }
     if (n_client_host < 0) FALLBACK;
     if (n_client_host > cx->max_bytes || n_client_host > end - pos) FALLBACK;
-    o_client_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_client_host, "surrogateescape");
+    o_client_host = kf_text(b + pos, n_client_host);
     if (o_client_host == NULL) ERROR;
     pos += n_client_host;
     {
@@ -3470,7 +3470,7 @@ static int d_topic_partitions_info(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos,
     }
     if (n_topic_name < 0) FALLBACK;
     if (n_topic_name > cx->max_bytes || n_topic_name > end - pos) FALLBACK;
-    o_topic_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic_name, "surrogateescape");
+    o_topic_name = kf_text(b + pos, n_topic_name);
     if (o_topic_name == NULL) ERROR;
     pos += n_topic_name;
     {
@@ -3577,7 +3577,7 @@ static int d_topic_info(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t
     }
     if (n_topic_name < 0) FALLBACK;
     if (n_topic_name > cx->max_bytes || n_topic_name > end - pos) FALLBACK;
-    o_topic_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic_name, "surrogateescape");
+    o_topic_name = kf_text(b + pos, n_topic_name);
     if (o_topic_name == NULL) ERROR;
     pos += n_topic_name;
     o_tagged_fields = PyList_New(0);
@@ -7121,6 +7121,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -275,7 +275,7 @@ static int d_broker_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     {
@@ -285,7 +285,7 @@ static int d_broker_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ss
     }
     if (n_host < 0) FALLBACK;
     if (n_host > cx->max_bytes || n_host > end - pos) FALLBACK;
-    o_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_host, "surrogateescape");
+    o_host = kf_text(b + pos, n_host);
     if (o_host == NULL) ERROR;
     pos += n_host;
     if (end - pos < 4) FALLBACK;
@@ -361,7 +361,7 @@ static int d_broker_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 4) FALLBACK;
@@ -607,7 +607,7 @@ static int d_register_broker_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         o_rack = Py_NewRef(Py_None);
     } else {
         if (n_rack > cx->max_bytes || n_rack > end - pos) FALLBACK;
-        o_rack = PyUnicode_DecodeUTF8((const char *)b + pos, n_rack, "surrogateescape");
+        o_rack = kf_text(b + pos, n_rack);
         if (o_rack == NULL) ERROR;
         pos += n_rack;
     }
@@ -782,7 +782,7 @@ static int d_topic_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 16) FALLBACK;
@@ -1462,7 +1462,7 @@ static int d_config_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
     }
     if (n_resource_name < 0) FALLBACK;
     if (n_resource_name > cx->max_bytes || n_resource_name > end - pos) FALLBACK;
-    o_resource_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_resource_name, "surrogateescape");
+    o_resource_name = kf_text(b + pos, n_resource_name);
     if (o_resource_name == NULL) ERROR;
     pos += n_resource_name;
     {
@@ -1472,7 +1472,7 @@ static int d_config_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     {
@@ -1484,7 +1484,7 @@ static int d_config_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssiz
         o_value = Py_NewRef(Py_None);
     } else {
         if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-        o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+        o_value = kf_text(b + pos, n_value);
         if (o_value == NULL) ERROR;
         pos += n_value;
     }
@@ -2446,7 +2446,7 @@ static int d_delegation_token_record_renewers_item(kf_ctx *cx, const uint8_t *b,
     }
     if (n_value < 0) FALLBACK;
     if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-    o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+    o_value = kf_text(b + pos, n_value);
     if (o_value == NULL) ERROR;
     pos += n_value;
     {
@@ -2484,7 +2484,7 @@ static int d_delegation_token_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
     }
     if (n_owner < 0) FALLBACK;
     if (n_owner > cx->max_bytes || n_owner > end - pos) FALLBACK;
-    o_owner = PyUnicode_DecodeUTF8((const char *)b + pos, n_owner, "surrogateescape");
+    o_owner = kf_text(b + pos, n_owner);
     if (o_owner == NULL) ERROR;
     pos += n_owner;
     {
@@ -2494,7 +2494,7 @@ static int d_delegation_token_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
     }
     if (n_requester < 0) FALLBACK;
     if (n_requester > cx->max_bytes || n_requester > end - pos) FALLBACK;
-    o_requester = PyUnicode_DecodeUTF8((const char *)b + pos, n_requester, "surrogateescape");
+    o_requester = kf_text(b + pos, n_requester);
     if (o_requester == NULL) ERROR;
     pos += n_requester;
     {
@@ -2546,7 +2546,7 @@ static int d_delegation_token_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
     }
     if (n_token_id < 0) FALLBACK;
     if (n_token_id > cx->max_bytes || n_token_id > end - pos) FALLBACK;
-    o_token_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_token_id, "surrogateescape");
+    o_token_id = kf_text(b + pos, n_token_id);
     if (o_token_id == NULL) ERROR;
     pos += n_token_id;
     o_tagged_fields = PyList_New(0);
@@ -2642,7 +2642,7 @@ static int d_user_scram_credential_record(kf_ctx *cx, const uint8_t *b, Py_ssize
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 1) FALLBACK;
@@ -2762,7 +2762,7 @@ static int d_feature_level_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, 
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 2) FALLBACK;
@@ -2826,7 +2826,7 @@ static int d_entity_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_
     }
     if (n_entity_type < 0) FALLBACK;
     if (n_entity_type > cx->max_bytes || n_entity_type > end - pos) FALLBACK;
-    o_entity_type = PyUnicode_DecodeUTF8((const char *)b + pos, n_entity_type, "surrogateescape");
+    o_entity_type = kf_text(b + pos, n_entity_type);
     if (o_entity_type == NULL) ERROR;
     pos += n_entity_type;
     {
@@ -2838,7 +2838,7 @@ static int d_entity_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_
         o_entity_name = Py_NewRef(Py_None);
     } else {
         if (n_entity_name > cx->max_bytes || n_entity_name > end - pos) FALLBACK;
-        o_entity_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_entity_name, "surrogateescape");
+        o_entity_name = kf_text(b + pos, n_entity_name);
         if (o_entity_name == NULL) ERROR;
         pos += n_entity_name;
     }
@@ -2941,7 +2941,7 @@ static int d_client_quota_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
     }
     if (n_key < 0) FALLBACK;
     if (n_key > cx->max_bytes || n_key > end - pos) FALLBACK;
-    o_key = PyUnicode_DecodeUTF8((const char *)b + pos, n_key, "surrogateescape");
+    o_key = kf_text(b + pos, n_key);
     if (o_key == NULL) ERROR;
     pos += n_key;
     if (end - pos < 9) FALLBACK;
@@ -3295,7 +3295,7 @@ static int d_access_control_entry_record(kf_ctx *cx, const uint8_t *b, Py_ssize_
     }
     if (n_resource_name < 0) FALLBACK;
     if (n_resource_name > cx->max_bytes || n_resource_name > end - pos) FALLBACK;
-    o_resource_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_resource_name, "surrogateescape");
+    o_resource_name = kf_text(b + pos, n_resource_name);
     if (o_resource_name == NULL) ERROR;
     pos += n_resource_name;
     if (end - pos < 1) FALLBACK;
@@ -3308,7 +3308,7 @@ static int d_access_control_entry_record(kf_ctx *cx, const uint8_t *b, Py_ssize_
     }
     if (n_principal < 0) FALLBACK;
     if (n_principal > cx->max_bytes || n_principal > end - pos) FALLBACK;
-    o_principal = PyUnicode_DecodeUTF8((const char *)b + pos, n_principal, "surrogateescape");
+    o_principal = kf_text(b + pos, n_principal);
     if (o_principal == NULL) ERROR;
     pos += n_principal;
     {
@@ -3318,7 +3318,7 @@ static int d_access_control_entry_record(kf_ctx *cx, const uint8_t *b, Py_ssize_
     }
     if (n_host < 0) FALLBACK;
     if (n_host > cx->max_bytes || n_host > end - pos) FALLBACK;
-    o_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_host, "surrogateescape");
+    o_host = kf_text(b + pos, n_host);
     if (o_host == NULL) ERROR;
     pos += n_host;
     if (end - pos < 2) FALLBACK;
@@ -3547,7 +3547,7 @@ static int d_remove_user_scram_credential_record(kf_ctx *cx, const uint8_t *b, P
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 1) FALLBACK;
@@ -3610,7 +3610,7 @@ static int d_begin_transaction_record_name_tag(kf_ctx *cx, const uint8_t *b, Py_
         o_value = Py_NewRef(Py_None);
     } else {
         if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-        o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+        o_value = kf_text(b + pos, n_value);
         if (o_value == NULL) ERROR;
         pos += n_value;
     }
@@ -3728,7 +3728,7 @@ static int d_abort_transaction_record_reason_tag(kf_ctx *cx, const uint8_t *b, P
         o_value = Py_NewRef(Py_None);
     } else {
         if (n_value > cx->max_bytes || n_value > end - pos) FALLBACK;
-        o_value = PyUnicode_DecodeUTF8((const char *)b + pos, n_value, "surrogateescape");
+        o_value = kf_text(b + pos, n_value);
         if (o_value == NULL) ERROR;
         pos += n_value;
     }
@@ -3809,7 +3809,7 @@ static int d_remove_delegation_token_record(kf_ctx *cx, const uint8_t *b, Py_ssi
     }
     if (n_token_id < 0) FALLBACK;
     if (n_token_id > cx->max_bytes || n_token_id > end - pos) FALLBACK;
-    o_token_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_token_id, "surrogateescape");
+    o_token_id = kf_text(b + pos, n_token_id);
     if (o_token_id == NULL) ERROR;
     pos += n_token_id;
     o_tagged_fields = PyList_New(0);
@@ -3867,7 +3867,7 @@ static int d_controller_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     {
@@ -3877,7 +3877,7 @@ static int d_controller_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
     }
     if (n_host < 0) FALLBACK;
     if (n_host > cx->max_bytes || n_host > end - pos) FALLBACK;
-    o_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_host, "surrogateescape");
+    o_host = kf_text(b + pos, n_host);
     if (o_host == NULL) ERROR;
     pos += n_host;
     if (end - pos < 4) FALLBACK;
@@ -3953,7 +3953,7 @@ static int d_controller_feature(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 4) FALLBACK;
@@ -8018,6 +8018,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -449,7 +449,7 @@ static int d_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t e
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     {
@@ -459,7 +459,7 @@ static int d_endpoint(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t e
     }
     if (n_host < 0) FALLBACK;
     if (n_host > cx->max_bytes || n_host > end - pos) FALLBACK;
-    o_host = PyUnicode_DecodeUTF8((const char *)b + pos, n_host, "surrogateescape");
+    o_host = kf_text(b + pos, n_host);
     if (o_host == NULL) ERROR;
     pos += n_host;
     if (end - pos < 2) FALLBACK;
@@ -1595,6 +1595,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

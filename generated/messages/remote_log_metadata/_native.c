@@ -94,7 +94,7 @@ static int d_topic_id_partition_entry(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
     }
     if (n_name < 0) FALLBACK;
     if (n_name > cx->max_bytes || n_name > end - pos) FALLBACK;
-    o_name = PyUnicode_DecodeUTF8((const char *)b + pos, n_name, "surrogateescape");
+    o_name = kf_text(b + pos, n_name);
     if (o_name == NULL) ERROR;
     pos += n_name;
     if (end - pos < 20) FALLBACK;
@@ -1569,6 +1569,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -67,7 +67,7 @@ static int d_share_snapshot_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 20) FALLBACK;
@@ -114,7 +114,7 @@ static int d_share_update_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_s
     pos += 2;
     if (n_group_id < 0) FALLBACK;
     if (n_group_id > cx->max_bytes || n_group_id > end - pos) FALLBACK;
-    o_group_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_group_id, "surrogateescape");
+    o_group_id = kf_text(b + pos, n_group_id);
     if (o_group_id == NULL) ERROR;
     pos += n_group_id;
     if (end - pos < 20) FALLBACK;
@@ -484,6 +484,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,7 +59,7 @@ static int d_transaction_log_key(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, P
     pos += 2;
     if (n_transactional_id < 0) FALLBACK;
     if (n_transactional_id > cx->max_bytes || n_transactional_id > end - pos) FALLBACK;
-    o_transactional_id = PyUnicode_DecodeUTF8((const char *)b + pos, n_transactional_id, "surrogateescape");
+    o_transactional_id = kf_text(b + pos, n_transactional_id);
     if (o_transactional_id == NULL) ERROR;
     pos += n_transactional_id;
     PyObject *v_ = T_transaction_log_key->tp_alloc(T_transaction_log_key, 0);
@@ -321,6 +321,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

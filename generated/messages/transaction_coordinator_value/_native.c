@@ -104,7 +104,7 @@ static int d_partitions_schema(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_
     pos += 2;
     if (n_topic < 0) FALLBACK;
     if (n_topic > cx->max_bytes || n_topic > end - pos) FALLBACK;
-    o_topic = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic, "surrogateescape");
+    o_topic = kf_text(b + pos, n_topic);
     if (o_topic == NULL) ERROR;
     pos += n_topic;
     if (end - pos < 4) FALLBACK;
@@ -307,7 +307,7 @@ static int d_transaction_log_value_partitions_schema(kf_ctx *cx, const uint8_t *
     }
     if (n_topic < 0) FALLBACK;
     if (n_topic > cx->max_bytes || n_topic > end - pos) FALLBACK;
-    o_topic = PyUnicode_DecodeUTF8((const char *)b + pos, n_topic, "surrogateescape");
+    o_topic = kf_text(b + pos, n_topic);
     if (o_topic == NULL) ERROR;
     pos += n_topic;
     {
@@ -1392,6 +1392,8 @@ static PyMethodDef methods[] = {
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
+    {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
+     "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -643,7 +643,7 @@ class _StructGen:
         limit = f" || {nv} > {wire.max}" if wire.max is not None else ""
         self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth)
         if wire.text:
-            self.w(f'{o} = PyUnicode_DecodeUTF8((const char *)b + pos, {nv}, "surrogateescape");', depth)
+            self.w(f"{o} = kf_text(b + pos, {nv});", depth)
         else:
             self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos, {nv});", depth)
         self.w(f"if ({o} == NULL) ERROR;", depth)

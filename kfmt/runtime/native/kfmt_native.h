@@ -70,6 +70,23 @@ static inline int64_t kf_zigzag32(uint64_t u) {
     uint32_t v = (uint32_t)u;
     return (int32_t)((v >> 1) ^ (0u - (v & 1u)));
 }
+/* A string field's str, as the python backend makes it (UTF-8, undecodable bytes by surrogateescape). Short
+ * ASCII strings repeat (header keys, topic and group names): the last one seen in each of 64 slots is reused
+ * when the bytes are the same (a str is immutable: an equal object is the same value), saving an allocation
+ * and a decode per record. Under the GIL; the cache holds at most 64 strings of at most 32 bytes. */
+#define KF_TEXT_SLOTS 64
+static PyObject *kf_text_cache[KF_TEXT_SLOTS];
+static inline PyObject *kf_text(const uint8_t *p, Py_ssize_t n) {
+    if (n < 1 || n > 32) return PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
+    uint32_t h = (uint32_t)n * 2654435761u ^ (uint32_t)p[0] * 40503u ^ (uint32_t)p[n - 1] * 9973u ^ (uint32_t)p[n / 2];
+    PyObject **slot = &kf_text_cache[(h ^ (h >> 7)) % KF_TEXT_SLOTS];
+    PyObject *c = *slot;
+    if (c != NULL && PyUnicode_GET_LENGTH(c) == n && memcmp(PyUnicode_DATA(c), p, (size_t)n) == 0) return Py_NewRef(c);
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
+    if (s != NULL && PyUnicode_IS_COMPACT_ASCII(s)) Py_XSETREF(*slot, Py_NewRef(s)); /* ASCII: its data is the bytes */
+    return s;
+}
+
 /* A float64 read as its 8 bytes' big-endian bits (kf_i64), boxed */
 static inline PyObject *kf_float_from_bits(int64_t v) {
     double d;
@@ -495,6 +512,36 @@ static inline int kf_as_i64(PyObject *o, int64_t *out) {
 }
 
 static PyTypeObject *kf_base_record; /* kfmt.runtime.model.Record */
+
+/* records_plain(records, need_timestamp, need_no_offset): whether ``records`` is a list of kfmt.Record (or
+ * subclass) objects encode_batch may encode as they are: each with a timestamp when need_timestamp, without
+ * an offset when need_no_offset (otherwise it builds new records: the current time, offsets dropped). Reads
+ * the base class's slots; any doubt answers False (the Python loop decides). */
+static PyObject *kf_py_records_plain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static Py_ssize_t off_ts = -1, off_offset = -1;
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || kf_base_record == NULL) Py_RETURN_FALSE;
+    if (off_ts < 0 || off_offset < 0) {
+        off_ts = kf_slot_offset((PyObject *)kf_base_record, "timestamp");
+        off_offset = kf_slot_offset((PyObject *)kf_base_record, "offset");
+        if (off_ts < 0 || off_offset < 0) {
+            PyErr_Clear();
+            Py_RETURN_FALSE;
+        }
+    }
+    int need_ts = PyObject_IsTrue(args[1]), no_offset = PyObject_IsTrue(args[2]);
+    if (need_ts < 0 || no_offset < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); i++) {
+        PyObject *r = PyList_GET_ITEM(args[0], i);
+        if (!PyObject_TypeCheck(r, kf_base_record)) Py_RETURN_FALSE;
+        PyObject *ts = *(PyObject **)((char *)r + off_ts), *off = *(PyObject **)((char *)r + off_offset);
+        if (need_ts && (ts == NULL || ts == Py_None)) Py_RETURN_FALSE;
+        if (no_offset && off != NULL && off != Py_None) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
 
 /* getattr(obj, name, dflt) as the python backend reads a field another class may not have (a new
  * reference; NULL: fall back).  The runtime base class has no attributes besides its slots. */
