@@ -9,6 +9,12 @@ Python workers (the decoding) are summed from their /proc entries, so the per-CP
 depend on how busy the machine's other core is. With moto installed (the test extra), the same corpus is
 also read from an S3 API server started on 127.0.0.1 (``--no-s3`` to leave it out): the figure then
 includes that server's own CPU (a Python process on the same two cores) and its HTTP round trips.
+
+Against Spark's own Parquet reader (what a user gets by converting the logs once): the same rows written to
+Parquet beforehand (not timed), then the same query on both: group by topic and partition with the count,
+the sum of the value lengths and the largest timestamp. That comparison counts the CPU seconds of the whole
+process tree (this driver, Spark's JVM, every Python worker and daemon), so Spark's JVM-side Parquet
+decoding is counted as the Python workers' decoding is.
 """
 
 from __future__ import annotations
@@ -114,6 +120,34 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
                       F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
 
+    parquet = tempfile.mkdtemp(prefix="kfmt-bench-parquet-") + "/t"
+    spark.read.format("kafka-log").load(corpus).select("topic", "partition", "timestamp", "value").write.parquet(
+        parquet
+    )
+
+    def grouped(df):
+        rows = df.groupBy("topic", "partition").agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
+                                                    F.max("timestamp").alias("last")).collect()  # fmt: skip
+        return {"n": sum(r["n"] for r in rows), "bytes": sum(r["bytes"] for r in rows)}
+
+    def query_ours():
+        return grouped(spark.read.format("kafka-log").schema("topic string, partition int, timestamp timestamp, "
+                                                             "value binary").load(corpus))  # fmt: skip
+
+    def query_parquet():
+        return grouped(spark.read.parquet(parquet))
+
+    tree = {}
+    for name, job in (("kafka-log data source (logs in place)", query_ours), ("Spark's Parquet reader", query_parquet)):
+        job()
+        walls, cpus, row = [], [], None
+        for _ in range(max(args.runs, 5)):
+            c0, t = tree_cpu(), time.perf_counter()
+            row = job()
+            walls.append(time.perf_counter() - t)
+            cpus.append(tree_cpu() - c0)
+        tree[name] = (row["n"], row["bytes"], statistics.median(walls), statistics.median(cpus))
+
     results = {}
     jobs = [("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline),
             ("kfmt, all 20 columns", ours_all_columns)]  # fmt: skip
@@ -139,8 +173,16 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     print("|---|---|---|---|---|---|---|")
     for name, (n, b, s, rps, cpu, rpc) in results.items():
         print(f"| {name} | {n} | {b} | {s:.2f} | {rps:,.0f} | {cpu:.2f} | {rpc:,.0f} |")
+    print("\n| group by topic, partition (count, sum of value lengths, max timestamp) | records | value bytes | "
+          "seconds | process-tree CPU s |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for name, (n, b, s, cpu) in tree.items():
+        print(f"| {name} | {n} | {b} | {s:.2f} | {cpu:.2f} |")
+    (ok, ob, _, oc), (pn, pb, _, pc) = tree.values()
+    print(f"\nkafka-log / Parquet, CPU seconds of the whole process tree: {oc / pc:.2f}x"
+          + ("" if (ok, ob) == (pn, pb) else "  (WARNING: results differ)"))  # fmt: skip
     rows = list(results.values())
-    same = len({(r[0], r[1]) for r in rows}) == 1
+    same = len({(r[0], r[1]) for r in rows}) == 1 and (ok, ob) == (pn, pb)
     r1, r2, r3 = rows[0][3], rows[1][3], rows[2][3]
     print(f"\nkfmt / baseline (same five columns): {r1 / r2:.2f}x records/s; with all 20 columns: {r3 / r2:.2f}x"
           + ("" if same else "  (WARNING: results differ)"))  # fmt: skip
@@ -152,6 +194,32 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         remote = results["kfmt, from S3 (moto on 127.0.0.1)"]
         print(f"from the loopback S3 server / from local disk: {remote[3] / rows[0][3]:.2f}x records/s")
     return 0 if same else 1
+
+
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and every process below it (Spark's JVM, its Python daemons and
+    workers), reaped children included (each /proc stat's utime, stime, cutime and cstime)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    stats, parent = {}, {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(pid)] = int(fields[1])
+        stats[int(pid)] = sum(int(x) for x in fields[11:15]) / tick
+    me, total = os.getpid(), 0.0
+    for pid, cpu in stats.items():
+        p = pid
+        while p not in (me, 0, 1) and p in parent:
+            p = parent[p]
+        total += cpu if p == me else 0.0
+    return total
 
 
 def worker_cpu() -> float:
