@@ -30,8 +30,6 @@ def _not_encoded(st: n.Struct) -> str | None:
         w = f.wire
         if isinstance(w, n.StructType) and (w.size is not None or (w.nullable and w.marker is None)):
             return f"{st.name}.{f.name}: a sized struct field"
-        if isinstance(w, n.Tagged) and len(w.fields) > 32:
-            return f"{st.name}.{f.name}: more than 32 named tagged fields"
     return None
 
 

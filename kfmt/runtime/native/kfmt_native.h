@@ -432,6 +432,7 @@ static inline int kf_w_tagged(kf_w *w, int n, const int64_t *tags, kf_w *bufs, c
     const char *ptr[KF_MAX_TAGS];
     Py_ssize_t len[KF_MAX_TAGS];
     int k = 0;
+    if (n > KF_MAX_TAGS) return 1; /* more named fields than this writer holds: the python backend writes them */
     for (int i = 0; i < n; i++) {
         if (!has[i]) continue;
         tg[k] = tags[i];
