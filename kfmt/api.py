@@ -143,6 +143,7 @@ def scan(
     skip_corrupt: bool = False,
     isolation: str = "read_uncommitted",
     sink=None,
+    run_limits: tuple[int, int] | None = None,
 ) -> Iterator[tuple[int, int, Batch | CodecError]]:
     """Yield ``(position, end, batch)`` for each entry of a log (bytes-like data, a path or a binary file).
 
@@ -154,8 +155,11 @@ def scan(
 
     ``sink`` (a ``kfmt.runtime.native._columns.Columns``, as :mod:`kfmt.arrow` passes) has the native backend
     decode records straight into Arrow columns: a batch so decoded comes with ``records`` a :class:`Rows`
-    (an empty list saying how many rows it appended), others with their records as usual.
+    (an empty list saying how many rows it appended), others with their records as usual.  With ``run_limits``
+    (most rows, most bytes of data the sink may hold) too, consecutive batches the native backend decodes cleanly
+    into the sink come as one item, ``(position, end, BatchRun)`` (control batches never do: they come alone).
     """
+    sink = (sink, run_limits) if sink is not None and run_limits is not None else sink
     return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation, sink)
 
 
@@ -258,6 +262,8 @@ def _shifted(items, base):
             raise _moved(e, base) from None
         if type(item) is tuple:
             pos, end, b = item
+            if type(b) is BatchRun:
+                b.starts = [x + base for x in b.starts]
             item = (pos + base, end + base, _moved(b, base) if isinstance(b, CodecError) else b)
         yield item
 
@@ -283,6 +289,18 @@ class Rows(list):
         self.mark = mark
 
 
+class BatchRun:
+    """Consecutive batches decoded straight into Arrow columns by one native call (``scan(..., run_limits=)``):
+    the batches (their records in the columns, in order), where each starts and how many rows each appended."""
+
+    __slots__ = ("batches", "starts", "counts")
+
+    def __init__(self, batches: list, starts: list, counts: list):
+        self.batches = batches
+        self.starts = starts
+        self.counts = counts
+
+
 @lru_cache(maxsize=None)
 def _decoders(backend: str | None, _default: str) -> dict:
     """The module of ``backend`` (None: the default, ``_default`` now) for each auto-detected magic, resolved
@@ -297,6 +315,7 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     of an incomplete entry (more data may complete it, unless ``eof``)."""
     forced = backend_module(format, backend) if format else None
     table = _decoders(backend, default_backend())
+    sink, limits = sink if type(sink) is tuple else (sink, None)
     check = (lambda b, p, e: forced.decode_from(b, p, e, opts)) if forced else None
     while True:
         try:
@@ -323,6 +342,13 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
                     continue
             break
         mod = forced or table.get(buf[pos + 16])
+        many = getattr(mod, "decode_columns_run", None) if limits is not None else None
+        if many is not None:  # as many clean batches as the sink takes, in one call
+            batches, starts, counts, stop = many(buf, pos, n, opts, sink, *limits)
+            if batches:
+                yield pos, stop, BatchRun(batches, starts, counts)
+                pos = stop
+                continue
         run = getattr(mod, "decode_run", None)
         if run is not None:
             # legacy entries: decode as many as decode cleanly in one call, then go on below with the

@@ -123,6 +123,11 @@ class _Columns:
                 ho.append(len(hk))
         self._repeat(b, position, n)
 
+    def add_run(self, base, run):
+        """Batches decoded into the sink by one call (:class:`kfmt.api.BatchRun`), ``base`` the slice's start."""
+        self.runs += [(b, base + s, k, None, None) for b, s, k in zip(run.batches, run.starts, run.counts) if k]
+        self.n += sum(run.counts)
+
     def _repeat(self, b, position, n):
         self.n += n
         if n:
@@ -170,8 +175,8 @@ class _Columns:
         build = {
             "key": lambda: pa.array(self.key, pa.binary()),
             "value": lambda: pa.array(self.value, pa.binary()),
-            "topic": lambda: pa.array([part.topic] * n, pa.string()),
-            "partition": lambda: pa.array([part.partition] * n, pa.int32()),
+            "topic": lambda: pa.repeat(pa.scalar(part.topic, pa.string()), n),
+            "partition": lambda: pa.repeat(pa.scalar(part.partition, pa.int32()), n),
             "offset": lambda: pa.array(self.offset, pa.int64()),
             "timestamp": lambda: timestamp_us(pa, pa.array(self.timestamp, pa.int64()), types["timestamp"]),
             "timestamp_ms": lambda: pa.array(self.timestamp, pa.int64()),
@@ -182,7 +187,7 @@ class _Columns:
                     fields=list(types["headers"].value_type),
                 ),
             ),
-            "file": lambda: pa.array([part.path] * n, pa.string()),
+            "file": lambda: pa.repeat(pa.scalar(part.path, pa.string()), n),
         }
         if self.sink is not None:
             build.update(_sink_arrays(pa, self.sink.take(), types))

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from kfmt.arrow import (
     QUARANTINE_RAW_BYTES,
+    ROWS_PER_ARROW_BATCH,
+    SINK_BYTES,
     _Columns,
     _Range,
     add_decoded,
@@ -547,7 +549,7 @@ def _read_range(
     import pyarrow as pa
 
     import kfmt
-    from kfmt.api import scan
+    from kfmt.api import BatchRun, scan
 
     data = _Range(f, part.start, part.end)
     columns = tuple(columns or arrow_schema(pa).names)
@@ -561,26 +563,17 @@ def _read_range(
         from kfmt.txn import Transactions
 
         dropped = Transactions(list(part.aborted), dict(part.open_txns or ())).is_dropped
+    # with no transaction to resolve, runs of clean batches come decoded into the sink by one call each
+    limits = (ROWS_PER_ARROW_BATCH, SINK_BYTES) if dropped is None else None
     try:
         for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail", backend=backend,
-                                sink=sink, format=format):  # fmt: skip
-            if isinstance(b, kfmt.CodecError):
-                if _being_written(part, b, part.end - part.start):
-                    continue
-                if on_corrupt == "skip":
-                    skipped += 1
-                    log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, b)
-                    continue
-                raw = data.raw(pos, min(end, pos + QUARANTINE_RAW_BYTES))
-                cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
-                cols.add_corrupt(part.start + pos, f"{b}{cut}", raw)
-                continue
-            if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
-                cols.drop(b)
-                continue
-            if (lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi):
-                continue
-            cols.add_batch(part.start + pos, b, lo, hi)
+                                sink=sink, format=format, run_limits=limits):  # fmt: skip
+            if type(b) is BatchRun:
+                cols.add_run(part.start, b)
+            elif isinstance(b, kfmt.CodecError):
+                skipped += _corrupt(cols, part, data, pos, end, b, on_corrupt)
+            elif _kept(cols, b, include_control, dropped, lo, hi):
+                cols.add_batch(part.start + pos, b, lo, hi)
             if cols.full():
                 yield cols.to_arrow(pa, part)
                 cols = _Columns(columns, sink)
@@ -598,6 +591,28 @@ def _read_range(
         log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
     if cols.n:
         yield cols.to_arrow(pa, part)
+
+
+def _corrupt(cols, part: SegmentSlice, data, pos: int, end: int, e, on_corrupt: str) -> int:
+    """A damaged region of the slice: left out (an entry being written), skipped (1: counted) or quarantined."""
+    if _being_written(part, e, part.end - part.start):
+        return 0
+    if on_corrupt == "skip":
+        log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, e)
+        return 1
+    raw = data.raw(pos, min(end, pos + QUARANTINE_RAW_BYTES))
+    cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
+    cols.add_corrupt(part.start + pos, f"{e}{cut}", raw)
+    return 0
+
+
+def _kept(cols, b, include_control: bool, dropped, lo, hi) -> bool:
+    """Whether a decoded batch's rows are wanted: not a control batch (unless asked for), not aborted, within
+    the offset bounds; a batch already in the sink that is not wanted is taken out again."""
+    if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
+        cols.drop(b)
+        return False
+    return not ((lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi))
 
 
 def _being_written(part: SegmentSlice, e, n: int, raw=None) -> bool:

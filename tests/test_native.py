@@ -221,6 +221,44 @@ def test_arrow_direct_gives_the_object_paths_table(columns):
         assert got[c].to_pylist() == want[c].to_pylist(), c
 
 
+@pytest.mark.parametrize("include_control", [False, True])
+def test_runs_of_batches_decoded_in_one_call_give_the_object_paths_table(tmp_path, monkeypatch, include_control):
+    """Consecutive batches go into the columns by one native call (decode_columns_run): across read chunks
+    (positions stay file-relative), Arrow batch limits (a run stops when the columns are full), control
+    batches (a run stops before one) and damage (before it too: the one-by-one path reports it), the table
+    is the object path's, row for row."""
+    import kfmt.api
+    import kfmt.arrow
+    import kfmt.logread
+    from kfmt import read_arrow
+
+    nat = backend_module("kafka_v2", "native")
+    calls = []
+    run = nat.decode_columns_run
+
+    def counted(*args):
+        got = run(*args)
+        calls.append(len(got[0]))
+        return got
+
+    monkeypatch.setattr(sys.modules[nat.__name__], "decode_columns_run", counted)
+    monkeypatch.setattr(kfmt.api, "CHUNK", 3000)  # many read chunks: runs cross their boundaries
+    for mod in (kfmt.arrow, kfmt.logread):
+        monkeypatch.setattr(mod, "ROWS_PER_ARROW_BATCH", 70)
+    path = tmp_path / "00000000000000000000.log"
+    damaged = bytearray(_mixed_log() * 3)
+    damaged[len(damaged) // 2] ^= 0x55
+    for data in (_mixed_log() * 3, bytes(damaged)):
+        path.write_bytes(data)
+        cols = ["offset", "key", "value", "headers", "timestamp", "codec", "position", "error"]
+        opts = {"columns": cols, "include_control": include_control, "on_corrupt": "quarantine"}
+        want = read_arrow(str(path), backend="python", **opts)
+        calls.clear()
+        got = read_arrow(str(path), backend="native", **opts)
+        assert got.to_pylist() == want.to_pylist()
+        assert max(calls) > 1  # batches did come several to a call
+
+
 @pytest.mark.parametrize("on_corrupt", ["skip", "quarantine"])
 def test_arrow_direct_on_damaged_logs(on_corrupt):
     import random

@@ -75,6 +75,8 @@ records_plain = _c.records_plain
 
 #: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
 decode_columns = None  # no batches of records to make rows of
+#: many batches at once into the column buffers (the reader's fast path; None: one at a time)
+decode_columns_run = None
 
 decode_run = _c.decode_run
 

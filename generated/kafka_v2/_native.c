@@ -892,6 +892,78 @@ static PyObject *py_decode_columns(PyObject *self, PyObject *const *args, Py_ssi
     return NULL;
 }
 
+/* decode_columns_run(buf, pos, end, opts, columns, max_rows, max_bytes): (batches, starts, rows, stop) over the
+ * consecutive entries from pos that decode_columns would decode cleanly, each decoded into the columns as it
+ * would (one call for many batches: a log of small batches spends most of its time between them otherwise).
+ * The run stops before an entry that is incomplete, of another magic, a control batch (the reader filters
+ * those), or not decoded cleanly here, which the reader hands to decode_columns one by one (its
+ * error is then exact); and once the columns hold max_rows rows or max_bytes bytes of data. */
+static PyObject *py_decode_columns_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !Py_IS_TYPE(args[4], T_columns)) {
+        PyErr_SetString(PyExc_TypeError, "decode_columns_run(buf, pos, end, opts, columns, max_rows, max_bytes)");
+        return NULL;
+    }
+    Py_ssize_t max_rows = PyLong_AsSsize_t(args[5]), max_bytes = PyLong_AsSsize_t(args[6]);
+    if ((max_rows == -1 || max_bytes == -1) && PyErr_Occurred()) return NULL;
+    PyObject *batches = PyList_New(0), *starts = PyList_New(0), *counts = PyList_New(0);
+    if (batches == NULL || starts == NULL || counts == NULL) goto fail;
+    kf_ctx cx;
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    if (!bound || kf_begin(args, &cx, &view, &pos, &end)) {
+        pos = PyLong_AsSsize_t(args[1]);
+        if (pos == -1 && PyErr_Occurred()) goto fail;
+        goto out;
+    }
+    kf_cols *cols = (kf_cols *)args[4];
+    cx.cols = cols;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    while (cols->rows < max_rows && cols->key.n + cols->val.n + cols->hk.n + cols->hv.n <= max_bytes) {
+        if (end - pos < 17 || b[pos + 16] != 2) break;
+        int32_t size = (int32_t)kf_be32(b + pos + 8);
+        if (size < 14 || size > end - pos - 12) break;
+        kf_cols_mark mark;
+        kf_cols_mark_at(cols, &mark);
+        PyObject *value = NULL;
+        Py_ssize_t npos = pos;
+        int rc = c_batch(&cx, b, pos, pos + 12 + size, &value, &npos);
+        if (rc != KF_OK) {
+            kf_cols_rollback(cols, &mark);
+            if (rc == KF_ERROR && PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                PyBuffer_Release(&view);
+                goto fail;
+            }
+            PyErr_Clear();
+            break;
+        }
+        if (*(PyObject **)((char *)value + OFF_batch[8]) == Py_True) {
+            kf_cols_rollback(cols, &mark);
+            Py_DECREF(value);
+            break;
+        }
+        PyObject *at = PyLong_FromSsize_t(pos), *got = PyLong_FromSsize_t(cols->rows - mark.rows);
+        int bad = at == NULL || got == NULL || PyList_Append(batches, value) < 0 || PyList_Append(starts, at) < 0 ||
+                  PyList_Append(counts, got) < 0;
+        Py_DECREF(value);
+        Py_XDECREF(at);
+        Py_XDECREF(got);
+        if (bad) {
+            kf_cols_rollback(cols, &mark);
+            PyBuffer_Release(&view);
+            goto fail;
+        }
+        pos += 12 + (Py_ssize_t)size; /* the entry's end, as the reader goes on (the decoder checked what it holds) */
+    }
+    PyBuffer_Release(&view);
+out:
+    return Py_BuildValue("(NNNn)", batches, starts, counts, pos);
+fail:
+    Py_XDECREF(batches);
+    Py_XDECREF(starts);
+    Py_XDECREF(counts);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ encoding */
 
 static PyObject *kf_compress; /* kfmt.runtime.compression.compress */
@@ -1490,6 +1562,8 @@ static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"decode_columns", (PyCFunction)(void (*)(void))py_decode_columns, METH_FASTCALL, "decode_columns(buf, pos, end, opts, columns)"},
+    {"decode_columns_run", (PyCFunction)(void (*)(void))py_decode_columns_run, METH_FASTCALL,
+     "decode_columns_run(buf, pos, end, opts, columns, max_rows, max_bytes)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
