@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark lint fuzz fuzz-native clean
+.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native
 
@@ -80,6 +80,11 @@ bench-floor: setup
 
 bench-spark: setup
 	$(PY) bench/bench_spark.py
+
+# time per record and peak memory from a 10 KB to a 1 GB segment (read_batches, read_arrow, read_arrow_batches,
+# dump --summary, the Spark source); SCALING_ARGS="--sizes 10K,1M" for a short run
+bench-scaling: setup
+	$(PY) bench/bench_scaling.py --spark $(SCALING_ARGS)
 
 fuzz: setup
 	$(PY) -m pip install -q -e '.[fuzz]' || echo "atheris not installable here: running the mutation campaign only"

@@ -36,6 +36,7 @@ __all__ = [
     "format_ids",
     "get_format",
     "read_arrow",
+    "read_arrow_batches",
     "read_batches",
     "control_record",
     "convert",
@@ -50,7 +51,7 @@ def __getattr__(name):
         from kfmt import api as where
     elif name in ("convert", "Conversion"):
         from kfmt import conversion as where  # type: ignore[no-redef]
-    elif name == "read_arrow":
+    elif name in ("read_arrow", "read_arrow_batches"):
         from kfmt import logread as where  # type: ignore[no-redef]
     else:
         raise AttributeError(f"module 'kfmt' has no attribute {name!r}")

@@ -387,43 +387,49 @@ class _Where:
     path: str | None
 
 
-def _read_arrow(source, where, columns, verify_crc, format, backend, on_corrupt, include_control=True, txns=None):
-    """The rows of ``source``: bytes-like data, or a :class:`_Range` of a file (streamed in chunks; the
-    bytes of a quarantined region are read again by position)."""
+def _arrow_batches(source, where, columns, verify_crc, format, backend, on_corrupt, include_control=True, txns=None):
+    """The rows of ``source``, Arrow batch by Arrow batch: bytes-like data, or a :class:`_Range` of a file
+    (streamed in chunks; the bytes of a quarantined region are read again by position). At least one batch."""
     import pyarrow as pa
 
-    from kfmt.api import scan
+    from kfmt.api import BatchRun, scan
     from kfmt.runtime.errors import CodecError
 
     sink = new_sink(backend)
-    cols, batches = _Columns(columns, sink), []
+    cols = _Columns(columns, sink)
     n = source.end - source.start if isinstance(source, _Range) else len(memoryview(source))
+    limits = (ROWS_PER_ARROW_BATCH, SINK_BYTES) if txns is None else None  # runs of clean batches in one call
     try:
         for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
-                                skip_corrupt=on_corrupt != "fail", sink=sink):  # fmt: skip
-            if isinstance(b, CodecError):
-                if being_written(b, n, where.path):
-                    continue
-                if on_corrupt == "skip":
-                    log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, b)
-                    continue
-                stop = min(end, pos + QUARANTINE_RAW_BYTES)
-                raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
-                cols.add_corrupt(pos, str(b), raw)
-                continue
-            if (b.is_control and not include_control) or (txns is not None and txns.is_dropped(b)):
+                                skip_corrupt=on_corrupt != "fail", sink=sink, run_limits=limits):  # fmt: skip
+            if type(b) is BatchRun:
+                cols.add_run(0, b)
+            elif isinstance(b, CodecError):
+                _damage(cols, source, n, where, pos, end, b, on_corrupt)
+            elif (b.is_control and not include_control) or (txns is not None and txns.is_dropped(b)):
                 cols.drop(b)
-                continue
-            cols.add_batch(pos, b)
+            else:
+                cols.add_batch(pos, b)
             if cols.full():
-                batches.append(cols.to_arrow(pa, where))
+                yield cols.to_arrow(pa, where)
                 cols = _Columns(columns, sink)
     except CodecError as e:
         reread = source.raw if isinstance(source, _Range) else (lambda a, b: bytes(memoryview(source)[a:b]))
         if not being_written(e, n, where.path, reread):
             raise
-    batches.append(cols.to_arrow(pa, where))
-    return pa.Table.from_batches(batches)
+    yield cols.to_arrow(pa, where)
+
+
+def _damage(cols, source, n: int, where, pos: int, end: int, e, on_corrupt: str) -> None:
+    """A damaged region: left out (an entry being written, or ``skip``: logged) or a quarantine row."""
+    if being_written(e, n, where.path):
+        return
+    if on_corrupt == "skip":
+        log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, e)
+        return
+    stop = min(end, pos + QUARANTINE_RAW_BYTES)
+    raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
+    cols.add_corrupt(pos, str(e), raw)
 
 
 def being_written(e, n: int, path: str, raw=None) -> bool:

@@ -658,7 +658,47 @@ def read_arrow(
     ``endingOffsetsByTimestamp``, ``includeHeaders`` (dicts are given as dicts, numbers as numbers)."""
     import pyarrow as pa
 
-    from kfmt.arrow import _read_arrow, _Where
+    schema, batches = _arrow_stream(source, columns=columns, topic=topic, partition=partition, verify_crc=verify_crc,
+                                    format=format, backend=backend, on_corrupt=on_corrupt,
+                                    storage_options=storage_options, compressed_objects=compressed_objects,
+                                    include_control=include_control, isolation=isolation,
+                                    include_suffixed=include_suffixed, **options)  # fmt: skip
+    return pa.Table.from_batches(list(batches), schema)
+
+
+def read_arrow_batches(source, **kwargs):
+    """:func:`read_arrow`'s rows as a stream, a ``pyarrow.RecordBatchReader``: Arrow batches (at most 8,192 rows
+    each) come as the log is read, so memory stays flat whatever its size, where ``read_arrow``'s table holds
+    every row. The same arguments; they are checked at once, damage is raised as the batch holding it is read.
+    Feed it to ``pyarrow.dataset.write_dataset``, DuckDB or Polars, or iterate it."""
+    import pyarrow as pa
+
+    schema, batches = _arrow_stream(source, **kwargs)
+    return pa.RecordBatchReader.from_batches(schema, batches)
+
+
+def _arrow_stream(
+    source,
+    *,
+    columns=None,
+    topic: str | None = None,
+    partition: int | None = None,
+    verify_crc: bool = True,
+    format: str | None = None,
+    backend: str | None = None,
+    on_corrupt: str = "fail",
+    storage_options: dict | None = None,
+    compressed_objects: str = "read",
+    include_control: bool = False,
+    isolation: str = "read_uncommitted",
+    include_suffixed=None,
+    **options,
+):
+    """read_arrow's schema and its Arrow batches (a generator: the log is read as they are taken); the
+    arguments are checked now."""
+    import pyarrow as pa
+
+    from kfmt.arrow import _arrow_batches, _Where
 
     if on_corrupt not in ("fail", "skip", "quarantine"):
         raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
@@ -683,12 +723,11 @@ def read_arrow(
         where = _Where(topic, partition, None)
         data, committed = _data_of(source, isolation == "read_committed")
         read = decoding_reads(columns)
-        table = _read_arrow(data, where, read or columns, verify_crc, format, backend, on_corrupt, include_control,
-                            committed)  # fmt: skip
-        if read is None:
-            return table
-        return pa.Table.from_batches([add_decoded(pa, b, columns) for b in table.to_batches()],
-                                     projected_schema(pa, columns))  # fmt: skip
+        batches = _arrow_batches(data, where, read or columns, verify_crc, format, backend, on_corrupt,
+                                 include_control, committed)  # fmt: skip
+        if read is not None:
+            batches = (add_decoded(pa, b, columns) for b in batches)
+        return projected_schema(pa, columns), batches
     opts = {"path": paths, "verify_crc": verify_crc, "on_corrupt": on_corrupt, "include_control": include_control,
             "isolation": isolation, "compressed_objects": compressed_objects, "format": format, "backend": backend,
             "include_suffixed": include_suffixed, **(storage_options or {}),
@@ -727,12 +766,11 @@ def _read_planned(opts: dict, columns, topic, partition):
         named = {"topic": topic} if topic is not None else {}
         slices = [dataclasses.replace(s, **named, **({"partition": partition} if partition is not None else {}))
                   for s in slices]  # fmt: skip
-    schema = projected_schema(pa, columns)
-    return pa.Table.from_batches([b for s in slices for b in reader.read((s,))], schema)
+    return projected_schema(pa, columns), (b for s in slices for b in reader.read((s,)))
 
 
 def _data_of(source, committed: bool):
-    """Bytes-like data or a binary file as what :func:`_read_arrow` reads (a :class:`_Range` of a file with a
+    """Bytes-like data or a binary file as what :func:`kfmt.arrow._arrow_batches` reads (a :class:`_Range` of a file with a
     descriptor), and the transactions to resolve for read_committed (which needs the bytes first)."""
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
         try:

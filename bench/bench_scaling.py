@@ -1,0 +1,223 @@
+"""`make bench-scaling`: time per record and peak memory from a 10 KB to a 1 GB segment.
+
+One v2 segment per size (100-record batches, 10-byte keys, 100-byte values, one header; the batches of a ~1 MB
+template repeated with their base offsets moved on, which the CRC does not cover), read whole by each tool:
+
+- ``kfmt.read_batches`` touching every record, ``kfmt.read_arrow`` (a table: it holds every row, so its memory
+  grows with the log by design), ``kfmt.read_arrow_batches`` (the same rows streamed) and ``kfmt dump --summary``,
+  each in a fresh Python process, timed around the call alone (after the same call on a one-batch segment: not
+  the interpreter's start nor the first use of a module); peak memory is the process's peak resident set above
+  what it held before the call.
+- The Spark source (``--spark``): count and sum of value lengths over the partition folder in one local[2]
+  session; peak memory is the Python workers' (their peak resident set is reset before each run).
+
+Medians of ``--runs`` runs, the sizes interleaved round by round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SIZES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+TOOLS = ("read_batches", "read_arrow", "read_arrow_batches", "dump --summary")
+
+
+def size_of(text: str) -> int:
+    return int(text[:-1]) * SIZES[text[-1].upper()] if text[-1].upper() in SIZES else int(text)
+
+
+def template() -> list[bytes]:
+    """About 1 MB of v2 batches, one per entry."""
+    import kfmt
+
+    out, offset = [], 0
+    while sum(map(len, out)) < 1 << 20:
+        recs = [kfmt.Record(key=b"k%09d" % (offset + i), value=bytes([65 + i % 26]) * 100, timestamp=1_700_000_000_000 + i,
+                            headers=[("trace", b"%08d" % i)]) for i in range(100)]  # fmt: skip
+        out.append(kfmt.encode_batch(recs, base_offset=offset))
+        offset += 100
+    return out
+
+
+def write_segment(folder: str, size: int, batches: list[bytes]) -> tuple[str, int]:
+    """A partition folder whose one segment holds at least ``size`` bytes of whole batches; its record count."""
+    part = os.path.join(folder, "scale-0")
+    os.makedirs(part, exist_ok=True)
+    path = os.path.join(part, "00000000000000000000.log")
+    written = offset = 0
+    with open(path, "wb") as f:
+        while written < size:
+            for b in batches:
+                f.write(struct.pack(">q", offset) + b[8:])  # the base offset: not under the CRC
+                written += len(b)
+                offset += 100
+                if written >= size:
+                    break
+    return part, offset
+
+
+def child(tool: str, path: str) -> None:
+    """One measurement in this fresh process: prints seconds, records, peak and baseline memory (MB). The tool
+    first reads a one-batch segment, so what is timed is the call, not the first use of its modules."""
+    import resource
+
+    import kfmt
+
+    def rss() -> float:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+    warm = os.path.join(tempfile.mkdtemp(prefix="kfmt-warm-"), "00000000000000000000.log")
+    with open(warm, "wb") as f:
+        f.write(kfmt.encode_batch([kfmt.Record(value=b"x", headers=[("h", b"1")])]))
+    run(tool, warm)
+    base = rss()
+    t = time.perf_counter()
+    n = run(tool, path)
+    seconds = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "records": n, "peak_mb": peak, "base_mb": base}))
+
+
+def run(tool: str, path: str) -> int:
+    """The records ``tool`` reads from the segment at ``path`` (-1: dump --summary, which prints them)."""
+    import kfmt
+
+    n = 0
+    if tool == "read_batches":
+        for b in kfmt.read_batches(path):
+            for r in b.records:
+                r.offset, r.timestamp, r.key, r.value, r.headers  # noqa: B018 - every field read
+                n += 1
+        return n
+    if tool == "read_arrow":
+        return kfmt.read_arrow(path).num_rows
+    if tool == "read_arrow_batches":
+        return sum(b.num_rows for b in kfmt.read_arrow_batches(path))
+    from contextlib import redirect_stdout
+
+    from kfmt.tools.cli import main
+
+    with open(os.devnull, "w") as out, redirect_stdout(out):
+        if main(["dump", "--summary", path]) != 0:
+            raise SystemExit("dump --summary failed")
+    return -1
+
+
+def measure(tool: str, segment: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", tool, segment], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{tool} on {segment}: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def spark_runs(folders: dict, runs: int) -> dict:
+    """{size: [(seconds, records, worker peak MB)]} through the kafka-log source."""
+    from pyspark.sql import functions as F
+
+    from kfmt.spark.jobs import session
+
+    spark = session("local[2]", "kfmt-bench-scaling")
+    got: dict = {s: [] for s in folders}
+    try:
+        first = next(iter(folders.values()))[0]
+        spark.read.format("kafka-log").load(first).agg(F.count("*")).collect()  # warm up: workers started
+        for _ in range(runs):
+            for s, (part, _) in folders.items():
+                _reset_worker_peaks()
+                t = time.perf_counter()
+                row = spark.read.format("kafka-log").load(part).agg(F.count("*").alias("n"),
+                                                                     F.sum(F.length("value"))).collect()[0]  # fmt: skip
+                got[s].append((time.perf_counter() - t, row["n"], _worker_peak()))
+    finally:
+        spark.stop()
+    return got
+
+
+def _workers() -> list[int]:
+    pids = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
+                pids.append(int(pid))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _reset_worker_peaks() -> None:
+    for pid in _workers():
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")  # resets the peak resident set (VmHWM)
+        except OSError:
+            pass
+
+
+def _worker_peak() -> float:
+    peak = 0.0
+    for pid in _workers():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                peak = max(peak, next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024)
+        except (OSError, StopIteration):
+            continue
+    return peak
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="10K,1M,100M,1G", help="segment sizes (K, M, G)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--spark", action="store_true", help="also the Spark source (local[2])")
+    p.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    work = tempfile.mkdtemp(prefix="kfmt-scaling-")
+    batches = template()
+    folders = {s: write_segment(os.path.join(work, s), size_of(s), batches) for s in args.sizes.split(",")}
+    rows: dict = {(t, s): [] for t in TOOLS for s in folders}
+    for _ in range(args.runs):
+        for s, (part, _) in folders.items():
+            for tool in TOOLS:
+                got = measure(tool, os.path.join(part, "00000000000000000000.log"))
+                if got["records"] not in (-1, folders[s][1]):
+                    raise SystemExit(f"{tool} read {got['records']} records of {folders[s][1]}")
+                rows[(tool, s)].append(got)
+    spark = spark_runs(folders, args.runs) if args.spark else {}
+    print(f"# kfmt bench-scaling: v2 segments, 100-record batches; medians of {args.runs} runs\n")
+    print("| tool | " + " | ".join(f"{s} ({n:,} records)" for s, (_, n) in folders.items()) + " |")
+    print("|---|" + "---|" * len(folders))
+    for tool in TOOLS:
+        cells = []
+        for s, (_, n) in folders.items():
+            got = rows[(tool, s)]
+            ns = statistics.median(r["seconds"] for r in got) / n * 1e9
+            extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
+            cells.append(f"{ns:,.0f} ns/rec, +{max(extra, 0):,.0f} MB")
+        print(f"| `{tool}` | " + " | ".join(cells) + " |")
+    if spark:
+        cells = []
+        for s, (_, n) in folders.items():
+            ns = statistics.median(x[0] for x in spark[s]) / n * 1e9
+            cells.append(f"{ns:,.0f} ns/rec, workers {statistics.median(x[2] for x in spark[s]):,.0f} MB")
+            if any(x[1] != n for x in spark[s]):
+                print(f"WARNING: the Spark source counted {spark[s][0][1]} records of {n}", file=sys.stderr)
+        print("| Spark source | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Short slices of the long benchmark campaigns, so `make bench-*` keeps working (figures are never asserted:
+they are printed by the make targets; here only that every tool reads every record)."""
+
+import os
+import subprocess
+import sys
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+
+
+def test_bench_scaling_slice():
+    """Each tool reads each segment whole (the script refuses a record count that differs from what it wrote)
+    and the table has a row per tool and a column per size."""
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_scaling.py"), "--sizes", "10K,1M", "--runs", "1"],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("| tool | 10K (") and "| 1M (" in line for line in lines)
+    for tool in ("read_batches", "read_arrow", "read_arrow_batches", "dump --summary"):
+        row = next(line for line in lines if line.startswith(f"| `{tool}` |"))
+        assert row.count("ns/rec") == 2
