@@ -88,6 +88,39 @@ def test_every_damaged_prefix_and_byte_gives_the_python_backends_error(fid):
             assert outcome(nat, buf, opts) == outcome(py, buf, opts), (opts.verify_crc, buf.hex())
 
 
+def test_no_leaks_decoding_into_arrow_columns():
+    """20,000 rounds of rows decoded into the Arrow column buffers (one batch; a run of batches that damage
+    stops, rolled back) and handed over by take(): Python's allocated blocks and the inputs' reference counts
+    stay flat (a block or reference leaked per round would add 20,000)."""
+    from kfmt.runtime.native._columns import Columns
+
+    nat = backend_module("kafka_v2", "native")
+    good = kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v" * 20, timestamp=5, headers=[("h", None)])] * 5)
+    gz = kfmt.encode_batch([kfmt.Record(key=None, value=b"v", timestamp=5)] * 5, codec="gzip")
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 1
+    run = good + gz + bytes(bad_crc) + good
+    cols, opts = Columns(), kfmt.DecodeOptions()
+
+    def once():
+        nat.decode_columns(good, 0, len(good), opts, cols)
+        batches, _, counts, stop = nat.decode_columns_run(run, 0, len(run), opts, cols, 8192, 1 << 30)
+        assert len(batches) == 2 and counts == [5, 5] and stop == len(good) + len(gz)
+        assert cols.take()["rows"] == 15
+
+    def state():
+        gc.collect()
+        return [sys.getallocatedblocks()] + [sys.getrefcount(x) for x in (good, gz, run, None, True)]
+
+    for _ in range(200):
+        once()
+    before = state()
+    for _ in range(20_000):
+        once()
+    after = state()
+    assert all(abs(a - b) < 200 for a, b in zip(after, before)), (before, after)
+
+
 def test_no_leaks_over_100k_decodes_including_error_paths():
     """Reference counts of the shared objects and traced memory stay flat over 100,000 decodes of valid,
     compressed, damaged and truncated input and 60,000 encodes, refused ones included (a leaked reference
@@ -289,3 +322,117 @@ def test_arrow_direct_rows_are_rolled_back_when_a_batch_is_refused():
     for crc in (True, False):
         assert nat.decode_columns(bytes(broken), 0, len(broken), kfmt.DecodeOptions(verify_crc=crc), c) is None
         assert c.rows == 10
+
+
+def _fast_path_payloads(blob: bytes) -> dict:
+    """Compressed payloads of every shape the C fast paths take or hand back: Kafka's usual ones and the
+    unusual, damaged or over-limit ones the python function decides."""
+    import struct
+
+    import lz4.block
+    import snappy
+    import zstandard
+
+    from kfmt.runtime.compression import compress, xxh32
+
+    def lz4_frame(flg, blocks, content_size=None, hc=None, end=b"\x00\x00\x00\x00"):
+        desc = bytes((flg, 0x40)) + (struct.pack("<Q", content_size) if content_size is not None else b"")
+        hc = (xxh32(desc) >> 8) & 0xFF if hc is None else hc
+        return b"\x04\x22\x4d\x18" + desc + bytes((hc,)) + b"".join(blocks) + end
+
+    def lz4_block(data, raw=False, checksum=False):
+        body = data if raw else lz4.block.compress(data, store_size=False)
+        out = struct.pack("<I", len(body) | (0x80000000 if raw else 0)) + body
+        return out + (struct.pack("<I", xxh32(body)) if checksum else b"")
+
+    def xerial(*chunks):
+        return (
+            b"\x82SNAPPY\x00"
+            + struct.pack(">ii", 1, 1)
+            + b"".join(struct.pack(">i", len(c)) + c for c in map(snappy.compress, chunks))
+        )
+
+    third = len(blob) // 3
+    zc = zstandard.ZstdCompressor(write_content_size=False)
+    zs = zc.compress(blob)
+    flip = lambda b, i: b[:i] + bytes((b[i] ^ 0x5A,)) + b[i + 1 :]  # noqa: E731
+    return {
+        "snappy": [compress("snappy", blob), snappy.compress(blob), xerial(blob[:third], blob[third:2 * third], blob[2 * third:]),
+                   xerial(blob[:third]) + xerial(blob[third:]), xerial(), flip(xerial(blob), 25), xerial(blob)[:-7],
+                   xerial(blob)[:20] + b"\xff\xff\xff\xff\x0f" + xerial(blob)[25:], b"\x82SNAPPY\x00" + b"\x00" * 9],
+        "lz4": [compress("lz4", blob), lz4_frame(0x68, [lz4_block(blob)], content_size=len(blob)),
+                lz4_frame(0x60, [lz4_block(blob[:third], raw=True), lz4_block(blob[third:])]),
+                lz4_frame(0x70, [lz4_block(blob, checksum=True)]), lz4_frame(0x60, [lz4_block(blob)], hc=0),
+                flip(compress("lz4", blob), 20), compress("lz4", blob)[:-3], compress("lz4", blob) + b"tail",
+                lz4_frame(0x60, [lz4_block(blob)], end=b""), lz4_frame(0x64, [lz4_block(blob)]), lz4_frame(0x60, [])],
+        "zstd": [compress("zstd", blob), zstandard.ZstdCompressor().compress(blob), zs + zs, zs + b"junk",
+                 struct.pack("<II", 0x184D2A50, 3) + b"abc" + zs, flip(zs, len(zs) // 2), zs[:-2],
+                 zc.compress(blob + b"\x00" * 200_000)],
+    }  # fmt: skip
+
+
+def test_decompression_fast_paths_give_the_python_functions_result_or_error():
+    """The C decoders decompress Kafka's usual snappy, LZ4 and zstd payloads themselves (the libraries'
+    functions, not the python framing code); on every shape, usual or not, damaged or over a limit, the
+    batch decodes to the python backend's value or its exact error, v2 and legacy wrappers alike."""
+    import struct
+
+    import crc32c
+
+    recs = [kfmt.Record(key=b"k%d" % i, value=b"value %d " % i * 9, timestamp=7 + i, headers=[("h", b"%d" % i)])
+            for i in range(60)]  # fmt: skip
+    plain = kfmt.encode_batch(recs)
+    blob = plain[61:]  # the records of an uncompressed v2 batch
+    nat, py = backend_module("kafka_v2", "native"), backend_module("kafka_v2", "python")
+    tight = kfmt.DecodeOptions(max_decompressed=len(blob) - 10)
+    checked = 0
+    for codec_id, (codec, payloads) in enumerate(_fast_path_payloads(blob).items(), start=2):
+        for payload in payloads:
+            header = struct.pack(">hiqqqhii", codec_id, len(recs) - 1, 7, 7 + 59, -1, -1, -1, len(recs))
+            body = header + payload
+            data = struct.pack(">qiibI", 0, len(body) + 9, -1, 2, crc32c.crc32c(body)) + body
+            for opts in (kfmt.DecodeOptions(), tight):
+                assert _outcome(nat, data, opts) == _outcome(py, data, opts), (codec, payloads.index(payload), opts)
+                checked += 1
+            # Kafka's usual shapes are decompressed from C, no python framing code run; others go to python
+            shape = (codec, payloads.index(payload))
+            if shape in FAST_SHAPES or shape in PYTHON_SHAPES:
+                assert _runs_python_framing(nat, data) == (shape in PYTHON_SHAPES), shape
+    assert checked == 2 * 28
+    for magic, codec in ((0, "lz4"), (1, "lz4"), (0, "snappy"), (1, "snappy")):
+        legacy = [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs[:7]]
+        data = kfmt.encode_batch(legacy, magic=magic, codec=codec)
+        mod_n, mod_p = backend_module(f"kafka_v{magic}", "native"), backend_module(f"kafka_v{magic}", "python")
+        assert _outcome(mod_n, data, kfmt.DecodeOptions()) == _outcome(mod_p, data, kfmt.DecodeOptions())
+
+
+#: payloads of _fast_path_payloads (codec, index) decompressed from C: Kafka's own, raw and multi-block snappy,
+#: concatenated xerial streams, LZ4 with a content size or a stored block, zstd with a content size
+FAST_SHAPES = {("snappy", 0), ("snappy", 1), ("snappy", 2), ("snappy", 3), ("lz4", 0), ("lz4", 1), ("lz4", 2),
+               ("zstd", 0), ("zstd", 1)}  # fmt: skip
+#: ... and handed to the python code: a xerial header alone, LZ4 block checksums, two zstd frames
+PYTHON_SHAPES = {("snappy", 4), ("lz4", 3), ("zstd", 2)}
+
+
+def _runs_python_framing(mod, data) -> bool:
+    """Whether decoding ``data`` enters kfmt.runtime.compression (the python decompression code)."""
+    entered = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith(os.path.join("runtime", "compression.py")):
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(hook)
+    try:
+        _outcome(mod, data, kfmt.DecodeOptions())
+    finally:
+        sys.setprofile(None)
+    return bool(entered)
+
+
+def _outcome(mod, data, opts):
+    try:
+        value, end = mod.decode_from(data, 0, len(data), opts)
+    except kfmt.CodecError as e:
+        return type(e).__name__, str(e)
+    return repr(value), end

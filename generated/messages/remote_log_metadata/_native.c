@@ -61,6 +61,8 @@ static int d_remote_log_metadata_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t
 /* decompress(codec, payload, magic, opts, offset=, path=), as the python backend calls it (no offset: at < 0) */
 static inline PyObject *kf_decompress_call(kf_ctx *cx, PyObject *codec, const uint8_t *p, Py_ssize_t n, Py_ssize_t at,
                                                                            const char *path) {
+    PyObject *fast = kf_decompress_fast(cx, codec, p, n, 2);
+    if (fast != NULL) return fast;
     PyObject *args = Py_BuildValue("(Oy#iO)", codec, (const char *)p, n, 2, cx->opts);
     if (args == NULL) return NULL;
     PyObject *kw = at < 0 ? Py_BuildValue("{s:s}", "path", path) : Py_BuildValue("{s:n,s:s}", "offset", at, "path", path);

@@ -125,7 +125,24 @@ static PyObject *bitmap(const kf_w *ok, Py_ssize_t n) {
     return Py_BuildValue("(Nn)", b, nulls);
 }
 
-static PyObject *bytes_of(const kf_w *w) { return PyBytes_FromStringAndSize(w->p ? w->p : "", w->n); }
+/* A data or offsets buffer handed over as the bytes object it was written in, trimmed (no copy); the next
+ * one starts as large as this one grew (up to KF_COLS_START_MAX), so the next rows neither copy nor regrow. */
+#define KF_COLS_START_MAX (4 << 20)
+static PyObject *hand_over(kf_w *w) {
+    Py_ssize_t n = w->n, next = n < 256 ? 256 : n > KF_COLS_START_MAX ? KF_COLS_START_MAX : n;
+    PyObject *r = w->ob;
+    if (r == NULL) { /* plain memory (the buffer never grew): copied, then given a bytes object to grow in */
+        r = PyBytes_FromStringAndSize(w->p ? w->p : "", n);
+        kf_w_free(w);
+    } else {
+        w->ob = NULL;
+        w->p = NULL;
+        w->n = w->cap = 0;
+        if (_PyBytes_Resize(&r, n) < 0) r = NULL;
+    }
+    if (r != NULL && kf_w_start_bytes(w, next) < 0) Py_CLEAR(r);
+    return r;
+}
 
 static int put(PyObject *d, const char *k, PyObject *v) {
     if (v == NULL) return -1;
@@ -135,24 +152,28 @@ static int put(PyObject *d, const char *k, PyObject *v) {
 }
 
 /* The buffers of the record columns: {name: bytes} and {name_ok: (bitmap or None, null count)}, with the
- * row and header counts; the columns are empty again after it */
+ * row and header counts; the columns are empty again after it (validity bytes keep their memory) */
 static PyObject *cols_take(kf_cols *c, PyObject *unused) {
     Py_ssize_t n = c->rows, h = c->headers;
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
     if (put(d, "rows", PyLong_FromSsize_t(n)) || put(d, "nheaders", PyLong_FromSsize_t(h)) ||
-        put(d, "offset", bytes_of(&c->offset)) || put(d, "offset_ok", bitmap(&c->off_ok, n)) ||
-        put(d, "timestamp", bytes_of(&c->ts)) || put(d, "timestamp_ok", bitmap(&c->ts_ok, n)) ||
-        put(d, "key_offsets", bytes_of(&c->key_off)) || put(d, "key", bytes_of(&c->key)) ||
-        put(d, "key_ok", bitmap(&c->key_ok, n)) || put(d, "value_offsets", bytes_of(&c->val_off)) ||
-        put(d, "value", bytes_of(&c->val)) || put(d, "value_ok", bitmap(&c->val_ok, n)) ||
-        put(d, "headers_offsets", bytes_of(&c->h_off)) || put(d, "hkey_offsets", bytes_of(&c->hk_off)) ||
-        put(d, "hkey", bytes_of(&c->hk)) || put(d, "hvalue_offsets", bytes_of(&c->hv_off)) ||
-        put(d, "hvalue", bytes_of(&c->hv)) || put(d, "hvalue_ok", bitmap(&c->hv_ok, h))) {
+        put(d, "offset", hand_over(&c->offset)) || put(d, "offset_ok", bitmap(&c->off_ok, n)) ||
+        put(d, "timestamp", hand_over(&c->ts)) || put(d, "timestamp_ok", bitmap(&c->ts_ok, n)) ||
+        put(d, "key_offsets", hand_over(&c->key_off)) || put(d, "key", hand_over(&c->key)) ||
+        put(d, "key_ok", bitmap(&c->key_ok, n)) || put(d, "value_offsets", hand_over(&c->val_off)) ||
+        put(d, "value", hand_over(&c->val)) || put(d, "value_ok", bitmap(&c->val_ok, n)) ||
+        put(d, "headers_offsets", hand_over(&c->h_off)) || put(d, "hkey_offsets", hand_over(&c->hk_off)) ||
+        put(d, "hkey", hand_over(&c->hk)) || put(d, "hvalue_offsets", hand_over(&c->hv_off)) ||
+        put(d, "hvalue", hand_over(&c->hv)) || put(d, "hvalue_ok", bitmap(&c->hv_ok, h))) {
         Py_DECREF(d);
+        kf_cols_free(c); /* a failure part way: start over empty */
+        if (kf_cols_start(c)) PyErr_Clear();
         return NULL;
     }
-    kf_cols_free(c);
+    kf_w *oks[] = {&c->off_ok, &c->ts_ok, &c->key_ok, &c->val_ok, &c->hv_ok};
+    for (size_t i = 0; i < sizeof oks / sizeof oks[0]; i++) oks[i]->n = 0;
+    c->rows = c->headers = 0;
     if (kf_cols_start(c)) {
         Py_DECREF(d);
         return NULL;

@@ -185,7 +185,7 @@ typedef struct {
     PyObject *opts;         /* borrowed: the DecodeOptions of this call */
     struct kf_cols_s *cols; /* Arrow-direct decoding: the columns rows go to */
     int verify_crc;
-    long long max_bytes, max_headers, max_records, max_memory, max_depth;
+    long long max_bytes, max_headers, max_records, max_memory, max_depth, max_decompressed, max_ratio;
     long long spent;        /* estimated bytes of nested arrays decoded into the current element */
     int depth;              /* compressed wrappers being decoded around the current entry */
 } kf_ctx;
@@ -198,21 +198,283 @@ static int kf_opt(PyObject *opts, const char *name, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* The limits of the last DecodeOptions read (a frozen value: read once per object, kept alive while cached) */
+static PyObject *kf_opts_seen;
+static kf_ctx kf_opts_vals;
+
 /* Read the limits of ``opts``; returns 0, or 1 (fall back: unusual options) with no error set. */
 static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
-    long long crc;
+    if (opts == kf_opts_seen && opts != NULL) {
+        *cx = kf_opts_vals;
+    } else {
+        long long crc;
+        if (kf_opt(opts, "verify_crc", &crc) || kf_opt(opts, "max_bytes", &cx->max_bytes) ||
+            kf_opt(opts, "max_headers", &cx->max_headers) || kf_opt(opts, "max_records", &cx->max_records) ||
+            kf_opt(opts, "max_memory", &cx->max_memory) || kf_opt(opts, "max_depth", &cx->max_depth) ||
+            kf_opt(opts, "max_decompressed", &cx->max_decompressed) || kf_opt(opts, "max_ratio", &cx->max_ratio)) {
+            PyErr_Clear();
+            return 1;
+        }
+        cx->verify_crc = crc != 0;
+        if (strcmp(Py_TYPE(opts)->tp_name, "DecodeOptions") == 0) { /* kfmt's frozen options: cached */
+            Py_INCREF(opts);
+            Py_XSETREF(kf_opts_seen, opts);
+            kf_opts_vals = *cx;
+        }
+    }
     cx->opts = opts;
     cx->cols = NULL;
     cx->spent = 0;
     cx->depth = 0;
-    if (kf_opt(opts, "verify_crc", &crc) || kf_opt(opts, "max_bytes", &cx->max_bytes) ||
-        kf_opt(opts, "max_headers", &cx->max_headers) || kf_opt(opts, "max_records", &cx->max_records) ||
-        kf_opt(opts, "max_memory", &cx->max_memory) || kf_opt(opts, "max_depth", &cx->max_depth)) {
-        PyErr_Clear();
-        return 1;
-    }
-    cx->verify_crc = crc != 0;
     return 0;
+}
+
+/* ------------------------------------------------------------------ decompression, the common shapes
+
+ * Kafka's usual payloads are decompressed here by the codec libraries' own functions, skipping the
+ * python framing code around them: xerial snappy blocks and raw snappy (python-snappy), Kafka's LZ4 frame
+ * with independent blocks and no block checksums (lz4.block), a payload that is exactly one zstd frame (zstandard). The result is
+ * what kfmt.runtime.compression.decompress returns, and only returned when it is certain to be: anything
+ * else (a limit reached, an unusual flag, damage, a library error) answers NULL with no error set and the
+ * caller hands the payload to that function, whose result or error is exact. */
+
+static PyObject *kf_snappy_uncompress, *kf_lz4_block_decompress, *kf_zstd_class, *kf_s_uncompressed_size,
+    *kf_s_max_output_size, *kf_s_unzstd;
+static int kf_fast_state; /* 0: not looked up yet, 1: ready, -1: unavailable */
+
+static PyObject *kf_attr_of(const char *module, const char *name) {
+    PyObject *m = PyImport_ImportModule(module);
+    if (m == NULL) return NULL;
+    PyObject *r = PyObject_GetAttrString(m, name);
+    Py_DECREF(m);
+    return r;
+}
+
+static int kf_fast_ready(void) {
+    if (kf_fast_state == 0) {
+        kf_snappy_uncompress = kf_attr_of("snappy", "uncompress");
+        kf_lz4_block_decompress = kf_attr_of("lz4.block", "decompress");
+        kf_zstd_class = kf_attr_of("zstandard", "ZstdDecompressor");
+        kf_s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
+        kf_s_max_output_size = PyUnicode_InternFromString("max_output_size");
+        kf_s_unzstd = PyUnicode_InternFromString("kfmt.unzstd");
+        kf_fast_state = kf_snappy_uncompress && kf_lz4_block_decompress && kf_zstd_class && kf_s_uncompressed_size &&
+                                kf_s_max_output_size && kf_s_unzstd
+                            ? 1
+                            : -1;
+        PyErr_Clear();
+    }
+    return kf_fast_state == 1;
+}
+
+/* decompressed bytes allowed for ``n`` compressed bytes (compression.allowance) */
+static inline long long kf_allowance(const kf_ctx *cx, long long n) {
+    long long r = n > (1LL << 40) / (cx->max_ratio > 0 ? cx->max_ratio : 1) ? (1LL << 40) : n * cx->max_ratio;
+    if (r < (1LL << 20)) r = 1LL << 20;
+    return r < cx->max_decompressed ? r : cx->max_decompressed;
+}
+
+/* f(view of p[0:n], **{kw: kwv}) or f(view) */
+static PyObject *kf_call_view(PyObject *f, const uint8_t *p, Py_ssize_t n, PyObject *kw, PyObject *kwv) {
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (view == NULL) return NULL;
+    PyObject *args[2] = {view, kwv};
+    PyObject *names = kw == NULL ? NULL : PyTuple_Pack(1, kw);
+    PyObject *r = (kw == NULL || names != NULL) ? PyObject_Vectorcall(f, args, 1, names) : NULL;
+    Py_XDECREF(names);
+    Py_DECREF(view);
+    if (r != NULL && !PyBytes_CheckExact(r)) Py_CLEAR(r);
+    return r;
+}
+
+/* the raw snappy block's stated length (compression._raw_snappy_length), or -1 */
+static long long kf_snappy_len(const uint8_t *p, Py_ssize_t n) {
+    uint64_t r = 0;
+    for (int i = 0; i < 5 && i < n; i++) {
+        r |= (uint64_t)(p[i] & 0x7F) << (7 * i);
+        if (!(p[i] & 0x80)) return (long long)r;
+    }
+    return -1;
+}
+
+/* bytes of the pieces, joined (the one piece itself when alone); steals the references */
+static PyObject *kf_join(PyObject **parts, int k, Py_ssize_t total) {
+    if (k == 1) return parts[0];
+    PyObject *r = PyBytes_FromStringAndSize(NULL, total);
+    Py_ssize_t at = 0;
+    for (int i = 0; i < k; i++) {
+        if (r != NULL) memcpy(PyBytes_AS_STRING(r) + at, PyBytes_AS_STRING(parts[i]), PyBytes_GET_SIZE(parts[i]));
+        at += PyBytes_GET_SIZE(parts[i]);
+        Py_DECREF(parts[i]);
+    }
+    return r;
+}
+
+#define KF_FAST_PARTS 64
+static const uint8_t KF_XERIAL[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+
+static PyObject *kf_fast_snappy(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) {
+    Py_ssize_t starts[KF_FAST_PARTS], lens[KF_FAST_PARTS];
+    int k = 0;
+    long long total = 0, limit = kf_allowance(cx, n);
+    if (n < 16 || memcmp(p, KF_XERIAL, 8) != 0) {
+        starts[0] = 0; /* one raw block */
+        lens[k++] = n;
+    } else {
+        for (Py_ssize_t at = 16; at < n;) {
+            if (n - at >= 8 && memcmp(p + at, KF_XERIAL, 8) == 0) { /* a concatenated stream's header */
+                at += 16;
+                continue;
+            }
+            if (at + 4 > n || k == KF_FAST_PARTS) return NULL;
+            int32_t len = (int32_t)kf_be32(p + at);
+            at += 4;
+            if (len < 0 || len > n - at) return NULL;
+            starts[k] = at;
+            lens[k++] = len;
+            at += len;
+        }
+    }
+    long long sizes[KF_FAST_PARTS];
+    for (int i = 0; i < k; i++) {
+        sizes[i] = kf_snappy_len(p + starts[i], lens[i]);
+        if (sizes[i] < 0 || (total += sizes[i]) > limit) return NULL;
+    }
+    PyObject *parts[KF_FAST_PARTS];
+    for (int i = 0; i < k; i++) {
+        parts[i] = kf_call_view(kf_snappy_uncompress, p + starts[i], lens[i], NULL, NULL);
+        if (parts[i] == NULL || PyBytes_GET_SIZE(parts[i]) != sizes[i]) {
+            Py_XDECREF(parts[i]);
+            while (i--) Py_DECREF(parts[i]);
+            return NULL;
+        }
+    }
+    return k ? kf_join(parts, k, (Py_ssize_t)total) : NULL;
+}
+
+static inline uint32_t kf_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+/* XXH32 with seed 0 of a few bytes (the LZ4 frame descriptor: under 16 bytes) */
+static uint32_t kf_xxh32_short(const uint8_t *p, Py_ssize_t n) {
+    const uint32_t P1 = 2654435761u, P2 = 2246822519u, P3 = 3266489917u, P4 = 668265263u, P5 = 374761393u;
+    uint32_t h = P5 + (uint32_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t v = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 | (uint32_t)p[i + 3] << 24;
+        h = kf_rotl32(h + v * P3, 17) * P4;
+    }
+    for (; i < n; i++) h = kf_rotl32(h + p[i] * P5, 11) * P1;
+    h ^= h >> 15;
+    h *= P2;
+    h ^= h >> 13;
+    h *= P3;
+    return h ^ (h >> 16);
+}
+
+static PyObject *kf_fast_lz4(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n, int verify_hc) {
+    if (n < 7 || kf_be32(p) != 0x04224D18u) return NULL;
+    uint8_t flg = p[4], bd = p[5];
+    if (flg >> 6 != 1 || !(flg & 0x20) || (flg & 0x13) || (bd & 0x8F) || ((bd >> 4) & 7) < 4) return NULL;
+    Py_ssize_t max_block = (Py_ssize_t)1 << (8 + 2 * ((bd >> 4) & 7)), pos = 6 + ((flg & 0x08) ? 8 : 0);
+    if (pos >= n || (verify_hc && p[pos] != (uint8_t)(kf_xxh32_short(p + 4, pos - 4) >> 8))) return NULL;
+    pos++;
+    PyObject *parts[KF_FAST_PARTS];
+    int k = 0;
+    Py_ssize_t total = 0;
+    for (;;) {
+        if (pos + 4 > n || k == KF_FAST_PARTS) goto fail;
+        uint32_t size = (uint32_t)p[pos] | (uint32_t)p[pos + 1] << 8 | (uint32_t)p[pos + 2] << 16 | (uint32_t)p[pos + 3] << 24;
+        pos += 4;
+        if (size == 0) break;
+        int raw = (size & 0x80000000u) != 0;
+        Py_ssize_t len = (Py_ssize_t)(size & 0x7FFFFFFFu);
+        if (len > max_block || len > n - pos) goto fail;
+        long long limit = kf_allowance(cx, pos + len), room = limit - total;
+        if (room > max_block) room = max_block;
+        if (raw) {
+            if (len > room) goto fail;
+            parts[k] = PyBytes_FromStringAndSize((const char *)p + pos, len);
+        } else {
+            PyObject *cap = PyLong_FromLongLong(room > 1 ? room : 1);
+            parts[k] = cap == NULL ? NULL : kf_call_view(kf_lz4_block_decompress, p + pos, len, kf_s_uncompressed_size, cap);
+            Py_XDECREF(cap);
+        }
+        if (parts[k] == NULL) goto fail;
+        total += PyBytes_GET_SIZE(parts[k++]);
+        pos += len;
+        if (total > limit) goto fail;
+    }
+    if (k == 0) return PyBytes_FromStringAndSize(NULL, 0);
+    return kf_join(parts, k, total);
+fail:
+    while (k--) Py_DECREF(parts[k]);
+    return NULL;
+}
+
+/* The bytes of the zstd frame at p (RFC 8878: header, blocks by their headers, checksum), or -1: not one
+ * frame of data. The one-shot call decodes a single frame: the payload must be exactly one. */
+static Py_ssize_t kf_zstd_frame_size(const uint8_t *p, Py_ssize_t n) {
+    if (n < 6 || p[0] != 0x28 || p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD) return -1;
+    uint8_t fhd = p[4];
+    int single = (fhd >> 5) & 1, fcs = fhd >> 6;
+    static const int did_size[4] = {0, 1, 2, 4}, fcs_size[4] = {0, 2, 4, 8};
+    if (fhd & 0x08) return -1; /* reserved bit */
+    Py_ssize_t pos = 5 + !single + did_size[fhd & 3] + (fcs == 0 ? single : fcs_size[fcs]);
+    for (;;) {
+        if (pos + 3 > n) return -1;
+        uint32_t h = (uint32_t)p[pos] | (uint32_t)p[pos + 1] << 8 | (uint32_t)p[pos + 2] << 16;
+        int type = (h >> 1) & 3;
+        Py_ssize_t size = type == 1 ? 1 : (Py_ssize_t)(h >> 3);
+        if (type == 3 || size > n - pos - 3) return -1;
+        pos += 3 + size;
+        if (h & 1) break;
+    }
+    pos += (fhd & 0x04) ? 4 : 0;
+    return pos <= n ? pos : -1;
+}
+
+static PyObject *kf_fast_zstd(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) {
+    if (kf_zstd_frame_size(p, n) != n) return NULL;
+    PyObject *tls = PyThreadState_GetDict(); /* a decompressor per thread, as the python code keeps one */
+    if (tls == NULL) return NULL;
+    PyObject *d = PyDict_GetItemWithError(tls, kf_s_unzstd);
+    if (d == NULL) {
+        if (PyErr_Occurred() || (d = PyObject_CallNoArgs(kf_zstd_class)) == NULL) return NULL;
+        int bad = PyDict_SetItem(tls, kf_s_unzstd, d);
+        Py_DECREF(d);
+        if (bad) return NULL;
+    }
+    long long cap = 16LL * n < (64 << 10) ? (64 << 10) : 16LL * n, limit = kf_allowance(cx, n);
+    if (cap > limit) cap = limit;
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    PyObject *cap_o = PyLong_FromLongLong(cap);
+    PyObject *names = PyTuple_Pack(1, kf_s_max_output_size);
+    PyObject *r = NULL;
+    if (view != NULL && cap_o != NULL && names != NULL) {
+        PyObject *args[3] = {d, view, cap_o};
+        PyObject *meth = PyObject_GetAttrString(d, "decompress");
+        if (meth != NULL) r = PyObject_Vectorcall(meth, args + 1, 1, names);
+        Py_XDECREF(meth);
+    }
+    Py_XDECREF(view);
+    Py_XDECREF(cap_o);
+    Py_XDECREF(names);
+    if (r != NULL && (!PyBytes_CheckExact(r) || PyBytes_GET_SIZE(r) > cap)) Py_CLEAR(r);
+    return r;
+}
+
+/* ``codec``'s payload p[0:n] decompressed here, or NULL (no error set): the python function decides */
+static PyObject *kf_decompress_fast(const kf_ctx *cx, PyObject *codec, const uint8_t *p, Py_ssize_t n, int magic) {
+    if (n == 0 || !PyUnicode_Check(codec) || !kf_fast_ready()) return NULL;
+    PyObject *r = NULL;
+    if (PyUnicode_CompareWithASCIIString(codec, "snappy") == 0)
+        r = kf_fast_snappy(cx, p, n);
+    else if (PyUnicode_CompareWithASCIIString(codec, "lz4") == 0)
+        r = kf_fast_lz4(cx, p, n, magic != 0);
+    else if (PyUnicode_CompareWithASCIIString(codec, "zstd") == 0 && magic >= 2)
+        r = kf_fast_zstd(cx, p, n);
+    if (r == NULL) PyErr_Clear();
+    return r;
 }
 
 /* ------------------------------------------------------------------ value classes */
