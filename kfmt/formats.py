@@ -101,13 +101,20 @@ def backend_module(fmt, backend: str | None = None):
     python backend for a package generated elsewhere whose C extension was not built)."""
     if backend is not None:
         return _module(fmt, _checked(backend))
+    return of_default_backend(lambda name: _module(fmt, name))
+
+
+def of_default_backend(load):
+    """``load(name)`` for the default backend, the python one where the native module cannot be imported
+    (a package generated elsewhere whose C extension was not built, a schema the native backend does not
+    lower): the one rule for formats and for Kafka's message schemas (kfmt.payloads)."""
     name = default_backend()
     if name == "native":
         try:
-            return _module(fmt, name)
+            return load(name)
         except ImportError:
-            return _module(fmt, "python")
-    return _module(fmt, name)
+            return load("python")
+    return load(name)
 
 
 @lru_cache(maxsize=None)

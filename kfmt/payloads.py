@@ -18,7 +18,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from kfmt.formats import default_backend
+from kfmt.formats import of_default_backend
 from kfmt.runtime.errors import CodecError, InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -116,13 +116,7 @@ def _codec(schema: str, backend: str | None = None):
 
 @functools.lru_cache(maxsize=None)
 def _default_codec(schema: str, _env: str | None):
-    name = default_backend()
-    if name == "native":
-        try:
-            return _module(schema, name)
-        except ImportError:  # not built here, or a schema whose decoder the native backend does not lower
-            return _module(schema, "python")
-    return _module(schema, name)
+    return of_default_backend(lambda name: _module(schema, name))
 
 
 @functools.lru_cache(maxsize=None)

@@ -543,11 +543,7 @@ class EncGen:
 
     def args(self, callee: str) -> str:
         """The values of ``callee``'s parameters: int64s, and strings of this struct as their objects."""
-        params = self.low.by_name[callee].params
-        return "".join(
-            f", l_{p.name}" if p.owner == self.st.name and self.low.is_text(p) else f", {self.low.ref(p, self.st)}"
-            for p in params
-        )
+        return self.low.args(callee, self.st, text_objects=True)
 
     def array(self, f: n.Field, wire: n.ArrayType, depth: int) -> None:
         lv = f"l_{f.name}"

@@ -167,9 +167,13 @@ class Lowering:
             return f"({self.expr(e.cond, st)} ? {self.expr(e.then, st)} : {self.expr(e.otherwise, st)})"
         raise Unsupported(f"expression {type(e).__name__} when decoding")
 
-    def args(self, callee: str, st: Struct) -> str:
-        """The arguments of a call of ``callee``'s decoder from ``st``'s: the values its parameters name."""
-        return "".join(f", {self.ref(p, st)}" for p in self.by_name[callee].params)
+    def args(self, callee: str, st: Struct, text_objects: bool = False) -> str:
+        """The arguments of a call of ``callee``'s decoder (or encoder) from ``st``'s: the values its parameters
+        name; with ``text_objects`` a string field of ``st`` is passed as its object (``l_<name>``, the encoder's)."""
+        return "".join(
+            f", l_{p.name}" if text_objects and p.owner == st.name and self.is_text(p) else f", {self.ref(p, st)}"
+            for p in self.by_name[callee].params
+        )
 
     def enum_of(self, ref: n.Ref) -> str:
         st = self.by_name[ref.owner]
