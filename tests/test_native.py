@@ -356,7 +356,10 @@ def _fast_path_payloads(blob: bytes) -> dict:
     zc = zstandard.ZstdCompressor(write_content_size=False)
     zs = zc.compress(blob)
     flip = lambda b, i: b[:i] + bytes((b[i] ^ 0x5A,)) + b[i + 1 :]  # noqa: E731
+    gz = compress("gzip", blob)
     return {
+        "gzip": [gz, gz + compress("gzip", blob[:third]), gz + b"trailing", gz + b"\x1f\x8b" + b"\x00" * 8, gz[:-6],
+                 flip(gz, len(gz) // 2), compress("gzip", blob + b"\x00" * (1 << 20))],
         "snappy": [compress("snappy", blob), snappy.compress(blob), xerial(blob[:third], blob[third:2 * third], blob[2 * third:]),
                    xerial(blob[:third]) + xerial(blob[third:]), xerial(), flip(xerial(blob), 25), xerial(blob)[:-7],
                    xerial(blob)[:20] + b"\xff\xff\xff\xff\x0f" + xerial(blob)[25:], b"\x82SNAPPY\x00" + b"\x00" * 9],
@@ -372,7 +375,7 @@ def _fast_path_payloads(blob: bytes) -> dict:
 
 
 def test_decompression_fast_paths_give_the_python_functions_result_or_error():
-    """The C decoders decompress Kafka's usual snappy, LZ4 and zstd payloads themselves (the libraries'
+    """The C decoders decompress Kafka's usual gzip, snappy, LZ4 and zstd payloads themselves (the libraries'
     functions, not the python framing code); on every shape, usual or not, damaged or over a limit, the
     batch decodes to the python backend's value or its exact error, v2 and legacy wrappers alike."""
     import struct
@@ -386,7 +389,7 @@ def test_decompression_fast_paths_give_the_python_functions_result_or_error():
     nat, py = backend_module("kafka_v2", "native"), backend_module("kafka_v2", "python")
     tight = kfmt.DecodeOptions(max_decompressed=len(blob) - 10)
     checked = 0
-    for codec_id, (codec, payloads) in enumerate(_fast_path_payloads(blob).items(), start=2):
+    for codec_id, (codec, payloads) in enumerate(_fast_path_payloads(blob).items(), start=1):
         for payload in payloads:
             header = struct.pack(">hiqqqhii", codec_id, len(recs) - 1, 7, 7 + 59, -1, -1, -1, len(recs))
             body = header + payload
@@ -398,8 +401,8 @@ def test_decompression_fast_paths_give_the_python_functions_result_or_error():
             shape = (codec, payloads.index(payload))
             if shape in FAST_SHAPES or shape in PYTHON_SHAPES:
                 assert _runs_python_framing(nat, data) == (shape in PYTHON_SHAPES), shape
-    assert checked == 2 * 28
-    for magic, codec in ((0, "lz4"), (1, "lz4"), (0, "snappy"), (1, "snappy")):
+    assert checked == 2 * 35
+    for magic, codec in ((0, "lz4"), (1, "lz4"), (0, "snappy"), (1, "snappy"), (0, "gzip"), (1, "gzip")):
         legacy = [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs[:7]]
         data = kfmt.encode_batch(legacy, magic=magic, codec=codec)
         mod_n, mod_p = backend_module(f"kafka_v{magic}", "native"), backend_module(f"kafka_v{magic}", "python")
@@ -408,10 +411,11 @@ def test_decompression_fast_paths_give_the_python_functions_result_or_error():
 
 #: payloads of _fast_path_payloads (codec, index) decompressed from C: Kafka's own, raw and multi-block snappy,
 #: concatenated xerial streams, LZ4 with a content size or a stored block, zstd with a content size
-FAST_SHAPES = {("snappy", 0), ("snappy", 1), ("snappy", 2), ("snappy", 3), ("lz4", 0), ("lz4", 1), ("lz4", 2),
+FAST_SHAPES = {("gzip", 0), ("snappy", 0), ("snappy", 1), ("snappy", 2), ("snappy", 3), ("lz4", 0), ("lz4", 1), ("lz4", 2),
                ("zstd", 0), ("zstd", 1)}  # fmt: skip
-#: ... and handed to the python code: a xerial header alone, LZ4 block checksums, two zstd frames
-PYTHON_SHAPES = {("snappy", 4), ("lz4", 3), ("zstd", 2)}
+#: ... and handed to the python code: two gzip members, a gzip output over 1 MiB, a xerial header alone, LZ4
+#: block checksums, two zstd frames
+PYTHON_SHAPES = {("gzip", 1), ("gzip", 6), ("snappy", 4), ("lz4", 3), ("zstd", 2)}
 
 
 def _runs_python_framing(mod, data) -> bool:

@@ -236,10 +236,11 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
  * with independent blocks and no block checksums (lz4.block), a payload that is exactly one zstd frame (zstandard). The result is
  * what kfmt.runtime.compression.decompress returns, and only returned when it is certain to be: anything
  * else (a limit reached, an unusual flag, damage, a library error) answers NULL with no error set and the
- * caller hands the payload to that function, whose result or error is exact. */
+ * caller hands the payload to that function, whose result or error is exact. Gzip: one member inflated
+ * whole by zlib-ng within min(max_decompressed, 1 MiB), which no allowance refuses. */
 
 static PyObject *kf_snappy_uncompress, *kf_lz4_block_decompress, *kf_zstd_class, *kf_s_uncompressed_size,
-    *kf_s_max_output_size, *kf_s_unzstd;
+    *kf_s_max_output_size, *kf_s_unzstd, *kf_inflate_obj;
 static int kf_fast_state; /* 0: not looked up yet, 1: ready, -1: unavailable */
 
 static PyObject *kf_attr_of(const char *module, const char *name) {
@@ -255,11 +256,14 @@ static int kf_fast_ready(void) {
         kf_snappy_uncompress = kf_attr_of("snappy", "uncompress");
         kf_lz4_block_decompress = kf_attr_of("lz4.block", "decompress");
         kf_zstd_class = kf_attr_of("zstandard", "ZstdDecompressor");
+        PyObject *lib = kf_attr_of("kfmt.runtime.compression", "_inflate_lib"); /* zlib-ng, as the python code */
+        kf_inflate_obj = lib == NULL ? NULL : PyObject_GetAttrString(lib, "decompressobj");
+        Py_XDECREF(lib);
         kf_s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
         kf_s_max_output_size = PyUnicode_InternFromString("max_output_size");
         kf_s_unzstd = PyUnicode_InternFromString("kfmt.unzstd");
         kf_fast_state = kf_snappy_uncompress && kf_lz4_block_decompress && kf_zstd_class && kf_s_uncompressed_size &&
-                                kf_s_max_output_size && kf_s_unzstd
+                                kf_s_max_output_size && kf_s_unzstd && kf_inflate_obj
                             ? 1
                             : -1;
         PyErr_Clear();
@@ -311,6 +315,9 @@ static PyObject *kf_join(PyObject **parts, int k, Py_ssize_t total) {
 }
 
 #define KF_FAST_PARTS 64
+/* pieces are joined (the output held twice for a moment) only up to this size; larger outputs go through
+ * the python code, which gives up its buffer without a copy */
+#define KF_FAST_JOIN_MAX (4 << 20)
 static const uint8_t KF_XERIAL[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 
 static PyObject *kf_fast_snappy(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) {
@@ -338,7 +345,7 @@ static PyObject *kf_fast_snappy(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n
     long long sizes[KF_FAST_PARTS];
     for (int i = 0; i < k; i++) {
         sizes[i] = kf_snappy_len(p + starts[i], lens[i]);
-        if (sizes[i] < 0 || (total += sizes[i]) > limit) return NULL;
+        if (sizes[i] < 0 || (total += sizes[i]) > limit || (k > 1 && total > KF_FAST_JOIN_MAX)) return NULL;
     }
     PyObject *parts[KF_FAST_PARTS];
     for (int i = 0; i < k; i++) {
@@ -402,7 +409,7 @@ static PyObject *kf_fast_lz4(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n, i
         if (parts[k] == NULL) goto fail;
         total += PyBytes_GET_SIZE(parts[k++]);
         pos += len;
-        if (total > limit) goto fail;
+        if (total > limit || (k > 1 && total > KF_FAST_JOIN_MAX)) goto fail;
     }
     if (k == 0) return PyBytes_FromStringAndSize(NULL, 0);
     return kf_join(parts, k, total);
@@ -463,11 +470,37 @@ static PyObject *kf_fast_zstd(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) 
     return r;
 }
 
+/* len(getattr(o, name)) == 0 */
+static int kf_attr_empty(PyObject *o, const char *name) {
+    PyObject *v = PyObject_GetAttrString(o, name);
+    int r = v != NULL && PyBytes_Check(v) && PyBytes_GET_SIZE(v) == 0;
+    Py_XDECREF(v);
+    return r;
+}
+
+static PyObject *kf_fast_gzip(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) {
+    long long cap = cx->max_decompressed < (1LL << 20) ? cx->max_decompressed : (1LL << 20);
+    PyObject *wbits = PyLong_FromLong(31), *d = wbits == NULL ? NULL : PyObject_CallOneArg(kf_inflate_obj, wbits);
+    Py_XDECREF(wbits);
+    if (d == NULL) return NULL;
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ), *r = NULL;
+    if (view != NULL) r = PyObject_CallMethod(d, "decompress", "OL", view, cap);
+    Py_XDECREF(view);
+    PyObject *eof = r == NULL ? NULL : PyObject_GetAttrString(d, "eof");
+    int whole = eof == Py_True && kf_attr_empty(d, "unused_data") && kf_attr_empty(d, "unconsumed_tail");
+    Py_XDECREF(eof);
+    Py_DECREF(d);
+    if (r != NULL && (!whole || !PyBytes_CheckExact(r) || PyBytes_GET_SIZE(r) > cap)) Py_CLEAR(r);
+    return r;
+}
+
 /* ``codec``'s payload p[0:n] decompressed here, or NULL (no error set): the python function decides */
 static PyObject *kf_decompress_fast(const kf_ctx *cx, PyObject *codec, const uint8_t *p, Py_ssize_t n, int magic) {
     if (n == 0 || !PyUnicode_Check(codec) || !kf_fast_ready()) return NULL;
     PyObject *r = NULL;
-    if (PyUnicode_CompareWithASCIIString(codec, "snappy") == 0)
+    if (PyUnicode_CompareWithASCIIString(codec, "gzip") == 0)
+        r = kf_fast_gzip(cx, p, n);
+    else if (PyUnicode_CompareWithASCIIString(codec, "snappy") == 0)
         r = kf_fast_snappy(cx, p, n);
     else if (PyUnicode_CompareWithASCIIString(codec, "lz4") == 0)
         r = kf_fast_lz4(cx, p, n, magic != 0);
