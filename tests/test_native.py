@@ -440,3 +440,35 @@ def _outcome(mod, data, opts):
     except kfmt.CodecError as e:
         return type(e).__name__, str(e)
     return repr(value), end
+
+
+def test_validity_bytes_appear_with_the_first_null_and_roll_back():
+    """A column's validity bytes are written only once it holds a null (then a 1 for every value before it);
+    rolling back past that null leaves a column with none again; the bitmaps taken say exactly which rows
+    are null."""
+    from kfmt.runtime.native._columns import Columns
+
+    c = Columns()
+    c.append_row(0, 5, b"k", b"v", [], [])
+    m = c.mark()
+    c.append_row(1, 5, None, b"v", [b"h"], [None])  # the key column's and header values' first nulls
+    c.rollback(m)
+    t = c.take()
+    assert t["rows"] == 1 and t["key_ok"] == (None, 0) and t["hvalue_ok"] == (None, 0) and t["nheaders"] == 0
+    for i in range(9):
+        c.append_row(i, 5, b"k", b"v", [b"h"], [b"x"])
+    c.append_row(9, None, None, None, [b"h"], [None])  # row 9: no timestamp, key or value; header 9 null
+    c.append_row(None, 5, b"k", b"v", [], [])  # row 10: no offset
+    c.null_row()  # row 11: a quarantined region's row, null everywhere
+    t = c.take()
+    assert t["rows"] == 12 and t["nheaders"] == 10
+
+    def nulls(bits, n):
+        return [i for i in range(n) if not bits[i >> 3] >> (i & 7) & 1]
+
+    for name, rows in (("offset_ok", [10, 11]), ("timestamp_ok", [9, 11]), ("key_ok", [9, 11]), ("value_ok", [9, 11])):
+        bits, count = t[name]
+        assert count == len(rows) and nulls(bits, 12) == rows, name
+    bits, count = t["hvalue_ok"]
+    assert count == 1 and nulls(bits, 10) == [9]
+    assert c.take()["offset_ok"] == (None, 0)  # taken: the next rows start with no validity bytes

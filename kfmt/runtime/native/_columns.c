@@ -46,10 +46,14 @@ static PyObject *cols_rollback(kf_cols *c, PyObject *mark) {
 
 /* A row with every record column null (a quarantined region's row) */
 static PyObject *cols_null_row(kf_cols *c, PyObject *unused) {
-    if (kf_w_i64(&c->offset, 0) || kf_w_u8(&c->off_ok, 0) || kf_w_i64(&c->ts, 0) || kf_w_u8(&c->ts_ok, 0) ||
-        kf_cols_bin(&c->key_off, &c->key, &c->key_ok, NULL, -1) ||
-        kf_cols_bin(&c->val_off, &c->val, &c->val_ok, NULL, -1) || kf_w_i32(&c->h_off, c->headers))
+    kf_cols_mark m;
+    kf_cols_mark_at(c, &m);
+    if (kf_w_i64(&c->offset, 0) || kf_cols_null(&c->off_ok, c->rows) || kf_w_i64(&c->ts, 0) ||
+        kf_cols_null(&c->ts_ok, c->rows) || kf_cols_bin(&c->key_off, &c->key, &c->key_ok, c->rows, NULL, -1) ||
+        kf_cols_bin(&c->val_off, &c->val, &c->val_ok, c->rows, NULL, -1) || kf_w_i32(&c->h_off, c->headers)) {
+        kf_cols_rollback(c, &m);
         return NULL;
+    }
     c->rows++;
     Py_RETURN_NONE;
 }
@@ -107,12 +111,24 @@ static PyObject *cols_append_row(kf_cols *c, PyObject *const *args, Py_ssize_t n
         if (r > 0) PyErr_SetString(PyExc_ValueError, "the columns are full");
         return NULL;
     }
-    if (args[0] == Py_None) c->off_ok.p[c->off_ok.n - 1] = 0;
+    if (args[0] == Py_None) { /* a record with no offset: the row just appended is null there */
+        if (c->off_ok.n) {
+            c->off_ok.p[c->off_ok.n - 1] = 0;
+        } else if (kf_cols_null(&c->off_ok, c->rows - 1)) {
+            kf_cols_rollback(c, &m);
+            return NULL;
+        }
+    }
     Py_RETURN_NONE;
 }
 
-/* validity bytes -> (Arrow bitmap as bytes, or None when nothing is null; null count) */
+/* validity bytes -> (Arrow bitmap as bytes, or None when nothing is null; null count); none written: no null */
 static PyObject *bitmap(const kf_w *ok, Py_ssize_t n) {
+    if (ok->n == 0) return Py_BuildValue("(On)", Py_None, (Py_ssize_t)0);
+    if (ok->n != n) {
+        PyErr_SetString(PyExc_SystemError, "kfmt: validity bytes out of step with their column");
+        return NULL;
+    }
     Py_ssize_t nulls = 0;
     for (Py_ssize_t i = 0; i < n; i++) nulls += !ok->p[i];
     if (nulls == 0) return Py_BuildValue("(On)", Py_None, (Py_ssize_t)0);

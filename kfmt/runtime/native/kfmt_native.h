@@ -889,8 +889,8 @@ static inline int64_t kf_enum_id(PyObject *const *table, int top, PyObject *o) {
 #define KFMT_NATIVE_COLS
 
 /* The record columns of the Spark source (offset, timestamp, key, value, headers) as Arrow buffers being
- * filled: int64 values, int32 offsets + data for binary and string, a byte per row for validity (packed into
- * Arrow bitmaps when taken).  The Python type is kfmt.runtime.native._columns.Columns; generated decoders
+ * filled: int64 values, int32 offsets + data for binary and string, a byte per row for validity once a column
+ * holds a null (kf_cols_null; packed into Arrow bitmaps when taken).  The Python type is kfmt.runtime.native._columns.Columns; generated decoders
  * append rows to it directly. */
 typedef struct kf_cols_s {
     PyObject_HEAD
@@ -923,14 +923,29 @@ static inline int kf_w_u8(kf_w *w, uint8_t v) {
     return 0;
 }
 
-/* A binary value (NULL pointer with n < 0: null) into offsets/data/validity; 1: over the int32 offsets. */
-static inline int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, const uint8_t *p, int64_t n) {
+/* Validity bytes are written only once a column holds a null: until then ``ok->n`` is 0 and every value so
+ * far is valid (most columns never hold one); the first null writes a 1 for each of the ``before`` values
+ * ahead of it. So ``ok->n`` is 0 or the column's length, and a rollback to a mark keeps that true. */
+static inline int kf_cols_valid(kf_w *ok) { return ok->n ? kf_w_u8(ok, 1) : 0; }
+
+static int kf_cols_null(kf_w *ok, Py_ssize_t before) {
+    if (ok->n == 0 && before > 0) {
+        if (kf_w_reserve(ok, before + 1)) return -1;
+        memset(ok->p, 1, (size_t)before);
+        ok->n = before;
+    }
+    return kf_w_u8(ok, 0);
+}
+
+/* A binary value (NULL pointer with n < 0: null), the ``idx``-th of its column, into offsets/data/validity;
+ * 1: over the int32 offsets. */
+static inline int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, const uint8_t *p, int64_t n) {
     if (n < 0) {
-        if (kf_w_u8(ok, 0)) return -1;
+        if (kf_cols_null(ok, idx)) return -1;
         return kf_w_i32(off, data->n);
     }
     if (data->n + n > INT32_MAX) return 1;
-    if (kf_w_put(data, (const char *)p, n) || (ok != NULL && kf_w_u8(ok, 1))) return -1;
+    if (kf_w_put(data, (const char *)p, n) || (ok != NULL && kf_cols_valid(ok))) return -1;
     return kf_w_i32(off, data->n);
 }
 
@@ -974,9 +989,9 @@ static int kf_utf8_ok(const uint8_t *p, Py_ssize_t n) {
  * replaces its bad bytes, as Kafka's consumer does). */
 static inline int kf_cols_header(kf_cols *c, const uint8_t *kp, int64_t kn, const uint8_t *vp, int64_t vn) {
     if (!kf_utf8_ok(kp, kn)) return 1;
-    int r = kf_cols_bin(&c->hk_off, &c->hk, NULL, kp, kn);
+    int r = kf_cols_bin(&c->hk_off, &c->hk, NULL, c->headers, kp, kn);
     if (r) return r;
-    r = kf_cols_bin(&c->hv_off, &c->hv, &c->hv_ok, vp, vn);
+    r = kf_cols_bin(&c->hv_off, &c->hv, &c->hv_ok, c->headers, vp, vn);
     if (r) return r;
     c->headers++;
     return 0;
@@ -988,11 +1003,11 @@ static inline int kf_cols_header(kf_cols *c, const uint8_t *kp, int64_t kn, cons
 static inline int kf_cols_row(kf_cols *c, int64_t offset, int has_ts, int64_t ts, const uint8_t *kp, int64_t kn,
                               const uint8_t *vp, int64_t vn) {
     int r;
-    if (kf_w_i64(&c->offset, offset) || kf_w_u8(&c->off_ok, 1)) return -1;
+    if (kf_w_i64(&c->offset, offset) || kf_cols_valid(&c->off_ok)) return -1;
     int ok = has_ts && ts != -1;
-    if (kf_w_i64(&c->ts, ok ? ts : 0) || kf_w_u8(&c->ts_ok, (uint8_t)ok)) return -1;
-    if ((r = kf_cols_bin(&c->key_off, &c->key, &c->key_ok, kp, kn))) return r;
-    if ((r = kf_cols_bin(&c->val_off, &c->val, &c->val_ok, vp, vn))) return r;
+    if (kf_w_i64(&c->ts, ok ? ts : 0) || (ok ? kf_cols_valid(&c->ts_ok) : kf_cols_null(&c->ts_ok, c->rows))) return -1;
+    if ((r = kf_cols_bin(&c->key_off, &c->key, &c->key_ok, c->rows, kp, kn))) return r;
+    if ((r = kf_cols_bin(&c->val_off, &c->val, &c->val_ok, c->rows, vp, vn))) return r;
     if (kf_w_i32(&c->h_off, c->headers)) return -1;
     c->rows++;
     return 0;
