@@ -240,7 +240,8 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
  * whole by zlib-ng within min(max_decompressed, 1 MiB), which no allowance refuses. */
 
 static PyObject *kf_snappy_uncompress, *kf_lz4_block_decompress, *kf_zstd_class, *kf_s_uncompressed_size,
-    *kf_s_max_output_size, *kf_s_unzstd, *kf_inflate_obj;
+    *kf_s_max_output_size, *kf_s_unzstd, *kf_inflate_obj, *kf_s_decompress, *kf_s_eof, *kf_s_unused_data,
+    *kf_s_unconsumed_tail, *kf_gzip_wbits;
 static int kf_fast_state; /* 0: not looked up yet, 1: ready, -1: unavailable */
 
 static PyObject *kf_attr_of(const char *module, const char *name) {
@@ -262,8 +263,14 @@ static int kf_fast_ready(void) {
         kf_s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
         kf_s_max_output_size = PyUnicode_InternFromString("max_output_size");
         kf_s_unzstd = PyUnicode_InternFromString("kfmt.unzstd");
+        kf_s_decompress = PyUnicode_InternFromString("decompress");
+        kf_s_eof = PyUnicode_InternFromString("eof");
+        kf_s_unused_data = PyUnicode_InternFromString("unused_data");
+        kf_s_unconsumed_tail = PyUnicode_InternFromString("unconsumed_tail");
+        kf_gzip_wbits = PyLong_FromLong(31);
         kf_fast_state = kf_snappy_uncompress && kf_lz4_block_decompress && kf_zstd_class && kf_s_uncompressed_size &&
-                                kf_s_max_output_size && kf_s_unzstd && kf_inflate_obj
+                                kf_s_max_output_size && kf_s_unzstd && kf_inflate_obj && kf_s_decompress && kf_s_eof &&
+                                kf_s_unused_data && kf_s_unconsumed_tail && kf_gzip_wbits
                             ? 1
                             : -1;
         PyErr_Clear();
@@ -459,9 +466,7 @@ static PyObject *kf_fast_zstd(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) 
     PyObject *r = NULL;
     if (view != NULL && cap_o != NULL && names != NULL) {
         PyObject *args[3] = {d, view, cap_o};
-        PyObject *meth = PyObject_GetAttrString(d, "decompress");
-        if (meth != NULL) r = PyObject_Vectorcall(meth, args + 1, 1, names);
-        Py_XDECREF(meth);
+        r = PyObject_VectorcallMethod(kf_s_decompress, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, names);
     }
     Py_XDECREF(view);
     Py_XDECREF(cap_o);
@@ -471,8 +476,8 @@ static PyObject *kf_fast_zstd(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) 
 }
 
 /* len(getattr(o, name)) == 0 */
-static int kf_attr_empty(PyObject *o, const char *name) {
-    PyObject *v = PyObject_GetAttrString(o, name);
+static int kf_attr_empty(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
     int r = v != NULL && PyBytes_Check(v) && PyBytes_GET_SIZE(v) == 0;
     Py_XDECREF(v);
     return r;
@@ -480,14 +485,17 @@ static int kf_attr_empty(PyObject *o, const char *name) {
 
 static PyObject *kf_fast_gzip(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) {
     long long cap = cx->max_decompressed < (1LL << 20) ? cx->max_decompressed : (1LL << 20);
-    PyObject *wbits = PyLong_FromLong(31), *d = wbits == NULL ? NULL : PyObject_CallOneArg(kf_inflate_obj, wbits);
-    Py_XDECREF(wbits);
+    PyObject *d = PyObject_CallOneArg(kf_inflate_obj, kf_gzip_wbits);
     if (d == NULL) return NULL;
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ), *r = NULL;
-    if (view != NULL) r = PyObject_CallMethod(d, "decompress", "OL", view, cap);
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ), *cap_o = PyLong_FromLongLong(cap), *r = NULL;
+    if (view != NULL && cap_o != NULL) {
+        PyObject *args[3] = {d, view, cap_o};
+        r = PyObject_VectorcallMethod(kf_s_decompress, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
     Py_XDECREF(view);
-    PyObject *eof = r == NULL ? NULL : PyObject_GetAttrString(d, "eof");
-    int whole = eof == Py_True && kf_attr_empty(d, "unused_data") && kf_attr_empty(d, "unconsumed_tail");
+    Py_XDECREF(cap_o);
+    PyObject *eof = r == NULL ? NULL : PyObject_GetAttr(d, kf_s_eof);
+    int whole = eof == Py_True && kf_attr_empty(d, kf_s_unused_data) && kf_attr_empty(d, kf_s_unconsumed_tail);
     Py_XDECREF(eof);
     Py_DECREF(d);
     if (r != NULL && (!whole || !PyBytes_CheckExact(r) || PyBytes_GET_SIZE(r) > cap)) Py_CLEAR(r);
