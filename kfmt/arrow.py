@@ -406,9 +406,7 @@ def _arrow_batches(source, where, columns, verify_crc, format, backend, on_corru
                 cols.add_run(0, b)
             elif isinstance(b, CodecError):
                 _damage(cols, source, n, where, pos, end, b, on_corrupt)
-            elif (b.is_control and not include_control) or (txns is not None and txns.is_dropped(b)):
-                cols.drop(b)
-            else:
+            elif kept(cols, b, include_control, txns.is_dropped if txns is not None else None):
                 cols.add_batch(pos, b)
             if cols.full():
                 yield cols.to_arrow(pa, where)
@@ -418,6 +416,16 @@ def _arrow_batches(source, where, columns, verify_crc, format, backend, on_corru
         if not being_written(e, n, where.path, reread):
             raise
     yield cols.to_arrow(pa, where)
+
+
+def kept(cols, b, include_control: bool, dropped=None, lo=None, hi=None) -> bool:
+    """Whether a decoded batch's rows are wanted: not a control batch (unless asked for), not aborted
+    (``dropped``), within the offset bounds; a batch already in the sink that is not wanted is taken out again.
+    The one filter of read_arrow and the Spark source."""
+    if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
+        cols.drop(b)
+        return False
+    return not ((lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi))
 
 
 def _damage(cols, source, n: int, where, pos: int, end: int, e, on_corrupt: str) -> None:

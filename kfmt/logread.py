@@ -23,6 +23,7 @@ from kfmt.arrow import (
     add_decoded,
     arrow_schema,
     decoding_reads,
+    kept,
     new_sink,
     null_empty_headers,
     projected_schema,
@@ -572,7 +573,7 @@ def _read_range(
                 cols.add_run(part.start, b)
             elif isinstance(b, kfmt.CodecError):
                 skipped += _corrupt(cols, part, data, pos, end, b, on_corrupt)
-            elif _kept(cols, b, include_control, dropped, lo, hi):
+            elif kept(cols, b, include_control, dropped, lo, hi):
                 cols.add_batch(part.start + pos, b, lo, hi)
             if cols.full():
                 yield cols.to_arrow(pa, part)
@@ -604,15 +605,6 @@ def _corrupt(cols, part: SegmentSlice, data, pos: int, end: int, e, on_corrupt: 
     cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
     cols.add_corrupt(part.start + pos, f"{e}{cut}", raw)
     return 0
-
-
-def _kept(cols, b, include_control: bool, dropped, lo, hi) -> bool:
-    """Whether a decoded batch's rows are wanted: not a control batch (unless asked for), not aborted, within
-    the offset bounds; a batch already in the sink that is not wanted is taken out again."""
-    if (b.is_control and not include_control) or (dropped is not None and dropped(b)):
-        cols.drop(b)
-        return False
-    return not ((lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi))
 
 
 def _being_written(part: SegmentSlice, e, n: int, raw=None) -> bool:

@@ -239,8 +239,8 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
  * caller hands the payload to that function, whose result or error is exact. Gzip: one member inflated
  * whole by zlib-ng within min(max_decompressed, 1 MiB), which no allowance refuses. */
 
-static PyObject *kf_snappy_uncompress, *kf_lz4_block_decompress, *kf_zstd_class, *kf_s_uncompressed_size,
-    *kf_s_max_output_size, *kf_s_unzstd, *kf_inflate_obj, *kf_s_decompress, *kf_s_eof, *kf_s_unused_data,
+static PyObject *kf_snappy_uncompress, *kf_lz4_block_decompress, *kf_zstd_class, *kf_k_uncompressed_size,
+    *kf_k_max_output_size, *kf_s_unzstd, *kf_inflate_obj, *kf_s_decompress, *kf_s_eof, *kf_s_unused_data,
     *kf_s_unconsumed_tail, *kf_gzip_wbits;
 static int kf_fast_state; /* 0: not looked up yet, 1: ready, -1: unavailable */
 
@@ -260,16 +260,16 @@ static int kf_fast_ready(void) {
         PyObject *lib = kf_attr_of("kfmt.runtime.compression", "_inflate_lib"); /* zlib-ng, as the python code */
         kf_inflate_obj = lib == NULL ? NULL : PyObject_GetAttrString(lib, "decompressobj");
         Py_XDECREF(lib);
-        kf_s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
-        kf_s_max_output_size = PyUnicode_InternFromString("max_output_size");
+        kf_k_uncompressed_size = Py_BuildValue("(s)", "uncompressed_size"); /* keyword names, as tuples */
+        kf_k_max_output_size = Py_BuildValue("(s)", "max_output_size");
         kf_s_unzstd = PyUnicode_InternFromString("kfmt.unzstd");
         kf_s_decompress = PyUnicode_InternFromString("decompress");
         kf_s_eof = PyUnicode_InternFromString("eof");
         kf_s_unused_data = PyUnicode_InternFromString("unused_data");
         kf_s_unconsumed_tail = PyUnicode_InternFromString("unconsumed_tail");
         kf_gzip_wbits = PyLong_FromLong(31);
-        kf_fast_state = kf_snappy_uncompress && kf_lz4_block_decompress && kf_zstd_class && kf_s_uncompressed_size &&
-                                kf_s_max_output_size && kf_s_unzstd && kf_inflate_obj && kf_s_decompress && kf_s_eof &&
+        kf_fast_state = kf_snappy_uncompress && kf_lz4_block_decompress && kf_zstd_class && kf_k_uncompressed_size &&
+                                kf_k_max_output_size && kf_s_unzstd && kf_inflate_obj && kf_s_decompress && kf_s_eof &&
                                 kf_s_unused_data && kf_s_unconsumed_tail && kf_gzip_wbits
                             ? 1
                             : -1;
@@ -285,14 +285,12 @@ static inline long long kf_allowance(const kf_ctx *cx, long long n) {
     return r < cx->max_decompressed ? r : cx->max_decompressed;
 }
 
-/* f(view of p[0:n], **{kw: kwv}) or f(view) */
+/* f(view of p[0:n], **{kw[0]: kwv}) or f(view); ``kw`` a one-name tuple made once */
 static PyObject *kf_call_view(PyObject *f, const uint8_t *p, Py_ssize_t n, PyObject *kw, PyObject *kwv) {
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
     if (view == NULL) return NULL;
     PyObject *args[2] = {view, kwv};
-    PyObject *names = kw == NULL ? NULL : PyTuple_Pack(1, kw);
-    PyObject *r = (kw == NULL || names != NULL) ? PyObject_Vectorcall(f, args, 1, names) : NULL;
-    Py_XDECREF(names);
+    PyObject *r = PyObject_Vectorcall(f, args, 1, kw);
     Py_DECREF(view);
     if (r != NULL && !PyBytes_CheckExact(r)) Py_CLEAR(r);
     return r;
@@ -410,7 +408,7 @@ static PyObject *kf_fast_lz4(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n, i
             parts[k] = PyBytes_FromStringAndSize((const char *)p + pos, len);
         } else {
             PyObject *cap = PyLong_FromLongLong(room > 1 ? room : 1);
-            parts[k] = cap == NULL ? NULL : kf_call_view(kf_lz4_block_decompress, p + pos, len, kf_s_uncompressed_size, cap);
+            parts[k] = cap == NULL ? NULL : kf_call_view(kf_lz4_block_decompress, p + pos, len, kf_k_uncompressed_size, cap);
             Py_XDECREF(cap);
         }
         if (parts[k] == NULL) goto fail;
@@ -462,15 +460,13 @@ static PyObject *kf_fast_zstd(const kf_ctx *cx, const uint8_t *p, Py_ssize_t n) 
     if (cap > limit) cap = limit;
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
     PyObject *cap_o = PyLong_FromLongLong(cap);
-    PyObject *names = PyTuple_Pack(1, kf_s_max_output_size);
     PyObject *r = NULL;
-    if (view != NULL && cap_o != NULL && names != NULL) {
+    if (view != NULL && cap_o != NULL) {
         PyObject *args[3] = {d, view, cap_o};
-        r = PyObject_VectorcallMethod(kf_s_decompress, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, names);
+        r = PyObject_VectorcallMethod(kf_s_decompress, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kf_k_max_output_size);
     }
     Py_XDECREF(view);
     Py_XDECREF(cap_o);
-    Py_XDECREF(names);
     if (r != NULL && (!PyBytes_CheckExact(r) || PyBytes_GET_SIZE(r) > cap)) Py_CLEAR(r);
     return r;
 }
