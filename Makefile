@@ -9,7 +9,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 .PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-native clean
 
-setup: $(VENV)/.installed $(VENV)/.native
+setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,17 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	$(PY) -c "from kfmt.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
 	touch $@
 
+# the Spark source's JVM engine (kfmt.spark.read(..., engine="jvm")): the jvm backend's generated decoders and
+# the runtime in kfmt/runtime/jvm, compiled against the pyspark jars (optional: without a JDK the python engine
+# reads everything, and engine="auto" chooses it)
+JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java)
+$(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
+	$(PY) -c 'import sys; from kfmt.spark.jvm import main; sys.exit(main(["build"]))' || true
+	touch $@
+
 generate: setup
 	$(VENV)/bin/kfmt generate
-	$(MAKE) --no-print-directory $(VENV)/.native
+	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm
 
 check-generated: setup
 	$(VENV)/bin/kfmt generate --check

@@ -40,7 +40,7 @@ class Format:
 TOOL = "kfmt-generator"
 
 #: the comment syntax a file's stamp is written in, by language (the stamp marks files the generator owns)
-STAMP_STYLES = {"python": ("# ", ""), "markdown": ("<!-- ", " -->"), "c": ("/* ", "")}
+STAMP_STYLES = {"python": ("# ", ""), "markdown": ("<!-- ", " -->"), "c": ("/* ", ""), "java": ("// ", "")}
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
     import kfmt.spark
     kfmt.spark.register(spark)
     df = spark.read.format("kafka-log").load("/data/kafka-logs")
+    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")   # decoded on the JVM (kfmt.spark.jvm)
 
 The source and its planning (:mod:`kfmt.spark.source`), Structured Streaming (:mod:`kfmt.spark.stream`:
 ``readStream`` tails log directories, ``writeStream`` appends segments), the writer's row encoding and
@@ -10,6 +11,7 @@ commit (:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt
 """
 
 from kfmt.spark.datasource import KafkaLogDataSource, register, session_defaults
+from kfmt.spark.jvm import read
 from kfmt.spark.source import (
     KafkaLogReader,
     KafkaLogWriter,
@@ -27,6 +29,7 @@ __all__ = [
     "SegmentGroup",
     "SegmentSlice",
     "arrow_schema",
+    "read",
     "read_slice",
     "register",
     "save",

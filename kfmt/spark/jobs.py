@@ -24,14 +24,18 @@ def session(master: str = "local[*]", app: str = "kfmt", log_level: str = "ERROR
 
     import kfmt.spark
 
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
-        .getOrCreate()
     )
+    from kfmt.spark.jvm import jar
+
+    if jar():  # the JVM engine (kfmt.spark.read(..., engine="jvm"))
+        builder = builder.config("spark.jars", jar())
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     kfmt.spark.register(spark)
     return spark

@@ -1,0 +1,181 @@
+package kfmt.jvm;
+
+import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Arrays;
+import java.util.zip.GZIPInputStream;
+import net.jpountz.lz4.LZ4Exception;
+import net.jpountz.lz4.LZ4Factory;
+import net.jpountz.lz4.LZ4SafeDecompressor;
+import net.jpountz.xxhash.XXHash32;
+import net.jpountz.xxhash.XXHashFactory;
+import org.xerial.snappy.Snappy;
+
+/** Kafka's compression framings, read as kfmt.runtime.compression reads them, with the libraries Spark ships
+ * (java.util.zip, snappy-java, lz4-java, zstd-jni). The output goes into one buffer reused from payload to
+ * payload: {@link #out}, {@link #size} bytes. Every failure is a {@link Bad} naming the codec. */
+public final class Codecs {
+    private static final byte[] XERIAL = {(byte) 0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+    private static final LZ4SafeDecompressor LZ4 = LZ4Factory.fastestInstance().safeDecompressor();
+    private static final XXHash32 XXH = XXHashFactory.fastestInstance().hash32();
+    private static final String[] NAMES = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+    private final Limits limits;
+    public byte[] out = new byte[1 << 16];
+    public int size;
+
+    Codecs(Limits limits) {
+        this.limits = limits;
+    }
+
+    public static String name(int codec) {
+        return codec >= 0 && codec < NAMES.length ? NAMES[codec] : "codec " + codec;
+    }
+
+    /** Decompress b[pos, pos + n) into {@link #out}. */
+    public void decompress(int codec, int magic, byte[] b, int pos, int n, String path) throws Bad {
+        size = 0;
+        if (codec == 4 && magic < 2) throw new Bad(path, pos, "zstd is not allowed with magic " + magic, false);
+        if (n == 0) return; // an empty payload holds no records, whatever the codec
+        long limit = limits.allowance(n);
+        try {
+            switch (codec) {
+                case 1 -> stream(new GZIPInputStream(new ByteArrayInputStream(b, pos, n), 1 << 16), limit, path, pos);
+                case 2 -> snappy(b, pos, n, limit, path);
+                case 3 -> lz4(b, pos, n, magic != 0, path);
+                case 4 -> stream(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(b, pos, n)), limit, path, pos);
+                default -> throw new Bad(path, pos, "unknown compression codec " + codec, false);
+            }
+        } catch (Bad e) {
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            throw new Bad(path, pos, "corrupt " + name(codec) + " stream: " + e.getMessage(), false);
+        }
+    }
+
+    private void room(long need) {
+        if (need > out.length) out = Arrays.copyOf(out, (int) Math.min(Integer.MAX_VALUE - 8, Math.max(need, 2L * out.length)));
+    }
+
+    private Bad tooBig(long limit, String path, int at) {
+        return new Bad(path, at, "decompressed size exceeds the limit of " + limit + " bytes (max_decompressed / max_ratio)", false);
+    }
+
+    private void stream(InputStream in, long limit, String path, int at) throws IOException, Bad {
+        try (in) {
+            while (true) {
+                room(size + (1 << 16));
+                int got = in.read(out, size, out.length - size);
+                if (got < 0) return;
+                size += got;
+                if (size > limit) throw tooBig(limit, path, at);
+            }
+        }
+    }
+
+    private static int rawLength(byte[] b, int pos, int end) throws IOException {
+        int result = 0, shift = 0;
+        for (int i = 0; i < 5 && pos + i < end; i++) {
+            int x = b[pos + i];
+            result |= (x & 0x7F) << shift;
+            if (x >= 0) return result;
+            shift += 7;
+        }
+        throw new IOException("bad length preamble");
+    }
+
+    private void snappy(byte[] b, int pos, int n, long limit, String path) throws IOException, Bad {
+        int end = pos + n;
+        if (n < 16 || !Arrays.equals(b, pos, pos + 8, XERIAL, 0, 8)) {
+            block(b, pos, n, limit, path);
+            return;
+        }
+        long total = 0;
+        for (int p = pos + 16; p < end; ) { // the stated sizes first: nothing is inflated past the limit
+            if (p + 4 > end) throw new Bad(path, p, "xerial snappy stream ends inside a block length", false);
+            if (p + 8 <= end && Arrays.equals(b, p, p + 8, XERIAL, 0, 8)) {
+                p += 16;
+                continue;
+            }
+            int len = (int) Ctx.i32(b, p);
+            p += 4;
+            if (len < 0 || p + len > end) throw new Bad(path, p, "xerial snappy block length " + len + " is out of range", false);
+            total += rawLength(b, p, p + len);
+            if (total > limit) throw tooBig(limit, path, p);
+            p += len;
+        }
+        for (int p = pos + 16; p < end; ) {
+            if (Arrays.equals(b, p, Math.min(p + 8, end), XERIAL, 0, Math.min(8, end - p)) && p + 8 <= end) {
+                p += 16;
+                continue;
+            }
+            int len = (int) Ctx.i32(b, p);
+            p += 4;
+            block(b, p, len, limit, path);
+            p += len;
+        }
+    }
+
+    private void block(byte[] b, int pos, int n, long limit, String path) throws IOException, Bad {
+        int len = rawLength(b, pos, pos + n);
+        if (size + (long) len > limit) throw tooBig(limit, path, pos);
+        room(size + (long) len);
+        size += Snappy.uncompress(b, pos, n, out, size);
+    }
+
+    private void lz4(byte[] b, int pos, int n, boolean verifyHc, String path) throws Bad {
+        int end = pos + n;
+        if (n < 7 || Ctx.i32(b, pos) != 0x04224D18) throw new Bad(path, pos, "LZ4 frame: invalid magic bytes", false);
+        int flg = b[pos + 4] & 0xFF, bd = b[pos + 5] & 0xFF;
+        if (flg >> 6 != 1) throw new Bad(path, pos, "LZ4 frame: unsupported version " + (flg >> 6), false);
+        if ((flg & 0x20) == 0) throw new Bad(path, pos, "LZ4 frame: dependent block stream is unsupported", false);
+        if ((flg & 0x03) != 0) throw new Bad(path, pos, "LZ4 frame: reserved FLG bits / DictID are unsupported", false);
+        boolean checksums = (flg & 0x10) != 0;
+        if ((bd & 0x8F) != 0) throw new Bad(path, pos, "LZ4 frame: reserved BD bits set", false);
+        int code = (bd >> 4) & 7;
+        if (code < 4) throw new Bad(path, pos, "LZ4 frame: invalid block size code " + code, false);
+        int maxBlock = 1 << (8 + 2 * code);
+        int p = pos + 6 + ((flg & 0x08) != 0 ? 8 : 0);
+        if (p >= end) throw new Bad(path, pos, "LZ4 frame: header ends early", false);
+        if (verifyHc) {
+            int hc = (XXH.hash(b, pos + 4, p - pos - 4, 0) >> 8) & 0xFF;
+            if ((b[p] & 0xFF) != hc) throw new Bad(path, p, String.format("LZ4 frame: header checksum %#04x != %#04x", b[p] & 0xFF, hc), false);
+        }
+        p++;
+        while (true) {
+            if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing end mark", false);
+            int word = Integer.reverseBytes((int) Ctx.i32(b, p));
+            p += 4;
+            if (word == 0) return;
+            boolean raw = word < 0;
+            int len = word & 0x7FFFFFFF;
+            if (len > maxBlock || p + len > end) throw new Bad(path, p, "LZ4 frame: block of " + len + " bytes is out of range", false);
+            int at = p;
+            p += len;
+            if (checksums) {
+                if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing block checksum", false);
+                if (XXH.hash(b, at, len, 0) != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, p, "LZ4 frame: block checksum mismatch", false);
+                p += 4;
+            }
+            long limit = limits.allowance(p - pos);
+            long roomLeft = Math.min(maxBlock, limit - size);
+            if (raw) {
+                if (len > roomLeft) throw tooBig(limit, path, at);
+                room(size + (long) len);
+                System.arraycopy(b, at, out, size, len);
+                size += len;
+            } else {
+                room(size + Math.max(roomLeft, 1));
+                try {
+                    size += LZ4.decompress(b, at, len, out, size, (int) Math.max(roomLeft, 1));
+                } catch (LZ4Exception e) {
+                    if (roomLeft < maxBlock) throw tooBig(limit, path, at);
+                    throw new Bad(path, at, "corrupt lz4 stream: " + e.getMessage(), false);
+                }
+            }
+            if (size > limit) throw tooBig(limit, path, at);
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package kfmt.jvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+
+/** What kfmt's planner (kfmt.spark.jvm, on the driver) hands the JVM engine: the input partitions (groups of
+ * slices) and the read options that reach the executors. */
+public final class Plan implements Serializable {
+    public Limits limits = new Limits();
+    public boolean includeControl;
+    public boolean nullEmptyHeaders;
+    public String format;
+    public List<Slice[]> groups = new ArrayList<>();
+
+    public static Plan parse(String json) {
+        try {
+            JsonNode root = new ObjectMapper().readTree(json);
+            Plan p = new Plan();
+            JsonNode l = root.get("limits");
+            p.limits.verifyCrc = l.get("verify_crc").asBoolean();
+            p.limits.maxDecompressed = l.get("max_decompressed").asLong();
+            p.limits.maxRatio = l.get("max_ratio").asLong();
+            p.limits.maxRecords = l.get("max_records").asLong();
+            p.limits.maxHeaders = l.get("max_headers").asLong();
+            p.limits.maxBytes = l.get("max_bytes").asLong();
+            p.limits.maxDepth = l.get("max_depth").asInt();
+            p.includeControl = root.get("include_control").asBoolean();
+            p.nullEmptyHeaders = root.get("null_empty_headers").asBoolean();
+            p.format = root.get("format").isNull() ? null : root.get("format").asText();
+            for (JsonNode g : root.get("groups")) {
+                Slice[] group = new Slice[g.size()];
+                for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i));
+                p.groups.add(group);
+            }
+            return p;
+        } catch (java.io.IOException | RuntimeException e) {
+            throw new IllegalArgumentException("kafka-log-jvm: the option plan is not a plan made by kfmt.spark.jvm: " + e, e);
+        }
+    }
+
+    private static Long opt(JsonNode n) {
+        return n == null || n.isNull() ? null : n.asLong();
+    }
+
+    private static Slice slice(JsonNode j) {
+        Slice s = new Slice();
+        s.path = j.get("path").asText();
+        s.topic = j.get("topic").asText();
+        s.partition = j.get("partition").asInt();
+        s.start = j.get("start").asLong();
+        s.end = j.get("end").asLong();
+        s.first = opt(j.get("first"));
+        s.stop = opt(j.get("stop"));
+        s.liveEnd = j.get("live_end").asBoolean();
+        if (!j.get("aborted").isNull()) {
+            JsonNode a = j.get("aborted");
+            long[][] t = new long[a.size()][];
+            for (int i = 0; i < a.size(); i++) {
+                JsonNode x = a.get(i);
+                t[i] = new long[] {x.get(0).asLong(), x.get(1).isNull() ? Long.MIN_VALUE : x.get(1).asLong(), x.get(2).asLong()};
+            }
+            s.aborted = Slice.index(t);
+            s.open = new HashMap<>();
+            for (JsonNode o : j.get("open")) s.open.put(o.get(0).asLong(), o.get(1).asLong());
+        }
+        return s;
+    }
+}

@@ -1,0 +1,214 @@
+package kfmt.jvm;
+
+import java.util.Arrays;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** The rows of one Spark batch, column by column, only for the columns the query reads. Records within the
+ * slice's offset bounds are kept; a batch can be taken out again (rollback to a mark) when it is filtered. */
+final class Sink implements Rows {
+    private final StructType schema;
+    private final boolean want_key, want_value, want_headers, want_ts, want_offset;
+    long lo = Long.MIN_VALUE, hi = Long.MAX_VALUE;
+    int n;
+    private int cap = 1024;
+    long[] offset = new long[cap], ts = new long[cap];
+    byte[] tsNull = new byte[cap];
+    final Blobs key = new Blobs(cap), value = new Blobs(cap), hkey = new Blobs(64), hvalue = new Blobs(64);
+    int[] hoff = new int[cap + 1];
+    private int recordHeaders; // headers count when the current record began
+    // batch-level values, per row
+    int[] magic = new int[cap], epoch = new int[cap], sequence = new int[cap], leaderEpoch = new int[cap], tsType = new int[cap];
+    long[] base = new long[cap], pid = new long[cap], horizon = new long[cap], position = new long[cap];
+    byte[] horizonNull = new byte[cap], codec = new byte[cap];
+    boolean[] txn = new boolean[cap], control = new boolean[cap];
+
+    Sink(StructType schema) {
+        this.schema = schema;
+        java.util.Set<String> names = new java.util.HashSet<>(Arrays.asList(schema.fieldNames()));
+        want_key = names.contains("key");
+        want_value = names.contains("value");
+        want_headers = names.contains("headers");
+        want_ts = names.contains("timestamp") || names.contains("timestamp_ms");
+        want_offset = true; // the offset bounds read it
+    }
+
+    /** Variable-length values in one array, with offsets and null marks. */
+    static final class Blobs {
+        byte[] data = new byte[1 << 16];
+        int size;
+        int[] off;
+        byte[] nulls;
+        int count;
+
+        Blobs(int cap) {
+            off = new int[cap + 1];
+            nulls = new byte[cap];
+        }
+
+        void add(byte[] b, int p, int len) {
+            if (count + 1 >= nulls.length) {
+                nulls = Arrays.copyOf(nulls, nulls.length * 2);
+                off = Arrays.copyOf(off, nulls.length + 1);
+            }
+            if (len < 0) {
+                nulls[count] = 1;
+            } else {
+                nulls[count] = 0;
+                if (size + len > data.length) data = Arrays.copyOf(data, Math.max(size + len, data.length * 2));
+                System.arraycopy(b, p, data, size, len);
+                size += len;
+            }
+            off[++count] = size;
+        }
+
+        void cut(int toCount) {
+            count = toCount;
+            size = off[toCount];
+        }
+    }
+
+    public void header(byte[] kb, int kp, int kl, byte[] vb, int vp, int vl) {
+        if (!want_headers) return;
+        byte[] fixed = Cols.kafkaUtf8(kb, kp, kl);
+        if (fixed == null) hkey.add(kb, kp, kl);
+        else hkey.add(fixed, 0, fixed.length);
+        hvalue.add(vb, vp, vl);
+    }
+
+    public void record(long off, long t, byte[] kb, int kp, int kl, byte[] vb, int vp, int vl) {
+        if (off < lo || off >= hi) { // outside the slice's offset bounds: its headers go too
+            hkey.cut(recordHeaders);
+            hvalue.cut(recordHeaders);
+            return;
+        }
+        if (n + 1 >= cap) grow();
+        offset[n] = off;
+        ts[n] = t;
+        tsNull[n] = (byte) (t == -1 || t < -9223372036854775L || t > 9223372036854775L ? 1 : 0);
+        if (want_key) key.add(kb, kp, kl);
+        if (want_value) value.add(vb, vp, vl);
+        n++;
+        hoff[n] = recordHeaders = hkey.count;
+    }
+
+    private void grow() {
+        cap *= 2;
+        offset = Arrays.copyOf(offset, cap);
+        ts = Arrays.copyOf(ts, cap);
+        tsNull = Arrays.copyOf(tsNull, cap);
+        hoff = Arrays.copyOf(hoff, cap + 1);
+        magic = Arrays.copyOf(magic, cap);
+        epoch = Arrays.copyOf(epoch, cap);
+        sequence = Arrays.copyOf(sequence, cap);
+        leaderEpoch = Arrays.copyOf(leaderEpoch, cap);
+        tsType = Arrays.copyOf(tsType, cap);
+        base = Arrays.copyOf(base, cap);
+        pid = Arrays.copyOf(pid, cap);
+        horizon = Arrays.copyOf(horizon, cap);
+        position = Arrays.copyOf(position, cap);
+        horizonNull = Arrays.copyOf(horizonNull, cap);
+        codec = Arrays.copyOf(codec, cap);
+        txn = Arrays.copyOf(txn, cap);
+        control = Arrays.copyOf(control, cap);
+    }
+
+    /** The state before a batch: rows, and the headers, keys and values they hold. */
+    long mark() {
+        return ((long) n << 32) | hkey.count;
+    }
+
+    void rollback(long mark) {
+        n = (int) (mark >>> 32);
+        recordHeaders = (int) mark;
+        hkey.cut(recordHeaders);
+        hvalue.cut(recordHeaders);
+        key.cut(Math.min(key.count, n));
+        value.cut(Math.min(value.count, n));
+    }
+
+    /** The batch-level values of the rows from {@code from}: the batch just decoded, at byte {@code at}. */
+    void batch(Batch bt, int from, long at) {
+        if (from == n) return;
+        Arrays.fill(magic, from, n, bt.magic);
+        Arrays.fill(codec, from, n, (byte) bt.codec);
+        Arrays.fill(base, from, n, bt.baseOffset);
+        Arrays.fill(pid, from, n, bt.producerId);
+        Arrays.fill(epoch, from, n, bt.producerEpoch);
+        Arrays.fill(sequence, from, n, bt.baseSequence);
+        Arrays.fill(txn, from, n, bt.isTransactional);
+        Arrays.fill(control, from, n, bt.isControl);
+        Arrays.fill(leaderEpoch, from, n, bt.partitionLeaderEpoch);
+        Arrays.fill(tsType, from, n, bt.timestampType);
+        Arrays.fill(horizon, from, n, bt.baseTimestamp);
+        Arrays.fill(horizonNull, from, n, (byte) (bt.hasDeleteHorizon ? 0 : 1));
+        Arrays.fill(position, from, n, at);
+    }
+
+    void clear() {
+        n = 0;
+        recordHeaders = 0;
+        key.cut(0);
+        value.cut(0);
+        hkey.cut(0);
+        hvalue.cut(0);
+    }
+
+    long bytes() {
+        return (long) key.size + value.size + hkey.size + hvalue.size;
+    }
+
+    /** The rows as a Spark batch (valid until the next clear()). */
+    ColumnarBatch take(String topic, int partition, String file, boolean nullEmptyHeaders) {
+        StructField[] fields = schema.fields();
+        ColumnVector[] cols = new ColumnVector[fields.length];
+        for (int i = 0; i < fields.length; i++) cols[i] = column(fields[i], topic, partition, file, nullEmptyHeaders);
+        return new ColumnarBatch(cols, n);
+    }
+
+    private ColumnVector column(StructField f, String topic, int partition, String file, boolean nullEmptyHeaders) {
+        DataType t = f.dataType();
+        return switch (f.name()) {
+            case "key" -> new Cols.Bytes(t, n, key.data, key.off, key.nulls);
+            case "value" -> new Cols.Bytes(t, n, value.data, value.off, value.nulls);
+            case "topic" -> new Cols.Same(t, n, topic, 0, false);
+            case "partition" -> new Cols.Same(t, n, null, partition, false);
+            case "file" -> new Cols.Same(t, n, file, 0, false);
+            case "error", "raw" -> new Cols.Same(t, n, null, 0, true);
+            case "offset" -> new Cols.Longs(t, n, offset, null, 1);
+            case "timestamp" -> new Cols.Longs(t, n, ts, tsNull, 1000);
+            case "timestamp_ms" -> new Cols.Longs(t, n, ts, tsNullMs(), 1);
+            case "timestampType" -> new Cols.Ints(t, n, tsType);
+            case "magic" -> new Cols.Ints(t, n, magic);
+            case "codec" -> new Cols.Codec(t, n, codec);
+            case "batch_base_offset" -> new Cols.Longs(t, n, base, null, 1);
+            case "producer_id" -> new Cols.Longs(t, n, pid, null, 1);
+            case "producer_epoch" -> new Cols.Ints(t, n, epoch);
+            case "base_sequence" -> new Cols.Ints(t, n, sequence);
+            case "is_transactional" -> new Cols.Bools(t, n, txn);
+            case "is_control" -> new Cols.Bools(t, n, control);
+            case "partition_leader_epoch" -> new Cols.Ints(t, n, leaderEpoch);
+            case "delete_horizon" -> new Cols.Longs(t, n, horizon, horizonNull, 1);
+            case "position" -> new Cols.Longs(t, n, position, null, 1);
+            case "headers" -> headers(t, nullEmptyHeaders);
+            default -> throw new IllegalArgumentException("kafka-log-jvm: no column " + f.name());
+        };
+    }
+
+    private byte[] tsNullMs() {
+        byte[] out = new byte[n];
+        for (int i = 0; i < n; i++) out[i] = (byte) (ts[i] == -1 ? 1 : 0);
+        return out;
+    }
+
+    private ColumnVector headers(DataType t, boolean nullEmpty) {
+        StructType entry = (StructType) ((org.apache.spark.sql.types.ArrayType) t).elementType();
+        int nh = hkey.count;
+        ColumnVector k = new Cols.Bytes(entry.fields()[0].dataType(), nh, hkey.data, hkey.off, null);
+        ColumnVector v = new Cols.Bytes(entry.fields()[1].dataType(), nh, hvalue.data, hvalue.off, hvalue.nulls);
+        return new Cols.Headers(t, n, hoff, new Cols.Struct(entry, nh, k, v), nullEmpty);
+    }
+}

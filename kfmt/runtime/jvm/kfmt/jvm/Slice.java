@@ -1,0 +1,49 @@
+package kfmt.jvm;
+
+import java.io.Serializable;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+
+/** kfmt.logread.SegmentSlice: a segment file's byte range, its offset bounds and the read_committed view of
+ * its partition's transactions, as planned by kfmt on the driver. */
+public final class Slice implements Serializable {
+    public String path, topic;
+    public int partition;
+    public long start, end;
+    public Long first, stop;
+    /** aborted transactions by producer id: (last offsets ascending, first offsets; Long.MIN_VALUE: unknown) */
+    public Map<Long, long[][]> aborted;
+    public Map<Long, Long> open;
+    public boolean liveEnd;
+
+    /** Whether a read_committed consumer leaves this batch out (kfmt.txn.Transactions.is_dropped). */
+    boolean dropped(Batch b) {
+        if (aborted == null || !b.isTransactional || b.isControl) return false;
+        Long from = open.get(b.producerId);
+        if (from != null && b.baseOffset >= from) return true;
+        long[][] r = aborted.get(b.producerId);
+        if (r == null) return false;
+        int i = Arrays.binarySearch(r[0], b.baseOffset);
+        if (i < 0) i = -i - 1;
+        else while (i > 0 && r[0][i - 1] == b.baseOffset) i--;
+        return i < r[0].length && (r[1][i] == Long.MIN_VALUE || r[1][i] <= b.baseOffset);
+    }
+
+    static Map<Long, long[][]> index(long[][] triples) {
+        Map<Long, java.util.List<long[]>> by = new HashMap<>();
+        for (long[] t : triples) by.computeIfAbsent(t[0], k -> new java.util.ArrayList<>()).add(t);
+        Map<Long, long[][]> out = new HashMap<>();
+        for (var e : by.entrySet()) {
+            var l = e.getValue();
+            l.sort((x, y) -> Long.compare(x[2], y[2]));
+            long[][] r = new long[2][l.size()];
+            for (int i = 0; i < l.size(); i++) {
+                r[0][i] = l.get(i)[2];
+                r[1][i] = l.get(i)[1];
+            }
+            out.put(e.getKey(), r);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,212 @@
+"""The kafka-log source's JVM engine: the same plan, decoded on the JVM by the jvm backend's Java decoders.
+
+    import kfmt.spark
+    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")      # or engine="auto" (the default)
+
+kfmt plans on the driver exactly as the Python data source does (``kfmt.logread.LogReader``: the options, the
+log directory's rules, read_committed's transactions, offset bounds, the batch being written), and hands the
+plan to ``kafka-log-jvm`` (``kfmt/runtime/jvm``: a Spark DataSource V2 reading Spark's columns directly): no
+Python worker, no Arrow transfer, only the columns a query reads built. What it does not do falls to the
+Python engine under ``engine="auto"``, and is refused with the reason under ``engine="jvm"``:
+``on_corrupt=skip|quarantine`` (it fails on a corrupt batch, with the file, byte and field), object stores
+and compressed objects (it reads local files), ``decode_payloads``, a ``backend`` choice, formats without a
+Java decoder, and kfmt tables (whose commits each task re-checks in Python).
+
+The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and
+put on a session's classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+JAR = HERE / "kfmt-jvm.jar"
+RUNTIME = HERE.parent / "runtime" / "jvm"
+GENERATED = HERE.parent.parent / "generated"
+SHORT_NAME = "kafka-log-jvm"
+ENGINES = ("auto", "jvm", "python")
+
+
+def jar() -> str | None:
+    """The engine's jar, when built."""
+    return str(JAR) if JAR.exists() else None
+
+
+def sources() -> list[Path]:
+    """The Java sources: the hand-written runtime and the jvm backend's generated decoders."""
+    return sorted(RUNTIME.rglob("*.java")) + sorted(GENERATED.rglob("jvm/*.java"))
+
+
+def build(out: Path = JAR) -> Path:
+    """Compile the sources against the pyspark jars into ``out`` (with the data source's service entry)."""
+    import shutil
+    import subprocess
+    import tempfile
+    import zipfile
+
+    import pyspark
+
+    javac = shutil.which("javac")
+    if javac is None:
+        raise RuntimeError("javac not found: the JVM engine needs a JDK (17 or later) to build")
+    classpath = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", classpath, "-d", tmp,
+               *map(str, sources())]  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"javac failed:\n{r.stdout}{r.stderr}")
+        part = out.with_suffix(".jar.part")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kfmt\n")
+            z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLogJvm\n")
+            for p in sorted(Path(tmp).rglob("*.class")):
+                z.write(p, p.relative_to(tmp).as_posix())
+        os.replace(part, out)  # a reader never sees half a jar
+    return out
+
+
+def refusal(spark, reader, options: dict) -> str | None:
+    """Why the JVM engine cannot read with these options (None: it can)."""
+    from kfmt.logread import _opt
+    from kfmt.storage import is_uri
+
+    if jar() is None:
+        return "its jar is not built (make setup, with a JDK)"
+    if not on_classpath(spark):
+        return "its jar is not on the session's classpath (kfmt.spark.jobs.session, or .config('spark.jars', kfmt.spark.jvm.jar()))"
+    if reader.on_corrupt != "fail":
+        return f"on_corrupt={reader.on_corrupt} (it fails on a corrupt batch)"
+    if reader.decode_reads is not None:
+        return "decode_payloads"
+    if _opt(options, "backend"):
+        return "a backend choice (it decodes with its own)"
+    if reader.format and reader.format not in java_formats():
+        return f"format {reader.format} has no Java decoder"
+    if any(v is not None for v in reader.tables.values()):
+        return "kfmt tables (each task re-checks their commits in Python)"
+    for seg in reader.segments:
+        if is_uri(seg.path) or not os.path.isfile(seg.path):
+            return f"{seg.path} is not a local file"
+    if reader.compressed_objects == "read" and any(_packed(seg.path) for seg in reader.segments):
+        return "segments stored compressed whole"
+    return None
+
+
+def on_classpath(spark) -> bool:
+    """Whether the session's JVM can load the engine: its jar was in ``spark.jars`` when the JVM started, or
+    is added now (``ADD JAR``: the session's class loader, and the executors')."""
+    for attempt in range(2):
+        try:
+            loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            loader.loadClass("kfmt.jvm.KafkaLogJvm")
+            return True
+        except Exception:  # Spark Connect (no JVM here), or the class is not there yet
+            if attempt or jar() is None:
+                return False
+            try:
+                spark.sql(f"ADD JAR '{jar()}'")
+            except Exception:
+                return False
+    return False
+
+
+def _packed(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd" or head == b"\x04\x22\x4d\x18"
+
+
+def java_formats() -> set[str]:
+    return {p.parent.parent.name for p in GENERATED.glob("*/jvm/*.java")}
+
+
+def plan_json(reader) -> str:
+    """The plan the JVM engine reads (kfmt.jvm.Plan)."""
+    from kfmt.runtime.options import DecodeOptions
+
+    d = DecodeOptions()
+    limits = {k: getattr(d, k) for k in ("max_decompressed", "max_ratio", "max_records", "max_headers", "max_bytes",
+                                         "max_depth")}  # fmt: skip
+    limits["verify_crc"] = reader.verify_crc
+    groups = [
+        [
+            {
+                "path": s.path,
+                "topic": s.topic,
+                "partition": s.partition,
+                "start": s.start,
+                "end": s.end,
+                "first": s.first_offset,
+                "stop": s.stop_offset,
+                "live_end": s.live_end,
+                "aborted": None if s.aborted is None else [list(a) for a in s.aborted],
+                "open": None if s.open_txns is None else [list(o) for o in s.open_txns],
+            }  # fmt: skip
+            for s in group
+        ]
+        for group in reader.plan()
+    ]
+    return json.dumps({"limits": limits, "include_control": reader.include_control, "format": reader.format,
+                       "null_empty_headers": reader.null_empty_headers, "groups": groups})  # fmt: skip
+
+
+def read(spark, path, *, engine: str = "auto", schema=None, **options):
+    """The kafka-log source's DataFrame for ``path`` (a log directory, partition folders or segments; a list
+    for several), read by ``engine``: ``jvm``, ``python`` (the Python data source) or ``auto`` (the JVM when it
+    can, see the module's doc). ``schema`` narrows the columns as ``.schema(...)`` does; options are the
+    kafka-log source's."""
+    from kfmt.spark.datasource import session_defaults
+    from kfmt.spark.source import KafkaLogReader
+
+    if engine not in ENGINES:
+        raise ValueError(f"kafka-log: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    paths = path if isinstance(path, str) else ",".join(map(str, path))
+    why = None
+    if engine != "python":
+        reader = KafkaLogReader({**options, "path": paths}, None, session_defaults(spark))
+        why = refusal(spark, reader, options)
+        if why and engine == "jvm":
+            raise ValueError(f"kafka-log: the jvm engine does not read this: {why}; use engine='python' or 'auto'")
+    if engine == "python" or why:
+        df = spark.read.format("kafka-log")
+        df = df.schema(schema) if schema is not None else df
+        for k, v in options.items():
+            df = df.option(k, v)
+        return df.load(paths)
+    ddl = _ddl(spark, schema)
+    return spark.read.format(SHORT_NAME).option("plan", plan_json(reader)).option("schema_ddl", ddl).load()
+
+
+def _ddl(spark, schema) -> str:
+    """The columns as DDL: the source's own, or those of ``schema`` (checked as the Python source checks them)."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from kfmt.arrow import SCHEMA
+    from kfmt.spark.source import _projection
+
+    if schema is None:
+        return SCHEMA
+    st = schema if isinstance(schema, StructType) else _parse_datatype_string(schema)
+    if not isinstance(st, StructType):
+        raise ValueError(f"kafka-log: {schema!r} is not a schema of columns")
+    _projection(st)
+    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in st.fields)
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] != ["build"]:
+        print("usage: kfmt.spark.jvm.main(['build'])   (compiles the JVM engine's jar)", file=sys.stderr)
+        return 2
+    try:
+        out = build()
+    except (RuntimeError, ImportError) as e:
+        print(f"kfmt: the JVM engine is not built: {e}", file=sys.stderr)
+        return 1
+    print(f"kfmt: built the JVM engine: {out}")
+    return 0
