@@ -57,6 +57,8 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
 
+    import kfmt.spark
+    from kfmt.spark import jvm
     from kfmt.spark.jobs import session
     from kfmt.tools.synth import SynthConfig, synth
 
@@ -76,6 +78,10 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         # the same five columns the baseline produces, declared as the schema (the reader builds only those)
         reader = spark.read.format("kafka-log").schema(RECORD_COLUMNS)
         df = (reader.option("backend", backend) if backend else reader).load(corpus)
+        return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
+                      F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
+
+    def _agg(df):
         return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
                       F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
 
@@ -138,6 +144,10 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     def query_parquet():
         return grouped(spark.read.parquet(parquet))
 
+    def query_jvm():
+        return grouped(kfmt.spark.read(spark, corpus, engine="jvm",
+                                       schema="topic string, partition int, timestamp timestamp, value binary"))  # fmt: skip
+
     spark.dataSource.register(floor_source(parquet))
 
     def query_floor():
@@ -146,6 +156,8 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     tree = {}
     queries = {"kafka-log data source (logs in place)": query_ours, "Spark's Parquet reader": query_parquet,
                FLOOR: query_floor}  # fmt: skip
+    if jvm.jar() is not None:
+        queries[JVM] = query_jvm
     for job in queries.values():
         job()  # warm up (workers, the floor's cached batches)
     samples: dict = {name: [] for name in queries}
@@ -164,6 +176,9 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     results = {}
     jobs = [] if args.only_parquet else [("kfmt kafka-log data source", ours), ("Python UDF + kafka-python", baseline),
             ("kfmt, all 20 columns", ours_all_columns)]  # fmt: skip
+    if jvm.jar() is not None and jobs:  # no Python worker: its worker CPU is 0 (the tree table counts the JVM)
+        jobs.append(("kfmt, JVM engine", lambda: _agg(kfmt.spark.read(spark, corpus, engine="jvm",
+                                                                        schema=RECORD_COLUMNS))))  # fmt: skip
     if "native" in available_backends() and jobs:
         jobs += [("kfmt, native backend", lambda: ours("native")), ("kfmt, python backend", lambda: ours("python"))]
     if s3_opts and jobs:
@@ -191,15 +206,19 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     print("|---|---|---|---|---|")
     for name, (n, b, s, cpu) in tree.items():
         print(f"| {name} | {n} | {b} | {s:.2f} | {cpu:.2f} |")
-    (ok, ob, _, oc), (pn, pb, _, pc), (fn, fb, _, fc) = tree.values()
-    print(f"\nkafka-log / Parquet, CPU seconds of the whole process tree: {oc / pc:.2f}x"
-          + ("" if (ok, ob) == (pn, pb) == (fn, fb) else "  (WARNING: results differ)"))  # fmt: skip
+    ok, ob, _, oc = tree["kafka-log data source (logs in place)"]
+    pn, pb, _, pc = tree["Spark's Parquet reader"]
+    fn, fb, _, fc = tree[FLOOR]
+    jn, jb, _, jc = tree.get(JVM, (pn, pb, 0, float("nan")))
+    print(f"\nkafka-log / Parquet, CPU seconds of the whole process tree: {oc / pc:.2f}x (Python engine), "
+          f"{jc / pc:.2f}x (JVM engine)"
+          + ("" if (ok, ob) == (pn, pb) == (fn, fb) == (jn, jb) else "  (WARNING: results differ)"))  # fmt: skip
     print(
         f"a Python data source that only hands over ready Arrow batches / Parquet: {fc / pc:.2f}x "
         "(the floor of any Python data source on this query)"
     )
     rows = list(results.values())
-    same = len({(r[0], r[1]) for r in rows}) <= 1 and (ok, ob) == (pn, pb) == (fn, fb)
+    same = len({(r[0], r[1]) for r in rows}) <= 1 and (ok, ob) == (pn, pb) == (fn, fb) == (jn, jb)
     if rows:
         r1, r2, r3 = rows[0][3], rows[1][3], rows[2][3]
         print(f"\nkfmt / baseline (same five columns): {r1 / r2:.2f}x records/s; with all 20 columns: {r3 / r2:.2f}x"
@@ -208,6 +227,9 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         nat, py = results["kfmt, native backend"], results["kfmt, python backend"]
         print(f"native / python backend in the data source: {nat[3] / py[3]:.2f}x records/s, "
               f"{nat[5] / py[5]:.2f}x records per worker CPU-second")  # fmt: skip
+    if "kfmt, JVM engine" in results:
+        print(f"JVM engine / Python engine (same five columns): {results['kfmt, JVM engine'][3] / rows[0][3]:.2f}x "
+              "records/s")  # fmt: skip
     if "kfmt, from S3 (moto on 127.0.0.1)" in results:
         remote = results["kfmt, from S3 (moto on 127.0.0.1)"]
         print(f"from the loopback S3 server / from local disk: {remote[3] / rows[0][3]:.2f}x records/s")
@@ -215,6 +237,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
 
 
 FLOOR = "Python data source handing over ready Arrow batches (the floor)"
+JVM = "kafka-log, JVM engine (kfmt.spark.read(..., engine='jvm'))"
 
 
 def floor_source(parquet: str):

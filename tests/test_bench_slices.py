@@ -19,3 +19,17 @@ def test_bench_scaling_slice():
     for tool in ("read_batches", "read_arrow", "read_arrow_batches", "dump --summary"):
         row = next(line for line in lines if line.startswith(f"| `{tool}` |"))
         assert row.count("ns/rec") == 2
+
+
+def test_bench_spark_slice():
+    """`make bench-spark`'s comparison with Parquet on a small corpus: every reader (the Python engine, the
+    JVM engine where it is built, Parquet, the floor) gives the same count and value bytes (the script exits
+    1 and warns when results differ)."""
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_spark.py"), "--records", "300", "--runs", "1",
+                          "--no-s3", "--only-parquet", "--master", "local[2]"],
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "WARNING" not in out.stdout and "| Spark's Parquet reader |" in out.stdout
+    from kfmt.spark import jvm
+
+    assert ("| kafka-log, JVM engine" in out.stdout) == (jvm.jar() is not None)

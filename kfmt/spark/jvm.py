@@ -59,6 +59,7 @@ def build(out: Path = JAR) -> Path:
                *map(str, sources())]  # fmt: skip
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
+            out.unlink(missing_ok=True)  # never a jar of older sources
             raise RuntimeError(f"javac failed:\n{r.stdout}{r.stderr}")
         part = out.with_suffix(".jar.part")
         with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
@@ -210,3 +211,54 @@ def main(argv=None) -> int:
         return 1
     print(f"kfmt: built the JVM engine: {out}")
     return 0
+
+
+# ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
+def check(plan: str) -> list[tuple]:
+    """Each group of ``plan`` read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one JVM for
+    all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it."""
+    import subprocess
+    import tempfile
+
+    import pyspark
+
+    classpath = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        f.write(plan)
+        f.flush()
+        r = subprocess.run(["java", "-cp", classpath, "kfmt.jvm.Check", f.name], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kfmt.jvm.Check failed: {r.stderr.strip()[-2000:]}")
+    out: list[tuple] = []
+    for line in r.stdout.splitlines():
+        kind, *rest = line.split("\t")
+        out.append(("ok", int(rest[0]), int(rest[1])) if kind == "ok" else ("error", rest[0] if rest else ""))
+    return out
+
+
+def row_digest(batches) -> tuple[int, int]:
+    """(rows, CRC-32) over Arrow batches' offset, timestamp_ms, key, value and headers, serialized as
+    ``kfmt.jvm.Check`` serializes them."""
+    import struct
+    import zlib
+
+    def blob(v) -> bytes:
+        return struct.pack(">i", -1) if v is None else struct.pack(">i", len(v)) + v
+
+    crc, rows = 0, 0
+    for b in batches:
+        d = b.to_pydict()
+        for i in range(b.num_rows):
+            ts = d["timestamp_ms"][i]
+            parts = [
+                struct.pack(">qbq", d["offset"][i], ts is not None, ts or 0),
+                blob(d["key"][i]),
+                blob(d["value"][i]),
+            ]
+            heads = d["headers"][i] or []
+            parts.append(struct.pack(">i", len(heads)))
+            for h in heads:
+                parts += [blob(h["key"].encode("utf-8")), blob(h["value"])]
+            crc = zlib.crc32(b"".join(parts), crc)
+        rows += b.num_rows
+    return rows, crc

@@ -1,0 +1,66 @@
+package kfmt.jvm;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.zip.CRC32;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarArray;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py): reads each group
+ * of a plan file and prints one line per group, "ok rows digest" (a CRC-32 over every row's offset,
+ * timestamp_ms, key, value and headers, serialized as kfmt.spark.jvm.row_digest does) or "error message". */
+public final class Check {
+    static final StructType SCHEMA = StructType.fromDDL(
+            "offset long, timestamp_ms long, key binary, value binary, headers array<struct<key: string, value: binary>>");
+
+    public static void main(String[] args) throws Exception {
+        Plan plan = Plan.parse(Files.readString(Path.of(args[0])));
+        StringBuilder out = new StringBuilder();
+        for (Slice[] group : plan.groups) {
+            try {
+                SliceReader r = new SliceReader(plan, SCHEMA);
+                CRC32 crc = new CRC32();
+                long rows = 0;
+                for (Slice s : group) {
+                    r.open(s);
+                    for (ColumnarBatch b; (b = r.next()) != null; ) {
+                        for (int i = 0; i < b.numRows(); i++) row(b, i, crc);
+                        rows += b.numRows();
+                    }
+                }
+                out.append("ok\t").append(rows).append('\t').append(crc.getValue()).append('\n');
+            } catch (Exception e) {
+                out.append("error\t").append(String.valueOf(e.getMessage()).replace('\n', ' ')).append('\n');
+            }
+        }
+        System.out.print(out);
+    }
+
+    private static void row(ColumnarBatch b, int i, CRC32 crc) {
+        ByteBuffer head = ByteBuffer.allocate(17);
+        head.putLong(b.column(0).getLong(i));
+        ColumnVector ts = b.column(1);
+        head.put((byte) (ts.isNullAt(i) ? 0 : 1));
+        head.putLong(ts.isNullAt(i) ? 0 : ts.getLong(i));
+        crc.update(head.array());
+        blob(crc, b.column(2).getBinary(i));
+        blob(crc, b.column(3).getBinary(i));
+        ColumnarArray hs = b.column(4).getArray(i);
+        crc.update(ByteBuffer.allocate(4).putInt(hs.numElements()).array());
+        for (int k = 0; k < hs.numElements(); k++) {
+            var h = hs.getStruct(k, 2);
+            blob(crc, h.getUTF8String(0).toString().getBytes(StandardCharsets.UTF_8));
+            blob(crc, h.isNullAt(1) ? null : h.getBinary(1));
+        }
+    }
+
+    private static void blob(CRC32 crc, byte[] v) {
+        crc.update(ByteBuffer.allocate(4).putInt(v == null ? -1 : v.length).array());
+        if (v != null) crc.update(v);
+    }
+
+}
