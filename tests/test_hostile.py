@@ -244,3 +244,26 @@ def test_empty_compressed_payload_is_zero_records_in_both_backends(code, codec):
     for be in BACKENDS:
         v, _ = backend_module("kip98_draft", be).decode_from(bytes(x), 0, len(x))
         assert v.records == [] and v.codec == codec
+
+
+def test_zstd_frame_cut_short_is_damage():
+    """A zstd frame without its last block decodes, in the library's stream reader, to the bytes it holds and no
+    error; Kafka's reader fails on it, and so does kfmt, in every backend (found by make fuzz-jvm: the JVM
+    engine, reading with zstd-jni, refused a batch the Python engine read)."""
+    import zstandard
+
+    from kfmt.runtime.compression import decompress
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    raw = b"".join(b"record %d " % i for i in range(400))
+    whole = zstandard.ZstdCompressor(write_checksum=True).compress(raw)
+    assert decompress("zstd", whole, 2, DEFAULT_OPTIONS) == raw
+    two = whole + zstandard.ZstdCompressor().compress(b"more")
+    assert decompress("zstd", two, 2, DEFAULT_OPTIONS) == raw + b"more"
+    for cut in (3, 4, 5, len(whole) // 2, len(whole) - 9):
+        with pytest.raises(kfmt.CodecError, match="zstd"):
+            decompress("zstd", whole[: len(whole) - cut], 2, DEFAULT_OPTIONS)
+    regression = Path(__file__).parent / "vectors" / "regressions" / "jvm" / "22a9cf451ba4b61d.log"
+    for backend in BACKENDS:
+        with pytest.raises(kfmt.CodecError, match="zstd"):
+            list(kfmt.read_batches(regression.read_bytes(), verify_crc=False, backend=backend))

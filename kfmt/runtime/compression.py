@@ -391,7 +391,56 @@ def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verif
 
 
 # ---------------------------------------------------------------- zstd
+_ZSTD_MAGIC, _ZSTD_SKIPPABLE = 0xFD2FB528, 0x184D2A50
+
+
+def _zstd_frames_end(data: bytes) -> None:
+    """Refuse a zstd stream whose last frame is cut short (no last block, a block or the checksum missing): the
+    library's stream reader gives back what such a frame decodes to without a word, while Kafka's reader (which
+    reads on after the last record) fails on it. Block headers are walked as the zstd format lays them out;
+    what is not a frame at all is left to the library, which reports it."""
+    pos, n = 0, len(data)
+    while pos < n:
+        if n - pos < 8:
+            raise InvalidValueError(f"zstd stream ends inside a frame header ({n - pos} bytes left)")
+        magic, size = struct.unpack_from("<II", data, pos)
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            pos += 8 + size
+            if pos > n:
+                raise InvalidValueError("zstd stream ends inside a skippable frame")
+            continue
+        if magic != _ZSTD_MAGIC:
+            return
+        fhd = data[pos + 4]
+        single, fcs = (fhd >> 5) & 1, fhd >> 6
+        pos += 5 + (not single) + (0, 1, 2, 4)[fhd & 3] + (single if fcs == 0 else (0, 2, 4, 8)[fcs])
+        end = _zstd_blocks_end(data, pos)
+        if end < 0:
+            return  # a reserved block type: the library reports it
+        pos = end + (4 if fhd & 0x04 else 0)
+        if pos > n:
+            raise InvalidValueError("zstd frame ends early: its checksum is missing")
+
+
+def _zstd_blocks_end(data: bytes, pos: int) -> int:
+    """The end of the blocks of the frame whose first block header is at ``pos`` (-1: a reserved block type)."""
+    n = len(data)
+    while True:
+        if pos + 3 > n:
+            raise InvalidValueError("zstd frame ends early: no last block")
+        h = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+        kind = (h >> 1) & 3
+        pos += 3 + (1 if kind == 1 else h >> 3)
+        if kind == 3:
+            return -1
+        if pos > n:
+            raise InvalidValueError("zstd frame ends early: inside a block")
+        if h & 1:
+            return pos
+
+
 def _zstd_decompress(data: bytes, limit: int) -> bytes:
+    _zstd_frames_end(data)
     d = getattr(_local, "unzstd", None)
     if d is None:  # one per thread, as for compressing
         import zstandard

@@ -941,9 +941,53 @@ static int kf_cols_null(kf_w *ok, Py_ssize_t before) {
     return kf_w_u8(ok, 0);
 }
 
+#if defined(__GNUC__)
+#define KF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KF_INLINE static inline __attribute__((always_inline))
+#else
+#define KF_LIKELY(x) (x)
+#define KF_INLINE static inline
+#endif
+
+/* n bytes from s to d, n small as keys and header fields are: overlapping word copies instead of a call */
+KF_INLINE void kf_copy(char *d, const uint8_t *s, int64_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 16) {
+        memcpy(d, s, (size_t)n);
+    } else {
+        for (int64_t i = 0; i < n; i++) d[i] = (char)s[i];
+    }
+}
+
+static int kf_cols_bin_slow(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, const uint8_t *p, int64_t n);
+
 /* A binary value (NULL pointer with n < 0: null), the ``idx``-th of its column, into offsets/data/validity;
- * 1: over the int32 offsets. */
-static inline int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, const uint8_t *p, int64_t n) {
+ * 1: over the int32 offsets. The usual case (not null, no validity bytes yet, room in both buffers) inline. */
+KF_INLINE int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, const uint8_t *p, int64_t n) {
+    if (KF_LIKELY(n >= 0 && (ok == NULL || ok->n == 0) && n <= data->cap - data->n && off->n + 4 <= off->cap &&
+                  data->n + n <= INT32_MAX)) {
+        if (n) kf_copy(data->p + data->n, p, n); /* (never NULL + 0: the buffer may not exist yet) */
+        data->n += n;
+        int32_t x = (int32_t)data->n;
+        memcpy(off->p + off->n, &x, 4);
+        off->n += 4;
+        return 0;
+    }
+    return kf_cols_bin_slow(off, data, ok, idx, p, n);
+}
+
+static int kf_cols_bin_slow(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, const uint8_t *p, int64_t n) {
     if (n < 0) {
         if (kf_cols_null(ok, idx)) return -1;
         return kf_w_i32(off, data->n);
@@ -954,7 +998,15 @@ static inline int kf_cols_bin(kf_w *off, kf_w *data, kf_w *ok, Py_ssize_t idx, c
 }
 
 /* Whether p[0:n] is valid UTF-8 (Arrow strings must be; Kafka's header keys are) */
-static int kf_utf8_ok(const uint8_t *p, Py_ssize_t n) {
+static int kf_utf8_check(const uint8_t *p, Py_ssize_t n);
+
+KF_INLINE int kf_utf8_ok(const uint8_t *p, Py_ssize_t n) {
+    uint8_t any = 0; /* ASCII, as header keys mostly are: one pass, no branch per byte */
+    for (Py_ssize_t i = 0; i < n; i++) any |= p[i];
+    return any < 0x80 ? 1 : kf_utf8_check(p, n);
+}
+
+static int kf_utf8_check(const uint8_t *p, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
         uint8_t c = p[i];
@@ -1007,9 +1059,18 @@ static inline int kf_cols_header(kf_cols *c, const uint8_t *kp, int64_t kn, cons
 static inline int kf_cols_row(kf_cols *c, int64_t offset, int has_ts, int64_t ts, const uint8_t *kp, int64_t kn,
                               const uint8_t *vp, int64_t vn) {
     int r;
-    if (kf_w_i64(&c->offset, offset) || kf_cols_valid(&c->off_ok)) return -1;
     int ok = has_ts && ts != -1;
-    if (kf_w_i64(&c->ts, ok ? ts : 0) || (ok ? kf_cols_valid(&c->ts_ok) : kf_cols_null(&c->ts_ok, c->rows))) return -1;
+    if (KF_LIKELY(ok && c->off_ok.n == 0 && c->ts_ok.n == 0 && c->offset.n + 8 <= c->offset.cap &&
+                  c->ts.n + 8 <= c->ts.cap)) { /* the usual row: both values, no validity bytes yet */
+        memcpy(c->offset.p + c->offset.n, &offset, 8);
+        c->offset.n += 8;
+        memcpy(c->ts.p + c->ts.n, &ts, 8);
+        c->ts.n += 8;
+    } else {
+        if (kf_w_i64(&c->offset, offset) || kf_cols_valid(&c->off_ok)) return -1;
+        if (kf_w_i64(&c->ts, ok ? ts : 0) || (ok ? kf_cols_valid(&c->ts_ok) : kf_cols_null(&c->ts_ok, c->rows)))
+            return -1;
+    }
     if ((r = kf_cols_bin(&c->key_off, &c->key, &c->key_ok, c->rows, kp, kn))) return r;
     if ((r = kf_cols_bin(&c->val_off, &c->val, &c->val_ok, c->rows, vp, vn))) return r;
     if (kf_w_i32(&c->h_off, c->headers)) return -1;
