@@ -1,5 +1,6 @@
 """`make bench-callgrind`: instructions per record (valgrind --tool=callgrind) for the v2 workload of
-`make bench` (100-record batches, 10-byte keys, 100-byte values, one header, uncompressed), per implementation.
+`make bench` (100-record batches, 10-byte keys, 100-byte values, one header, uncompressed), per implementation;
+and the same batch compressed with each codec, decoded into Arrow columns beside decompressing it alone.
 
 Like for like: every row starts from what its user holds and ends where its user does. Encoding: the user's
 records in, bytes out (kfmt: ``kfmt.encode_batch`` of a list of ``kfmt.Record``; kafka-python and aiokafka:
@@ -36,7 +37,38 @@ IMPLS = {
 }
 
 
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+COMPRESSED = ("kfmt native, Arrow columns", "kfmt decompress() alone", "the library's call alone")
+
+
+def compressed_job(codec: str, impl: str):
+    """One compressed batch of the same workload: decoded into Arrow columns, or only decompressed (kfmt's
+    ``decompress()``, the floor of any decoding of it, and the codec library's own call)."""
+    from bench_codecs import arrow_decoder, library_call, workload
+
+    import kfmt
+    from kfmt.formats import available_backends, backend_module
+    from kfmt.runtime.compression import decompress
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    recs = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in workload()]
+    data = kfmt.encode_batch(recs, codec=codec, backend="python")
+    payload = data[61:]  # everything after the v2 batch header is the compressed stream
+    if impl == COMPRESSED[0]:
+        return arrow_decoder(backend_module("kafka_v2", "native"), data) if "native" in available_backends() else None
+    if impl == COMPRESSED[1]:
+        return lambda: decompress(codec, payload, 2, DEFAULT_OPTIONS)
+    return library_call(codec, payload)
+
+
 def worker(direction: str, impl: str, loops: int) -> None:
+    if direction in CODECS:
+        job = compressed_job(direction, impl)
+        if job is not None:
+            job()
+            for _ in range(loops):
+                job()
+        return
     import aiokafka.record.default_records as aio
     from bench_codecs import arrow_decoder, build_default, read_ours, touch, workload
     from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -101,6 +133,15 @@ def main(argv=None) -> int:
             base = instructions(direction, impl, 0)
             total = instructions(direction, impl, args.loops)
             print(f"| {direction} | {impl} | {(total - base) / (args.loops * 100):,.0f} |", flush=True)
+    print("\n# the same batch compressed: decoded into Arrow columns against decompressing it alone "
+          "(instructions per record)\n")  # fmt: skip
+    print("| codec | " + " | ".join(COMPRESSED) + " | Arrow speed, % of decompress() | % of the library call |")
+    print("|---|---|---|---|---|---|")
+    for codec in CODECS:
+        per = [(instructions(codec, impl, args.loops) - instructions(codec, impl, 0)) / (args.loops * 100)
+               for impl in COMPRESSED]  # fmt: skip
+        print(f"| {codec} | " + " | ".join(f"{x:,.0f}" for x in per)
+              + f" | {per[1] / per[0]:.0%} | {per[2] / per[0]:.0%} |", flush=True)  # fmt: skip
     return 0
 
 

@@ -50,12 +50,6 @@ def python_engine(path: str, size: int, verify_crc: bool) -> tuple:
 
 
 def run(n: int, seed: int, verify_crc: bool) -> tuple[int, int, list[str]]:
-    from kfmt.runtime.options import DecodeOptions
-
-    d = DecodeOptions()
-    limits = {k: getattr(d, k) for k in ("max_decompressed", "max_ratio", "max_records", "max_headers", "max_bytes",
-                                         "max_depth")}  # fmt: skip
-    limits["verify_crc"] = verify_crc
     found, clean = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         paths, groups = [], []
@@ -66,7 +60,7 @@ def run(n: int, seed: int, verify_crc: bool) -> tuple[int, int, list[str]]:
             paths.append((str(p), len(data)))
             groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
                             "first": None, "stop": None, "live_end": True, "aborted": None, "open": None}])  # fmt: skip
-        plan = {"limits": limits, "include_control": False, "format": None, "null_empty_headers": False,
+        plan = {"limits": jvm.limits(verify_crc), "include_control": False, "format": None, "null_empty_headers": False,
                 "groups": groups}  # fmt: skip
         got = jvm.check(json.dumps(plan))
         for (path, size), theirs in zip(paths, got):

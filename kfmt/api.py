@@ -8,6 +8,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from kfmt.formats import backend_module, default_backend, format_ids, get_format
 from kfmt.formats import by_magic as _by_magic
@@ -159,8 +160,16 @@ def scan(
     (most rows, most bytes of data the sink may hold) too, consecutive batches the native backend decodes cleanly
     into the sink come as one item, ``(position, end, BatchRun)`` (control batches never do: they come alone).
     """
-    sink = (sink, run_limits) if sink is not None and run_limits is not None else sink
-    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation, sink)
+    into = ColumnsSink(sink, run_limits) if sink is not None else None
+    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation, into)
+
+
+class ColumnsSink(NamedTuple):
+    """Where the readers below ``scan`` decode records straight into Arrow columns: the native column buffers,
+    and the limits of a run of batches decoded in one call (None: batch by batch)."""
+
+    columns: Any
+    run_limits: tuple[int, int] | None = None
 
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -315,7 +324,7 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
     of an incomplete entry (more data may complete it, unless ``eof``)."""
     forced = backend_module(format, backend) if format else None
     table = _decoders(backend, default_backend())
-    sink, limits = sink if type(sink) is tuple else (sink, None)
+    sink, limits = sink if sink is not None else (None, None)
     check = (lambda b, p, e: forced.decode_from(b, p, e, opts)) if forced else None
     while True:
         try:
@@ -343,7 +352,7 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
             break
         mod = forced or table.get(buf[pos + 16])
         many = getattr(mod, "decode_columns_run", None) if limits is not None else None
-        if many is not None:  # as many clean batches as the sink takes, in one call
+        if many is not None and limits is not None:  # as many clean batches as the sink takes, in one call
             batches, starts, counts, stop = many(buf, pos, n, opts, sink, *limits)
             if batches:
                 yield pos, stop, BatchRun(batches, starts, counts)

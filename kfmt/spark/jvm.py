@@ -126,14 +126,17 @@ def java_formats() -> set[str]:
     return {p.parent.parent.name for p in GENERATED.glob("*/jvm/*.java")}
 
 
-def plan_json(reader) -> str:
-    """The plan the JVM engine reads (kfmt.jvm.Plan)."""
+def limits(verify_crc: bool) -> dict:
+    """kfmt's decoding limits (DecodeOptions' defaults, as the Python engine reads with), for kfmt.jvm.Limits."""
     from kfmt.runtime.options import DecodeOptions
 
     d = DecodeOptions()
-    limits = {k: getattr(d, k) for k in ("max_decompressed", "max_ratio", "max_records", "max_headers", "max_bytes",
-                                         "max_depth")}  # fmt: skip
-    limits["verify_crc"] = reader.verify_crc
+    names = ("max_decompressed", "max_ratio", "max_records", "max_headers", "max_bytes", "max_depth")
+    return {"verify_crc": verify_crc, **{k: getattr(d, k) for k in names}}
+
+
+def plan_json(reader) -> str:
+    """The plan the JVM engine reads (kfmt.jvm.Plan)."""
     groups = [
         [
             {
@@ -152,7 +155,7 @@ def plan_json(reader) -> str:
         ]
         for group in reader.plan()
     ]
-    return json.dumps({"limits": limits, "include_control": reader.include_control, "format": reader.format,
+    return json.dumps({"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
                        "null_empty_headers": reader.null_empty_headers, "groups": groups})  # fmt: skip
 
 
