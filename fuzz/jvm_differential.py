@@ -50,10 +50,20 @@ def python_engine(path: str, size: int, verify_crc: bool) -> tuple:
 
 
 def run(n: int, seed: int, verify_crc: bool) -> tuple[int, int, list[str]]:
+    """``n`` inputs of ``seed`` read by both engines: (n, read alike, disagreements)."""
+    clean, found = compare(inputs(n, seed), verify_crc)
+    return n, clean, found
+
+
+def compare(logs: list[bytes], verify_crc: bool, keep: bool = True) -> tuple[int, list[str]]:
+    """Each log read by both engines (without CRCs, the JVM engine reads 100 bytes at a time, so its window
+    moves at every entry): (how many both read alike, the disagreements, each kept under FINDINGS)."""
+    import hashlib
+
     found, clean = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         paths, groups = [], []
-        for i, data in enumerate(inputs(n, seed)):
+        for i, data in enumerate(logs):
             p = Path(tmp) / f"t-{i}" / "00000000000000000000.log"
             p.parent.mkdir()
             p.write_bytes(data)
@@ -61,21 +71,19 @@ def run(n: int, seed: int, verify_crc: bool) -> tuple[int, int, list[str]]:
             groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
                             "first": None, "stop": None, "live_end": True, "aborted": None, "open": None}])  # fmt: skip
         plan = {"limits": jvm.limits(verify_crc), "include_control": False, "format": None, "null_empty_headers": False,
-                "groups": groups}  # fmt: skip
-        got = jvm.check(json.dumps(plan))
-        for (path, size), theirs in zip(paths, got):
+                "groups": groups, "chunk_bytes": (8 << 20) if verify_crc else 100}  # fmt: skip
+        for (path, size), theirs in zip(paths, jvm.check(json.dumps(plan))):
             ours = python_engine(path, size, verify_crc)
-            same = ours == theirs if ours[0] == "ok" else theirs[0] == "error"
-            clean += same and ours[0] == "ok"
-            if not same:
+            if (ours == theirs) if ours[0] == "ok" else theirs[0] == "error":
+                clean += ours[0] == "ok"
+                continue
+            data = Path(path).read_bytes()
+            name = f"{hashlib.sha256(data).hexdigest()[:16]}.log"
+            if keep:
                 FINDINGS.mkdir(parents=True, exist_ok=True)
-                data = Path(path).read_bytes()
-                import hashlib
-
-                keep = FINDINGS / f"{hashlib.sha256(data).hexdigest()[:16]}.log"
-                keep.write_bytes(data)
-                found.append(f"{keep.name}: python {ours[:2]} vs jvm {theirs[:2]}")
-    return n, clean, found
+                (FINDINGS / name).write_bytes(data)
+            found.append(f"{name}: python {ours[:2]} vs jvm {theirs[:2]}")
+    return clean, found
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,9 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.Arrays;
-import java.util.zip.GZIPInputStream;
+import java.util.zip.CRC32;
+import java.util.zip.DataFormatException;
+import java.util.zip.Inflater;
 import net.jpountz.lz4.LZ4Exception;
 import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
@@ -42,7 +44,7 @@ public final class Codecs {
         long limit = limits.allowance(n);
         try {
             switch (codec) {
-                case 1 -> stream(new GZIPInputStream(new ByteArrayInputStream(b, pos, n), 1 << 16), limit, path, pos);
+                case 1 -> gzip(b, pos, n, path);
                 case 2 -> snappy(b, pos, n, limit, path);
                 case 3 -> lz4(b, pos, n, magic != 0, path);
                 case 4 -> stream(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(b, pos, n)), limit, path, pos);
@@ -50,7 +52,7 @@ public final class Codecs {
             }
         } catch (Bad e) {
             throw e;
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | DataFormatException | RuntimeException e) {
             throw new Bad(path, pos, "corrupt " + name(codec) + " stream: " + e.getMessage(), false);
         }
     }
@@ -73,6 +75,61 @@ public final class Codecs {
                 if (size > limit) throw tooBig(limit, path, at);
             }
         }
+    }
+
+    /** Every gzip member, its header checked as zlib checks it (RFC 1952: reserved flag bits are an error) and its
+     * trailer's CRC-32 and size; bytes after the last member that do not start another are ignored, as Java's
+     * GZIPInputStream and kfmt.runtime.compression ignore them. The allowance grows with the input consumed. */
+    private void gzip(byte[] b, int pos, int n, String path) throws Bad, DataFormatException {
+        int end = pos + n, p = pos;
+        Inflater inf = new Inflater(true);
+        CRC32 crc = new CRC32();
+        try {
+            do {
+                p = gzipHeader(b, p, end, path);
+                inf.reset();
+                inf.setInput(b, p, end - p);
+                int from = size;
+                while (!inf.finished()) {
+                    room(size + (1 << 16));
+                    int got = inf.inflate(out, size, out.length - size);
+                    size += got;
+                    long limit = limits.allowance((p - pos) + inf.getBytesRead());
+                    if (size > limit) throw tooBig(limit, path, pos);
+                    if (got == 0 && (inf.needsInput() || inf.needsDictionary())) throw new Bad(path, pos, "corrupt gzip stream: the stream ends early", false);
+                }
+                p += (int) inf.getBytesRead();
+                if (end - p < 8) throw new Bad(path, pos, "corrupt gzip stream: the trailer is missing", false);
+                crc.reset();
+                crc.update(out, from, size - from);
+                if ((int) crc.getValue() != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, pos, "corrupt gzip stream: incorrect data check", false);
+                if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, "corrupt gzip stream: incorrect length check", false);
+                p += 8;
+            } while (end - p >= 2 && (b[p] & 0xFF) == 0x1f && (b[p + 1] & 0xFF) == 0x8b);
+        } finally {
+            inf.end();
+        }
+    }
+
+    /** The position after a gzip member's header at p. */
+    private static int gzipHeader(byte[] b, int p, int end, String path) throws Bad {
+        if (end - p < 10 || (b[p] & 0xFF) != 0x1f || (b[p + 1] & 0xFF) != 0x8b) throw new Bad(path, p, "corrupt gzip stream: incorrect header check", false);
+        if (b[p + 2] != 8) throw new Bad(path, p, "corrupt gzip stream: unknown compression method", false);
+        int flg = b[p + 3] & 0xFF;
+        if ((flg & 0xE0) != 0) throw new Bad(path, p, "corrupt gzip stream: unknown header flags set", false);
+        int q = p + 10;
+        if ((flg & 0x04) != 0) { // FEXTRA
+            if (end - q < 2) throw new Bad(path, p, "corrupt gzip stream: the header ends early", false);
+            q += 2 + ((b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8);
+        }
+        for (int bit : new int[] {0x08, 0x10}) { // FNAME, FCOMMENT: zero-terminated
+            if ((flg & bit) == 0) continue;
+            while (q < end && b[q] != 0) q++;
+            q++;
+        }
+        if ((flg & 0x02) != 0) q += 2; // FHCRC
+        if (q > end) throw new Bad(path, p, "corrupt gzip stream: the header ends early", false);
+        return q;
     }
 
     private static int rawLength(byte[] b, int pos, int end) throws IOException {

@@ -99,6 +99,7 @@ public final class KafkaLogJvm implements TableProvider, DataSourceRegister {
             shipped.includeControl = plan.includeControl;
             shipped.nullEmptyHeaders = plan.nullEmptyHeaders;
             shipped.format = plan.format;
+            shipped.chunkBytes = plan.chunkBytes;
             return new Factory(shipped, schema);
         }
     }
@@ -154,6 +155,6 @@ public final class KafkaLogJvm implements TableProvider, DataSourceRegister {
         }
 
         @Override public ColumnarBatch get() { return current; }
-        @Override public void close() {}
+        @Override public void close() throws IOException { reader.close(); }
     }
 }

@@ -14,6 +14,8 @@ public final class Plan implements Serializable {
     public boolean includeControl;
     public boolean nullEmptyHeaders;
     public String format;
+    /** bytes of a slice read at a time (an entry larger than this is read whole) */
+    public int chunkBytes = 8 << 20;
     public List<Slice[]> groups = new ArrayList<>();
 
     public static Plan parse(String json) {
@@ -31,6 +33,7 @@ public final class Plan implements Serializable {
             p.includeControl = root.get("include_control").asBoolean();
             p.nullEmptyHeaders = root.get("null_empty_headers").asBoolean();
             p.format = root.get("format").isNull() ? null : root.get("format").asText();
+            if (root.has("chunk_bytes")) p.chunkBytes = Math.max(1, root.get("chunk_bytes").asInt());
             for (JsonNode g : root.get("groups")) {
                 Slice[] group = new Slice[g.size()];
                 for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i));

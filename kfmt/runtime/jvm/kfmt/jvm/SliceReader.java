@@ -21,7 +21,10 @@ public final class SliceReader {
     private final kfmt.jvm.Decoder[] byMagic = new kfmt.jvm.Decoder[256];
     private kfmt.jvm.Decoder forced;
     private Slice slice;
+    private FileChannel channel;
+    /** a window of the slice: file bytes [winStart, winStart + len) in buf; the next entry at buf[pos] */
     private byte[] buf = new byte[0];
+    private long winStart;
     private int len, pos;
 
     SliceReader(Plan plan, org.apache.spark.sql.types.StructType schema) {
@@ -37,33 +40,54 @@ public final class SliceReader {
     }
 
     void open(Slice s) throws IOException {
+        close();
         slice = s;
-        long n = s.end - s.start;
-        if (n > Integer.MAX_VALUE - 8) throw new IOException("kafka-log-jvm: slice of " + n + " bytes is too large");
-        if (buf.length < n) buf = new byte[(int) n];
-        try (FileChannel ch = FileChannel.open(Path.of(s.path), StandardOpenOption.READ)) {
-            ByteBuffer bb = ByteBuffer.wrap(buf, 0, (int) n);
-            while (bb.hasRemaining()) {
-                if (ch.read(bb, s.start + bb.position()) < 0) break;
-            }
-            len = bb.position();
-        }
-        if (len < n) throw new IOException("kafka-log-jvm: " + s.path + " is shorter than planned (" + (s.start + len) + " of " + s.end + " bytes): it changed under the reader");
-        pos = 0;
+        channel = FileChannel.open(Path.of(s.path), StandardOpenOption.READ);
+        winStart = s.start;
+        len = pos = 0;
         sink.lo = s.first == null ? Long.MIN_VALUE : s.first;
         sink.hi = s.stop == null ? Long.MAX_VALUE : s.stop;
     }
 
+    void close() throws IOException {
+        if (channel != null) channel.close();
+        channel = null;
+    }
+
+    /** At least {@code need} bytes from pos in the window, or every byte left of the slice. The slice is read in
+     * chunks (an entry larger than a chunk whole), so memory stays flat whatever the segment's size. */
+    private void fill(long need) throws IOException {
+        if (len - pos >= need || winStart + len >= slice.end) return;
+        System.arraycopy(buf, pos, buf, 0, len - pos);
+        winStart += pos;
+        len -= pos;
+        pos = 0;
+        long want = Math.min(Math.max(need, plan.chunkBytes), slice.end - winStart);
+        if (want > Integer.MAX_VALUE - 8) throw new IOException("kafka-log-jvm: an entry of " + want + " bytes");
+        if (want > buf.length) buf = java.util.Arrays.copyOf(buf, (int) want);
+        ByteBuffer bb = ByteBuffer.wrap(buf, len, (int) want - len);
+        while (bb.hasRemaining()) {
+            if (channel.read(bb, winStart + bb.position()) < 0) {
+                throw new IOException("kafka-log-jvm: " + slice.path + " is shorter than planned (" + (winStart + bb.position())
+                        + " of " + slice.end + " bytes): it changed under the reader");
+            }
+        }
+        len = (int) want;
+    }
+
     /** The next rows of the open slice (null: the slice is done). */
-    ColumnarBatch next() {
+    ColumnarBatch next() throws IOException {
         sink.clear();
-        while (pos < len && sink.n < ROWS && sink.bytes() < BYTES) {
+        while (sink.n < ROWS && sink.bytes() < BYTES) {
+            fill(17);
+            if (pos >= len) break;
             int at = pos;
             int stop = frame(at);
             if (stop < 0) { // a batch being written ends the slice
                 pos = len;
                 break;
             }
+            at = pos; // (the window may have moved)
             long mark = sink.mark();
             kfmt.jvm.Decoder d = forced != null ? forced : byMagic[buf[at + 16] & 0xFF];
             if (d == null) throw fail(at, "entry", "unknown magic " + buf[at + 16] + " (a format that is not auto-detected needs option format)");
@@ -78,24 +102,31 @@ public final class SliceReader {
                     || (slice.first != null && b.lastOffset < slice.first) || (slice.stop != null && b.baseOffset >= slice.stop)) {
                 sink.rollback(mark);
             } else {
-                sink.batch(b, (int) (mark >>> 32), slice.start + at);
+                sink.batch(b, (int) (mark >>> 32), winStart + at);
             }
             pos = stop;
         }
-        if (sink.n == 0 && pos >= len) return null;
+        if (sink.n == 0) {
+            close();
+            return null;
+        }
         return sink.take(slice.topic, slice.partition, slice.path, plan.nullEmptyHeaders);
     }
 
-    /** The end of the entry at {@code at}; -1 for a batch being written at the end of a live slice. */
-    private int frame(int at) {
+    /** The end (in the window) of the entry at pos, read whole into the window; -1 for a batch being written at
+     * the end of a live slice. */
+    private int frame(int at) throws IOException {
         int left = len - at;
         if (left >= 17) {
             long size = Ctx.i32(buf, at + 8);
             if (size < 14) throw fail(at, "entry.size", "size " + size + " is below the smallest entry (14 bytes)");
+            fill(12 + size);
+            at = pos;
+            left = len - at;
             if (size <= left - 12) return at + 12 + (int) size;
         }
-        if (slice.liveEnd && at > 0 && onlyACutEntry(at)) {
-            org.slf4j.LoggerFactory.getLogger("kfmt").warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka leaves it out of a fetch", slice.path, left, slice.start + at);
+        if (slice.liveEnd && winStart + at > slice.start && onlyACutEntry(at)) {
+            org.slf4j.LoggerFactory.getLogger("kfmt").warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka leaves it out of a fetch", slice.path, left, winStart + at);
             return -1;
         }
         throw fail(at, "entry", "the entry runs past the end of the data (" + left + " bytes left)");
@@ -108,18 +139,29 @@ public final class SliceReader {
         return true;
     }
 
-    /** kfmt.resync.valid_entry_at: a complete entry with a matching CRC starts at p. */
+    /** kfmt.resync.valid_entry_at, then decoded as the resynchronising reader decodes it: a complete entry with
+     * a matching CRC that decodes starts at p (nothing of it stays in the sink). */
     private boolean validEntryAt(int p) {
         long size = Ctx.i32(buf, p + 8);
         long end = p + 12 + size;
         int magic = buf[p + 16];
         if (size < 14 || end > len || magic < 0 || magic > 2 || size < new int[] {14, 22, 49}[magic]) return false;
-        if (magic == 2) return cx.crc32c(buf, p + 21, (int) end) == Ctx.u32(buf, p + 17);
-        return cx.crc32(buf, p + 16, (int) end) == Ctx.u32(buf, p + 12);
+        boolean crc = magic == 2 ? cx.crc32c(buf, p + 21, (int) end) == Ctx.u32(buf, p + 17)
+                : cx.crc32(buf, p + 16, (int) end) == Ctx.u32(buf, p + 12);
+        kfmt.jvm.Decoder d = forced != null ? forced : byMagic[magic];
+        if (!crc || d == null) return false;
+        long mark = sink.mark();
+        try {
+            return d.entry(cx, buf, p, (int) end) == end;
+        } catch (Bad e) {
+            return false;
+        } finally {
+            sink.rollback(mark);
+        }
     }
 
     private RuntimeException fail(int at, String field, String why) {
-        return new IllegalStateException("kafka-log (jvm engine): corrupt batch in " + slice.path + " at byte " + (slice.start + at)
+        return new IllegalStateException("kafka-log (jvm engine): corrupt batch in " + slice.path + " at byte " + (winStart + at)
                 + ": " + field + ": " + why + " (read with engine=\"python\" and option on_corrupt=skip or quarantine to go on)");
     }
 }
