@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 
 
@@ -21,6 +23,8 @@ def test_bench_scaling_slice():
         assert row.count("ns/rec") == 2
 
 
+@pytest.mark.skipif(bool(os.environ.get("KFMT_BACKEND") or os.environ.get("KFMT_DISABLE_NATIVE")),
+                    reason="a Spark benchmark: run once, with the installation's default backend")  # fmt: skip
 def test_bench_spark_slice():
     """`make bench-spark`'s comparison with Parquet on a small corpus: every reader (the Python engine, the
     JVM engine where it is built, Parquet, the floor) gives the same count and value bytes (the script exits
