@@ -9,7 +9,8 @@ template repeated with their base offsets moved on, which the CRC does not cover
   the interpreter's start nor the first use of a module); peak memory is the process's peak resident set above
   what it held before the call.
 - The Spark source (``--spark``): count and sum of value lengths over the partition folder in one local[2]
-  session; peak memory is the Python workers' (their peak resident set is reset before each run).
+  session, with the Python engine (peak memory: the Python workers', their peak resident set reset before each
+  run) and the JVM engine (peak memory: Spark's JVM's, where it decodes, reset the same way).
 
 Medians of ``--runs`` runs, the sizes interleaved round by round.
 """
@@ -120,26 +121,49 @@ def measure(tool: str, segment: str) -> dict:
 
 
 def spark_runs(folders: dict, runs: int) -> dict:
-    """{size: [(seconds, records, worker peak MB)]} through the kafka-log source."""
+    """{(engine, size): [(seconds, records, peak MB)]} through the kafka-log source: the Python engine (its
+    Python workers' peak) and, where it is built, the JVM engine (the peak of Spark's JVM, which it runs in)."""
     from pyspark.sql import functions as F
 
+    import kfmt.spark
+    from kfmt.spark import jvm
     from kfmt.spark.jobs import session
 
     spark = session("local[2]", "kfmt-bench-scaling")
-    got: dict = {s: [] for s in folders}
+    engines = ("python", "jvm") if jvm.jar() is not None else ("python",)
+    got: dict = {(e, s): [] for e in engines for s in folders}
     try:
         first = next(iter(folders.values()))[0]
-        spark.read.format("kafka-log").load(first).agg(F.count("*")).collect()  # warm up: workers started
+        for e in engines:  # warm up: workers started, the JVM's code compiled
+            kfmt.spark.read(spark, first, engine=e).agg(F.count("*")).collect()
         for _ in range(runs):
             for s, (part, _) in folders.items():
-                _reset_worker_peaks()
-                t = time.perf_counter()
-                row = spark.read.format("kafka-log").load(part).agg(F.count("*").alias("n"),
+                for e in engines:
+                    pids = _workers() if e == "python" else _jvms()
+                    _reset_peaks(pids)
+                    t = time.perf_counter()
+                    row = kfmt.spark.read(spark, part, engine=e).agg(F.count("*").alias("n"),
                                                                      F.sum(F.length("value"))).collect()[0]  # fmt: skip
-                got[s].append((time.perf_counter() - t, row["n"], _worker_peak()))
+                    got[(e, s)].append((time.perf_counter() - t, row["n"], _peak(pids)))
     finally:
         spark.stop()
     return got
+
+
+def _jvms() -> list[int]:
+    """Spark's JVM: the java processes this one started."""
+    me, out = os.getpid(), []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                java = b"java" in f.read().split(b"\0")[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if java and ppid == me:
+            out.append(int(pid))
+    return out
 
 
 def _workers() -> list[int]:
@@ -155,8 +179,8 @@ def _workers() -> list[int]:
     return pids
 
 
-def _reset_worker_peaks() -> None:
-    for pid in _workers():
+def _reset_peaks(pids) -> None:
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/clear_refs", "w") as f:
                 f.write("5")  # resets the peak resident set (VmHWM)
@@ -164,9 +188,9 @@ def _reset_worker_peaks() -> None:
             pass
 
 
-def _worker_peak() -> float:
+def _peak(pids) -> float:
     peak = 0.0
-    for pid in _workers():
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/status") as f:
                 peak = max(peak, next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024)
@@ -208,14 +232,17 @@ def main(argv=None) -> int:
             extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
             cells.append(f"{ns:,.0f} ns/rec, +{max(extra, 0):,.0f} MB")
         print(f"| `{tool}` | " + " | ".join(cells) + " |")
-    if spark:
+    for engine, name, what in (("python", "Spark source", "workers"), ("jvm", "Spark source, JVM engine", "JVM")):
+        if (engine, next(iter(folders))) not in spark:
+            continue
         cells = []
         for s, (_, n) in folders.items():
-            ns = statistics.median(x[0] for x in spark[s]) / n * 1e9
-            cells.append(f"{ns:,.0f} ns/rec, workers {statistics.median(x[2] for x in spark[s]):,.0f} MB")
-            if any(x[1] != n for x in spark[s]):
-                print(f"WARNING: the Spark source counted {spark[s][0][1]} records of {n}", file=sys.stderr)
-        print("| Spark source | " + " | ".join(cells) + " |")
+            got = spark[(engine, s)]
+            ns = statistics.median(x[0] for x in got) / n * 1e9
+            cells.append(f"{ns:,.0f} ns/rec, {what} {statistics.median(x[2] for x in got):,.0f} MB")
+            if any(x[1] != n for x in got):
+                raise SystemExit(f"the {name} counted {got[0][1]} records of {n}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
 
