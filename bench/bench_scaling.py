@@ -76,7 +76,7 @@ def child(tool: str, path: str) -> None:
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
-    warm = os.path.join(tempfile.mkdtemp(prefix="kfmt-warm-"), "00000000000000000000.log")
+    warm = os.path.join(_scratch("kfmt-warm-"), "00000000000000000000.log")
     with open(warm, "wb") as f:
         f.write(kfmt.encode_batch([kfmt.Record(value=b"x", headers=[("h", b"1")])]))
     run(tool, warm)
@@ -209,7 +209,7 @@ def main(argv=None) -> int:
     if args.child:
         child(*args.child)
         return 0
-    work = tempfile.mkdtemp(prefix="kfmt-scaling-")
+    work = _scratch("kfmt-scaling-")
     batches = template()
     folders = {s: write_segment(os.path.join(work, s), size_of(s), batches) for s in args.sizes.split(",")}
     rows: dict = {(t, s): [] for t in TOOLS for s in folders}
@@ -244,6 +244,16 @@ def main(argv=None) -> int:
                 raise SystemExit(f"the {name} counted {got[0][1]} records of {n}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
+
+
+def _scratch(prefix: str) -> str:
+    """A temporary folder removed when the benchmark exits (its segments can be a gigabyte)."""
+    import atexit
+    import shutil
+
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     from kfmt.spark.jobs import session
     from kfmt.tools.synth import SynthConfig, synth
 
-    corpus = tempfile.mkdtemp(prefix="kfmt-bench-")
+    corpus = _scratch("kfmt-bench-")
     summary = synth(corpus, SynthConfig(records=args.records, segment_bytes=1024 * 1024))
     n_expected = sum(v["records"] for v in summary.values())
     spark = session(args.master, "kfmt-bench")
@@ -127,7 +127,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         return df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"),
                       F.sum(F.size("headers")).alias("headers")).collect()[0]  # fmt: skip
 
-    parquet = tempfile.mkdtemp(prefix="kfmt-bench-parquet-") + "/t"
+    parquet = _scratch("kfmt-bench-parquet-") + "/t"
     spark.read.format("kafka-log").load(corpus).select("topic", "partition", "timestamp", "value").write.parquet(
         parquet
     )
@@ -328,6 +328,16 @@ def worker_cpu() -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def _scratch(prefix: str) -> str:
+    """A temporary folder removed when the benchmark exits (its segments can be a gigabyte)."""
+    import atexit
+    import shutil
+
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 if __name__ == "__main__":
