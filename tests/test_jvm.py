@@ -223,3 +223,11 @@ def test_jvm_regressions_replayed():
     assert len(logs) >= 3
     for verify_crc in (True, False):
         assert compare(logs, verify_crc, keep=False)[1] == []
+
+
+def test_kfmt_formats_names_the_engines(capsys):
+    """`kfmt formats` says which engines the Spark source has here."""
+    from kfmt.tools.cli import main
+
+    assert main(["formats"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "# Spark source engines: jvm, python"

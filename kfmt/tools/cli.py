@@ -81,10 +81,21 @@ def _backends_line() -> str:
     return f"backend: {active}; available: {', '.join(available_backends())}"
 
 
+def _spark_line() -> str:
+    """Which engines the Spark source has here (kfmt.spark.read)."""
+    from pathlib import Path
+
+    import kfmt
+
+    jvm = (Path(kfmt.__file__).parent / "spark" / "kfmt-jvm.jar").exists()  # (kfmt.spark.jvm.JAR, without pyspark)
+    return "Spark source engines: jvm, python" if jvm else "Spark source engine: python (the JVM engine is not built)"
+
+
 def _cmd_formats(args) -> int:
     from kfmt.api import format_ids, get_format
 
     print(f"# {_backends_line()}")
+    print(f"# {_spark_line()}")
     for fid in format_ids():
         mod = get_format(fid)
         auto = "auto" if mod.AUTO_DETECT else "explicit"
