@@ -161,7 +161,7 @@ public final class SliceReader {
     }
 
     private RuntimeException fail(int at, String field, String why) {
-        return new IllegalStateException("kafka-log (jvm engine): corrupt batch in " + slice.path + " at byte " + (winStart + at)
+        return new Damage("kafka-log (jvm engine): corrupt batch in " + slice.path + " at byte " + (winStart + at)
                 + ": " + field + ": " + why + " (read with engine=\"python\" and option on_corrupt=skip or quarantine to go on)");
     }
 }
