@@ -231,3 +231,27 @@ def test_kfmt_formats_names_the_engines(capsys):
 
     assert main(["formats"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "# Spark source engines: jvm, python"
+
+
+@pytest.mark.parametrize("fid", ["v2_no_record_attributes", "v3_no_record_attributes"])
+def test_proposals_read_with_format(spark, tmp_path, fid):
+    """A log written in a proposal that reuses magic 2 is read with option format by both engines alike (the
+    jvm backend's decoders of the proposals); a proposal without a Java decoder is refused by the JVM engine,
+    with the reason, and read by the Python engine under auto."""
+    import kfmt
+
+    folder = tmp_path / "p-0"
+    folder.mkdir()
+    parts, offset = [], 0
+    for codec in ("none", "gzip", "zstd"):
+        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * i, headers=[("h", b"x")] if i % 2 else [],
+                            timestamp=1_700_000_000_000 + i) for i in range(7)]  # fmt: skip
+        parts.append(kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=offset))
+        offset += 7
+    (folder / "00000000000000000000.log").write_bytes(b"".join(parts))
+    a = kfmt.spark.read(spark, str(folder), engine="jvm", format=fid)
+    b = kfmt.spark.read(spark, str(folder), engine="python", format=fid)
+    assert _engine(a) == "jvm" and len(_rows(a)) == 21 and _rows(a) == _rows(b)
+    with pytest.raises(ValueError, match="format kip98_draft has no Java decoder"):
+        kfmt.spark.read(spark, str(folder), engine="jvm", format="kip98_draft")
+    assert _engine(kfmt.spark.read(spark, str(folder), format="kip98_draft")) == "python"
