@@ -324,6 +324,8 @@ class StructGen:
         role = self.g.roles.get(w.elem)
         if role is None:
             raise Unsupported(f"an array of {w.elem} in a {self.st.role}")
+        if f is not self.st.fields[-1]:  # its elements run to the end of the region (checked below)
+            raise Unsupported("an array followed by other fields")
         nm = f.name
         if isinstance(w.count, n.CountFrom):
             self.say(f"long n_{nm} = {self.g.long_expr(w.count.field, self.st.name)};")
