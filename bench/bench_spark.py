@@ -49,6 +49,8 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=int, default=60000, help="records per partition of the corpus")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=0,
+                   help="rounds of the Parquet comparison (default: --runs, at least 5; 1 for a quick check)")  # fmt: skip
     p.add_argument("--master", default="local[*]")
     p.add_argument("--no-s3", action="store_true", help="leave out the run against a loopback S3 server")
     p.add_argument("--only-parquet", action="store_true", help="only the comparison with Spark's Parquet reader")
@@ -162,7 +164,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         job()  # warm up (workers, the floor's cached batches)
     samples: dict = {name: [] for name in queries}
     order = list(queries.items())
-    for r in range(max(args.runs, 5)):  # rounds interleaved, each query once per round, the order rotated
+    for r in range(args.rounds or max(args.runs, 5)):  # rounds interleaved, each query once per round, rotated
         for name, job in order[r % len(order) :] + order[: r % len(order)]:
             time.sleep(0.3)  # the JVM's background work after the last query (JIT, concurrent GC) settles first
             c0, t = tree_cpu(), time.perf_counter()

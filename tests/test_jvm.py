@@ -206,7 +206,7 @@ def test_differential_slice():
     from fuzz.jvm_differential import run
 
     for verify_crc in (True, False):
-        n, clean, found = run(400, 20261125, verify_crc)
+        n, clean, found = run(250, 20261125, verify_crc)
         assert found == [] and 0 < clean < n, (verify_crc, clean, found)
 
 
