@@ -117,9 +117,11 @@ def on_classpath(spark) -> bool:
 
 
 def _packed(path: str) -> bool:
+    """Whether the segment file is stored compressed whole (kfmt.storage.compressed_object's magics)."""
+    from kfmt.storage import compressed_object
+
     with open(path, "rb") as f:
-        head = f.read(4)
-    return head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd" or head == b"\x04\x22\x4d\x18"
+        return compressed_object(f.read(16)) is not None
 
 
 def java_formats() -> set[str]:
