@@ -163,18 +163,32 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
             topic, part = topic_partition(p.parent)
             out.append(_segment(p, topic, part))
         elif p.is_dir():
-            # a partition folder, a log directory, or a tiered-storage prefix (<topic>-<topicId>/<partition>/)
-            subs = sorted(x for x in p.iterdir() if x.is_dir() and not x.name.startswith(WRITER_PREFIX))
-            for d in [p, *(x for x in subs if not _left_out(x, 1, include, skipped))]:
-                numbered = sorted(x for x in d.iterdir() if x.is_dir() and x.name.isdigit()) if d != p else []
-                for sub in [d, *numbered]:
-                    segs = [x for x in sub.iterdir() if x.is_file() and x.suffix == ".log"]
-                    if segs:
-                        topic, part = topic_partition(sub)
-                        out.extend(_segment(x, topic, part) for x in segs)
+            out.extend(walk_folder(p, include, skipped)[0])
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
     return sorted(set(out))
+
+
+def walk_folder(p: Path, include=frozenset(), skipped: list | None = None) -> tuple[list[Segment], list[Path]]:
+    """What a folder given holds, at any depth: a partition folder, a log directory, a tiered-storage prefix
+    (``<topic>-<topicId>/<partition>/``), or a folder of any of these (a broker's JBOD ``log.dirs``, copies
+    of several brokers' log dirs), as an object store's prefix is listed. Returns the segments (every
+    ``.log`` file) and the folders walked (each holding files a dump checks). kfmt writers' staging folders
+    are not walked; Kafka's suffixed folders below ``p`` are left out unless their suffix is in ``include``
+    (each noted in ``skipped``). Every reader and tool walks a folder by this one rule."""
+    segs: list[Segment] = []
+    folders: list[Path] = []
+    notes: list = skipped if skipped is not None else []
+    for root, dirs, files in os.walk(p):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(WRITER_PREFIX)
+                         and not _left_out(here / d, 1, include, notes))  # fmt: skip
+        folders.append(here)
+        logs = [f for f in files if f.endswith(".log") and (here / f).is_file()]
+        if logs:
+            topic, part = topic_partition(here)
+            segs.extend(_segment(here / f, topic, part) for f in logs)
+    return segs, folders
 
 
 def _left_out(folder, depth: int, include, skipped: list, scheme: str = "") -> bool:

@@ -179,132 +179,231 @@ def producer_snapshot(entries: list[dict]) -> bytes:
     return codec.encode(ProducerSnapshot(version=1, producer_entries=[ProducerEntry(**e) for e in entries]))
 
 
-def read_leader_epoch_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
-    return parse_leader_epoch_checkpoint(Path(path).read_text(errors="replace"))
+# ------------------------------------------------------------------ broker text files, read by Kafka's rules
+# Each reader below follows the Java class that reads the file when a broker starts, cited in its docstring;
+# what that class accepts is healthy here, what it throws on is a problem, and what it repairs on load is a
+# problem that says so.
+
+_JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")  # java.util.regex's \s
 
 
-def parse_leader_epoch_checkpoint(text: str) -> tuple[list[dict], list[str]]:
-    return _checkpoint_lines(text, ("epoch", "start_offset"))
+def java_lines(data: bytes | str) -> tuple[list[str], str | None]:
+    """The lines ``java.io.BufferedReader.readLine`` returns for a file read as UTF-8 (ends at ``\\n``, ``\\r``
+    or ``\\r\\n``; a last terminator starts no empty line), or a problem when the bytes are not UTF-8 (Kafka's
+    ``Files.newBufferedReader`` throws ``MalformedInputException`` then)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return [], f"byte {e.start}: not UTF-8, which Kafka reads this file as"
+    lines = re.split(r"\r\n|\r|\n", data)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines, None
 
 
-def _checkpoint_lines(text: str, names: tuple[str, ...]) -> tuple[list[dict], list[str]]:
-    lines = text.splitlines()
-    problems: list[str] = []
-    if len(lines) < 2 or not lines[0].strip().isdigit() or not lines[1].strip().isdigit():
-        return [], ["not a checkpoint file (expected a version line and a count line)"]
-    count = int(lines[1])
-    entries = []
+def java_int(text: str, bits: int = 32) -> int | None:
+    """``Integer.parseInt`` (``bits`` 32) or ``Long.parseLong`` (64): an optional sign then decimal digits (any
+    Unicode digit, as ``Character.digit``), in range; None where Java throws ``NumberFormatException``."""
+    import unicodedata
+
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or any(unicodedata.decimal(c, None) is None for c in body):
+        return None
+    value = int("".join(str(unicodedata.decimal(c)) for c in body)) * (-1 if text[:1] == "-" else 1)
+    return value if -(1 << (bits - 1)) <= value < 1 << (bits - 1) else None
+
+
+def java_uuid(text: str) -> bytes | None:
+    """``org.apache.kafka.common.Uuid.fromString``: at most 24 characters, ``Base64.getUrlDecoder()`` (padding
+    optional but exact; the bits past the 16 bytes ignored, as Java's decoder does), 16 bytes; else None."""
+    import base64
+
+    if len(text) > 24 or not re.fullmatch(r"[A-Za-z0-9_-]*(==?)?", text) or len(text.rstrip("=")) % 4 == 1:
+        return None
+    if "=" in text and len(text) % 4:
+        return None  # padding present but not completing a 4-character unit: Java throws
+    body = text.rstrip("=")
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    return raw if len(raw) == 16 else None
+
+
+def _checkpoint(data, fields: tuple[tuple[str, int], ...], shape: str) -> tuple[list[dict], list[str]]:
+    """A checkpoint file as ``org.apache.kafka.server.common.CheckpointFile.CheckpointReadBuffer`` reads it:
+    no first line (an empty file, as brokers create them) or no count line is no entries; else the version
+    must be 0 (``Integer.parseInt``, no spaces), the count an int, each further line ``\\s+``-separated
+    fields (``fields``: name and Java width, 0 for a string; a line starting with a space has an empty first field), and the
+    count must match the lines. Every case Kafka throws on is one problem."""
+    lines, bad = java_lines(data)
+    if bad:
+        return [], [bad]
+    if not lines:
+        return [], []
+    version = java_int(lines[0])
+    if version is None:
+        return [], [f"line 1: {lines[0]!r} is not a version number (malformed line, which Kafka refuses)"]
+    if version != 0:
+        return [], [f"unknown version {version} (Kafka reads version 0 and refuses any other)"]
+    if len(lines) == 1:
+        return [], []
+    count = java_int(lines[1])
+    if count is None:
+        return [], [f"line 2: {lines[1]!r} is not an entry count (malformed line, which Kafka refuses)"]
+    entries, problems = [], []
     for i, line in enumerate(lines[2:], start=3):
-        parts = line.split()
-        if len(parts) != len(names) or not all(p.lstrip("-").isdigit() for p in parts):
-            problems.append(f"line {i}: {line!r} is not {len(names)} integers")
+        parts = _JAVA_SPACE.split(line)
+        while parts and parts[-1] == "":  # String.split drops trailing empty strings
+            parts.pop()
+        values = [p if not bits else java_int(p, bits) for p, (_, bits) in zip(parts, fields)]
+        if len(parts) != len(fields) or None in values:
+            problems.append(f"line {i}: {line!r} is not '{shape}' (malformed line, which Kafka refuses)")
             continue
-        entries.append(dict(zip(names, map(int, parts))))
-    if count != len(entries) + len([p for p in problems if p.startswith("line")]):
-        problems.append(f"the count line says {count} entries, the file holds {len(lines) - 2}")
-    for a, b in zip(entries, entries[1:]):
-        if b["epoch"] <= a["epoch"] or b["start_offset"] < a["start_offset"]:
-            problems.append(f"epoch {b['epoch']} at {b['start_offset']} does not follow epoch {a['epoch']} at "
-                            f"{a['start_offset']}")  # fmt: skip
+        entries.append(dict(zip((name for name, _ in fields), values)))
+    if count != len(lines) - 2:
+        problems.append(f"the count line says {count} entries, the file holds {len(lines) - 2} (Kafka refuses it)")
     return entries, problems
 
 
-def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
-    return parse_partition_metadata(Path(path).read_text(errors="replace"))
+def read_leader_epoch_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
+    return parse_leader_epoch_checkpoint(Path(path).read_bytes())
 
 
-def _key_values(lines, sep: str, shape: str, comments: str = "") -> tuple[dict[str, str], list[str]]:
-    """``key<sep>value`` lines (blank lines and lines starting with one of ``comments`` skipped), and a problem
-    per line that is not ``shape``."""
-    fields: dict[str, str] = {}
-    problems: list[str] = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip() or (comments and line[:1] in comments):
-            continue
-        key, found, value = line.partition(sep)
-        if not found:
-            problems.append(f"line {i}: {line!r} is not '{shape}'")
-            continue
-        fields[key.strip()] = value.strip()
-    return fields, problems
-
-
-def parse_partition_metadata(text: str) -> tuple[list[dict], list[str]]:
-    fields, problems = _key_values(text.splitlines(), ":", "key: value")
-    if fields.get("version") != "0":
-        problems.append(f"unknown version {fields.get('version')!r} (Kafka writes 0)")
-    if "topic_id" not in fields:
-        problems.append("no topic_id")
-    elif topic_id_problem(fields["topic_id"]):
-        problems.append(f"topic_id: {topic_id_problem(fields['topic_id'])}")
-    return [fields], problems
+def parse_leader_epoch_checkpoint(data: bytes | str) -> tuple[list[dict], list[str]]:
+    """A ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``: ``epoch startOffset`` lines, int32 and
+    int64), then as ``LeaderEpochFileCache`` loads it: a negative epoch or offset is refused; an entry whose
+    epoch or start offset does not rise above the one before makes the cache drop the earlier entries (its
+    writer never writes such a file), said as a problem."""
+    entries, problems = _checkpoint(data, (("epoch", 32), ("start_offset", 64)), "epoch startOffset")
+    for e in entries:
+        if e["epoch"] < 0 or e["start_offset"] < 0:
+            problems.append(f"epoch {e['epoch']} at {e['start_offset']}: negative (Kafka refuses the entry)")
+    for a, b in zip(entries, entries[1:]):
+        if b["epoch"] <= a["epoch"] or b["start_offset"] < a["start_offset"]:
+            problems.append(f"epoch {b['epoch']} at {b['start_offset']} does not follow epoch {a['epoch']} at "
+                            f"{a['start_offset']} (Kafka drops epoch {a['epoch']} on load)")  # fmt: skip
+    return entries, problems
 
 
 def read_offset_checkpoint(path: Path) -> tuple[list[dict], list[str]]:
     """A broker's offset checkpoint (recovery points, high watermarks, log start offsets, cleaner offsets):
-    ``version`` 0, a count line, then ``topic partition offset`` lines (OffsetCheckpointFile)."""
-    return parse_offset_checkpoint(Path(path).read_text(errors="replace"))
+    ``OffsetCheckpointFile``, ``topic partition offset`` lines (a string, an int32, an int64)."""
+    return parse_offset_checkpoint(Path(path).read_bytes())
 
 
-def parse_offset_checkpoint(text: str) -> tuple[list[dict], list[str]]:
-    lines = text.splitlines()
-    if len(lines) < 2 or not lines[0].strip().isdigit() or not lines[1].strip().isdigit():
-        return [], ["not a checkpoint file (expected a version line and a count line)"]
-    problems = [] if lines[0].strip() == "0" else [f"unknown version {lines[0].strip()} (Kafka writes 0)"]
-    entries = []
-    for i, line in enumerate(lines[2:], start=3):
-        parts = line.split()
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
-            problems.append(f"line {i}: {line!r} is not 'topic partition offset'")
+def parse_offset_checkpoint(data: bytes | str) -> tuple[list[dict], list[str]]:
+    return _checkpoint(data, (("topic", 0), ("partition", 32), ("offset", 64)), "topic partition offset")
+
+
+def read_partition_metadata(path: Path) -> tuple[list[dict], list[str]]:
+    return parse_partition_metadata(Path(path).read_bytes())
+
+
+def parse_partition_metadata(data: bytes | str) -> tuple[list[dict], list[str]]:
+    """``partition.metadata`` as ``PartitionMetadataReadBuffer`` reads it: two lines, each split at ``:\\s+``
+    into exactly two parts (the names before the colon are not checked); the version an int of at least 0
+    (a newer one is read, for downgrades); the topic id a ``Uuid`` that is not zero; later lines ignored.
+    An empty file fails in Kafka (a null line), so it is a problem here."""
+    lines, bad = java_lines(data)
+    if bad:
+        return [], [bad]
+    fields: dict[str, str] = {}
+    for i, (what, line) in enumerate(zip(("version", "topic_id"), [*lines[:2], None, None]), start=1):
+        parts = re.split(r":[ \t\n\x0b\f\r]+", line) if line is not None else []
+        while parts and parts[-1] == "":
+            parts.pop()
+        if len(parts) != 2:
+            return [fields], [f"line {i}: {line!r} is not '{what}: <value>' (Kafka refuses the file)"]
+        fields[what] = parts[1]
+        if what == "version" and (java_int(parts[1]) is None or java_int(parts[1]) < 0):  # type: ignore[operator]
+            return [fields], [f"unknown version {parts[1]!r} (Kafka reads 0 and up)"]
+    problem = topic_id_problem(fields["topic_id"])
+    return [fields], [f"topic_id: {problem}"] if problem else []
+
+
+def java_properties(data: bytes) -> dict[str, str]:
+    """``java.util.Properties.load`` of an input stream: ISO-8859-1; ``#``/``!`` comment lines; a line ending
+    in an odd number of backslashes continues on the next (its leading blanks skipped); the key ends at the
+    first unescaped ``=``, ``:`` or blank; escapes ``\\t \\n \\r \\f \\uXXXX``, and a backslash before any
+    other character stands for that character."""
+    props: dict[str, str] = {}
+    lines = re.split(r"\r\n|\r|\n", data.decode("latin-1"))
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
             continue
-        entries.append({"topic": parts[0], "partition": int(parts[1]), "offset": int(parts[2])})
-    if int(lines[1]) != len(lines) - 2:
-        problems.append(f"the count line says {int(lines[1])} entries, the file holds {len(lines) - 2}")
-    return entries, problems
+        while (len(line) - len(line.rstrip("\\"))) % 2 == 1 and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+            line = line[:-1]  # a continuation at the end of the file continues on nothing
+        m = re.match(r"((?:\\.|[^=: \t\f\\])*)[ \t\f]*[=:]?[ \t\f]*(.*)", line, re.S)
+        assert m is not None  # the pattern matches any line
+        props[_java_unescape(m.group(1))] = _java_unescape(m.group(2))
+    return props
+
+
+def _java_unescape(text: str) -> str:
+    def one(m: re.Match) -> str:
+        c = m.group(1)
+        if c.startswith("u"):
+            return chr(int(c[1:], 16)) if re.fullmatch(r"u[0-9a-fA-F]{4}", c) else c
+        return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|u|.)", one, text, flags=re.S)
 
 
 def read_meta_properties(path: Path) -> tuple[list[dict], list[str]]:
-    """A log dir's ``meta.properties`` (Java properties): version 0 needs ``broker.id``, version 1 (KRaft)
-    ``cluster.id`` and ``node.id``; a ``directory.id`` is a topic-id-like Uuid."""
-    lines = [line.strip() for line in Path(path).read_text(errors="replace").splitlines()]
-    props, problems = _key_values(lines, "=", "key=value", comments="#!")
-    need = {"0": ("broker.id",), "1": ("cluster.id", "node.id")}.get(props.get("version", ""))
-    if need is None:
-        problems.append(f"unknown version {props.get('version')!r} (Kafka writes 0 or 1)")
-    for key in need or ():
+    return parse_meta_properties(Path(path).read_bytes())
+
+
+def parse_meta_properties(data: bytes) -> tuple[list[dict], list[str]]:
+    """A log dir's ``meta.properties`` as ``MetaProperties.Builder`` reads it (``PropertiesUtils``, Java
+    properties): ``version`` 0 when absent (trimmed, 0 or 1); version 0 may carry ``broker.id``, version 1
+    needs ``node.id`` and ``cluster.id``; ids are ``Integer.parseInt``; ``directory.id`` a ``Uuid``."""
+    props = java_properties(data)
+    problems = []
+    version = java_int(props.get("version", "0").strip())
+    if version not in (0, 1):
+        problems.append(f"unknown version {props.get('version')!r} (Kafka reads 0 or 1)")
+    for key in ("cluster.id", "node.id") if version == 1 else ():
         if key not in props:
-            problems.append(f"version {props['version']} needs {key}")
-    for key in ("broker.id", "node.id"):
-        if key in props and not props[key].lstrip("-").isdigit():
-            problems.append(f"{key} {props[key]!r} is not an integer")
-    if "directory.id" in props and topic_id_problem(props["directory.id"]):
-        problems.append(f"directory.id: {topic_id_problem(props['directory.id'])}")
+            problems.append(f"version 1 needs {key} (Kafka refuses the file without it)")
+    for key in ("broker.id",) if version == 0 else ("node.id",):
+        if key in props and java_int(props[key]) is None:
+            problems.append(f"{key} {props[key]!r} is not an integer (Kafka refuses it)")
+    if "directory.id" in props and java_uuid(props["directory.id"]) is None:
+        problems.append(f"directory.id {props['directory.id']!r} is not a Uuid (Kafka refuses it)")
     return [props], problems
 
 
 def topic_id_problem(text: str) -> str | None:
-    """Why ``text`` is not a valid Kafka Uuid (22 characters of URL-safe base64 for 16 bytes, not all
-    zero), or None."""
-    import base64
-
-    if not re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
-        return f"{text!r} is not a Uuid (22 characters of URL-safe base64)"
-    raw = base64.urlsafe_b64decode(text + "==")
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text:
-        return f"{text!r} is not a Uuid (its last character has bits past the 16 bytes)"
+    """Why ``text`` is not a topic id Kafka reads (``Uuid.fromString``, and not the zero Uuid, which Kafka
+    reserves), or None."""
+    raw = java_uuid(text)
+    if raw is None:
+        return f"{text!r} is not a Uuid (Uuid.fromString: URL-safe base64 of 16 bytes)"
     if not any(raw):
         return f"{text!r} is the zero Uuid, which Kafka reserves"
     return None
 
 
 def read_quorum_state(path: Path) -> tuple[list[dict], list[str]]:
-    """KRaft's ``quorum-state`` (JSON: leaderId, leaderEpoch, votedId, ..., data_version)."""
+    """KRaft's ``quorum-state`` as ``FileQuorumStateStore`` reads it: the first line, a JSON object with a
+    ``data_version`` Kafka knows (0 or 1) and the fields of QuorumStateData (``leaderEpoch``...); an empty
+    file is refused ("File ended prematurely")."""
+    lines, bad = java_lines(Path(path).read_bytes())
+    if bad or not lines:
+        return [], [bad or "empty (Kafka refuses it: file ended prematurely)"]
     try:
-        doc = json.loads(Path(path).read_text(errors="replace"))
+        doc = json.loads(lines[0])
     except ValueError as e:
-        return [], [f"not JSON: {e}"]
+        return [], [f"line 1 is not JSON: {e}"]
     if not isinstance(doc, dict) or "leaderEpoch" not in doc:
         return [], ["not a quorum-state file (no leaderEpoch)"]
+    if doc.get("data_version") not in (0, 1):
+        return [doc], [f"data_version {doc.get('data_version')!r} is not one Kafka reads (0 or 1)"]
     return [doc], []
 
 

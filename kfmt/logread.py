@@ -285,6 +285,15 @@ class LogReader:
                 out.setdefault((seg.topic, seg.partition), []).append(seg)
         return out
 
+    def by_log(self, segments) -> dict:
+        """``{folder: [segments]}`` of the wanted ones: one log per partition folder (two log dirs holding a
+        partition, as replicas, are two logs)."""
+        out: dict = {}
+        for seg in segments:
+            if self._wanted(seg):
+                out.setdefault(_folder(seg), []).append(seg)
+        return out
+
     def _wanted(self, seg) -> bool:
         if self.topics is not None and seg.topic not in self.topics:
             return False
@@ -319,14 +328,14 @@ class LogReader:
         if self.isolation == "read_committed":
             from kfmt.txn import transactions_of_files
 
-            for tp, segs in self.by_partition(segments).items():
+            for segs in self.by_log(segments).values():  # each copy of a partition has its own transactions
                 t = transactions_of_files([seg.path for seg in segs], format=self.format)
-                txns[tp] = (tuple(t.aborted), tuple(t.open.items()))
+                txns[_folder(segs[0])] = (tuple(t.aborted), tuple(t.open.items()))
         total = sum(seg.size + self.open_cost for seg, _, _, _ in kept)
         target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
         slices = []
         for seg, lo, hi, last in kept:
-            aborted, open_txns = txns.get((seg.topic, seg.partition), (None, None))
+            aborted, open_txns = txns.get(_folder(seg), (None, None))
             for start, end in _split(seg.path, seg.size, target, self.storage):
                 slices.append(SegmentSlice(seg.path, seg.topic, seg.partition, start, end, lo, hi, aborted, open_txns,
                                            live_end=last and end == seg.size))  # fmt: skip

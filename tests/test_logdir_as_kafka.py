@@ -192,7 +192,7 @@ def test_folder_files_are_checked_with_the_folder(tmp_path):
     assert dump(root)[0] == 0
     (root / "orders-0" / "leader-epoch-checkpoint").write_text("garbage\n")
     rc, _, err = dump(root / "orders-0")
-    assert rc == 1 and "not a checkpoint file" in err
+    assert rc == 1 and "'garbage' is not a version number" in err
     (root / "orders-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n3 30\n")  # epoch 3 from 30: contradicts
     rc, _, err = dump(root / "orders-0")
     assert rc == 1 and "carry epoch 0, but the entry covering offset 30 says epoch 3" in err, err
@@ -326,3 +326,65 @@ def test_timestamps_arrow_cannot_hold_are_null_with_the_raw_value_kept(magic):
         assert t.column("timestamp_ms").to_pylist() == want_ms, backend
         assert t.column("timestamp").cast(pa.int64()).to_pylist() == want_us, backend
         assert t.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+
+
+# Each broker text file as the Java class that loads it reads it (apache/kafka at tests/fixtures/kafka/COMMIT):
+# (file kind, bytes, the problem expected or None for healthy, the rule)
+_CKPT = "CheckpointFile.CheckpointReadBuffer"
+TEXT_RULES = [
+    ("offset", b"", None, f"{_CKPT}: no first line is an empty list (brokers create these files empty)"),
+    ("offset", b"0\n", None, f"{_CKPT}: no count line is an empty list"),
+    ("offset", b"0\n0\n", None, f"{_CKPT}: a count of 0 and no entries"),
+    ("offset", b"0\r\n1\r\nt 0 5\r\n", None, "BufferedReader.readLine ends lines at \\r\\n too"),
+    ("offset", b"0\n1\nt 0 5", None, "BufferedReader.readLine: the last line needs no terminator"),
+    ("offset", b"0\n1\nt\t0   5  \n", None, "OffsetCheckpointFile splits at \\s+ (String.split drops trailing blanks)"),
+    ("offset", b"+0\n1\nt 0 +5\n", None, "Integer.parseInt / Long.parseLong take a sign"),
+    ("offset", b" 0\n0\n", "is not a version number", "Integer.parseInt takes no blank"),
+    ("offset", b"1\n0\n", "unknown version 1", f"{_CKPT}: the version must be 0"),
+    ("offset", b"0\n2\nt 0 5\n", "the count line says 2", f"{_CKPT}: the count must match"),
+    ("offset", b"0\n1\n t 0 5\n", "is not 'topic partition offset'", "a leading blank makes an empty first field"),
+    ("offset", b"0\n1\nt 0 99999999999999999999\n", "is not 'topic partition offset'", "Long.parseLong overflows"),
+    ("offset", b"0\n2\nt 0 5\n\n", "is not 'topic partition offset'", "an empty line is a malformed entry"),
+    ("offset", b"0\n1\n\xff 0 5\n", "not UTF-8", "Files.newBufferedReader decodes UTF-8 strictly"),
+    ("epoch", b"", None, f"{_CKPT}: empty (brokers create leader-epoch-checkpoint empty)"),
+    ("epoch", b"0\n2\n0 0\n3 40\n", None, "LeaderEpochCheckpointFile: epoch startOffset"),
+    ("epoch", b"0\n1\n-1 0\n", "negative", "LeaderEpochFileCache.assign refuses a negative epoch"),
+    ("epoch", b"0\n2\n3 40\n2 50\n", "Kafka drops epoch 3", "LeaderEpochFileCache truncates non-monotonic entries"),
+    ("epoch", b"0\n1\n0 0 7\n", "is not 'epoch startOffset'", "LeaderEpochCheckpointFile wants two fields"),
+    ("partition", b"version: 0\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzw\n", None, "PartitionMetadataReadBuffer"),
+    ("partition", b"version: 1\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzw\nmore\n", None, "a newer version is read; later lines ignored"),
+    ("partition", b"v:\t0\nid:  3dDwKJ4yQjC3ZDT8ttKxzw", None, "split at :\\s+; the names are not checked"),
+    ("partition", b"version: 0\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzx\n", None, "Java's Base64 ignores the bits past 16 bytes"),
+    ("partition", b"version: 0\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzw==\n", None, "Uuid.fromString: padding allowed"),
+    ("partition", b"", "is not 'version: <value>'", "an empty file fails (a null first line)"),
+    ("partition", b"version:0\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzw\n", "is not 'version: <value>'", "no blank after ':'"),
+    ("partition", b"version: -1\ntopic_id: 3dDwKJ4yQjC3ZDT8ttKxzw\n", "unknown version", "the version must be >= 0"),
+    ("partition", b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n", "zero Uuid", "the zero Uuid is refused"),
+    ("meta", b"#c\nversion=0\n", None, "MetaProperties: version 0 may lack broker.id"),
+    ("meta", b"broker.id=3\n", None, "MetaProperties: version defaults to 0"),
+    ("meta", b"version = 1\nnode.id : 2\ncluster.id\\\n  =abc\n", None, "java.util.Properties: separators, continuations"),
+    ("meta", b"version=1\nnode.id=2\ncluster.id=c\ndirectory.id=3dDwKJ4yQjC3ZDT8ttKxzw\n", None, "a KRaft log dir"),
+    ("meta", b"version=1\nnode.id=2\n", "needs cluster.id", "MetaProperties.Builder.build: version 1 needs cluster.id"),
+    ("meta", b"version=2\n", "unknown version", "MetaPropertiesVersion: 0 or 1"),
+    ("meta", b"version=0\nbroker.id=x\n", "is not an integer", "PropertiesUtils.loadRequiredIntProp"),
+    ("meta", b"directory.id=zz\n", "is not a Uuid", "Uuid.fromString"),
+    ("quorum", b'{"leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,"currentVoters":[],"data_version":0}\n', None,
+     "FileQuorumStateStore"),
+    ("quorum", b"", "empty", "FileQuorumStateStore: File ended prematurely"),
+    ("quorum", b'{"leaderEpoch":2,"data_version":7}\n', "data_version 7", "FileQuorumStateStore: supported versions"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind,data,problem,rule", TEXT_RULES, ids=[f"{c[0]}-{i}" for i, c in enumerate(TEXT_RULES)])
+def test_broker_text_files_by_kafkas_rules(tmp_path, kind, data, problem, rule):
+    from kfmt.logfiles import READERS, kind_of
+
+    name = {"offset": "recovery-point-offset-checkpoint", "epoch": "leader-epoch-checkpoint",
+            "partition": "partition.metadata", "meta": "meta.properties", "quorum": "quorum-state"}[kind]  # fmt: skip
+    f = tmp_path / name
+    f.write_bytes(data)
+    _, problems = READERS[kind_of(f)](f)
+    if problem is None:
+        assert problems == [], rule
+    else:
+        assert len(problems) == 1 and problem in problems[0], (rule, problems)

@@ -142,7 +142,7 @@ def broker_files(tree, folder: str, batches: list, topic_id: str, replace: bool)
     entries: list[tuple[int, int]] = []
     ckpt = f"{folder}/leader-epoch-checkpoint"
     if not replace and tree.is_file(ckpt):
-        old, problems = parse_leader_epoch_checkpoint(tree.read(ckpt).decode(errors="replace"))
+        old, problems = parse_leader_epoch_checkpoint(tree.read(ckpt))
         if not problems:
             entries = [(e["epoch"], e["start_offset"]) for e in old]
     for b in batches:
@@ -152,7 +152,7 @@ def broker_files(tree, folder: str, batches: list, topic_id: str, replace: bool)
     text = "0\n" + f"{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
     meta = f"{folder}/partition.metadata"
     if not replace and tree.is_file(meta):
-        fields, problems = parse_partition_metadata(tree.read(meta).decode(errors="replace"))
+        fields, problems = parse_partition_metadata(tree.read(meta))
         if not problems and not topic_id:
             topic_id = fields[0]["topic_id"]
     return [(ckpt, text.encode()), (meta, f"version: 0\ntopic_id: {topic_id or new_topic_id()}\n".encode())]

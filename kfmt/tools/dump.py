@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from kfmt.api import scan
 from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
-from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition
+from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition, walk_folder
 from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
 from kfmt.payloads import Payload, binding, decode_control, decode_payload
 from kfmt.runtime.errors import CodecError, TruncatedError
@@ -703,20 +703,17 @@ def _walk(p: Path, t: Targets, include) -> list[Segment]:
     """A folder given: its segments (suffixed folders left out, each noted), its KRaft snapshots, and every
     other file of it and of its partition folders, each checked or named as skipped."""
     left: list = []
-    segs = find_segments(p, include_suffixed=include, left_out=left)
+    segs, folders = walk_folder(p, include, left)
     for folder, suffix in left:
         t.notes.append((folder, f"left out: {SUFFIXES[suffix]}; give the folder itself (or --include-suffixed "
                         f"{suffix}) to read it"))  # fmt: skip
-    folders = {p, *(Path(s.path).parent for s in segs)}
-    gone = {f for f, _ in left}
-    folders |= {d for d in p.iterdir() if d.is_dir() and str(d) not in gone}
-    for d in sorted(folders):
+    for d in folders:
         for f in sorted(x for x in d.iterdir() if x.is_file()):
-            _classify(f, d == p, t)
+            _classify(f, t)
     return segs
 
 
-def _classify(f: Path, top: bool, t: Targets) -> None:
+def _classify(f: Path, t: Targets) -> None:
     """One file found in a folder walk: a snapshot becomes a log; a broker file is checked; anything else is
     named as skipped (Kafka's dump tool prints "Ignoring unknown file")."""
     kind = kind_of(f)
@@ -921,7 +918,9 @@ def add_parser(sub) -> None:
         ".index/.timeindex against their segments (as kafka-dump-log does, timestamp mismatches included); files "
         "are read by their name (.log, .index, .timeindex, .txnindex, .snapshot, KRaft snapshots "
         "<offset>-<epoch>.checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state, "
-        "and the broker's offset checkpoints). A folder is walked: each partition folder is its own log (two "
+        "and the broker's offset checkpoints; text files by the rules of the Java class that loads them, so an "
+        "empty checkpoint, as brokers create them, is an empty one). A folder is walked at any depth (a log dir, "
+        "a broker's JBOD log.dirs, copies of several brokers' dirs): each partition folder is its own log (two "
         "replicas of a partition are two logs), checked with its leader-epoch-checkpoint and partition.metadata; "
         "the log dir's checkpoints are checked against the partitions' ends; folders Kafka marked -delete, "
         "-future or -stray are left out (noted); files not read are named. Tiered-storage layouts "
@@ -934,7 +933,7 @@ def add_parser(sub) -> None:
         '(each reported on stderr, and in the --json stream as a "problem" object), 2 usage error, 141 the '
         "output pipe was closed (| head).",
     )
-    d.add_argument("paths", nargs="+", metavar="PATH", help="a file, a topic-partition folder, a log directory, or -")
+    d.add_argument("paths", nargs="+", metavar="PATH", help="a file, a topic-partition folder, a log directory, a folder of log directories, or -")
     d.add_argument(
         "--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)"
     )
