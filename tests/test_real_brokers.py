@@ -164,7 +164,6 @@ def test_dump_says_healthy_in_every_mode(name):
 def _structs(folder: str) -> dict:
     """kafka-python's StructField of every spec in a folder of the pinned tree, by name and by apiKey."""
     from kafka.protocol.schemas.fields.struct import StructField
-
     from test_kafka_payloads import _spec
 
     out = {}

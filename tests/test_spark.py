@@ -741,3 +741,25 @@ def test_offsets_command(tmp_path):
     last = [json.loads(x) for x in r.stdout.splitlines()]
     assert len(last) == 1 and last[0]["deleted"] is True  # the last word on that partition: deleted
     assert "__consumer_offsets-0 offset 3: value" in r.stderr and "1 record(s) did not decode whole" in r.stderr
+
+
+def test_real_brokers_log_dirs(spark):
+    """#34: the six real brokers' log dirs (one folder of log dirs) through the Spark source and, where it is
+    built, the JVM engine: every record kafka-python reads (tests/test_real_brokers.py), by file and offset."""
+    from collections import Counter
+
+    from test_real_brokers import FIXTURES, NAMES, _oracle
+
+    want = Counter((r[0], r[2], r[4], r[5]) for n in NAMES for r in _oracle(FIXTURES / n)
+                   if r[1] != "kraft-snapshot" and not r[7])  # fmt: skip
+    engines = [("python", spark.read.format("kafka-log").load(str(FIXTURES)))]
+    from kfmt.spark.jvm import jar
+
+    if jar():
+        engines.append(("jvm", kfmt.spark.read(spark, str(FIXTURES), engine="jvm")))
+    for name, df in engines:
+        got = Counter(
+            (r["file"], r["offset"], r["key"], r["value"])
+            for r in df.select("file", "offset", "key", "value").collect()
+        )
+        assert got == want, name

@@ -455,13 +455,13 @@ def lower(text: str, where: str) -> dict:
 
 
 #: the families kfmt ships, lowered from a Kafka source tree: (schema name, the folder of Kafka's tree holding
-#: their specs, which of its files)
+#: their specs, which of its files): every spec of the folder but those SINGLES ships alone
 FAMILIES = (
     ("kraft_metadata", "metadata/src/main/resources/common/metadata", "*.json"),
     ("group_coordinator", "group-coordinator/src/main/resources/common/message", "*.json"),
     ("transaction_coordinator", "transaction-coordinator/src/main/resources/common/message", "*.json"),
     ("share_coordinator", "share-coordinator/src/main/resources/common/message", "*.json"),
-    ("remote_log_metadata", "storage/src/main/resources/message", "RemoteLog*.json"),
+    ("remote_log_metadata", "storage/src/main/resources/message", "*.json"),
 )
 #: control records' values, by control type (ControlRecordType: 0 ABORT and 1 COMMIT are EndTxnMarkers, which
 #: have no spec and kfmt.txn reads)
@@ -493,6 +493,21 @@ NESTED = (
 )  # fmt: skip
 
 
+#: spec files of a Kafka tree's folders above that kfmt does not import, and why (none today: a spec file found
+#: neither imported nor here fails tests/test_kafka_payloads.py)
+LEFT_OUT: dict[str, str] = {}
+
+
+def imported_specs(tree) -> set[str]:
+    """The spec files (paths in Kafka's tree) that :func:`from_tree` reads."""
+    from pathlib import Path
+
+    root = Path(tree)
+    out = {f"{folder}/{f.name}" for _, folder, pattern in FAMILIES for f in (root / folder).glob(pattern)}
+    out |= {f"{CONTROL[1]}/{f}" for _, f in CONTROL[2]} | {rel for *_, rel, _w in NESTED}
+    return out - set(LEFT_OUT)
+
+
 def _read(root, rel: str) -> tuple[dict, str]:
     """The spec at ``rel`` in Kafka's tree ``root``, and where it is (what errors and headers name)."""
     f = root / rel
@@ -509,13 +524,17 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
     at = f"apache/kafka {commit} " if commit else ""
     out: dict[str, tuple[dict, str]] = {}
     for name, folder, pattern in FAMILIES:
-        files = sorted((root / folder).glob(pattern))
+        files = sorted(f for f in (root / folder).glob(pattern) if f"{folder}/{f.name}" not in SINGLES)
         if not files:
             raise SpecError(f"{root / folder}: no {pattern} (is {root} a Kafka source tree?)")
         specs = [_read(root, f"{folder}/{f.name}") for f in files]
         nested = [(owner, field, *_read(root, rel), when) for fam, owner, field, rel, when in NESTED if fam == name]
         for stem, schema in family(specs, name, nested).items():
-            srcs = [f"{folder}/{pattern}", *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
+            alone = [rel.rsplit("/", 1)[1] for rel in SINGLES if rel.startswith(f"{folder}/")]
+            srcs = [
+                f"{folder}/{pattern}" + (f" (but {', '.join(alone)})" if alone else ""),
+                *(rel for *_, rel, _w in nested if stem.endswith("_value")),
+            ]
             out[stem] = (_with_enums(schema), at + ", ".join(srcs))
     cname, cfolder, ctypes = CONTROL
     controls = [(t, *_read(root, f"{cfolder}/{f}")) for t, f in ctypes]

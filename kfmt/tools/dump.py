@@ -933,7 +933,12 @@ def add_parser(sub) -> None:
         '(each reported on stderr, and in the --json stream as a "problem" object), 2 usage error, 141 the '
         "output pipe was closed (| head).",
     )
-    d.add_argument("paths", nargs="+", metavar="PATH", help="a file, a topic-partition folder, a log directory, a folder of log directories, or -")
+    d.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a file, a topic-partition folder, a log directory, a folder of log directories, or -",
+    )
     d.add_argument(
         "--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)"
     )
