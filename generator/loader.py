@@ -601,10 +601,13 @@ def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tu
 
 
 def _absent(f: Field):
-    """A tagged field's value when its tag is not written: its default, else null (nullable fields, arrays),
-    else Kafka's default for its type."""
+    """A tagged field's value when its tag is not written: its default, else Kafka's default for its type
+    (FieldSpec.fieldDefault): the empty array for an array that is not nullable, null for a nullable field
+    (Kafka's spec default "null"), else the type's zero."""
     if f.default is not None:
         return f.default
+    if f.array and not f.nullable:
+        return []
     if f.nullable or f.array:
         return None
     return _ABSENT.get(f.type, 0 if f.type in PRIMITIVES or f.type in VARINTS else None)

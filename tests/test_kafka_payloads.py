@@ -679,3 +679,33 @@ def test_diff_of_message_versions_on_a_corpus(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kfmt", "diff", "group_coordinator_value@3", "kafka_v2@1", "--corpus",
                           str(log)], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert bad.returncode == 2 and "one message schema" in bad.stderr
+
+
+def test_a_tagged_array_absent_is_the_empty_array_kafka_reads():
+    """#34: LogDirs of BrokerRegistrationChangeRecord v2 (tag 2, "[]uuid", not nullable, no default): absent,
+    Kafka's generated reader sets its default, the empty array (FieldSpec.fieldDefault), and its writer leaves
+    an empty one out. Bytes laid out from the spec: frame 1, apiKey 17, version 2 (unsigned varints), BrokerId
+    int32 1, BrokerEpoch int64 5, no tagged field."""
+    data = b"\x01\x11\x02" + (1).to_bytes(4, "big") + (5).to_bytes(8, "big") + b"\x00"
+    for backend in BACKENDS:
+        p = decode_payload("__cluster_metadata", None, data, backend=backend)
+        assert p.value.data.log_dirs == [], backend
+        assert p.value.to_json()["data"]["LogDirs"] == []
+        codec = _codec("kraft_metadata", backend)
+        assert codec.encode(codec.decode(data)) == data
+    a, b = (decode_payload("__cluster_metadata", None, data, backend="python").value.data for _ in range(2))
+    a.log_dirs.append(bytes(16))
+    assert b.log_dirs == []  # each value its own list
+
+
+def test_a_tag_not_valid_at_the_version_is_refused_as_kafka_does():
+    """#34: Kafka's generated reader throws "Tag 8 is not valid for version 0" for a known tag outside its
+    tagged versions (Directories of PartitionChangeRecord is tag 8 from version 1); kfmt refused nothing and
+    kept it as an unknown tag. Bytes: frame 1, apiKey 5, version 0, PartitionId int32 0, TopicId 16 bytes,
+    one tagged field: tag 8, size 1, an empty compact array (0x01). At version 1 the same tag is Directories."""
+    body = (0).to_bytes(4, "big") + bytes(range(16)) + b"\x01\x08\x01\x01"
+    for backend in BACKENDS:
+        with pytest.raises(kfmt.CodecError, match="tag 8 .*not valid at this version"):
+            decode_payload("__cluster_metadata", None, b"\x01\x05\x00" + body, backend=backend)
+        p = decode_payload("__cluster_metadata", None, b"\x01\x05\x01" + body, backend=backend)
+        assert p.value.data.directories == []

@@ -466,6 +466,8 @@ class KTagged(c.Construct):
                 )
             last = tag
             entry = self._known(tag, context)
+            if entry is None and tag in self.fields:  # Kafka's reader: "Tag N is not valid for version V"
+                raise c.ValidationError(f"tag {tag} ({self.fields[tag][0]}) is not valid at this version", path=path)
             if entry is None:
                 unknown.append((tag, stream_read(stream, size, path)))
                 continue

@@ -605,6 +605,9 @@ class _StructGen:
             self.call(t.struct, f"o_{t.name}", "b", "pos", "stop_", "&q_", 4)
             self.w("if (q_ != stop_) FALLBACK;", 4)
             self.w("}", 3)
+        for t in wire.fields:  # a known tag not valid at this version: the python backend says so
+            if t.condition is not None:
+                self.w(f"else if (tag_ == {t.tag}) FALLBACK;", 3)
         self.w(f"{'else ' if wire.fields else ''}if (kf_tag_append({o}, tag_, b + pos, stop_ - pos) < 0) ERROR;", 3)
         self.w("pos = stop_;", 3)
         self.w("}", 2)

@@ -246,6 +246,7 @@ class Builder(Validator):
         # ---- encode ops
         enc = requires + self.encode_ops(st, params, path)
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
+        empty_lists = {t.name for f in st.fields if self.kind(f) == "tagged" for t in f.tags if t.absent == []}
         return StructIR(
             name=name,
             cls=_camel(name) if st.repr == "object" else None,
@@ -274,7 +275,7 @@ class Builder(Validator):
                 if slot not in [m for m, _ in model]
             ],
             dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
-            lists=tuple(m for m, _ in model if m in LIST_SLOTS),
+            lists=tuple(m for m, _ in model if m in LIST_SLOTS or m in empty_lists),
             enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
         )
 
@@ -284,7 +285,8 @@ class Builder(Validator):
         for f in st.fields:
             if self.kind(f) == "tagged":  # the unknown tags, then each tagged field
                 model.append((f.name, "None"))
-                model += [(t.name, repr(t.absent)) for t in f.tags]
+                # an absent value of [] (a tagged array Kafka defaults to empty) is made per object, not shared
+                model += [(t.name, "None" if t.absent == [] else repr(t.absent)) for t in f.tags]
                 continue
             if f.bits:
                 for b in f.bits:
