@@ -119,8 +119,16 @@ def _default_codec(schema: str, _env: str | None):
     return of_default_backend(lambda name: _module(schema, name))
 
 
-@functools.lru_cache(maxsize=None)
 def _module(schema: str, backend: str):
+    """A message schema's module in ``backend``, the name checked by the rule every reader uses
+    (kfmt.formats: an unknown or unbuilt backend is a one-line UnsupportedCodecError)."""
+    from kfmt.formats import _checked
+
+    return _imported(schema, _checked(backend))
+
+
+@functools.lru_cache(maxsize=None)
+def _imported(schema: str, backend: str):
     return importlib.import_module(f"generated.messages.{schema}.{backend}")
 
 

@@ -709,3 +709,14 @@ def test_a_tag_not_valid_at_the_version_is_refused_as_kafka_does():
             decode_payload("__cluster_metadata", None, b"\x01\x05\x00" + body, backend=backend)
         p = decode_payload("__cluster_metadata", None, b"\x01\x05\x01" + body, backend=backend)
         assert p.value.data.directories == []
+
+
+def test_an_unknown_backend_is_the_same_one_line_error_everywhere():
+    """#34: decode_payload names the backends as read_batches does (one rule, kfmt.formats), not a raw
+    ModuleNotFoundError."""
+    with pytest.raises(kfmt.UnsupportedCodecError) as ours:
+        decode_payload("__consumer_offsets", b"\x00\x01", None, backend="nope")
+    with pytest.raises(kfmt.UnsupportedCodecError) as theirs:
+        list(kfmt.read_batches(b"", backend="nope"))
+    assert "unknown backend 'nope'; use one of" in str(ours.value)
+    assert str(ours.value).split("unknown backend", 1)[1] == str(theirs.value).split("unknown backend", 1)[1]

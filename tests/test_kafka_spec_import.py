@@ -100,7 +100,8 @@ def test_quirks_and_refusals(tmp_path):
     f = s["structs"]["tiny_record"]["fields"]
     assert [x["name"] for x in f] == ["version", "broker_url", "is_fenced"]
     assert f[1]["if"] == {"field": "version", "ge": 1} and f[1]["doc"] == "a // b" and f[2]["default"] is True
-    ints = lower(spec.replace('"type": "bool"', '"type": "[]int32"'), "tiny.json")["structs"]["tiny_record"]
+    ints = spec.replace('"type": "bool", "versions": "0+", "default": "true"', '"type": "[]int32", "versions": "0+"')
+    ints = lower(ints, "tiny.json")["structs"]["tiny_record"]
     assert ints["fields"][2]["type"] == {"array": "int32"} and ints["fields"][2]["count"] == "int32"
     tagged = spec.replace('"default": "true"', '"default": "true", "tag": 0, "taggedVersions": "0+"')
     with pytest.raises(SpecError, match="a tagged field in a classic version"):
@@ -145,3 +146,49 @@ def test_kraft_records_flexible_with_their_frame(tmp_path, tagged):
             f = module(f"feature_level_record.{backend}").decode(feature)
             assert (f.api_key, f.name, f.feature_level) == (12, "metadata.version", 20)
             assert module(f"feature_level_record.{backend}").encode(f) == feature
+
+
+def _spec_text(name="Probe", versions="0-1", fields=None, **top) -> str:
+    import json
+
+    spec = {"type": "data", "name": name, "validVersions": versions, "flexibleVersions": "none",
+            "fields": fields if fields is not None else [{"name": "A", "type": "int32", "versions": "0+"}], **top}  # fmt: skip
+    return json.dumps(spec)
+
+
+MALFORMED = [
+    ("a name that is a path", _spec_text(name="../../../escaped"), "is not a plain identifier"),
+    ("a name Python reserves", _spec_text(name="None"), "is not a plain identifier"),
+    ("a field without name", _spec_text(fields=[{"type": "int32", "versions": "0+"}]), "field name None"),
+    ("validVersions a number", _spec_text(versions=5), "is not N, N+, N-M or none"),
+    ("validVersions high to low", _spec_text(versions="5-2"), "low to high"),
+    ("digits that are not ASCII", _spec_text(versions="\u0665"), "is not N, N+, N-M or none"),
+    ("an apiKey of 2^40", _spec_text(apiKey=2**40), "apiKey"),
+    ("a struct holding itself", _spec_text(fields=[{"name": "S", "type": "S", "versions": "0+",
+                                                     "fields": [{"name": "T", "type": "S", "versions": "0+"}]}]),
+     "holds itself"),  # fmt: skip
+    ("a list as a default", _spec_text(fields=[{"name": "A", "type": "int32", "versions": "0+", "default": [1]}]),
+     "is not a single value"),
+    ("a bool default maybe", _spec_text(fields=[{"name": "A", "type": "bool", "versions": "0+", "default": "maybe"}]),
+     "is not a bool value"),
+    ("a uuid default zzz", _spec_text(fields=[{"name": "A", "type": "uuid", "versions": "0+", "default": "zzz"}]),
+     "is not a uuid value"),
+    ("a NaN float default", _spec_text(fields=[{"name": "A", "type": "float64", "versions": "0+", "default": "NaN"}]),
+     "is not a float64 value"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("what,text,error", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_specs_are_one_located_line(tmp_path, what, text, error):
+    """#34: each malformed spec is one line naming the file, exit 2; nothing is written, inside --out or
+    outside it."""
+    spec = tmp_path / "in" / "Probe.json"
+    spec.parent.mkdir()
+    spec.write_text(text)
+    out = tmp_path / "a" / "b" / "out"
+    r = subprocess.run([sys.executable, "-m", "kfmt", "import-kafka-spec", str(spec), "--out", str(out)],
+                       capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, (what, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(spec) in lines[0] and error in lines[0], (what, r.stderr)
+    assert not list(tmp_path.rglob("*.yaml"))

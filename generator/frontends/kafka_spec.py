@@ -24,10 +24,16 @@ import re
 from dataclasses import dataclass
 
 INTS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid"}
+INT_RANGES = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
+              "int64": (-(2**63), 2**63 - 1), "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1)}  # fmt: skip
 
 
 class SpecError(ValueError):
     """A spec kfmt cannot lower (one line: which file, which field, why)."""
+
+
+class SpecInvalid(SpecError):
+    """A file that is not a well-formed Kafka message spec (Kafka's own generator would refuse it too)."""
 
 
 @dataclass(frozen=True)
@@ -39,14 +45,16 @@ class Versions:
 
     @classmethod
     def parse(cls, text: str | None, where: str) -> Versions:
-        t = (text or "none").strip()
+        t = (text or "none").strip() if isinstance(text, str) or text is None else text
         if t == "none":
             return cls(None, None)
-        m = re.fullmatch(r"(\d+)(\+|-(\d+))?", t)
+        m = re.fullmatch(r"([0-9]+)(\+|-([0-9]+))?", t) if isinstance(t, str) else None
         if not m:
-            raise SpecError(f"{where}: versions {text!r} is not N, N+, N-M or none")
-        lo = int(m[1])
-        return cls(lo, None if m[2] == "+" else int(m[3]) if m[3] else lo)
+            raise SpecInvalid(f"{where}: versions {text!r} is not N, N+, N-M or none")
+        lo, hi = int(m[1]), None if m[2] == "+" else int(m[3]) if m[3] else int(m[1])
+        if lo > 0x7FFF or (hi is not None and not lo <= hi <= 0x7FFF):
+            raise SpecInvalid(f"{where}: versions {text!r} is not a range of int16 versions, low to high")
+        return cls(lo, hi)
 
     def within(self, valid: Versions) -> Versions:
         """This range cut to ``valid``."""
@@ -307,8 +315,100 @@ def parse(text: str, where: str) -> dict:
     except json.JSONDecodeError as e:
         raise SpecError(f"{where}:{e.lineno}: not JSON: {e.msg}") from None
     if not isinstance(spec, dict):
-        raise SpecError(f"{where}: not a Kafka message spec")
+        raise SpecInvalid(f"{where}: not a Kafka message spec")
+    check_spec(spec, where)
     return spec
+
+
+#: a name Kafka's generator makes a Java class or field of, and kfmt a file, a struct and a field: a plain
+#: CamelCase identifier (never a path, never a Python keyword such as None)
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _name(value, where: str, what: str) -> str:
+    import keyword
+
+    if not isinstance(value, str) or not _NAME.fullmatch(value) or keyword.iskeyword(value):
+        raise SpecInvalid(f"{where}: {what} {value!r} is not a plain identifier (letters and digits)")
+    return value
+
+
+def check_spec(spec: dict, where: str) -> None:
+    """What Kafka's generator (MessageSpec, FieldSpec, StructSpec) checks before anything is lowered: a plain
+    name, an int16 apiKey, version ranges, each field a name and a type, defaults its type can hold, and no
+    struct that holds itself. Each violation is one located SpecInvalid."""
+    _name(spec.get("name"), where, "name")
+    key = spec.get("apiKey")
+    if key is not None and (type(key) is not int or not 0 <= key <= 0x7FFF):
+        raise SpecInvalid(f"{where}: apiKey {key!r} is not an int16 of at least 0")
+    for k in ("validVersions", "flexibleVersions"):
+        if k in spec:
+            Versions.parse(spec[k], f"{where}: {k}")
+    common = spec.get("commonStructs", [])
+    if not isinstance(common, list) or not all(isinstance(c, dict) for c in common):
+        raise SpecInvalid(f"{where}: commonStructs is not a list of structs")
+    structs = {_name(c.get("name"), where, "common struct name"): c.get("fields") for c in common}
+    _check_fields(spec.get("fields"), where, structs, (spec["name"],))
+    for c in common:
+        _check_fields(c.get("fields"), f"{where}: {c['name']}", structs, (c["name"],))
+
+
+def _check_fields(fields, where: str, structs: dict, inside: tuple[str, ...]) -> None:
+    if not isinstance(fields, list) or not all(isinstance(f, dict) for f in fields):
+        raise SpecInvalid(f"{where}: fields is not a list of fields")
+    for f in fields:
+        at = f"{where}: {'.'.join(inside)}.{f.get('name')}"
+        _name(f.get("name"), at, "field name")
+        t = f.get("type")
+        if not isinstance(t, str) or not t:
+            raise SpecInvalid(f"{at}: type {t!r} is not a type name")
+        for k in ("versions", "nullableVersions", "taggedVersions", "flexibleVersions"):
+            if k in f:
+                Versions.parse(f[k], f"{at}: {k}")
+        _check_default(f, t, at)
+        elem = t[2:] if t.startswith("[]") else t
+        if elem in INTS or elem in ("string", "bytes", "records"):
+            continue
+        if elem in inside:
+            raise SpecInvalid(f"{at}: struct {elem} holds itself (Kafka's messages are finite trees)")
+        body = f.get("fields") if "fields" in f else structs.get(elem)
+        if body is not None:
+            _check_fields(body, where, structs, (*inside, elem))
+
+
+def _check_default(f: dict, t: str, at: str) -> None:
+    """A default Kafka's FieldSpec.fieldDefault accepts for type ``t`` (and kfmt can carry)."""
+    import base64
+    import math
+
+    d = f.get("default")
+    if d is None or d == "null" or d == "":
+        return
+    if isinstance(d, (list, dict)):
+        raise SpecInvalid(f"{at}: default {d!r} is not a single value")
+    text = str(d).lower() if isinstance(d, bool) else str(d)
+    ok = True
+    if t == "bool":
+        ok = text.lower() in ("true", "false")
+    elif t in INT_RANGES:
+        try:
+            ok = INT_RANGES[t][0] <= int(text, 0) <= INT_RANGES[t][1]
+        except ValueError:
+            ok = False
+    elif t == "float64":
+        try:
+            ok = math.isfinite(float(text))  # Java takes NaN and Infinity; kfmt carries finite defaults only
+        except ValueError:
+            ok = False
+    elif t == "uuid":
+        try:
+            ok = len(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == 16
+        except ValueError:
+            ok = False
+    elif t.startswith("[]") or t in ("bytes", "records") or t not in ("string",):
+        ok = False  # arrays, bytes and structs: only empty or null (Kafka's rule)
+    if not ok:
+        raise SpecInvalid(f"{at}: default {d!r} is not a {t} value")
 
 
 def family(specs: list[tuple[dict, str]], name: str, nested=()) -> dict[str, dict]:

@@ -96,7 +96,7 @@ def _import_spec(args) -> int:
     import sys
     from pathlib import Path
 
-    from generator.frontends.kafka_spec import SpecError, family, from_tree, lower, parse, to_yaml
+    from generator.frontends.kafka_spec import SpecError, SpecInvalid, family, from_tree, lower, parse, to_yaml
 
     if bool(args.paths) == bool(args.kafka_tree):
         print("kfmt import-kafka-spec: give spec files or folders, or --kafka-tree DIR (one of them)", file=sys.stderr)
@@ -115,12 +115,14 @@ def _import_spec(args) -> int:
             schemas = [(n, sc, ", ".join(args.paths)) for n, sc in family(specs, args.family).items()]
     except (SpecError, UnicodeDecodeError) as e:
         print(f"kfmt import-kafka-spec: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, SpecInvalid) else 1
+    invalid = 0
     for f in files if not args.family else []:
         try:
             schema = lower(f.read_text(encoding="utf-8"), str(f))
         except (SpecError, UnicodeDecodeError) as e:
             print(f"kfmt import-kafka-spec: {e}", file=sys.stderr)
+            invalid += isinstance(e, SpecInvalid)
             refused += 1
             continue
         schemas.append((schema["root"], schema, str(f)))
@@ -133,7 +135,7 @@ def _import_spec(args) -> int:
             (Path(args.out) / f"{stem}.yaml").write_text(text)
         if args.emit_yaml or not args.out:
             print(text)
-    return 1 if refused else 0
+    return 2 if invalid else 1 if refused else 0
 
 
 def _check_schemas(folder: str, texts: list[tuple[str, str]]) -> int:
