@@ -55,6 +55,9 @@ EXPECTED = {
     "zk-cp5-lz4-connect-mscaldas2012": {"records": 582, "payloads": {"__consumer_offsets": (222, 3)}},
 }  # fmt: skip
 NAMES = sorted(EXPECTED)
+# the payload test runs every backend itself, and the readers are held to the other backends by the suite's
+# own tests: the Construct reference's pass (make test-backends) leaves these 15,000 records out (minutes there)
+pytestmark = pytest.mark.skipif(os.environ.get("KFMT_BACKEND") == "construct", reason="run in the other passes")
 
 
 def test_the_fixtures_are_here():
@@ -281,7 +284,6 @@ def test_a_folder_with_no_log_is_one_line_everywhere(tmp_path):
         kfmt.read_arrow(tmp_path)
 
 
-@pytest.mark.skipif(os.environ.get("KFMT_BACKEND") == "construct", reason="one backend is enough for the walk")
 def test_the_walk_is_one_rule(tmp_path):
     """The folders dump checks and the segments every reader reads come from kfmt.logdir.walk_folder."""
     from kfmt.logdir import find_segments, walk_folder
