@@ -185,6 +185,15 @@ def producer_snapshot(entries: list[dict]) -> bytes:
 # problem that says so.
 
 _JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")  # java.util.regex's \s
+_JAVA_COLON_SPACE = re.compile(r":[ \t\n\x0b\f\r]+")  # PartitionMetadataReadBuffer's ":\s+"
+
+
+def java_split(pattern: re.Pattern, line: str) -> list[str]:
+    """``String.split(regex)``: the parts, trailing empty strings dropped (a leading one kept)."""
+    parts = pattern.split(line)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
 
 
 def java_lines(data: bytes | str) -> tuple[list[str], str | None]:
@@ -232,8 +241,8 @@ def _checkpoint(data, fields: tuple[tuple[str, int], ...], shape: str) -> tuple[
     """A checkpoint file as ``org.apache.kafka.server.common.CheckpointFile.CheckpointReadBuffer`` reads it:
     no first line (an empty file, as brokers create them) or no count line is no entries; else the version
     must be 0 (``Integer.parseInt``, no spaces), the count an int, each further line ``\\s+``-separated
-    fields (``fields``: name and Java width, 0 for a string; a line starting with a space has an empty first field), and the
-    count must match the lines. Every case Kafka throws on is one problem."""
+    fields (``fields``: name and Java width, 0 for a string; a line starting with a space has an empty first
+    field), and the count must match the lines. Every case Kafka throws on is one problem."""
     lines, bad = java_lines(data)
     if bad:
         return [], [bad]
@@ -251,9 +260,7 @@ def _checkpoint(data, fields: tuple[tuple[str, int], ...], shape: str) -> tuple[
         return [], [f"line 2: {lines[1]!r} is not an entry count (malformed line, which Kafka refuses)"]
     entries, problems = [], []
     for i, line in enumerate(lines[2:], start=3):
-        parts = _JAVA_SPACE.split(line)
-        while parts and parts[-1] == "":  # String.split drops trailing empty strings
-            parts.pop()
+        parts = java_split(_JAVA_SPACE, line)
         values = [p if not bits else java_int(p, bits) for p, (_, bits) in zip(parts, fields)]
         if len(parts) != len(fields) or None in values:
             problems.append(f"line {i}: {line!r} is not '{shape}' (malformed line, which Kafka refuses)")
@@ -308,13 +315,12 @@ def parse_partition_metadata(data: bytes | str) -> tuple[list[dict], list[str]]:
         return [], [bad]
     fields: dict[str, str] = {}
     for i, (what, line) in enumerate(zip(("version", "topic_id"), [*lines[:2], None, None]), start=1):
-        parts = re.split(r":[ \t\n\x0b\f\r]+", line) if line is not None else []
-        while parts and parts[-1] == "":
-            parts.pop()
+        parts = java_split(_JAVA_COLON_SPACE, line) if line is not None else []
         if len(parts) != 2:
             return [fields], [f"line {i}: {line!r} is not '{what}: <value>' (Kafka refuses the file)"]
         fields[what] = parts[1]
-        if what == "version" and (java_int(parts[1]) is None or java_int(parts[1]) < 0):  # type: ignore[operator]
+        version = java_int(parts[1]) if what == "version" else 0
+        if version is None or version < 0:
             return [fields], [f"unknown version {parts[1]!r} (Kafka reads 0 and up)"]
     problem = topic_id_problem(fields["topic_id"])
     return [fields], [f"topic_id: {problem}"] if problem else []

@@ -279,19 +279,18 @@ class LogReader:
 
     def by_partition(self, segments) -> dict:
         """``{(topic, partition): [segments]}`` of the wanted ones among ``segments`` (kept in their order)."""
-        out: dict = {}
-        for seg in segments:
-            if self._wanted(seg):
-                out.setdefault((seg.topic, seg.partition), []).append(seg)
-        return out
+        return self._grouped(segments, lambda seg: (seg.topic, seg.partition))
 
     def by_log(self, segments) -> dict:
         """``{folder: [segments]}`` of the wanted ones: one log per partition folder (two log dirs holding a
         partition, as replicas, are two logs)."""
+        return self._grouped(segments, _folder)
+
+    def _grouped(self, segments, key) -> dict:
         out: dict = {}
         for seg in segments:
             if self._wanted(seg):
-                out.setdefault(_folder(seg), []).append(seg)
+                out.setdefault(key(seg), []).append(seg)
         return out
 
     def _wanted(self, seg) -> bool:

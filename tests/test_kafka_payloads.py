@@ -16,6 +16,7 @@ Independent sources:
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import shutil
@@ -28,6 +29,7 @@ import pytest
 
 import kfmt
 from conftest import same_outcomes
+from generator.frontends.kafka_spec import Versions
 from kfmt.formats import available_backends
 from kfmt.payloads import _codec, decode_payload, kafka_json
 
@@ -39,6 +41,7 @@ NATIVE = "native" in available_backends()  # built here: its C decoders are held
 BACKENDS = ("python", "construct") + (("native",) if NATIVE else ())
 METADATA = TREE / "metadata/src/main/resources/common/metadata"
 GROUPS = TREE / "group-coordinator/src/main/resources/common/message"
+TXNS = TREE / "transaction-coordinator/src/main/resources/common/message"
 
 
 def _in_c(schema: str, data: bytes, **kw) -> None:
@@ -157,25 +160,46 @@ def test_a_newer_tree_reports_what_changed(tmp_path):
 # ---------------------------------------------------------------- a real broker's records
 
 
-def _kafka_python_reads(topic: str, key: bytes | None, value: bytes):
-    """kafka-python's reading of the value (and key): its StructField from the spec, after the serde's framing."""
-    by_key = {}
+@functools.lru_cache(maxsize=None)
+def _structs(folder: Path) -> dict:
+    """kafka-python's spec and StructField (None for a struct of no fields, which it cannot build) of every spec
+    in a folder of the pinned tree, by name and, for metadata records, by apiKey."""
+    from kafka.protocol.schemas.fields.struct import StructField
+
+    out: dict = {}
+    for p in folder.glob("*.json"):
+        spec = _spec(p)
+        out[spec["name"]] = out[spec.get("apiKey", spec["name"])] = (
+            spec,
+            StructField(spec) if spec["fields"] else None,
+        )
+    return out
+
+
+def _kafka_python_reads(topic: str, key: bytes | None, value: bytes | None):
+    """kafka-python's reading of the value (and key): its StructField from the spec, after the serde's framing
+    (MetadataRecordSerde: frame version 1, apiKey, version; CoordinatorRecordSerde: int16 key version = record
+    type, int16 value version, a null value a tombstone)."""
     if topic in ("__cluster_metadata", "kraft-snapshot"):
-        for p in METADATA.glob("*.json"):
-            by_key[_spec(p).get("apiKey")] = p
         frame, api_key, version = value[0], value[1], value[2]  # one-byte varints in these records
         assert frame == 1
-        if not _spec(by_key[api_key])["fields"]:  # kafka-python cannot build a struct of no fields
+        field = _structs(METADATA)[api_key][1]
+        if field is None:
             assert value[3:] == b"\x00"  # nothing but an empty tagged-field section
             return None, {}
-        return None, _struct(by_key[api_key]).decode(io.BytesIO(value[3:]), version=version, compact=True, tagged=True)
-    specs = {_spec(p)["name"]: p for p in GROUPS.glob("*.json")}
+        return None, field.decode(io.BytesIO(value[3:]), version=version, compact=True, tagged=True)
+    structs = _structs(GROUPS if topic == "__consumer_offsets" else TXNS)
     record_type = int.from_bytes(key[:2], "big")
-    kname = next(n for n, p in specs.items() if n.endswith("Key") and record_type in range(
-        *(lambda v: (int(v.split("-")[0]), int(v.split("-")[-1]) + 1))(_spec(p)["validVersions"])))  # fmt: skip
-    k = _struct(specs[kname]).decode(io.BytesIO(key[2:]), version=record_type)
-    v = _struct(specs[kname[:-3] + "Value"]).decode(io.BytesIO(value[2:]), version=int.from_bytes(value[:2], "big"))
-    return k, v
+    kname = next(n for n, (sp, _) in structs.items() if isinstance(n, str) and n.endswith("Key") and
+                 Versions.parse(sp["validVersions"], n).lo <= record_type <= Versions.parse(sp["validVersions"], n).hi)  # fmt: skip
+    k = structs[kname][1].decode(io.BytesIO(key[2:]), version=record_type)
+    if value is None:
+        return k, None
+    vspec, vfield = structs[kname[:-3] + "Value"]
+    version = int.from_bytes(value[:2], "big")
+    fv = vspec.get("flexibleVersions", "none")
+    flexible = fv != "none" and int(fv.rstrip("+")) <= version
+    return k, vfield.decode(io.BytesIO(value[2:]), version=version, compact=flexible, tagged=flexible)
 
 
 def _same(ours, theirs) -> None:

@@ -19,7 +19,6 @@ Files the fixtures' README lists as absent from the source (``__cluster_metadata
 from __future__ import annotations
 
 import functools
-import io
 import json
 import os
 import shutil
@@ -37,7 +36,6 @@ from kfmt.payloads import _codec, binding, decode_payload
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "real-broker"
-SPECS = ROOT / "tests" / "fixtures" / "kafka"
 KFMT = [sys.executable, "-m", "kfmt"]
 
 #: what kafka-python's reader finds in each fixture (records of .log files, of KRaft snapshots, control
@@ -163,50 +161,6 @@ def test_dump_says_healthy_in_every_mode(name):
 # ---------------------------------------------------------------- Kafka's payloads, against kafka-python
 
 
-@functools.lru_cache(maxsize=None)
-def _structs(folder: str) -> dict:
-    """kafka-python's StructField of every spec in a folder of the pinned tree, by name and by apiKey."""
-    from kafka.protocol.schemas.fields.struct import StructField
-    from test_kafka_payloads import _spec
-
-    out = {}
-    for p in (SPECS / folder).glob("*.json"):
-        spec = _spec(p)
-        field = StructField(spec) if spec["fields"] else None
-        out[spec["name"]] = (spec, field)
-        if "apiKey" in spec:
-            out[spec["apiKey"]] = (spec, field)
-    return out
-
-
-GROUPS = "group-coordinator/src/main/resources/common/message"
-TXNS = "transaction-coordinator/src/main/resources/common/message"
-METADATA = "metadata/src/main/resources/common/metadata"
-
-
-def _kafka_python(topic: str, key: bytes | None, value: bytes):
-    """kafka-python's reading of a payload after the serde's framing: ``(key dict or None, value dict)``."""
-    if topic == "kraft-snapshot":
-        assert value[0] == 1  # the frame version, then apiKey and version (one-byte varints here)
-        spec, field = _structs(METADATA)[value[1]]
-        if field is None:  # a record of no fields: nothing but an empty tagged-field section
-            assert value[3:] == b"\x00"
-            return None, {}
-        return None, field.decode(io.BytesIO(value[3:]), version=value[2], compact=True, tagged=True)
-    structs = _structs(GROUPS if topic == "__consumer_offsets" else TXNS)
-    record_type = int.from_bytes(key[:2], "big")
-    kname = next(n for n, (s, _) in structs.items() if isinstance(n, str) and n.endswith("Key") and
-                 int(s["validVersions"].split("-")[0]) <= record_type <= int(s["validVersions"].split("-")[-1]))  # fmt: skip
-    k = structs[kname][1].decode(io.BytesIO(key[2:]), version=record_type)
-    if value is None:
-        return k, None
-    vspec, vfield = structs[kname[:-3] + "Value"]
-    version = int.from_bytes(value[:2], "big")
-    flexible = int(vspec.get("flexibleVersions", "none").rstrip("+") or 99) <= version if vspec.get(
-        "flexibleVersions", "none") != "none" else False  # fmt: skip
-    return k, vfield.decode(io.BytesIO(value[2:]), version=version, compact=flexible, tagged=flexible)
-
-
 BACKENDS = ("python", "construct") + (("native",) if "native" in available_backends() else ())
 
 
@@ -214,14 +168,14 @@ BACKENDS = ("python", "construct") + (("native",) if "native" in available_backe
 def test_payloads_as_kafka_python_reads_them(name):
     """Every payload of Kafka's own topics (distinct bytes) decodes in every backend to what kafka-python reads
     from the same spec, and re-encodes to the same bytes."""
-    from test_kafka_payloads import _same
+    from test_kafka_payloads import _kafka_python_reads, _same
 
     seen = set()
     for _, topic, _, _, key, value, _, control in _oracle(FIXTURES / name):
         if control or binding(topic) is None or (key, value) in seen:
             continue
         seen.add((key, value))
-        k_py, v_py = _kafka_python(topic, key, value)
+        k_py, v_py = _kafka_python_reads(topic, key, value)
         b = binding(topic)
         for backend in BACKENDS:
             p = decode_payload(topic, key, value, backend=backend)

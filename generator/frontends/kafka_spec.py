@@ -45,10 +45,12 @@ class Versions:
 
     @classmethod
     def parse(cls, text: str | None, where: str) -> Versions:
-        t = (text or "none").strip() if isinstance(text, str) or text is None else text
+        if text is not None and not isinstance(text, str):
+            raise SpecInvalid(f"{where}: versions {text!r} is not N, N+, N-M or none")
+        t = (text or "none").strip()
         if t == "none":
             return cls(None, None)
-        m = re.fullmatch(r"([0-9]+)(\+|-([0-9]+))?", t) if isinstance(t, str) else None
+        m = re.fullmatch(r"([0-9]+)(\+|-([0-9]+))?", t)
         if not m:
             raise SpecInvalid(f"{where}: versions {text!r} is not N, N+, N-M or none")
         lo, hi = int(m[1]), None if m[2] == "+" else int(m[3]) if m[3] else int(m[1])
@@ -386,7 +388,7 @@ def _check_default(f: dict, t: str, at: str) -> None:
         return
     if isinstance(d, (list, dict)):
         raise SpecInvalid(f"{at}: default {d!r} is not a single value")
-    text = str(d).lower() if isinstance(d, bool) else str(d)
+    text = str(d)
     ok = True
     if t == "bool":
         ok = text.lower() in ("true", "false")
@@ -405,8 +407,8 @@ def _check_default(f: dict, t: str, at: str) -> None:
             ok = len(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == 16
         except ValueError:
             ok = False
-    elif t.startswith("[]") or t in ("bytes", "records") or t not in ("string",):
-        ok = False  # arrays, bytes and structs: only empty or null (Kafka's rule)
+    elif t != "string":
+        ok = False  # arrays, bytes, records and structs: only empty or null (Kafka's rule)
     if not ok:
         raise SpecInvalid(f"{at}: default {d!r} is not a {t} value")
 
@@ -603,9 +605,15 @@ def imported_specs(tree) -> set[str]:
     from pathlib import Path
 
     root = Path(tree)
-    out = {f"{folder}/{f.name}" for _, folder, pattern in FAMILIES for f in (root / folder).glob(pattern)}
-    out |= {f"{CONTROL[1]}/{f}" for _, f in CONTROL[2]} | {rel for *_, rel, _w in NESTED}
-    return out - set(LEFT_OUT)
+    out = {rel for _, folder, pattern in FAMILIES for rel in _family_files(root, folder, pattern)}
+    return out | set(SINGLES) | {f"{CONTROL[1]}/{f}" for _, f in CONTROL[2]} | {rel for *_, rel, _w in NESTED}
+
+
+def _family_files(root, folder: str, pattern: str) -> list[str]:
+    """A family's spec files (paths in Kafka's tree): those of ``folder`` matching ``pattern``, but the ones
+    SINGLES ships alone and those LEFT_OUT."""
+    found = (f"{folder}/{f.name}" for f in sorted((root / folder).glob(pattern)))
+    return [rel for rel in found if rel not in SINGLES and rel not in LEFT_OUT]
 
 
 def _read(root, rel: str) -> tuple[dict, str]:
@@ -624,17 +632,15 @@ def from_tree(tree, commit: str = "") -> dict[str, tuple[dict, str]]:
     at = f"apache/kafka {commit} " if commit else ""
     out: dict[str, tuple[dict, str]] = {}
     for name, folder, pattern in FAMILIES:
-        files = sorted(f for f in (root / folder).glob(pattern) if f"{folder}/{f.name}" not in SINGLES)
+        files = _family_files(root, folder, pattern)
         if not files:
             raise SpecError(f"{root / folder}: no {pattern} (is {root} a Kafka source tree?)")
-        specs = [_read(root, f"{folder}/{f.name}") for f in files]
+        specs = [_read(root, rel) for rel in files]
         nested = [(owner, field, *_read(root, rel), when) for fam, owner, field, rel, when in NESTED if fam == name]
+        alone = [rel.rsplit("/", 1)[1] for rel in SINGLES if rel.startswith(f"{folder}/")]
+        source = f"{folder}/{pattern}" + (f" (but {', '.join(alone)})" if alone else "")
         for stem, schema in family(specs, name, nested).items():
-            alone = [rel.rsplit("/", 1)[1] for rel in SINGLES if rel.startswith(f"{folder}/")]
-            srcs = [
-                f"{folder}/{pattern}" + (f" (but {', '.join(alone)})" if alone else ""),
-                *(rel for *_, rel, _w in nested if stem.endswith("_value")),
-            ]
+            srcs = [source, *(rel for *_, rel, _w in nested if stem.endswith("_value"))]
             out[stem] = (_with_enums(schema), at + ", ".join(srcs))
     cname, cfolder, ctypes = CONTROL
     controls = [(t, *_read(root, f"{cfolder}/{f}")) for t, f in ctypes]
