@@ -12,6 +12,12 @@ template repeated with their base offsets moved on, which the CRC does not cover
   session, with the Python engine (peak memory: the Python workers', their peak resident set reset before each
   run) and the JVM engine (peak memory: Spark's JVM's, where it decodes, reset the same way).
 
+Then two damaged segments of ``--damaged`` bytes (1.2 GB; sparse, so no disk is used): the ~1 MB template followed
+by a zero-filled tail (``log.preallocate`` and an unclean shutdown), and the same with the second batch's size
+field claiming 0x7FFF0000 bytes. Each is read by the resynchronising readers (``on_corrupt="skip"``, ``dump``)
+and by the failing ones (the one-line error), with their time and peak memory: a damaged region is crossed in
+time linear in its length and memory independent of it, whatever a size field claims.
+
 Medians of ``--runs`` runs, the sizes interleaved round by round.
 """
 
@@ -29,6 +35,7 @@ import time
 
 SIZES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 TOOLS = ("read_batches", "read_arrow", "read_arrow_batches", "dump --summary")
+DAMAGED_TOOLS = ("read_batches skip", "read_arrow skip", "dump --summary", "read_batches fail", "read_arrow fail")
 
 
 def size_of(text: str) -> int:
@@ -88,11 +95,41 @@ def child(tool: str, path: str) -> None:
     print(json.dumps({"seconds": seconds, "records": n, "peak_mb": peak, "base_mb": base}))
 
 
+def damaged_segments(folder: str, size: int, batches: list[bytes]) -> dict:
+    """{name: (path, records a resynchronising reader reads)}: the template then a zero tail, and the same with
+    the second batch's size field damaged."""
+    out = {}
+    for name, bad in (("zero tail", False), ("size 0x7FFF0000", True)):
+        part = os.path.join(folder, name.split()[0] + "-0")
+        os.makedirs(part, exist_ok=True)
+        path = os.path.join(part, "00000000000000000000.log")
+        data = bytearray(b"".join(struct.pack(">q", i * 100) + b[8:] for i, b in enumerate(batches)))
+        if bad:
+            struct.pack_into(">i", data, len(batches[0]) + 8, 0x7FFF0000)
+        with open(path, "wb") as f:
+            f.write(data)
+            f.truncate(size)
+        out[name] = (path, 100 * (len(batches) - bad))
+    return out
+
+
 def run(tool: str, path: str) -> int:
-    """The records ``tool`` reads from the segment at ``path`` (-1: dump --summary, which prints them)."""
+    """The records ``tool`` reads from the segment at ``path`` (-1: dump --summary, which prints them; -2: the
+    reader's one-line error, as due on a damaged segment read without skipping)."""
     import kfmt
 
     n = 0
+    if tool.endswith(" skip"):
+        if tool.startswith("read_arrow"):
+            return kfmt.read_arrow(path, on_corrupt="skip").num_rows
+        return sum(len(b.records) for b in kfmt.read_batches(path, on_corrupt="skip"))
+    if tool.endswith(" fail"):
+        try:
+            if tool.startswith("read_arrow"):
+                return kfmt.read_arrow(path).num_rows
+            return sum(len(b.records) for b in kfmt.read_batches(path, partial_tail="error"))
+        except kfmt.CodecError:
+            return -2
     if tool == "read_batches":
         for b in kfmt.read_batches(path):
             for r in b.records:
@@ -108,8 +145,8 @@ def run(tool: str, path: str) -> int:
     from kfmt.tools.cli import main
 
     with open(os.devnull, "w") as out, redirect_stdout(out):
-        if main(["dump", "--summary", path]) != 0:
-            raise SystemExit("dump --summary failed")
+        if main(["dump", "--summary", path]) != (1 if "/damaged/" in path else 0):
+            raise SystemExit("dump --summary did not exit as due")
     return -1
 
 
@@ -204,6 +241,7 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", default="10K,1M,100M,1G", help="segment sizes (K, M, G)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--spark", action="store_true", help="also the Spark source (local[2])")
+    p.add_argument("--damaged", default="1200M", help="size of the two damaged (sparse) segments; 0: none")
     p.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -220,6 +258,10 @@ def main(argv=None) -> int:
                 if got["records"] not in (-1, folders[s][1]):
                     raise SystemExit(f"{tool} read {got['records']} records of {folders[s][1]}")
                 rows[(tool, s)].append(got)
+    damaged = (
+        damaged_segments(os.path.join(work, "damaged"), size_of(args.damaged), batches) if size_of(args.damaged) else {}
+    )
+    hurt = damaged_runs(damaged, args.runs)
     spark = spark_runs(folders, args.runs) if args.spark else {}
     print(f"# kfmt bench-scaling: v2 segments, 100-record batches; medians of {args.runs} runs\n")
     print("| tool | " + " | ".join(f"{s} ({n:,} records)" for s, (_, n) in folders.items()) + " |")
@@ -243,7 +285,35 @@ def main(argv=None) -> int:
             if any(x[1] != n for x in got):
                 raise SystemExit(f"the {name} counted {got[0][1]} records of {n}")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if damaged:
+        _print_damaged(damaged, hurt, args.damaged)
     return 0
+
+
+def damaged_runs(damaged: dict, runs: int) -> dict:
+    """{(tool, segment): [measurement]}: each tool on each damaged segment, checked to read what it must."""
+    hurt: dict = {(t, d): [] for t in DAMAGED_TOOLS for d in damaged}
+    for _ in range(runs):
+        for d, (path, n) in damaged.items():
+            for tool in DAMAGED_TOOLS:
+                got = measure(tool, path)
+                if got["records"] != (-2 if tool.endswith(" fail") else -1 if tool.startswith("dump") else n):
+                    raise SystemExit(f"{tool} read {got['records']} records of {n} from the damaged segment ({d})")
+                hurt[(tool, d)].append(got)
+    return hurt
+
+
+def _print_damaged(damaged: dict, hurt: dict, size: str) -> None:
+    print(f"\n# damaged {size} segments (sparse): the whole read, seconds and peak memory above the baseline\n")
+    print("| tool | " + " | ".join(damaged) + " |")
+    print("|---|" + "---|" * len(damaged))
+    for tool in DAMAGED_TOOLS:
+        cells = []
+        for d in damaged:
+            got = hurt[(tool, d)]
+            extra = statistics.median(r["peak_mb"] - r["base_mb"] for r in got)
+            cells.append(f"{statistics.median(r['seconds'] for r in got):,.2f} s, +{max(extra, 0):,.0f} MB")
+        print(f"| `{tool}` | " + " | ".join(cells) + " |")
 
 
 def _scratch(prefix: str) -> str:

@@ -17,7 +17,7 @@ from kfmt.resync import (  # the entry framing constants live beside the resynch
     LOG_OVERHEAD,
     MIN_ENTRY_SIZE,
     describe,
-    next_entry,
+    find_entry,
     valid_entry_at,
     zero_run_end,
 )
@@ -54,18 +54,20 @@ def packed_hint(head) -> str:
             " (the Spark source and read_arrow(compressed_objects='read') do)")  # fmt: skip
 
 
-def tail_error(buf, pos: int, n: int, base: int = 0) -> TruncatedError:
-    """The error describing the ``n - pos`` bytes at ``pos`` that do not hold a complete entry."""
-    left = n - pos
-    if left < HEADER_SIZE_UP_TO_MAGIC:
+def tail_error(buf, pos: int, n: int, total: int | None = None, file_pos: int | None = None) -> TruncatedError:
+    """The error describing the bytes from ``pos`` to the end of the data (``total``, when ``buf`` holds only
+    the first ``n``) that do not hold a complete entry; ``file_pos``: where ``pos`` is in the file (the start
+    of a file gets a hint when it is a compressed stream), if not ``pos``."""
+    left = (n if total is None else total) - pos
+    if n - pos < HEADER_SIZE_UP_TO_MAGIC:
         why = f"too short for an entry header ({HEADER_SIZE_UP_TO_MAGIC} bytes up to the magic)"
     else:
         size = _ENTRY.unpack_from(buf, pos)[1]
         why = f"the entry there declares size {size}, which runs {LOG_OVERHEAD + size - left} bytes past the end"
-    if base + pos == 0:
+    if (pos if file_pos is None else file_pos) == 0:
         why += packed_hint(buf[pos : pos + 16])
-    e = TruncatedError(f"{left} byte(s) not read: {why}", offset=base + pos, path="log.entry")
-    e.batch_position = base + pos
+    e = TruncatedError(f"{left} byte(s) not read: {why}", offset=pos, path="log.entry")
+    e.batch_position = pos
     e.unread = left
     return e
 
@@ -237,25 +239,106 @@ def _closing(items, f):
 
 
 def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions, *, sink=None):
-    """``_scan`` over a binary file read in chunks (an entry larger than a chunk is read whole)."""
-    base = 0
-    buf = b""
+    """``_scan`` over a binary file read in chunks: memory holds a chunk and an entry, and at most
+    ``RESYNC_MAX_ENTRY`` bytes of a damaged region however long it is (a :class:`_Search` carries it on)."""
+    total = _size_left(f)
+    check = _forced_check(format, backend, opts)
+    base, buf, eof = 0, b"", False
+    search = None
     while True:
-        need = CHUNK
-        if len(buf) >= LOG_OVERHEAD:
-            need = max(need, LOG_OVERHEAD + _ENTRY.unpack_from(buf, 0)[1] - len(buf))
-        chunk = f.read(need)
-        eof = not chunk
-        if chunk:
+        if not eof:  # more is needed: the stream's start, an incomplete entry, or a search going on
+            chunk = f.read(_wanted(buf, total, search))
+            eof = not chunk
             buf = buf + chunk if buf else chunk
-        items = _scan(
-            buf, 0, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink, base == 0
-        )
+        start = 0
+        if search is not None:
+            q, hold = find_entry(buf, search.at - base, len(buf), eof, check)
+            if q >= len(buf) and not eof:
+                search.held(buf, base, hold)
+                base, buf = base + hold, buf[hold:]
+                continue
+            item = search.ends(buf, base, q, eof)
+            if item is not None:
+                yield item if positions else item[2]
+            search, start = None, q
+        limit = None if total is None else total - base
+        items = _scan(buf, start, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof,
+                      sink, base == 0, limit, base)  # fmt: skip
         stop = yield from _shifted(items, base)
-        if eof or stop is None:
+        if stop is None:
             return
-        base += stop
-        buf = buf[stop:]
+        if type(stop) is _Search:
+            search = stop.moved(base)
+            stop = search.at - base
+        base, buf = base + stop, buf[stop:]
+
+
+def _size_left(f) -> int | None:
+    """How many bytes are left to read in ``f`` (None: unknown, as in a pipe)."""
+    left = getattr(f, "left", None)  # kfmt.arrow._Range
+    if callable(left):
+        return left()
+    try:
+        if f.seekable():
+            here = f.tell()
+            return max(0, os.fstat(f.fileno()).st_size - here) if hasattr(f, "fileno") else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def _wanted(buf, total: int | None, search) -> int:
+    """How much to read next: a chunk, or the rest of the entry starting ``buf`` when that is longer and can
+    be all there (a size running past the end of the file is never read for)."""
+    if search is not None or len(buf) < LOG_OVERHEAD:
+        return CHUNK
+    size = _ENTRY.unpack_from(buf, 0)[1]
+    if total is not None and LOG_OVERHEAD + size > total:
+        return CHUNK
+    return max(CHUNK, LOG_OVERHEAD + size - len(buf))
+
+
+class _Search:
+    """A damaged region being crossed in a stream: where it starts (relative to the buffer until ``moved``),
+    the error that began it, where the search goes on, whether its bytes so far are all zero (judged up to
+    ``judged``), and whether it began at an incomplete tail that ends quietly if nothing follows."""
+
+    __slots__ = ("start", "err", "at", "zero", "judged", "quiet")
+
+    def __init__(self, start: int, err: CodecError, quiet: bool = False):
+        self.start, self.err, self.at = start, err, start + 1
+        self.zero, self.judged, self.quiet = True, start, quiet
+
+    def searched(self, buf, hold: int) -> _Search:
+        """Searched up to ``hold`` of ``buf`` (nothing there); the search goes on from there."""
+        self.held(buf, 0, hold)
+        return self
+
+    def moved(self, base: int) -> _Search:
+        self.start, self.at, self.judged = self.start + base, self.at + base, self.judged + base
+        self.err = _moved(self.err, base)
+        return self
+
+    def held(self, buf, base: int, hold: int) -> None:
+        """The search goes on from ``base + hold``: the bytes before it leave the buffer."""
+        self._judge(buf, base, hold)
+        self.at = base + hold
+
+    def _judge(self, buf, base: int, q: int) -> None:
+        if self.zero and self.judged < base + q:
+            a = max(self.judged - base, 0)
+            self.zero = zero_run_end(buf, a, q) >= q
+        self.judged = max(self.judged, base + q)
+
+    def ends(self, buf, base: int, q: int, eof: bool):
+        """The item reporting the region, which ends at ``base + q`` (the next valid entry, or the end)."""
+        self._judge(buf, base, q)
+        end = base + q
+        if eof and q >= len(buf) and not self.zero and type(self.err) is TruncatedError:
+            if self.quiet:
+                return None
+            return self.start, end, self.err  # an incomplete tail and nothing valid after it
+        return self.start, end, _damaged(self.err, self.start, end, self.zero)
 
 
 def _shifted(items, base):
@@ -317,15 +400,34 @@ def _decoders(backend: str | None, _default: str) -> dict:
     return {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
 
 
-def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positions, eof, sink=None, file_start=False):  # noqa: C901 - older than the rule; to be split
+def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
+    buf,
+    pos,
+    n,
+    opts,
+    format,
+    backend,
+    skip_corrupt,
+    strict_tail,
+    positions,
+    eof,
+    sink=None,
+    file_start=False,
+    limit=None,
+    base=0,
+):
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
-    as decoding it).  Returns where it stopped: None once everything is accounted for, else the position
-    of an incomplete entry (more data may complete it, unless ``eof``)."""
+    as decoding it).  Returns where it stopped: None once everything is accounted for, the position of an
+    incomplete entry (more data may complete it, unless ``eof``), or a :class:`_Search` across a damaged region
+    that goes on past ``n``.  ``limit``: how many bytes the data holds from ``buf``'s start, when ``buf`` holds
+    only part of it (an entry whose size runs past it never completes); ``base``: ``buf``'s position in the file,
+    for the positions named in messages."""
     forced = backend_module(format, backend) if format else None
     table = _decoders(backend, default_backend())
     sink, limits = sink if sink is not None else (None, None)
-    check = (lambda b, p, e: forced.decode_from(b, p, e, opts)) if forced else None
+    check = _forced_check(format, backend, opts)
+    whole = n if limit is None else limit
     while True:
         try:
             end = _entry_end(buf, pos, n)
@@ -334,22 +436,39 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
             e = InvalidValueError(f"{err.reason}{hint}", offset=err.offset, path=err.path) if hint else err
             if not skip_corrupt:
                 e.batch_position = pos
-                e.unread = n - pos
+                e.unread = whole - pos
                 raise e from None
-            q = next_entry(buf, pos, n, check)
+            q, hold = find_entry(buf, pos + 1, n, eof, check)
             if q >= n and not eof:
-                return pos  # the search needs more of the stream
-            yield pos, q, _damaged(e, buf, pos, q)
+                return _Search(pos, e).searched(buf, hold)
+            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
             pos = q
             continue
         if end < 0:
-            if eof and skip_corrupt and n - pos >= LOG_OVERHEAD:
-                q = next_entry(buf, pos, n, check)  # a size running past the end: good entries may follow
+            past = (
+                limit is not None
+                and n - pos >= LOG_OVERHEAD
+                and _ENTRY.unpack_from(buf, pos)[1] > limit - pos - LOG_OVERHEAD
+            )
+            if not eof and not past:
+                return pos  # more of the stream may complete it
+            quiet = not (strict_tail or (file_start and pos == 0))
+            if skip_corrupt and n - pos >= LOG_OVERHEAD:
+                q, hold = find_entry(
+                    buf, pos + 1, n, eof, check
+                )  # a size running past the end: good entries may follow
                 if q < n:
-                    yield pos, q, _damaged(tail_error(buf, pos, n), buf, pos, q)
+                    e = tail_error(buf, pos, n, limit, base + pos)
+                    yield pos, q, _damaged(e, pos, q, False, base)
                     pos = q
                     continue
-            break
+                if not eof:
+                    return _Search(pos, tail_error(buf, pos, n, limit, base + pos), quiet).searched(buf, hold)
+            if eof:
+                break
+            if quiet:  # past the end of the data: nothing more is read
+                return None
+            raise tail_error(buf, pos, n, limit, base + pos)
         mod = forced or table.get(buf[pos + 16])
         many = getattr(mod, "decode_columns_run", None) if limits is not None else None
         if many is not None and limits is not None:  # as many clean batches as the sink takes, in one call
@@ -389,12 +508,16 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
             e.batch_position = pos  # where the entry holding the error starts
             if not skip_corrupt:
                 raise
-            if not eof and not _judgeable(buf, end, n):
+            if not eof and not _judgeable(buf, end, n, limit):
                 return pos  # whether the framing after it holds needs more of the stream
-            q = end
-            if end < n and not valid_entry_at(buf, end, n, check):
-                q = next_entry(buf, pos, n, check)  # its size may be damaged too: resynchronise
-            yield pos, q, _damaged(e, buf, pos, q) if q != end else e
+            if end >= n or valid_entry_at(buf, end, n, check):
+                yield pos, end, e
+                pos = end
+                continue
+            q, hold = find_entry(buf, pos + 1, n, eof, check)  # its size may be damaged too: resynchronise
+            if q >= n and not eof:
+                return _Search(pos, e).searched(buf, hold)
+            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
             pos = q
             continue
         yield (pos, end, batch) if positions else batch
@@ -403,30 +526,42 @@ def _scan(buf, pos, n, opts, format, backend, skip_corrupt, strict_tail, positio
         return pos
     # a file whose first entry already runs past its end holds no entry at all: damage, never 0 batches
     if pos < n and (strict_tail or (file_start and pos == 0)):
-        tail: CodecError = tail_error(buf, pos, n)
+        tail: CodecError = tail_error(buf, pos, n, None, base + pos)
         if zero_run_end(buf, pos, n) >= n:
-            tail = _damaged(tail, buf, pos, n)
+            tail = _damaged(tail, pos, n, True, base)
         if not skip_corrupt:
             raise tail
         yield pos, n, tail
     return None
 
 
-def _judgeable(buf, p: int, n: int) -> bool:
-    """Whether the bytes in hand tell if a valid entry starts at ``p`` (its framing is broken, or it is complete)."""
+def _forced_check(format, backend, opts):
+    """How a candidate entry is checked when resynchronising a forced format: decoded with it (None: the
+    built-in v0/v1/v2 checks)."""
+    if not format:
+        return None
+    forced = backend_module(format, backend)
+    return lambda b, p, e: forced.decode_from(b, p, e, opts)
+
+
+def _judgeable(buf, p: int, n: int, limit: int | None = None) -> bool:
+    """Whether the bytes in hand tell if a valid entry starts at ``p`` (its framing is broken, it is complete,
+    or its size runs past the end of the data, ``limit``)."""
     if n - p < HEADER_SIZE_UP_TO_MAGIC:
         return False
     size = _ENTRY.unpack_from(buf, p)[1]
-    return size < MIN_ENTRY_SIZE or p + LOG_OVERHEAD + size <= n
+    end = p + LOG_OVERHEAD + size
+    return size < MIN_ENTRY_SIZE or end <= n or (limit is not None and end > limit)
 
 
-def _damaged(e: CodecError, buf, pos: int, q: int) -> CodecError:
+def _damaged(e: CodecError, pos: int, q: int, zero_filled: bool, base: int = 0) -> CodecError:
     """The error for the damaged region ``[pos, q)`` that began with ``e``: what was wrong first, and what
-    the region holds (zero fill, or bytes with no valid entry); ``unread`` is its length."""
-    d = type(e)(f"{e.reason}; {describe(buf, pos, q)} up to byte {q}", offset=e.offset, path=e.path)
+    the region holds (zero fill, or bytes with no valid entry); ``unread`` is its length. Positions are in the
+    coordinates of ``e``'s offset; ``base`` is added to name the end in the message."""
+    d = type(e)(f"{e.reason}; {describe(q - pos, zero_filled)} up to byte {base + q}", offset=e.offset, path=e.path)
     d.batch_position = pos
     d.unread = q - pos
-    d.zero_filled = zero_run_end(buf, pos, q) >= q
+    d.zero_filled = zero_filled
     return d
 
 

@@ -275,7 +275,7 @@ def null_empty_headers(pa, batch):
 
 def _utf8_array(pa, keys: list):
     """Header keys as an Arrow string array. A key that is not valid UTF-8 (kfmt keeps its bytes with
-    surrogate escapes) gets U+FFFD for each bad byte, as Kafka's Java consumer decodes header keys."""
+    surrogate escapes) gets U+FFFD for each ill-formed sequence, as Kafka's Java consumer decodes header keys."""
     try:
         return pa.array(keys, pa.string())
     except UnicodeEncodeError:
@@ -285,9 +285,11 @@ def _utf8_array(pa, keys: list):
 
 
 def _kafka_utf8(key: str) -> str:
-    """A header key as Kafka's Java consumer reads it: U+FFFD for each byte that is not UTF-8 (kfmt keeps
-    such bytes as surrogate escapes)."""
-    return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A header key as Kafka's Java consumer reads it: U+FFFD for each ill-formed sequence, by Java's decoder's
+    rules (kfmt keeps bytes that are not UTF-8 as surrogate escapes)."""
+    from kfmt.runtime.text import java_utf8
+
+    return java_utf8(key.encode("utf-8", "surrogateescape"))
 
 
 def _warn_bad_keys(n: int) -> None:
@@ -372,6 +374,10 @@ class _Range:
         self.pos += len(data)
         return data
 
+    def left(self) -> int:
+        """How many bytes of the slice are still to be read."""
+        return self.end - self.pos
+
     def raw(self, pos: int, end: int) -> bytes:
         if hasattr(self.f, "read_at"):  # kfmt.storage files (local or in a store): a ranged read
             return self.f.read_at(end - pos, self.start + pos)
@@ -446,10 +452,13 @@ def being_written(e, n: int, path: str, raw=None) -> bool:
     whose only entry is incomplete could be anything. ``raw(pos, end)`` reads the tail again when ``e`` was
     raised by a reader that does not resynchronise: a damaged size field followed by valid batches is
     damage, not a batch being written."""
+    from kfmt.resync import LOG_OVERHEAD, RESYNC_MAX_ENTRY
     from kfmt.runtime.errors import TruncatedError
 
     unread = getattr(e, "unread", None)
     if type(e) is not TruncatedError or unread is None or e.batch_position + unread != n:
+        return False
+    if unread > LOG_OVERHEAD + RESYNC_MAX_ENTRY:  # longer than any entry a reader looks for after damage
         return False
     if e.batch_position == 0 or (raw is not None and not _only_a_cut_entry(raw(e.batch_position, n))):
         return False

@@ -17,6 +17,11 @@ many files in one step, so a commit is a redo journal:
    place is checked again, the marker ``_KFMT_SUCCESS`` is written with the commit's id, and the journal
    removed.
 
+A journal that does not read back ready was never a commit point (a store that kept an empty body, a write
+cut short): the writer rolls back before anything is in place, readers read the old table, and
+:func:`recover` drops it. A commit that fails after its commit point says the data is committed and that
+``kfmt recover`` finishes it (:class:`CommittedUnfinished`).
+
 Readers (:func:`check_table`, called by the Spark source, ``read_arrow`` on folders, ``kfmt dump`` and the
 stream reader) refuse a table whose journal is ready with one line naming the commit: it is being
 applied, or its writer was killed; and a reader whose table was replaced while it read (the marker's
@@ -57,6 +62,11 @@ class ConcurrentCommit(CommitError):
     """Another writer holds the table's commit."""
 
 
+class CommittedUnfinished(CommitError):
+    """A commit past its commit point (its journal is ready) whose files are not all in place yet: the data
+    is committed, and ``kfmt recover`` (or the table's next local writer) finishes putting it in place."""
+
+
 @dataclass
 class Put:
     """A file of the commit: written whole at ``staged``, put in place at ``final``; ``size`` bytes, and
@@ -94,6 +104,8 @@ class Journal:
         return cls(**d)
 
     def describe(self) -> str:
+        if self.id == UNREADABLE:
+            return f"a journal that does not read ({PENDING}: never ready, nothing of it in place)"
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started))
         return f"commit {self.id} ({self.mode}, started {when} by pid {self.pid} on {self.host})"
 
@@ -115,7 +127,9 @@ def table_state(tree, root: str) -> tuple[Journal | None, str | None]:
         try:
             journal = Journal.from_bytes(tree.read(pending))
         except (ValueError, TypeError, KeyError, FileNotFoundError):
-            journal = Journal(id=UNREADABLE, mode="?", ready=True)
+            # never ready: a writer applies a commit only once it has read its ready journal back (an empty
+            # body a store kept, a write cut short): the table underneath is the old one, whole
+            journal = Journal(id=UNREADABLE, mode="?", ready=False)
     marker_id = None
     marker = f"{root.rstrip('/')}/{MARKER}"
     if tree.is_file(marker):
@@ -255,9 +269,6 @@ def recover(tree, root: str) -> Journal | None:
     remove what commits killed before taking the table left. Its writer must be gone. Returns the journal."""
     journal, _ = table_state(tree, root)
     if journal is not None:
-        if journal.id == UNREADABLE:
-            raise CommitError(f"{tree.uri(_pending(root))} is not a kfmt journal; remove it by hand if no kfmt "
-                              "writer made it")  # fmt: skip
         (apply if journal.ready else roll_back)(tree, root, journal)
     for name, is_dir in tree.listdir(root):
         if is_dir and name.startswith(COMMIT_PREFIX):
@@ -286,9 +297,37 @@ def commit(tree, root: str, files: list[tuple[str, bytes, dict]], *, mode: str, 
             roll_back(tree, root, journal)
             raise
         journal.ready = True
-        tree.write_all([(_pending(root), journal.to_bytes())])  # the commit point
-        apply(tree, root, journal)
+        commit_point(tree, root, journal)
+        try:
+            apply(tree, root, journal)
+        except Exception as e:
+            raise CommittedUnfinished(
+                f"{tree.uri(root)}: {journal.describe()} is committed (its journal is ready) but putting its files in"
+                f" place stopped: {e}; run `kfmt recover {tree.uri(root)}` to finish it (readers refuse the table"
+                " until then); do not write the data again"
+            ) from e
     return journal
+
+
+def commit_point(tree, root: str, journal: Journal) -> None:
+    """Write the ready journal and read it back: the commit is made only when it reads back ready (a write
+    that failed may have landed; one that succeeded may hold nothing, in a store that keeps an empty body).
+    Short of that, nothing is in place: the commit is rolled back and the error says so."""
+    failed: Exception | None = None
+    try:
+        tree.write_all([(_pending(root), journal.to_bytes())])
+    except Exception as e:  # noqa: BLE001 - judged by what reads back
+        failed = e
+    try:
+        back = Journal.from_bytes(tree.read(_pending(root)))
+        landed = back.ready and back.id == journal.id
+    except Exception:  # noqa: BLE001 - unreadable: not ready
+        landed = False
+    if landed:
+        return
+    roll_back(tree, root, journal)
+    why = f"writing its ready journal failed ({failed})" if failed else "its ready journal did not read back"
+    raise CommitError(f"{tree.uri(root)}: {journal.describe()}: {why}; nothing was committed")
 
 
 def _pending(root: str) -> str:

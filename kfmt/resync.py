@@ -25,12 +25,28 @@ HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0
 MIN_SIZE = {0: 14, 1: 22, 2: 49}  # LegacyRecord.RECORD_OVERHEAD_V0/V1, DefaultRecordBatch.RECORD_BATCH_OVERHEAD - 12
 _NONZERO = re.compile(rb"[^\x00]")
+_MAGIC = re.compile(rb"[\x00-\x02]")
+# The largest entry a reader finds after damage (and the longest batch being written it leaves out at a log's
+# end). Kafka's default message.max.bytes is 1 MiB; a larger entry right after damage is counted in the
+# damaged region. A reader holds at most this much of a damaged region, whatever the region's length.
+RESYNC_MAX_ENTRY = 64 << 20
 _SIZE = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 
 
+_ZEROS = bytes(1 << 16)
+
+
 def zero_run_end(buf, pos: int, n: int) -> int:
-    """End of the run of zero bytes starting at ``pos`` (``pos`` itself if that byte is not zero)."""
+    """End of the run of zero bytes starting at ``pos`` (``pos`` itself if that byte is not zero); a long run is
+    compared block by block (a memory comparison, many times faster than a pattern search)."""
+    m = _NONZERO.search(buf, pos, min(n, pos + 256))
+    if m:
+        return m.start()
+    pos = min(n, pos + 256)
+    block = len(_ZEROS)
+    while pos + block <= n and buf[pos : pos + block] == _ZEROS:
+        pos += block
     m = _NONZERO.search(buf, pos, n)
     return m.start() if m else n
 
@@ -59,31 +75,48 @@ def valid_entry_at(buf, p: int, n: int, decode=None) -> bool:
 
 
 def next_entry(buf, pos: int, n: int, decode=None) -> int:
-    """The first position after ``pos`` where a valid entry starts, or ``n`` if there is none.
+    """The first position after ``pos`` where a valid entry starts, or ``n`` if there is none."""
+    return find_entry(buf, pos + 1, n, True, decode)[0]
 
-    Zero runs are skipped at C speed (an entry never starts inside one more than 8 bytes before its
-    first non-zero byte: its offset's high bytes may be zero, its size and magic-or-CRC are not all zero).
+
+def find_entry(buf, p: int, n: int, final: bool, decode=None) -> tuple[int, int]:
+    """Resynchronise: ``(q, hold)``, ``q`` the first position from ``p`` where a valid entry of at most
+    :data:`RESYNC_MAX_ENTRY` bytes starts (``n``: none in ``buf[:n]``).
+
+    Unless ``final`` (``n`` is the end of the data), an entry may still start where its bytes run past ``n``:
+    then ``q`` is ``n`` and ``hold`` the first such position, from where the search goes on once more bytes
+    are in (every position before ``hold`` is judged: nothing there). A reader holds at most
+    ``RESYNC_MAX_ENTRY`` bytes of a damaged region, whatever its length, and crosses it in linear time.
+
+    Only positions whose magic byte is a log's (0, 1, 2) are tried, and zero runs are skipped at C speed (an
+    entry never starts inside one more than 16 bytes before its first non-zero byte: its offset's high bytes
+    may be zero, its size and magic-or-CRC are not all zero).
     """
-    p = pos + 1
     while p < n:
         z = zero_run_end(buf, p, n)
-        if z >= n:
-            return n
         if z - p > 16:
-            p = z - 16  # an entry may begin with up to 11 zero bytes (offset high bytes, size high byte)
+            p = z - 16
         if n - p < HEADER_SIZE_UP_TO_MAGIC:
-            return n
+            break
+        if decode is None:  # the next position with a log's magic byte
+            m = _MAGIC.search(buf, p + 16, n)
+            if m is None:
+                p = n - 16
+                break
+            p = m.start() - 16
         size = _SIZE.unpack_from(buf, p + 8)[0]
-        if MIN_ENTRY_SIZE <= size <= n - p - LOG_OVERHEAD and (decode is not None or buf[p + 16] in MIN_SIZE):
-            if valid_entry_at(buf, p, n, decode):
-                return p
+        if MIN_ENTRY_SIZE <= size <= RESYNC_MAX_ENTRY:
+            if p + LOG_OVERHEAD + size > n:
+                if not final:
+                    return n, p
+            elif valid_entry_at(buf, p, n, decode):
+                return p, n
         p += 1
-    return n
+    return n, (n if final else max(p, 0))
 
 
-def describe(buf, pos: int, end: int) -> str:
+def describe(length: int, zero_filled: bool) -> str:
     """Words for a damaged region: zero-filled, or how many bytes could not be read."""
-    length = end - pos
-    if zero_run_end(buf, pos, end) >= end:
+    if zero_filled:
         return f"{length} zero byte(s) (a zero-filled region, as a preallocated segment or an unclean shutdown leaves)"
     return f"{length} byte(s) hold no valid entry"

@@ -278,6 +278,58 @@ def test_a_store_that_drops_upload_bodies_fails_the_commit(tmp_path, monkeypatch
     assert not [p for p in out.iterdir() if p.name.startswith(".kfmt-commit-")] or commit.recover(*_tree(out)) is None
 
 
+def test_a_store_that_keeps_the_journal_empty_leaves_the_old_table(tmp_path, monkeypatch):
+    """#34 item 16: a store that keeps the journal's body empty. A journal that does not read back was never
+    ready: the commit fails saying nothing was committed, readers read the old table meanwhile (they refused
+    it), and `kfmt recover` drops the journal (it said to remove it by hand)."""
+    from kfmt.storage import Tree
+
+    out = tmp_path / "out"
+    _table(tmp_path / "old", out, b"old")
+    old = _rows(out)
+    real_write = Tree.write_all
+    monkeypatch.setattr(Tree, "write_all",
+                        lambda self, staged: real_write(self, [(p, b"" if p.endswith(commit.PENDING) else d) for p, d in staged]))  # fmt: skip
+    with pytest.raises(commit.CommitError, match="did not read back; nothing was committed"):
+        _table(tmp_path / "new", out, b"new")
+    assert _rows(out) == old and not (out / commit.PENDING).exists()
+    # the taking of the table kept empty too (create_exclusive's body), and the writer killed: it stays
+    (out / commit.PENDING).write_bytes(b"")
+    assert _rows(out) == old  # readers go on: the table underneath is whole
+    monkeypatch.undo()
+    r = subprocess.run([sys.executable, "-m", "kfmt", "recover", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and "does not read" in r.stdout and "dropped" in r.stdout, r.stdout + r.stderr
+    assert not (out / commit.PENDING).exists() and _rows(out) == old
+    _table(tmp_path / "new2", out, b"new")  # and the next writer commits
+    assert _rows(out) != old and _rows(out)[0] != "error"
+
+
+def test_a_commit_failing_after_its_commit_point_says_it_is_committed(tmp_path, monkeypatch):
+    """#34 item 16: the marker upload fails after the ready journal is written: the data is committed (kfmt
+    recover publishes it), so the error says so and how to finish, not that the write failed."""
+    from kfmt.publish import MARKER
+    from kfmt.storage import Tree
+
+    out = tmp_path / "out"
+    _table(tmp_path / "old", out, b"old")
+    real_write = Tree.write_all
+
+    def failing_marker(self, staged):
+        if any(p.endswith(MARKER) for p, _ in staged):
+            raise OSError("connection reset by peer")
+        return real_write(self, staged)
+
+    monkeypatch.setattr(Tree, "write_all", failing_marker)
+    with pytest.raises(commit.CommittedUnfinished) as e:
+        _table(tmp_path / "new", out, b"new")
+    msg = str(e.value)
+    assert "is committed" in msg and f"kfmt recover {out}" in msg and "connection reset" in msg and "\n" not in msg
+    monkeypatch.undo()
+    assert _rows(out)[0] == "error"  # refused until finished
+    _recover_cli(out)
+    assert _rows(out) == sorted(("orders", p, o, b"new%d" % o) for p in (0, 1) for o in range(40))
+
+
 def test_a_staged_file_short_of_what_its_task_wrote_fails_the_commit(tmp_path):
     out = tmp_path / "out"
     piece = _stage(tmp_path / "st", "p", _batch(0, 10, b"x"), 10)

@@ -176,6 +176,39 @@ def test_batch_being_written_is_left_out(spark, tmp_path, corpus):
     assert _rows(a) == _rows(b) and a.count() > 0
 
 
+def test_a_size_running_past_a_large_segment_is_never_read_for(spark, tmp_path):
+    """#34 item 15: the second entry of a 1.2 GB segment (sparse: a zero-filled hole after 50 batches) claims
+    0x7FFF0000 bytes. The JVM engine read the whole rest of the slice into its window for it (3.5 GB, 48 s);
+    now it fails at once with the engines' one error, without reading the region. The live-end "batch being
+    written" rule holds it too: a tail longer than the longest entry a reader looks for is damage."""
+    import struct
+
+    folder = tmp_path / "bad-0"
+    folder.mkdir()
+    recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * 100, timestamp=1_700_000_000_000 + i) for i in range(100)]
+    one = kfmt.encode_batch(recs)
+    data = bytearray(b"".join(struct.pack(">q", j * 100) + one[8:] for j in range(50)))
+    struct.pack_into(">i", data, len(one) + 8, 0x7FFF0000)
+    seg = folder / f"{0:020d}.log"
+    with open(seg, "wb") as f:
+        f.write(data)
+        f.truncate(1200 << 20)
+    left = (1200 << 20) - len(one)
+    msg = _jvm_error(spark, folder)
+    assert f"at byte {len(one)}" in msg and f"({left} bytes left)" in msg, msg[-600:]
+    with pytest.raises(Exception, match=f"corrupt batch in {seg} at byte {len(one)}"):
+        kfmt.spark.read(spark, str(folder), engine="python").count()
+
+
+def test_the_jvm_follows_the_resync_bound():
+    """The longest entry found after damage (and the longest batch being written) is one constant, the
+    JVM engine's copy held to kfmt.resync's."""
+    from kfmt.resync import RESYNC_MAX_ENTRY
+
+    java = (ROOT / "kfmt/runtime/jvm/kfmt/jvm/SliceReader.java").read_text()
+    assert f"static final long RESYNC_MAX_ENTRY = {RESYNC_MAX_ENTRY >> 20}L << 20;" in java
+
+
 def test_auto_chooses_and_jvm_refuses(spark, corpus):
     assert _engine(kfmt.spark.read(spark, str(corpus))) == "jvm"
     assert _engine(kfmt.spark.read(spark, str(corpus), on_corrupt="skip")) == "python"

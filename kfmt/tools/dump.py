@@ -52,6 +52,23 @@ def payload(b, how: str):
         return {"hex": b.hex()}
 
 
+def _key_bytes(k: str) -> bytes:
+    """A header key's bytes as written (kfmt keeps bytes that are not UTF-8 as surrogate escapes)."""
+    return k.encode("utf-8", "surrogateescape")
+
+
+def header_key(k: str, how: str):
+    """A header key for JSON: its text; a key that is not UTF-8 as ``{"hex": ..., "kafka": ...}``, its bytes and
+    the text Kafka's Java consumer reads (each ill-formed sequence a U+FFFD, by Java's decoder's rules)."""
+    raw = _key_bytes(k)
+    got = payload(raw, "utf8")
+    if isinstance(got, dict):
+        from kfmt.runtime.text import java_utf8
+
+        got["kafka"] = java_utf8(raw)
+    return got
+
+
 def shown(b, how: str) -> str:
     """A key, value or header value for the table: quoted text, ``0x...`` for bytes that are not UTF-8."""
     if b is None:
@@ -122,7 +139,7 @@ def record_dict(seg, pos, b, r, how: str) -> dict:
         "magic": b.magic, "batch_base_offset": b.base_offset, "offset": r.offset, "timestamp": r.timestamp,
         "time": iso(r.timestamp), "timestamp_type": b.timestamp_type, "sequence": sequence_at(b, r.offset),
         "key_size": _size(r.key), "value_size": _size(r.value), "key": payload(r.key, how),
-        "value": payload(r.value, how), "headers": [[k, payload(v, how)] for k, v in r.headers],
+        "value": payload(r.value, how), "headers": [[header_key(k, how), payload(v, how)] for k, v in r.headers],
         "control": list(r.control) if r.control else None, "control_type": control_text(r),
     }  # fmt: skip
 
@@ -152,7 +169,7 @@ def template_line(template: str, seg, b, r, how: str) -> str:
     %S value size, %T timestamp (ms), %h headers (k=v,...), %%; backslash escapes \\n \\t."""
     parts = {"t": seg.topic, "p": str(seg.partition), "o": str(r.offset), "k": _bare(r.key, how),
              "s": _bare(r.value, how), "K": str(_size(r.key)), "S": str(_size(r.value)), "T": str(r.timestamp),
-             "h": ",".join(f"{k}={_bare(v, how)}" for k, v in r.headers), "%": "%"}  # fmt: skip
+             "h": ",".join(f"{_bare(_key_bytes(k), how)}={_bare(v, how)}" for k, v in r.headers), "%": "%"}  # fmt: skip
     return TEMPLATE_TOKEN.sub(lambda m: parts.get(m.group(1), m.group(0)), template)
 
 
@@ -505,7 +522,7 @@ class Dump:
                 out.write(f"{'':>10}   {meta}  {ctl}{'  ' + decoded_text(p.value) if p else ''}\n")
                 return
             sizes = f"keySize {_size(r.key)} valueSize {_size(r.value)} sequence {sequence_at(b, r.offset)}"
-            hs = " ".join(f"{json.dumps(k)}={shown(v, how)}" for k, v in r.headers)
+            hs = " ".join(f"{shown(_key_bytes(k), 'utf8')}={shown(v, how)}" for k, v in r.headers)
             p = self._decoded(seg, pos, r, log)
             key = shown(r.key, how) if p is None or (p.key is None and r.key is not None) else decoded_text(p.key)
             value = shown(r.value, how) if p is None else decoded_text(p.value)

@@ -113,23 +113,31 @@ public final class SliceReader {
         return sink.take(slice.topic, slice.partition, slice.path, plan.nullEmptyHeaders);
     }
 
+    /** kfmt.resync.RESYNC_MAX_ENTRY */
+    static final long RESYNC_MAX_ENTRY = 64L << 20;
+
     /** The end (in the window) of the entry at pos, read whole into the window; -1 for a batch being written at
      * the end of a live slice. */
     private int frame(int at) throws IOException {
-        int left = len - at;
-        if (left >= 17) {
+        long tail = slice.end - (winStart + at); // bytes left of the slice from the entry
+        if (len - at >= 17) {
             long size = Ctx.i32(buf, at + 8);
             if (size < 14) throw fail(at, "entry.size", "size " + size + " is below the smallest entry (14 bytes)");
-            fill(12 + size);
+            if (12 + size <= tail) { // all there: read it whole (a size running past the end is never read for)
+                fill(12 + size);
+                return pos + 12 + (int) size;
+            }
+        }
+        // kfmt.arrow.being_written: no longer than any entry a reader looks for after damage (kfmt.resync)
+        if (slice.liveEnd && winStart + at > slice.start && tail <= 12 + RESYNC_MAX_ENTRY) {
+            fill(tail);
             at = pos;
-            left = len - at;
-            if (size <= left - 12) return at + 12 + (int) size;
+            if (onlyACutEntry(at)) {
+                org.slf4j.LoggerFactory.getLogger("kfmt").warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka leaves it out of a fetch", slice.path, tail, winStart + at);
+                return -1;
+            }
         }
-        if (slice.liveEnd && winStart + at > slice.start && onlyACutEntry(at)) {
-            org.slf4j.LoggerFactory.getLogger("kfmt").warn("kfmt: {} ends with {} byte(s) of a batch not yet written completely (at byte {}): left out, as Kafka leaves it out of a fetch", slice.path, left, winStart + at);
-            return -1;
-        }
-        throw fail(at, "entry", "the entry runs past the end of the data (" + left + " bytes left)");
+        throw fail(at, "entry", "the entry runs past the end of the data (" + tail + " bytes left)");
     }
 
     /** kfmt.arrow._only_a_cut_entry: a log's magic where the header has one, and no valid entry after it. */
