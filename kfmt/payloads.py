@@ -12,6 +12,7 @@ values. A null value is a tombstone.
 from __future__ import annotations
 
 import base64
+import math
 import dataclasses
 import functools
 import importlib
@@ -195,9 +196,16 @@ def _uuid(v: bytes) -> str:
     return base64.urlsafe_b64encode(bytes(v)).rstrip(b"=").decode("ascii")
 
 
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
 def _value(v, kind: str, version: int | None = None):
     if v is None:
         return None
+    if kind == "float64":  # Jackson (Kafka's converters) quotes what JSON has no number for
+        return v if math.isfinite(v) else "NaN" if v != v else "Infinity" if v > 0 else "-Infinity"
+    if type(v) is str or (type(v) is list and v and type(v[0]) is str):
+        return _texts(v)
     if kind == "uuid":
         return _uuid(v)
     if kind == "bytes":
@@ -236,10 +244,16 @@ def kafka_json(obj, version: int | None = None):
     if "version" in type(obj)._fields and fields[0][0] == "version":
         version = obj.version  # a message with its own version first
     out = {}
+    absent = dict(getattr(type(obj), "_kafka_tagged", ()))
     for name, kafka, kind, versions in fields:
         if versions is not None and version is not None and not versions[0] <= version <= versions[1]:
             continue
         v = getattr(obj, name)
+        if name in absent and _same_value(v, absent[name]):
+            continue  # a tagged field at its default: Kafka's converters leave it out
+        if kind.startswith("enum:"):  # Kafka writes the id (an int8 TransactionState); kfmt reads the name
+            out[kafka] = _enum_table(type(obj), kind[5:], ids=True).get(v, v)
+            continue
         if kind == "tags":
             if v:
                 out[kafka] = [{"tag": t, "data": bytes(d).hex()} for t, d in v]
@@ -250,6 +264,17 @@ def kafka_json(obj, version: int | None = None):
             continue
         out[kafka] = _value(v, kind, version)
     return out
+
+
+def _same_value(v, default) -> bool:
+    return type(v) is type(default) and v == default or (v is None and default is None)
+
+
+@functools.lru_cache(maxsize=None)
+def _enum_table(cls, enum: str, ids: bool) -> dict:
+    """An enum's names to ids (``ids``) or ids to names, from the python backend of ``cls``'s schema."""
+    codec = importlib.import_module(cls.__module__.rsplit(".", 1)[0] + ".python")
+    return dict(getattr(codec, f"_ENUM_IDS_{enum}" if ids else f"_ENUM_{enum}"))
 
 
 def from_kafka_json(cls, data: dict):
@@ -267,6 +292,8 @@ def from_kafka_json(cls, data: dict):
         v = data[kafka]
         if kind == "tags":
             kwargs[name] = [(t["tag"], bytes.fromhex(t["data"])) for t in v]
+        elif kind.startswith("enum:") and isinstance(v, int):
+            kwargs[name] = _enum_table(cls, kind[5:], ids=False).get(v, v)
         elif kind.startswith("view:") and isinstance(v, dict):  # the viewed message: written from it
             _, view, inner = kind.split(":")
             kwargs[name], kwargs[view] = None, from_kafka_json(getattr(module, inner), v)
@@ -275,9 +302,34 @@ def from_kafka_json(cls, data: dict):
     return cls(**kwargs)
 
 
+def _texts(v):
+    """A string (or strings) for JSON: a string that is not UTF-8 (kfmt keeps its bytes as surrogate escapes) as
+    ``{"hex": ..., "kafka": ...}``, its bytes and the text Kafka's Java reader makes of them, as header keys are."""
+    if type(v) is list:
+        return [_texts(x) for x in v]
+    try:
+        v.encode("utf-8")
+        return v
+    except UnicodeEncodeError:
+        from kfmt.runtime.text import java_utf8
+
+        raw = v.encode("utf-8", "surrogateescape")
+        return {"hex": raw.hex(), "kafka": java_utf8(raw)}
+
+
+def _from_text(v):
+    if isinstance(v, list):
+        return [_from_text(x) for x in v]
+    if isinstance(v, dict) and "hex" in v:
+        return bytes.fromhex(v["hex"]).decode("utf-8", "surrogateescape")
+    return v
+
+
 def _from_value(v, kind: str, module):
     if v is None:
         return None
+    if kind == "float64":
+        return _NON_FINITE[v] if isinstance(v, str) else v
     if kind == "uuid":
         return base64.urlsafe_b64decode(v + "==")
     if kind == "bytes":
@@ -288,4 +340,4 @@ def _from_value(v, kind: str, module):
         return [from_kafka_json(getattr(module, kind[9:]), x) for x in v]
     if kind.startswith("struct:"):
         return from_kafka_json(getattr(module, kind[7:]), v)
-    return v
+    return _from_text(v)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -549,7 +550,7 @@ def test_a_transactions_state_reads_as_kafka_names_it():
     for backend in BACKENDS:
         p = decode_payload("__transaction_state", key, value, backend=backend)
         assert p.value.data.transaction_status == "CompleteAbort"
-        assert p.value.to_json()["data"]["TransactionStatus"] == "CompleteAbort"
+        assert p.value.to_json()["data"]["TransactionStatus"] == 5  # the int8, as Kafka's converter writes it
         codec = _codec("transaction_coordinator_value", backend)
         v = codec.decode(value, record_type=0)
         v.value.transaction_status = "PrepareEpochFence"
@@ -714,7 +715,7 @@ def test_a_tagged_array_absent_is_the_empty_array_kafka_reads():
     for backend in BACKENDS:
         p = decode_payload("__cluster_metadata", None, data, backend=backend)
         assert p.value.data.log_dirs == [], backend
-        assert p.value.to_json()["data"]["LogDirs"] == []
+        assert "LogDirs" not in p.value.to_json()["data"]  # at its default: Kafka's converter leaves it out
         codec = _codec("kraft_metadata", backend)
         assert codec.encode(codec.decode(data)) == data
     a, b = (decode_payload("__cluster_metadata", None, data, backend="python").value.data for _ in range(2))
@@ -744,3 +745,65 @@ def test_an_unknown_backend_is_the_same_one_line_error_everywhere():
         list(kfmt.read_batches(b"", backend="nope"))
     assert "unknown backend 'nope'; use one of" in str(ours.value)
     assert str(ours.value).split("unknown backend", 1)[1] == str(theirs.value).split("unknown backend", 1)[1]
+
+
+def _metadata_log(tmp_path) -> Path:
+    """A __cluster_metadata partition of two records laid out by hand from Kafka's serde rules (MetadataRecordSerde:
+    frame version 1, apiKey and version as unsigned varints, then the flexible message): a TopicRecord (apiKey 2,
+    v0: compact string Name, uuid TopicId, no tags) whose name holds ``ED A0 80`` (not UTF-8), and a ClientQuotaRecord
+    (apiKey 14, v0: a compact array of EntityData {compact EntityType, compact nullable EntityName, no tags},
+    compact string Key, float64 Value, bool Remove, no tags) of each float64 JSON has no number for."""
+    import struct as st
+
+    import kfmt
+
+    def text(b: bytes) -> bytes:
+        return _uv(len(b) + 1) + b
+
+    name = b"t\xed\xa0\x80x"
+    values = [_uv(1) + _uv(2) + _uv(0) + text(name) + bytes(range(16)) + _uv(0)]
+    for v in (math.nan, math.inf, -math.inf):
+        entity = _uv(2) + text(b"user") + text(b"alice") + _uv(0)
+        values.append(_uv(1) + _uv(14) + _uv(0) + entity + text(b"producer_byte_rate") + st.pack(">d", v) + b"\0"
+                      + _uv(0))  # fmt: skip
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(value=v, timestamp=1) for v in values]))
+    return d
+
+
+def test_output_is_what_it_says_it_is(tmp_path):
+    """#34 item 11: dump --records (text) is UTF-8 whatever a payload's strings hold, and --json and the decoded
+    columns are JSON: a string that is not UTF-8 is {"hex", "kafka"} (its bytes, and the text Kafka's Java reader
+    makes of them), a float64 NaN or infinity is "NaN"/"Infinity"/"-Infinity" as Jackson (Kafka's converters)
+    writes it. The JSON builds the same message again."""
+    import kfmt
+    from kfmt.payloads import decode_payload, from_kafka_json
+
+    log = _metadata_log(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--records", "--no-index", str(log)], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("utf-8")  # raises on bytes that are not UTF-8
+    assert '{hex: "74eda08078", kafka: "t\ufffdx"}' in out and '"NaN"' in out and '"-Infinity"' in out
+
+    def strict(x):
+        raise ValueError(f"not JSON: {x}")
+
+    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--records", "--json", "--no-index", str(log)],
+                       capture_output=True)  # fmt: skip
+    rows = [json.loads(x, parse_constant=strict) for x in r.stdout.decode("utf-8").splitlines() if '"record"' in x]
+    assert rows[0]["value_decoded"]["data"]["Name"] == {"hex": "74eda08078", "kafka": "t\ufffdx"}
+    assert [x["value_decoded"]["data"]["Value"] for x in rows[1:]] == ["NaN", "Infinity", "-Infinity"]
+    t = kfmt.read_arrow(str(log), columns=["value_decoded"])
+    decoded = [json.loads(v, parse_constant=strict) for v in t.column(0).to_pylist()]
+    assert decoded == [x["value_decoded"] for x in rows]
+    for x, rec in zip(rows, kfmt.read_batches(str(log / "00000000000000000000.log")).__next__().records, strict=True):
+        p = decode_payload("__cluster_metadata", None, rec.value)
+        again = from_kafka_json(type(p.value.data), x["value_decoded"]["data"])
+        assert kafka_json_equal(again, p.value.data)
+
+
+def kafka_json_equal(a, b) -> bool:
+    from kfmt.payloads import kafka_json
+
+    return json.dumps(kafka_json(a)) == json.dumps(kafka_json(b))

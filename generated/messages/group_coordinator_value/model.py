@@ -620,6 +620,7 @@ class ConsumerGroupMemberMetadataValue(_Struct):
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
         ("classic_member_metadata", "ClassicMemberMetadata", "struct:ClassicMemberMetadata", None),
     )
+    _kafka_tagged = (("classic_member_metadata", None),)
 
     def __init__(
         self,

@@ -115,6 +115,7 @@ class RegisterBrokerRecord(_Struct):
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
         ("log_dirs", "LogDirs", "uuid[]", (3, 32768)),
     )
+    _kafka_tagged = (("log_dirs", []),)
 
     def __init__(
         self,
@@ -252,6 +253,7 @@ class PartitionRecord(_Struct):
         ("eligible_leader_replicas", "EligibleLeaderReplicas", "", (2, 32768)),
         ("last_known_elr", "LastKnownElr", "", (2, 32768)),
     )
+    _kafka_tagged = (("leader_recovery_state", 0), ("eligible_leader_replicas", None), ("last_known_elr", None))
 
     def __init__(
         self,
@@ -365,6 +367,17 @@ class PartitionChangeRecord(_Struct):
         ("eligible_leader_replicas", "EligibleLeaderReplicas", "", (2, 32768)),
         ("last_known_elr", "LastKnownElr", "", (2, 32768)),
         ("directories", "Directories", "uuid[]", (1, 32768)),
+    )
+    _kafka_tagged = (
+        ("isr", None),
+        ("leader", -2),
+        ("replicas", None),
+        ("removing_replicas", None),
+        ("adding_replicas", None),
+        ("leader_recovery_state", -1),
+        ("eligible_leader_replicas", None),
+        ("last_known_elr", None),
+        ("directories", None),
     )
 
     def __init__(
@@ -649,7 +662,7 @@ class ClientQuotaRecord(_Struct):
     _kafka_fields = (
         ("entity", "Entity", "struct[]:EntityData", None),
         ("key", "Key", "", None),
-        ("value", "Value", "", None),
+        ("value", "Value", "float64", None),
         ("remove", "Remove", "", None),
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
     )
@@ -720,6 +733,7 @@ class BrokerRegistrationChangeRecord(_Struct):
         ("in_controlled_shutdown", "InControlledShutdown", "", (1, 32768)),
         ("log_dirs", "LogDirs", "uuid[]", (2, 32768)),
     )
+    _kafka_tagged = (("fenced", 0), ("in_controlled_shutdown", 0), ("log_dirs", []))
 
     def __init__(
         self, broker_id=None, broker_epoch=None, tagged_fields=None, fenced=0, in_controlled_shutdown=0, log_dirs=None
@@ -885,6 +899,7 @@ class BeginTransactionRecord(_Struct):
     )
     _kafka_name = "BeginTransactionRecord"
     _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None), ("name", "Name", "", None))
+    _kafka_tagged = (("name", None),)
 
     def __init__(self, tagged_fields=None, name=None):
         self.tagged_fields = tagged_fields
@@ -916,6 +931,7 @@ class AbortTransactionRecord(_Struct):
     )
     _kafka_name = "AbortTransactionRecord"
     _kafka_fields = (("tagged_fields", "_unknownTaggedFields", "tags", None), ("reason", "Reason", "", None))
+    _kafka_tagged = (("reason", None),)
 
     def __init__(self, tagged_fields=None, reason=None):
         self.tagged_fields = tagged_fields

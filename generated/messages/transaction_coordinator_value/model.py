@@ -147,6 +147,7 @@ class TransactionLogValueFlexible(_Struct):
         ("next_producer_id", "NextProducerId", "", None),
         ("client_transaction_version", "ClientTransactionVersion", "", None),
     )
+    _kafka_tagged = (("previous_producer_id", -1), ("next_producer_id", -1), ("client_transaction_version", 0))
 
     def __init__(
         self,

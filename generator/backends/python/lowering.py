@@ -60,7 +60,8 @@ class StructIR:
     dec_extra: str = ""  # extra keyword parameters of the decoder (nesting depth)
     enc_extra: str = ""  # extra keyword parameters of the encoder (inner offset base, timestamp restore)
     lists: tuple[str, ...] = ()  # fields the runtime base classes promise as lists (None becomes [])
-    kafka: tuple = ()  # (field, Kafka's name, kind: "uuid", "bytes", "uuid[]", "bytes[]" or ""): how tools name them
+    kafka: tuple = ()  # (field, Kafka's name, kind: "uuid", "bytes", "uuid[]", "bytes[]", "float64", ...): how tools name them
+    kafka_tagged: tuple = ()  # (field, its value when absent): tagged fields, which Kafka's JSON leaves out at it
 
     @property
     def wraps_itself(self) -> bool:
@@ -266,6 +267,7 @@ class Builder(Validator):
             post_ops=post_ops,
             layout=[(f.name, self.type_label(st, f), f.orig_name) for f in st.fields],
             kafka=self.kafka_names(st) if st.orig_name else (),
+            kafka_tagged=self.kafka_tagged(st) if st.orig_name else (),
             init_extra=[
                 (
                     slot,
@@ -394,6 +396,11 @@ class Builder(Validator):
                 out.append((f.name, f.orig_name or f.name, self._bytes_kind(f), _versions(f.if_)))
         return tuple(out)
 
+    def kafka_tagged(self, st: Struct) -> tuple:
+        """Each tagged field with its value when absent (Kafka's default), which Kafka's JSON converters leave
+        out (JsonConverterGenerator: a tagged field is written when it is not its default)."""
+        return tuple((t.name, t.absent) for f in st.fields if self.kind(f) == "tagged" for t in f.tags)
+
     def _bytes_kind(self, f: Field) -> str:
         """How a field reads in Kafka's JSON: uuid, bytes (or arrays of them), struct:<Class> / struct[]:<Class>."""
         st = self.s.structs.get(f.type)
@@ -402,6 +409,8 @@ class Builder(Validator):
             return f"{inner}[]" if inner in ("uuid", "bytes") else ""
         if st is not None and st.repr == "object":
             return f"struct{'[]' if f.array else ''}:{_camel(f.type)}"
+        if f.type == "float64" and not f.array:
+            return "float64"  # NaN and infinities are written as Jackson writes them: "NaN", "Infinity"
         return f.type if f.type in ("uuid", "bytes") and not f.array else ""
 
     def tagged_attrs(self, st: Struct, f: Field, path: str) -> dict:
