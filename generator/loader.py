@@ -603,7 +603,12 @@ def _tagged(owner: str, fields: tuple[Field, ...], ctx: _Ctx, synth: dict) -> tu
 def _absent(f: Field):
     """A tagged field's value when its tag is not written: its default, else Kafka's default for its type
     (FieldSpec.fieldDefault): the empty array for an array that is not nullable, null for a nullable field
-    (Kafka's spec default "null"), else the type's zero."""
+    (Kafka's spec default "null"), else the type's zero; ``default: empty`` on a struct field, the struct with
+    each field at its default (Kafka's spec default JSON null: ``new Type()``)."""
+    if f.default == "empty":  # Kafka's new Type(): each field at its default (a struct field only)
+        from generator.ir.nodes import EmptyStruct
+
+        return EmptyStruct(f.type)
     if f.default is not None:
         return f.default
     if f.array and not f.nullable:
@@ -1090,6 +1095,8 @@ def wire_fingerprint(schema: Schema) -> str:
             return d
         if isinstance(o, bytes):
             return o.hex()
+        if type(o).__name__ == "EmptyStruct":
+            return {"empty": o.struct}
         if isinstance(o, (list, tuple)):
             return [strip(x) for x in o]
         if isinstance(o, dict):

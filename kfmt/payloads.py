@@ -12,10 +12,10 @@ values. A null value is a tombstone.
 from __future__ import annotations
 
 import base64
-import math
 import dataclasses
 import functools
 import importlib
+import math
 import os
 from dataclasses import dataclass
 
@@ -252,7 +252,7 @@ def kafka_json(obj, version: int | None = None):
         if name in absent and _same_value(v, absent[name]):
             continue  # a tagged field at its default: Kafka's converters leave it out
         if kind.startswith("enum:"):  # Kafka writes the id (an int8 TransactionState); kfmt reads the name
-            out[kafka] = _enum_table(type(obj), kind[5:], ids=True).get(v, v)
+            out[kafka] = _enum_table(type(obj).__module__, kind[5:], ids=True).get(v, v)
             continue
         if kind == "tags":
             if v:
@@ -271,9 +271,9 @@ def _same_value(v, default) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _enum_table(cls, enum: str, ids: bool) -> dict:
-    """An enum's names to ids (``ids``) or ids to names, from the python backend of ``cls``'s schema."""
-    codec = importlib.import_module(cls.__module__.rsplit(".", 1)[0] + ".python")
+def _enum_table(model: str, enum: str, ids: bool) -> dict:
+    """An enum's names to ids (``ids``) or ids to names, from the python backend beside ``model`` (a module)."""
+    codec = importlib.import_module(model.rsplit(".", 1)[0] + ".python")
     return dict(getattr(codec, f"_ENUM_IDS_{enum}" if ids else f"_ENUM_{enum}"))
 
 
@@ -293,7 +293,7 @@ def from_kafka_json(cls, data: dict):
         if kind == "tags":
             kwargs[name] = [(t["tag"], bytes.fromhex(t["data"])) for t in v]
         elif kind.startswith("enum:") and isinstance(v, int):
-            kwargs[name] = _enum_table(cls, kind[5:], ids=False).get(v, v)
+            kwargs[name] = _enum_table(cls.__module__, kind[5:], ids=False).get(v, v)
         elif kind.startswith("view:") and isinstance(v, dict):  # the viewed message: written from it
             _, view, inner = kind.split(":")
             kwargs[name], kwargs[view] = None, from_kafka_json(getattr(module, inner), v)

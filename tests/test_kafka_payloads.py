@@ -807,3 +807,44 @@ def kafka_json_equal(a, b) -> bool:
     from kfmt.payloads import kafka_json
 
     return json.dumps(kafka_json(a)) == json.dumps(kafka_json(b))
+
+
+def test_a_struct_defaulting_to_new_type_reads_and_writes_as_kafka():
+    """#34 item 5: ConsumerGroupMemberMetadataValue's ClassicMemberMetadata (tag 0, nullable, spec default JSON
+    null: FieldSpec.fieldDefault gives ``new ClassicMemberMetadata()``). Kafka writes null explicitly (tag 0, size
+    1, uvarint 0: its reader's ``readUnsignedVarint() <= 0``) for every consumer-protocol member, and leaves the tag
+    out when the value is the empty struct, which an absent tag reads as. Bytes laid out from the spec: key
+    version 5 (GroupId, MemberId as int16-length strings, classic: the key has no flexible versions); value
+    version 0 then InstanceId null, RackId null, ClientId "c", ClientHost "/h" (compact strings), SubscribedTopicNames
+    ["t"] (compact array), SubscribedTopicRegex null, RebalanceTimeoutMs int32 300000, ServerAssignor "uniform",
+    then the tagged fields."""
+    key = _i16(5) + _i16(1) + b"g" + _i16(1) + b"m"
+    head = _i16(0) + b"\x00\x00" + b"\x02c" + b"\x03/h" + b"\x02\x02t" + b"\x00" + (300000).to_bytes(4, "big")
+    head += b"\x08uniform"
+    explicit_null = head + b"\x01" + b"\x00\x01\x00"  # one tag: 0, size 1, uvarint 0 (null)
+    absent = head + b"\x00"
+    classic = (
+        head
+        + b"\x01"
+        + b"\x00\x11"
+        + b"\x01"
+        + (45000).to_bytes(4, "big")
+        + b"\x02"
+        + b"\x06range\x03\x01\x02\x00"
+        + b"\x00"
+    )
+    for backend in BACKENDS:
+        codec = _codec("group_coordinator_value", backend)
+        v = decode_payload("__consumer_offsets", key, explicit_null, backend=backend).value
+        assert v.data.classic_member_metadata is None, backend  # a consumer-protocol member
+        assert codec.encode(codec.decode(explicit_null, record_type=5), record_type=5) == explicit_null, backend
+        v = decode_payload("__consumer_offsets", key, absent, backend=backend).value
+        empty = v.data.classic_member_metadata
+        assert (empty.session_timeout_ms, empty.supported_protocols) == (0, []), backend  # new ClassicMemberMetadata()
+        assert codec.encode(codec.decode(absent, record_type=5), record_type=5) == absent, backend
+        v = decode_payload("__consumer_offsets", key, classic, backend=backend).value
+        m = v.data.classic_member_metadata
+        assert m.session_timeout_ms == 45000 and [(p.name, p.metadata) for p in m.supported_protocols] == [
+            ("range", b"\x01\x02")
+        ]
+        assert codec.encode(codec.decode(classic, record_type=5), record_type=5) == classic, backend

@@ -277,9 +277,13 @@ class Lowering:
 
     @staticmethod
     def default(f: dict, out: dict):
-        """The spec's default in the schema's terms. "null" is None, the schema's own default; so are string,
-        bytes and struct defaults (Kafka's, not the wire's: a missing value is the encoder's to refuse)."""
+        """The spec's default in the schema's terms. "null" is None, the schema's own default; so are string and
+        bytes defaults (Kafka's, not the wire's: a missing value is the encoder's to refuse). A tagged struct's
+        default other than "null" (JSON null, or none) is Kafka's ``new Type()``: ``empty``."""
         d, t = f.get("default"), out["type"]
+        kafka_type = str(f.get("type", ""))
+        if "tag" in out and d != "null" and kafka_type[:1].isupper():
+            return "empty"  # a struct's default other than "null" is new Type() (FieldSpec.fieldDefault)
         if d is None or d == "null":
             return None
         if t == "bool":

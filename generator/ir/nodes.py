@@ -226,6 +226,18 @@ class Switch:
 
 
 @dataclass(frozen=True)
+class EmptyStruct:
+    """A struct-valued tagged field's value when its tag is absent: the struct with each field at its default,
+    as Kafka's ``new Type()`` (a spec default of JSON null for a struct field: FieldSpec.fieldDefault). Backends
+    decode it from :func:`generator.ir.empty.absent_bytes` and leave the tag out when a value encodes to them."""
+
+    struct: str
+
+    def __repr__(self) -> str:
+        return f"EmptyStruct({self.struct!r})"
+
+
+@dataclass(frozen=True)
 class TaggedField:
     """A field of a tagged-field section: its ``tag``, decoded through the one-field struct ``struct``
     when its tag is present (and ``condition`` holds), else ``absent``, written only when not ``absent``."""

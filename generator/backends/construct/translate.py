@@ -16,6 +16,7 @@ Expressions are translated by :func:`py` from the IR's closed vocabulary; names 
 from __future__ import annotations
 
 import generator.ir.nodes as n
+from generator.ir.empty import absent_bytes
 from generator.ir.passes.layout import min_field_size
 from generator.loader import SchemaError
 
@@ -248,6 +249,9 @@ class Layout:
         known = []
         for t in w.fields:
             present = f"{t.name} != {t.absent!r}" + ("" if t.nullable else f" and {t.name} is not None")
+            if isinstance(t.absent, n.EmptyStruct):  # left out when it encodes as the empty struct it reads as
+                wire = f"_wire_{t.struct}({t.name}, 0{args(self.f.struct(t.struct))})"
+                present = f"{t.struct}.build({wire}) != {absent_bytes(self.f, t)!r}"
             known.append(
                 f"**({{{t.name!r}: _wire_{t.struct}({t.name}, 0{args(self.f.struct(t.struct))})}} if {present} else {{}})"
             )
@@ -406,7 +410,10 @@ def _model_value(f: n.FormatIR, x: n.Field, out: list[str]) -> str:
         out.append(f"known_ = {got}['known']")
         for t in w.fields:
             value = f"_model_{t.struct}(known_[{t.name!r}], opts{args(f.struct(t.struct))})"
-            out.append(f"{t.name} = {value} if {t.name!r} in known_ else {t.absent!r}")
+            absent = repr(t.absent)
+            if isinstance(t.absent, n.EmptyStruct):  # new Type(): decoded from the bytes of the empty struct
+                absent = f"_model_{t.struct}({t.struct}.parse({absent_bytes(f, t)!r}), opts{args(f.struct(t.struct))})"
+            out.append(f"{t.name} = {value} if {t.name!r} in known_ else {absent}")
         return f"[tuple(u_) for u_ in {got}['unknown']]"
     if isinstance(w, n.Switch):
         value = "None"
@@ -578,7 +585,9 @@ def _load_lines(f: n.FormatIR, st: n.Struct, load) -> list[str]:
         else:
             out.append(load(x.name, _default(x) if not isinstance(d, n.FoldOf) else "None"))
         if isinstance(x.wire, n.Tagged):
-            out += [load(t.name, repr(t.absent)) for t in x.wire.fields]
+            out += [
+                load(t.name, "None" if isinstance(t.absent, n.EmptyStruct) else repr(t.absent)) for t in x.wire.fields
+            ]
     return out
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 
 import generator.ir.nodes as n
-from generator.backends.native.cgen import Lowering, Unsupported, py_new
+from generator.backends.native.cgen import Lowering, Unsupported, c_bytes, py_new
+from generator.ir.empty import absent_bytes
 
 _RANGE = {
     (1, True): (-128, 127),
@@ -262,6 +263,12 @@ class EncGen:
         for i, t in enumerate(wire.fields):
             cond = f" && {self.low.expr(t.condition, self.st)}" if t.condition is not None else ""
             lv = f"l_{t.name}"
+            if isinstance(t.absent, n.EmptyStruct):  # encoded (a null too), left out when it is the empty struct
+                raw = absent_bytes(self.low.f, t)
+                self.w(f"if (r_ == 0{cond} && (r_ = e_{t.struct}(&t_[{i}], {lv}, 0{self.args(t.struct)})) == KF_OK)", d)
+                self.w(f"has_[{i}] = !(t_[{i}].n == {len(raw)} && memcmp(t_[{i}].p, {c_bytes(raw)}, {len(raw)}) == 0);",
+                       d + 1)  # fmt: skip
+                continue
             self.w(f"if (r_ == 0 && {lv} != Py_None{cond}) {{", d)
             self.w(f"int ne_ = PyObject_RichCompareBool({lv}, {self.obj_const(t.absent)}, Py_NE);", d + 1)
             self.w("if (ne_ < 0) { PyErr_Clear(); r_ = KF_FALLBACK; }", d + 1)

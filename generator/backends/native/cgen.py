@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 import generator.ir.nodes as n
+from generator.ir.empty import absent_bytes
 from generator.ir.nodes import FormatIR, Struct
 
 
@@ -586,6 +587,13 @@ class _StructGen:
         self.w(f"{o} = PyList_New(0);")
         self.w(f"if ({o} == NULL) ERROR;")
         for t in wire.fields:
+            if isinstance(t.absent, n.EmptyStruct):  # new Type(): decoded from the bytes of the empty struct
+                raw = absent_bytes(self.low.f, t)
+                self.w("{")
+                self.w("Py_ssize_t a_ = 0; (void)a_;", 2)
+                self.call(t.struct, f"o_{t.name}", f"(const uint8_t *){c_bytes(raw)}", "0", str(len(raw)), "&a_", 2)
+                self.w("}")
+                continue
             self.w(f"{self.obj('o_' + t.name)} = {py_new(t.absent, f'{st.name}.{t.name}')};")
             self.w(f"if (o_{t.name} == NULL) ERROR;")
         self.w("{")

@@ -16,6 +16,8 @@ import struct as _struct
 from dataclasses import dataclass, field
 
 from generator.backends.python.expr import py
+from generator.ir.empty import absent_bytes
+from generator.ir.nodes import EmptyStruct
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
 from generator.loader import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
@@ -288,7 +290,9 @@ class Builder(Validator):
             if self.kind(f) == "tagged":  # the unknown tags, then each tagged field
                 model.append((f.name, "None"))
                 # an absent value of [] (a tagged array Kafka defaults to empty) is made per object, not shared
-                model += [(t.name, "None" if t.absent == [] else repr(t.absent)) for t in f.tags]
+                # a struct Kafka defaults to new Type() defaults to None here (null is written as null)
+                model += [(t.name, "None" if t.absent == [] or isinstance(t.absent, EmptyStruct) else repr(t.absent))
+                          for t in f.tags]  # fmt: skip
                 continue
             if f.bits:
                 for b in f.bits:
@@ -399,7 +403,8 @@ class Builder(Validator):
     def kafka_tagged(self, st: Struct) -> tuple:
         """Each tagged field with its value when absent (Kafka's default), which Kafka's JSON converters leave
         out (JsonConverterGenerator: a tagged field is written when it is not its default)."""
-        return tuple((t.name, t.absent) for f in st.fields if self.kind(f) == "tagged" for t in f.tags)
+        return tuple((t.name, t.absent) for f in st.fields if self.kind(f) == "tagged" for t in f.tags
+                     if not isinstance(t.absent, EmptyStruct))  # fmt: skip
 
     def _bytes_kind(self, f: Field) -> str:
         """How a field reads in Kafka's JSON: uuid, bytes (or arrays of them), struct:<Class> / struct[]:<Class>."""
@@ -418,7 +423,8 @@ class Builder(Validator):
         typed = self.typed(st, f).wire
         tags = [
             dict(tag=t.tag, name=t.name, elem=t.type, args=self.params(t.type), absent=repr(t.absent),
-                 nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None)
+                 nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None,
+                 absent_bytes=repr(absent_bytes(self.ir, x)) if isinstance(x.absent, EmptyStruct) else None)
             for t, x in zip(f.tags, typed.fields)
         ]  # fmt: skip
         return dict(tags=tags, path=f"{path}.{f.name}")

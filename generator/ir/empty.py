@@ -1,0 +1,75 @@
+"""The bytes of a struct with each field at its default: what a struct-valued tagged field reads as when its tag
+is absent (Kafka's ``new Type()``, :class:`generator.ir.nodes.EmptyStruct`), and what it is left out at. One
+definition, which every backend decodes the absent value from and compares an encoded value with."""
+
+from __future__ import annotations
+
+import struct as _struct
+
+from generator.ir import nodes as n
+from kfmt.runtime.varint import write_uvarint, write_varint, write_varlong
+
+
+class NoEmptyValue(ValueError):
+    """A struct whose fields this cannot lay out at their defaults (a switch, a derived or conditional field)."""
+
+
+def absent_bytes(ir: n.FormatIR, t: n.TaggedField) -> bytes:
+    """The bytes of tagged field ``t``'s value struct holding the empty struct its absent value names."""
+    return struct_bytes(ir, t.struct)
+
+
+def struct_bytes(ir: n.FormatIR, name: str) -> bytes:
+    st = ir.struct(name)
+    return b"".join(_field(ir, f) for f in st.fields)
+
+
+def _uvarint(v: int) -> bytes:
+    out = bytearray()
+    write_uvarint(out, v)
+    return bytes(out)
+
+
+def _varint(w: n.Varint, v: int) -> bytes:
+    out = bytearray()
+    if not w.zigzag:
+        write_uvarint(out, v + 1 if w.compact else v)
+    else:
+        (write_varint if w.bits == 32 else write_varlong)(out, v)
+    return bytes(out)
+
+
+def _count(extent, what: str) -> bytes:
+    """An empty blob's length or an empty array's count, as its prefix writes 0."""
+    if isinstance(extent, n.Int):
+        return bytes(extent.width)
+    if isinstance(extent, n.Varint):
+        return _varint(extent, 0)
+    raise NoEmptyValue(f"{what} without a length or count prefix")
+
+
+def _field(ir: n.FormatIR, f: n.Field) -> bytes:
+    if f.condition is not None or f.derived is not None:
+        raise NoEmptyValue(f"field {f.name!r} is conditional or derived")
+    w = f.wire
+    value = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+    if isinstance(w, n.Int):
+        if w.kind == "float64":
+            return _struct.pack(">d", float(value))
+        if w.kind == "uuid":
+            return bytes(16)
+        return int(value).to_bytes(w.width, "big", signed=w.signed)
+    if isinstance(w, n.Varint):
+        return _varint(w, int(value))
+    if isinstance(w, (n.Blob, n.ArrayType)):
+        if isinstance(w, n.ArrayType) and w.size is not None:
+            raise NoEmptyValue(f"field {f.name!r} has a byte-size prefix")
+        return _count(w.length if isinstance(w, n.Blob) else w.count, f"field {f.name!r}")
+    if isinstance(w, n.StructType):
+        if w.size is not None:
+            raise NoEmptyValue(f"field {f.name!r} has a byte-size prefix")
+        present = b"\x01" if w.marker is not None else b""  # int8 1 or uvarint 1: present, not null
+        return present + struct_bytes(ir, w.name)
+    if isinstance(w, n.Tagged):
+        return _uvarint(0)
+    raise NoEmptyValue(f"field {f.name!r} is a switch")
