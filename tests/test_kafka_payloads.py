@@ -848,3 +848,22 @@ def test_a_struct_defaulting_to_new_type_reads_and_writes_as_kafka():
             ("range", b"\x01\x02")
         ]
         assert codec.encode(codec.decode(classic, record_type=5), record_type=5) == classic, backend
+
+
+def test_tags_in_any_order_as_kafkas_reader_takes_them():
+    """#34 item 7: Kafka's generated reader takes tagged fields in any order (a known tag read twice keeps the
+    last value; an unknown tag read twice is kept twice). PartitionChangeRecord v0 laid out by hand: frame 1,
+    apiKey 5, version 0 (unsigned varints), PartitionId int32 3, TopicId (16 bytes), then 4 tags: Leader (tag 1)
+    7, Isr (tag 0, compact array) [1, 2], tag 40 (unknown) 0xAA, Leader again 9. Written back in tag order, as
+    Kafka writes (bytes Kafka reads as the same values)."""
+    head = b"\x01\x05\x00" + (3).to_bytes(4, "big") + bytes(range(16))
+    isr = b"\x00\x09\x03" + (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
+    leader = lambda v: b"\x01\x04" + v.to_bytes(4, "big")  # noqa: E731
+    data = head + b"\x04" + leader(7) + isr + b"\x28\x01\xaa" + leader(9)
+    canonical = head + b"\x03" + isr + leader(9) + b"\x28\x01\xaa"
+    for backend in BACKENDS:
+        v = decode_payload("__cluster_metadata", None, data, backend=backend).value.data
+        assert (v.leader, v.isr, v.tagged_fields) == (9, [1, 2], [(40, b"\xaa")]), backend
+        codec = _codec("kraft_metadata", backend)
+        assert codec.encode(codec.decode(data)) == canonical, backend
+        assert codec.encode(codec.decode(canonical)) == canonical, backend

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import generated_package
+from kfmt.runtime.errors import CodecError
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "fixtures" / "kafka"
@@ -192,3 +193,28 @@ def test_malformed_specs_are_one_located_line(tmp_path, what, text, error):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and str(spec) in lines[0] and error in lines[0], (what, r.stderr)
     assert not list(tmp_path.rglob("*.yaml"))
+
+
+def test_a_message_imported_alone_refuses_versions_it_was_not_lowered_for(tmp_path):
+    """#34 item 10: OffsetCommitValue imported on its own is lowered for its classic versions 0-3; version 4 (its
+    flexible version) or 7 (none) was read with the 0-3 layout. Now the record's version is checked once read,
+    in decoding and encoding, by every backend: a located error, as Kafka's reader refuses an unsupported version."""
+    Bytes, Int16, Int32, Int64, S = _codecs()
+    body = Int64.encode(41) + Int32.encode(7) + S.encode("meta") + Int64.encode(1700000000000)
+    with generated_package(tmp_path, _imported(tmp_path, "OffsetCommitValue"), "ocv_guard") as module:
+        for backend in ("python", "construct"):
+            b = module(f"offset_commit_value.{backend}")
+            assert b.decode(Int16.encode(3) + body).version == 3
+            for version in (4, 7):
+                with pytest.raises(CodecError, match=f"OffsetCommitValue is not defined for version {version} "
+                                                     r"\(this schema has it for \(version <= 3\)\)"):  # fmt: skip
+                    b.decode(Int16.encode(version) + body)
+            v = b.decode(Int16.encode(3) + body)
+            v.version = 9
+            with pytest.raises(CodecError, match="not defined for version 9"):
+                b.encode(v)
+    # a KRaft record alone: MetadataRecordSerde's frame (frame version 1, apiKey 3, version: unsigned varints)
+    with generated_package(tmp_path / "pr", _imported(tmp_path / "pr", "PartitionRecord"), "pr_guard") as module:
+        for backend in ("python", "construct"):
+            with pytest.raises(CodecError, match=r"PartitionRecord is not defined for version 9 \(this schema has it"):
+                module(f"partition_record.{backend}").decode(b"\x01\x03\x09" + bytes(40))

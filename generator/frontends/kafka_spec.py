@@ -173,6 +173,10 @@ class Lowering:
                 head[0]["const"] = self.valid.lo
         fields = head + self.fields(self.spec["fields"], self.name)
         self.structs[root] = {"orig_name": self.name, "fields": fields}
+        lo, hi = self.valid.lo or 0, self.valid.hi
+        if self.valid.lo != self.valid.hi and (lo > 0 or hi is not None):  # read only at the versions lowered
+            self.structs[root]["requires"] = {"field": "version", **({"ge": lo} if lo > 0 else {}),
+                                              **({"le": hi} if hi is not None else {})}  # fmt: skip
         return {
             "doc": f"{self.kind}, from Kafka's message spec",
             "doc_ref": self.where,

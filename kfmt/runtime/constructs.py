@@ -440,7 +440,7 @@ class KafkaCompressed(c.Construct):
 class KTagged(c.Construct):
     """Kafka's tagged-field section: parses to ``{"known": {name: value}, "unknown": [(tag, bytes)]}`` and
     builds from the same; ``fields`` are (tag, name, subcon, condition or None). A named field's value must
-    fill its tag's bytes exactly; tags must increase."""
+    fill its tag's bytes exactly; tags are read in any order (a known tag twice: the last one), written in order."""
 
     _COUNT = KVarint(32, signed=False)
 
@@ -456,15 +456,10 @@ class KTagged(c.Construct):
 
     def _parse(self, stream, context, path):
         n = self._COUNT._parsereport(stream, context, path)
-        known, unknown, last = {}, [], -1
-        for _ in range(n):
+        known, unknown = {}, []
+        for _ in range(n):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
             tag = self._COUNT._parsereport(stream, context, path)
             size = self._COUNT._parsereport(stream, context, path)
-            if tag <= last:
-                raise c.ValidationError(
-                    f"tag {tag} follows tag {last} (tags are written in increasing order)", path=path
-                )
-            last = tag
             entry = self._known(tag, context)
             if entry is None and tag in self.fields:  # Kafka's reader: "Tag N is not valid for version V"
                 raise c.ValidationError(f"tag {tag} ({self.fields[tag][0]}) is not valid at this version", path=path)

@@ -10,7 +10,8 @@ from kfmt.runtime.varint import write_uvarint
 
 def write_tagged(out: bytearray, known: list, unknown, path: str) -> None:
     """Write the section: ``known`` (tag, bytes) of the named fields not at their absent value, and the
-    ``unknown`` (tag, bytes) pairs a decode kept (None: none). A tag written twice is refused."""
+    ``unknown`` (tag, bytes) pairs a decode kept (None: none). A kept tag that a named field also writes is
+    refused; an unknown tag read twice is written twice, as Kafka keeps and writes each."""
     tags = list(known)
     if unknown:
         for item in unknown:
@@ -20,10 +21,11 @@ def write_tagged(out: bytearray, known: list, unknown, path: str) -> None:
             ):
                 raise InvalidValueError(f"an unknown tagged field is a (tag, bytes) pair, not {item!r}", path=path)
             tags.append((item[0], item[1]))
-        tags.sort(key=lambda t: t[0])
-        for (a, _), (b, _) in zip(tags, tags[1:]):
-            if a == b:
-                raise InvalidValueError(f"tag {a} is written twice (a named field and a kept unknown tag)", path=path)
+        named = {t for t, _ in known}
+        for t, _ in tags[len(known) :]:
+            if t in named:
+                raise InvalidValueError(f"tag {t} is written twice (a named field and a kept unknown tag)", path=path)
+        tags.sort(key=lambda t: t[0])  # stable: unknown tags read twice keep their order, as Kafka writes them
     write_uvarint(out, len(tags), path)
     for tag, data in tags:
         write_uvarint(out, tag, path)

@@ -60,6 +60,8 @@ def _key_bytes(k: str) -> bytes:
 def header_key(k: str, how: str):
     """A header key for JSON: its text; a key that is not UTF-8 as ``{"hex": ..., "kafka": ...}``, its bytes and
     the text Kafka's Java consumer reads (each ill-formed sequence a U+FFFD, by Java's decoder's rules)."""
+    if not isinstance(k, str):  # a proposal's integer header key
+        return k
     raw = _key_bytes(k)
     got = payload(raw, "utf8")
     if isinstance(got, dict):
@@ -169,7 +171,7 @@ def template_line(template: str, seg, b, r, how: str) -> str:
     %S value size, %T timestamp (ms), %h headers (k=v,...), %%; backslash escapes \\n \\t."""
     parts = {"t": seg.topic, "p": str(seg.partition), "o": str(r.offset), "k": _bare(r.key, how),
              "s": _bare(r.value, how), "K": str(_size(r.key)), "S": str(_size(r.value)), "T": str(r.timestamp),
-             "h": ",".join(f"{_bare(_key_bytes(k), how)}={_bare(v, how)}" for k, v in r.headers), "%": "%"}  # fmt: skip
+             "h": ",".join(f"{_bare(_key_bytes(k), how) if isinstance(k, str) else k}={_bare(v, how)}" for k, v in r.headers), "%": "%"}  # fmt: skip
     return TEMPLATE_TOKEN.sub(lambda m: parts.get(m.group(1), m.group(0)), template)
 
 
@@ -522,7 +524,9 @@ class Dump:
                 out.write(f"{'':>10}   {meta}  {ctl}{'  ' + decoded_text(p.value) if p else ''}\n")
                 return
             sizes = f"keySize {_size(r.key)} valueSize {_size(r.value)} sequence {sequence_at(b, r.offset)}"
-            hs = " ".join(f"{shown(_key_bytes(k), 'utf8')}={shown(v, how)}" for k, v in r.headers)
+            hs = " ".join(
+                f"{shown(_key_bytes(k), 'utf8') if isinstance(k, str) else k}={shown(v, how)}" for k, v in r.headers
+            )
             p = self._decoded(seg, pos, r, log)
             key = shown(r.key, how) if p is None or (p.key is None and r.key is not None) else decoded_text(p.key)
             value = shown(r.value, how) if p is None else decoded_text(p.value)

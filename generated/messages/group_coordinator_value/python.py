@@ -296,17 +296,9 @@ def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="offset_commit_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="offset_commit_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -364,17 +356,9 @@ def _fdecode_offset_commit_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="offset_commit_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="offset_commit_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -2192,17 +2176,9 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
             offset=pos,
             path="group_metadata_value_member_metadata.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="group_metadata_value_member_metadata.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -2507,17 +2483,9 @@ def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="group_metadata_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="group_metadata_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -2820,7 +2788,6 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                 offset=pos,
                 path="group_metadata_value_member_metadata.tagged_fields",
             )
-        last_tag__group_metadata_value_member_metadata_ = -1
         for __group_metadata_value_member_metadata_ in range(n_tags__group_metadata_value_member_metadata_):
             tag__group_metadata_value_member_metadata_, pos = _read_uvarint32(
                 buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
@@ -2828,13 +2795,6 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
             size__group_metadata_value_member_metadata_, pos = _read_uvarint32(
                 buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
             )
-            if tag__group_metadata_value_member_metadata_ <= last_tag__group_metadata_value_member_metadata_:
-                raise _InvalidValueError(
-                    f"tag {tag__group_metadata_value_member_metadata_} follows tag {last_tag__group_metadata_value_member_metadata_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="group_metadata_value_member_metadata.tagged_fields",
-                )
-            last_tag__group_metadata_value_member_metadata_ = tag__group_metadata_value_member_metadata_
             if size__group_metadata_value_member_metadata_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__group_metadata_value_member_metadata_} declares {size__group_metadata_value_member_metadata_} bytes, {end - pos} left",
@@ -2939,17 +2899,9 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="group_metadata_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="group_metadata_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -3352,17 +3304,9 @@ def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="consumer_group_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -3393,17 +3337,9 @@ def _fdecode_consumer_group_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="consumer_group_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -3544,17 +3480,9 @@ def _decode_partition_metadata(buf, pos, end, opts):
             offset=pos,
             path="partition_metadata.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="partition_metadata.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -3673,17 +3601,9 @@ def _decode_topic_metadata(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_metadata.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_metadata.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_metadata.tagged_fields"
@@ -3808,17 +3728,9 @@ def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version
             offset=pos,
             path="consumer_group_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4002,7 +3914,6 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                     offset=pos,
                     path="partition_metadata.tagged_fields",
                 )
-            last_tag__partition_metadata__topic_metadata_ = -1
             for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
                 tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                     buf, pos, end, "partition_metadata.tagged_fields"
@@ -4010,13 +3921,6 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                 size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                     buf, pos, end, "partition_metadata.tagged_fields"
                 )
-                if tag__partition_metadata__topic_metadata_ <= last_tag__partition_metadata__topic_metadata_:
-                    raise _InvalidValueError(
-                        f"tag {tag__partition_metadata__topic_metadata_} follows tag {last_tag__partition_metadata__topic_metadata_} (tags are written in increasing order)",
-                        offset=pos,
-                        path="partition_metadata.tagged_fields",
-                    )
-                last_tag__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
                 if size__partition_metadata__topic_metadata_ > end - pos:
                     raise _TruncatedError(
                         f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
@@ -4045,17 +3949,9 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                 offset=pos,
                 path="topic_metadata.tagged_fields",
             )
-        last_tag__topic_metadata_ = -1
         for __topic_metadata_ in range(n_tags__topic_metadata_):
             tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
             size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            if tag__topic_metadata_ <= last_tag__topic_metadata_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_metadata_} follows tag {last_tag__topic_metadata_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_metadata.tagged_fields",
-                )
-            last_tag__topic_metadata_ = tag__topic_metadata_
             if size__topic_metadata_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
@@ -4085,17 +3981,9 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             offset=pos,
             path="consumer_group_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4370,17 +4258,9 @@ def _decode_classic_protocol(buf, pos, end, opts):
             offset=pos,
             path="classic_protocol.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="classic_protocol.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4487,17 +4367,9 @@ def _decode_classic_member_metadata(buf, pos, end, opts):
             offset=pos,
             path="classic_member_metadata.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="classic_member_metadata.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4589,17 +4461,9 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
                 offset=pos,
                 path="classic_protocol.tagged_fields",
             )
-        last_tag__classic_protocol_ = -1
         for __classic_protocol_ in range(n_tags__classic_protocol_):
             tag__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
             size__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
-            if tag__classic_protocol_ <= last_tag__classic_protocol_:
-                raise _InvalidValueError(
-                    f"tag {tag__classic_protocol_} follows tag {last_tag__classic_protocol_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="classic_protocol.tagged_fields",
-                )
-            last_tag__classic_protocol_ = tag__classic_protocol_
             if size__classic_protocol_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__classic_protocol_} declares {size__classic_protocol_} bytes, {end - pos} left",
@@ -4623,17 +4487,9 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
             offset=pos,
             path="classic_member_metadata.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="classic_member_metadata.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5041,17 +4897,9 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="consumer_group_member_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_member_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5303,17 +5151,9 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="consumer_group_member_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_member_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5606,17 +5446,9 @@ def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts,
             offset=pos,
             path="consumer_group_target_assignment_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_target_assignment_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5647,17 +5479,9 @@ def _fdecode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts
             offset=pos,
             path="consumer_group_target_assignment_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_target_assignment_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5766,17 +5590,9 @@ def _decode_topic_partition(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_partition.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_partition.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_partition.tagged_fields"
@@ -5894,17 +5710,9 @@ def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, v
             offset=pos,
             path="consumer_group_target_assignment_member_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_target_assignment_member_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5996,17 +5804,9 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
                 offset=pos,
                 path="topic_partition.tagged_fields",
             )
-        last_tag__topic_partition_ = -1
         for __topic_partition_ in range(n_tags__topic_partition_):
             tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
             size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            if tag__topic_partition_ <= last_tag__topic_partition_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partition_} follows tag {last_tag__topic_partition_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partition.tagged_fields",
-                )
-            last_tag__topic_partition_ = tag__topic_partition_
             if size__topic_partition_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
@@ -6034,17 +5834,9 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
             offset=pos,
             path="consumer_group_target_assignment_member_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_target_assignment_member_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6193,17 +5985,9 @@ def _decode_topic_partitions(buf, pos, end, opts):
             offset=pos,
             path="topic_partitions.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_partitions.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6401,17 +6185,9 @@ def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, 
             offset=pos,
             path="consumer_group_current_member_assignment_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_current_member_assignment_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6507,17 +6283,9 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        last_tag__topic_partitions_ = -1
         for __topic_partitions_ in range(n_tags__topic_partitions_):
             tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
             size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if tag__topic_partitions_ <= last_tag__topic_partitions_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partitions_} follows tag {last_tag__topic_partitions_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partitions.tagged_fields",
-                )
-            last_tag__topic_partitions_ = tag__topic_partitions_
             if size__topic_partitions_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
@@ -6607,17 +6375,9 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        last_tag__topic_partitions_ = -1
         for __topic_partitions_ in range(n_tags__topic_partitions_):
             tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
             size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if tag__topic_partitions_ <= last_tag__topic_partitions_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partitions_} follows tag {last_tag__topic_partitions_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partitions.tagged_fields",
-                )
-            last_tag__topic_partitions_ = tag__topic_partitions_
             if size__topic_partitions_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
@@ -6645,17 +6405,9 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             offset=pos,
             path="consumer_group_current_member_assignment_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="consumer_group_current_member_assignment_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6877,17 +6629,9 @@ def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7071,7 +6815,6 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                     offset=pos,
                     path="partition_metadata.tagged_fields",
                 )
-            last_tag__partition_metadata__topic_metadata_ = -1
             for __partition_metadata__topic_metadata_ in range(n_tags__partition_metadata__topic_metadata_):
                 tag__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                     buf, pos, end, "partition_metadata.tagged_fields"
@@ -7079,13 +6822,6 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 size__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                     buf, pos, end, "partition_metadata.tagged_fields"
                 )
-                if tag__partition_metadata__topic_metadata_ <= last_tag__partition_metadata__topic_metadata_:
-                    raise _InvalidValueError(
-                        f"tag {tag__partition_metadata__topic_metadata_} follows tag {last_tag__partition_metadata__topic_metadata_} (tags are written in increasing order)",
-                        offset=pos,
-                        path="partition_metadata.tagged_fields",
-                    )
-                last_tag__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
                 if size__partition_metadata__topic_metadata_ > end - pos:
                     raise _TruncatedError(
                         f"tag {tag__partition_metadata__topic_metadata_} declares {size__partition_metadata__topic_metadata_} bytes, {end - pos} left",
@@ -7114,17 +6850,9 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 offset=pos,
                 path="topic_metadata.tagged_fields",
             )
-        last_tag__topic_metadata_ = -1
         for __topic_metadata_ in range(n_tags__topic_metadata_):
             tag__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
             size__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
-            if tag__topic_metadata_ <= last_tag__topic_metadata_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_metadata_} follows tag {last_tag__topic_metadata_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_metadata.tagged_fields",
-                )
-            last_tag__topic_metadata_ = tag__topic_metadata_
             if size__topic_metadata_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_metadata_} declares {size__topic_metadata_} bytes, {end - pos} left",
@@ -7154,17 +6882,9 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7543,17 +7263,9 @@ def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_member_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_member_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7711,17 +7423,9 @@ def _fdecode_share_group_member_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_member_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_member_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7905,17 +7609,9 @@ def _decode_share_group_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7946,17 +7642,9 @@ def _fdecode_share_group_metadata_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_group_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8024,17 +7712,9 @@ def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, ve
             offset=pos,
             path="share_group_target_assignment_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_target_assignment_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8065,17 +7745,9 @@ def _fdecode_share_group_target_assignment_metadata_value(buf, pos, end, opts, v
             offset=pos,
             path="share_group_target_assignment_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_target_assignment_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8201,17 +7873,9 @@ def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, vers
             offset=pos,
             path="share_group_target_assignment_member_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_target_assignment_member_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8303,17 +7967,9 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
                 offset=pos,
                 path="topic_partition.tagged_fields",
             )
-        last_tag__topic_partition_ = -1
         for __topic_partition_ in range(n_tags__topic_partition_):
             tag__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
             size__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
-            if tag__topic_partition_ <= last_tag__topic_partition_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partition_} follows tag {last_tag__topic_partition_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partition.tagged_fields",
-                )
-            last_tag__topic_partition_ = tag__topic_partition_
             if size__topic_partition_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partition_} declares {size__topic_partition_} bytes, {end - pos} left",
@@ -8341,17 +7997,9 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
             offset=pos,
             path="share_group_target_assignment_member_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_target_assignment_member_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8529,17 +8177,9 @@ def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, ver
             offset=pos,
             path="share_group_current_member_assignment_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_current_member_assignment_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8635,17 +8275,9 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
                 offset=pos,
                 path="topic_partitions.tagged_fields",
             )
-        last_tag__topic_partitions_ = -1
         for __topic_partitions_ in range(n_tags__topic_partitions_):
             tag__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
             size__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
-            if tag__topic_partitions_ <= last_tag__topic_partitions_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partitions_} follows tag {last_tag__topic_partitions_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partitions.tagged_fields",
-                )
-            last_tag__topic_partitions_ = tag__topic_partitions_
             if size__topic_partitions_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partitions_} declares {size__topic_partitions_} bytes, {end - pos} left",
@@ -8673,17 +8305,9 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
             offset=pos,
             path="share_group_current_member_assignment_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_current_member_assignment_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8876,17 +8500,9 @@ def _decode_topic_partitions_info(buf, pos, end, opts):
             offset=pos,
             path="topic_partitions_info.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_partitions_info.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8978,17 +8594,9 @@ def _decode_topic_info(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_info.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_info.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_info.tagged_fields"
@@ -9156,17 +8764,9 @@ def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, vers
             offset=pos,
             path="share_group_state_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_state_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -9290,17 +8890,9 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                 offset=pos,
                 path="topic_partitions_info.tagged_fields",
             )
-        last_tag__topic_partitions_info_ = -1
         for __topic_partitions_info_ in range(n_tags__topic_partitions_info_):
             tag__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
             size__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
-            if tag__topic_partitions_info_ <= last_tag__topic_partitions_info_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_partitions_info_} follows tag {last_tag__topic_partitions_info_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_partitions_info.tagged_fields",
-                )
-            last_tag__topic_partitions_info_ = tag__topic_partitions_info_
             if size__topic_partitions_info_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_partitions_info_} declares {size__topic_partitions_info_} bytes, {end - pos} left",
@@ -9385,17 +8977,9 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                 offset=pos,
                 path="topic_info.tagged_fields",
             )
-        last_tag__topic_info_ = -1
         for __topic_info_ in range(n_tags__topic_info_):
             tag__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
             size__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
-            if tag__topic_info_ <= last_tag__topic_info_:
-                raise _InvalidValueError(
-                    f"tag {tag__topic_info_} follows tag {last_tag__topic_info_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="topic_info.tagged_fields",
-                )
-            last_tag__topic_info_ = tag__topic_info_
             if size__topic_info_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__topic_info_} declares {size__topic_info_} bytes, {end - pos} left",
@@ -9419,17 +9003,9 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
             offset=pos,
             path="share_group_state_partition_metadata_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_group_state_partition_metadata_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",

@@ -161,17 +161,9 @@ def _decode_broker_endpoint(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="broker_endpoint.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="broker_endpoint.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_endpoint.tagged_fields"
@@ -257,17 +249,9 @@ def _decode_broker_feature(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="broker_feature.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="broker_feature.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_feature.tagged_fields"
@@ -601,17 +585,9 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="register_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="register_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -746,17 +722,9 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="broker_endpoint.tagged_fields",
             )
-        last_tag__broker_endpoint_ = -1
         for __broker_endpoint_ in range(n_tags__broker_endpoint_):
             tag__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
             size__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
-            if tag__broker_endpoint_ <= last_tag__broker_endpoint_:
-                raise _InvalidValueError(
-                    f"tag {tag__broker_endpoint_} follows tag {last_tag__broker_endpoint_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="broker_endpoint.tagged_fields",
-                )
-            last_tag__broker_endpoint_ = tag__broker_endpoint_
             if size__broker_endpoint_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__broker_endpoint_} declares {size__broker_endpoint_} bytes, {end - pos} left",
@@ -830,17 +798,9 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="broker_feature.tagged_fields",
             )
-        last_tag__broker_feature_ = -1
         for __broker_feature_ in range(n_tags__broker_feature_):
             tag__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
             size__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
-            if tag__broker_feature_ <= last_tag__broker_feature_:
-                raise _InvalidValueError(
-                    f"tag {tag__broker_feature_} follows tag {last_tag__broker_feature_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="broker_feature.tagged_fields",
-                )
-            last_tag__broker_feature_ = tag__broker_feature_
             if size__broker_feature_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__broker_feature_} declares {size__broker_feature_} bytes, {end - pos} left",
@@ -894,17 +854,9 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="register_broker_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="register_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1157,17 +1109,9 @@ def _decode_unregister_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="unregister_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="unregister_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1201,17 +1145,9 @@ def _fdecode_unregister_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="unregister_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="unregister_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1301,17 +1237,9 @@ def _decode_topic_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
@@ -1360,17 +1288,9 @@ def _fdecode_topic_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
@@ -2116,17 +2036,9 @@ def _decode_partition_record(buf, pos, end, opts, version):
             offset=pos,
             path="partition_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="partition_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -2362,17 +2274,9 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
             offset=pos,
             path="partition_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="partition_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -2732,17 +2636,9 @@ def _decode_config_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="config_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
@@ -2837,17 +2733,9 @@ def _fdecode_config_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="config_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
@@ -4149,17 +4037,9 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
             offset=pos,
             path="partition_change_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="partition_change_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4308,17 +4188,9 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
             offset=pos,
             path="partition_change_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="partition_change_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4584,17 +4456,9 @@ def _decode_fence_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="fence_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="fence_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4628,17 +4492,9 @@ def _fdecode_fence_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="fence_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="fence_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4710,17 +4566,9 @@ def _decode_unfence_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="unfence_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="unfence_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4754,17 +4602,9 @@ def _fdecode_unfence_broker_record(buf, pos, end, opts, version):
             offset=pos,
             path="unfence_broker_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="unfence_broker_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4833,17 +4673,9 @@ def _decode_remove_topic_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_topic_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_topic_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -4874,17 +4706,9 @@ def _fdecode_remove_topic_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_topic_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_topic_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5132,17 +4956,9 @@ def _decode_delegation_token_record(buf, pos, end, opts, version):
             offset=pos,
             path="delegation_token_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="delegation_token_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5292,17 +5108,9 @@ def _fdecode_delegation_token_record(buf, pos, end, opts, version):
             offset=pos,
             path="delegation_token_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="delegation_token_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5599,17 +5407,9 @@ def _decode_user_scram_credential_record(buf, pos, end, opts, version):
             offset=pos,
             path="user_scram_credential_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="user_scram_credential_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5723,17 +5523,9 @@ def _fdecode_user_scram_credential_record(buf, pos, end, opts, version):
             offset=pos,
             path="user_scram_credential_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="user_scram_credential_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5921,17 +5713,9 @@ def _decode_feature_level_record(buf, pos, end, opts, version):
             offset=pos,
             path="feature_level_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="feature_level_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -5984,17 +5768,9 @@ def _fdecode_feature_level_record(buf, pos, end, opts, version):
             offset=pos,
             path="feature_level_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="feature_level_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6126,17 +5902,9 @@ def _decode_entity_data(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="entity_data.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="entity_data.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="entity_data.tagged_fields"
@@ -6267,17 +6035,9 @@ def _decode_client_quota_record(buf, pos, end, opts, version):
             offset=pos,
             path="client_quota_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="client_quota_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6372,17 +6132,9 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="entity_data.tagged_fields",
             )
-        last_tag__entity_data_ = -1
         for __entity_data_ in range(n_tags__entity_data_):
             tag__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
             size__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
-            if tag__entity_data_ <= last_tag__entity_data_:
-                raise _InvalidValueError(
-                    f"tag {tag__entity_data_} follows tag {last_tag__entity_data_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="entity_data.tagged_fields",
-                )
-            last_tag__entity_data_ = tag__entity_data_
             if size__entity_data_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__entity_data_} declares {size__entity_data_} bytes, {end - pos} left",
@@ -6429,17 +6181,9 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
             offset=pos,
             path="client_quota_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="client_quota_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6587,17 +6331,9 @@ def _decode_producer_ids_record(buf, pos, end, opts, version):
             offset=pos,
             path="producer_ids_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="producer_ids_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6632,17 +6368,9 @@ def _fdecode_producer_ids_record(buf, pos, end, opts, version):
             offset=pos,
             path="producer_ids_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="producer_ids_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -6953,17 +6681,9 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
             offset=pos,
             path="broker_registration_change_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7041,17 +6761,9 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
             offset=pos,
             path="broker_registration_change_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="broker_registration_change_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7295,17 +7007,9 @@ def _decode_access_control_entry_record(buf, pos, end, opts, version):
             offset=pos,
             path="access_control_entry_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="access_control_entry_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7416,17 +7120,9 @@ def _fdecode_access_control_entry_record(buf, pos, end, opts, version):
             offset=pos,
             path="access_control_entry_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="access_control_entry_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7588,17 +7284,9 @@ def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_access_control_entry_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_access_control_entry_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7629,17 +7317,9 @@ def _fdecode_remove_access_control_entry_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_access_control_entry_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_access_control_entry_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7699,17 +7379,9 @@ def _decode_no_op_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="no_op_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="no_op_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
@@ -7734,17 +7406,9 @@ def _fdecode_no_op_record(buf, pos, end, opts, version):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="no_op_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="no_op_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
@@ -7801,17 +7465,9 @@ def _decode_zk_migration_state_record(buf, pos, end, opts, version):
             offset=pos,
             path="zk_migration_state_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="zk_migration_state_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7844,17 +7500,9 @@ def _fdecode_zk_migration_state_record(buf, pos, end, opts, version):
             offset=pos,
             path="zk_migration_state_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="zk_migration_state_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -7961,17 +7609,9 @@ def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_user_scram_credential_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_user_scram_credential_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8026,17 +7666,9 @@ def _fdecode_remove_user_scram_credential_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_user_scram_credential_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_user_scram_credential_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8222,17 +7854,9 @@ def _decode_begin_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="begin_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="begin_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8271,17 +7895,9 @@ def _fdecode_begin_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="begin_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="begin_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8356,17 +7972,9 @@ def _decode_end_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="end_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="end_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8395,17 +8003,9 @@ def _fdecode_end_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="end_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="end_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8556,17 +8156,9 @@ def _decode_abort_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="abort_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="abort_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8605,17 +8197,9 @@ def _fdecode_abort_transaction_record(buf, pos, end, opts, version):
             offset=pos,
             path="abort_transaction_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="abort_transaction_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8719,17 +8303,9 @@ def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_delegation_token_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_delegation_token_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8780,17 +8356,9 @@ def _fdecode_remove_delegation_token_record(buf, pos, end, opts, version):
             offset=pos,
             path="remove_delegation_token_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remove_delegation_token_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -8922,17 +8490,9 @@ def _decode_controller_endpoint(buf, pos, end, opts):
             offset=pos,
             path="controller_endpoint.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="controller_endpoint.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -9024,17 +8584,9 @@ def _decode_controller_feature(buf, pos, end, opts):
             offset=pos,
             path="controller_feature.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="controller_feature.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -9181,17 +8733,9 @@ def _decode_register_controller_record(buf, pos, end, opts, version):
             offset=pos,
             path="register_controller_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="register_controller_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -9296,17 +8840,9 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="controller_endpoint.tagged_fields",
             )
-        last_tag__controller_endpoint_ = -1
         for __controller_endpoint_ in range(n_tags__controller_endpoint_):
             tag__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
             size__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
-            if tag__controller_endpoint_ <= last_tag__controller_endpoint_:
-                raise _InvalidValueError(
-                    f"tag {tag__controller_endpoint_} follows tag {last_tag__controller_endpoint_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="controller_endpoint.tagged_fields",
-                )
-            last_tag__controller_endpoint_ = tag__controller_endpoint_
             if size__controller_endpoint_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__controller_endpoint_} declares {size__controller_endpoint_} bytes, {end - pos} left",
@@ -9382,17 +8918,9 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="controller_feature.tagged_fields",
             )
-        last_tag__controller_feature_ = -1
         for __controller_feature_ in range(n_tags__controller_feature_):
             tag__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
             size__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
-            if tag__controller_feature_ <= last_tag__controller_feature_:
-                raise _InvalidValueError(
-                    f"tag {tag__controller_feature_} follows tag {last_tag__controller_feature_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="controller_feature.tagged_fields",
-                )
-            last_tag__controller_feature_ = tag__controller_feature_
             if size__controller_feature_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__controller_feature_} declares {size__controller_feature_} bytes, {end - pos} left",
@@ -9419,17 +8947,9 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
             offset=pos,
             path="register_controller_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="register_controller_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",

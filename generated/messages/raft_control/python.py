@@ -81,17 +81,9 @@ def _decode_voter(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voter.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="voter.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voter.tagged_fields"
@@ -213,17 +205,9 @@ def _decode_leader_change_message(buf, pos, end, opts):
             offset=pos,
             path="leader_change_message.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="leader_change_message.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -273,17 +257,9 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
                 offset=pos,
                 path="voter.tagged_fields",
             )
-        last_tag__voter_ = -1
         for __voter_ in range(n_tags__voter_):
             tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
             size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            if tag__voter_ <= last_tag__voter_:
-                raise _InvalidValueError(
-                    f"tag {tag__voter_} follows tag {last_tag__voter_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="voter.tagged_fields",
-                )
-            last_tag__voter_ = tag__voter_
             if size__voter_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
@@ -335,17 +311,9 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
                 offset=pos,
                 path="voter.tagged_fields",
             )
-        last_tag__voter_ = -1
         for __voter_ in range(n_tags__voter_):
             tag__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
             size__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
-            if tag__voter_ <= last_tag__voter_:
-                raise _InvalidValueError(
-                    f"tag {tag__voter_} follows tag {last_tag__voter_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="voter.tagged_fields",
-                )
-            last_tag__voter_ = tag__voter_
             if size__voter_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__voter_} declares {size__voter_} bytes, {end - pos} left",
@@ -368,17 +336,9 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
             offset=pos,
             path="leader_change_message.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="leader_change_message.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -496,17 +456,9 @@ def _decode_snapshot_header_record(buf, pos, end, opts):
             offset=pos,
             path="snapshot_header_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="snapshot_header_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -534,17 +486,9 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
             offset=pos,
             path="snapshot_header_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="snapshot_header_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -601,17 +545,9 @@ def _decode_snapshot_footer_record(buf, pos, end, opts):
             offset=pos,
             path="snapshot_footer_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="snapshot_footer_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -636,17 +572,9 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
             offset=pos,
             path="snapshot_footer_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="snapshot_footer_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -699,17 +627,9 @@ def _decode_k_raft_version_record(buf, pos, end, opts):
             offset=pos,
             path="k_raft_version_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="k_raft_version_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -737,17 +657,9 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
             offset=pos,
             path="k_raft_version_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="k_raft_version_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -844,17 +756,9 @@ def _decode_endpoint(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="endpoint.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="endpoint.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="endpoint.tagged_fields"
@@ -918,17 +822,9 @@ def _decode_k_raft_version_feature(buf, pos, end, opts):
             offset=pos,
             path="k_raft_version_feature.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="k_raft_version_feature.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -956,17 +852,9 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
             offset=pos,
             path="k_raft_version_feature.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="k_raft_version_feature.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1057,17 +945,9 @@ def _decode_voters_record_voter(buf, pos, end, opts):
             offset=pos,
             path="voters_record_voter.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="voters_record_voter.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1172,17 +1052,9 @@ def _decode_voters_record(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="voters_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"
@@ -1305,17 +1177,9 @@ def _fdecode_voters_record(buf, pos, end, opts):
                     offset=pos,
                     path="endpoint.tagged_fields",
                 )
-            last_tag__endpoint__voters_record_voter_ = -1
             for __endpoint__voters_record_voter_ in range(n_tags__endpoint__voters_record_voter_):
                 tag__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
                 size__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
-                if tag__endpoint__voters_record_voter_ <= last_tag__endpoint__voters_record_voter_:
-                    raise _InvalidValueError(
-                        f"tag {tag__endpoint__voters_record_voter_} follows tag {last_tag__endpoint__voters_record_voter_} (tags are written in increasing order)",
-                        offset=pos,
-                        path="endpoint.tagged_fields",
-                    )
-                last_tag__endpoint__voters_record_voter_ = tag__endpoint__voters_record_voter_
                 if size__endpoint__voters_record_voter_ > end - pos:
                     raise _TruncatedError(
                         f"tag {tag__endpoint__voters_record_voter_} declares {size__endpoint__voters_record_voter_} bytes, {end - pos} left",
@@ -1343,17 +1207,9 @@ def _fdecode_voters_record(buf, pos, end, opts):
                 offset=pos,
                 path="voters_record_voter.tagged_fields",
             )
-        last_tag__voters_record_voter_ = -1
         for __voters_record_voter_ in range(n_tags__voters_record_voter_):
             tag__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
             size__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
-            if tag__voters_record_voter_ <= last_tag__voters_record_voter_:
-                raise _InvalidValueError(
-                    f"tag {tag__voters_record_voter_} follows tag {last_tag__voters_record_voter_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="voters_record_voter.tagged_fields",
-                )
-            last_tag__voters_record_voter_ = tag__voters_record_voter_
             if size__voters_record_voter_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__voters_record_voter_} declares {size__voters_record_voter_} bytes, {end - pos} left",
@@ -1383,17 +1239,9 @@ def _fdecode_voters_record(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="voters_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"

@@ -116,17 +116,9 @@ def _decode_topic_id_partition_entry(buf, pos, end, opts):
             offset=pos,
             path="topic_id_partition_entry.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_id_partition_entry.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -176,17 +168,9 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
             offset=pos,
             path="topic_id_partition_entry.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="topic_id_partition_entry.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -264,17 +248,9 @@ def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
             offset=pos,
             path="remote_log_segment_id_entry.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_id_entry.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -300,17 +276,9 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
             offset=pos,
             path="remote_log_segment_id_entry.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_id_entry.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -368,17 +336,9 @@ def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
             offset=pos,
             path="segment_leader_epoch_entry.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="segment_leader_epoch_entry.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -524,17 +484,9 @@ def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
             offset=pos,
             path="remote_log_segment_metadata_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -613,7 +565,6 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
                 offset=pos,
                 path="segment_leader_epoch_entry.tagged_fields",
             )
-        last_tag__segment_leader_epoch_entry_ = -1
         for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
             tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
                 buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
@@ -621,13 +572,6 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
             size__segment_leader_epoch_entry_, pos = _read_uvarint32(
                 buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
             )
-            if tag__segment_leader_epoch_entry_ <= last_tag__segment_leader_epoch_entry_:
-                raise _InvalidValueError(
-                    f"tag {tag__segment_leader_epoch_entry_} follows tag {last_tag__segment_leader_epoch_entry_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="segment_leader_epoch_entry.tagged_fields",
-                )
-            last_tag__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
             if size__segment_leader_epoch_entry_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
@@ -679,17 +623,9 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
             offset=pos,
             path="remote_log_segment_metadata_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -907,17 +843,9 @@ def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, versi
             offset=pos,
             path="remote_log_segment_metadata_update_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_update_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -979,17 +907,9 @@ def _fdecode_remote_log_segment_metadata_update_record(buf, pos, end, opts, vers
             offset=pos,
             path="remote_log_segment_metadata_update_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_update_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1112,17 +1032,9 @@ def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version
             offset=pos,
             path="remote_partition_delete_metadata_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_partition_delete_metadata_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1160,17 +1072,9 @@ def _fdecode_remote_partition_delete_metadata_record(buf, pos, end, opts, versio
             offset=pos,
             path="remote_partition_delete_metadata_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_partition_delete_metadata_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1363,17 +1267,9 @@ def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ver
             offset=pos,
             path="remote_log_segment_metadata_snapshot_record.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_snapshot_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1451,7 +1347,6 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
                 offset=pos,
                 path="segment_leader_epoch_entry.tagged_fields",
             )
-        last_tag__segment_leader_epoch_entry_ = -1
         for __segment_leader_epoch_entry_ in range(n_tags__segment_leader_epoch_entry_):
             tag__segment_leader_epoch_entry_, pos = _read_uvarint32(
                 buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
@@ -1459,13 +1354,6 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
             size__segment_leader_epoch_entry_, pos = _read_uvarint32(
                 buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
             )
-            if tag__segment_leader_epoch_entry_ <= last_tag__segment_leader_epoch_entry_:
-                raise _InvalidValueError(
-                    f"tag {tag__segment_leader_epoch_entry_} follows tag {last_tag__segment_leader_epoch_entry_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="segment_leader_epoch_entry.tagged_fields",
-                )
-            last_tag__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
             if size__segment_leader_epoch_entry_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__segment_leader_epoch_entry_} declares {size__segment_leader_epoch_entry_} bytes, {end - pos} left",
@@ -1517,17 +1405,9 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
             offset=pos,
             path="remote_log_segment_metadata_snapshot_record.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="remote_log_segment_metadata_snapshot_record.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",

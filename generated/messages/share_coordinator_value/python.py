@@ -71,17 +71,9 @@ def _decode_state_batch(buf, pos, end, opts):
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="state_batch.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
@@ -174,17 +166,9 @@ def _decode_share_snapshot_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_snapshot_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_snapshot_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -251,17 +235,9 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
                 offset=pos,
                 path="state_batch.tagged_fields",
             )
-        last_tag__state_batch_ = -1
         for __state_batch_ in range(n_tags__state_batch_):
             tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
             size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            if tag__state_batch_ <= last_tag__state_batch_:
-                raise _InvalidValueError(
-                    f"tag {tag__state_batch_} follows tag {last_tag__state_batch_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="state_batch.tagged_fields",
-                )
-            last_tag__state_batch_ = tag__state_batch_
             if size__state_batch_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
@@ -287,17 +263,9 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_snapshot_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_snapshot_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -463,17 +431,9 @@ def _decode_share_update_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_update_value.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_update_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -538,17 +498,9 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
                 offset=pos,
                 path="state_batch.tagged_fields",
             )
-        last_tag__state_batch_ = -1
         for __state_batch_ in range(n_tags__state_batch_):
             tag__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
             size__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
-            if tag__state_batch_ <= last_tag__state_batch_:
-                raise _InvalidValueError(
-                    f"tag {tag__state_batch_} follows tag {last_tag__state_batch_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="state_batch.tagged_fields",
-                )
-            last_tag__state_batch_ = tag__state_batch_
             if size__state_batch_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__state_batch_} declares {size__state_batch_} bytes, {end - pos} left",
@@ -574,17 +526,9 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
             offset=pos,
             path="share_update_value.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="share_update_value.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",

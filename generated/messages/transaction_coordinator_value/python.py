@@ -573,17 +573,9 @@ def _decode_transaction_log_value_partitions_schema(buf, pos, end, opts):
             offset=pos,
             path="transaction_log_value_partitions_schema.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="transaction_log_value_partitions_schema.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -839,17 +831,9 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="transaction_log_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
-    for _ in range(n_tags_):
+    for _ in range(n_tags_):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
         tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="transaction_log_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",
@@ -1036,7 +1020,6 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 offset=pos,
                 path="transaction_log_value_partitions_schema.tagged_fields",
             )
-        last_tag__transaction_log_value_partitions_schema_ = -1
         for __transaction_log_value_partitions_schema_ in range(n_tags__transaction_log_value_partitions_schema_):
             tag__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
                 buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
@@ -1044,13 +1027,6 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
             size__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
                 buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
             )
-            if tag__transaction_log_value_partitions_schema_ <= last_tag__transaction_log_value_partitions_schema_:
-                raise _InvalidValueError(
-                    f"tag {tag__transaction_log_value_partitions_schema_} follows tag {last_tag__transaction_log_value_partitions_schema_} (tags are written in increasing order)",
-                    offset=pos,
-                    path="transaction_log_value_partitions_schema.tagged_fields",
-                )
-            last_tag__transaction_log_value_partitions_schema_ = tag__transaction_log_value_partitions_schema_
             if size__transaction_log_value_partitions_schema_ > end - pos:
                 raise _TruncatedError(
                     f"tag {tag__transaction_log_value_partitions_schema_} declares {size__transaction_log_value_partitions_schema_} bytes, {end - pos} left",
@@ -1094,17 +1070,9 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
             offset=pos,
             path="transaction_log_value_flexible.tagged_fields",
         )
-    last_tag_ = -1
     for _ in range(n_tags_):
         tag_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
         size_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
-        if tag_ <= last_tag_:
-            raise _InvalidValueError(
-                f"tag {tag_} follows tag {last_tag_} (tags are written in increasing order)",
-                offset=pos,
-                path="transaction_log_value_flexible.tagged_fields",
-            )
-        last_tag_ = tag_
         if size_ > end - pos:
             raise _TruncatedError(
                 f"tag {tag_} declares {size_} bytes, {end - pos} left",

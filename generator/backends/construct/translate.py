@@ -76,13 +76,15 @@ class Layout:
         fields = list(st.fields)
         self.trailing = {x.derived.start: x for x in fields if isinstance(x.derived, n.Checksum) and x.derived.trailing}
         self.items, self.wire = self.group(fields, 0, 0)
-        if st.requires is not None:  # checked before anything is read or written
+        if st.requires is not None:  # checked before anything is read or written (its own field: once read)
             from generator.ir.printer import expr
 
             cond = py(st.requires, lambda r: self.ref(r, 0))
             field = next(iter(_refs(st.requires))).name
             text = f"{st.orig_name or st.name} is not defined for {field} {{value}} (this schema has it for {expr(st.requires, st.name)})"
-            self.items.insert(0, f"Requires(lambda this: {cond}, {text!r}, {field!r})")
+            own = next((i + 1 for i, it in enumerate(self.items) if it.startswith((f"{field!r} /", f'"{field}" /'))), 0)
+            at = own if any(x.name == field for x in fields) else 0  # the struct's own field: once it is read
+            self.items.insert(at, f"Requires(lambda this: {cond}, {text!r}, {field!r})")
 
     def ref(self, r: n.Ref, depth: int) -> str:
         if r.owner != self.st.name and r.name not in self.depth_of:

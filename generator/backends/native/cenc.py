@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 import generator.ir.nodes as n
-from generator.backends.native.cgen import Lowering, Unsupported, c_bytes, py_new
+from generator.backends.native.cgen import Lowering, Unsupported, c_bytes, own_requires, py_new
 from generator.ir.empty import absent_bytes
 
 _RANGE = {
@@ -123,6 +123,8 @@ class EncGen:
 
     def emit(self) -> str:
         st = self.st
+        if own_requires(st):
+            raise Unsupported(f"{st.name}: requires on its own field")  # the python encoder checks it
         if st.requires is not None:  # a version this struct is not defined for: the python backend says so
             self.w(f"if (!{self.low.expr(st.requires, st)}) FALLBACK;")
         if st.repr == "tuple":

@@ -301,6 +301,18 @@ def py_new(value: object, where: str) -> str:
     raise Unsupported(f"{where}: a default of {value!r}")
 
 
+def _refs_of(x) -> list:
+    from generator.ir.passes.scope import refs
+
+    return refs(x)
+
+
+def own_requires(st: Struct) -> bool:
+    """Whether the struct's ``requires`` names one of its own fields: checked once that field is read."""
+    own = {f.name for f in st.fields}
+    return st.requires is not None and any(r.name in own and r.owner == st.name for r in _refs_of(st.requires))
+
+
 def absent(st: Struct, f: n.Field) -> str:
     """The value of a conditional field its condition leaves out: its schema default, else None."""
     if isinstance(f.default, n.EnumConst):
@@ -375,19 +387,25 @@ class _StructGen:
 
     def emit(self) -> str:
         st = self.st
-        if st.requires is not None:  # a version this struct is not defined for: the python backend says so
-            self.w(f"if (!{self.low.expr(st.requires, st)}) FALLBACK;")
         fields = list(st.fields)
+        # a version this struct is not defined for: the python backend says so (its own field: once read)
+        check = f"if (!{self.low.expr(st.requires, st)}) FALLBACK;" if st.requires is not None else None
+        if check and not own_requires(st):
+            self.w(check)
+            check = None
         i = 0
         while i < len(fields):
             run = self.run_from(fields, i)
             if run:
                 self.fixed_run(run)
-                i += len(run)
-                continue
-            self.one(fields[i])
-            self.after_field(fields[i])
-            i += 1
+            else:
+                self.one(fields[i])
+                self.after_field(fields[i])
+                run = [fields[i]]
+            i += len(run)
+            if check and any(r.name in {f.name for f in run} for r in _refs_of(st.requires)):
+                self.w(check)
+                check = None
         for v in st.views:
             self.view(v)
         for wr in st.wrappers:

@@ -232,7 +232,9 @@ class Builder(Validator):
         wrapped_by = self.wrapped_by(name)
         dec = self._decode_ops(name, st, path)
         requires = self.requires_op(name, path)
-        dec[:0] = requires
+        own = bool(requires) and st.requires is not None and any(f.name == st.requires.field for f in st.fields)
+        at = self._read_by(dec, st.requires.field) if own and st.requires is not None else 0
+        dec[at:at] = requires  # its own field: checked once read
         # logical values computed from deltas, and views
         first_post = len(dec)
         self._post_ops(st, path, wrapped_by, dec)
@@ -247,7 +249,9 @@ class Builder(Validator):
             result = f"{_camel(name)}(" + ", ".join(m for m, _ in model) + ")"
 
         # ---- encode ops
-        enc = requires + self.encode_ops(st, params, path)
+        enc = self.encode_ops(st, params, path)
+        loads = max((i + 1 for i, op in enumerate(enc) if op.kind == "load"), default=0) if own else 0
+        enc[loads:loads] = requires  # an own field's value is loaded first
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
         empty_lists = {t.name for f in st.fields if self.kind(f) == "tagged" for t in f.tags if t.absent == []}
         return StructIR(
@@ -361,6 +365,14 @@ class Builder(Validator):
                     ),
                 )
             )
+
+    @staticmethod
+    def _read_by(dec: list[Op], field: str) -> int:
+        """The position after the decode op that reads ``field`` (a run of fixed-width fields, or its own)."""
+        for i, op in enumerate(dec):
+            if field in op.a.get("names", ()) or op.a.get("name") == field:
+                return i + 1
+        raise SchemaError(f"no decode op reads {field!r}")
 
     def requires_op(self, name: str, path: str) -> list[Op]:
         """The check of a struct's ``requires`` (its message's valid versions), first thing decoded and encoded."""

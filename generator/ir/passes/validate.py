@@ -125,8 +125,11 @@ class Validator:
                 if f.derive:
                     self._check_derive(st, f, k, fnames)
             if st.requires and st.requires.field in loc:
-                raise _err(self.s, st, None, f"requires: {st.requires.field!r} is this struct's own; it must be an "
-                                             "enclosing struct's value or a parameter (read before the struct)")  # fmt: skip
+                own = next(f for f in st.fields if f.name == st.requires.field)
+                if own.if_ or self.kind(own) not in ("int", "varint"):
+                    raise _err(self.s, st, None, f"requires: {st.requires.field!r} is this struct's own; it must be "
+                                                 "an unconditional integer (checked once read), or an enclosing "
+                                                 "struct's value or a parameter")  # fmt: skip
             for ref in self.refs_of(st):
                 if ref not in loc and not self._outer_has(name, ref, set()):
                     raise _err(self.s, st, None, f"reference {ref!r} is not defined here or in an enclosing struct")
