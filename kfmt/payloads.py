@@ -249,7 +249,7 @@ def kafka_json(obj, version: int | None = None):
         if versions is not None and version is not None and not versions[0] <= version <= versions[1]:
             continue
         v = getattr(obj, name)
-        if name in absent and _same_value(v, absent[name]):
+        if name in absent and _at_default(type(obj).__module__, v, absent[name]):
             continue  # a tagged field at its default: Kafka's converters leave it out
         if kind.startswith("enum:"):  # Kafka writes the id (an int8 TransactionState); kfmt reads the name
             out[kafka] = _enum_table(type(obj).__module__, kind[5:], ids=True).get(v, v)
@@ -266,7 +266,17 @@ def kafka_json(obj, version: int | None = None):
     return out
 
 
-def _same_value(v, default) -> bool:
+def _at_default(model: str, v, default) -> bool:
+    """Whether a tagged field's value is its default; ``("empty", struct, bytes)``: Kafka's new Type(), the value
+    the python backend decodes from those bytes (a struct with each field at its default)."""
+    if type(default) is tuple and default[:1] == ("empty",):
+        if v is None:
+            return False
+        codec = importlib.import_module(model.rsplit(".", 1)[0] + ".python")
+        from kfmt.runtime.options import DEFAULT_OPTIONS
+
+        empty = getattr(codec, f"_decode_{default[1]}")(default[2], 0, len(default[2]), DEFAULT_OPTIONS)[0]
+        return kafka_json(v) == kafka_json(empty)
     return type(v) is type(default) and v == default or (v is None and default is None)
 
 

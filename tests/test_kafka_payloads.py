@@ -841,6 +841,9 @@ def test_a_struct_defaulting_to_new_type_reads_and_writes_as_kafka():
         v = decode_payload("__consumer_offsets", key, absent, backend=backend).value
         empty = v.data.classic_member_metadata
         assert (empty.session_timeout_ms, empty.supported_protocols) == (0, []), backend  # new ClassicMemberMetadata()
+        assert "ClassicMemberMetadata" not in v.to_json()["data"]  # at its default: Kafka's converter leaves it out
+        nulled = decode_payload("__consumer_offsets", key, explicit_null, backend=backend).value.to_json()
+        assert nulled["data"]["ClassicMemberMetadata"] is None
         assert codec.encode(codec.decode(absent, record_type=5), record_type=5) == absent, backend
         v = decode_payload("__consumer_offsets", key, classic, backend=backend).value
         m = v.data.classic_member_metadata

@@ -620,6 +620,16 @@ class ConsumerGroupMemberMetadataValue(_Struct):
         ("tagged_fields", "_unknownTaggedFields", "tags", None),
         ("classic_member_metadata", "ClassicMemberMetadata", "struct:ClassicMemberMetadata", None),
     )
+    _kafka_tagged = (
+        (
+            "classic_member_metadata",
+            (
+                "empty",
+                "consumer_group_member_metadata_value_classic_member_metadata_tag",
+                b"\x01\x00\x00\x00\x00\x01\x00",
+            ),
+        ),
+    )
 
     def __init__(
         self,

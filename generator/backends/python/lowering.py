@@ -415,8 +415,16 @@ class Builder(Validator):
     def kafka_tagged(self, st: Struct) -> tuple:
         """Each tagged field with its value when absent (Kafka's default), which Kafka's JSON converters leave
         out (JsonConverterGenerator: a tagged field is written when it is not its default)."""
-        return tuple((t.name, t.absent) for f in st.fields if self.kind(f) == "tagged" for t in f.tags
-                     if not isinstance(t.absent, EmptyStruct))  # fmt: skip
+        out = []
+        for f in st.fields:
+            if self.kind(f) != "tagged":
+                continue
+            for t, x in zip(f.tags, self.typed(st, f).wire.fields):
+                if isinstance(t.absent, EmptyStruct):  # new Type(): its value struct and the bytes it decodes from
+                    out.append((t.name, ("empty", t.type, absent_bytes(self.ir, x))))
+                else:
+                    out.append((t.name, t.absent))
+        return tuple(out)
 
     def _bytes_kind(self, f: Field) -> str:
         """How a field reads in Kafka's JSON: uuid, bytes (or arrays of them), struct:<Class> / struct[]:<Class>."""
