@@ -1,4 +1,4 @@
-"""Every KRaft metadata record and coordinator record at every version, with values drawn by hypothesis (#34's
+"""Every KRaft metadata record, remote log metadata record and coordinator record at every version, with values drawn by hypothesis (#34's
 done-when): nulls where the version allows them, empty and longer arrays, tagged fields absent or set, and unknown
 tags. The bytes come from an independent encoder, kafka-python's protocol types built from Kafka's own JSON specs
 (the pinned copies under tests/fixtures/kafka); unknown tags are laid out by hand in the top-level tagged section
@@ -15,7 +15,19 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_kafka_payloads import BACKENDS, COORDINATORS, METADATA, _i16, _pairs, _same, _spec, _struct, _uv, _versions
+from test_kafka_payloads import (
+    BACKENDS,
+    COORDINATORS,
+    METADATA,
+    REMOTE,
+    _i16,
+    _pairs,
+    _same,
+    _spec,
+    _struct,
+    _uv,
+    _versions,
+)
 
 from kfmt.payloads import _codec, decode_payload
 
@@ -118,16 +130,22 @@ METADATA_SPECS = sorted(p for p in METADATA.glob("*.json") if _spec(p)["fields"]
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
-@pytest.mark.parametrize("path", METADATA_SPECS, ids=lambda p: p.stem)
+FRAMED = [("kraft_metadata", "__cluster_metadata", p) for p in METADATA_SPECS] + [
+    ("remote_log_metadata", "__remote_log_metadata", p) for p in sorted(REMOTE.glob("RemoteLog*.json"))
+]  # KRaft's records and RemoteLogMetadataSerde's: MetadataRecordSerde's frame, then the flexible message
+
+
+@pytest.mark.parametrize("framed", FRAMED, ids=lambda f: f[2].stem)
 @SETTINGS
 @given(st.data())
-def test_metadata_records_drawn(path, data):
+def test_framed_records_drawn(framed, data):
+    schema, topic, path = framed
     spec, struct = _spec(path), _struct(path)
     version = data.draw(st.sampled_from(list(_versions(spec))))
     values = _draw_struct(data.draw, struct, version)
     body = struct.encode(values, version=version, compact=True, tagged=True)
     body = _unknown_tags(data.draw, body, struct, version, values)
-    _check("kraft_metadata", "__cluster_metadata", None, _uv(1) + _uv(spec["apiKey"]) + _uv(version) + body, values)
+    _check(schema, topic, None, _uv(1) + _uv(spec["apiKey"]) + _uv(version) + body, values)
 
 
 @pytest.mark.parametrize("pair", _pairs(), ids=lambda p: f"{p[0]}:{p[1].stem[:-3]}")
