@@ -41,7 +41,8 @@ def register(sub) -> None:
         description="A table written by the Spark kafka-log writer whose commit was interrupted (its journal "
         "_KFMT_PENDING is still there) is refused by every reader. Run this once no writer is running: a "
         "commit that reached its commit point is completed (every file put in place and checked), one that "
-        "did not is dropped (the table stays as it was); leftover staging folders are removed. Local writers "
+        "did not is dropped (the table stays as it was), and so is a journal that does not read (an empty body a "
+        "store kept: it never reached its commit point); leftover staging folders are removed. Local writers "
         "do this themselves; in a store, which cannot tell a slow writer from a killed one, this command "
         "does. Exit status: 0 the table is whole (nothing to do, or done), 1 it could not be completed, "
         "2 usage error.",
