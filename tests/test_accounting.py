@@ -201,13 +201,42 @@ def test_read_batches_takes_bytes_paths_and_files(corpus):
     with pytest.raises(FileNotFoundError):
         kfmt.read_batches(corpus / "missing.log")
     # chunked reading sees the same entries whatever the chunk size
-    import kfmt.api as api
+    import kfmt.scanner as scanner
 
-    old = api.CHUNK
+    old = scanner.CHUNK
     try:
-        api.CHUNK = 1000
+        scanner.CHUNK = 1000
         assert [(p, e) for p, e, _ in scan(seg)] == [(p, e) for p, e, _ in scan(seg.read_bytes())]
     finally:
-        api.CHUNK = old
+        scanner.CHUNK = old
     with pytest.raises(kfmt.TruncatedError, match="not read"):
         list(kfmt.read_batches(seg.read_bytes()[:-3], partial_tail="error"))
+
+
+def test_a_file_read_in_chunks_reports_damage_as_its_bytes_do(tmp_path, monkeypatch):
+    """One rule for damage whatever the reading: a file read in small chunks (the search for the next entry
+    carried across them, kfmt.scanner._Search) gives the same batches and the same damaged regions (where,
+    how long, zero-filled or not, the same message) as the same bytes read whole, on mutated mixed logs with
+    zero-filled holes and tails."""
+    import kfmt.scanner as scanner
+
+    def items(source):
+        return [(p, e, type(b).__name__, str(b) if isinstance(b, Exception) else len(b.records),
+                 getattr(b, "zero_filled", None)) for p, e, b in scan(source, skip_corrupt=True)]  # fmt: skip
+
+    rng = random.Random(77)
+    monkeypatch.setattr(scanner, "CHUNK", 700)
+    seen = 0
+    for i in range(40):
+        data = bytearray(mutated(rng, mixed_log(rng)))
+        if i % 3 == 0:  # a zeroed hole in the middle, or a preallocated tail
+            at = rng.randrange(len(data))
+            data[at : at + 3000] = bytes(len(data[at : at + 3000]))
+        if i % 4 == 1:
+            data += bytes(rng.randrange(1, 5000))
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(bytes(data))
+        whole, chunked = items(bytes(data)), items(path)
+        assert chunked == whole, i
+        seen += any(t != "Batch" and not t.startswith("Batch") and z is not None for _, _, t, _, z in whole)
+    assert seen > 10

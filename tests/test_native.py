@@ -275,7 +275,7 @@ def test_runs_of_batches_decoded_in_one_call_give_the_object_paths_table(tmp_pat
         return got
 
     monkeypatch.setattr(sys.modules[nat.__name__], "decode_columns_run", counted)
-    monkeypatch.setattr(kfmt.api, "CHUNK", 3000)  # many read chunks: runs cross their boundaries
+    monkeypatch.setattr(kfmt.scanner, "CHUNK", 3000)  # many read chunks: runs cross their boundaries
     for mod in (kfmt.arrow, kfmt.logread):
         monkeypatch.setattr(mod, "ROWS_PER_ARROW_BATCH", 70)
     path = tmp_path / "00000000000000000000.log"

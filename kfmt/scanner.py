@@ -1,0 +1,413 @@
+"""The one scan loop under every log reader: entries framed, each decoded by its magic's codec (or a forced
+format), damage found and crossed. ``read_batches``, ``scan`` (:mod:`kfmt.api`) and through them ``read_arrow``,
+``kfmt dump`` and the Spark source take their entries and damage decisions from here: where an entry ends,
+an incomplete tail, a damaged region and where reading resumes (:mod:`kfmt.resync`), and the stream read in
+chunks with a search carried across them, so memory holds a chunk, an entry and at most
+``RESYNC_MAX_ENTRY`` of a damaged region.
+
+May import: kfmt.formats, kfmt.resync, kfmt.runtime, kfmt.storage (never kfmt.api, the tools or Spark)."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from functools import lru_cache
+
+from kfmt.formats import backend_module, default_backend
+from kfmt.formats import by_magic as _by_magic
+from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MIN_ENTRY_SIZE,
+    describe,
+    find_entry,
+    valid_entry_at,
+    zero_run_end,
+)
+from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
+from kfmt.storage import compressed_object
+
+CHUNK = 8 << 20  # bytes read at a time from a file (an entry larger than this is read whole)
+RUN_BYTES = 256 << 10  # input bytes of legacy entries decoded per decode_run call
+
+_ENTRY = struct.Struct(">qi")
+
+
+def _entry_end(buf, pos: int, n: int) -> int:
+    """End of the log entry at ``pos``, or -1 at a truncated tail (Kafka stops there quietly)."""
+    if n - pos < HEADER_SIZE_UP_TO_MAGIC:
+        return -1
+    _, size = _ENTRY.unpack_from(buf, pos)
+    if size < MIN_ENTRY_SIZE:
+        raise InvalidValueError(
+            f"entry size {size} is less than the minimum record overhead ({MIN_ENTRY_SIZE})",
+            offset=pos + 8,
+            path="log.entry.size",
+        )
+    end = pos + LOG_OVERHEAD + size
+    return end if end <= n else -1
+
+
+def packed_hint(head) -> str:
+    """What to add to an error at the start of a file that begins as a compressed stream ('' otherwise)."""
+    packed = compressed_object(head)
+    if not packed:
+        return ""
+    return (f"; the file starts as a {packed}-compressed stream: a segment object stored compressed whole (as a"
+            " remote storage plugin does with compression on), not a Kafka segment: decompress it first"
+            " (the Spark source and read_arrow(compressed_objects='read') do)")  # fmt: skip
+
+
+def tail_error(buf, pos: int, n: int, total: int | None = None, file_pos: int | None = None) -> TruncatedError:
+    """The error describing the bytes from ``pos`` to the end of the data (``total``, when ``buf`` holds only
+    the first ``n``) that do not hold a complete entry; ``file_pos``: where ``pos`` is in the file (the start
+    of a file gets a hint when it is a compressed stream), if not ``pos``."""
+    left = (n if total is None else total) - pos
+    if n - pos < HEADER_SIZE_UP_TO_MAGIC:
+        why = f"too short for an entry header ({HEADER_SIZE_UP_TO_MAGIC} bytes up to the magic)"
+    else:
+        size = _ENTRY.unpack_from(buf, pos)[1]
+        why = f"the entry there declares size {size}, which runs {LOG_OVERHEAD + size - left} bytes past the end"
+    if (pos if file_pos is None else file_pos) == 0:
+        why += packed_hint(buf[pos : pos + 16])
+    e = TruncatedError(f"{left} byte(s) not read: {why}", offset=pos, path="log.entry")
+    e.batch_position = pos
+    e.unread = left
+    return e
+
+
+def iter_entries(buf, *, start: int = 0) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(position, end, magic)`` for each complete log entry; stop quietly at a truncated tail."""
+    n = len(buf)
+    pos = start
+    while (end := _entry_end(buf, pos, n)) >= 0:
+        yield pos, end, buf[pos + 16]
+        pos = end
+
+
+def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions, *, sink=None):
+    """``_scan`` over a binary file read in chunks: memory holds a chunk and an entry, and at most
+    ``RESYNC_MAX_ENTRY`` bytes of a damaged region however long it is (a :class:`_Search` carries it on)."""
+    total = _size_left(f)
+    check = _forced_check(format, backend, opts)
+    base, buf, eof = 0, b"", False
+    search = None
+    while True:
+        if not eof:  # more is needed: the stream's start, an incomplete entry, or a search going on
+            chunk = f.read(_wanted(buf, total, search))
+            eof = not chunk
+            buf = buf + chunk if buf else chunk
+        start = 0
+        if search is not None:
+            q, hold = find_entry(buf, search.at - base, len(buf), eof, check)
+            if q >= len(buf) and not eof:
+                search.held(buf, base, hold)
+                base, buf = base + hold, buf[hold:]
+                continue
+            item = search.ends(buf, base, q, eof)
+            if item is not None:
+                yield item if positions else item[2]
+            search, start = None, q
+        limit = None if total is None else total - base
+        items = _scan(buf, start, len(buf), opts, format, backend, skip_corrupt, strict_tail, positions, eof,
+                      sink, base == 0, limit, base)  # fmt: skip
+        stop = yield from _shifted(items, base)
+        if stop is None:
+            return
+        if type(stop) is _Search:
+            search = stop.moved(base)
+            stop = search.at - base
+        base, buf = base + stop, buf[stop:]
+
+
+def _size_left(f) -> int | None:
+    """How many bytes are left to read in ``f`` (None: unknown, as in a pipe)."""
+    left = getattr(f, "left", None)  # kfmt.arrow._Range
+    if callable(left):
+        return left()
+    try:
+        if f.seekable():
+            here = f.tell()
+            return max(0, os.fstat(f.fileno()).st_size - here) if hasattr(f, "fileno") else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def _wanted(buf, total: int | None, search) -> int:
+    """How much to read next: a chunk, or the rest of the entry starting ``buf`` when that is longer and can
+    be all there (a size running past the end of the file is never read for)."""
+    if search is not None or len(buf) < LOG_OVERHEAD:
+        return CHUNK
+    size = _ENTRY.unpack_from(buf, 0)[1]
+    if total is not None and LOG_OVERHEAD + size > total:
+        return CHUNK
+    return max(CHUNK, LOG_OVERHEAD + size - len(buf))
+
+
+class _Search:
+    """A damaged region being crossed in a stream: where it starts (relative to the buffer until ``moved``),
+    the error that began it, where the search goes on, whether its bytes so far are all zero (judged up to
+    ``judged``), and whether it began at an incomplete tail that ends quietly if nothing follows."""
+
+    __slots__ = ("start", "err", "at", "zero", "judged", "quiet")
+
+    def __init__(self, start: int, err: CodecError, quiet: bool = False):
+        self.start, self.err, self.at = start, err, start + 1
+        self.zero, self.judged, self.quiet = True, start, quiet
+
+    def searched(self, buf, hold: int) -> _Search:
+        """Searched up to ``hold`` of ``buf`` (nothing there); the search goes on from there."""
+        self.held(buf, 0, hold)
+        return self
+
+    def moved(self, base: int) -> _Search:
+        self.start, self.at, self.judged = self.start + base, self.at + base, self.judged + base
+        self.err = _moved(self.err, base)
+        return self
+
+    def held(self, buf, base: int, hold: int) -> None:
+        """The search goes on from ``base + hold``: the bytes before it leave the buffer."""
+        self._judge(buf, base, hold)
+        self.at = base + hold
+
+    def _judge(self, buf, base: int, q: int) -> None:
+        if self.zero and self.judged < base + q:
+            a = max(self.judged - base, 0)
+            self.zero = zero_run_end(buf, a, q) >= q
+        self.judged = max(self.judged, base + q)
+
+    def ends(self, buf, base: int, q: int, eof: bool):
+        """The item reporting the region, which ends at ``base + q`` (the next valid entry, or the end)."""
+        self._judge(buf, base, q)
+        end = base + q
+        if eof and q >= len(buf) and not self.zero and type(self.err) is TruncatedError:
+            if self.quiet:
+                return None
+            return self.start, end, self.err  # an incomplete tail and nothing valid after it
+        return self.start, end, _damaged(self.err, self.start, end, self.zero)
+
+
+def _shifted(items, base):
+    """Items of a chunk with positions (and error offsets) made file-relative; returns the chunk's stop."""
+    if not base:
+        return (yield from items)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration as s:
+            return s.value
+        except CodecError as e:
+            raise _moved(e, base) from None
+        if type(item) is tuple:
+            pos, end, b = item
+            if type(b) is BatchRun:
+                b.starts = [x + base for x in b.starts]
+            item = (pos + base, end + base, _moved(b, base) if isinstance(b, CodecError) else b)
+        yield item
+
+
+def _moved(e: CodecError, base: int) -> CodecError:
+    m = e.at(offset=None if e.offset is None else e.offset + base)
+    m.batch_position = None if e.batch_position is None else e.batch_position + base
+    m.unread = e.unread
+    m.zero_filled = e.zero_filled
+    return m
+
+
+class Rows(list):
+    """The records of a batch decoded straight into Arrow columns (``scan(..., sink=)``): an empty list
+    standing in for them, with the number of rows appended (``n``) and the columns' state before (``mark``,
+    to drop the batch again)."""
+
+    __slots__ = ("n", "mark")
+
+    def __init__(self, n: int, mark: bytes):
+        super().__init__()
+        self.n = n
+        self.mark = mark
+
+
+class BatchRun:
+    """Consecutive batches decoded straight into Arrow columns by one native call (``scan(..., run_limits=)``):
+    the batches (their records in the columns, in order), where each starts and how many rows each appended."""
+
+    __slots__ = ("batches", "starts", "counts")
+
+    def __init__(self, batches: list, starts: list, counts: list):
+        self.batches = batches
+        self.starts = starts
+        self.counts = counts
+
+
+@lru_cache(maxsize=None)
+def _decoders(backend: str | None, _default: str) -> dict:
+    """The module of ``backend`` (None: the default, ``_default`` now) for each auto-detected magic, resolved
+    once per backend."""
+    return {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
+
+
+def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
+    buf,
+    pos,
+    n,
+    opts,
+    format,
+    backend,
+    skip_corrupt,
+    strict_tail,
+    positions,
+    eof,
+    sink=None,
+    file_start=False,
+    limit=None,
+    base=0,
+):
+    """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
+    not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
+    as decoding it).  Returns where it stopped: None once everything is accounted for, the position of an
+    incomplete entry (more data may complete it, unless ``eof``), or a :class:`_Search` across a damaged region
+    that goes on past ``n``.  ``limit``: how many bytes the data holds from ``buf``'s start, when ``buf`` holds
+    only part of it (an entry whose size runs past it never completes); ``base``: ``buf``'s position in the file,
+    for the positions named in messages."""
+    forced = backend_module(format, backend) if format else None
+    table = _decoders(backend, default_backend())
+    sink, limits = sink if sink is not None else (None, None)
+    check = _forced_check(format, backend, opts)
+    whole = n if limit is None else limit
+    while True:
+        try:
+            end = _entry_end(buf, pos, n)
+        except CodecError as err:  # broken framing: the next valid entry, if any, is searched for
+            hint = packed_hint(buf[:16]) if file_start and pos == 0 else ""
+            e = InvalidValueError(f"{err.reason}{hint}", offset=err.offset, path=err.path) if hint else err
+            if not skip_corrupt:
+                e.batch_position = pos
+                e.unread = whole - pos
+                raise e from None
+            q, hold = find_entry(buf, pos + 1, n, eof, check)
+            if q >= n and not eof:
+                return _Search(pos, e).searched(buf, hold)
+            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
+            pos = q
+            continue
+        if end < 0:
+            past = (
+                limit is not None
+                and n - pos >= LOG_OVERHEAD
+                and _ENTRY.unpack_from(buf, pos)[1] > limit - pos - LOG_OVERHEAD
+            )
+            if not eof and not past:
+                return pos  # more of the stream may complete it
+            quiet = not (strict_tail or (file_start and pos == 0))
+            if skip_corrupt and n - pos >= LOG_OVERHEAD:
+                q, hold = find_entry(
+                    buf, pos + 1, n, eof, check
+                )  # a size running past the end: good entries may follow
+                if q < n:
+                    e = tail_error(buf, pos, n, limit, base + pos)
+                    yield pos, q, _damaged(e, pos, q, False, base)
+                    pos = q
+                    continue
+                if not eof:
+                    return _Search(pos, tail_error(buf, pos, n, limit, base + pos), quiet).searched(buf, hold)
+            if eof:
+                break
+            if quiet:  # past the end of the data: nothing more is read
+                return None
+            raise tail_error(buf, pos, n, limit, base + pos)
+        mod = forced or table.get(buf[pos + 16])
+        many = getattr(mod, "decode_columns_run", None) if limits is not None else None
+        if many is not None and limits is not None:  # as many clean batches as the sink takes, in one call
+            batches, starts, counts, stop = many(buf, pos, n, opts, sink, *limits)
+            if batches:
+                yield pos, stop, BatchRun(batches, starts, counts)
+                pos = stop
+                continue
+        run = getattr(mod, "decode_run", None)
+        if run is not None:
+            # legacy entries: decode as many as decode cleanly in one call, then go on below with the
+            # entry the run stopped at (another magic, a truncated tail, or an error to report)
+            # at most RUN_BYTES of input per call, so batches come out as they are read (400 compressed
+            # wrappers are not all decompressed before the first is yielded)
+            values, starts, stop = run(buf, pos, min(n, pos + RUN_BYTES), opts)
+            if values:
+                if positions:
+                    starts.append(stop)
+                    yield from zip(starts, starts[1:], values)
+                else:
+                    yield from values
+                pos = stop
+                continue
+        try:
+            if mod is None:
+                raise InvalidValueError(
+                    f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
+                )
+            into = getattr(mod, "decode_columns", None) if sink is not None else None
+            got = into(buf, pos, end, opts, sink) if into is not None else None
+            if got is None:
+                batch, _ = mod.decode_from(buf, pos, end, opts)
+            else:
+                batch, _, rows, mark = got
+                batch.records = Rows(rows, mark)
+        except CodecError as e:
+            e.batch_position = pos  # where the entry holding the error starts
+            if not skip_corrupt:
+                raise
+            if not eof and not _judgeable(buf, end, n, limit):
+                return pos  # whether the framing after it holds needs more of the stream
+            if end >= n or valid_entry_at(buf, end, n, check):
+                yield pos, end, e
+                pos = end
+                continue
+            q, hold = find_entry(buf, pos + 1, n, eof, check)  # its size may be damaged too: resynchronise
+            if q >= n and not eof:
+                return _Search(pos, e).searched(buf, hold)
+            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
+            pos = q
+            continue
+        yield (pos, end, batch) if positions else batch
+        pos = end
+    if not eof:
+        return pos
+    # a file whose first entry already runs past its end holds no entry at all: damage, never 0 batches
+    if pos < n and (strict_tail or (file_start and pos == 0)):
+        tail: CodecError = tail_error(buf, pos, n, None, base + pos)
+        if zero_run_end(buf, pos, n) >= n:
+            tail = _damaged(tail, pos, n, True, base)
+        if not skip_corrupt:
+            raise tail
+        yield pos, n, tail
+    return None
+
+
+def _forced_check(format, backend, opts):
+    """How a candidate entry is checked when resynchronising a forced format: decoded with it (None: the
+    built-in v0/v1/v2 checks)."""
+    if not format:
+        return None
+    forced = backend_module(format, backend)
+    return lambda b, p, e: forced.decode_from(b, p, e, opts)
+
+
+def _judgeable(buf, p: int, n: int, limit: int | None = None) -> bool:
+    """Whether the bytes in hand tell if a valid entry starts at ``p`` (its framing is broken, it is complete,
+    or its size runs past the end of the data, ``limit``)."""
+    if n - p < HEADER_SIZE_UP_TO_MAGIC:
+        return False
+    size = _ENTRY.unpack_from(buf, p)[1]
+    end = p + LOG_OVERHEAD + size
+    return size < MIN_ENTRY_SIZE or end <= n or (limit is not None and end > limit)
+
+
+def _damaged(e: CodecError, pos: int, q: int, zero_filled: bool, base: int = 0) -> CodecError:
+    """The error for the damaged region ``[pos, q)`` that began with ``e``: what was wrong first, and what
+    the region holds (zero fill, or bytes with no valid entry); ``unread`` is its length. Positions are in the
+    coordinates of ``e``'s offset; ``base`` is added to name the end in the message."""
+    d = type(e)(f"{e.reason}; {describe(q - pos, zero_filled)} up to byte {base + q}", offset=e.offset, path=e.path)
+    d.batch_position = pos
+    d.unread = q - pos
+    d.zero_filled = zero_filled
+    return d
