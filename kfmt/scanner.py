@@ -286,11 +286,10 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
                 e.batch_position = pos
                 e.unread = whole - pos
                 raise e from None
-            q, hold = find_entry(buf, pos + 1, n, eof, check)
-            if q >= n and not eof:
-                return _Search(pos, e).searched(buf, hold)
-            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
-            pos = q
+            got = yield from _cross(buf, pos, n, e, eof, check, base)
+            if type(got) is _Search:
+                return got
+            pos = got
             continue
         if end < 0:
             past = (
@@ -301,17 +300,14 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
             if not eof and not past:
                 return pos  # more of the stream may complete it
             quiet = not (strict_tail or (file_start and pos == 0))
-            if skip_corrupt and n - pos >= LOG_OVERHEAD:
-                q, hold = find_entry(
-                    buf, pos + 1, n, eof, check
-                )  # a size running past the end: good entries may follow
-                if q < n:
-                    e = tail_error(buf, pos, n, limit, base + pos)
-                    yield pos, q, _damaged(e, pos, q, False, base)
-                    pos = q
+            if skip_corrupt and n - pos >= LOG_OVERHEAD:  # a size running past the end: good entries may follow
+                got = yield from _cross(buf, pos, n, tail_error(buf, pos, n, limit, base + pos), eof, check, base,
+                                        tail_quiet=quiet)  # fmt: skip
+                if type(got) is _Search:
+                    return got
+                if got is not None:
+                    pos = got
                     continue
-                if not eof:
-                    return _Search(pos, tail_error(buf, pos, n, limit, base + pos), quiet).searched(buf, hold)
             if eof:
                 break
             if quiet:  # past the end of the data: nothing more is read
@@ -362,11 +358,10 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
                 yield pos, end, e
                 pos = end
                 continue
-            q, hold = find_entry(buf, pos + 1, n, eof, check)  # its size may be damaged too: resynchronise
-            if q >= n and not eof:
-                return _Search(pos, e).searched(buf, hold)
-            yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
-            pos = q
+            got = yield from _cross(buf, pos, n, e, eof, check, base)  # its size may be damaged too
+            if type(got) is _Search:
+                return got
+            pos = got
             continue
         yield (pos, end, batch) if positions else batch
         pos = end
@@ -381,6 +376,20 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
             raise tail
         yield pos, n, tail
     return None
+
+
+def _cross(buf, pos: int, n: int, e: CodecError, eof: bool, check, base: int, tail_quiet: bool | None = None):
+    """The damaged region that begins at ``pos`` with ``e``, crossed: yields it and returns where reading resumes
+    (the next valid entry), or returns the :class:`_Search` that goes on past ``n``. For an incomplete tail
+    (``tail_quiet`` given) with no valid entry after it, returns None: the end of the scan says what it is."""
+    q, hold = find_entry(buf, pos + 1, n, eof, check)
+    if q >= n:
+        if not eof:
+            return _Search(pos, e, bool(tail_quiet)).searched(buf, hold)
+        if tail_quiet is not None:
+            return None
+    yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)
+    return q
 
 
 def _forced_check(format, backend, opts):
