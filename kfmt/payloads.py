@@ -270,14 +270,17 @@ def _at_default(model: str, v, default) -> bool:
     """Whether a tagged field's value is its default; ``("empty", struct, bytes)``: Kafka's new Type(), the value
     the python backend decodes from those bytes (a struct with each field at its default)."""
     if type(default) is tuple and default[:1] == ("empty",):
-        if v is None:
-            return False
-        codec = importlib.import_module(model.rsplit(".", 1)[0] + ".python")
-        from kfmt.runtime.options import DEFAULT_OPTIONS
-
-        empty = getattr(codec, f"_decode_{default[1]}")(default[2], 0, len(default[2]), DEFAULT_OPTIONS)[0]
-        return kafka_json(v) == kafka_json(empty)
+        return v is not None and kafka_json(v) == _empty_json(model, default[1], default[2])
     return type(v) is type(default) and v == default or (v is None and default is None)
+
+
+@functools.lru_cache(maxsize=None)
+def _empty_json(model: str, struct: str, raw: bytes) -> dict:
+    """Kafka's JSON of the empty struct the python backend beside ``model`` decodes from ``raw`` (once each)."""
+    from kfmt.runtime.options import DEFAULT_OPTIONS
+
+    codec = importlib.import_module(model.rsplit(".", 1)[0] + ".python")
+    return kafka_json(getattr(codec, f"_decode_{struct}")(raw, 0, len(raw), DEFAULT_OPTIONS)[0])
 
 
 @functools.lru_cache(maxsize=None)
