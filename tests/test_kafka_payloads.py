@@ -857,16 +857,50 @@ def test_tags_in_any_order_as_kafkas_reader_takes_them():
     """#34 item 7: Kafka's generated reader takes tagged fields in any order (a known tag read twice keeps the
     last value; an unknown tag read twice is kept twice). PartitionChangeRecord v0 laid out by hand: frame 1,
     apiKey 5, version 0 (unsigned varints), PartitionId int32 3, TopicId (16 bytes), then 4 tags: Leader (tag 1)
-    7, Isr (tag 0, compact array) [1, 2], tag 40 (unknown) 0xAA, Leader again 9. Written back in tag order, as
-    Kafka writes (bytes Kafka reads as the same values)."""
+    7, Isr (tag 0, compact array) [1, 2], tag 40 (unknown) 0xAA, Leader again 9. Written back as read while the
+    values are unchanged (a byte-exact round trip); once a value changes, in tag order, as Kafka writes."""
     head = b"\x01\x05\x00" + (3).to_bytes(4, "big") + bytes(range(16))
     isr = b"\x00\x09\x03" + (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
     leader = lambda v: b"\x01\x04" + v.to_bytes(4, "big")  # noqa: E731
     data = head + b"\x04" + leader(7) + isr + b"\x28\x01\xaa" + leader(9)
     canonical = head + b"\x03" + isr + leader(9) + b"\x28\x01\xaa"
+    changed = head + b"\x03" + isr + leader(5) + b"\x28\x01\xaa"
     for backend in BACKENDS:
         v = decode_payload("__cluster_metadata", None, data, backend=backend).value.data
         assert (v.leader, v.isr, v.tagged_fields) == (9, [1, 2], [(40, b"\xaa")]), backend
         codec = _codec("kraft_metadata", backend)
-        assert codec.encode(codec.decode(data)) == canonical, backend
+        assert codec.encode(codec.decode(data)) == data, backend
         assert codec.encode(codec.decode(canonical)) == canonical, backend
+        record = codec.decode(data)
+        record.record.leader = 5
+        assert codec.encode(record) == changed, backend
+        record = codec.decode(data)
+        record.record.tagged_fields.append((41, b""))
+        assert codec.encode(record) == head + b"\x04" + isr + leader(9) + b"\x28\x01\xaa\x29\x00", backend
+
+
+def test_a_tag_at_its_default_is_kept_as_read():
+    """#34 item 7: a tagged field written explicitly at its default (Kafka's writers leave it out; its readers take
+    it) is written back as read. PartitionChangeRecord v0 (laid out as above) with Leader (tag 1) -2, its default,
+    and v2 with EligibleLeaderReplicas (tag 6, nullable, default null) written as null (compact array, uvarint 0);
+    ConsumerGroupMemberMetadataValue with ClassicMemberMetadata written as new ClassicMemberMetadata() (tag 0,
+    size 7: present 1, SessionTimeoutMs 0, SupportedProtocols [], no tags), which its absent tag reads as too.
+    Re-encoded at a version where the tag is not valid, the tag at its default is left out."""
+    head = lambda version: b"\x01\x05" + bytes([version]) + (3).to_bytes(4, "big") + bytes(range(16))  # noqa: E731
+    at_default = head(0) + b"\x01\x01\x04" + (-2).to_bytes(4, "big", signed=True)
+    null_elr = head(2) + b"\x01\x06\x01\x00"
+    key = _i16(5) + _i16(1) + b"g" + _i16(1) + b"m"
+    group = _i16(0) + b"\x00\x00" + b"\x02c" + b"\x03/h" + b"\x02\x02t" + b"\x00" + (300000).to_bytes(4, "big")
+    group += b"\x08uniform" + b"\x01\x00\x07\x01" + bytes(4) + b"\x01\x00"
+    for backend in BACKENDS:
+        codec = _codec("kraft_metadata", backend)
+        v = codec.decode(at_default)
+        assert v.record.leader == -2 and codec.encode(v) == at_default, backend
+        v = codec.decode(null_elr)
+        assert v.record.eligible_leader_replicas is None and codec.encode(v) == null_elr, backend
+        v.version = 0
+        assert codec.encode(v) == head(0) + b"\x00", backend  # tag 6 is not valid at v0: left out
+        groups = _codec("group_coordinator_value", backend)
+        m = decode_payload("__consumer_offsets", key, group, backend=backend).value.data.classic_member_metadata
+        assert (m.session_timeout_ms, m.supported_protocols) == (0, []), backend
+        assert groups.encode(groups.decode(group, record_type=5), record_type=5) == group, backend

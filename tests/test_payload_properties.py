@@ -1,12 +1,15 @@
-"""Every KRaft metadata record, remote log metadata record and coordinator record at every version, with values drawn by hypothesis (#34's
+"""Every KRaft metadata record, remote log metadata record, coordinator record and KRaft control record at every version, with values drawn by hypothesis (#34's
 done-when): nulls where the version allows them, empty and longer arrays, tagged fields absent or set, and unknown
 tags. The bytes come from an independent encoder, kafka-python's protocol types built from Kafka's own JSON specs
 (the pinned copies under tests/fixtures/kafka); unknown tags are laid out by hand in the top-level tagged section
 (count, then tag, size and bytes as unsigned varints, tags above every known one). Each backend decodes them to
 kafka-python's values and writes them back byte for byte.
 
-Not drawn: a tagged field written at its default (kfmt leaves it out on re-encode: #34 item 7) and tags out of
-order (refused: item 7 too)."""
+The top-level tagged section is then laid out as Kafka's readers take it though its writers never write it so
+(item 7): tagged fields written explicitly at their default (bytes from kafka-python's field encoder; a struct
+whose default is Kafka's new Type(): that struct with each field at its default), tags in any order, and a
+named tag written twice (first at its default: the last one counts). Each backend reads the values and writes
+the section back as read."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from test_kafka_payloads import (
     COORDINATORS,
     METADATA,
     REMOTE,
+    TREE,
     _i16,
     _pairs,
     _same,
@@ -97,7 +101,7 @@ def _draw_struct(draw, struct, version: int, depth: int = 0) -> dict:
             or (isinstance(v, float) and v == 0)
             or (isinstance(v, dict) and _new_type(f) and _all_default(v))
         ):
-            continue  # a tagged value at its default is not written (item 7: kept as read is still to come)
+            continue  # at its default: not written here (_reshape writes some explicitly)
         out[f.name] = v
     return out
 
@@ -118,6 +122,61 @@ def _unknown_tags(draw, body: bytes, struct, version: int, data: dict) -> bytes:
     return body[:-1] + _uv(n) + b"".join(_uv(t) + _uv(len(b)) + b for t, b in tags)
 
 
+def _entries(section: bytes) -> list:
+    """(tag, bytes) pairs of a tagged section: a count, then per tag its tag, size and bytes (unsigned varints)."""
+
+    def uv(pos: int) -> tuple[int, int]:
+        v = shift = 0
+        while True:
+            b = section[pos]
+            v |= (b & 0x7F) << shift
+            pos, shift = pos + 1, shift + 7
+            if b < 0x80:
+                return v, pos
+
+    n, pos = uv(0)
+    out = []
+    for _ in range(n):
+        tag, pos = uv(pos)
+        size, pos = uv(pos)
+        out.append((tag, section[pos : pos + size]))
+        pos += size
+    assert pos == len(section)
+    return out
+
+
+def _default_bytes(field, version: int) -> bytes:
+    """A tagged field's value at its default, as kafka-python's field encoder writes it."""
+    value = field.default
+    if _new_type(field):  # Kafka's new Type(): the struct with each field at its default
+        value = {f.name: f.default for f in field.fields.values() if f.for_version_q(version)}
+    return field.encode(value, version=version, compact=True, tagged=None)
+
+
+def _reshape(draw, body: bytes, struct, version: int, values: dict) -> bytes:
+    """``body`` with its top-level tagged section as Kafka reads but does not write it: some tagged fields
+    written at their default (a set one: first at its default, then its value), the tags in a drawn order (a
+    tag written twice keeps its occurrences in order, so the last one still counts)."""
+    tagged = [f for f in struct.fields.values() if f.tag is not None and f.for_version_q(version)]
+    names = {f.name for f in tagged}
+    plain = struct.encode(
+        {k: v for k, v in values.items() if k not in names}, version=version, compact=True, tagged=True
+    )
+    prefix = plain[:-1]  # the same bytes with an empty top-level section (its count, 0, last)
+    assert plain[-1:] == b"\x00" and body.startswith(prefix), body.hex()
+    entries = _entries(body[len(prefix) :])
+    for f in tagged:
+        if draw(st.booleans()):
+            entries.insert(0, (int(f.tag), _default_bytes(f, version)))
+    order = draw(st.permutations(range(len(entries))))
+    queues: dict[int, list] = {}
+    for tag, b in entries:
+        queues.setdefault(tag, []).append(b)
+    shuffled = [entries[i][0] for i in order]
+    section = _uv(len(shuffled)) + b"".join(_uv(t) + _uv(len(b)) + b for t in shuffled for b in [queues[t].pop(0)])
+    return prefix + section
+
+
 def _check(schema: str, topic: str, key, value: bytes, data: dict, **params) -> None:
     for backend in BACKENDS:
         p = decode_payload(topic, key, value, backend=backend)
@@ -126,6 +185,7 @@ def _check(schema: str, topic: str, key, value: bytes, data: dict, **params) -> 
         assert codec.encode(codec.decode(value, **params), **params) == value, (schema, backend, value.hex())
 
 
+CLIENT_MESSAGES = TREE / "clients/src/main/resources/common/message"
 METADATA_SPECS = sorted(p for p in METADATA.glob("*.json") if _spec(p)["fields"])
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
@@ -145,6 +205,7 @@ def test_framed_records_drawn(framed, data):
     values = _draw_struct(data.draw, struct, version)
     body = struct.encode(values, version=version, compact=True, tagged=True)
     body = _unknown_tags(data.draw, body, struct, version, values)
+    body = _reshape(data.draw, body, struct, version, values)
     _check(schema, topic, None, _uv(1) + _uv(spec["apiKey"]) + _uv(version) + body, values)
 
 
@@ -164,5 +225,31 @@ def test_coordinator_records_drawn(pair, data):
     body = vstruct.encode(values, version=version, compact=flex, tagged=flex)
     if flex:
         body = _unknown_tags(data.draw, body, vstruct, version, values)
+        body = _reshape(data.draw, body, vstruct, version, values)
     schema = COORDINATORS[topic][0]
     _check(schema, topic, key, _i16(version) + body, values, record_type=record_type)
+
+
+CONTROLS = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord", 5: "KRaftVersionRecord",
+            6: "VotersRecord"}  # fmt: skip  # ControlRecordType's ids; ControlRecordUtils reads each at version 0
+
+
+@pytest.mark.parametrize("control_type", sorted(CONTROLS), ids=CONTROLS.get)
+@SETTINGS
+@given(st.data())
+def test_control_records_drawn(control_type, data):
+    """KRaft's control records (raft_control): the value is the message at version 0 with no version before
+    it (ControlRecordUtils), laid out by kafka-python from the clients' specs; tagged sections reshaped too."""
+    from kfmt.payloads import decode_control
+
+    path = CLIENT_MESSAGES / f"{CONTROLS[control_type]}.json"
+    struct = _struct(path)
+    values = _draw_struct(data.draw, struct, 0)
+    body = struct.encode(values, version=0, compact=True, tagged=True)
+    body = _reshape(data.draw, _unknown_tags(data.draw, body, struct, 0, values), struct, 0, values)
+    for backend in BACKENDS:
+        d = decode_control(control_type, body, backend=backend)
+        assert (d.type, d.version) == (CONTROLS[control_type], 0)
+        _same(d.data, values)
+        codec = _codec("raft_control", backend)
+        assert codec.encode(codec.decode(body, control_type=control_type), control_type=control_type) == body, backend

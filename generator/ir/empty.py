@@ -19,6 +19,15 @@ def absent_bytes(ir: n.FormatIR, t: n.TaggedField) -> bytes:
     return struct_bytes(ir, t.struct)
 
 
+def py_at_default(t: n.TaggedField, var: str) -> str:
+    """The Python test (for both python backends) that a decoded tagged field ``var`` holds the value its
+    encoders leave it out at (its absent value, or None when it is not nullable); a struct whose absent value
+    is the empty struct is compared as bytes, by :func:`absent_bytes`, instead."""
+    if t.nullable:
+        return f"{var} == {t.absent!r}"
+    return f"({var} == {t.absent!r} or {var} is None)"
+
+
 def struct_bytes(ir: n.FormatIR, name: str) -> bytes:
     st = ir.struct(name)
     return b"".join(_field(ir, f) for f in st.fields)

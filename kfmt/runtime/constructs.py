@@ -13,7 +13,7 @@ import zlib
 from typing import Any
 
 import construct as c
-from construct.core import stream_read, stream_tell, stream_write
+from construct.core import stream_read, stream_seek, stream_tell, stream_write
 from crc32c import crc32c
 
 from kfmt.runtime import compression as _compression
@@ -455,6 +455,7 @@ class KTagged(c.Construct):
         return entry
 
     def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
         n = self._COUNT._parsereport(stream, context, path)
         known, unknown = {}, []
         for _ in range(n):  # in any order, as Kafka's reader takes them (a known tag twice: the last one)
@@ -470,7 +471,10 @@ class KTagged(c.Construct):
             if used != size:
                 raise c.ValidationError(f"tag {tag} ({entry[0]}) holds {size} bytes, its value {used}", path=path)
             known[entry[0]] = value
-        return c.Container(known=known, unknown=unknown)
+        stop = stream_tell(stream, path)
+        stream_seek(stream, start, 0, path)
+        raw = stream_read(stream, stop - start, path)  # the section as read: kept when Kafka would not write it so
+        return c.Container(known=known, unknown=unknown, raw=raw)
 
     def _build(self, obj, stream, context, path):
         out = bytearray()
@@ -478,7 +482,8 @@ class KTagged(c.Construct):
         for tag, (name, sub, _cond) in sorted(self.fields.items()):
             if name in obj["known"] and self._known(tag, context) is not None:
                 known.append((tag, _build_alone(sub, obj["known"][name], context, path)))
-        write_tagged(out, known, obj["unknown"], path)
+        valid = [tag for tag in self.fields if self._known(tag, context) is not None]
+        write_tagged(out, known, obj["unknown"], path, valid)
         stream_write(stream, bytes(out), len(out), path)
         return obj
 

@@ -2321,6 +2321,7 @@ static int d_consumer_group_member_metadata_value(kf_ctx *cx, const uint8_t *b, 
                 Py_CLEAR(o_classic_member_metadata);
                 if ((rc_ = d_consumer_group_member_metadata_value_classic_member_metadata_tag(cx, b, pos, stop_, &o_classic_member_metadata, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (stop_ - pos == 7 && memcmp(b + pos, "\x01\x00\x00\x00\x00\x01\x00", 7) == 0) FALLBACK;
             }
             else if (kf_tag_append(o_tagged_fields, tag_, b + pos, stop_ - pos) < 0) ERROR;
             pos = stop_;

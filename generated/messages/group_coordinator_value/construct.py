@@ -33,6 +33,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import (
     OffsetCommitValue,
@@ -778,7 +779,7 @@ def _model_offset_commit_value_flexible(c_, opts, version):
     metadata = d_["metadata"]
     commit_timestamp = d_["commit_timestamp"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return OffsetCommitValueFlexible(
         offset=offset,
         leader_epoch=leader_epoch,
@@ -1266,7 +1267,7 @@ def _model_group_metadata_value_member_metadata(c_, opts, protocol_type):
     subscription = d_["subscription"]
     assignment = d_["assignment"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     subscription_decoded_error = None
     if protocol_type == "consumer":
         try:
@@ -1364,7 +1365,7 @@ def _model_group_metadata_value_flexible(c_, opts, version):
     current_state_timestamp = d_["current_state_timestamp"]
     members = [_model_group_metadata_value_member_metadata(x_, opts, protocol_type) for x_ in d_["members"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return GroupMetadataValueFlexible(
         protocol_type=protocol_type,
         generation=generation,
@@ -1450,7 +1451,7 @@ def _model_consumer_group_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConsumerGroupMetadataValue(epoch=epoch, tagged_fields=tagged_fields)
 
 
@@ -1500,7 +1501,7 @@ def _model_partition_metadata(c_, opts):
     partition = d_["partition"]
     racks = [_model_partition_metadata_racks_item(x_, opts) for x_ in d_["racks"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return PartitionMetadata(partition=partition, racks=racks, tagged_fields=tagged_fields)
 
 
@@ -1534,7 +1535,7 @@ def _model_topic_metadata(c_, opts):
     num_partitions = d_["num_partitions"]
     partition_metadata = [_model_partition_metadata(x_, opts) for x_ in d_["partition_metadata"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicMetadata(
         topic_id=topic_id,
         topic_name=topic_name,
@@ -1575,7 +1576,7 @@ def _model_consumer_group_partition_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     topics = [_model_topic_metadata(x_, opts) for x_ in d_["topics"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConsumerGroupPartitionMetadataValue(topics=topics, tagged_fields=tagged_fields)
 
 
@@ -1640,7 +1641,7 @@ def _model_classic_protocol(c_, opts):
     name = d_["name"]
     metadata = d_["metadata"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ClassicProtocol(name=name, metadata=metadata, tagged_fields=tagged_fields)
 
 
@@ -1668,7 +1669,7 @@ def _model_classic_member_metadata(c_, opts):
     session_timeout_ms = d_["session_timeout_ms"]
     supported_protocols = [_model_classic_protocol(x_, opts) for x_ in d_["supported_protocols"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ClassicMemberMetadata(
         session_timeout_ms=session_timeout_ms, supported_protocols=supported_protocols, tagged_fields=tagged_fields
     )
@@ -1752,7 +1753,11 @@ def _model_consumer_group_member_metadata_value(c_, opts, version):
             opts,
         )
     )
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        ((0, b"\x01\x00\x00\x00\x00\x01\x00"),),
+    )
     return ConsumerGroupMemberMetadataValue(
         instance_id=instance_id,
         rack_id=rack_id,
@@ -1828,7 +1833,7 @@ def _model_consumer_group_target_assignment_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     assignment_epoch = d_["assignment_epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch, tagged_fields=tagged_fields)
 
 
@@ -1882,7 +1887,7 @@ def _model_topic_partition(c_, opts):
     topic_id = d_["topic_id"]
     partitions = [_model_topic_partition_partitions_item(x_, opts) for x_ in d_["partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicPartition(topic_id=topic_id, partitions=partitions, tagged_fields=tagged_fields)
 
 
@@ -1913,7 +1918,7 @@ def _model_consumer_group_target_assignment_member_value(c_, opts, version):
     d_ = _flatten(c_)
     topic_partitions = [_model_topic_partition(x_, opts) for x_ in d_["topic_partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConsumerGroupTargetAssignmentMemberValue(topic_partitions=topic_partitions, tagged_fields=tagged_fields)
 
 
@@ -1970,7 +1975,7 @@ def _model_topic_partitions(c_, opts):
     topic_id = d_["topic_id"]
     partitions = [_model_topic_partitions_partitions_item(x_, opts) for x_ in d_["partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicPartitions(topic_id=topic_id, partitions=partitions, tagged_fields=tagged_fields)
 
 
@@ -2005,7 +2010,7 @@ def _model_consumer_group_current_member_assignment_value(c_, opts, version):
     assigned_partitions = [_model_topic_partitions(x_, opts) for x_ in d_["assigned_partitions"]]
     partitions_pending_revocation = [_model_topic_partitions(x_, opts) for x_ in d_["partitions_pending_revocation"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=member_epoch,
         previous_member_epoch=previous_member_epoch,
@@ -2055,7 +2060,7 @@ def _model_share_group_partition_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     topics = [_model_topic_metadata(x_, opts) for x_ in d_["topics"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupPartitionMetadataValue(topics=topics, tagged_fields=tagged_fields)
 
 
@@ -2123,7 +2128,7 @@ def _model_share_group_member_metadata_value(c_, opts, version):
         for x_ in d_["subscribed_topic_names"]
     ]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupMemberMetadataValue(
         rack_id=rack_id,
         client_id=client_id,
@@ -2167,7 +2172,7 @@ def _model_share_group_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupMetadataValue(epoch=epoch, tagged_fields=tagged_fields)
 
 
@@ -2193,7 +2198,7 @@ def _model_share_group_target_assignment_metadata_value(c_, opts, version):
     d_ = _flatten(c_)
     assignment_epoch = d_["assignment_epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch, tagged_fields=tagged_fields)
 
 
@@ -2221,7 +2226,7 @@ def _model_share_group_target_assignment_member_value(c_, opts, version):
     d_ = _flatten(c_)
     topic_partitions = [_model_topic_partition(x_, opts) for x_ in d_["topic_partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupTargetAssignmentMemberValue(topic_partitions=topic_partitions, tagged_fields=tagged_fields)
 
 
@@ -2255,7 +2260,7 @@ def _model_share_group_current_member_assignment_value(c_, opts, version):
     state = d_["state"]
     assigned_partitions = [_model_topic_partitions(x_, opts) for x_ in d_["assigned_partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupCurrentMemberAssignmentValue(
         member_epoch=member_epoch,
         previous_member_epoch=previous_member_epoch,
@@ -2323,7 +2328,7 @@ def _model_topic_partitions_info(c_, opts):
     topic_name = d_["topic_name"]
     partitions = [_model_topic_partitions_info_partitions_item(x_, opts) for x_ in d_["partitions"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicPartitionsInfo(
         topic_id=topic_id, topic_name=topic_name, partitions=partitions, tagged_fields=tagged_fields
     )
@@ -2359,7 +2364,7 @@ def _model_topic_info(c_, opts):
     topic_id = d_["topic_id"]
     topic_name = d_["topic_name"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicInfo(topic_id=topic_id, topic_name=topic_name, tagged_fields=tagged_fields)
 
 
@@ -2387,7 +2392,7 @@ def _model_share_group_state_partition_metadata_value(c_, opts, version):
     initialized_topics = [_model_topic_partitions_info(x_, opts) for x_ in d_["initialized_topics"]]
     deleting_topics = [_model_topic_info(x_, opts) for x_ in d_["deleting_topics"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareGroupStatePartitionMetadataValue(
         initialized_topics=initialized_topics, deleting_topics=deleting_topics, tagged_fields=tagged_fields
     )

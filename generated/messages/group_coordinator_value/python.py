@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import (
@@ -289,6 +290,8 @@ def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
     (commit_timestamp,) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -306,8 +309,13 @@ def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
                 path="offset_commit_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return OffsetCommitValueFlexible(offset, leader_epoch, metadata, commit_timestamp, tagged_fields), pos
 
 
@@ -349,6 +357,8 @@ def _fdecode_offset_commit_value_flexible(buf, pos, end, opts, version):
     (commit_timestamp,) = _S0.unpack_from(buf, pos)
     pos += 8
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -366,8 +376,13 @@ def _fdecode_offset_commit_value_flexible(buf, pos, end, opts, version):
                 path="offset_commit_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(OffsetCommitValueFlexible)  # slots set directly: a third of the cost of calling __init__
     value_.offset = offset
     value_.leader_epoch = leader_epoch
@@ -405,7 +420,8 @@ def _encode_offset_commit_value_flexible(obj, out, index, version):
         out += metadata
     out += _S0.pack(commit_timestamp)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields", valid_)
 
 
 def _fencode_offset_commit_value_flexible(obj, out, index, version):
@@ -433,7 +449,8 @@ def _fencode_offset_commit_value_flexible(obj, out, index, version):
     out += metadata
     out += _S0.pack(commit_timestamp)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "offset_commit_value_flexible.tagged_fields", valid_)
 
 
 def _decode_offset_commit_value_versions(buf, pos, end, opts, version):
@@ -2169,6 +2186,8 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
         assignment = buf[pos : pos + n_assignment]
         pos += n_assignment
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2186,8 +2205,13 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
                 path="group_metadata_value_member_metadata.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     subscription_decoded_error = None
     if protocol_type == "consumer":
         try:  # on_error: raw: a parse that fails leaves the bytes, and says why (the checked decoder's error)
@@ -2323,7 +2347,8 @@ def _encode_group_metadata_value_member_metadata(obj, out, index, protocol_type)
 
         out += assignment
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_member_metadata.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_member_metadata.tagged_fields", valid_)
 
 
 def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
@@ -2476,6 +2501,8 @@ def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
             ) from None
         append_members(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2493,8 +2520,13 @@ def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
                 path="group_metadata_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return GroupMetadataValueFlexible(
         protocol_type, generation, protocol, leader, current_state_timestamp, members, tagged_fields
     ), pos
@@ -2779,6 +2811,8 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
             ]
             pos += n_assignment_group_metadata_value_member_metadata_
         tagged_fields_group_metadata_value_member_metadata_ = []
+        sec__group_metadata_value_member_metadata_ = pos
+        prev__group_metadata_value_member_metadata_, odd__group_metadata_value_member_metadata_ = (-1, False)
         n_tags__group_metadata_value_member_metadata_, pos = _read_uvarint32(
             buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
         )
@@ -2802,6 +2836,9 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                     path="group_metadata_value_member_metadata.tagged_fields",
                 )
             stop__group_metadata_value_member_metadata_ = pos + size__group_metadata_value_member_metadata_
+            if tag__group_metadata_value_member_metadata_ <= prev__group_metadata_value_member_metadata_:
+                odd__group_metadata_value_member_metadata_ = True
+            prev__group_metadata_value_member_metadata_ = tag__group_metadata_value_member_metadata_
             tagged_fields_group_metadata_value_member_metadata_.append(
                 (
                     tag__group_metadata_value_member_metadata_,
@@ -2809,6 +2846,12 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                 )
             )
             pos = stop__group_metadata_value_member_metadata_
+        if odd__group_metadata_value_member_metadata_:
+            tagged_fields_group_metadata_value_member_metadata_ = _keep_tags(
+                tagged_fields_group_metadata_value_member_metadata_,
+                buf[sec__group_metadata_value_member_metadata_:pos],
+                (),
+            )
         subscription_decoded_error_group_metadata_value_member_metadata_ = None
         if protocol_type == "consumer":
             try:
@@ -2892,6 +2935,8 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
         item_ = value__group_metadata_value_member_metadata_
         append_members(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2909,8 +2954,13 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
                 path="group_metadata_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(GroupMetadataValueFlexible)
     value_.protocol_type = protocol_type
     value_.generation = generation
@@ -2994,7 +3044,8 @@ def _encode_group_metadata_value_flexible(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"group_metadata_value_flexible.members[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields", valid_)
 
 
 def _fencode_group_metadata_value_flexible(obj, out, index, version):
@@ -3198,14 +3249,17 @@ def _fencode_group_metadata_value_flexible(obj, out, index, version):
             )
         out += assignment_group_metadata_value_member_metadata_
         tags__group_metadata_value_member_metadata_ = []
+        valid__group_metadata_value_member_metadata_ = None
         _write_tagged(
             out,
             tags__group_metadata_value_member_metadata_,
             tagged_fields_group_metadata_value_member_metadata_,
             "group_metadata_value_member_metadata.tagged_fields",
+            valid__group_metadata_value_member_metadata_,
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "group_metadata_value_flexible.tagged_fields", valid_)
 
 
 def _decode_group_metadata_value_versions(buf, pos, end, opts, version):
@@ -3297,6 +3351,8 @@ def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3314,8 +3370,13 @@ def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
                 path="consumer_group_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupMetadataValue(epoch, tagged_fields), pos
 
 
@@ -3330,6 +3391,8 @@ def _fdecode_consumer_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3347,8 +3410,13 @@ def _fdecode_consumer_group_metadata_value(buf, pos, end, opts, version):
                 path="consumer_group_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupMetadataValue)  # slots set directly: a third of the cost of calling __init__
     value_.epoch = epoch
     value_.tagged_fields = tagged_fields
@@ -3367,7 +3435,8 @@ def _encode_consumer_group_metadata_value(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_metadata_value(obj, out, index, version):
@@ -3382,7 +3451,8 @@ def _fencode_consumer_group_metadata_value(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_metadata_value.tagged_fields", valid_)
 
 
 def _decode_partition_metadata_racks_item(buf, pos, end, opts):
@@ -3473,6 +3543,8 @@ def _decode_partition_metadata(buf, pos, end, opts):
             raise exc.within("partition_metadata.racks", i_racks, "partition_metadata_racks_item") from None
         append_racks(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3490,8 +3562,13 @@ def _decode_partition_metadata(buf, pos, end, opts):
                 path="partition_metadata.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return PartitionMetadata(partition, racks, tagged_fields), pos
 
 
@@ -3519,7 +3596,8 @@ def _encode_partition_metadata(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"partition_metadata.racks[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "partition_metadata.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "partition_metadata.tagged_fields", valid_)
 
 
 def _decode_topic_metadata(buf, pos, end, opts):
@@ -3596,6 +3674,8 @@ def _decode_topic_metadata(buf, pos, end, opts):
             raise exc.within("topic_metadata.partition_metadata", i_partition_metadata, "partition_metadata") from None
         append_partition_metadata(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3609,8 +3689,13 @@ def _decode_topic_metadata(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_metadata.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicMetadata(topic_id, topic_name, num_partitions, partition_metadata, tagged_fields), pos
 
 
@@ -3653,7 +3738,8 @@ def _encode_topic_metadata(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_metadata.partition_metadata[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_metadata.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_metadata.tagged_fields", valid_)
 
 
 def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version):
@@ -3721,6 +3807,8 @@ def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version
                     path="consumer_group_partition_metadata_value.topics",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3738,8 +3826,13 @@ def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version
                 path="consumer_group_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupPartitionMetadataValue(topics, tagged_fields), pos
 
 
@@ -3905,6 +3998,8 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                 )
                 append_racks_partition_metadata__topic_metadata_(item__partition_metadata__topic_metadata_)
             tagged_fields_partition_metadata__topic_metadata_ = []
+            sec__partition_metadata__topic_metadata_ = pos
+            prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
             n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                 buf, pos, end, "partition_metadata.tagged_fields"
             )
@@ -3928,6 +4023,9 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                         path="partition_metadata.tagged_fields",
                     )
                 stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
+                if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
+                    odd__partition_metadata__topic_metadata_ = True
+                prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
                 tagged_fields_partition_metadata__topic_metadata_.append(
                     (
                         tag__partition_metadata__topic_metadata_,
@@ -3935,6 +4033,12 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                     )
                 )
                 pos = stop__partition_metadata__topic_metadata_
+            if odd__partition_metadata__topic_metadata_:
+                tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
+                    tagged_fields_partition_metadata__topic_metadata_,
+                    buf[sec__partition_metadata__topic_metadata_:pos],
+                    (),
+                )
             value__partition_metadata__topic_metadata_ = _new_object(PartitionMetadata)
             value__partition_metadata__topic_metadata_.partition = partition_partition_metadata__topic_metadata_
             value__partition_metadata__topic_metadata_.racks = racks_partition_metadata__topic_metadata_
@@ -3942,6 +4046,8 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             item__topic_metadata_ = value__partition_metadata__topic_metadata_
             append_partition_metadata_topic_metadata_(item__topic_metadata_)
         tagged_fields_topic_metadata_ = []
+        sec__topic_metadata_ = pos
+        prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
         n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
         if n_tags__topic_metadata_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -3959,8 +4065,13 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                     path="topic_metadata.tagged_fields",
                 )
             stop__topic_metadata_ = pos + size__topic_metadata_
+            if tag__topic_metadata_ <= prev__topic_metadata_:
+                odd__topic_metadata_ = True
+            prev__topic_metadata_ = tag__topic_metadata_
             tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
             pos = stop__topic_metadata_
+        if odd__topic_metadata_:
+            tagged_fields_topic_metadata_ = _keep_tags(tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ())
         value__topic_metadata_ = _new_object(TopicMetadata)
         value__topic_metadata_.topic_id = topic_id_topic_metadata_
         value__topic_metadata_.topic_name = topic_name_topic_metadata_
@@ -3974,6 +4085,8 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -3991,8 +4104,13 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
                 path="consumer_group_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupPartitionMetadataValue)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -4027,7 +4145,8 @@ def _encode_consumer_group_partition_metadata_value(obj, out, index, version):
             path=f"consumer_group_partition_metadata_value.topics[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
@@ -4123,16 +4242,26 @@ def _fencode_consumer_group_partition_metadata_value(obj, out, index, version):
                     )
                 out += value_partition_metadata_racks_item__partition_metadata__topic_metadata_
             tags__partition_metadata__topic_metadata_ = []
+            valid__partition_metadata__topic_metadata_ = None
             _write_tagged(
                 out,
                 tags__partition_metadata__topic_metadata_,
                 tagged_fields_partition_metadata__topic_metadata_,
                 "partition_metadata.tagged_fields",
+                valid__partition_metadata__topic_metadata_,
             )
         tags__topic_metadata_ = []
-        _write_tagged(out, tags__topic_metadata_, tagged_fields_topic_metadata_, "topic_metadata.tagged_fields")
+        valid__topic_metadata_ = None
+        _write_tagged(
+            out,
+            tags__topic_metadata_,
+            tagged_fields_topic_metadata_,
+            "topic_metadata.tagged_fields",
+            valid__topic_metadata_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_partition_metadata_value.tagged_fields", valid_)
 
 
 def _decode_consumer_group_member_metadata_value_subscribed_topic_names_item(buf, pos, end, opts):
@@ -4251,6 +4380,8 @@ def _decode_classic_protocol(buf, pos, end, opts):
         metadata = buf[pos : pos + n_metadata]
         pos += n_metadata
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4268,8 +4399,13 @@ def _decode_classic_protocol(buf, pos, end, opts):
                 path="classic_protocol.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClassicProtocol(name, metadata, tagged_fields), pos
 
 
@@ -4302,7 +4438,8 @@ def _encode_classic_protocol(obj, out, index):
 
         out += metadata
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "classic_protocol.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "classic_protocol.tagged_fields", valid_)
 
 
 def _decode_classic_member_metadata(buf, pos, end, opts):
@@ -4360,6 +4497,8 @@ def _decode_classic_member_metadata(buf, pos, end, opts):
             ) from None
         append_supported_protocols(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4377,8 +4516,13 @@ def _decode_classic_member_metadata(buf, pos, end, opts):
                 path="classic_member_metadata.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClassicMemberMetadata(session_timeout_ms, supported_protocols, tagged_fields), pos
 
 
@@ -4454,6 +4598,8 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
             metadata_classic_protocol_ = buf[pos : pos + n_metadata_classic_protocol_]
             pos += n_metadata_classic_protocol_
         tagged_fields_classic_protocol_ = []
+        sec__classic_protocol_ = pos
+        prev__classic_protocol_, odd__classic_protocol_ = (-1, False)
         n_tags__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
         if n_tags__classic_protocol_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -4471,8 +4617,15 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
                     path="classic_protocol.tagged_fields",
                 )
             stop__classic_protocol_ = pos + size__classic_protocol_
+            if tag__classic_protocol_ <= prev__classic_protocol_:
+                odd__classic_protocol_ = True
+            prev__classic_protocol_ = tag__classic_protocol_
             tagged_fields_classic_protocol_.append((tag__classic_protocol_, bytes(buf[pos:stop__classic_protocol_])))
             pos = stop__classic_protocol_
+        if odd__classic_protocol_:
+            tagged_fields_classic_protocol_ = _keep_tags(
+                tagged_fields_classic_protocol_, buf[sec__classic_protocol_:pos], ()
+            )
         value__classic_protocol_ = _new_object(ClassicProtocol)
         value__classic_protocol_.name = name_classic_protocol_
         value__classic_protocol_.metadata = metadata_classic_protocol_
@@ -4480,6 +4633,8 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
         item_ = value__classic_protocol_
         append_supported_protocols(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4497,8 +4652,13 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
                 path="classic_member_metadata.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ClassicMemberMetadata)
     value_.session_timeout_ms = session_timeout_ms
     value_.supported_protocols = supported_protocols
@@ -4530,7 +4690,8 @@ def _encode_classic_member_metadata(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"classic_member_metadata.supported_protocols[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields", valid_)
 
 
 def _fencode_classic_member_metadata(obj, out, index):
@@ -4569,9 +4730,17 @@ def _fencode_classic_member_metadata(obj, out, index):
             _write_uvarint(out, n__classic_protocol_ + 1, "classic_protocol.metadata")
         out += metadata_classic_protocol_
         tags__classic_protocol_ = []
-        _write_tagged(out, tags__classic_protocol_, tagged_fields_classic_protocol_, "classic_protocol.tagged_fields")
+        valid__classic_protocol_ = None
+        _write_tagged(
+            out,
+            tags__classic_protocol_,
+            tagged_fields_classic_protocol_,
+            "classic_protocol.tagged_fields",
+            valid__classic_protocol_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "classic_member_metadata.tagged_fields", valid_)
 
 
 def _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(buf, pos, end, opts):
@@ -4890,6 +5059,8 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     classic_member_metadata = _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(
         b"\x01\x00\x00\x00\x00\x01\x00", 0, b"\x01\x00\x00\x00\x00\x01\x00".__len__(), opts
     )[0]  # absent: new consumer_group_member_metadata_value_classic_member_metadata_tag()
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4907,6 +5078,9 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
                 path="consumer_group_member_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             classic_member_metadata, q_ = _decode_consumer_group_member_metadata_value_classic_member_metadata_tag(
                 buf, pos, stop_, opts
@@ -4917,9 +5091,13 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
                     offset=q_,
                     path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
                 )
+            if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
     return ConsumerGroupMemberMetadataValue(
         instance_id,
         rack_id,
@@ -5144,6 +5322,8 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     classic_member_metadata = _fdecode_consumer_group_member_metadata_value_classic_member_metadata_tag(
         b"\x01\x00\x00\x00\x00\x01\x00", 0, b"\x01\x00\x00\x00\x00\x01\x00".__len__(), opts
     )[0]
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5161,6 +5341,9 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
                 path="consumer_group_member_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             classic_member_metadata, q_ = _fdecode_consumer_group_member_metadata_value_classic_member_metadata_tag(
                 buf, pos, stop_, opts
@@ -5171,9 +5354,13 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
                     offset=q_,
                     path="consumer_group_member_metadata_value.tagged_fields.classic_member_metadata",
                 )
+            if buf[pos:stop_] == b"\x01\x00\x00\x00\x00\x01\x00":
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, b"\x01\x00\x00\x00\x00\x01\x00"),))
     value_ = _new_object(ConsumerGroupMemberMetadataValue)
     value_.instance_id = instance_id
     value_.rack_id = rack_id
@@ -5306,7 +5493,8 @@ def _encode_consumer_group_member_metadata_value(obj, out, index, version):
         _encode_consumer_group_member_metadata_value_classic_member_metadata_tag(classic_member_metadata, tmp_, 0)
         if tmp_ != b"\x01\x00\x00\x00\x00\x01\x00":  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_member_metadata_value(obj, out, index, version):
@@ -5421,7 +5609,8 @@ def _fencode_consumer_group_member_metadata_value(obj, out, index, version):
         _fencode_consumer_group_member_metadata_value_classic_member_metadata_tag(classic_member_metadata, tmp_, 0)
         if tmp_ != b"\x01\x00\x00\x00\x00\x01\x00":
             tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_member_metadata_value.tagged_fields", valid_)
 
 
 def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts, version):
@@ -5439,6 +5628,8 @@ def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts,
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5456,8 +5647,13 @@ def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts,
                 path="consumer_group_target_assignment_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch, tagged_fields), pos
 
 
@@ -5472,6 +5668,8 @@ def _fdecode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5489,8 +5687,13 @@ def _fdecode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts
                 path="consumer_group_target_assignment_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ConsumerGroupTargetAssignmentMetadataValue
     )  # slots set directly: a third of the cost of calling __init__
@@ -5511,7 +5714,8 @@ def _encode_consumer_group_target_assignment_metadata_value(obj, out, index, ver
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_target_assignment_metadata_value(obj, out, index, version):
@@ -5526,7 +5730,8 @@ def _fencode_consumer_group_target_assignment_metadata_value(obj, out, index, ve
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_metadata_value.tagged_fields", valid_)
 
 
 def _decode_topic_partition_partitions_item(buf, pos, end, opts):
@@ -5585,6 +5790,8 @@ def _decode_topic_partition(buf, pos, end, opts):
             raise exc.within("topic_partition.partitions", i_partitions, "topic_partition_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5598,8 +5805,13 @@ def _decode_topic_partition(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_partition.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartition(topic_id, partitions, tagged_fields), pos
 
 
@@ -5627,7 +5839,8 @@ def _encode_topic_partition(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partition.partitions[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_partition.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_partition.tagged_fields", valid_)
 
 
 def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, version):
@@ -5703,6 +5916,8 @@ def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, v
                     path="consumer_group_target_assignment_member_value.topic_partitions",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5720,8 +5935,13 @@ def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, v
                 path="consumer_group_target_assignment_member_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupTargetAssignmentMemberValue(topic_partitions, tagged_fields), pos
 
 
@@ -5797,6 +6017,8 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
             item__topic_partition_ = value_topic_partition_partitions_item__topic_partition_
             append_partitions_topic_partition_(item__topic_partition_)
         tagged_fields_topic_partition_ = []
+        sec__topic_partition_ = pos
+        prev__topic_partition_, odd__topic_partition_ = (-1, False)
         n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
         if n_tags__topic_partition_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -5814,8 +6036,15 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
                     path="topic_partition.tagged_fields",
                 )
             stop__topic_partition_ = pos + size__topic_partition_
+            if tag__topic_partition_ <= prev__topic_partition_:
+                odd__topic_partition_ = True
+            prev__topic_partition_ = tag__topic_partition_
             tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
             pos = stop__topic_partition_
+        if odd__topic_partition_:
+            tagged_fields_topic_partition_ = _keep_tags(
+                tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
+            )
         value__topic_partition_ = _new_object(TopicPartition)
         value__topic_partition_.topic_id = topic_id_topic_partition_
         value__topic_partition_.partitions = partitions_topic_partition_
@@ -5827,6 +6056,8 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5844,8 +6075,13 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
                 path="consumer_group_target_assignment_member_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupTargetAssignmentMemberValue)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -5882,7 +6118,8 @@ def _encode_consumer_group_target_assignment_member_value(obj, out, index, versi
             path=f"consumer_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_target_assignment_member_value(obj, out, index, version):
@@ -5917,9 +6154,17 @@ def _fencode_consumer_group_target_assignment_member_value(obj, out, index, vers
             value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
             out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
         tags__topic_partition_ = []
-        _write_tagged(out, tags__topic_partition_, tagged_fields_topic_partition_, "topic_partition.tagged_fields")
+        valid__topic_partition_ = None
+        _write_tagged(
+            out,
+            tags__topic_partition_,
+            tagged_fields_topic_partition_,
+            "topic_partition.tagged_fields",
+            valid__topic_partition_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_target_assignment_member_value.tagged_fields", valid_)
 
 
 def _decode_topic_partitions_partitions_item(buf, pos, end, opts):
@@ -5978,6 +6223,8 @@ def _decode_topic_partitions(buf, pos, end, opts):
             raise exc.within("topic_partitions.partitions", i_partitions, "topic_partitions_partitions_item") from None
         append_partitions(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5995,8 +6242,13 @@ def _decode_topic_partitions(buf, pos, end, opts):
                 path="topic_partitions.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitions(topic_id, partitions, tagged_fields), pos
 
 
@@ -6024,7 +6276,8 @@ def _encode_topic_partitions(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions.partitions[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_partitions.tagged_fields", valid_)
 
 
 def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, version):
@@ -6178,6 +6431,8 @@ def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, 
                     path="consumer_group_current_member_assignment_value.partitions_pending_revocation",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6195,8 +6450,13 @@ def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, 
                 path="consumer_group_current_member_assignment_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch, previous_member_epoch, state, assigned_partitions, partitions_pending_revocation, tagged_fields
     ), pos
@@ -6276,6 +6536,8 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
+        sec__topic_partitions_ = pos
+        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
         n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -6293,8 +6555,15 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
                     path="topic_partitions.tagged_fields",
                 )
             stop__topic_partitions_ = pos + size__topic_partitions_
+            if tag__topic_partitions_ <= prev__topic_partitions_:
+                odd__topic_partitions_ = True
+            prev__topic_partitions_ = tag__topic_partitions_
             tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
             pos = stop__topic_partitions_
+        if odd__topic_partitions_:
+            tagged_fields_topic_partitions_ = _keep_tags(
+                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+            )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -6368,6 +6637,8 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
+        sec__topic_partitions_ = pos
+        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
         n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -6385,8 +6656,15 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
                     path="topic_partitions.tagged_fields",
                 )
             stop__topic_partitions_ = pos + size__topic_partitions_
+            if tag__topic_partitions_ <= prev__topic_partitions_:
+                odd__topic_partitions_ = True
+            prev__topic_partitions_ = tag__topic_partitions_
             tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
             pos = stop__topic_partitions_
+        if odd__topic_partitions_:
+            tagged_fields_topic_partitions_ = _keep_tags(
+                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+            )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -6398,6 +6676,8 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
             if budget_partitions_pending_revocation < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6415,8 +6695,13 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
                 path="consumer_group_current_member_assignment_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConsumerGroupCurrentMemberAssignmentValue)
     value_.member_epoch = member_epoch
     value_.previous_member_epoch = previous_member_epoch
@@ -6483,7 +6768,8 @@ def _encode_consumer_group_current_member_assignment_value(obj, out, index, vers
             path=f"consumer_group_current_member_assignment_value.partitions_pending_revocation[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", valid_)
 
 
 def _fencode_consumer_group_current_member_assignment_value(obj, out, index, version):
@@ -6527,7 +6813,14 @@ def _fencode_consumer_group_current_member_assignment_value(obj, out, index, ver
             value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
             out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
         tags__topic_partitions_ = []
-        _write_tagged(out, tags__topic_partitions_, tagged_fields_topic_partitions_, "topic_partitions.tagged_fields")
+        valid__topic_partitions_ = None
+        _write_tagged(
+            out,
+            tags__topic_partitions_,
+            tagged_fields_topic_partitions_,
+            "topic_partitions.tagged_fields",
+            valid__topic_partitions_,
+        )
     n_ = len(partitions_pending_revocation)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -6552,9 +6845,17 @@ def _fencode_consumer_group_current_member_assignment_value(obj, out, index, ver
             value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
             out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
         tags__topic_partitions_ = []
-        _write_tagged(out, tags__topic_partitions_, tagged_fields_topic_partitions_, "topic_partitions.tagged_fields")
+        valid__topic_partitions_ = None
+        _write_tagged(
+            out,
+            tags__topic_partitions_,
+            tagged_fields_topic_partitions_,
+            "topic_partitions.tagged_fields",
+            valid__topic_partitions_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "consumer_group_current_member_assignment_value.tagged_fields", valid_)
 
 
 def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
@@ -6622,6 +6923,8 @@ def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                     path="share_group_partition_metadata_value.topics",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6639,8 +6942,13 @@ def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 path="share_group_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupPartitionMetadataValue(topics, tagged_fields), pos
 
 
@@ -6806,6 +7114,8 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 )
                 append_racks_partition_metadata__topic_metadata_(item__partition_metadata__topic_metadata_)
             tagged_fields_partition_metadata__topic_metadata_ = []
+            sec__partition_metadata__topic_metadata_ = pos
+            prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
             n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
                 buf, pos, end, "partition_metadata.tagged_fields"
             )
@@ -6829,6 +7139,9 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                         path="partition_metadata.tagged_fields",
                     )
                 stop__partition_metadata__topic_metadata_ = pos + size__partition_metadata__topic_metadata_
+                if tag__partition_metadata__topic_metadata_ <= prev__partition_metadata__topic_metadata_:
+                    odd__partition_metadata__topic_metadata_ = True
+                prev__partition_metadata__topic_metadata_ = tag__partition_metadata__topic_metadata_
                 tagged_fields_partition_metadata__topic_metadata_.append(
                     (
                         tag__partition_metadata__topic_metadata_,
@@ -6836,6 +7149,12 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                     )
                 )
                 pos = stop__partition_metadata__topic_metadata_
+            if odd__partition_metadata__topic_metadata_:
+                tagged_fields_partition_metadata__topic_metadata_ = _keep_tags(
+                    tagged_fields_partition_metadata__topic_metadata_,
+                    buf[sec__partition_metadata__topic_metadata_:pos],
+                    (),
+                )
             value__partition_metadata__topic_metadata_ = _new_object(PartitionMetadata)
             value__partition_metadata__topic_metadata_.partition = partition_partition_metadata__topic_metadata_
             value__partition_metadata__topic_metadata_.racks = racks_partition_metadata__topic_metadata_
@@ -6843,6 +7162,8 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             item__topic_metadata_ = value__partition_metadata__topic_metadata_
             append_partition_metadata_topic_metadata_(item__topic_metadata_)
         tagged_fields_topic_metadata_ = []
+        sec__topic_metadata_ = pos
+        prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
         n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
         if n_tags__topic_metadata_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -6860,8 +7181,13 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                     path="topic_metadata.tagged_fields",
                 )
             stop__topic_metadata_ = pos + size__topic_metadata_
+            if tag__topic_metadata_ <= prev__topic_metadata_:
+                odd__topic_metadata_ = True
+            prev__topic_metadata_ = tag__topic_metadata_
             tagged_fields_topic_metadata_.append((tag__topic_metadata_, bytes(buf[pos:stop__topic_metadata_])))
             pos = stop__topic_metadata_
+        if odd__topic_metadata_:
+            tagged_fields_topic_metadata_ = _keep_tags(tagged_fields_topic_metadata_, buf[sec__topic_metadata_:pos], ())
         value__topic_metadata_ = _new_object(TopicMetadata)
         value__topic_metadata_.topic_id = topic_id_topic_metadata_
         value__topic_metadata_.topic_name = topic_name_topic_metadata_
@@ -6875,6 +7201,8 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             if budget_topics < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6892,8 +7220,13 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
                 path="share_group_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupPartitionMetadataValue)
     value_.topics = topics
     value_.tagged_fields = tagged_fields
@@ -6927,7 +7260,8 @@ def _encode_share_group_partition_metadata_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_group_partition_metadata_value.topics[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_partition_metadata_value(obj, out, index, version):
@@ -7023,16 +7357,26 @@ def _fencode_share_group_partition_metadata_value(obj, out, index, version):
                     )
                 out += value_partition_metadata_racks_item__partition_metadata__topic_metadata_
             tags__partition_metadata__topic_metadata_ = []
+            valid__partition_metadata__topic_metadata_ = None
             _write_tagged(
                 out,
                 tags__partition_metadata__topic_metadata_,
                 tagged_fields_partition_metadata__topic_metadata_,
                 "partition_metadata.tagged_fields",
+                valid__partition_metadata__topic_metadata_,
             )
         tags__topic_metadata_ = []
-        _write_tagged(out, tags__topic_metadata_, tagged_fields_topic_metadata_, "topic_metadata.tagged_fields")
+        valid__topic_metadata_ = None
+        _write_tagged(
+            out,
+            tags__topic_metadata_,
+            tagged_fields_topic_metadata_,
+            "topic_metadata.tagged_fields",
+            valid__topic_metadata_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_partition_metadata_value.tagged_fields", valid_)
 
 
 def _decode_share_group_member_metadata_value_subscribed_topic_names_item(buf, pos, end, opts):
@@ -7256,6 +7600,8 @@ def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
             ) from None
         append_subscribed_topic_names(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7273,8 +7619,13 @@ def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
                 path="share_group_member_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupMemberMetadataValue(rack_id, client_id, client_host, subscribed_topic_names, tagged_fields), pos
 
 
@@ -7416,6 +7767,8 @@ def _fdecode_share_group_member_metadata_value(buf, pos, end, opts, version):
         item_ = value_share_group_member_metadata_value_subscribed_topic_names_item_
         append_subscribed_topic_names(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7433,8 +7786,13 @@ def _fdecode_share_group_member_metadata_value(buf, pos, end, opts, version):
                 path="share_group_member_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupMemberMetadataValue)
     value_.rack_id = rack_id
     value_.client_id = client_id
@@ -7515,7 +7873,8 @@ def _encode_share_group_member_metadata_value(obj, out, index, version):
             path=f"share_group_member_metadata_value.subscribed_topic_names[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_member_metadata_value(obj, out, index, version):
@@ -7586,7 +7945,8 @@ def _fencode_share_group_member_metadata_value(obj, out, index, version):
             )
         out += value_share_group_member_metadata_value_subscribed_topic_names_item_
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_member_metadata_value.tagged_fields", valid_)
 
 
 def _decode_share_group_metadata_value(buf, pos, end, opts, version):
@@ -7602,6 +7962,8 @@ def _decode_share_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7619,8 +7981,13 @@ def _decode_share_group_metadata_value(buf, pos, end, opts, version):
                 path="share_group_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupMetadataValue(epoch, tagged_fields), pos
 
 
@@ -7635,6 +8002,8 @@ def _fdecode_share_group_metadata_value(buf, pos, end, opts, version):
     (epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7652,8 +8021,13 @@ def _fdecode_share_group_metadata_value(buf, pos, end, opts, version):
                 path="share_group_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupMetadataValue)  # slots set directly: a third of the cost of calling __init__
     value_.epoch = epoch
     value_.tagged_fields = tagged_fields
@@ -7672,7 +8046,8 @@ def _encode_share_group_metadata_value(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_metadata_value(obj, out, index, version):
@@ -7687,7 +8062,8 @@ def _fencode_share_group_metadata_value(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_metadata_value.tagged_fields", valid_)
 
 
 def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, version):
@@ -7705,6 +8081,8 @@ def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, ve
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7722,8 +8100,13 @@ def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, ve
                 path="share_group_target_assignment_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupTargetAssignmentMetadataValue(assignment_epoch, tagged_fields), pos
 
 
@@ -7738,6 +8121,8 @@ def _fdecode_share_group_target_assignment_metadata_value(buf, pos, end, opts, v
     (assignment_epoch,) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7755,8 +8140,13 @@ def _fdecode_share_group_target_assignment_metadata_value(buf, pos, end, opts, v
                 path="share_group_target_assignment_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         ShareGroupTargetAssignmentMetadataValue
     )  # slots set directly: a third of the cost of calling __init__
@@ -7777,7 +8167,8 @@ def _encode_share_group_target_assignment_metadata_value(obj, out, index, versio
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_target_assignment_metadata_value(obj, out, index, version):
@@ -7792,7 +8183,8 @@ def _fencode_share_group_target_assignment_metadata_value(obj, out, index, versi
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S1.pack(assignment_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_metadata_value.tagged_fields", valid_)
 
 
 def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, version):
@@ -7866,6 +8258,8 @@ def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, vers
                     path="share_group_target_assignment_member_value.topic_partitions",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7883,8 +8277,13 @@ def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, vers
                 path="share_group_target_assignment_member_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupTargetAssignmentMemberValue(topic_partitions, tagged_fields), pos
 
 
@@ -7960,6 +8359,8 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
             item__topic_partition_ = value_topic_partition_partitions_item__topic_partition_
             append_partitions_topic_partition_(item__topic_partition_)
         tagged_fields_topic_partition_ = []
+        sec__topic_partition_ = pos
+        prev__topic_partition_, odd__topic_partition_ = (-1, False)
         n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
         if n_tags__topic_partition_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -7977,8 +8378,15 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
                     path="topic_partition.tagged_fields",
                 )
             stop__topic_partition_ = pos + size__topic_partition_
+            if tag__topic_partition_ <= prev__topic_partition_:
+                odd__topic_partition_ = True
+            prev__topic_partition_ = tag__topic_partition_
             tagged_fields_topic_partition_.append((tag__topic_partition_, bytes(buf[pos:stop__topic_partition_])))
             pos = stop__topic_partition_
+        if odd__topic_partition_:
+            tagged_fields_topic_partition_ = _keep_tags(
+                tagged_fields_topic_partition_, buf[sec__topic_partition_:pos], ()
+            )
         value__topic_partition_ = _new_object(TopicPartition)
         value__topic_partition_.topic_id = topic_id_topic_partition_
         value__topic_partition_.partitions = partitions_topic_partition_
@@ -7990,6 +8398,8 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
             if budget_topic_partitions < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8007,8 +8417,13 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
                 path="share_group_target_assignment_member_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupTargetAssignmentMemberValue)
     value_.topic_partitions = topic_partitions
     value_.tagged_fields = tagged_fields
@@ -8045,7 +8460,8 @@ def _encode_share_group_target_assignment_member_value(obj, out, index, version)
             path=f"share_group_target_assignment_member_value.topic_partitions[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_target_assignment_member_value(obj, out, index, version):
@@ -8080,9 +8496,17 @@ def _fencode_share_group_target_assignment_member_value(obj, out, index, version
             value_topic_partition_partitions_item__topic_partition_ = item__topic_partition_
             out += _S1.pack(value_topic_partition_partitions_item__topic_partition_)
         tags__topic_partition_ = []
-        _write_tagged(out, tags__topic_partition_, tagged_fields_topic_partition_, "topic_partition.tagged_fields")
+        valid__topic_partition_ = None
+        _write_tagged(
+            out,
+            tags__topic_partition_,
+            tagged_fields_topic_partition_,
+            "topic_partition.tagged_fields",
+            valid__topic_partition_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_target_assignment_member_value.tagged_fields", valid_)
 
 
 def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, version):
@@ -8170,6 +8594,8 @@ def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, ver
                     path="share_group_current_member_assignment_value.assigned_partitions",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8187,8 +8613,13 @@ def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, ver
                 path="share_group_current_member_assignment_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupCurrentMemberAssignmentValue(
         member_epoch, previous_member_epoch, state, assigned_partitions, tagged_fields
     ), pos
@@ -8268,6 +8699,8 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
             item__topic_partitions_ = value_topic_partitions_partitions_item__topic_partitions_
             append_partitions_topic_partitions_(item__topic_partitions_)
         tagged_fields_topic_partitions_ = []
+        sec__topic_partitions_ = pos
+        prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
         n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -8285,8 +8718,15 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
                     path="topic_partitions.tagged_fields",
                 )
             stop__topic_partitions_ = pos + size__topic_partitions_
+            if tag__topic_partitions_ <= prev__topic_partitions_:
+                odd__topic_partitions_ = True
+            prev__topic_partitions_ = tag__topic_partitions_
             tagged_fields_topic_partitions_.append((tag__topic_partitions_, bytes(buf[pos:stop__topic_partitions_])))
             pos = stop__topic_partitions_
+        if odd__topic_partitions_:
+            tagged_fields_topic_partitions_ = _keep_tags(
+                tagged_fields_topic_partitions_, buf[sec__topic_partitions_:pos], ()
+            )
         value__topic_partitions_ = _new_object(TopicPartitions)
         value__topic_partitions_.topic_id = topic_id_topic_partitions_
         value__topic_partitions_.partitions = partitions_topic_partitions_
@@ -8298,6 +8738,8 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
             if budget_assigned_partitions < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8315,8 +8757,13 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
                 path="share_group_current_member_assignment_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupCurrentMemberAssignmentValue)
     value_.member_epoch = member_epoch
     value_.previous_member_epoch = previous_member_epoch
@@ -8360,7 +8807,8 @@ def _encode_share_group_current_member_assignment_value(obj, out, index, version
             path=f"share_group_current_member_assignment_value.assigned_partitions[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_current_member_assignment_value(obj, out, index, version):
@@ -8401,9 +8849,17 @@ def _fencode_share_group_current_member_assignment_value(obj, out, index, versio
             value_topic_partitions_partitions_item__topic_partitions_ = item__topic_partitions_
             out += _S1.pack(value_topic_partitions_partitions_item__topic_partitions_)
         tags__topic_partitions_ = []
-        _write_tagged(out, tags__topic_partitions_, tagged_fields_topic_partitions_, "topic_partitions.tagged_fields")
+        valid__topic_partitions_ = None
+        _write_tagged(
+            out,
+            tags__topic_partitions_,
+            tagged_fields_topic_partitions_,
+            "topic_partitions.tagged_fields",
+            valid__topic_partitions_,
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_current_member_assignment_value.tagged_fields", valid_)
 
 
 def _decode_topic_partitions_info_partitions_item(buf, pos, end, opts):
@@ -8493,6 +8949,8 @@ def _decode_topic_partitions_info(buf, pos, end, opts):
             ) from None
         append_partitions(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8510,8 +8968,13 @@ def _decode_topic_partitions_info(buf, pos, end, opts):
                 path="topic_partitions_info.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicPartitionsInfo(topic_id, topic_name, partitions, tagged_fields), pos
 
 
@@ -8552,7 +9015,8 @@ def _encode_topic_partitions_info(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"topic_partitions_info.partitions[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_partitions_info.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_partitions_info.tagged_fields", valid_)
 
 
 def _decode_topic_info(buf, pos, end, opts):
@@ -8589,6 +9053,8 @@ def _decode_topic_info(buf, pos, end, opts):
         topic_name = str(buf[pos : pos + n_topic_name], "utf-8", "surrogateescape")
         pos += n_topic_name
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8602,8 +9068,13 @@ def _decode_topic_info(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_info.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicInfo(topic_id, topic_name, tagged_fields), pos
 
 
@@ -8627,7 +9098,8 @@ def _encode_topic_info(obj, out, index):
 
         out += topic_name
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_info.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_info.tagged_fields", valid_)
 
 
 def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, version):
@@ -8757,6 +9229,8 @@ def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, vers
             ) from None
         append_deleting_topics(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8774,8 +9248,13 @@ def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, vers
                 path="share_group_state_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareGroupStatePartitionMetadataValue(initialized_topics, deleting_topics, tagged_fields), pos
 
 
@@ -8883,6 +9362,8 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
             item__topic_partitions_info_ = value_topic_partitions_info_partitions_item__topic_partitions_info_
             append_partitions_topic_partitions_info_(item__topic_partitions_info_)
         tagged_fields_topic_partitions_info_ = []
+        sec__topic_partitions_info_ = pos
+        prev__topic_partitions_info_, odd__topic_partitions_info_ = (-1, False)
         n_tags__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
         if n_tags__topic_partitions_info_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -8900,10 +9381,17 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                     path="topic_partitions_info.tagged_fields",
                 )
             stop__topic_partitions_info_ = pos + size__topic_partitions_info_
+            if tag__topic_partitions_info_ <= prev__topic_partitions_info_:
+                odd__topic_partitions_info_ = True
+            prev__topic_partitions_info_ = tag__topic_partitions_info_
             tagged_fields_topic_partitions_info_.append(
                 (tag__topic_partitions_info_, bytes(buf[pos:stop__topic_partitions_info_]))
             )
             pos = stop__topic_partitions_info_
+        if odd__topic_partitions_info_:
+            tagged_fields_topic_partitions_info_ = _keep_tags(
+                tagged_fields_topic_partitions_info_, buf[sec__topic_partitions_info_:pos], ()
+            )
         value__topic_partitions_info_ = _new_object(TopicPartitionsInfo)
         value__topic_partitions_info_.topic_id = topic_id_topic_partitions_info_
         value__topic_partitions_info_.topic_name = topic_name_topic_partitions_info_
@@ -8970,6 +9458,8 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                 topic_name_topic_info_ = _decode_str(r__topic_info_)
             pos += n_topic_name_topic_info_
         tagged_fields_topic_info_ = []
+        sec__topic_info_ = pos
+        prev__topic_info_, odd__topic_info_ = (-1, False)
         n_tags__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
         if n_tags__topic_info_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -8987,8 +9477,13 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                     path="topic_info.tagged_fields",
                 )
             stop__topic_info_ = pos + size__topic_info_
+            if tag__topic_info_ <= prev__topic_info_:
+                odd__topic_info_ = True
+            prev__topic_info_ = tag__topic_info_
             tagged_fields_topic_info_.append((tag__topic_info_, bytes(buf[pos:stop__topic_info_])))
             pos = stop__topic_info_
+        if odd__topic_info_:
+            tagged_fields_topic_info_ = _keep_tags(tagged_fields_topic_info_, buf[sec__topic_info_:pos], ())
         value__topic_info_ = _new_object(TopicInfo)
         value__topic_info_.topic_id = topic_id_topic_info_
         value__topic_info_.topic_name = topic_name_topic_info_
@@ -8996,6 +9491,8 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
         item_ = value__topic_info_
         append_deleting_topics(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -9013,8 +9510,13 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
                 path="share_group_state_partition_metadata_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareGroupStatePartitionMetadataValue)
     value_.initialized_topics = initialized_topics
     value_.deleting_topics = deleting_topics
@@ -9070,7 +9572,8 @@ def _encode_share_group_state_partition_metadata_value(obj, out, index, version)
             path=f"share_group_state_partition_metadata_value.deleting_topics[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", valid_)
 
 
 def _fencode_share_group_state_partition_metadata_value(obj, out, index, version):
@@ -9125,11 +9628,13 @@ def _fencode_share_group_state_partition_metadata_value(obj, out, index, version
             value_topic_partitions_info_partitions_item__topic_partitions_info_ = item__topic_partitions_info_
             out += _S1.pack(value_topic_partitions_info_partitions_item__topic_partitions_info_)
         tags__topic_partitions_info_ = []
+        valid__topic_partitions_info_ = None
         _write_tagged(
             out,
             tags__topic_partitions_info_,
             tagged_fields_topic_partitions_info_,
             "topic_partitions_info.tagged_fields",
+            valid__topic_partitions_info_,
         )
     n_ = len(deleting_topics)
     if -1 <= n_ < 16383:
@@ -9151,9 +9656,11 @@ def _fencode_share_group_state_partition_metadata_value(obj, out, index, version
             _write_uvarint(out, n__topic_info_ + 1, "topic_info.topic_name")
         out += topic_name_topic_info_
         tags__topic_info_ = []
-        _write_tagged(out, tags__topic_info_, tagged_fields_topic_info_, "topic_info.tagged_fields")
+        valid__topic_info_ = None
+        _write_tagged(out, tags__topic_info_, tagged_fields_topic_info_, "topic_info.tagged_fields", valid__topic_info_)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_group_state_partition_metadata_value.tagged_fields", valid_)
 
 
 def _decode_group_coordinator_value(buf, pos, end, opts, record_type):

@@ -640,6 +640,12 @@ static int d_register_broker_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
                 Py_CLEAR(o_log_dirs);
                 if ((rc_ = d_register_broker_record_log_dirs_tag(cx, b, pos, stop_, &o_log_dirs, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyList_New(0);
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_log_dirs, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 0) FALLBACK;
             else if (kf_tag_append(o_tagged_fields, tag_, b + pos, stop_ - pos) < 0) ERROR;
@@ -1338,16 +1344,24 @@ static int d_partition_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_s
                 Py_CLEAR(o_leader_recovery_state);
                 if ((rc_ = d_partition_record_leader_recovery_state_tag(cx, b, pos, stop_, &o_leader_recovery_state, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(0));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_leader_recovery_state, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 1 && (a_version >= INT64_C(2))) {
                 Py_CLEAR(o_eligible_leader_replicas);
                 if ((rc_ = d_partition_record_eligible_leader_replicas_tag(cx, b, pos, stop_, &o_eligible_leader_replicas, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_eligible_leader_replicas == Py_None) FALLBACK;
             }
             else if (tag_ == 2 && (a_version >= INT64_C(2))) {
                 Py_CLEAR(o_last_known_elr);
                 if ((rc_ = d_partition_record_last_known_elr_tag(cx, b, pos, stop_, &o_last_known_elr, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_last_known_elr == Py_None) FALLBACK;
             }
             else if (tag_ == 1) FALLBACK;
             else if (tag_ == 2) FALLBACK;
@@ -2159,46 +2173,65 @@ static int d_partition_change_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
                 Py_CLEAR(o_isr);
                 if ((rc_ = d_partition_change_record_isr_tag(cx, b, pos, stop_, &o_isr, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_isr == Py_None) FALLBACK;
             }
             else if (tag_ == 1) {
                 Py_CLEAR(o_leader);
                 if ((rc_ = d_partition_change_record_leader_tag(cx, b, pos, stop_, &o_leader, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(-2));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_leader, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 2) {
                 Py_CLEAR(o_replicas);
                 if ((rc_ = d_partition_change_record_replicas_tag(cx, b, pos, stop_, &o_replicas, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_replicas == Py_None) FALLBACK;
             }
             else if (tag_ == 3) {
                 Py_CLEAR(o_removing_replicas);
                 if ((rc_ = d_partition_change_record_removing_replicas_tag(cx, b, pos, stop_, &o_removing_replicas, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_removing_replicas == Py_None) FALLBACK;
             }
             else if (tag_ == 4) {
                 Py_CLEAR(o_adding_replicas);
                 if ((rc_ = d_partition_change_record_adding_replicas_tag(cx, b, pos, stop_, &o_adding_replicas, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_adding_replicas == Py_None) FALLBACK;
             }
             else if (tag_ == 5) {
                 Py_CLEAR(o_leader_recovery_state);
                 if ((rc_ = d_partition_change_record_leader_recovery_state_tag(cx, b, pos, stop_, &o_leader_recovery_state, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(-1));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_leader_recovery_state, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 6 && (a_version >= INT64_C(2))) {
                 Py_CLEAR(o_eligible_leader_replicas);
                 if ((rc_ = d_partition_change_record_eligible_leader_replicas_tag(cx, b, pos, stop_, &o_eligible_leader_replicas, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_eligible_leader_replicas == Py_None) FALLBACK;
             }
             else if (tag_ == 7 && (a_version >= INT64_C(2))) {
                 Py_CLEAR(o_last_known_elr);
                 if ((rc_ = d_partition_change_record_last_known_elr_tag(cx, b, pos, stop_, &o_last_known_elr, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_last_known_elr == Py_None) FALLBACK;
             }
             else if (tag_ == 8 && (a_version >= INT64_C(1))) {
                 Py_CLEAR(o_directories);
                 if ((rc_ = d_partition_change_record_directories_tag(cx, b, pos, stop_, &o_directories, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_directories == Py_None) FALLBACK;
             }
             else if (tag_ == 6) FALLBACK;
             else if (tag_ == 7) FALLBACK;
@@ -3216,16 +3249,34 @@ static int d_broker_registration_change_record(kf_ctx *cx, const uint8_t *b, Py_
                 Py_CLEAR(o_fenced);
                 if ((rc_ = d_broker_registration_change_record_fenced_tag(cx, b, pos, stop_, &o_fenced, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(0));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_fenced, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 1 && (a_version >= INT64_C(1))) {
                 Py_CLEAR(o_in_controlled_shutdown);
                 if ((rc_ = d_broker_registration_change_record_in_controlled_shutdown_tag(cx, b, pos, stop_, &o_in_controlled_shutdown, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(0));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_in_controlled_shutdown, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 2 && (a_version >= INT64_C(2))) {
                 Py_CLEAR(o_log_dirs);
                 if ((rc_ = d_broker_registration_change_record_log_dirs_tag(cx, b, pos, stop_, &o_log_dirs, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyList_New(0);
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_log_dirs, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 1) FALLBACK;
             else if (tag_ == 2) FALLBACK;
@@ -3660,6 +3711,7 @@ static int d_begin_transaction_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
                 Py_CLEAR(o_name);
                 if ((rc_ = d_begin_transaction_record_name_tag(cx, b, pos, stop_, &o_name, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_name == Py_None) FALLBACK;
             }
             else if (kf_tag_append(o_tagged_fields, tag_, b + pos, stop_ - pos) < 0) ERROR;
             pos = stop_;
@@ -3778,6 +3830,7 @@ static int d_abort_transaction_record(kf_ctx *cx, const uint8_t *b, Py_ssize_t p
                 Py_CLEAR(o_reason);
                 if ((rc_ = d_abort_transaction_record_reason_tag(cx, b, pos, stop_, &o_reason, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                if (o_reason == Py_None) FALLBACK;
             }
             else if (kf_tag_append(o_tagged_fields, tag_, b + pos, stop_ - pos) < 0) ERROR;
             pos = stop_;

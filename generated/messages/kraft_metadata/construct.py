@@ -32,6 +32,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import (
     BrokerEndpoint,
@@ -929,7 +930,7 @@ def _model_broker_endpoint(c_, opts):
     port = d_["port"]
     security_protocol = d_["security_protocol"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return BrokerEndpoint(
         name=name, host=host, port=port, security_protocol=security_protocol, tagged_fields=tagged_fields
     )
@@ -968,7 +969,7 @@ def _model_broker_feature(c_, opts):
     min_supported_version = d_["min_supported_version"]
     max_supported_version = d_["max_supported_version"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return BrokerFeature(
         name=name,
         min_supported_version=min_supported_version,
@@ -1061,7 +1062,11 @@ def _model_register_broker_record(c_, opts, version):
     in_controlled_shutdown = d_["in_controlled_shutdown"] if (version >= 1) else False
     known_ = d_["tagged_fields"]["known"]
     log_dirs = _model_register_broker_record_log_dirs_tag(known_["log_dirs"], opts) if "log_dirs" in known_ else []
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        ((0, (log_dirs == [] or log_dirs is None)),),
+    )
     return RegisterBrokerRecord(
         broker_id=broker_id,
         is_migrating_zk_broker=is_migrating_zk_broker,
@@ -1129,7 +1134,7 @@ def _model_unregister_broker_record(c_, opts, version):
     broker_id = d_["broker_id"]
     broker_epoch = d_["broker_epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker_epoch, tagged_fields=tagged_fields)
 
 
@@ -1161,7 +1166,7 @@ def _model_topic_record(c_, opts, version):
     name = d_["name"]
     topic_id = d_["topic_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicRecord(name=name, topic_id=topic_id, tagged_fields=tagged_fields)
 
 
@@ -1474,7 +1479,15 @@ def _model_partition_record(c_, opts, version):
         if "last_known_elr" in known_
         else None
     )
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        (
+            (0, (leader_recovery_state == 0 or leader_recovery_state is None)),
+            (1, eligible_leader_replicas == None),
+            (2, last_known_elr == None),
+        ),
+    )
     return PartitionRecord(
         partition_id=partition_id,
         topic_id=topic_id,
@@ -1577,7 +1590,7 @@ def _model_config_record(c_, opts, version):
     name = d_["name"]
     value = d_["value"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ConfigRecord(
         resource_type=resource_type, resource_name=resource_name, name=name, value=value, tagged_fields=tagged_fields
     )
@@ -2111,7 +2124,21 @@ def _model_partition_change_record(c_, opts, version):
     directories = (
         _model_partition_change_record_directories_tag(known_["directories"], opts) if "directories" in known_ else None
     )
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        (
+            (0, isr == None),
+            (1, (leader == -2 or leader is None)),
+            (2, replicas == None),
+            (3, removing_replicas == None),
+            (4, adding_replicas == None),
+            (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
+            (6, eligible_leader_replicas == None),
+            (7, last_known_elr == None),
+            (8, directories == None),
+        ),
+    )
     return PartitionChangeRecord(
         partition_id=partition_id,
         topic_id=topic_id,
@@ -2214,7 +2241,7 @@ def _model_fence_broker_record(c_, opts, version):
     id = d_["id"]
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return FenceBrokerRecord(id=id, epoch=epoch, tagged_fields=tagged_fields)
 
 
@@ -2242,7 +2269,7 @@ def _model_unfence_broker_record(c_, opts, version):
     id = d_["id"]
     epoch = d_["epoch"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return UnfenceBrokerRecord(id=id, epoch=epoch, tagged_fields=tagged_fields)
 
 
@@ -2269,7 +2296,7 @@ def _model_remove_topic_record(c_, opts, version):
     d_ = _flatten(c_)
     topic_id = d_["topic_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoveTopicRecord(topic_id=topic_id, tagged_fields=tagged_fields)
 
 
@@ -2324,7 +2351,7 @@ def _model_delegation_token_record(c_, opts, version):
     expiration_timestamp = d_["expiration_timestamp"]
     token_id = d_["token_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return DelegationTokenRecord(
         owner=owner,
         requester=requester,
@@ -2379,7 +2406,7 @@ def _model_user_scram_credential_record(c_, opts, version):
     server_key = d_["server_key"]
     iterations = d_["iterations"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return UserScramCredentialRecord(
         name=name,
         mechanism=mechanism,
@@ -2427,7 +2454,7 @@ def _model_feature_level_record(c_, opts, version):
     name = d_["name"]
     feature_level = d_["feature_level"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return FeatureLevelRecord(name=name, feature_level=feature_level, tagged_fields=tagged_fields)
 
 
@@ -2455,7 +2482,7 @@ def _model_entity_data(c_, opts):
     entity_type = d_["entity_type"]
     entity_name = d_["entity_name"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return EntityData(entity_type=entity_type, entity_name=entity_name, tagged_fields=tagged_fields)
 
 
@@ -2489,7 +2516,7 @@ def _model_client_quota_record(c_, opts, version):
     value = d_["value"]
     remove = d_["remove"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ClientQuotaRecord(entity=entity, key=key, value=value, remove=remove, tagged_fields=tagged_fields)
 
 
@@ -2526,7 +2553,7 @@ def _model_producer_ids_record(c_, opts, version):
     broker_epoch = d_["broker_epoch"]
     next_producer_id = d_["next_producer_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ProducerIdsRecord(
         broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=next_producer_id, tagged_fields=tagged_fields
     )
@@ -2680,7 +2707,15 @@ def _model_broker_registration_change_record(c_, opts, version):
     log_dirs = (
         _model_broker_registration_change_record_log_dirs_tag(known_["log_dirs"], opts) if "log_dirs" in known_ else []
     )
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        (
+            (0, (fenced == 0 or fenced is None)),
+            (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
+            (2, (log_dirs == [] or log_dirs is None)),
+        ),
+    )
     return BrokerRegistrationChangeRecord(
         broker_id=broker_id,
         broker_epoch=broker_epoch,
@@ -2751,7 +2786,7 @@ def _model_access_control_entry_record(c_, opts, version):
     operation = d_["operation"]
     permission_type = d_["permission_type"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return AccessControlEntryRecord(
         id=id,
         resource_type=resource_type,
@@ -2804,7 +2839,7 @@ def _model_remove_access_control_entry_record(c_, opts, version):
     d_ = _flatten(c_)
     id = d_["id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoveAccessControlEntryRecord(id=id, tagged_fields=tagged_fields)
 
 
@@ -2829,7 +2864,7 @@ def _encode_remove_access_control_entry_record(obj, out, index, version):
 def _model_no_op_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return NoOpRecord(tagged_fields=tagged_fields)
 
 
@@ -2854,7 +2889,7 @@ def _model_zk_migration_state_record(c_, opts, version):
     d_ = _flatten(c_)
     zk_migration_state = d_["zk_migration_state"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ZkMigrationStateRecord(zk_migration_state=zk_migration_state, tagged_fields=tagged_fields)
 
 
@@ -2881,7 +2916,7 @@ def _model_remove_user_scram_credential_record(c_, opts, version):
     name = d_["name"]
     mechanism = d_["mechanism"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoveUserScramCredentialRecord(name=name, mechanism=mechanism, tagged_fields=tagged_fields)
 
 
@@ -2931,7 +2966,9 @@ def _model_begin_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     name = _model_begin_transaction_record_name_tag(known_["name"], opts) if "name" in known_ else None
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ((0, name == None),)
+    )
     return BeginTransactionRecord(tagged_fields=tagged_fields, name=name)
 
 
@@ -2961,7 +2998,7 @@ def _encode_begin_transaction_record(obj, out, index, version):
 def _model_end_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return EndTransactionRecord(tagged_fields=tagged_fields)
 
 
@@ -3009,7 +3046,9 @@ def _model_abort_transaction_record(c_, opts, version):
     d_ = _flatten(c_)
     known_ = d_["tagged_fields"]["known"]
     reason = _model_abort_transaction_record_reason_tag(known_["reason"], opts) if "reason" in known_ else None
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ((0, reason == None),)
+    )
     return AbortTransactionRecord(tagged_fields=tagged_fields, reason=reason)
 
 
@@ -3040,7 +3079,7 @@ def _model_remove_delegation_token_record(c_, opts, version):
     d_ = _flatten(c_)
     token_id = d_["token_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoveDelegationTokenRecord(token_id=token_id, tagged_fields=tagged_fields)
 
 
@@ -3069,7 +3108,7 @@ def _model_controller_endpoint(c_, opts):
     port = d_["port"]
     security_protocol = d_["security_protocol"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ControllerEndpoint(
         name=name, host=host, port=port, security_protocol=security_protocol, tagged_fields=tagged_fields
     )
@@ -3108,7 +3147,7 @@ def _model_controller_feature(c_, opts):
     min_supported_version = d_["min_supported_version"]
     max_supported_version = d_["max_supported_version"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ControllerFeature(
         name=name,
         min_supported_version=min_supported_version,
@@ -3150,7 +3189,7 @@ def _model_register_controller_record(c_, opts, version):
     end_points = [_model_controller_endpoint(x_, opts) for x_ in d_["end_points"]]
     features = [_model_controller_feature(x_, opts) for x_ in d_["features"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RegisterControllerRecord(
         controller_id=controller_id,
         incarnation_id=incarnation_id,

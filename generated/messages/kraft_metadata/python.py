@@ -26,6 +26,8 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import TagSection as _TagSection
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import (
@@ -156,6 +158,8 @@ def _decode_broker_endpoint(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -169,8 +173,13 @@ def _decode_broker_endpoint(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_endpoint.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BrokerEndpoint(name, host, port, security_protocol, tagged_fields), pos
 
 
@@ -208,7 +217,8 @@ def _encode_broker_endpoint(obj, out, index):
         out += host
     out += _S0.pack(port, security_protocol)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "broker_endpoint.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "broker_endpoint.tagged_fields", valid_)
 
 
 def _decode_broker_feature(buf, pos, end, opts):
@@ -244,6 +254,8 @@ def _decode_broker_feature(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -257,8 +269,13 @@ def _decode_broker_feature(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="broker_feature.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return BrokerFeature(name, min_supported_version, max_supported_version, tagged_fields), pos
 
 
@@ -283,7 +300,8 @@ def _encode_broker_feature(obj, out, index):
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "broker_feature.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "broker_feature.tagged_fields", valid_)
 
 
 def _decode_register_broker_record_log_dirs_item(buf, pos, end, opts):
@@ -578,6 +596,8 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
         in_controlled_shutdown = False
     tagged_fields = []
     log_dirs = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -595,6 +615,9 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
                 path="register_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0 and version >= 3:
             log_dirs, q_ = _decode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -603,6 +626,8 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="register_broker_record.tagged_fields.log_dirs",
                 )
+            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 0:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 0 (log_dirs) is not valid at this version",
@@ -612,6 +637,8 @@ def _decode_register_broker_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, (log_dirs == [] or log_dirs is None)),))
     return RegisterBrokerRecord(
         broker_id,
         is_migrating_zk_broker,
@@ -715,6 +742,8 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         port_broker_endpoint_, security_protocol_broker_endpoint_ = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_broker_endpoint_ = []
+        sec__broker_endpoint_ = pos
+        prev__broker_endpoint_, odd__broker_endpoint_ = (-1, False)
         n_tags__broker_endpoint_, pos = _read_uvarint32(buf, pos, end, "broker_endpoint.tagged_fields")
         if n_tags__broker_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -732,8 +761,15 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                     path="broker_endpoint.tagged_fields",
                 )
             stop__broker_endpoint_ = pos + size__broker_endpoint_
+            if tag__broker_endpoint_ <= prev__broker_endpoint_:
+                odd__broker_endpoint_ = True
+            prev__broker_endpoint_ = tag__broker_endpoint_
             tagged_fields_broker_endpoint_.append((tag__broker_endpoint_, bytes(buf[pos:stop__broker_endpoint_])))
             pos = stop__broker_endpoint_
+        if odd__broker_endpoint_:
+            tagged_fields_broker_endpoint_ = _keep_tags(
+                tagged_fields_broker_endpoint_, buf[sec__broker_endpoint_:pos], ()
+            )
         value__broker_endpoint_ = _new_object(BrokerEndpoint)
         value__broker_endpoint_.name = name_broker_endpoint_
         value__broker_endpoint_.host = host_broker_endpoint_
@@ -791,6 +827,8 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         min_supported_version_broker_feature_, max_supported_version_broker_feature_ = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_broker_feature_ = []
+        sec__broker_feature_ = pos
+        prev__broker_feature_, odd__broker_feature_ = (-1, False)
         n_tags__broker_feature_, pos = _read_uvarint32(buf, pos, end, "broker_feature.tagged_fields")
         if n_tags__broker_feature_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -808,8 +846,13 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                     path="broker_feature.tagged_fields",
                 )
             stop__broker_feature_ = pos + size__broker_feature_
+            if tag__broker_feature_ <= prev__broker_feature_:
+                odd__broker_feature_ = True
+            prev__broker_feature_ = tag__broker_feature_
             tagged_fields_broker_feature_.append((tag__broker_feature_, bytes(buf[pos:stop__broker_feature_])))
             pos = stop__broker_feature_
+        if odd__broker_feature_:
+            tagged_fields_broker_feature_ = _keep_tags(tagged_fields_broker_feature_, buf[sec__broker_feature_:pos], ())
         value__broker_feature_ = _new_object(BrokerFeature)
         value__broker_feature_.name = name_broker_feature_
         value__broker_feature_.min_supported_version = min_supported_version_broker_feature_
@@ -847,6 +890,8 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         in_controlled_shutdown = False
     tagged_fields = []
     log_dirs = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "register_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -864,6 +909,9 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                 path="register_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0 and version >= 3:
             log_dirs, q_ = _fdecode_register_broker_record_log_dirs_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -872,6 +920,8 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="register_broker_record.tagged_fields.log_dirs",
                 )
+            if log_dirs == [] or log_dirs is None:
+                odd_ = True
         elif tag_ == 0:
             raise _InvalidValueError(
                 "tag 0 (log_dirs) is not valid at this version",
@@ -881,6 +931,8 @@ def _fdecode_register_broker_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, log_dirs == [] or log_dirs is None),))
     value_ = _new_object(RegisterBrokerRecord)
     value_.broker_id = broker_id
     value_.is_migrating_zk_broker = is_migrating_zk_broker
@@ -971,7 +1023,8 @@ def _encode_register_broker_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_register_broker_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields")
+    valid_ = (0 if version >= 3 else -1,) if tagged_fields.__class__ is _TagSection else None
+    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
 
 
 def _fencode_register_broker_record(obj, out, index, version):
@@ -1034,7 +1087,14 @@ def _fencode_register_broker_record(obj, out, index, version):
         out += host_broker_endpoint_
         out += _S0.pack(port_broker_endpoint_, security_protocol_broker_endpoint_)
         tags__broker_endpoint_ = []
-        _write_tagged(out, tags__broker_endpoint_, tagged_fields_broker_endpoint_, "broker_endpoint.tagged_fields")
+        valid__broker_endpoint_ = None
+        _write_tagged(
+            out,
+            tags__broker_endpoint_,
+            tagged_fields_broker_endpoint_,
+            "broker_endpoint.tagged_fields",
+            valid__broker_endpoint_,
+        )
     n_ = len(features)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -1062,7 +1122,14 @@ def _fencode_register_broker_record(obj, out, index, version):
         out += name_broker_feature_
         out += _S1.pack(min_supported_version_broker_feature_, max_supported_version_broker_feature_)
         tags__broker_feature_ = []
-        _write_tagged(out, tags__broker_feature_, tagged_fields_broker_feature_, "broker_feature.tagged_fields")
+        valid__broker_feature_ = None
+        _write_tagged(
+            out,
+            tags__broker_feature_,
+            tagged_fields_broker_feature_,
+            "broker_feature.tagged_fields",
+            valid__broker_feature_,
+        )
     if rack is None:
         out.append(0)
     else:
@@ -1083,7 +1150,8 @@ def _fencode_register_broker_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_register_broker_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields")
+    valid_ = (0 if version >= 3 else -1,) if tagged_fields.__class__ is _TagSection else None
+    _write_tagged(out, tags_, tagged_fields, "register_broker_record.tagged_fields", valid_)
 
 
 def _decode_unregister_broker_record(buf, pos, end, opts, version):
@@ -1102,6 +1170,8 @@ def _decode_unregister_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1119,8 +1189,13 @@ def _decode_unregister_broker_record(buf, pos, end, opts, version):
                 path="unregister_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UnregisterBrokerRecord(broker_id, broker_epoch, tagged_fields), pos
 
 
@@ -1138,6 +1213,8 @@ def _fdecode_unregister_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "unregister_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1155,8 +1232,13 @@ def _fdecode_unregister_broker_record(buf, pos, end, opts, version):
                 path="unregister_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UnregisterBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -1177,7 +1259,8 @@ def _encode_unregister_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields", valid_)
 
 
 def _fencode_unregister_broker_record(obj, out, index, version):
@@ -1193,7 +1276,8 @@ def _fencode_unregister_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(broker_id, broker_epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "unregister_broker_record.tagged_fields", valid_)
 
 
 def _decode_topic_record(buf, pos, end, opts, version):
@@ -1232,6 +1316,8 @@ def _decode_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1245,8 +1331,13 @@ def _decode_topic_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicRecord(name, topic_id, tagged_fields), pos
 
 
@@ -1283,6 +1374,8 @@ def _fdecode_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1296,8 +1389,13 @@ def _fdecode_topic_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="topic_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TopicRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.topic_id = topic_id
@@ -1330,7 +1428,8 @@ def _encode_topic_record(obj, out, index, version):
         out += name
     out += _S2.pack(_uuid16(topic_id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields", valid_)
 
 
 def _fencode_topic_record(obj, out, index, version):
@@ -1355,7 +1454,8 @@ def _fencode_topic_record(obj, out, index, version):
     out += name
     out += _S2.pack(_uuid16(topic_id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_record.tagged_fields", valid_)
 
 
 def _decode_partition_record_replicas_item(buf, pos, end, opts):
@@ -2029,6 +2129,8 @@ def _decode_partition_record(buf, pos, end, opts, version):
     leader_recovery_state = 0
     eligible_leader_replicas = None
     last_known_elr = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2046,6 +2148,9 @@ def _decode_partition_record(buf, pos, end, opts, version):
                 path="partition_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             leader_recovery_state, q_ = _decode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2054,6 +2159,8 @@ def _decode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.leader_recovery_state",
                 )
+            if leader_recovery_state == 0 or leader_recovery_state is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1 and version >= 2:
             eligible_leader_replicas, q_ = _decode_partition_record_eligible_leader_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2062,6 +2169,8 @@ def _decode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.eligible_leader_replicas",
                 )
+            if eligible_leader_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2 and version >= 2:
             last_known_elr, q_ = _decode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2070,6 +2179,8 @@ def _decode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.last_known_elr",
                 )
+            if last_known_elr == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 1 (eligible_leader_replicas) is not valid at this version",
@@ -2085,6 +2196,16 @@ def _decode_partition_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, (leader_recovery_state == 0 or leader_recovery_state is None)),
+                (1, eligible_leader_replicas == None),
+                (2, last_known_elr == None),
+            ),
+        )
     return PartitionRecord(
         partition_id,
         topic_id,
@@ -2267,6 +2388,8 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
     leader_recovery_state = 0
     eligible_leader_replicas = None
     last_known_elr = None
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2284,6 +2407,9 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
                 path="partition_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             leader_recovery_state, q_ = _fdecode_partition_record_leader_recovery_state_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2292,6 +2418,8 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.leader_recovery_state",
                 )
+            if leader_recovery_state == 0 or leader_recovery_state is None:
+                odd_ = True
         elif tag_ == 1 and version >= 2:
             eligible_leader_replicas, q_ = _fdecode_partition_record_eligible_leader_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2300,6 +2428,8 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.eligible_leader_replicas",
                 )
+            if eligible_leader_replicas == None:
+                odd_ = True
         elif tag_ == 2 and version >= 2:
             last_known_elr, q_ = _fdecode_partition_record_last_known_elr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -2308,6 +2438,8 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_record.tagged_fields.last_known_elr",
                 )
+            if last_known_elr == None:
+                odd_ = True
         elif tag_ == 1:
             raise _InvalidValueError(
                 "tag 1 (eligible_leader_replicas) is not valid at this version",
@@ -2323,6 +2455,16 @@ def _fdecode_partition_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, leader_recovery_state == 0 or leader_recovery_state is None),
+                (1, eligible_leader_replicas == None),
+                (2, last_known_elr == None),
+            ),
+        )
     value_ = _new_object(PartitionRecord)
     value_.partition_id = partition_id
     value_.topic_id = topic_id
@@ -2461,7 +2603,16 @@ def _encode_partition_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_partition_record_last_known_elr_tag(last_known_elr, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields")
+    valid_ = (
+        (
+            1 if version >= 2 else -1,
+            2 if version >= 2 else -1,
+            0,
+        )
+        if tagged_fields.__class__ is _TagSection
+        else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
 
 
 def _fencode_partition_record(obj, out, index, version):
@@ -2542,7 +2693,10 @@ def _fencode_partition_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_partition_record_last_known_elr_tag(last_known_elr, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields")
+    valid_ = (
+        (1 if version >= 2 else -1, 2 if version >= 2 else -1, 0) if tagged_fields.__class__ is _TagSection else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "partition_record.tagged_fields", valid_)
 
 
 def _decode_config_record(buf, pos, end, opts, version):
@@ -2631,6 +2785,8 @@ def _decode_config_record(buf, pos, end, opts, version):
         value = str(buf[pos : pos + n_value], "utf-8", "surrogateescape")
         pos += n_value
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2644,8 +2800,13 @@ def _decode_config_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ConfigRecord(resource_type, resource_name, name, value, tagged_fields), pos
 
 
@@ -2728,6 +2889,8 @@ def _fdecode_config_record(buf, pos, end, opts, version):
             value = _decode_str(r_)
         pos += n_value
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "config_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -2741,8 +2904,13 @@ def _fdecode_config_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="config_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ConfigRecord)  # slots set directly: a third of the cost of calling __init__
     value_.resource_type = resource_type
     value_.resource_name = resource_name
@@ -2806,7 +2974,8 @@ def _encode_config_record(obj, out, index, version):
 
         out += value
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields", valid_)
 
 
 def _fencode_config_record(obj, out, index, version):
@@ -2857,7 +3026,8 @@ def _fencode_config_record(obj, out, index, version):
 
         out += value
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "config_record.tagged_fields", valid_)
 
 
 def _decode_partition_change_record_isr_item(buf, pos, end, opts):
@@ -4030,6 +4200,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
     eligible_leader_replicas = None
     last_known_elr = None
     directories = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4047,6 +4219,9 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                 path="partition_change_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             isr, q_ = _decode_partition_change_record_isr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4055,6 +4230,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.isr",
                 )
+            if isr == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:
             leader, q_ = _decode_partition_change_record_leader_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4063,6 +4240,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.leader",
                 )
+            if leader == -2 or leader is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2:
             replicas, q_ = _decode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4071,6 +4250,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.replicas",
                 )
+            if replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 3:
             removing_replicas, q_ = _decode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4079,6 +4260,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.removing_replicas",
                 )
+            if removing_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 4:
             adding_replicas, q_ = _decode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4087,6 +4270,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.adding_replicas",
                 )
+            if adding_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 5:
             leader_recovery_state, q_ = _decode_partition_change_record_leader_recovery_state_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4095,6 +4280,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.leader_recovery_state",
                 )
+            if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 6 and version >= 2:
             eligible_leader_replicas, q_ = _decode_partition_change_record_eligible_leader_replicas_tag(
                 buf, pos, stop_, opts
@@ -4105,6 +4292,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.eligible_leader_replicas",
                 )
+            if eligible_leader_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 7 and version >= 2:
             last_known_elr, q_ = _decode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4113,6 +4302,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.last_known_elr",
                 )
+            if last_known_elr == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 8 and version >= 1:
             directories, q_ = _decode_partition_change_record_directories_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4121,6 +4312,8 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.directories",
                 )
+            if directories == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 6 (eligible_leader_replicas) is not valid at this version",
@@ -4142,6 +4335,22 @@ def _decode_partition_change_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, isr == None),
+                (1, (leader == -2 or leader is None)),
+                (2, replicas == None),
+                (3, removing_replicas == None),
+                (4, adding_replicas == None),
+                (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
+                (6, eligible_leader_replicas == None),
+                (7, last_known_elr == None),
+                (8, directories == None),
+            ),
+        )
     return PartitionChangeRecord(
         partition_id,
         topic_id,
@@ -4181,6 +4390,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
     eligible_leader_replicas = None
     last_known_elr = None
     directories = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_change_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4198,6 +4409,9 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                 path="partition_change_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             isr, q_ = _fdecode_partition_change_record_isr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4206,6 +4420,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.isr",
                 )
+            if isr == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:
             leader, q_ = _fdecode_partition_change_record_leader_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4214,6 +4430,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.leader",
                 )
+            if leader == -2 or leader is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2:
             replicas, q_ = _fdecode_partition_change_record_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4222,6 +4440,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.replicas",
                 )
+            if replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 3:
             removing_replicas, q_ = _fdecode_partition_change_record_removing_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4230,6 +4450,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.removing_replicas",
                 )
+            if removing_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 4:
             adding_replicas, q_ = _fdecode_partition_change_record_adding_replicas_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4238,6 +4460,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.adding_replicas",
                 )
+            if adding_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 5:
             leader_recovery_state, q_ = _fdecode_partition_change_record_leader_recovery_state_tag(
                 buf, pos, stop_, opts
@@ -4248,6 +4472,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.leader_recovery_state",
                 )
+            if leader_recovery_state == -1 or leader_recovery_state is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 6 and version >= 2:
             eligible_leader_replicas, q_ = _fdecode_partition_change_record_eligible_leader_replicas_tag(
                 buf, pos, stop_, opts
@@ -4258,6 +4484,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.eligible_leader_replicas",
                 )
+            if eligible_leader_replicas == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 7 and version >= 2:
             last_known_elr, q_ = _fdecode_partition_change_record_last_known_elr_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4266,6 +4494,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.last_known_elr",
                 )
+            if last_known_elr == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 8 and version >= 1:
             directories, q_ = _fdecode_partition_change_record_directories_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -4274,6 +4504,8 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="partition_change_record.tagged_fields.directories",
                 )
+            if directories == None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 6:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 6 (eligible_leader_replicas) is not valid at this version",
@@ -4295,6 +4527,22 @@ def _fdecode_partition_change_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, isr == None),
+                (1, (leader == -2 or leader is None)),
+                (2, replicas == None),
+                (3, removing_replicas == None),
+                (4, adding_replicas == None),
+                (5, (leader_recovery_state == -1 or leader_recovery_state is None)),
+                (6, eligible_leader_replicas == None),
+                (7, last_known_elr == None),
+                (8, directories == None),
+            ),
+        )
     value_ = _new_object(PartitionChangeRecord)  # slots set directly: a third of the cost of calling __init__
     value_.partition_id = partition_id
     value_.topic_id = topic_id
@@ -4369,7 +4617,22 @@ def _encode_partition_change_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_partition_change_record_directories_tag(directories, tmp_, 0)
         tags_.append((8, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields")
+    valid_ = (
+        (
+            6 if version >= 2 else -1,
+            7 if version >= 2 else -1,
+            8 if version >= 1 else -1,
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+        )
+        if tagged_fields.__class__ is _TagSection
+        else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
 
 
 def _fencode_partition_change_record(obj, out, index, version):
@@ -4430,7 +4693,22 @@ def _fencode_partition_change_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_partition_change_record_directories_tag(directories, tmp_, 0)
         tags_.append((8, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields")
+    valid_ = (
+        (
+            6 if version >= 2 else -1,
+            7 if version >= 2 else -1,
+            8 if version >= 1 else -1,
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+        )
+        if tagged_fields.__class__ is _TagSection
+        else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "partition_change_record.tagged_fields", valid_)
 
 
 def _decode_fence_broker_record(buf, pos, end, opts, version):
@@ -4449,6 +4727,8 @@ def _decode_fence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4466,8 +4746,13 @@ def _decode_fence_broker_record(buf, pos, end, opts, version):
                 path="fence_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FenceBrokerRecord(id, epoch, tagged_fields), pos
 
 
@@ -4485,6 +4770,8 @@ def _fdecode_fence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "fence_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4502,8 +4789,13 @@ def _fdecode_fence_broker_record(buf, pos, end, opts, version):
                 path="fence_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FenceBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.epoch = epoch
@@ -4524,7 +4816,8 @@ def _encode_fence_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields", valid_)
 
 
 def _fencode_fence_broker_record(obj, out, index, version):
@@ -4540,7 +4833,8 @@ def _fencode_fence_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "fence_broker_record.tagged_fields", valid_)
 
 
 def _decode_unfence_broker_record(buf, pos, end, opts, version):
@@ -4559,6 +4853,8 @@ def _decode_unfence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4576,8 +4872,13 @@ def _decode_unfence_broker_record(buf, pos, end, opts, version):
                 path="unfence_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UnfenceBrokerRecord(id, epoch, tagged_fields), pos
 
 
@@ -4595,6 +4896,8 @@ def _fdecode_unfence_broker_record(buf, pos, end, opts, version):
     ) = _S6.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "unfence_broker_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4612,8 +4915,13 @@ def _fdecode_unfence_broker_record(buf, pos, end, opts, version):
                 path="unfence_broker_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UnfenceBrokerRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.epoch = epoch
@@ -4634,7 +4942,8 @@ def _encode_unfence_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields", valid_)
 
 
 def _fencode_unfence_broker_record(obj, out, index, version):
@@ -4650,7 +4959,8 @@ def _fencode_unfence_broker_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S6.pack(id, epoch)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "unfence_broker_record.tagged_fields", valid_)
 
 
 def _decode_remove_topic_record(buf, pos, end, opts, version):
@@ -4666,6 +4976,8 @@ def _decode_remove_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4683,8 +4995,13 @@ def _decode_remove_topic_record(buf, pos, end, opts, version):
                 path="remove_topic_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveTopicRecord(topic_id, tagged_fields), pos
 
 
@@ -4699,6 +5016,8 @@ def _fdecode_remove_topic_record(buf, pos, end, opts, version):
     (topic_id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_topic_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4716,8 +5035,13 @@ def _fdecode_remove_topic_record(buf, pos, end, opts, version):
                 path="remove_topic_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveTopicRecord)  # slots set directly: a third of the cost of calling __init__
     value_.topic_id = topic_id
     value_.tagged_fields = tagged_fields
@@ -4736,7 +5060,8 @@ def _encode_remove_topic_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields", valid_)
 
 
 def _fencode_remove_topic_record(obj, out, index, version):
@@ -4751,7 +5076,8 @@ def _fencode_remove_topic_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(topic_id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_topic_record.tagged_fields", valid_)
 
 
 def _decode_delegation_token_record_renewers_item(buf, pos, end, opts):
@@ -4949,6 +5275,8 @@ def _decode_delegation_token_record(buf, pos, end, opts, version):
         token_id = str(buf[pos : pos + n_token_id], "utf-8", "surrogateescape")
         pos += n_token_id
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -4966,8 +5294,13 @@ def _decode_delegation_token_record(buf, pos, end, opts, version):
                 path="delegation_token_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return DelegationTokenRecord(
         owner, requester, renewers, issue_timestamp, max_timestamp, expiration_timestamp, token_id, tagged_fields
     ), pos
@@ -5101,6 +5434,8 @@ def _fdecode_delegation_token_record(buf, pos, end, opts, version):
             token_id = _decode_str(r_)
         pos += n_token_id
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "delegation_token_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5118,8 +5453,13 @@ def _fdecode_delegation_token_record(buf, pos, end, opts, version):
                 path="delegation_token_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(DelegationTokenRecord)
     value_.owner = owner
     value_.requester = requester
@@ -5202,7 +5542,8 @@ def _encode_delegation_token_record(obj, out, index, version):
 
         out += token_id
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields", valid_)
 
 
 def _fencode_delegation_token_record(obj, out, index, version):
@@ -5268,7 +5609,8 @@ def _fencode_delegation_token_record(obj, out, index, version):
         _write_uvarint(out, n_ + 1, "delegation_token_record.token_id")
     out += token_id
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "delegation_token_record.tagged_fields", valid_)
 
 
 def _decode_user_scram_credential_record(buf, pos, end, opts, version):
@@ -5400,6 +5742,8 @@ def _decode_user_scram_credential_record(buf, pos, end, opts, version):
     (iterations,) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5417,8 +5761,13 @@ def _decode_user_scram_credential_record(buf, pos, end, opts, version):
                 path="user_scram_credential_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return UserScramCredentialRecord(name, mechanism, salt, stored_key, server_key, iterations, tagged_fields), pos
 
 
@@ -5516,6 +5865,8 @@ def _fdecode_user_scram_credential_record(buf, pos, end, opts, version):
     (iterations,) = _S3.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "user_scram_credential_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5533,8 +5884,13 @@ def _fdecode_user_scram_credential_record(buf, pos, end, opts, version):
                 path="user_scram_credential_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(UserScramCredentialRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.mechanism = mechanism
@@ -5609,7 +5965,8 @@ def _encode_user_scram_credential_record(obj, out, index, version):
         out += server_key
     out += _S3.pack(iterations)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields", valid_)
 
 
 def _fencode_user_scram_credential_record(obj, out, index, version):
@@ -5663,7 +6020,8 @@ def _fencode_user_scram_credential_record(obj, out, index, version):
     out += server_key
     out += _S3.pack(iterations)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "user_scram_credential_record.tagged_fields", valid_)
 
 
 def _decode_feature_level_record(buf, pos, end, opts, version):
@@ -5706,6 +6064,8 @@ def _decode_feature_level_record(buf, pos, end, opts, version):
     (feature_level,) = _S11.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5723,8 +6083,13 @@ def _decode_feature_level_record(buf, pos, end, opts, version):
                 path="feature_level_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return FeatureLevelRecord(name, feature_level, tagged_fields), pos
 
 
@@ -5761,6 +6126,8 @@ def _fdecode_feature_level_record(buf, pos, end, opts, version):
     (feature_level,) = _S11.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_level_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5778,8 +6145,13 @@ def _fdecode_feature_level_record(buf, pos, end, opts, version):
                 path="feature_level_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(FeatureLevelRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.feature_level = feature_level
@@ -5812,7 +6184,8 @@ def _encode_feature_level_record(obj, out, index, version):
         out += name
     out += _S11.pack(feature_level)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields", valid_)
 
 
 def _fencode_feature_level_record(obj, out, index, version):
@@ -5837,7 +6210,8 @@ def _fencode_feature_level_record(obj, out, index, version):
     out += name
     out += _S11.pack(feature_level)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "feature_level_record.tagged_fields", valid_)
 
 
 def _decode_entity_data(buf, pos, end, opts):
@@ -5897,6 +6271,8 @@ def _decode_entity_data(buf, pos, end, opts):
         entity_name = str(buf[pos : pos + n_entity_name], "utf-8", "surrogateescape")
         pos += n_entity_name
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -5910,8 +6286,13 @@ def _decode_entity_data(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="entity_data.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EntityData(entity_type, entity_name, tagged_fields), pos
 
 
@@ -5946,7 +6327,8 @@ def _encode_entity_data(obj, out, index):
 
         out += entity_name
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "entity_data.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "entity_data.tagged_fields", valid_)
 
 
 def _decode_client_quota_record(buf, pos, end, opts, version):
@@ -6028,6 +6410,8 @@ def _decode_client_quota_record(buf, pos, end, opts, version):
     ) = _S12.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6045,8 +6429,13 @@ def _decode_client_quota_record(buf, pos, end, opts, version):
                 path="client_quota_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ClientQuotaRecord(entity, key, value, remove, tagged_fields), pos
 
 
@@ -6125,6 +6514,8 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
                 entity_name_entity_data_ = _decode_str(r__entity_data_)
             pos += n_entity_name_entity_data_
         tagged_fields_entity_data_ = []
+        sec__entity_data_ = pos
+        prev__entity_data_, odd__entity_data_ = (-1, False)
         n_tags__entity_data_, pos = _read_uvarint32(buf, pos, end, "entity_data.tagged_fields")
         if n_tags__entity_data_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -6142,8 +6533,13 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
                     path="entity_data.tagged_fields",
                 )
             stop__entity_data_ = pos + size__entity_data_
+            if tag__entity_data_ <= prev__entity_data_:
+                odd__entity_data_ = True
+            prev__entity_data_ = tag__entity_data_
             tagged_fields_entity_data_.append((tag__entity_data_, bytes(buf[pos:stop__entity_data_])))
             pos = stop__entity_data_
+        if odd__entity_data_:
+            tagged_fields_entity_data_ = _keep_tags(tagged_fields_entity_data_, buf[sec__entity_data_:pos], ())
         value__entity_data_ = _new_object(EntityData)
         value__entity_data_.entity_type = entity_type_entity_data_
         value__entity_data_.entity_name = entity_name_entity_data_
@@ -6174,6 +6570,8 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
     value, remove = _S12.unpack_from(buf, pos)
     pos += 9
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "client_quota_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6191,8 +6589,13 @@ def _fdecode_client_quota_record(buf, pos, end, opts, version):
                 path="client_quota_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ClientQuotaRecord)
     value_.entity = entity
     value_.key = key
@@ -6245,7 +6648,8 @@ def _encode_client_quota_record(obj, out, index, version):
         out += key
     out += _S12.pack(value, remove)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields", valid_)
 
 
 def _fencode_client_quota_record(obj, out, index, version):
@@ -6293,7 +6697,10 @@ def _fencode_client_quota_record(obj, out, index, version):
                 _write_uvarint(out, n__entity_data_ + 1, "entity_data.entity_name")
             out += entity_name_entity_data_
         tags__entity_data_ = []
-        _write_tagged(out, tags__entity_data_, tagged_fields_entity_data_, "entity_data.tagged_fields")
+        valid__entity_data_ = None
+        _write_tagged(
+            out, tags__entity_data_, tagged_fields_entity_data_, "entity_data.tagged_fields", valid__entity_data_
+        )
     b_ = _STR_ENCODED.get(key)
     key = _encode_str(key) if b_ is None else b_
     n_ = len(key)
@@ -6304,7 +6711,8 @@ def _fencode_client_quota_record(obj, out, index, version):
     out += key
     out += _S12.pack(value, remove)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "client_quota_record.tagged_fields", valid_)
 
 
 def _decode_producer_ids_record(buf, pos, end, opts, version):
@@ -6324,6 +6732,8 @@ def _decode_producer_ids_record(buf, pos, end, opts, version):
     ) = _S13.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6341,8 +6751,13 @@ def _decode_producer_ids_record(buf, pos, end, opts, version):
                 path="producer_ids_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ProducerIdsRecord(broker_id, broker_epoch, next_producer_id, tagged_fields), pos
 
 
@@ -6361,6 +6776,8 @@ def _fdecode_producer_ids_record(buf, pos, end, opts, version):
     ) = _S13.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_ids_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6378,8 +6795,13 @@ def _fdecode_producer_ids_record(buf, pos, end, opts, version):
                 path="producer_ids_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ProducerIdsRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -6402,7 +6824,8 @@ def _encode_producer_ids_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields", valid_)
 
 
 def _fencode_producer_ids_record(obj, out, index, version):
@@ -6419,7 +6842,8 @@ def _fencode_producer_ids_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S13.pack(broker_id, broker_epoch, next_producer_id)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "producer_ids_record.tagged_fields", valid_)
 
 
 def _decode_broker_registration_change_record_fenced_tag(buf, pos, end, opts):
@@ -6674,6 +7098,8 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
     fenced = 0
     in_controlled_shutdown = 0
     log_dirs = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6691,6 +7117,9 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
                 path="broker_registration_change_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             fenced, q_ = _decode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -6699,6 +7128,8 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.fenced",
                 )
+            if fenced == 0 or fenced is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1 and version >= 1:
             in_controlled_shutdown, q_ = _decode_broker_registration_change_record_in_controlled_shutdown_tag(
                 buf, pos, stop_, opts
@@ -6709,6 +7140,8 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
                 )
+            if in_controlled_shutdown == 0 or in_controlled_shutdown is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2 and version >= 2:
             log_dirs, q_ = _decode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -6717,6 +7150,8 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.log_dirs",
                 )
+            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 1 (in_controlled_shutdown) is not valid at this version",
@@ -6732,6 +7167,16 @@ def _decode_broker_registration_change_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, (fenced == 0 or fenced is None)),
+                (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
+                (2, (log_dirs == [] or log_dirs is None)),
+            ),
+        )
     return BrokerRegistrationChangeRecord(
         broker_id, broker_epoch, tagged_fields, fenced, in_controlled_shutdown, log_dirs
     ), pos
@@ -6754,6 +7199,8 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
     fenced = 0
     in_controlled_shutdown = 0
     log_dirs = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "broker_registration_change_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -6771,6 +7218,9 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
                 path="broker_registration_change_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             fenced, q_ = _fdecode_broker_registration_change_record_fenced_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -6779,6 +7229,8 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.fenced",
                 )
+            if fenced == 0 or fenced is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1 and version >= 1:
             in_controlled_shutdown, q_ = _fdecode_broker_registration_change_record_in_controlled_shutdown_tag(
                 buf, pos, stop_, opts
@@ -6789,6 +7241,8 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.in_controlled_shutdown",
                 )
+            if in_controlled_shutdown == 0 or in_controlled_shutdown is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2 and version >= 2:
             log_dirs, q_ = _fdecode_broker_registration_change_record_log_dirs_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -6797,6 +7251,8 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="broker_registration_change_record.tagged_fields.log_dirs",
                 )
+            if log_dirs == [] or log_dirs is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:  # Kafka's reader: "Tag N is not valid for version V"
             raise _InvalidValueError(
                 "tag 1 (in_controlled_shutdown) is not valid at this version",
@@ -6812,6 +7268,16 @@ def _fdecode_broker_registration_change_record(buf, pos, end, opts, version):
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, (fenced == 0 or fenced is None)),
+                (1, (in_controlled_shutdown == 0 or in_controlled_shutdown is None)),
+                (2, (log_dirs == [] or log_dirs is None)),
+            ),
+        )
     value_ = _new_object(BrokerRegistrationChangeRecord)  # slots set directly: a third of the cost of calling __init__
     value_.broker_id = broker_id
     value_.broker_epoch = broker_epoch
@@ -6850,7 +7316,16 @@ def _encode_broker_registration_change_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_broker_registration_change_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields")
+    valid_ = (
+        (
+            1 if version >= 1 else -1,
+            2 if version >= 2 else -1,
+            0,
+        )
+        if tagged_fields.__class__ is _TagSection
+        else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
 
 
 def _fencode_broker_registration_change_record(obj, out, index, version):
@@ -6881,7 +7356,16 @@ def _fencode_broker_registration_change_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_broker_registration_change_record_log_dirs_tag(log_dirs, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields")
+    valid_ = (
+        (
+            1 if version >= 1 else -1,
+            2 if version >= 2 else -1,
+            0,
+        )
+        if tagged_fields.__class__ is _TagSection
+        else None
+    )
+    _write_tagged(out, tags_, tagged_fields, "broker_registration_change_record.tagged_fields", valid_)
 
 
 def _decode_access_control_entry_record(buf, pos, end, opts, version):
@@ -7000,6 +7484,8 @@ def _decode_access_control_entry_record(buf, pos, end, opts, version):
     ) = _S15.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7017,8 +7503,13 @@ def _decode_access_control_entry_record(buf, pos, end, opts, version):
                 path="access_control_entry_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return AccessControlEntryRecord(
         id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type, tagged_fields
     ), pos
@@ -7113,6 +7604,8 @@ def _fdecode_access_control_entry_record(buf, pos, end, opts, version):
     ) = _S15.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "access_control_entry_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7130,8 +7623,13 @@ def _fdecode_access_control_entry_record(buf, pos, end, opts, version):
                 path="access_control_entry_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(AccessControlEntryRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.resource_type = resource_type
@@ -7205,7 +7703,8 @@ def _encode_access_control_entry_record(obj, out, index, version):
         out += host
     out += _S15.pack(operation, permission_type)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields", valid_)
 
 
 def _fencode_access_control_entry_record(obj, out, index, version):
@@ -7259,7 +7758,8 @@ def _fencode_access_control_entry_record(obj, out, index, version):
     out += host
     out += _S15.pack(operation, permission_type)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "access_control_entry_record.tagged_fields", valid_)
 
 
 def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
@@ -7277,6 +7777,8 @@ def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
     (id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7294,8 +7796,13 @@ def _decode_remove_access_control_entry_record(buf, pos, end, opts, version):
                 path="remove_access_control_entry_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveAccessControlEntryRecord(id, tagged_fields), pos
 
 
@@ -7310,6 +7817,8 @@ def _fdecode_remove_access_control_entry_record(buf, pos, end, opts, version):
     (id,) = _S2.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_access_control_entry_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7327,8 +7836,13 @@ def _fdecode_remove_access_control_entry_record(buf, pos, end, opts, version):
                 path="remove_access_control_entry_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveAccessControlEntryRecord)  # slots set directly: a third of the cost of calling __init__
     value_.id = id
     value_.tagged_fields = tagged_fields
@@ -7347,7 +7861,8 @@ def _encode_remove_access_control_entry_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields", valid_)
 
 
 def _fencode_remove_access_control_entry_record(obj, out, index, version):
@@ -7362,7 +7877,8 @@ def _fencode_remove_access_control_entry_record(obj, out, index, version):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(_uuid16(id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_access_control_entry_record.tagged_fields", valid_)
 
 
 def _decode_no_op_record(buf, pos, end, opts, version):
@@ -7374,6 +7890,8 @@ def _decode_no_op_record(buf, pos, end, opts, version):
             path="no_op_record",
         )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7387,8 +7905,13 @@ def _decode_no_op_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return NoOpRecord(tagged_fields), pos
 
 
@@ -7401,6 +7924,8 @@ def _fdecode_no_op_record(buf, pos, end, opts, version):
             path="no_op_record",
         )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "no_op_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7414,8 +7939,13 @@ def _fdecode_no_op_record(buf, pos, end, opts, version):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="no_op_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(NoOpRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     return value_, pos
@@ -7430,7 +7960,8 @@ def _encode_no_op_record(obj, out, index, version):
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields", valid_)
 
 
 def _fencode_no_op_record(obj, out, index, version):
@@ -7442,7 +7973,8 @@ def _fencode_no_op_record(obj, out, index, version):
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "no_op_record.tagged_fields", valid_)
 
 
 def _decode_zk_migration_state_record(buf, pos, end, opts, version):
@@ -7458,6 +7990,8 @@ def _decode_zk_migration_state_record(buf, pos, end, opts, version):
     (zk_migration_state,) = _S7.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7475,8 +8009,13 @@ def _decode_zk_migration_state_record(buf, pos, end, opts, version):
                 path="zk_migration_state_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ZkMigrationStateRecord(zk_migration_state, tagged_fields), pos
 
 
@@ -7493,6 +8032,8 @@ def _fdecode_zk_migration_state_record(buf, pos, end, opts, version):
         zk_migration_state -= 256
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "zk_migration_state_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7510,8 +8051,13 @@ def _fdecode_zk_migration_state_record(buf, pos, end, opts, version):
                 path="zk_migration_state_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ZkMigrationStateRecord)  # slots set directly: a third of the cost of calling __init__
     value_.zk_migration_state = zk_migration_state
     value_.tagged_fields = tagged_fields
@@ -7535,7 +8081,8 @@ def _encode_zk_migration_state_record(obj, out, index, version):
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields", valid_)
 
 
 def _fencode_zk_migration_state_record(obj, out, index, version):
@@ -7555,7 +8102,8 @@ def _fencode_zk_migration_state_record(obj, out, index, version):
             f"{zk_migration_state} does not fit int8", path="zk_migration_state_record.zk_migration_state"
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "zk_migration_state_record.tagged_fields", valid_)
 
 
 def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
@@ -7602,6 +8150,8 @@ def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
     (mechanism,) = _S7.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7619,8 +8169,13 @@ def _decode_remove_user_scram_credential_record(buf, pos, end, opts, version):
                 path="remove_user_scram_credential_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveUserScramCredentialRecord(name, mechanism, tagged_fields), pos
 
 
@@ -7659,6 +8214,8 @@ def _fdecode_remove_user_scram_credential_record(buf, pos, end, opts, version):
         mechanism -= 256
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_user_scram_credential_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7676,8 +8233,13 @@ def _fdecode_remove_user_scram_credential_record(buf, pos, end, opts, version):
                 path="remove_user_scram_credential_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveUserScramCredentialRecord)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.mechanism = mechanism
@@ -7713,7 +8275,8 @@ def _encode_remove_user_scram_credential_record(obj, out, index, version):
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields", valid_)
 
 
 def _fencode_remove_user_scram_credential_record(obj, out, index, version):
@@ -7741,7 +8304,8 @@ def _fencode_remove_user_scram_credential_record(obj, out, index, version):
     else:
         raise _InvalidValueError(f"{mechanism} does not fit int8", path="remove_user_scram_credential_record.mechanism")
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_user_scram_credential_record.tagged_fields", valid_)
 
 
 def _decode_begin_transaction_record_name_tag(buf, pos, end, opts):
@@ -7847,6 +8411,8 @@ def _decode_begin_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     name = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7864,6 +8430,9 @@ def _decode_begin_transaction_record(buf, pos, end, opts, version):
                 path="begin_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             name, q_ = _decode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -7872,9 +8441,13 @@ def _decode_begin_transaction_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="begin_transaction_record.tagged_fields.name",
                 )
+            if name == None:  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
     return BeginTransactionRecord(tagged_fields, name), pos
 
 
@@ -7888,6 +8461,8 @@ def _fdecode_begin_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     name = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7905,6 +8480,9 @@ def _fdecode_begin_transaction_record(buf, pos, end, opts, version):
                 path="begin_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             name, q_ = _fdecode_begin_transaction_record_name_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -7913,9 +8491,13 @@ def _fdecode_begin_transaction_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="begin_transaction_record.tagged_fields.name",
                 )
+            if name == None:  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, name == None),))
     value_ = _new_object(BeginTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     value_.name = name
@@ -7936,7 +8518,8 @@ def _encode_begin_transaction_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
 
 
 def _fencode_begin_transaction_record(obj, out, index, version):
@@ -7953,7 +8536,8 @@ def _fencode_begin_transaction_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_begin_transaction_record_name_tag(name, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "begin_transaction_record.tagged_fields", valid_)
 
 
 def _decode_end_transaction_record(buf, pos, end, opts, version):
@@ -7965,6 +8549,8 @@ def _decode_end_transaction_record(buf, pos, end, opts, version):
             path="end_transaction_record",
         )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -7982,8 +8568,13 @@ def _decode_end_transaction_record(buf, pos, end, opts, version):
                 path="end_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return EndTransactionRecord(tagged_fields), pos
 
 
@@ -7996,6 +8587,8 @@ def _fdecode_end_transaction_record(buf, pos, end, opts, version):
             path="end_transaction_record",
         )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "end_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8013,8 +8606,13 @@ def _fdecode_end_transaction_record(buf, pos, end, opts, version):
                 path="end_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(EndTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     return value_, pos
@@ -8029,7 +8627,8 @@ def _encode_end_transaction_record(obj, out, index, version):
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields", valid_)
 
 
 def _fencode_end_transaction_record(obj, out, index, version):
@@ -8041,7 +8640,8 @@ def _fencode_end_transaction_record(obj, out, index, version):
         )
     tagged_fields = getattr(obj, "tagged_fields", None)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "end_transaction_record.tagged_fields", valid_)
 
 
 def _decode_abort_transaction_record_reason_tag(buf, pos, end, opts):
@@ -8149,6 +8749,8 @@ def _decode_abort_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     reason = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8166,6 +8768,9 @@ def _decode_abort_transaction_record(buf, pos, end, opts, version):
                 path="abort_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             reason, q_ = _decode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -8174,9 +8779,13 @@ def _decode_abort_transaction_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="abort_transaction_record.tagged_fields.reason",
                 )
+            if reason == None:  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
     return AbortTransactionRecord(tagged_fields, reason), pos
 
 
@@ -8190,6 +8799,8 @@ def _fdecode_abort_transaction_record(buf, pos, end, opts, version):
         )
     tagged_fields = []
     reason = None
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "abort_transaction_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8207,6 +8818,9 @@ def _fdecode_abort_transaction_record(buf, pos, end, opts, version):
                 path="abort_transaction_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             reason, q_ = _fdecode_abort_transaction_record_reason_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -8215,9 +8829,13 @@ def _fdecode_abort_transaction_record(buf, pos, end, opts, version):
                     offset=q_,
                     path="abort_transaction_record.tagged_fields.reason",
                 )
+            if reason == None:  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ((0, reason == None),))
     value_ = _new_object(AbortTransactionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.tagged_fields = tagged_fields
     value_.reason = reason
@@ -8238,7 +8856,8 @@ def _encode_abort_transaction_record(obj, out, index, version):
         tmp_ = bytearray()
         _encode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
 
 
 def _fencode_abort_transaction_record(obj, out, index, version):
@@ -8255,7 +8874,8 @@ def _fencode_abort_transaction_record(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_abort_transaction_record_reason_tag(reason, tmp_, 0)
         tags_.append((0, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "abort_transaction_record.tagged_fields", valid_)
 
 
 def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
@@ -8296,6 +8916,8 @@ def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
         token_id = str(buf[pos : pos + n_token_id], "utf-8", "surrogateescape")
         pos += n_token_id
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8313,8 +8935,13 @@ def _decode_remove_delegation_token_record(buf, pos, end, opts, version):
                 path="remove_delegation_token_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoveDelegationTokenRecord(token_id, tagged_fields), pos
 
 
@@ -8349,6 +8976,8 @@ def _fdecode_remove_delegation_token_record(buf, pos, end, opts, version):
             token_id = _decode_str(r_)
         pos += n_token_id
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remove_delegation_token_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8366,8 +8995,13 @@ def _fdecode_remove_delegation_token_record(buf, pos, end, opts, version):
                 path="remove_delegation_token_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoveDelegationTokenRecord)  # slots set directly: a third of the cost of calling __init__
     value_.token_id = token_id
     value_.tagged_fields = tagged_fields
@@ -8397,7 +9031,8 @@ def _encode_remove_delegation_token_record(obj, out, index, version):
 
         out += token_id
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields", valid_)
 
 
 def _fencode_remove_delegation_token_record(obj, out, index, version):
@@ -8420,7 +9055,8 @@ def _fencode_remove_delegation_token_record(obj, out, index, version):
 
     out += token_id
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remove_delegation_token_record.tagged_fields", valid_)
 
 
 def _decode_controller_endpoint(buf, pos, end, opts):
@@ -8483,6 +9119,8 @@ def _decode_controller_endpoint(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8500,8 +9138,13 @@ def _decode_controller_endpoint(buf, pos, end, opts):
                 path="controller_endpoint.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControllerEndpoint(name, host, port, security_protocol, tagged_fields), pos
 
 
@@ -8539,7 +9182,8 @@ def _encode_controller_endpoint(obj, out, index):
         out += host
     out += _S0.pack(port, security_protocol)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "controller_endpoint.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "controller_endpoint.tagged_fields", valid_)
 
 
 def _decode_controller_feature(buf, pos, end, opts):
@@ -8577,6 +9221,8 @@ def _decode_controller_feature(buf, pos, end, opts):
     ) = _S1.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8594,8 +9240,13 @@ def _decode_controller_feature(buf, pos, end, opts):
                 path="controller_feature.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ControllerFeature(name, min_supported_version, max_supported_version, tagged_fields), pos
 
 
@@ -8620,7 +9271,8 @@ def _encode_controller_feature(obj, out, index):
         out += name
     out += _S1.pack(min_supported_version, max_supported_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "controller_feature.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "controller_feature.tagged_fields", valid_)
 
 
 def _decode_register_controller_record(buf, pos, end, opts, version):
@@ -8726,6 +9378,8 @@ def _decode_register_controller_record(buf, pos, end, opts, version):
             raise exc.within("register_controller_record.features", i_features, "controller_feature") from None
         append_features(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8743,8 +9397,13 @@ def _decode_register_controller_record(buf, pos, end, opts, version):
                 path="register_controller_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RegisterControllerRecord(
         controller_id, incarnation_id, zk_migration_ready, end_points, features, tagged_fields
     ), pos
@@ -8833,6 +9492,8 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         port_controller_endpoint_, security_protocol_controller_endpoint_ = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_controller_endpoint_ = []
+        sec__controller_endpoint_ = pos
+        prev__controller_endpoint_, odd__controller_endpoint_ = (-1, False)
         n_tags__controller_endpoint_, pos = _read_uvarint32(buf, pos, end, "controller_endpoint.tagged_fields")
         if n_tags__controller_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -8850,10 +9511,17 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
                     path="controller_endpoint.tagged_fields",
                 )
             stop__controller_endpoint_ = pos + size__controller_endpoint_
+            if tag__controller_endpoint_ <= prev__controller_endpoint_:
+                odd__controller_endpoint_ = True
+            prev__controller_endpoint_ = tag__controller_endpoint_
             tagged_fields_controller_endpoint_.append(
                 (tag__controller_endpoint_, bytes(buf[pos:stop__controller_endpoint_]))
             )
             pos = stop__controller_endpoint_
+        if odd__controller_endpoint_:
+            tagged_fields_controller_endpoint_ = _keep_tags(
+                tagged_fields_controller_endpoint_, buf[sec__controller_endpoint_:pos], ()
+            )
         value__controller_endpoint_ = _new_object(ControllerEndpoint)
         value__controller_endpoint_.name = name_controller_endpoint_
         value__controller_endpoint_.host = host_controller_endpoint_
@@ -8911,6 +9579,8 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         min_supported_version_controller_feature_, max_supported_version_controller_feature_ = _S1.unpack_from(buf, pos)
         pos += 4
         tagged_fields_controller_feature_ = []
+        sec__controller_feature_ = pos
+        prev__controller_feature_, odd__controller_feature_ = (-1, False)
         n_tags__controller_feature_, pos = _read_uvarint32(buf, pos, end, "controller_feature.tagged_fields")
         if n_tags__controller_feature_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -8928,10 +9598,17 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
                     path="controller_feature.tagged_fields",
                 )
             stop__controller_feature_ = pos + size__controller_feature_
+            if tag__controller_feature_ <= prev__controller_feature_:
+                odd__controller_feature_ = True
+            prev__controller_feature_ = tag__controller_feature_
             tagged_fields_controller_feature_.append(
                 (tag__controller_feature_, bytes(buf[pos:stop__controller_feature_]))
             )
             pos = stop__controller_feature_
+        if odd__controller_feature_:
+            tagged_fields_controller_feature_ = _keep_tags(
+                tagged_fields_controller_feature_, buf[sec__controller_feature_:pos], ()
+            )
         value__controller_feature_ = _new_object(ControllerFeature)
         value__controller_feature_.name = name_controller_feature_
         value__controller_feature_.min_supported_version = min_supported_version_controller_feature_
@@ -8940,6 +9617,8 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
         item_ = value__controller_feature_
         append_features(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "register_controller_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -8957,8 +9636,13 @@ def _fdecode_register_controller_record(buf, pos, end, opts, version):
                 path="register_controller_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RegisterControllerRecord)
     value_.controller_id = controller_id
     value_.incarnation_id = incarnation_id
@@ -9017,7 +9701,8 @@ def _encode_register_controller_record(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"register_controller_record.features[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields", valid_)
 
 
 def _fencode_register_controller_record(obj, out, index, version):
@@ -9073,8 +9758,13 @@ def _fencode_register_controller_record(obj, out, index, version):
         out += host_controller_endpoint_
         out += _S0.pack(port_controller_endpoint_, security_protocol_controller_endpoint_)
         tags__controller_endpoint_ = []
+        valid__controller_endpoint_ = None
         _write_tagged(
-            out, tags__controller_endpoint_, tagged_fields_controller_endpoint_, "controller_endpoint.tagged_fields"
+            out,
+            tags__controller_endpoint_,
+            tagged_fields_controller_endpoint_,
+            "controller_endpoint.tagged_fields",
+            valid__controller_endpoint_,
         )
     n_ = len(features)
     if -1 <= n_ < 16383:
@@ -9105,11 +9795,17 @@ def _fencode_register_controller_record(obj, out, index, version):
         out += name_controller_feature_
         out += _S1.pack(min_supported_version_controller_feature_, max_supported_version_controller_feature_)
         tags__controller_feature_ = []
+        valid__controller_feature_ = None
         _write_tagged(
-            out, tags__controller_feature_, tagged_fields_controller_feature_, "controller_feature.tagged_fields"
+            out,
+            tags__controller_feature_,
+            tagged_fields_controller_feature_,
+            "controller_feature.tagged_fields",
+            valid__controller_feature_,
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "register_controller_record.tagged_fields", valid_)
 
 
 def _decode_kraft_metadata_record(buf, pos, end, opts):

@@ -30,6 +30,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import (
     Voter,
@@ -163,7 +164,7 @@ def _model_voter(c_, opts):
     d_ = _flatten(c_)
     voter_id = d_["voter_id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return Voter(voter_id=voter_id, tagged_fields=tagged_fields)
 
 
@@ -192,7 +193,7 @@ def _model_leader_change_message(c_, opts):
     voters = [_model_voter(x_, opts) for x_ in d_["voters"]]
     granting_voters = [_model_voter(x_, opts) for x_ in d_["granting_voters"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return LeaderChangeMessage(
         version=version,
         leader_id=leader_id,
@@ -234,7 +235,7 @@ def _model_snapshot_header_record(c_, opts):
     version = d_["version"]
     last_contained_log_timestamp = d_["last_contained_log_timestamp"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return SnapshotHeaderRecord(
         version=version, last_contained_log_timestamp=last_contained_log_timestamp, tagged_fields=tagged_fields
     )
@@ -267,7 +268,7 @@ def _model_snapshot_footer_record(c_, opts):
     d_ = _flatten(c_)
     version = d_["version"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return SnapshotFooterRecord(version=version, tagged_fields=tagged_fields)
 
 
@@ -294,7 +295,7 @@ def _model_k_raft_version_record(c_, opts):
     version = d_["version"]
     k_raft_version = d_["k_raft_version"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return KRaftVersionRecord(version=version, k_raft_version=k_raft_version, tagged_fields=tagged_fields)
 
 
@@ -327,7 +328,7 @@ def _model_endpoint(c_, opts):
     host = d_["host"]
     port = d_["port"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return Endpoint(name=name, host=host, port=port, tagged_fields=tagged_fields)
 
 
@@ -356,7 +357,7 @@ def _model_k_raft_version_feature(c_, opts):
     min_supported_version = d_["min_supported_version"]
     max_supported_version = d_["max_supported_version"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return KRaftVersionFeature(
         min_supported_version=min_supported_version,
         max_supported_version=max_supported_version,
@@ -394,7 +395,7 @@ def _model_voters_record_voter(c_, opts):
     endpoints = [_model_endpoint(x_, opts) for x_ in d_["endpoints"]]
     k_raft_version_feature = _model_k_raft_version_feature(d_["k_raft_version_feature"], opts)
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return VotersRecordVoter(
         voter_id=voter_id,
         voter_directory_id=voter_directory_id,
@@ -436,7 +437,7 @@ def _model_voters_record(c_, opts):
     version = d_["version"]
     voters = [_model_voters_record_voter(x_, opts) for x_ in d_["voters"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return VotersRecord(version=version, voters=voters, tagged_fields=tagged_fields)
 
 

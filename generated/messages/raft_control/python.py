@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import (
@@ -76,6 +77,8 @@ def _decode_voter(buf, pos, end, opts):
     (voter_id,) = _S0.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -89,8 +92,13 @@ def _decode_voter(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voter.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Voter(voter_id, tagged_fields), pos
 
 
@@ -101,7 +109,8 @@ def _encode_voter(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S0.pack(voter_id)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "voter.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "voter.tagged_fields", valid_)
 
 
 def _decode_leader_change_message(buf, pos, end, opts):
@@ -198,6 +207,8 @@ def _decode_leader_change_message(buf, pos, end, opts):
             raise exc.within("leader_change_message.granting_voters", i_granting_voters, "voter") from None
         append_granting_voters(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -215,8 +226,13 @@ def _decode_leader_change_message(buf, pos, end, opts):
                 path="leader_change_message.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return LeaderChangeMessage(version, leader_id, voters, granting_voters, tagged_fields), pos
 
 
@@ -250,6 +266,8 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         (voter_id_voter_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_voter_ = []
+        sec__voter_ = pos
+        prev__voter_, odd__voter_ = (-1, False)
         n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
         if n_tags__voter_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -267,8 +285,13 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
                     path="voter.tagged_fields",
                 )
             stop__voter_ = pos + size__voter_
+            if tag__voter_ <= prev__voter_:
+                odd__voter_ = True
+            prev__voter_ = tag__voter_
             tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
             pos = stop__voter_
+        if odd__voter_:
+            tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
         value__voter_ = _new_object(Voter)
         value__voter_.voter_id = voter_id_voter_
         value__voter_.tagged_fields = tagged_fields_voter_
@@ -304,6 +327,8 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         (voter_id_voter_,) = _S0.unpack_from(buf, pos)
         pos += 4
         tagged_fields_voter_ = []
+        sec__voter_ = pos
+        prev__voter_, odd__voter_ = (-1, False)
         n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
         if n_tags__voter_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -321,14 +346,21 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
                     path="voter.tagged_fields",
                 )
             stop__voter_ = pos + size__voter_
+            if tag__voter_ <= prev__voter_:
+                odd__voter_ = True
+            prev__voter_ = tag__voter_
             tagged_fields_voter_.append((tag__voter_, bytes(buf[pos:stop__voter_])))
             pos = stop__voter_
+        if odd__voter_:
+            tagged_fields_voter_ = _keep_tags(tagged_fields_voter_, buf[sec__voter_:pos], ())
         value__voter_ = _new_object(Voter)
         value__voter_.voter_id = voter_id_voter_
         value__voter_.tagged_fields = tagged_fields_voter_
         item_ = value__voter_
         append_granting_voters(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -346,8 +378,13 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
                 path="leader_change_message.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(LeaderChangeMessage)
     value_.version = version
     value_.leader_id = leader_id
@@ -399,7 +436,8 @@ def _encode_leader_change_message(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"leader_change_message.granting_voters[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields", valid_)
 
 
 def _fencode_leader_change_message(obj, out, index):
@@ -422,7 +460,8 @@ def _fencode_leader_change_message(obj, out, index):
         tagged_fields_voter_ = item_.tagged_fields if own__voter_ else getattr(item_, "tagged_fields", None)
         out += _S0.pack(voter_id_voter_)
         tags__voter_ = []
-        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields")
+        valid__voter_ = None
+        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields", valid__voter_)
     n_ = len(granting_voters)
     if -1 <= n_ < 16383:
         out += _UV_BYTES[n_ + 1]
@@ -434,9 +473,11 @@ def _fencode_leader_change_message(obj, out, index):
         tagged_fields_voter_ = item_.tagged_fields if own__voter_ else getattr(item_, "tagged_fields", None)
         out += _S0.pack(voter_id_voter_)
         tags__voter_ = []
-        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields")
+        valid__voter_ = None
+        _write_tagged(out, tags__voter_, tagged_fields_voter_, "voter.tagged_fields", valid__voter_)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "leader_change_message.tagged_fields", valid_)
 
 
 def _decode_snapshot_header_record(buf, pos, end, opts):
@@ -449,6 +490,8 @@ def _decode_snapshot_header_record(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 10
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -466,8 +509,13 @@ def _decode_snapshot_header_record(buf, pos, end, opts):
                 path="snapshot_header_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotHeaderRecord(version, last_contained_log_timestamp, tagged_fields), pos
 
 
@@ -479,6 +527,8 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 10
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -496,8 +546,13 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
                 path="snapshot_header_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotHeaderRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.last_contained_log_timestamp = last_contained_log_timestamp
@@ -515,7 +570,8 @@ def _encode_snapshot_header_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields", valid_)
 
 
 def _fencode_snapshot_header_record(obj, out, index):
@@ -528,7 +584,8 @@ def _fencode_snapshot_header_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(version, last_contained_log_timestamp)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "snapshot_header_record.tagged_fields", valid_)
 
 
 def _decode_snapshot_footer_record(buf, pos, end, opts):
@@ -538,6 +595,8 @@ def _decode_snapshot_footer_record(buf, pos, end, opts):
     (version,) = _S3.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -555,8 +614,13 @@ def _decode_snapshot_footer_record(buf, pos, end, opts):
                 path="snapshot_footer_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SnapshotFooterRecord(version, tagged_fields), pos
 
 
@@ -565,6 +629,8 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
     (version,) = _S3.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -582,8 +648,13 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
                 path="snapshot_footer_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(SnapshotFooterRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.tagged_fields = tagged_fields
@@ -597,7 +668,8 @@ def _encode_snapshot_footer_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields", valid_)
 
 
 def _fencode_snapshot_footer_record(obj, out, index):
@@ -607,7 +679,8 @@ def _fencode_snapshot_footer_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S3.pack(version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "snapshot_footer_record.tagged_fields", valid_)
 
 
 def _decode_k_raft_version_record(buf, pos, end, opts):
@@ -620,6 +693,8 @@ def _decode_k_raft_version_record(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -637,8 +712,13 @@ def _decode_k_raft_version_record(buf, pos, end, opts):
                 path="k_raft_version_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return KRaftVersionRecord(version, k_raft_version, tagged_fields), pos
 
 
@@ -650,6 +730,8 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -667,8 +749,13 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
                 path="k_raft_version_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(KRaftVersionRecord)  # slots set directly: a third of the cost of calling __init__
     value_.version = version
     value_.k_raft_version = k_raft_version
@@ -684,7 +771,8 @@ def _encode_k_raft_version_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields", valid_)
 
 
 def _fencode_k_raft_version_record(obj, out, index):
@@ -695,7 +783,8 @@ def _fencode_k_raft_version_record(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S4.pack(version, k_raft_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "k_raft_version_record.tagged_fields", valid_)
 
 
 def _decode_endpoint(buf, pos, end, opts):
@@ -751,6 +840,8 @@ def _decode_endpoint(buf, pos, end, opts):
     (port,) = _S5.unpack_from(buf, pos)
     pos += 2
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -764,8 +855,13 @@ def _decode_endpoint(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="endpoint.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return Endpoint(name, host, port, tagged_fields), pos
 
 
@@ -802,7 +898,8 @@ def _encode_endpoint(obj, out, index):
         out += host
     out += _S5.pack(port)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "endpoint.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "endpoint.tagged_fields", valid_)
 
 
 def _decode_k_raft_version_feature(buf, pos, end, opts):
@@ -815,6 +912,8 @@ def _decode_k_raft_version_feature(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -832,8 +931,13 @@ def _decode_k_raft_version_feature(buf, pos, end, opts):
                 path="k_raft_version_feature.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return KRaftVersionFeature(min_supported_version, max_supported_version, tagged_fields), pos
 
 
@@ -845,6 +949,8 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
     ) = _S4.unpack_from(buf, pos)
     pos += 4
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -862,8 +968,13 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
                 path="k_raft_version_feature.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(KRaftVersionFeature)  # slots set directly: a third of the cost of calling __init__
     value_.min_supported_version = min_supported_version
     value_.max_supported_version = max_supported_version
@@ -879,7 +990,8 @@ def _encode_k_raft_version_feature(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields", valid_)
 
 
 def _fencode_k_raft_version_feature(obj, out, index):
@@ -890,7 +1002,8 @@ def _fencode_k_raft_version_feature(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S4.pack(min_supported_version, max_supported_version)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "k_raft_version_feature.tagged_fields", valid_)
 
 
 def _decode_voters_record_voter(buf, pos, end, opts):
@@ -938,6 +1051,8 @@ def _decode_voters_record_voter(buf, pos, end, opts):
         append_endpoints(item_)
     k_raft_version_feature, pos = _decode_k_raft_version_feature(buf, pos, end, opts)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -955,8 +1070,13 @@ def _decode_voters_record_voter(buf, pos, end, opts):
                 path="voters_record_voter.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return VotersRecordVoter(voter_id, voter_directory_id, endpoints, k_raft_version_feature, tagged_fields), pos
 
 
@@ -987,7 +1107,8 @@ def _encode_voters_record_voter(obj, out, index):
         ) from None
     _encode_k_raft_version_feature(k_raft_version_feature, out, 0)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "voters_record_voter.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "voters_record_voter.tagged_fields", valid_)
 
 
 def _decode_voters_record(buf, pos, end, opts):
@@ -1047,6 +1168,8 @@ def _decode_voters_record(buf, pos, end, opts):
                     path="voters_record.voters",
                 )
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1060,8 +1183,13 @@ def _decode_voters_record(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return VotersRecord(version, voters, tagged_fields), pos
 
 
@@ -1170,6 +1298,8 @@ def _fdecode_voters_record(buf, pos, end, opts):
             (port_endpoint__voters_record_voter_,) = _S5.unpack_from(buf, pos)
             pos += 2
             tagged_fields_endpoint__voters_record_voter_ = []
+            sec__endpoint__voters_record_voter_ = pos
+            prev__endpoint__voters_record_voter_, odd__endpoint__voters_record_voter_ = (-1, False)
             n_tags__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
             if n_tags__endpoint__voters_record_voter_ > (end - pos) // 2:
                 raise _InvalidValueError(
@@ -1187,10 +1317,17 @@ def _fdecode_voters_record(buf, pos, end, opts):
                         path="endpoint.tagged_fields",
                     )
                 stop__endpoint__voters_record_voter_ = pos + size__endpoint__voters_record_voter_
+                if tag__endpoint__voters_record_voter_ <= prev__endpoint__voters_record_voter_:
+                    odd__endpoint__voters_record_voter_ = True
+                prev__endpoint__voters_record_voter_ = tag__endpoint__voters_record_voter_
                 tagged_fields_endpoint__voters_record_voter_.append(
                     (tag__endpoint__voters_record_voter_, bytes(buf[pos:stop__endpoint__voters_record_voter_]))
                 )
                 pos = stop__endpoint__voters_record_voter_
+            if odd__endpoint__voters_record_voter_:
+                tagged_fields_endpoint__voters_record_voter_ = _keep_tags(
+                    tagged_fields_endpoint__voters_record_voter_, buf[sec__endpoint__voters_record_voter_:pos], ()
+                )
             value__endpoint__voters_record_voter_ = _new_object(Endpoint)
             value__endpoint__voters_record_voter_.name = name_endpoint__voters_record_voter_
             value__endpoint__voters_record_voter_.host = host_endpoint__voters_record_voter_
@@ -1200,6 +1337,8 @@ def _fdecode_voters_record(buf, pos, end, opts):
             append_endpoints_voters_record_voter_(item__voters_record_voter_)
         k_raft_version_feature_voters_record_voter_, pos = _fdecode_k_raft_version_feature(buf, pos, end, opts)
         tagged_fields_voters_record_voter_ = []
+        sec__voters_record_voter_ = pos
+        prev__voters_record_voter_, odd__voters_record_voter_ = (-1, False)
         n_tags__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
         if n_tags__voters_record_voter_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -1217,10 +1356,17 @@ def _fdecode_voters_record(buf, pos, end, opts):
                     path="voters_record_voter.tagged_fields",
                 )
             stop__voters_record_voter_ = pos + size__voters_record_voter_
+            if tag__voters_record_voter_ <= prev__voters_record_voter_:
+                odd__voters_record_voter_ = True
+            prev__voters_record_voter_ = tag__voters_record_voter_
             tagged_fields_voters_record_voter_.append(
                 (tag__voters_record_voter_, bytes(buf[pos:stop__voters_record_voter_]))
             )
             pos = stop__voters_record_voter_
+        if odd__voters_record_voter_:
+            tagged_fields_voters_record_voter_ = _keep_tags(
+                tagged_fields_voters_record_voter_, buf[sec__voters_record_voter_:pos], ()
+            )
         value__voters_record_voter_ = _new_object(VotersRecordVoter)
         value__voters_record_voter_.voter_id = voter_id_voters_record_voter_
         value__voters_record_voter_.voter_directory_id = voter_directory_id_voters_record_voter_
@@ -1234,6 +1380,8 @@ def _fdecode_voters_record(buf, pos, end, opts):
             if budget_voters < 0:
                 raise _Fallback
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1247,8 +1395,13 @@ def _fdecode_voters_record(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="voters_record.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(VotersRecord)
     value_.version = version
     value_.voters = voters
@@ -1280,7 +1433,8 @@ def _encode_voters_record(obj, out, index):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"voters_record.voters[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields", valid_)
 
 
 def _fencode_voters_record(obj, out, index):
@@ -1368,19 +1522,27 @@ def _fencode_voters_record(obj, out, index):
             out += host_endpoint__voters_record_voter_
             out += _S5.pack(port_endpoint__voters_record_voter_)
             tags__endpoint__voters_record_voter_ = []
+            valid__endpoint__voters_record_voter_ = None
             _write_tagged(
                 out,
                 tags__endpoint__voters_record_voter_,
                 tagged_fields_endpoint__voters_record_voter_,
                 "endpoint.tagged_fields",
+                valid__endpoint__voters_record_voter_,
             )
         _fencode_k_raft_version_feature(k_raft_version_feature_voters_record_voter_, out, 0)
         tags__voters_record_voter_ = []
+        valid__voters_record_voter_ = None
         _write_tagged(
-            out, tags__voters_record_voter_, tagged_fields_voters_record_voter_, "voters_record_voter.tagged_fields"
+            out,
+            tags__voters_record_voter_,
+            tagged_fields_voters_record_voter_,
+            "voters_record_voter.tagged_fields",
+            valid__voters_record_voter_,
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "voters_record.tagged_fields", valid_)
 
 
 def _decode_raft_control(buf, pos, end, opts, control_type):

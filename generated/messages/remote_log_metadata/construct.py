@@ -32,6 +32,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import (
     TopicIdPartitionEntry,
@@ -195,7 +196,7 @@ def _model_topic_id_partition_entry(c_, opts):
     id = d_["id"]
     partition = d_["partition"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TopicIdPartitionEntry(name=name, id=id, partition=partition, tagged_fields=tagged_fields)
 
 
@@ -224,7 +225,7 @@ def _model_remote_log_segment_id_entry(c_, opts):
     topic_id_partition = _model_topic_id_partition_entry(d_["topic_id_partition"], opts)
     id = d_["id"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoteLogSegmentIdEntry(topic_id_partition=topic_id_partition, id=id, tagged_fields=tagged_fields)
 
 
@@ -256,7 +257,7 @@ def _model_segment_leader_epoch_entry(c_, opts):
     leader_epoch = d_["leader_epoch"]
     offset = d_["offset"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return SegmentLeaderEpochEntry(leader_epoch=leader_epoch, offset=offset, tagged_fields=tagged_fields)
 
 
@@ -292,7 +293,7 @@ def _model_remote_log_segment_metadata_record(c_, opts, version):
     custom_metadata = d_["custom_metadata"]
     remote_log_segment_state = d_["remote_log_segment_state"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoteLogSegmentMetadataRecord(
         remote_log_segment_id=remote_log_segment_id,
         start_offset=start_offset,
@@ -357,7 +358,7 @@ def _model_remote_log_segment_metadata_update_record(c_, opts, version):
     custom_metadata = d_["custom_metadata"]
     remote_log_segment_state = d_["remote_log_segment_state"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoteLogSegmentMetadataUpdateRecord(
         remote_log_segment_id=remote_log_segment_id,
         broker_id=broker_id,
@@ -406,7 +407,7 @@ def _model_remote_partition_delete_metadata_record(c_, opts, version):
     event_timestamp_ms = d_["event_timestamp_ms"]
     remote_partition_delete_state = d_["remote_partition_delete_state"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemotePartitionDeleteMetadataRecord(
         topic_id_partition=topic_id_partition,
         broker_id=broker_id,
@@ -458,7 +459,7 @@ def _model_remote_log_segment_metadata_snapshot_record(c_, opts, version):
     custom_metadata = d_["custom_metadata"]
     remote_log_segment_state = d_["remote_log_segment_state"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return RemoteLogSegmentMetadataSnapshotRecord(
         segment_id=segment_id,
         start_offset=start_offset,

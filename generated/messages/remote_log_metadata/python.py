@@ -26,6 +26,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import (
@@ -109,6 +110,8 @@ def _decode_topic_id_partition_entry(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -126,8 +129,13 @@ def _decode_topic_id_partition_entry(buf, pos, end, opts):
                 path="topic_id_partition_entry.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TopicIdPartitionEntry(name, id, partition, tagged_fields), pos
 
 
@@ -161,6 +169,8 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 20
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -178,8 +188,13 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
                 path="topic_id_partition_entry.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(TopicIdPartitionEntry)  # slots set directly: a third of the cost of calling __init__
     value_.name = name
     value_.id = id
@@ -209,7 +224,8 @@ def _encode_topic_id_partition_entry(obj, out, index):
         out += name
     out += _S0.pack(_uuid16(id), partition)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields", valid_)
 
 
 def _fencode_topic_id_partition_entry(obj, out, index):
@@ -230,7 +246,8 @@ def _fencode_topic_id_partition_entry(obj, out, index):
     out += name
     out += _S0.pack(_uuid16(id), partition)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "topic_id_partition_entry.tagged_fields", valid_)
 
 
 def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
@@ -241,6 +258,8 @@ def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
     (id,) = _S1.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -258,8 +277,13 @@ def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
                 path="remote_log_segment_id_entry.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentIdEntry(topic_id_partition, id, tagged_fields), pos
 
 
@@ -269,6 +293,8 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
     (id,) = _S1.unpack_from(buf, pos)
     pos += 16
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -286,8 +312,13 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
                 path="remote_log_segment_id_entry.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentIdEntry)  # slots set directly: a third of the cost of calling __init__
     value_.topic_id_partition = topic_id_partition
     value_.id = id
@@ -304,7 +335,8 @@ def _encode_remote_log_segment_id_entry(obj, out, index):
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields", valid_)
 
 
 def _fencode_remote_log_segment_id_entry(obj, out, index):
@@ -316,7 +348,8 @@ def _fencode_remote_log_segment_id_entry(obj, out, index):
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S1.pack(_uuid16(id))
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_id_entry.tagged_fields", valid_)
 
 
 def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
@@ -329,6 +362,8 @@ def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
     ) = _S2.unpack_from(buf, pos)
     pos += 12
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -346,8 +381,13 @@ def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
                 path="segment_leader_epoch_entry.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return SegmentLeaderEpochEntry(leader_epoch, offset, tagged_fields), pos
 
 
@@ -359,7 +399,8 @@ def _encode_segment_leader_epoch_entry(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S2.pack(leader_epoch, offset)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "segment_leader_epoch_entry.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "segment_leader_epoch_entry.tagged_fields", valid_)
 
 
 def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
@@ -477,6 +518,8 @@ def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -494,8 +537,13 @@ def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
                 path="remote_log_segment_metadata_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataRecord(
         remote_log_segment_id,
         start_offset,
@@ -556,6 +604,8 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
         leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_ = _S2.unpack_from(buf, pos)
         pos += 12
         tagged_fields_segment_leader_epoch_entry_ = []
+        sec__segment_leader_epoch_entry_ = pos
+        prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
         n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
             buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
         )
@@ -579,10 +629,17 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
                     path="segment_leader_epoch_entry.tagged_fields",
                 )
             stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
+            if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
+                odd__segment_leader_epoch_entry_ = True
+            prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
             tagged_fields_segment_leader_epoch_entry_.append(
                 (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
             )
             pos = stop__segment_leader_epoch_entry_
+        if odd__segment_leader_epoch_entry_:
+            tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
+                tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
+            )
         value__segment_leader_epoch_entry_ = _new_object(SegmentLeaderEpochEntry)
         value__segment_leader_epoch_entry_.leader_epoch = leader_epoch_segment_leader_epoch_entry_
         value__segment_leader_epoch_entry_.offset = offset_segment_leader_epoch_entry_
@@ -616,6 +673,8 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -633,8 +692,13 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
                 path="remote_log_segment_metadata_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentMetadataRecord)
     value_.remote_log_segment_id = remote_log_segment_id
     value_.start_offset = start_offset
@@ -709,7 +773,8 @@ def _encode_remote_log_segment_metadata_record(obj, out, index, version):
             path="remote_log_segment_metadata_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields", valid_)
 
 
 def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
@@ -751,11 +816,13 @@ def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
         )
         out += _S2.pack(leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_)
         tags__segment_leader_epoch_entry_ = []
+        valid__segment_leader_epoch_entry_ = None
         _write_tagged(
             out,
             tags__segment_leader_epoch_entry_,
             tagged_fields_segment_leader_epoch_entry_,
             "segment_leader_epoch_entry.tagged_fields",
+            valid__segment_leader_epoch_entry_,
         )
     out += _S4.pack(segment_size_in_bytes)
     if custom_metadata is None:
@@ -775,7 +842,8 @@ def _fencode_remote_log_segment_metadata_record(obj, out, index, version):
             path="remote_log_segment_metadata_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_record.tagged_fields", valid_)
 
 
 def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, version):
@@ -836,6 +904,8 @@ def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, versi
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -853,8 +923,13 @@ def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, versi
                 path="remote_log_segment_metadata_update_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataUpdateRecord(
         remote_log_segment_id, broker_id, event_timestamp_ms, custom_metadata, remote_log_segment_state, tagged_fields
     ), pos
@@ -900,6 +975,8 @@ def _fdecode_remote_log_segment_metadata_update_record(buf, pos, end, opts, vers
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -917,8 +994,13 @@ def _fdecode_remote_log_segment_metadata_update_record(buf, pos, end, opts, vers
                 path="remote_log_segment_metadata_update_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         RemoteLogSegmentMetadataUpdateRecord
     )  # slots set directly: a third of the cost of calling __init__
@@ -965,7 +1047,8 @@ def _encode_remote_log_segment_metadata_update_record(obj, out, index, version):
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", valid_)
 
 
 def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version):
@@ -1002,7 +1085,8 @@ def _fencode_remote_log_segment_metadata_update_record(obj, out, index, version)
             path="remote_log_segment_metadata_update_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_update_record.tagged_fields", valid_)
 
 
 def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version):
@@ -1025,6 +1109,8 @@ def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version
     ) = _S6.unpack_from(buf, pos)
     pos += 13
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1042,8 +1128,13 @@ def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version
                 path="remote_partition_delete_metadata_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemotePartitionDeleteMetadataRecord(
         topic_id_partition, broker_id, event_timestamp_ms, remote_partition_delete_state, tagged_fields
     ), pos
@@ -1065,6 +1156,8 @@ def _fdecode_remote_partition_delete_metadata_record(buf, pos, end, opts, versio
     ) = _S6.unpack_from(buf, pos)
     pos += 13
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1082,8 +1175,13 @@ def _fdecode_remote_partition_delete_metadata_record(buf, pos, end, opts, versio
                 path="remote_partition_delete_metadata_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(
         RemotePartitionDeleteMetadataRecord
     )  # slots set directly: a third of the cost of calling __init__
@@ -1113,7 +1211,8 @@ def _encode_remote_partition_delete_metadata_record(obj, out, index, version):
     _encode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", valid_)
 
 
 def _fencode_remote_partition_delete_metadata_record(obj, out, index, version):
@@ -1134,7 +1233,8 @@ def _fencode_remote_partition_delete_metadata_record(obj, out, index, version):
     _fencode_topic_id_partition_entry(topic_id_partition, out, 0)
     out += _S6.pack(broker_id, event_timestamp_ms, remote_partition_delete_state)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_partition_delete_metadata_record.tagged_fields", valid_)
 
 
 def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, version):
@@ -1260,6 +1360,8 @@ def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ver
     (remote_log_segment_state,) = _S5.unpack_from(buf, pos)
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1277,8 +1379,13 @@ def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ver
                 path="remote_log_segment_metadata_snapshot_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return RemoteLogSegmentMetadataSnapshotRecord(
         segment_id,
         start_offset,
@@ -1338,6 +1445,8 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
         leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_ = _S2.unpack_from(buf, pos)
         pos += 12
         tagged_fields_segment_leader_epoch_entry_ = []
+        sec__segment_leader_epoch_entry_ = pos
+        prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
         n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
             buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
         )
@@ -1361,10 +1470,17 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
                     path="segment_leader_epoch_entry.tagged_fields",
                 )
             stop__segment_leader_epoch_entry_ = pos + size__segment_leader_epoch_entry_
+            if tag__segment_leader_epoch_entry_ <= prev__segment_leader_epoch_entry_:
+                odd__segment_leader_epoch_entry_ = True
+            prev__segment_leader_epoch_entry_ = tag__segment_leader_epoch_entry_
             tagged_fields_segment_leader_epoch_entry_.append(
                 (tag__segment_leader_epoch_entry_, bytes(buf[pos:stop__segment_leader_epoch_entry_]))
             )
             pos = stop__segment_leader_epoch_entry_
+        if odd__segment_leader_epoch_entry_:
+            tagged_fields_segment_leader_epoch_entry_ = _keep_tags(
+                tagged_fields_segment_leader_epoch_entry_, buf[sec__segment_leader_epoch_entry_:pos], ()
+            )
         value__segment_leader_epoch_entry_ = _new_object(SegmentLeaderEpochEntry)
         value__segment_leader_epoch_entry_.leader_epoch = leader_epoch_segment_leader_epoch_entry_
         value__segment_leader_epoch_entry_.offset = offset_segment_leader_epoch_entry_
@@ -1398,6 +1514,8 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
         remote_log_segment_state -= 256
     pos += 1
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1415,8 +1533,13 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
                 path="remote_log_segment_metadata_snapshot_record.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(RemoteLogSegmentMetadataSnapshotRecord)
     value_.segment_id = segment_id
     value_.start_offset = start_offset
@@ -1490,7 +1613,8 @@ def _encode_remote_log_segment_metadata_snapshot_record(obj, out, index, version
             path="remote_log_segment_metadata_snapshot_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", valid_)
 
 
 def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, version):
@@ -1531,11 +1655,13 @@ def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, versio
         )
         out += _S2.pack(leader_epoch_segment_leader_epoch_entry_, offset_segment_leader_epoch_entry_)
         tags__segment_leader_epoch_entry_ = []
+        valid__segment_leader_epoch_entry_ = None
         _write_tagged(
             out,
             tags__segment_leader_epoch_entry_,
             tagged_fields_segment_leader_epoch_entry_,
             "segment_leader_epoch_entry.tagged_fields",
+            valid__segment_leader_epoch_entry_,
         )
     out += _S4.pack(segment_size_in_bytes)
     if custom_metadata is None:
@@ -1555,7 +1681,8 @@ def _fencode_remote_log_segment_metadata_snapshot_record(obj, out, index, versio
             path="remote_log_segment_metadata_snapshot_record.remote_log_segment_state",
         )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "remote_log_segment_metadata_snapshot_record.tagged_fields", valid_)
 
 
 def _decode_remote_log_metadata_record(buf, pos, end, opts):

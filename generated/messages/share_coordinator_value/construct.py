@@ -30,6 +30,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import StateBatch, ShareSnapshotValue, ShareUpdateValue, ShareCoordinatorValue
 
@@ -107,7 +108,7 @@ def _model_state_batch(c_, opts):
     delivery_state = d_["delivery_state"]
     delivery_count = d_["delivery_count"]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return StateBatch(
         first_offset=first_offset,
         last_offset=last_offset,
@@ -152,7 +153,7 @@ def _model_share_snapshot_value(c_, opts, version):
     start_offset = d_["start_offset"]
     state_batches = [_model_state_batch(x_, opts) for x_ in d_["state_batches"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareSnapshotValue(
         snapshot_epoch=snapshot_epoch,
         state_epoch=state_epoch,
@@ -199,7 +200,7 @@ def _model_share_update_value(c_, opts, version):
     start_offset = d_["start_offset"]
     state_batches = [_model_state_batch(x_, opts) for x_ in d_["state_batches"]]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return ShareUpdateValue(
         snapshot_epoch=snapshot_epoch,
         leader_epoch=leader_epoch,

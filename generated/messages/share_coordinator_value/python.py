@@ -21,6 +21,7 @@ from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import StateBatch, ShareSnapshotValue, ShareUpdateValue, ShareCoordinatorValue
@@ -66,6 +67,8 @@ def _decode_state_batch(buf, pos, end, opts):
     ) = _S0.unpack_from(buf, pos)
     pos += 19
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -79,8 +82,13 @@ def _decode_state_batch(buf, pos, end, opts):
                 f"tag {tag_} declares {size_} bytes, {end - pos} left", offset=pos, path="state_batch.tagged_fields"
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return StateBatch(first_offset, last_offset, delivery_state, delivery_count, tagged_fields), pos
 
 
@@ -94,7 +102,8 @@ def _encode_state_batch(obj, out, index):
     tagged_fields = obj.tagged_fields if own_ else getattr(obj, "tagged_fields", None)
     out += _S0.pack(first_offset, last_offset, delivery_state, delivery_count)
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "state_batch.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "state_batch.tagged_fields", valid_)
 
 
 def _decode_share_snapshot_value(buf, pos, end, opts, version):
@@ -159,6 +168,8 @@ def _decode_share_snapshot_value(buf, pos, end, opts, version):
             raise exc.within("share_snapshot_value.state_batches", i_state_batches, "state_batch") from None
         append_state_batches(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -176,8 +187,13 @@ def _decode_share_snapshot_value(buf, pos, end, opts, version):
                 path="share_snapshot_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareSnapshotValue(
         snapshot_epoch, state_epoch, leader_epoch, start_offset, state_batches, tagged_fields
     ), pos
@@ -228,6 +244,8 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
         ) = _S0.unpack_from(buf, pos)
         pos += 19
         tagged_fields_state_batch_ = []
+        sec__state_batch_ = pos
+        prev__state_batch_, odd__state_batch_ = (-1, False)
         n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
         if n_tags__state_batch_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -245,8 +263,13 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
                     path="state_batch.tagged_fields",
                 )
             stop__state_batch_ = pos + size__state_batch_
+            if tag__state_batch_ <= prev__state_batch_:
+                odd__state_batch_ = True
+            prev__state_batch_ = tag__state_batch_
             tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
             pos = stop__state_batch_
+        if odd__state_batch_:
+            tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
         value__state_batch_ = _new_object(StateBatch)
         value__state_batch_.first_offset = first_offset_state_batch_
         value__state_batch_.last_offset = last_offset_state_batch_
@@ -256,6 +279,8 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
         item_ = value__state_batch_
         append_state_batches(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -273,8 +298,13 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
                 path="share_snapshot_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareSnapshotValue)
     value_.snapshot_epoch = snapshot_epoch
     value_.state_epoch = state_epoch
@@ -317,7 +347,8 @@ def _encode_share_snapshot_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_snapshot_value.state_batches[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields", valid_)
 
 
 def _fencode_share_snapshot_value(obj, out, index, version):
@@ -358,9 +389,13 @@ def _fencode_share_snapshot_value(obj, out, index, version):
             delivery_count_state_batch_,
         )
         tags__state_batch_ = []
-        _write_tagged(out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields")
+        valid__state_batch_ = None
+        _write_tagged(
+            out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields", valid__state_batch_
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_snapshot_value.tagged_fields", valid_)
 
 
 def _decode_share_update_value(buf, pos, end, opts, version):
@@ -424,6 +459,8 @@ def _decode_share_update_value(buf, pos, end, opts, version):
             raise exc.within("share_update_value.state_batches", i_state_batches, "state_batch") from None
         append_state_batches(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -441,8 +478,13 @@ def _decode_share_update_value(buf, pos, end, opts, version):
                 path="share_update_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return ShareUpdateValue(snapshot_epoch, leader_epoch, start_offset, state_batches, tagged_fields), pos
 
 
@@ -491,6 +533,8 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
         ) = _S0.unpack_from(buf, pos)
         pos += 19
         tagged_fields_state_batch_ = []
+        sec__state_batch_ = pos
+        prev__state_batch_, odd__state_batch_ = (-1, False)
         n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
         if n_tags__state_batch_ > (end - pos) // 2:
             raise _InvalidValueError(
@@ -508,8 +552,13 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
                     path="state_batch.tagged_fields",
                 )
             stop__state_batch_ = pos + size__state_batch_
+            if tag__state_batch_ <= prev__state_batch_:
+                odd__state_batch_ = True
+            prev__state_batch_ = tag__state_batch_
             tagged_fields_state_batch_.append((tag__state_batch_, bytes(buf[pos:stop__state_batch_])))
             pos = stop__state_batch_
+        if odd__state_batch_:
+            tagged_fields_state_batch_ = _keep_tags(tagged_fields_state_batch_, buf[sec__state_batch_:pos], ())
         value__state_batch_ = _new_object(StateBatch)
         value__state_batch_.first_offset = first_offset_state_batch_
         value__state_batch_.last_offset = last_offset_state_batch_
@@ -519,6 +568,8 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
         item_ = value__state_batch_
         append_state_batches(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -536,8 +587,13 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
                 path="share_update_value.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     value_ = _new_object(ShareUpdateValue)
     value_.snapshot_epoch = snapshot_epoch
     value_.leader_epoch = leader_epoch
@@ -578,7 +634,8 @@ def _encode_share_update_value(obj, out, index, version):
             f"cannot encode: {type(exc).__name__}: {exc}", path=f"share_update_value.state_batches[{index_}]"
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields", valid_)
 
 
 def _fencode_share_update_value(obj, out, index, version):
@@ -618,9 +675,13 @@ def _fencode_share_update_value(obj, out, index, version):
             delivery_count_state_batch_,
         )
         tags__state_batch_ = []
-        _write_tagged(out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields")
+        valid__state_batch_ = None
+        _write_tagged(
+            out, tags__state_batch_, tagged_fields_state_batch_, "state_batch.tagged_fields", valid__state_batch_
+        )
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "share_update_value.tagged_fields", valid_)
 
 
 def _decode_share_coordinator_value(buf, pos, end, opts, record_type):

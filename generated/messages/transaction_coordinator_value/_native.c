@@ -539,16 +539,34 @@ static int d_transaction_log_value_flexible(kf_ctx *cx, const uint8_t *b, Py_ssi
                 Py_CLEAR(o_previous_producer_id);
                 if ((rc_ = d_transaction_log_value_flexible_previous_producer_id_tag(cx, b, pos, stop_, &o_previous_producer_id, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(-1));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_previous_producer_id, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 1) {
                 Py_CLEAR(o_next_producer_id);
                 if ((rc_ = d_transaction_log_value_flexible_next_producer_id_tag(cx, b, pos, stop_, &o_next_producer_id, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(-1));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_next_producer_id, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (tag_ == 2) {
                 Py_CLEAR(o_client_transaction_version);
                 if ((rc_ = d_transaction_log_value_flexible_client_transaction_version_tag(cx, b, pos, stop_, &o_client_transaction_version, &q_)) != KF_OK) goto done;
                 if (q_ != stop_) FALLBACK;
+                {
+                    PyObject *a_ = PyLong_FromLongLong(INT64_C(0));
+                    int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_client_transaction_version, a_, Py_EQ);
+                    Py_XDECREF(a_);
+                    if (eq_ != 0) { PyErr_Clear(); FALLBACK; }
+                }
             }
             else if (kf_tag_append(o_tagged_fields, tag_, b + pos, stop_ - pos) < 0) ERROR;
             pos = stop_;

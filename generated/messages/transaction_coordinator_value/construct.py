@@ -32,6 +32,7 @@ from kfmt.runtime.errors import CodecError as _CodecError
 from kfmt.runtime.errors import InvalidValueError as _InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 
 from .model import (
     PartitionsSchema,
@@ -344,7 +345,7 @@ def _model_transaction_log_value_partitions_schema(c_, opts):
         _model_transaction_log_value_partitions_schema_partition_ids_item(x_, opts) for x_ in d_["partition_ids"]
     ]
     known_ = d_["tagged_fields"]["known"]
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags([tuple(u_) for u_ in d_["tagged_fields"]["unknown"]], d_["tagged_fields"]["raw"], ())
     return TransactionLogValuePartitionsSchema(topic=topic, partition_ids=partition_ids, tagged_fields=tagged_fields)
 
 
@@ -495,7 +496,15 @@ def _model_transaction_log_value_flexible(c_, opts, version):
         if "client_transaction_version" in known_
         else 0
     )
-    tagged_fields = [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]]
+    tagged_fields = _keep_tags(
+        [tuple(u_) for u_ in d_["tagged_fields"]["unknown"]],
+        d_["tagged_fields"]["raw"],
+        (
+            (0, (previous_producer_id == -1 or previous_producer_id is None)),
+            (1, (next_producer_id == -1 or next_producer_id is None)),
+            (2, (client_transaction_version == 0 or client_transaction_version is None)),
+        ),
+    )
     return TransactionLogValueFlexible(
         producer_id=producer_id,
         producer_epoch=producer_epoch,

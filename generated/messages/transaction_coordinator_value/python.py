@@ -25,6 +25,7 @@ from kfmt.runtime.text import encode as _encode_str
 from kfmt.runtime.varint import UV_BYTES as _UV_BYTES
 from kfmt.runtime.varint import read_uvarint32 as _read_uvarint32
 from kfmt.runtime.varint import write_uvarint as _write_uvarint
+from kfmt.runtime.tagged import keep_tags as _keep_tags
 from kfmt.runtime.tagged import write_tagged as _write_tagged
 
 from .model import (
@@ -566,6 +567,8 @@ def _decode_transaction_log_value_partitions_schema(buf, pos, end, opts):
             ) from None
         append_partition_ids(item_)
     tagged_fields = []
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -583,8 +586,13 @@ def _decode_transaction_log_value_partitions_schema(buf, pos, end, opts):
                 path="transaction_log_value_partitions_schema.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(tagged_fields, buf[sec_:pos], ())
     return TransactionLogValuePartitionsSchema(topic, partition_ids, tagged_fields), pos
 
 
@@ -628,7 +636,8 @@ def _encode_transaction_log_value_partitions_schema(obj, out, index):
             path=f"transaction_log_value_partitions_schema.partition_ids[{index_}]",
         ) from None
     tags_ = []
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_partitions_schema.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_partitions_schema.tagged_fields", valid_)
 
 
 def _decode_transaction_log_value_flexible_previous_producer_id_tag(buf, pos, end, opts):
@@ -824,6 +833,8 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
     previous_producer_id = -1
     next_producer_id = -1
     client_transaction_version = 0
+    sec_ = pos
+    prev_, odd_ = -1, False
     n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -841,6 +852,9 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 path="transaction_log_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:  # out of order or twice: kept as read (kfmt.runtime.tagged.TagSection)
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             previous_producer_id, q_ = _decode_transaction_log_value_flexible_previous_producer_id_tag(
                 buf, pos, stop_, opts
@@ -851,6 +865,8 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
                 )
+            if previous_producer_id == -1 or previous_producer_id is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 1:
             next_producer_id, q_ = _decode_transaction_log_value_flexible_next_producer_id_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -859,6 +875,8 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.next_producer_id",
                 )
+            if next_producer_id == -1 or next_producer_id is None:  # written at its default: kept as read
+                odd_ = True
         elif tag_ == 2:
             client_transaction_version, q_ = _decode_transaction_log_value_flexible_client_transaction_version_tag(
                 buf, pos, stop_, opts
@@ -869,9 +887,23 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
                 )
+            if (
+                client_transaction_version == 0 or client_transaction_version is None
+            ):  # written at its default: kept as read
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, (previous_producer_id == -1 or previous_producer_id is None)),
+                (1, (next_producer_id == -1 or next_producer_id is None)),
+                (2, (client_transaction_version == 0 or client_transaction_version is None)),
+            ),
+        )
     return TransactionLogValueFlexible(
         producer_id,
         producer_epoch,
@@ -1011,6 +1043,8 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 item__transaction_log_value_partitions_schema_
             )
         tagged_fields_transaction_log_value_partitions_schema_ = []
+        sec__transaction_log_value_partitions_schema_ = pos
+        prev__transaction_log_value_partitions_schema_, odd__transaction_log_value_partitions_schema_ = (-1, False)
         n_tags__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
             buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
         )
@@ -1034,6 +1068,9 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     path="transaction_log_value_partitions_schema.tagged_fields",
                 )
             stop__transaction_log_value_partitions_schema_ = pos + size__transaction_log_value_partitions_schema_
+            if tag__transaction_log_value_partitions_schema_ <= prev__transaction_log_value_partitions_schema_:
+                odd__transaction_log_value_partitions_schema_ = True
+            prev__transaction_log_value_partitions_schema_ = tag__transaction_log_value_partitions_schema_
             tagged_fields_transaction_log_value_partitions_schema_.append(
                 (
                     tag__transaction_log_value_partitions_schema_,
@@ -1041,6 +1078,12 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 )
             )
             pos = stop__transaction_log_value_partitions_schema_
+        if odd__transaction_log_value_partitions_schema_:
+            tagged_fields_transaction_log_value_partitions_schema_ = _keep_tags(
+                tagged_fields_transaction_log_value_partitions_schema_,
+                buf[sec__transaction_log_value_partitions_schema_:pos],
+                (),
+            )
         value__transaction_log_value_partitions_schema_ = _new_object(TransactionLogValuePartitionsSchema)
         value__transaction_log_value_partitions_schema_.topic = topic_transaction_log_value_partitions_schema_
         value__transaction_log_value_partitions_schema_.partition_ids = (
@@ -1063,6 +1106,8 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
     previous_producer_id = -1
     next_producer_id = -1
     client_transaction_version = 0
+    sec_ = pos
+    prev_, odd_ = (-1, False)
     n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
@@ -1080,6 +1125,9 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                 path="transaction_log_value_flexible.tagged_fields",
             )
         stop_ = pos + size_
+        if tag_ <= prev_:
+            odd_ = True
+        prev_ = tag_
         if tag_ == 0:
             previous_producer_id, q_ = _fdecode_transaction_log_value_flexible_previous_producer_id_tag(
                 buf, pos, stop_, opts
@@ -1090,6 +1138,8 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.previous_producer_id",
                 )
+            if previous_producer_id == -1 or previous_producer_id is None:
+                odd_ = True
         elif tag_ == 1:
             next_producer_id, q_ = _fdecode_transaction_log_value_flexible_next_producer_id_tag(buf, pos, stop_, opts)
             if q_ != stop_:
@@ -1098,6 +1148,8 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.next_producer_id",
                 )
+            if next_producer_id == -1 or next_producer_id is None:
+                odd_ = True
         elif tag_ == 2:
             client_transaction_version, q_ = _fdecode_transaction_log_value_flexible_client_transaction_version_tag(
                 buf, pos, stop_, opts
@@ -1108,9 +1160,21 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
                     offset=q_,
                     path="transaction_log_value_flexible.tagged_fields.client_transaction_version",
                 )
+            if client_transaction_version == 0 or client_transaction_version is None:
+                odd_ = True
         else:
             tagged_fields.append((tag_, bytes(buf[pos:stop_])))
         pos = stop_
+    if odd_:
+        tagged_fields = _keep_tags(
+            tagged_fields,
+            buf[sec_:pos],
+            (
+                (0, previous_producer_id == -1 or previous_producer_id is None),
+                (1, next_producer_id == -1 or next_producer_id is None),
+                (2, client_transaction_version == 0 or client_transaction_version is None),
+            ),
+        )
     value_ = _new_object(TransactionLogValueFlexible)
     value_.producer_id = producer_id
     value_.producer_epoch = producer_epoch
@@ -1196,7 +1260,8 @@ def _encode_transaction_log_value_flexible(obj, out, index, version):
         tmp_ = bytearray()
         _encode_transaction_log_value_flexible_client_transaction_version_tag(client_transaction_version, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
 
 
 def _fencode_transaction_log_value_flexible(obj, out, index, version):
@@ -1286,11 +1351,13 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
                     value_transaction_log_value_partitions_schema_partition_ids_item__transaction_log_value_partitions_schema_
                 )
             tags__transaction_log_value_partitions_schema_ = []
+            valid__transaction_log_value_partitions_schema_ = None
             _write_tagged(
                 out,
                 tags__transaction_log_value_partitions_schema_,
                 tagged_fields_transaction_log_value_partitions_schema_,
                 "transaction_log_value_partitions_schema.tagged_fields",
+                valid__transaction_log_value_partitions_schema_,
             )
     out += _S3.pack(transaction_last_update_timestamp_ms, transaction_start_timestamp_ms)
     tags_ = []
@@ -1309,7 +1376,8 @@ def _fencode_transaction_log_value_flexible(obj, out, index, version):
         tmp_ = bytearray()
         _fencode_transaction_log_value_flexible_client_transaction_version_tag(client_transaction_version, tmp_, 0)
         tags_.append((2, tmp_))
-    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields")
+    valid_ = None
+    _write_tagged(out, tags_, tagged_fields, "transaction_log_value_flexible.tagged_fields", valid_)
 
 
 def _decode_transaction_log_value_versions(buf, pos, end, opts, version):

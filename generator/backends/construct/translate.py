@@ -16,7 +16,7 @@ Expressions are translated by :func:`py` from the IR's closed vocabulary; names 
 from __future__ import annotations
 
 import generator.ir.nodes as n
-from generator.ir.empty import absent_bytes
+from generator.ir.empty import absent_bytes, py_at_default
 from generator.ir.passes.layout import min_field_size
 from generator.loader import SchemaError
 
@@ -401,6 +401,11 @@ def model_lines(f: n.FormatIR, st: n.Struct) -> list[str]:
     return out
 
 
+def _at_default(f: n.FormatIR, t: n.TaggedField) -> str:
+    """Whether a tagged field decoded at the value its encoder leaves it out at (the empty struct: its bytes)."""
+    return repr(absent_bytes(f, t)) if isinstance(t.absent, n.EmptyStruct) else py_at_default(t, t.name)
+
+
 def _model_value(f: n.FormatIR, x: n.Field, out: list[str]) -> str:
     """A field's decoded value from the parsed container ``d_`` (a tagged section adds its fields to ``out``)."""
     w = x.wire
@@ -416,7 +421,8 @@ def _model_value(f: n.FormatIR, x: n.Field, out: list[str]) -> str:
             if isinstance(t.absent, n.EmptyStruct):  # new Type(): decoded from the bytes of the empty struct
                 absent = f"_model_{t.struct}({t.struct}.parse({absent_bytes(f, t)!r}), opts{args(f.struct(t.struct))})"
             out.append(f"{t.name} = {value} if {t.name!r} in known_ else {absent}")
-        return f"[tuple(u_) for u_ in {got}['unknown']]"
+        named = "".join(f"({t.tag}, {_at_default(f, t)}), " for t in w.fields)
+        return f"_keep_tags([tuple(u_) for u_ in {got}['unknown']], {got}['raw'], ({named}))"
     if isinstance(w, n.Switch):
         value = "None"
         for vals, c in reversed(w.grouped()):  # decoding has refused any other selector value

@@ -630,6 +630,7 @@ class _StructGen:
             self.w(f"Py_CLEAR(o_{t.name});", 4)
             self.call(t.struct, f"o_{t.name}", "b", "pos", "stop_", "&q_", 4)
             self.w("if (q_ != stop_) FALLBACK;", 4)
+            self.at_default(t, 4)
             self.w("}", 3)
         for t in wire.fields:  # a known tag not valid at this version: the python backend says so
             if t.condition is not None:
@@ -638,6 +639,25 @@ class _StructGen:
         self.w("pos = stop_;", 3)
         self.w("}", 2)
         self.w("}")
+
+    def at_default(self, t: n.TaggedField, depth: int) -> None:
+        """A tagged field written at the value it is left out at: the python backend keeps the section as read
+        (kfmt.runtime.tagged.TagSection), so this decoder hands over."""
+        if isinstance(t.absent, n.EmptyStruct):
+            raw = absent_bytes(self.low.f, t)
+            self.w(
+                f"if (stop_ - pos == {len(raw)} && memcmp(b + pos, {c_bytes(raw)}, {len(raw)}) == 0) FALLBACK;", depth
+            )
+            return
+        if t.absent is None:
+            self.w(f"if (o_{t.name} == Py_None) FALLBACK;", depth)
+            return
+        self.w("{", depth)
+        self.w(f"PyObject *a_ = {py_new(t.absent, f'{self.st.name}.{t.name}')};", depth + 1)
+        self.w(f"int eq_ = a_ == NULL ? -1 : PyObject_RichCompareBool(o_{t.name}, a_, Py_EQ);", depth + 1)
+        self.w("Py_XDECREF(a_);", depth + 1)
+        self.w("if (eq_ != 0) { PyErr_Clear(); FALLBACK; }", depth + 1)
+        self.w("}", depth)
 
     def varint(self, var: str, wire: n.Varint, depth: int, end: str | None = None) -> None:
         end = end or self.end

@@ -16,7 +16,7 @@ import struct as _struct
 from dataclasses import dataclass, field
 
 from generator.backends.python.expr import py
-from generator.ir.empty import absent_bytes
+from generator.ir.empty import absent_bytes, py_at_default
 from generator.ir.nodes import EmptyStruct
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
@@ -24,6 +24,14 @@ from generator.loader import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, Sch
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"
+
+
+def _at_default(ir, t, x) -> str:
+    """A decoded tagged field held at the value it is left out at when encoding: then its section is kept
+    as read."""
+    if isinstance(x.absent, EmptyStruct):
+        return f"buf[pos:stop_] == {absent_bytes(ir, x)!r}"
+    return py_at_default(x, t.name)
 
 
 @dataclass
@@ -444,7 +452,8 @@ class Builder(Validator):
         tags = [
             dict(tag=t.tag, name=t.name, elem=t.type, args=self.params(t.type), absent=repr(t.absent),
                  nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None,
-                 absent_bytes=repr(absent_bytes(self.ir, x)) if isinstance(x.absent, EmptyStruct) else None)
+                 absent_bytes=repr(absent_bytes(self.ir, x)) if isinstance(x.absent, EmptyStruct) else None,
+                 at_default=_at_default(self.ir, t, x))
             for t, x in zip(f.tags, typed.fields)
         ]  # fmt: skip
         return dict(tags=tags, path=f"{path}.{f.name}")
