@@ -393,35 +393,62 @@ class _Where:
     path: str | None
 
 
-def _arrow_batches(source, where, columns, verify_crc, format, backend, on_corrupt, include_control=True, txns=None):
-    """The rows of ``source``, Arrow batch by Arrow batch: bytes-like data, or a :class:`_Range` of a file
-    (streamed in chunks; the bytes of a quarantined region are read again by position). At least one batch."""
+@dataclass(frozen=True)
+class Reading:
+    """How a log's bytes become rows: what read_arrow and each slice of the Spark source ask of :func:`rows`."""
+
+    columns: tuple[str, ...]
+    verify_crc: bool = True
+    format: str | None = None
+    backend: str | None = None
+    on_corrupt: str = "fail"
+    include_control: bool = False
+    dropped: object = None  # a function saying whether a batch is of an aborted transaction (read_committed)
+    lo: int | None = None  # offset bounds: records below ``lo`` and from ``hi`` on are left out
+    hi: int | None = None
+    base: int = 0  # where the bytes start in their file (positions are the file's)
+    live_end: bool = True  # the bytes end the partition's log: an incomplete last entry is a batch being written
+
+
+def rows(data, where, r: Reading):
+    """The rows of a log's bytes, Arrow batch by Arrow batch: bytes-like data, or a :class:`_Range` of a file
+    (streamed in chunks; a quarantined region's bytes are read again by position). The one loop of
+    read_arrow and the Spark source: entries and damage come from :func:`kfmt.scanner` (one definition for
+    every reader); what a damaged region becomes is :func:`_damage`'s, and an incomplete last entry
+    :func:`being_written`'s. Raises :class:`kfmt.CodecError` on damage with ``on_corrupt="fail"``."""
     import pyarrow as pa
 
     from kfmt.api import BatchRun, scan
     from kfmt.runtime.errors import CodecError
 
-    sink = new_sink(backend)
-    cols = _Columns(columns, sink)
-    n = source.end - source.start if isinstance(source, _Range) else len(memoryview(source))
-    limits = (ROWS_PER_ARROW_BATCH, SINK_BYTES) if txns is None else None  # runs of clean batches in one call
+    n = data.end - data.start if isinstance(data, _Range) else len(memoryview(data))
+    sink = new_sink(r.backend) if r.lo is None and r.hi is None else None  # bounds cut batches: objects then
+    cols = _Columns(r.columns, sink)
+    limits = (ROWS_PER_ARROW_BATCH, SINK_BYTES) if r.dropped is None else None  # runs of clean batches in one call
+    skipped = 0
     try:
-        for pos, end, b in scan(source, verify_crc=verify_crc, format=format, backend=backend,
-                                skip_corrupt=on_corrupt != "fail", sink=sink, run_limits=limits):  # fmt: skip
+        for pos, end, b in scan(data, verify_crc=r.verify_crc, format=r.format, backend=r.backend,
+                                skip_corrupt=r.on_corrupt != "fail", sink=sink, run_limits=limits):  # fmt: skip
             if type(b) is BatchRun:
-                cols.add_run(0, b)
+                cols.add_run(r.base, b)
             elif isinstance(b, CodecError):
-                _damage(cols, source, n, where, pos, end, b, on_corrupt)
-            elif kept(cols, b, include_control, txns.is_dropped if txns is not None else None):
-                cols.add_batch(pos, b)
+                skipped += _damage(cols, data, n, where, pos, end, b, r)
+            elif kept(cols, b, r.include_control, r.dropped, r.lo, r.hi):
+                cols.add_batch(r.base + pos, b, r.lo, r.hi)
             if cols.full():
                 yield cols.to_arrow(pa, where)
-                cols = _Columns(columns, sink)
+                cols = _Columns(r.columns, sink)
     except CodecError as e:
-        reread = source.raw if isinstance(source, _Range) else (lambda a, b: bytes(memoryview(source)[a:b]))
-        if not being_written(e, n, where.path, reread):
+        if not (r.live_end and being_written(e, n, where.path or "the data", lambda a, b: _raw(data, a, b))):
             raise
-    yield cols.to_arrow(pa, where)
+    if skipped:
+        log.warning("kfmt: %d damaged region(s) skipped in %s", skipped, where.path or "the data")
+    if cols.n:
+        yield cols.to_arrow(pa, where)
+
+
+def _raw(data, pos: int, end: int) -> bytes:
+    return data.raw(pos, end) if isinstance(data, _Range) else bytes(memoryview(data)[pos:end])
 
 
 def kept(cols, b, include_control: bool, dropped=None, lo=None, hi=None) -> bool:
@@ -434,44 +461,27 @@ def kept(cols, b, include_control: bool, dropped=None, lo=None, hi=None) -> bool
     return not ((lo is not None and b.last_offset < lo) or (hi is not None and b.base_offset >= hi))
 
 
-def _damage(cols, source, n: int, where, pos: int, end: int, e, on_corrupt: str) -> None:
-    """A damaged region: left out (an entry being written, or ``skip``: logged) or a quarantine row."""
-    if being_written(e, n, where.path):
-        return
-    if on_corrupt == "skip":
-        log.warning("kfmt.read_arrow: skipped a damaged region at byte %d: %s", pos, e)
-        return
-    stop = min(end, pos + QUARANTINE_RAW_BYTES)
-    raw = source.raw(pos, stop) if isinstance(source, _Range) else bytes(memoryview(source)[pos:stop])
-    cols.add_corrupt(pos, str(e), raw)
+def _damage(cols, data, n: int, where, pos: int, end: int, e, r: Reading) -> int:
+    """A damaged region: left out (an entry being written), skipped (``skip``: logged, 1 counted) or a
+    quarantine row with its position, error and raw bytes (at most QUARANTINE_RAW_BYTES, the cut said)."""
+    if r.live_end and being_written(e, n, where.path or "the data"):
+        return 0
+    if r.on_corrupt == "skip":
+        log.warning("kfmt: skipped a damaged region of %s at byte %d: %s", where.path or "the data", r.base + pos, e)
+        return 1
+    raw = _raw(data, pos, min(end, pos + QUARANTINE_RAW_BYTES))
+    cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
+    cols.add_corrupt(r.base + pos, f"{e}{cut}", raw)
+    return 0
 
 
 def being_written(e, n: int, path: str, raw=None) -> bool:
-    """Whether ``e`` is an incomplete entry ending the ``n`` bytes of a log's last segment: a batch being
-    written, which Kafka's fetch leaves out (logged, never data, never damage). Never at byte 0: bytes
-    whose only entry is incomplete could be anything. ``raw(pos, end)`` reads the tail again when ``e`` was
-    raised by a reader that does not resynchronise: a damaged size field followed by valid batches is
-    damage, not a batch being written."""
-    from kfmt.resync import LOG_OVERHEAD, RESYNC_MAX_ENTRY
-    from kfmt.runtime.errors import TruncatedError
+    """:func:`kfmt.scanner.batch_being_written` (the one rule), said in the log when it holds: a batch being
+    written is left out of the rows, as Kafka's fetch leaves it out (logged, never data, never damage)."""
+    from kfmt.scanner import batch_being_written
 
-    unread = getattr(e, "unread", None)
-    if type(e) is not TruncatedError or unread is None or e.batch_position + unread != n:
-        return False
-    if unread > LOG_OVERHEAD + RESYNC_MAX_ENTRY:  # longer than any entry a reader looks for after damage
-        return False
-    if e.batch_position == 0 or (raw is not None and not _only_a_cut_entry(raw(e.batch_position, n))):
+    if not batch_being_written(e, n, raw):
         return False
     log.warning("kfmt: %s ends with %d byte(s) of a batch not yet written completely (at byte %d): left out, as "
-                "Kafka leaves it out of a fetch", path, unread, e.batch_position)  # fmt: skip
+                "Kafka leaves it out of a fetch", path, e.unread, e.batch_position)  # fmt: skip
     return True
-
-
-def _only_a_cut_entry(tail: bytes) -> bool:
-    """Whether ``tail`` holds nothing but the start of one entry: a log's magic where the header has one, and
-    no complete entry found when read resynchronising (a damaged size field hides the batches after it)."""
-    from kfmt.api import scan
-
-    if len(tail) > 16 and tail[16] not in (0, 1, 2):
-        return False
-    return all(isinstance(b, Exception) for _, _, b in scan(tail, skip_corrupt=True))

@@ -15,16 +15,10 @@ import re
 from dataclasses import dataclass
 
 from kfmt.arrow import (
-    QUARANTINE_RAW_BYTES,
-    ROWS_PER_ARROW_BATCH,
-    SINK_BYTES,
-    _Columns,
     _Range,
     add_decoded,
     arrow_schema,
     decoding_reads,
-    kept,
-    new_sink,
     null_empty_headers,
     projected_schema,
 )
@@ -553,74 +547,28 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
 def _read_range(
     f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns, backend=None, format=None, raw_errors=False
 ):
-    """Arrow batches of one slice. A corrupt batch (``on_corrupt="fail"``) is a one-line ValueError naming the file
-    for Spark, or with ``raw_errors`` the :class:`kfmt.CodecError` itself (``read_arrow``)."""
+    """Arrow batches of one slice (:func:`kfmt.arrow.rows`). A corrupt batch (``on_corrupt="fail"``) is a one-line
+    ValueError naming the file for Spark, or with ``raw_errors`` the :class:`kfmt.CodecError` itself (``read_arrow``)."""
     import pyarrow as pa
 
     import kfmt
-    from kfmt.api import BatchRun, scan
+    from kfmt.arrow import Reading, rows
 
-    data = _Range(f, part.start, part.end)
-    columns = tuple(columns or arrow_schema(pa).names)
-    lo, hi = part.first_offset, part.stop_offset
-    # records straight into Arrow buffers with the native backend (offset bounds cut batches: objects then)
-    sink = new_sink(backend) if lo is None and hi is None else None
-    cols = _Columns(columns, sink)
-    skipped = 0
     dropped = None
     if part.aborted is not None:
         from kfmt.txn import Transactions
 
         dropped = Transactions(list(part.aborted), dict(part.open_txns or ())).is_dropped
-    # with no transaction to resolve, runs of clean batches come decoded into the sink by one call each
-    limits = (ROWS_PER_ARROW_BATCH, SINK_BYTES) if dropped is None else None
+    reading = Reading(tuple(columns or arrow_schema(pa).names), verify_crc, format, backend, on_corrupt,
+                      include_control, dropped, part.first_offset, part.stop_offset, part.start, part.live_end)  # fmt: skip
     try:
-        for pos, end, b in scan(data, verify_crc=verify_crc, skip_corrupt=on_corrupt != "fail", backend=backend,
-                                sink=sink, format=format, run_limits=limits):  # fmt: skip
-            if type(b) is BatchRun:
-                cols.add_run(part.start, b)
-            elif isinstance(b, kfmt.CodecError):
-                skipped += _corrupt(cols, part, data, pos, end, b, on_corrupt)
-            elif kept(cols, b, include_control, dropped, lo, hi):
-                cols.add_batch(part.start + pos, b, lo, hi)
-            if cols.full():
-                yield cols.to_arrow(pa, part)
-                cols = _Columns(columns, sink)
+        yield from rows(_Range(f, part.start, part.end), part, reading)
     except kfmt.CodecError as e:
-        if _being_written(part, e, part.end - part.start, data.raw):
-            if cols.n:
-                yield cols.to_arrow(pa, part)
-            return
         if raw_errors:
             raise
         at = part.start + (getattr(e, "batch_position", None) or 0)
         raise ValueError(f"kafka-log: corrupt batch in {part.path} at byte {at}: {e} "
                          "(option on_corrupt=skip or quarantine to go on)") from None  # fmt: skip
-    if skipped:
-        log.warning("kafka-log: %d corrupt batch(es) skipped in %s", skipped, part.path)
-    if cols.n:
-        yield cols.to_arrow(pa, part)
-
-
-def _corrupt(cols, part: SegmentSlice, data, pos: int, end: int, e, on_corrupt: str) -> int:
-    """A damaged region of the slice: left out (an entry being written), skipped (1: counted) or quarantined."""
-    if _being_written(part, e, part.end - part.start):
-        return 0
-    if on_corrupt == "skip":
-        log.warning("kafka-log: skipped corrupt batch in %s at byte %d: %s", part.path, part.start + pos, e)
-        return 1
-    raw = data.raw(pos, min(end, pos + QUARANTINE_RAW_BYTES))
-    cut = f" (raw: the first {len(raw)} of {end - pos} bytes)" if end - pos > len(raw) else ""
-    cols.add_corrupt(part.start + pos, f"{e}{cut}", raw)
-    return 0
-
-
-def _being_written(part: SegmentSlice, e, n: int, raw=None) -> bool:
-    """An incomplete entry that ends the partition's last segment: a batch being written (Kafka's fetch
-    and the stream reader leave it out). Logged, never data, never called damage."""
-    from kfmt.arrow import being_written
-
-    return part.live_end and being_written(e, n, part.path, raw)
 
 
 # ------------------------------------------------------------------ read_arrow: the same reader, as a table
@@ -698,7 +646,7 @@ def _arrow_stream(
     arguments are checked now."""
     import pyarrow as pa
 
-    from kfmt.arrow import _arrow_batches, _Where
+    from kfmt.arrow import Reading, _Where, rows
 
     if on_corrupt not in ("fail", "skip", "quarantine"):
         raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
@@ -723,8 +671,9 @@ def _arrow_stream(
         where = _Where(topic, partition, None)
         data, committed = _data_of(source, isolation == "read_committed")
         read = decoding_reads(columns)
-        batches = _arrow_batches(data, where, read or columns, verify_crc, format, backend, on_corrupt,
-                                 include_control, committed)  # fmt: skip
+        dropped = committed.is_dropped if committed is not None else None
+        batches = rows(data, where, Reading(read or columns, verify_crc, format, backend, on_corrupt, include_control,
+                                            dropped))  # fmt: skip
         if read is not None:
             batches = (add_decoded(pa, b, columns) for b in batches)
         return projected_schema(pa, columns), batches
@@ -770,7 +719,7 @@ def _read_planned(opts: dict, columns, topic, partition):
 
 
 def _data_of(source, committed: bool):
-    """Bytes-like data or a binary file as what :func:`kfmt.arrow._arrow_batches` reads (a :class:`_Range` of a file with a
+    """Bytes-like data or a binary file as what :func:`kfmt.arrow.rows` reads (a :class:`_Range` of a file with a
     descriptor), and the transactions to resolve for read_committed (which needs the bytes first)."""
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
         try:

@@ -20,12 +20,14 @@ from kfmt.resync import (  # the entry framing constants live beside the resynch
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MIN_ENTRY_SIZE,
+    RESYNC_MAX_ENTRY,
     describe,
     find_entry,
     valid_entry_at,
     zero_run_end,
 )
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
+from kfmt.runtime.options import options_for
 from kfmt.storage import compressed_object
 
 CHUNK = 8 << 20  # bytes read at a time from a file (an entry larger than this is read whole)
@@ -376,6 +378,31 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
             raise tail
         yield pos, n, tail
     return None
+
+
+def batch_being_written(e, n: int, raw=None) -> bool:
+    """Whether ``e``, an error a scan of ``n`` bytes ended with, is an incomplete entry ending them: on a
+    partition's last segment, a batch being written, which Kafka's fetch leaves out (never data, never damage).
+    The one rule for every reader that knows its bytes end a log (``kfmt dump``, read_arrow, the Spark
+    source; the JVM engine's SliceReader follows it). Never at byte 0: bytes whose only entry is incomplete
+    could be anything; never longer than an entry a resynchronising reader looks for. ``raw(pos, end)`` reads
+    the tail again when ``e`` was raised by a reader that does not resynchronise: a damaged size field
+    followed by valid batches is damage, not a batch being written."""
+    unread = getattr(e, "unread", None)
+    if type(e) is not TruncatedError or unread is None or e.batch_position + unread != n:
+        return False
+    if unread > LOG_OVERHEAD + RESYNC_MAX_ENTRY or e.batch_position == 0:
+        return False
+    return raw is None or _only_a_cut_entry(raw(e.batch_position, n))
+
+
+def _only_a_cut_entry(tail: bytes) -> bool:
+    """Whether ``tail`` holds nothing but the start of one entry: a log's magic where the header has one, and
+    no complete entry found when read resynchronising (a damaged size field hides the batches after it)."""
+    if len(tail) > 16 and tail[16] not in (0, 1, 2):
+        return False
+    items = _scan(tail, 0, len(tail), options_for(True), None, None, True, True, True, True)
+    return all(isinstance(b, CodecError) for _, _, b in items)
 
 
 def _cross(buf, pos: int, n: int, e: CodecError, eof: bool, check, base: int, tail_quiet: bool | None = None):

@@ -27,7 +27,8 @@ from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_prob
 from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition, walk_folder
 from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
 from kfmt.payloads import Payload, binding, decode_control, decode_payload
-from kfmt.runtime.errors import CodecError, TruncatedError
+from kfmt.runtime.errors import CodecError
+from kfmt.scanner import batch_being_written
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
 from kfmt.txn import CONTROL_TYPES
 
@@ -392,7 +393,7 @@ class Dump:
     def _damage(self, seg, pos, end, b) -> bool:
         """Report a corrupt batch or a damaged region; True if reading this segment stops here."""
         a = self.args
-        if self._live is seg and end == seg.size and type(b) is TruncatedError and pos:
+        if self._live is seg and batch_being_written(b, seg.size):
             self.note(seg.path, f"{end - pos} byte(s) at byte {pos} are a batch not yet written completely (the "
                       "partition's last segment, as a broker's log being appended): left out, as Kafka's fetch does")  # fmt: skip
             return False
