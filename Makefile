@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 NATIVE_SRC := $(wildcard generated/*/_native.c generated/messages/*/_native.c) kfmt/runtime/native/kfmt_native.h
 $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -iE "error|warning: [^S]" || true
-	$(PY) -c "from kfmt.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
+	$(PY) -c "from kfmt.codec.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
 	touch $@
 
 # the Spark source's JVM engine (kfmt.spark.read(..., engine="jvm")): the jvm backend's generated decoders and

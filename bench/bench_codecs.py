@@ -23,7 +23,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 import kfmt
-from kfmt.api import get_format
+from kfmt.codec.formats import get_format
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 N = 100
@@ -158,7 +158,7 @@ def measure(peers: dict, rounds: int, min_time: float) -> dict:
 
 def _native(fmt: str):
     """The native backend's module of a format, or None where it was not built."""
-    from kfmt.formats import available_backends, backend_module
+    from kfmt.codec.formats import available_backends, backend_module
 
     return backend_module(fmt, "native") if "native" in available_backends() else None
 

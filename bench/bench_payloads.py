@@ -111,7 +111,7 @@ def rate(fn, n: int, min_time: float) -> float:
 
 
 def peers(topic: str, data: bytes) -> dict:
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     def ours(backend, batches=None):
         def run():

@@ -74,7 +74,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
                                      StructField("headers", ArrayType(header))]))  # fmt: skip
     parse = F.udf(kafka_python_records, rec_type)
 
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     def ours(backend=None):
         # the same five columns the baseline produces, declared as the schema (the reader builds only those)

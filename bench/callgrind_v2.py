@@ -48,7 +48,7 @@ def compressed_job(codec: str, impl: str):
     from bench_codecs import arrow_decoder, library_call, workload
 
     import kfmt
-    from kfmt.formats import available_backends, backend_module
+    from kfmt.codec.formats import available_backends, backend_module
     from kfmt.runtime.compression import decompress
     from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -75,7 +75,7 @@ def worker(direction: str, impl: str, loops: int) -> None:
     from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
     import kfmt
-    from kfmt.formats import available_backends, backend_module
+    from kfmt.codec.formats import available_backends, backend_module
 
     recs = workload()
     ours = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs]

@@ -31,8 +31,7 @@ import zlib
 from pathlib import Path
 
 import kfmt
-from kfmt.api import format_ids, get_format
-from kfmt.formats import BACKENDS, backend_module
+from kfmt.codec.formats import BACKENDS, backend_module, format_ids, get_format
 from kfmt.runtime.options import DecodeOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,7 +208,7 @@ def _said(slots):
 def _payload_backends() -> tuple[str, ...]:
     """The backends the payload stage compares: python and Construct, and native where it is built (its C
     decoders, which must give the python backend's value or its exact error)."""
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     return ("python", "construct") + (("native",) if "native" in available_backends() else ())
 
@@ -305,7 +304,7 @@ def _damage(log: bytes, rng: random.Random) -> tuple[bytes, int, int]:
 def framing(n: int, seed: int) -> tuple:
     """Damaged mixed logs through scan(skip_corrupt=True): nothing raised, and the batches and damaged
     regions it yields tile the input exactly (every byte accounted for once)."""
-    from kfmt.api import scan
+    from kfmt.log.batches import scan
 
     rng = random.Random(f"{seed}/framing")
     crashes, t0 = 0, time.time()
@@ -474,7 +473,7 @@ def edge_cases() -> None:
     import zlib
 
     import kfmt
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     data = kfmt.encode_batch([kfmt.Record(key=b"", value=b"", timestamp=1)] * 3)
     assert kfmt.read_arrow(data)["key"].to_pylist() == [b""] * 3

@@ -47,12 +47,18 @@ __all__ = [
 
 def __getattr__(name):
     """The entry points, imported on first use (``import kfmt`` stays light), then kept as attributes."""
-    if name in ("read_batches", "encode_batch", "format_ids", "get_format", "control_record", "iter_entries", "scan"):
-        from kfmt import api as where
+    if name in ("read_batches", "scan"):
+        from kfmt.log import batches as where
+    elif name in ("encode_batch", "control_record"):
+        from kfmt.codec import encode as where  # type: ignore[no-redef]
+    elif name in ("format_ids", "get_format"):
+        from kfmt.codec import formats as where  # type: ignore[no-redef]
+    elif name == "iter_entries":
+        from kfmt.log import scanner as where  # type: ignore[no-redef]
     elif name in ("convert", "Conversion"):
-        from kfmt import conversion as where  # type: ignore[no-redef]
+        from kfmt.log import conversion as where  # type: ignore[no-redef]
     elif name in ("read_arrow", "read_arrow_batches"):
-        from kfmt import logread as where  # type: ignore[no-redef]
+        from kfmt.table import read as where  # type: ignore[no-redef]
     else:
         raise AttributeError(f"module 'kfmt' has no attribute {name!r}")
     value = globals()[name] = getattr(where, name)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import kfmt
-from kfmt.api import get_format
+from kfmt.codec.formats import get_format
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -40,14 +40,14 @@ def generated_package(d: Path, files: dict, package: str):
 
 
 def backends(fmt: str):
-    """Every backend of a format, from the registry (kfmt.formats.BACKENDS): [(name, module)], the
+    """Every backend of a format, from the registry (kfmt.codec.formats.BACKENDS): [(name, module)], the
     optimised one first. A backend added to the registry is tested everywhere this is used."""
-    from kfmt.formats import BACKENDS, backend_module
+    from kfmt.codec.formats import BACKENDS, backend_module
 
     return [(b, backend_module(fmt, b)) for b in BACKENDS]
 
 
-@pytest.fixture(params=__import__("kfmt.formats", fromlist=["BACKENDS"]).BACKENDS)
+@pytest.fixture(params=__import__("kfmt.codec.formats", fromlist=["BACKENDS"]).BACKENDS)
 def backend(request) -> str:
     """Each backend in the registry, by name (for tests that go through read_batches / encode_batch)."""
     return request.param

@@ -7,8 +7,8 @@ import pytest
 
 import kfmt
 from conftest import mixed_log, mutated
-from kfmt.api import scan
-from kfmt.conversion import convert
+from kfmt.log.batches import scan
+from kfmt.log.conversion import convert
 from kfmt.tools.cli import main
 from kfmt.tools.synth import SynthConfig, synth
 
@@ -139,7 +139,7 @@ def test_records_in_equal_records_out_plus_reported_over_mutated_logs():
 
 
 def test_diff_corpus_accounts_for_every_record(corpus, tmp_path, capsys):
-    from kfmt.measure import corpus_sizes
+    from kfmt.log.measure import corpus_sizes
 
     account: dict = {}
     res = corpus_sizes(["kafka_v2", "kafka_v0", "kip98_draft"], [str(corpus)], ("none", "zstd"), account)
@@ -160,7 +160,7 @@ def test_diff_corpus_accounts_for_every_record(corpus, tmp_path, capsys):
 def test_diff_corpus_accounts_for_every_record_of_mutated_mixed_logs(tmp_path):
     """records decoded = records encoded + records skipped (format or codec cannot carry them) + markers, per
     format and codec, and the bytes left unread are those kfmt.convert reports, on damaged mixed logs."""
-    from kfmt.measure import corpus_sizes
+    from kfmt.log.measure import corpus_sizes
 
     rng = random.Random(404)
     logs = []
@@ -201,7 +201,7 @@ def test_read_batches_takes_bytes_paths_and_files(corpus):
     with pytest.raises(FileNotFoundError):
         kfmt.read_batches(corpus / "missing.log")
     # chunked reading sees the same entries whatever the chunk size
-    import kfmt.scanner as scanner
+    import kfmt.log.scanner as scanner
 
     old = scanner.CHUNK
     try:
@@ -215,10 +215,10 @@ def test_read_batches_takes_bytes_paths_and_files(corpus):
 
 def test_a_file_read_in_chunks_reports_damage_as_its_bytes_do(tmp_path, monkeypatch):
     """One rule for damage whatever the reading: a file read in small chunks (the search for the next entry
-    carried across them, kfmt.scanner._Search) gives the same batches and the same damaged regions (where,
+    carried across them, kfmt.log.scanner._Search) gives the same batches and the same damaged regions (where,
     how long, zero-filled or not, the same message) as the same bytes read whole, on mutated mixed logs with
     zero-filled holes and tails."""
-    import kfmt.scanner as scanner
+    import kfmt.log.scanner as scanner
 
     def items(source):
         return [(p, e, type(b).__name__, str(b) if isinstance(b, Exception) else len(b.records),

@@ -81,13 +81,13 @@ def test_damage_fails_skips_or_is_quarantined(seg):
 def test_read_arrow_batches_streams_read_arrows_rows(seg, tmp_path):
     """The stream (a pyarrow.RecordBatchReader) holds read_arrow's rows, in bounded batches, from a file, its
     partition folder or bytes; options are checked at the call, damage raised when its batch is read."""
-    import kfmt.arrow
+    import kfmt.log.arrow
 
     for source in (seg, seg.parent, seg.read_bytes()):
         reader = kfmt.read_arrow_batches(source, columns=["offset", "value", "headers"], include_control=True)
         assert isinstance(reader, pa.RecordBatchReader)
         got = list(reader)
-        assert all(b.num_rows <= kfmt.arrow.ROWS_PER_ARROW_BATCH + 1000 for b in got)
+        assert all(b.num_rows <= kfmt.log.arrow.ROWS_PER_ARROW_BATCH + 1000 for b in got)
         want = kfmt.read_arrow(source, columns=["offset", "value", "headers"], include_control=True)
         assert pa.Table.from_batches(got, reader.schema).equals(want)
     with pytest.raises(ValueError, match="unknown column"):

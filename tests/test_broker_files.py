@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import kfmt
-from kfmt.logfiles import read_leader_epoch_checkpoint, read_partition_metadata
+from kfmt.logdir.files import read_leader_epoch_checkpoint, read_partition_metadata
 from kfmt.spark.writer import commit_partitions
 
 

@@ -29,7 +29,7 @@ TOPIC_IDS = {"orders": "A" * 22, "clicks": "B" * 22, "legacy": "C" * 22}
 JOB = """\
 import json, sys
 from pyspark.sql import SparkSession, functions as F
-import kfmt, kfmt.formats, kfmt.spark
+import kfmt, kfmt.codec.formats, kfmt.spark
 spark = SparkSession.builder.getOrCreate()
 kfmt.spark.register(spark)
 src, out, report, ids = sys.argv[1:5]
@@ -41,7 +41,7 @@ agg = (df.groupBy("topic", "partition")
 rows = [r.asDict() for r in agg.collect()]
 kfmt.spark.save(df, out, codec="zstd", segment_bytes=64 * 1024, topic_ids=ids)
 where = (spark.sparkContext.parallelize(range(8), 8)
-         .map(lambda _: (kfmt.__file__, kfmt.formats.available_backends()[0])).distinct().collect())
+         .map(lambda _: (kfmt.__file__, kfmt.codec.formats.available_backends()[0])).distinct().collect())
 json.dump({"aggregates": rows, "input_partitions": df.rdd.getNumPartitions(), "executors": sorted(where),
            "driver": kfmt.__file__, "master": spark.sparkContext.master}, open(report, "w"))
 spark.stop()
@@ -106,7 +106,7 @@ def _local_run(tmp_path: Path, corpus: Path, python: Path, ship: list[str]) -> t
 
 def _check(report: dict, files: dict, local: tuple[dict, dict], corpus: Path, parallelism: int) -> None:
     import kfmt
-    from kfmt.logdir import find_segments
+    from kfmt.logdir.layout import find_segments
 
     want: dict = {}
     for seg in find_segments(corpus):

@@ -3,8 +3,8 @@
 import pytest
 
 import kfmt
-from kfmt.api import scan
-from kfmt.conversion import convert
+from kfmt.log.batches import scan
+from kfmt.log.conversion import convert
 
 
 def _batches(data):
@@ -27,7 +27,7 @@ def test_compressed_v2_becomes_one_wrapper_with_the_same_codec():
     from kfmt.runtime.compression import decompress
     from kfmt.runtime.options import DEFAULT_OPTIONS
 
-    inner = list(kfmt.api.iter_entries(decompress("snappy", raw, 1, DEFAULT_OPTIONS)))
+    inner = list(kfmt.iter_entries(decompress("snappy", raw, 1, DEFAULT_OPTIONS)))
     assert len(inner) == 3
     assert [r.offset for r in w.records] == [40, 41, 42]
 

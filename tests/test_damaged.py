@@ -10,7 +10,7 @@ import struct
 import pytest
 
 import kfmt
-from kfmt.api import scan
+from kfmt.log.batches import scan
 from kfmt.tools.cli import main
 from kfmt.tools.synth import SynthConfig, synth
 

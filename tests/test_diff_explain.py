@@ -3,8 +3,8 @@
 import json
 
 import kfmt
-from kfmt.api import get_format
-from kfmt.measure import attribute, byte_labels
+from kfmt.codec.formats import get_format
+from kfmt.log.measure import attribute, byte_labels
 from kfmt.tools.cli import main
 from kfmt.tools.diff import structure, workload_rows
 

@@ -7,10 +7,10 @@ import struct
 import pytest
 
 import kfmt
-from kfmt.logfiles import producer_snapshot
+from kfmt.log.txn import transactions_of_files
+from kfmt.logdir.files import producer_snapshot
 from kfmt.tools.cli import main
 from kfmt.tools.synth import SynthConfig, synth
-from kfmt.txn import transactions_of_files
 
 
 @pytest.fixture(scope="module")
@@ -182,10 +182,10 @@ def test_index_check_on_many_entries(tmp_path):
 
 def test_streamed_indexes_equal_whole_segment_indexes(tmp_path, capsys):
     """``kfmt convert`` writes a segment batch by batch and builds its indexes as it goes
-    (kfmt.segments.IndexBuilder); they equal the indexes built from the whole segment, and dump's index
+    (kfmt.logdir.indexes.IndexBuilder); they equal the indexes built from the whole segment, and dump's index
     checks find nothing wrong with them."""
 
-    from kfmt.segments import IndexBuilder, build_indexes
+    from kfmt.logdir.indexes import IndexBuilder, build_indexes
 
     rng = random.Random(7)
     src = tmp_path / "in" / "t-0"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import kfmt
-from kfmt.conversion import convert
+from kfmt.log.conversion import convert
 from kfmt.tools.cli import main
 
 
@@ -137,7 +137,7 @@ def test_interrupted_conversion_leaves_nothing(tmp_path):
     before = seg.read_bytes()
     out = tmp_path / "out"
     code = (
-        "import sys, kfmt.tools.convert as t, kfmt.conversion as c\n"
+        "import sys, kfmt.tools.convert as t, kfmt.log.conversion as c\n"
         "real = c.convert\n"
         "def slow(*a, **k):\n"
         "    r = real(*a, **k)\n"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kfmt
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,7 +17,7 @@ def test_short_fuzz_campaign_finds_no_crash():
                        cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert ", 0 crashes, peak RSS" in r.stdout
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     names = "python, construct" + (", native" if "native" in available_backends() else "")
     assert f"| kafka payloads (messages schemas) | {names} | 3,000 | 0 |" in r.stdout
@@ -34,7 +36,7 @@ def test_short_sanitized_native_campaign():
     payloads of Kafka's own topics through the message schemas' C decoders."""
     import pytest
 
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     if "native" not in available_backends():
         pytest.skip("the native backend is not built here")
@@ -45,5 +47,5 @@ def test_short_sanitized_native_campaign():
     assert ", 0 crashes, peak RSS" in r.stdout
     assert "sanitized native build (ASan + UBSan" in r.stdout and "instrumented: yes" in r.stdout
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| ") and "| native | 1,500 | 0 |" in ln]
-    assert len(rows) == len(__import__("kfmt.formats").formats.format_ids()), r.stdout
+    assert len(rows) == len(kfmt.format_ids()), r.stdout
     assert "| kafka payloads (messages schemas) | python, construct, native | 1,500 | 0 |" in r.stdout

@@ -52,7 +52,7 @@ def test_own_and_foreign_record_objects_encode_alike():
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     import kfmt
-    from kfmt.api import get_format
+    from kfmt.codec.formats import get_format
 
     mod = get_format("kafka_v2")
     recs = [dict(key=b"k%d" % i, value=b"v" * 70, headers=[("h", b"x")], timestamp=1000 + i) for i in range(3)]

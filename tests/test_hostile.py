@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 import kfmt
 from conftest import backends
-from kfmt.api import format_ids
-from kfmt.formats import BACKENDS
+from kfmt.codec.formats import BACKENDS, format_ids
 from kfmt.runtime.options import DecodeOptions
 
 REGRESSIONS = Path(__file__).parent / "vectors" / "regressions"
@@ -99,7 +98,7 @@ def test_limits_are_options():
 
 def test_kafka_leniency():
     """Spec 6.3: unused attribute bits, record attributes, non-minimal varints and negative lengths are accepted."""
-    v2 = kfmt.api.get_format("kafka_v2")
+    v2 = kfmt.get_format("kafka_v2")
     data = bytearray(kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v", timestamp=5)]))
     data[21] = 0xFF  # attribute bits 8-15: ignored
     data[22] |= 0x80  # bit 7: ignored
@@ -166,7 +165,7 @@ def _valid_entries(fid):
             data = kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=5)
         except kfmt.CodecError:
             continue
-        first = next(iter(kfmt.api.iter_entries(data)))
+        first = next(iter(kfmt.iter_entries(data)))
         out.append(data[first[0] : first[1]])
     return out
 
@@ -204,7 +203,7 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
 def test_backends_apply_the_same_limits(fmt):
     """Limits (records, headers, bytes, the max_memory budget) are checked by the Construct reference too:
     same value or same error."""
-    from kfmt.api import backend_module, get_format
+    from kfmt.codec.formats import backend_module, get_format
     from kfmt.runtime.options import DecodeOptions
 
     mod = get_format(fmt)
@@ -234,9 +233,9 @@ def test_empty_compressed_payload_is_zero_records_in_both_backends(code, codec):
     import struct
     import zlib
 
-    from kfmt.api import backend_module
+    from kfmt.codec.formats import backend_module
 
-    k = kfmt.api.get_format("kip98_draft")
+    k = kfmt.get_format("kip98_draft")
     x = bytearray(k.encode(k.ROOT(records=[], codec="none")))
     attrs = struct.unpack_from(">h", x, 17)[0]
     struct.pack_into(">h", x, 17, (attrs & ~7) | code)

@@ -6,8 +6,7 @@ from hypothesis import strategies as st
 
 import kfmt
 from conftest import backends
-from kfmt.api import get_format
-from kfmt.formats import backend_module
+from kfmt.codec.formats import backend_module, get_format
 
 ALL = [m for _, m in backends("kafka_v2")]  # every backend built here: native (where built), python, construct
 CODEC = backend_module("kafka_v2", "python")

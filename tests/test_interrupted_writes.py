@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kfmt.publish import MARKER
+from kfmt.storage.publish import MARKER
 from kfmt.tools.synth import SynthConfig, synth
 
 KFMT = [sys.executable, "-m", "kfmt"]
@@ -124,7 +124,7 @@ def test_leftovers_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     """Temporary files and staging folders carry their writer's pid: the next write of the same target
     removes those whose writer is gone, and leaves a live writer's alone; a replaced output whose
     replacement never landed is restored."""
-    from kfmt.publish import atomic_write
+    from kfmt.storage.publish import atomic_write
 
     dead = 2**22 + 12345  # above the default pid_max: no such process
     target = tmp_path / "plot.png"
@@ -137,7 +137,7 @@ def test_leftovers_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     old = tmp_path / f".out.kfmt-old-{dead}-1a2b"
     old.mkdir()
     (old / MARKER).write_text("{}")
-    from kfmt.publish import clean_leftovers
+    from kfmt.storage.publish import clean_leftovers
 
     clean_leftovers(tmp_path / "out")
     assert (tmp_path / "out" / MARKER).exists() and not old.exists()

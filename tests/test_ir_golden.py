@@ -109,7 +109,7 @@ def test_field_tables_give_kafkas_offsets():
     DefaultRecordBatch (BASE_OFFSET_OFFSET 0 ... RECORDS_COUNT_OFFSET 57, RECORDS_OFFSET 61) and
     LegacyRecord after the 12-byte log overhead (CRC 12, MAGIC 16, ATTRIBUTES 17, v1 TIMESTAMP 18, key
     size at 18 in v0 and 26 in v1)."""
-    import kfmt.formats as f
+    import kfmt.codec.formats as f
 
     v2 = {x.name: x.offset for x in f.get_format("kafka_v2").FIELDS["batch"]}
     assert v2 == {"base_offset": 0, "batch_length": 8, "partition_leader_epoch": 12, "magic": 16, "crc": 17,
@@ -130,7 +130,7 @@ def test_carries_says_what_each_format_can_hold():
     """``CARRIES`` (made by the generator from the roles' contract) drives what encode_batch refuses: v0
     has no timestamps (KIP-32 came with v1), only v2 carries headers, transaction markers and producer
     state, and only the legacy formats have compressed wrappers."""
-    import kfmt.formats as f
+    import kfmt.codec.formats as f
 
     assert f.get_format("kafka_v0").CARRIES == {"wrappers"}
     assert f.get_format("kafka_v1").CARRIES == {"timestamp", "timestamp_type", "wrappers"}

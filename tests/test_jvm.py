@@ -202,8 +202,8 @@ def test_a_size_running_past_a_large_segment_is_never_read_for(spark, tmp_path):
 
 def test_the_jvm_follows_the_resync_bound():
     """The longest entry found after damage (and the longest batch being written) is one constant, the
-    JVM engine's copy held to kfmt.resync's."""
-    from kfmt.resync import RESYNC_MAX_ENTRY
+    JVM engine's copy held to kfmt.log.resync's."""
+    from kfmt.log.resync import RESYNC_MAX_ENTRY
 
     java = (ROOT / "kfmt/runtime/jvm/kfmt/jvm/SliceReader.java").read_text()
     assert f"static final long RESYNC_MAX_ENTRY = {RESYNC_MAX_ENTRY >> 20}L << 20;" in java

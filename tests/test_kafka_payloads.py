@@ -31,7 +31,7 @@ import pytest
 import kfmt
 from conftest import same_outcomes
 from generator.frontends.kafka_spec import Versions
-from kfmt.formats import available_backends
+from kfmt.codec.formats import available_backends
 from kfmt.payloads import _codec, decode_payload, kafka_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -660,7 +660,7 @@ def test_a_real_brokers_control_records(rec):
         _same(d.data, theirs)
         codec = _codec("raft_control", backend)
         assert codec.encode(codec.decode(value, control_type=control_type), control_type=control_type) == value
-    assert decode_control(1, b"\x00\x00\x00\x00\x00\x05") is None  # a COMMIT marker: kfmt.txn's
+    assert decode_control(1, b"\x00\x00\x00\x00\x00\x05") is None  # a COMMIT marker: kfmt.log.txn's
 
 
 def test_versions_past_the_spec_are_refused_by_name():
@@ -737,7 +737,7 @@ def test_a_tag_not_valid_at_the_version_is_refused_as_kafka_does():
 
 
 def test_an_unknown_backend_is_the_same_one_line_error_everywhere():
-    """#34: decode_payload names the backends as read_batches does (one rule, kfmt.formats), not a raw
+    """#34: decode_payload names the backends as read_batches does (one rule, kfmt.codec.formats), not a raw
     ModuleNotFoundError."""
     with pytest.raises(kfmt.UnsupportedCodecError) as ours:
         decode_payload("__consumer_offsets", b"\x00\x01", None, backend="nope")

@@ -8,8 +8,9 @@ from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuil
 
 import kfmt
 from conftest import backends, check_case, load_vectors
-from kfmt.api import get_format, iter_entries, scan
-from kfmt.formats import BACKENDS
+from kfmt.codec.formats import BACKENDS, get_format
+from kfmt.log.batches import scan
+from kfmt.log.scanner import iter_entries
 from kfmt.runtime import compression
 
 LEGACY = ["kafka_v0", "kafka_v1"]

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import kfmt
-from kfmt.logdir import find_segments
-from kfmt.segments import segment_files
+from kfmt.logdir.indexes import segment_files
+from kfmt.logdir.layout import find_segments
 
 TOPIC_ID = "vE1bKX0JTHa0Bq0rYwqG8A"  # a real-looking Uuid (URL-safe base64 of 16 random bytes)
 EPOCHS = [0, 0, 0, 0, 3, 3, 3, 3]  # the leader epoch of each batch: epoch 3 from offset 40
@@ -319,7 +319,7 @@ def test_timestamps_arrow_cannot_hold_are_null_with_the_raw_value_kept(magic):
         data = bytes(b.build())
     want_ms = [None if ts == -1 else ts for ts in stamps]
     want_us = [None if ts == -1 or abs(ts) > 9_223_372_036_854_775 else ts * 1000 for ts in stamps]
-    from kfmt.formats import available_backends
+    from kfmt.codec.formats import available_backends
 
     for backend in available_backends():
         t = kfmt.read_arrow(data, backend=backend)
@@ -377,7 +377,7 @@ TEXT_RULES = [
 
 @pytest.mark.parametrize("kind,data,problem,rule", TEXT_RULES, ids=[f"{c[0]}-{i}" for i, c in enumerate(TEXT_RULES)])
 def test_broker_text_files_by_kafkas_rules(tmp_path, kind, data, problem, rule):
-    from kfmt.logfiles import READERS, kind_of
+    from kfmt.logdir.files import READERS, kind_of
 
     name = {"offset": "recovery-point-offset-checkpoint", "epoch": "leader-epoch-checkpoint",
             "partition": "partition.metadata", "meta": "meta.properties", "quorum": "quorum-state"}[kind]  # fmt: skip

@@ -10,7 +10,7 @@ import tracemalloc
 import pytest
 
 import kfmt
-from kfmt.formats import available_backends, backend_module, format_ids
+from kfmt.codec.formats import available_backends, backend_module, format_ids
 
 pytestmark = pytest.mark.skipif("native" not in available_backends(), reason="the native backend is not built here")
 
@@ -24,7 +24,7 @@ def test_active_where_built_and_python_without_it():
     out = subprocess.run([sys.executable, "-m", "kfmt", "--version"], capture_output=True, text=True, env=env)
     assert "backend: python; available: python, construct" in out.stdout
     r = subprocess.run(
-        [sys.executable, "-c", "from kfmt.formats import backend_module; backend_module('kafka_v2', 'native')"],
+        [sys.executable, "-c", "from kfmt.codec.formats import backend_module; backend_module('kafka_v2', 'native')"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert r.returncode != 0 and "not built on this machine" in r.stderr
@@ -32,7 +32,7 @@ def test_active_where_built_and_python_without_it():
 
 def _log(fid):
     """Entries of one format: plain, compressed, keyed, with headers where it has them."""
-    from kfmt.api import get_format
+    from kfmt.codec.formats import get_format
 
     mod = get_format(fid)
     headers = [("h", b"1"), ("n", None)] if "headers" in mod.CARRIES else []
@@ -125,7 +125,7 @@ def test_no_leaks_over_100k_decodes_including_error_paths():
     """Reference counts of the shared objects and traced memory stay flat over 100,000 decodes of valid,
     compressed, damaged and truncated input and 60,000 encodes, refused ones included (a leaked reference
     or object on any path would show)."""
-    from kfmt.api import get_format
+    from kfmt.codec.formats import get_format
 
     nat = backend_module("kafka_v2", "native")
     v1 = backend_module("kafka_v1", "native")
@@ -260,9 +260,8 @@ def test_runs_of_batches_decoded_in_one_call_give_the_object_paths_table(tmp_pat
     (positions stay file-relative), Arrow batch limits (a run stops when the columns are full), control
     batches (a run stops before one) and damage (before it too: the one-by-one path reports it), the table
     is the object path's, row for row."""
-    import kfmt.api
-    import kfmt.arrow
-    import kfmt.logread
+    import kfmt.log.arrow
+    import kfmt.log.scanner
     from kfmt import read_arrow
 
     nat = backend_module("kafka_v2", "native")
@@ -275,9 +274,8 @@ def test_runs_of_batches_decoded_in_one_call_give_the_object_paths_table(tmp_pat
         return got
 
     monkeypatch.setattr(sys.modules[nat.__name__], "decode_columns_run", counted)
-    monkeypatch.setattr(kfmt.scanner, "CHUNK", 3000)  # many read chunks: runs cross their boundaries
-    for mod in (kfmt.arrow, kfmt.logread):
-        monkeypatch.setattr(mod, "ROWS_PER_ARROW_BATCH", 70)
+    monkeypatch.setattr(kfmt.log.scanner, "CHUNK", 3000)  # many read chunks: runs cross their boundaries
+    monkeypatch.setattr(kfmt.log.arrow, "ROWS_PER_ARROW_BATCH", 70)  # rows(), the one loop, reads it
     path = tmp_path / "00000000000000000000.log"
     damaged = bytearray(_mixed_log() * 3)
     damaged[len(damaged) // 2] ^= 0x55

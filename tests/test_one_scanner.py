@@ -1,4 +1,4 @@
-"""#33 item 1: one scanner. The same damaged logs go to every reader — ``scan`` (kfmt.scanner, the definition),
+"""#33 item 1: one scanner. The same damaged logs go to every reader — ``scan`` (kfmt.log.scanner, the definition),
 ``read_batches`` on bytes and on a file read in chunks, ``read_arrow`` on bytes and on a log directory (the
 Spark source's slice reader), ``kfmt dump --json --records --skip-corrupt`` — and each gives the same records
 (offsets, in order) and the same damaged regions (position and length), and leaves out or reports the same
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 import kfmt
-from kfmt.api import scan
-from kfmt.scanner import batch_being_written
+from kfmt.log.batches import scan
+from kfmt.log.scanner import batch_being_written
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,7 +50,7 @@ def _offsets(batches) -> list[int]:
 
 
 def _definition(data: bytes) -> dict:
-    """What kfmt.scanner says: the records, each damaged region, and a batch being written at the end."""
+    """What kfmt.log.scanner says: the records, each damaged region, and a batch being written at the end."""
     records, damage, tail = [], [], None
     for pos, end, b in scan(data, skip_corrupt=True):
         if isinstance(b, kfmt.CodecError):
@@ -78,7 +78,7 @@ NOTE = re.compile(r"ends with (\d+) byte\(s\) of a batch not yet written complet
 
 def _read_arrow(source, caplog) -> dict:
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="kfmt.arrow"):
+    with caplog.at_level(logging.WARNING, logger="kfmt.log.arrow"):
         t = kfmt.read_arrow(source, on_corrupt="quarantine", include_control=True,
                             columns=["offset", "position", "error", "raw"])  # fmt: skip
     rows = t.to_pylist()

@@ -9,8 +9,7 @@ import pytest
 
 import kfmt
 from conftest import backends, check_case, load_vectors
-from kfmt.api import format_ids, get_format
-from kfmt.formats import BACKENDS
+from kfmt.codec.formats import BACKENDS, format_ids, get_format
 
 PROPOSALS = ["kip82_header_wrapper", "v2_no_record_attributes", "v3_no_record_attributes", "kip98_draft",
              "enriched_metadata_draft"]  # fmt: skip

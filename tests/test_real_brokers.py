@@ -31,7 +31,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 import kfmt
-from kfmt.formats import available_backends
+from kfmt.codec.formats import available_backends
 from kfmt.payloads import _codec, binding, decode_payload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,8 +239,8 @@ def test_a_folder_with_no_log_is_one_line_everywhere(tmp_path):
 
 
 def test_the_walk_is_one_rule(tmp_path):
-    """The folders dump checks and the segments every reader reads come from kfmt.logdir.walk_folder."""
-    from kfmt.logdir import find_segments, walk_folder
+    """The folders dump checks and the segments every reader reads come from kfmt.logdir.layout.walk_folder."""
+    from kfmt.logdir.layout import find_segments, walk_folder
 
     segs, folders = walk_folder(FIXTURES)
     assert sorted(segs) == find_segments(FIXTURES)

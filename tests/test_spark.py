@@ -11,7 +11,7 @@ import pytest
 
 import kfmt
 import kfmt.spark
-from kfmt.logdir import find_segments
+from kfmt.logdir.layout import find_segments
 from kfmt.tools.synth import SynthConfig, synth
 
 pyspark = pytest.importorskip("pyspark")
@@ -149,7 +149,7 @@ def test_options_are_validated_on_the_driver(spark, corpus):
 
 
 def test_read_committed_leaves_out_aborted_transactions(spark, corpus):
-    from kfmt.txn import transactions_of_files
+    from kfmt.log.txn import transactions_of_files
 
     committed = spark.read.format("kafka-log").option("kafka.isolation.level", "read_committed").load(str(corpus))
     got = _rows(committed)
@@ -314,7 +314,7 @@ def test_every_save_mode(spark, corpus, tmp_path):
 
 
 def test_compare_equals_diff_corpus_mode(spark, corpus):
-    from kfmt.measure import corpus_sizes
+    from kfmt.log.measure import corpus_sizes
     from kfmt.spark.jobs import compare
 
     fmts, codecs = ["kafka_v1", "kafka_v2", "kip98_draft"], ["none", "lz4"]
@@ -384,7 +384,7 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
     import random
 
     from conftest import mixed_log, mutated
-    from kfmt.conversion import convert as convert_bytes
+    from kfmt.log.conversion import convert as convert_bytes
     from kfmt.spark.jobs import convert
 
     rng = random.Random(77)

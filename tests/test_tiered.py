@@ -10,7 +10,7 @@ import zstandard
 
 import kfmt
 from kfmt import read_arrow
-from kfmt.logdir import compressed_object, find_segments, topic_partition
+from kfmt.logdir.layout import compressed_object, find_segments, topic_partition
 
 ID = "AbCdEfGhIjKlMnOpQrStUv"  # a topic id as Kafka prints a Uuid: 22 characters of URL-safe base64
 SEG = "ZyXwVuTs-RqPoNmLkJi_Fe"
@@ -200,7 +200,7 @@ def test_a_large_object_is_split_at_its_index_entries():
     import pyarrow as pa
     from s3server import s3_server
 
-    from kfmt.segments import segment_files
+    from kfmt.logdir.indexes import segment_files
     from kfmt.spark.source import KafkaLogReader
 
     batches = [kfmt.encode_batch([kfmt.Record(value=b"%d" % o + b"x" * 700, timestamp=o) for o in range(b, b + 4)],

@@ -574,7 +574,7 @@ FAMILIES = (
     ("remote_log_metadata", "storage/src/main/resources/message", "*.json"),
 )
 #: control records' values, by control type (ControlRecordType: 0 ABORT and 1 COMMIT are EndTxnMarkers, which
-#: have no spec and kfmt.txn reads)
+#: have no spec and kfmt.log.txn reads)
 CONTROL = ("raft_control", "clients/src/main/resources/common/message", (
     (2, "LeaderChangeMessage.json"), (3, "SnapshotHeaderRecord.json"), (4, "SnapshotFooterRecord.json"),
     (5, "KRaftVersionRecord.json"), (6, "VotersRecord.json")))  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 class CodecError(ValueError):
     """Base class: the bytes (or the values to encode) are not a valid instance of the format."""
 
-    #: start of the log entry (batch) that holds the error, set by kfmt.read_batches / kfmt.api.scan
+    #: start of the log entry (batch) that holds the error, set by kfmt.read_batches / kfmt.log.batches.scan
     batch_position: int | None = None
     #: input bytes left unread because of this error (framing errors and incomplete tails), set by scan
     unread: int | None = None

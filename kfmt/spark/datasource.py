@@ -9,7 +9,7 @@ import sys
 
 from pyspark.sql.datasource import DataSource
 
-from kfmt.arrow import SCHEMA, SCHEMA_DECODED
+from kfmt.log.arrow import SCHEMA, SCHEMA_DECODED
 from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, _projection
 from kfmt.spark.stream import KafkaLogStreamReader, KafkaLogStreamWriter
 

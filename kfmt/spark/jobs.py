@@ -52,7 +52,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
     df = (spark.read.format("kafka-log").option("on_corrupt", "skip").load(paths if isinstance(paths, str) else ",".join(paths))
           .select("file", "position", "key", "value", "headers", "timestamp"))  # fmt: skip
     fmts, cods = tuple(formats), tuple(codecs)
-    from kfmt.measure import TOTALS
+    from kfmt.log.measure import TOTALS
 
     out_schema = "format string, codec string, field string, " + ", ".join(f"{c} long" for c in TOTALS)
     summed = (
@@ -61,7 +61,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
         .agg(*(F.sum(c).alias(c) for c in TOTALS))
         .collect()
     )
-    from kfmt.measure import finish_totals, new_totals
+    from kfmt.log.measure import finish_totals, new_totals
 
     out = new_totals([_mod(f) for f in fmts], cods)
     for r in summed:
@@ -75,7 +75,7 @@ def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> di
 
 
 def _mod(f):
-    from kfmt.api import get_format
+    from kfmt.codec.formats import get_format
 
     return get_format(f)
 
@@ -84,7 +84,7 @@ def _compare_partition(iterator, formats, codecs):
     import pyarrow as pa
 
     import kfmt
-    from kfmt.measure import TOTALS, add_batch, new_totals
+    from kfmt.log.measure import TOTALS, add_batch, new_totals
 
     mods = [_mod(f) for f in formats]
     totals = new_totals(mods, codecs)
@@ -134,13 +134,13 @@ def convert(spark, src, dst, *, magic: int, codec: str = "none", segment_bytes: 
     fails and nothing is written). Refuses to write into (or above) its input, and an existing ``dst``
     unless ``overwrite``. The job writes into a staging folder beside ``dst`` that is published, with a
     ``_KFMT_SUCCESS`` marker holding these counts, by one rename once the output has been read back
-    (kfmt.publish): a killed or failed run leaves nothing that looks complete.
+    (kfmt.storage.publish): a killed or failed run leaves nothing that looks complete.
     """
     from pathlib import Path
 
     from pyspark.sql import functions as F
 
-    from kfmt.publish import MARKER, Staging
+    from kfmt.storage.publish import MARKER, Staging
 
     s, d = Path(src).resolve(), Path(dst).resolve()
     if s == d or s in d.parents or d in s.parents:
@@ -248,7 +248,7 @@ def offsets(spark, path: str):
 
 
 def render_compare(res: dict, markdown=True) -> str:
-    from kfmt.measure import table
+    from kfmt.log.measure import table
 
     body = []
     for f, per in res.items():
@@ -265,14 +265,14 @@ def _check_args(args) -> str | None:
     """What is wrong with the command line, checked before Spark starts (None: nothing)."""
     from pathlib import Path
 
-    from kfmt.api import format_ids
+    from kfmt.codec.formats import format_ids
 
     paths = args.logdir.split(",") if args.job in ("compare", "offsets") else [args.src]
     for p in paths:
         if not Path(p).exists():
             return f"no such file or directory: {p}"
     if args.job == "convert" and not args.overwrite:
-        from kfmt.publish import occupied
+        from kfmt.storage.publish import occupied
 
         if occupied(Path(args.dst)):
             return f"{args.dst} exists (pass --overwrite to replace it)"

@@ -3,7 +3,7 @@
     import kfmt.spark
     df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")      # or engine="auto" (the default)
 
-kfmt plans on the driver exactly as the Python data source does (``kfmt.logread.LogReader``: the options, the
+kfmt plans on the driver exactly as the Python data source does (``kfmt.table.read.LogReader``: the options, the
 log directory's rules, read_committed's transactions, offset bounds, the batch being written), and hands the
 plan to ``kafka-log-jvm`` (``kfmt/runtime/jvm``: a Spark DataSource V2 reading Spark's columns directly): no
 Python worker, no Arrow transfer, only the columns a query reads built. What it does not do falls to the
@@ -73,8 +73,8 @@ def build(out: Path = JAR) -> Path:
 
 def refusal(spark, reader, options: dict) -> str | None:
     """Why the JVM engine cannot read with these options (None: it can)."""
-    from kfmt.logread import _opt
     from kfmt.storage import is_uri
+    from kfmt.table.read import _opt
 
     if jar() is None:
         return "its jar is not built (make setup, with a JDK)"
@@ -192,7 +192,7 @@ def _ddl(spark, schema) -> str:
     """The columns as DDL: the source's own, or those of ``schema`` (checked as the Python source checks them)."""
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from kfmt.arrow import SCHEMA
+    from kfmt.log.arrow import SCHEMA
     from kfmt.spark.source import _projection
 
     if schema is None:

@@ -26,8 +26,9 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from kfmt.arrow import arrow_schema
-from kfmt.logread import (  # noqa: F401 - the reader's pieces, re-exported where they were
+from kfmt.log.arrow import arrow_schema
+from kfmt.storage import OPTIONS as STORAGE_OPTIONS
+from kfmt.table.read import (  # noqa: F401 - the reader's pieces, re-exported where they were
     OFFLINE_REFUSED,
     READ_OPTIONS,
     LogReader,
@@ -41,7 +42,6 @@ from kfmt.logread import (  # noqa: F401 - the reader's pieces, re-exported wher
     check_options,
     read_slice,
 )
-from kfmt.storage import OPTIONS as STORAGE_OPTIONS
 
 log = logging.getLogger("kfmt.spark")
 
@@ -95,7 +95,7 @@ def _projection(schema) -> tuple[str, ...]:
 
 
 class KafkaLogReader(LogReader, DataSourceReader):
-    """The Spark source's reader: :class:`kfmt.logread.LogReader`'s plan as Spark input partitions.
+    """The Spark source's reader: :class:`kfmt.table.read.LogReader`'s plan as Spark input partitions.
 
     Spark caches a Python data source's reader and planned partitions per relation and reuses them for
     later queries on the same DataFrame or view, whatever their filters: a reader that prunes on pushed
@@ -119,7 +119,7 @@ def _remove_dead_staging(path: str) -> None:
     """Staging folders of write jobs whose driver process is gone (killed before commit or abort)."""
     import shutil
 
-    from kfmt.publish import _alive
+    from kfmt.storage.publish import _alive
 
     if not os.path.isdir(path):
         return
@@ -253,7 +253,7 @@ def save(df, path: str, mode: str = "errorifexists", **options) -> bool:
     gives the other two their usual meaning, decided on the driver: ``errorifexists`` (the default) refuses a
     target that already holds segments, ``ignore`` leaves such a target alone and writes nothing. Returns
     True when the job ran. Options are the writer's (``magic``, ``codec``, ``segment_bytes``, ...)."""
-    from kfmt.logdir import find_segments
+    from kfmt.logdir.layout import find_segments
 
     mode = mode.lower()
     if mode not in SAVE_MODES:

@@ -59,8 +59,8 @@ class _Tail:
 
 def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None:
     """Extend ``tail`` with the complete entries from byte ``start`` to ``size`` (headers only)."""
-    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
-    from kfmt.segments import entry_facts
+    from kfmt.log.resync import LOG_OVERHEAD, MIN_ENTRY_SIZE
+    from kfmt.logdir.indexes import entry_facts
 
     pos = start
     buf, buf_at = b"", pos
@@ -110,7 +110,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     # ---------------------------------------------------------------- what is there
     def _refresh(self) -> None:
-        from kfmt.logdir import find_segments
+        from kfmt.logdir.layout import find_segments
         from kfmt.storage import compressed_object, open_input
 
         b = self.batch
@@ -269,7 +269,7 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
 
     def _in_place(self, messages) -> bool:
         """Whether every staged batch's offsets are already in the target's partitions."""
-        from kfmt.api import scan
+        from kfmt.log.batches import scan
         from kfmt.spark.writer import folder_last_offset
         from kfmt.storage import Tree
 

@@ -137,7 +137,7 @@ def broker_files(tree, folder: str, batches: list, topic_id: str, replace: bool)
     (each epoch with the first offset written under it; -1, "none", as producers write, is left out, as
     Kafka's leader epoch cache does), after the epochs of the folder's checkpoint when appending; the
     topic id is the folder's own when it has one."""
-    from kfmt.logfiles import parse_leader_epoch_checkpoint, parse_partition_metadata
+    from kfmt.logdir.files import parse_leader_epoch_checkpoint, parse_partition_metadata
 
     entries: list[tuple[int, int]] = []
     ckpt = f"{folder}/leader-epoch-checkpoint"
@@ -165,8 +165,8 @@ class OffsetsTaken(ValueError):
 def folder_last_offset(tree, folder: str, storage=None) -> int | None:
     """The last offset in a partition folder of ``tree`` (a :class:`kfmt.storage.Tree`), read from its last
     segment; None when it holds no segment."""
-    from kfmt.logdir import Segment
-    from kfmt.offsets import last_offset
+    from kfmt.log.offsets import last_offset
+    from kfmt.logdir.layout import Segment
 
     logs = [n for n, d in tree.listdir(folder) if not d and n.endswith(".log")]
     if not logs:
@@ -179,8 +179,8 @@ def _staged_entries(tree, files) -> list:
     """The batches of a partition's staged files, ordered by offset, each file checked against what its task
     reported (``(path, records, bytes)``; a bare path reports nothing): a store that acknowledged an upload
     it did not keep fails the job here."""
-    from kfmt.api import scan
-    from kfmt.commit import CommitError
+    from kfmt.log.batches import scan
+    from kfmt.table.commit import CommitError
 
     entries = []
     for f in files:
@@ -222,7 +222,7 @@ def _blobs(entries) -> list[tuple[int, bytes, tuple[int, int, int]]]:
 
 
 def _facts(blob: bytes) -> tuple[bytes, tuple[int, int, int]]:
-    from kfmt.api import scan
+    from kfmt.log.batches import scan
 
     bs: list = [b for _, _, b in scan(blob)]
     return blob, (len(bs), sum(len(b.records) for b in bs), bs[-1].last_offset)
@@ -234,7 +234,7 @@ def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, 
     records and last offset it holds, for the commit to check wherever it lands."""
     from pathlib import PurePosixPath
 
-    from kfmt.segments import segment_files
+    from kfmt.logdir.indexes import segment_files
 
     out: list[tuple[str, bytes, dict]] = []
     seg, base, facts = bytearray(), None, {"batches": 0, "records": 0, "last_offset": None}
@@ -266,12 +266,12 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     """Put the staged batches of each topic-partition (``{(topic, partition): [files]}``, a file being a
     path or ``(path, records, bytes)`` as its task reported it) in place as segments named by base offset,
     with their indexes, ``leader-epoch-checkpoint`` and ``partition.metadata`` (``topic_ids``: ``{topic:
-    id}``; else the folder's, else a new one per topic), as one commit of :mod:`kfmt.commit`: all of it
+    id}``; else the folder's, else a new one per topic), as one commit of :mod:`kfmt.table.commit`: all of it
     becomes visible at once or none of it, one writer at a time. ``root`` is a local folder or a store's
     URI (``storage``: options of :mod:`kfmt.storage`).  ``replace`` removes the target's old segments;
     otherwise new offsets must come after the ones already there (:class:`OffsetsTaken`)."""
-    from kfmt import commit
     from kfmt.storage import Tree
+    from kfmt.table import commit
 
     tree = Tree(str(root), storage)
     ids = dict(topic_ids or {})

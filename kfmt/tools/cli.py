@@ -72,7 +72,7 @@ def _show_ir(schemas: Path, fid: str, until: str | None) -> int:
 
 def _backends_line() -> str:
     """Which backend reads and writes by default, and which others this installation has."""
-    from kfmt.formats import available_backends, default_backend
+    from kfmt.codec.formats import available_backends, default_backend
 
     try:
         active = default_backend()
@@ -92,7 +92,7 @@ def _spark_line() -> str:
 
 
 def _cmd_formats(args) -> int:
-    from kfmt.api import format_ids, get_format
+    from kfmt.codec.formats import format_ids, get_format
 
     print(f"# {_backends_line()}")
     print(f"# {_spark_line()}")
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if os.environ.get("KFMT_BACKEND") is not None:  # a wrong one is one line before any command runs
-        from kfmt.formats import default_backend
+        from kfmt.codec.formats import default_backend
         from kfmt.runtime.errors import CodecError
 
         try:

@@ -165,8 +165,8 @@ def _recover(args) -> int:
     import os
     import sys
 
-    from kfmt.commit import CommitError, exclusive, recover
     from kfmt.storage import Tree, is_uri
+    from kfmt.table.commit import CommitError, exclusive, recover
 
     bad = [kv for kv in args.storage if "=" not in kv]
     if bad:

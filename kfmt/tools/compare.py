@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kfmt.api import scan
-from kfmt.logdir import find_segments
+from kfmt.log.batches import scan
+from kfmt.logdir.layout import find_segments
 from kfmt.runtime.errors import CodecError
 
 

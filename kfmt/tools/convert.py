@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from kfmt.conversion import UNREAD_KINDS, convert
-from kfmt.logdir import find_segments
+from kfmt.log.conversion import UNREAD_KINDS, convert
+from kfmt.logdir.layout import find_segments
 from kfmt.runtime.errors import CodecError
 
 
@@ -17,7 +17,7 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     and ``.timeindex`` files rebuilt as a broker writes them.
 
     Segments are converted one at a time into a staging folder beside ``dst`` (streamed batch by batch: memory holds a chunk of input and a batch, not a segment),
-    and the output is published only when complete (kfmt.publish: a directory gets a ``_KFMT_SUCCESS``
+    and the output is published only when complete (kfmt.storage.publish: a directory gets a ``_KFMT_SUCCESS``
     marker with the counts and appears by one rename). A corrupt batch or an incomplete tail stops the
     whole conversion (nothing written, exit 1) unless ``skip_corrupt``, which writes the rest and reports
     the unread bytes (exit 1); with ``strict`` anything that would be lost stops it too.  An existing
@@ -26,8 +26,8 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
     """
     import errno
 
-    from kfmt.publish import Staging
-    from kfmt.segments import SegmentWriter
+    from kfmt.logdir.indexes import SegmentWriter
+    from kfmt.storage.publish import Staging
 
     err = err or sys.stderr
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()

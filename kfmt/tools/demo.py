@@ -11,7 +11,7 @@ from pathlib import Path
 def run_codec_demo() -> None:
     """A v2 batch encoded, then decoded field by field."""
     import kfmt
-    from kfmt.api import get_format
+    from kfmt.codec.formats import get_format
 
     v2 = get_format("kafka_v2")
     data = kfmt.encode_batch(
@@ -55,7 +55,7 @@ def run(args) -> int:
     t0 = time.time()
     corpus = str(args.corpus) if args.corpus else None
     if corpus:
-        from kfmt.logdir import find_segments
+        from kfmt.logdir.layout import find_segments
 
         if not (Path(corpus).is_dir() or corpus.endswith(".log")) or not find_segments(corpus):
             print(f"kfmt demo: no Kafka log segments (*.log) under {corpus}", file=sys.stderr)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import kfmt
-from kfmt.api import get_format
-from kfmt.measure import (
+from kfmt.codec.formats import get_format
+from kfmt.log.measure import (
     LEVELS,
     _header_key,
     _mod,

@@ -59,8 +59,8 @@ def reencode(codec, root, name: str, data: dict, version: int, params: dict) -> 
 
 def measure(schema: str, versions: list[int], paths: list[str]) -> dict:
     """Per message type: records, and the bytes of their values as written and at each version."""
-    from kfmt.api import read_batches
-    from kfmt.logdir import find_segments
+    from kfmt.log.batches import read_batches
+    from kfmt.logdir.layout import find_segments
 
     topic = next(t for t, b in BINDINGS.items() if b.value == schema)
     b = BINDINGS[topic]

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from kfmt.api import scan
-from kfmt.logcheck import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
-from kfmt.logdir import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition, walk_folder
-from kfmt.logfiles import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
+from kfmt.log.batches import scan
+from kfmt.log.scanner import batch_being_written
+from kfmt.log.txn import CONTROL_TYPES
+from kfmt.logdir.checks import epoch_problems, epoch_runs_add, offset_checkpoint_problems, topic_id_problems
+from kfmt.logdir.files import OFFSET_CHECKPOINTS, READERS, kind_of, not_read, snapshot_id
+from kfmt.logdir.layout import SUFFIXES, Segment, find_segments, suffixes_opt, topic_partition, walk_folder
 from kfmt.payloads import Payload, binding, decode_control, decode_payload
 from kfmt.runtime.errors import CodecError
-from kfmt.scanner import batch_being_written
 from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
-from kfmt.txn import CONTROL_TYPES
 
 #: problems of one kind in one file printed before the rest are only counted (a segment renamed .index would
 #: otherwise print one line per 8 bytes)
@@ -297,12 +297,12 @@ class Dump:
         segs = log.segments
         txns = None
         if self.args.isolation == "read_committed":
-            from kfmt.txn import transactions_of_files
+            from kfmt.log.txn import transactions_of_files
 
             txns = transactions_of_files([s.path for s in segs], format=self.args.format)
         filters = self.args.filters
         if filters.relative():
-            from kfmt.offsets import last_offset
+            from kfmt.log.offsets import last_offset
 
             filters = filters.from_end(last_offset(segs[-1]) + 1)
         last, whole = None, True
@@ -602,7 +602,7 @@ class Dump:
 
 
 def _looks_like_segment(path: Path) -> bool:
-    from kfmt.resync import valid_entry_at
+    from kfmt.log.resync import valid_entry_at
 
     with open(path, "rb") as f:
         head = f.read(1 << 16)
@@ -808,7 +808,7 @@ def _targets(paths, err, include=()) -> Targets | None:
             if got is None:
                 return None
             segs += got
-    from kfmt.commit import check_tables
+    from kfmt.table.commit import check_tables
 
     check_tables([s.path for s in segs if t.stdin is None or s.path != t.stdin.name])  # a commit under way: refused
     folders: dict = {}
@@ -847,7 +847,7 @@ def _run(args, out, err) -> int:
         include = suffixes_opt(args.include_suffixed)
         args.template = template_text(args.template) if args.template else None
         if args.format:
-            from kfmt.api import get_format
+            from kfmt.codec.formats import get_format
 
             get_format(args.format)
     except (ValueError, CodecError) as e:
@@ -857,7 +857,7 @@ def _run(args, out, err) -> int:
         from kfmt.tools.compare import compare
 
         return compare(args, out, err)
-    from kfmt.commit import CommitError
+    from kfmt.table.commit import CommitError
 
     try:
         found = _targets(args.paths, err, include)

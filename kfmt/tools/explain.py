@@ -14,14 +14,15 @@ import sys
 import construct as c
 
 import kfmt
-from kfmt.api import get_format, iter_entries
-from kfmt.measure import byte_labels
+from kfmt.codec.formats import get_format
+from kfmt.log.measure import byte_labels
+from kfmt.log.scanner import iter_entries
 from kfmt.tools.args import existing_file, positive_int
 
 
 def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
     """Every byte of the entries in ``data`` with its field; ``mod`` None picks Kafka's format by magic."""
-    from kfmt.api import _by_magic
+    from kfmt.codec.formats import by_magic as _by_magic
 
     out = out or sys.stdout
     shown = 0
@@ -43,7 +44,7 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         if limit and shown >= limit:
             break
     if not shown:  # nothing to show is never a quiet success: say why the bytes hold no entry
-        from kfmt.api import tail_error
+        from kfmt.log.scanner import tail_error
 
         if not data:
             raise kfmt.TruncatedError("the file is empty: no log entry to explain", offset=0, path="log.entry")
@@ -59,7 +60,7 @@ def draw(mod, stem: str) -> list[str]:
 
     plt = pyplot()
 
-    from kfmt.measure import levels
+    from kfmt.log.measure import levels
 
     lv = [(k, s) for k, s in levels(mod).items() if s]
     width = 16  # bytes per row

@@ -19,7 +19,7 @@ def save_figure(fig, stem: str, dpi: int = 110) -> list[str]:
     import io
     from pathlib import Path
 
-    from kfmt.publish import write_all
+    from kfmt.storage.publish import write_all
 
     staged = []
     for ext in ("png", "svg"):

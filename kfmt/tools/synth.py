@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kfmt
-from kfmt.segments import segment_files
+from kfmt.log.txn import txn_index_entry
+from kfmt.logdir.indexes import segment_files
 from kfmt.tools.args import positive_int, topic_names
-from kfmt.txn import txn_index_entry
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo")
@@ -36,7 +36,7 @@ class SynthConfig:
 
 class _Segments:
     """Rolls segments by size; each closed segment gets the .index / .timeindex its broker's recovery writes
-    (kfmt.segments.segment_files) and, when some of its transactions were aborted, a .txnindex."""
+    (kfmt.logdir.indexes.segment_files) and, when some of its transactions were aborted, a .txnindex."""
 
     def __init__(self, folder: Path, segment_bytes: int):
         self.folder, self.segment_bytes = folder, segment_bytes
@@ -170,7 +170,7 @@ def write_legacy(folder: Path, rng: random.Random, cfg: SynthConfig) -> dict:
 def synth(out_dir, cfg: SynthConfig | None = None, *, overwrite: bool = False) -> dict:
     """Write the corpus under ``out_dir`` (published whole, with a completion marker, when it is complete;
     an existing non-empty ``out_dir`` is refused unless ``overwrite``); returns a summary per topic-partition."""
-    from kfmt.publish import Staging
+    from kfmt.storage.publish import Staging
 
     cfg = cfg or SynthConfig()
     summary = {}

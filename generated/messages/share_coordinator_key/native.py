@@ -73,7 +73,7 @@ def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS):
 #: whether a list of kfmt.Record objects can be encoded as it is (kfmt.encode_batch's check, in C)
 records_plain = _c.records_plain
 
-#: Arrow-direct decoding (kfmt.arrow, the Spark source): the records go straight into column buffers
+#: Arrow-direct decoding (kfmt.log.arrow, the Spark source): the records go straight into column buffers
 decode_columns = None  # no batches of records to make rows of
 #: many batches at once into the column buffers (the reader's fast path; None: one at a time)
 decode_columns_run = None

@@ -1,5 +1,5 @@
 /* kfmt.runtime.native._columns: the Arrow column buffers native decoders fill (kf_cols in kfmt_native.h).
- * Hand-written runtime, format-independent; kfmt/arrow.py turns what take() returns into pyarrow arrays. */
+ * Hand-written runtime, format-independent; kfmt/log/arrow.py turns what take() returns into pyarrow arrays. */
 #include "kfmt_native.h"
 
 static int kf_cols_start(kf_cols *c) {

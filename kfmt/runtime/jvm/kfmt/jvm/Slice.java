@@ -5,7 +5,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 
-/** kfmt.logread.SegmentSlice: a segment file's byte range, its offset bounds and the read_committed view of
+/** kfmt.table.read.SegmentSlice: a segment file's byte range, its offset bounds and the read_committed view of
  * its partition's transactions, as planned by kfmt on the driver. */
 public final class Slice implements Serializable {
     public String path, topic;
@@ -17,7 +17,7 @@ public final class Slice implements Serializable {
     public Map<Long, Long> open;
     public boolean liveEnd;
 
-    /** Whether a read_committed consumer leaves this batch out (kfmt.txn.Transactions.is_dropped). */
+    /** Whether a read_committed consumer leaves this batch out (kfmt.log.txn.Transactions.is_dropped). */
     boolean dropped(Batch b) {
         if (aborted == null || !b.isTransactional || b.isControl) return false;
         Long from = open.get(b.producerId);

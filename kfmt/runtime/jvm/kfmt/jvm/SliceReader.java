@@ -7,7 +7,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Reads the entries of slices, as kfmt.logread._read_range does with on_corrupt=fail: each entry by the
+/** Reads the entries of slices, as kfmt.table.read._read_range does with on_corrupt=fail: each entry by the
  * decoder of its magic (or the forced format), control and aborted batches left out, and an incomplete entry
  * ending a partition's last segment left out as a batch being written. Anything else that does not decode is a
  * one-line error naming the file, the byte and the field. */
@@ -113,7 +113,7 @@ public final class SliceReader {
         return sink.take(slice.topic, slice.partition, slice.path, plan.nullEmptyHeaders);
     }
 
-    /** kfmt.resync.RESYNC_MAX_ENTRY */
+    /** kfmt.log.resync.RESYNC_MAX_ENTRY */
     static final long RESYNC_MAX_ENTRY = 64L << 20;
 
     /** The end (in the window) of the entry at pos, read whole into the window; -1 for a batch being written at
@@ -128,7 +128,7 @@ public final class SliceReader {
                 return pos + 12 + (int) size;
             }
         }
-        // kfmt.arrow.being_written: no longer than any entry a reader looks for after damage (kfmt.resync)
+        // kfmt.log.arrow.being_written: no longer than any entry a reader looks for after damage (kfmt.log.resync)
         if (slice.liveEnd && winStart + at > slice.start && tail <= 12 + RESYNC_MAX_ENTRY) {
             fill(tail);
             at = pos;
@@ -140,14 +140,14 @@ public final class SliceReader {
         throw fail(at, "entry", "the entry runs past the end of the data (" + tail + " bytes left)");
     }
 
-    /** kfmt.arrow._only_a_cut_entry: a log's magic where the header has one, and no valid entry after it. */
+    /** kfmt.log.arrow._only_a_cut_entry: a log's magic where the header has one, and no valid entry after it. */
     private boolean onlyACutEntry(int at) {
         if (len - at > 16 && (buf[at + 16] < 0 || buf[at + 16] > 2)) return false;
         for (int p = at; p < len - 16; p++) if (validEntryAt(p)) return false;
         return true;
     }
 
-    /** kfmt.resync.valid_entry_at, then decoded as the resynchronising reader decodes it: a complete entry with
+    /** kfmt.log.resync.valid_entry_at, then decoded as the resynchronising reader decodes it: a complete entry with
      * a matching CRC that decodes starts at p (nothing of it stays in the sink). */
     private boolean validEntryAt(int p) {
         long size = Ctx.i32(buf, p + 8);

@@ -8,7 +8,7 @@ Layouts read:
 - Kafka's own LocalTieredStorage: ``<topic>-<partition>-<topicId>/<base offset>-<segmentId>.log``.
 
 A topic id is Kafka's ``Uuid`` as text (22 characters of URL-safe base64). The files beside each segment
-(indexes, snapshots, checkpoints) are read by :mod:`kfmt.logfiles`.
+(indexes, snapshots, checkpoints) are read by :mod:`kfmt.logdir.files`.
 """
 
 from __future__ import annotations

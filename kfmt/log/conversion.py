@@ -25,8 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kfmt.api import encode_batch, get_format, scan
-from kfmt.formats import backend_module
+from kfmt.codec.encode import encode_batch
+from kfmt.codec.formats import backend_module, get_format
+from kfmt.log.batches import scan
 from kfmt.runtime.errors import CodecError, InvalidValueError, UnsupportedCodecError
 from kfmt.runtime.model import Record
 
@@ -106,7 +107,7 @@ def convert(  # noqa: C901 - older than the rule; to be split
     """Convert every batch of a log to ``to_magic``; ``codec`` None keeps each batch's codec.
 
     The converted log is ``.data`` of the result, or, with ``out`` (anything with ``write``, such as
-    :class:`kfmt.segments.SegmentWriter`), written there batch by batch as it is made, so memory does not
+    :class:`kfmt.logdir.indexes.SegmentWriter`), written there batch by batch as it is made, so memory does not
     grow with the log (``.data`` then stays empty; on an error ``out`` holds a prefix: write to a staging
     location).
 
@@ -262,6 +263,6 @@ def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:  # no
 
 
 def _control_names(batch) -> list[str]:
-    from kfmt.txn import CONTROL_TYPES
+    from kfmt.log.txn import CONTROL_TYPES
 
     return [CONTROL_TYPES.get(r.control[1], f"type {r.control[1]}") if r.control else "?" for r in batch.records]

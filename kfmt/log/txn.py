@@ -85,8 +85,8 @@ def transactions(source, *, format: str | None = None, into: Transactions | None
     are tiny) to tell COMMIT from ABORT; a corrupt or truncated entry ends the pass (the reader reports it).
     ``into`` carries the state of the segments before this one (a partition's segments in order).
     """
-    from kfmt.formats import backend_module, get_format
-    from kfmt.resync import LOG_OVERHEAD
+    from kfmt.codec.formats import backend_module, get_format
+    from kfmt.log.resync import LOG_OVERHEAD
 
     out = into if into is not None else Transactions()
     if format is not None and format != "kafka_v2":

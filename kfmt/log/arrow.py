@@ -15,9 +15,9 @@ import logging
 import os
 from dataclasses import dataclass
 
-from kfmt.api import Rows
+from kfmt.log.scanner import Rows
 
-log = logging.getLogger("kfmt.arrow")
+log = logging.getLogger("kfmt.log.arrow")
 
 # The source's columns, once: (name, Arrow type, source). ``record`` and ``segment`` columns are built
 # specially; ``batch`` columns repeat a batch-level value (a getter on the decoded batch) per record.
@@ -63,7 +63,7 @@ TS_MS_MIN, TS_MS_MAX = -(2**63) // 1000 + 1, (2**63 - 1) // 1000
 
 def new_sink(backend: str | None = None):
     """Column buffers the native backend decodes into, when it is the backend in use; else None."""
-    from kfmt.formats import available_backends, default_backend
+    from kfmt.codec.formats import available_backends, default_backend
 
     if (backend or default_backend()) != "native" or "native" not in available_backends():
         return None
@@ -124,7 +124,7 @@ class _Columns:
         self._repeat(b, position, n)
 
     def add_run(self, base, run):
-        """Batches decoded into the sink by one call (:class:`kfmt.api.BatchRun`), ``base`` the slice's start."""
+        """Batches decoded into the sink by one call (:class:`kfmt.log.scanner.BatchRun`), ``base`` the slice's start."""
         self.runs += [(b, base + s, k, None, None) for b, s, k in zip(run.batches, run.starts, run.counts) if k]
         self.n += sum(run.counts)
 
@@ -413,12 +413,13 @@ class Reading:
 def rows(data, where, r: Reading):
     """The rows of a log's bytes, Arrow batch by Arrow batch: bytes-like data, or a :class:`_Range` of a file
     (streamed in chunks; a quarantined region's bytes are read again by position). The one loop of
-    read_arrow and the Spark source: entries and damage come from :func:`kfmt.scanner` (one definition for
+    read_arrow and the Spark source: entries and damage come from :func:`kfmt.log.scanner` (one definition for
     every reader); what a damaged region becomes is :func:`_damage`'s, and an incomplete last entry
     :func:`being_written`'s. Raises :class:`kfmt.CodecError` on damage with ``on_corrupt="fail"``."""
     import pyarrow as pa
 
-    from kfmt.api import BatchRun, scan
+    from kfmt.log.batches import scan
+    from kfmt.log.scanner import BatchRun
     from kfmt.runtime.errors import CodecError
 
     n = data.end - data.start if isinstance(data, _Range) else len(memoryview(data))
@@ -476,9 +477,9 @@ def _damage(cols, data, n: int, where, pos: int, end: int, e, r: Reading) -> int
 
 
 def being_written(e, n: int, path: str, raw=None) -> bool:
-    """:func:`kfmt.scanner.batch_being_written` (the one rule), said in the log when it holds: a batch being
+    """:func:`kfmt.log.scanner.batch_being_written` (the one rule), said in the log when it holds: a batch being
     written is left out of the rows, as Kafka's fetch leaves it out (logged, never data, never damage)."""
-    from kfmt.scanner import batch_being_written
+    from kfmt.log.scanner import batch_being_written
 
     if not batch_being_written(e, n, raw):
         return False

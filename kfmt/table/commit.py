@@ -43,7 +43,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kfmt.publish import MARKER
+from kfmt.storage.publish import MARKER
 
 PENDING = "_KFMT_PENDING"
 COMMIT_PREFIX = ".kfmt-commit-"
@@ -213,7 +213,7 @@ def verify(tree, path: str, p: Put) -> None:
                           "keep the upload whole); nothing was committed")  # fmt: skip
     if p.batches is None:
         return
-    from kfmt.api import scan
+    from kfmt.log.batches import scan
 
     batches = records = 0
     last = None

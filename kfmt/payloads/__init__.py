@@ -2,7 +2,7 @@
 ``__cluster_metadata`` and its snapshots, ``__transaction_state``, ``__share_group_state``,
 ``__remote_log_metadata``), with the schemas under ``schemas/messages`` (lowered from Kafka's JSON message
 specs by ``kfmt import-kafka-spec``) and a binding table saying which schema reads which topic's keys and
-values. A null value is a tombstone.
+values. A null value is a tombstone. May import: kfmt.runtime, kfmt.codec and the generated message packages.
 
     >>> p = decode_payload("__consumer_offsets", key_bytes, value_bytes)
     >>> p.key.type, p.value.type, p.value.version, p.value.data.offset
@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from kfmt.formats import of_default_backend
+from kfmt.codec.formats import of_default_backend
 from kfmt.runtime.errors import CodecError, InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -86,14 +86,14 @@ class Payload:
 
 
 #: the schema of control records' values (KRaft's LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion
-#: and Voters), chosen by the control type (ABORT and COMMIT markers are read by kfmt.txn)
+#: and Voters), chosen by the control type (ABORT and COMMIT markers are read by kfmt.log.txn)
 CONTROL_SCHEMA = "raft_control"
 CONTROL_TYPES = frozenset(range(2, 7))
 
 
 def decode_control(control_type: int, value, *, backend: str | None = None) -> Decoded | None:
     """A control record's value decoded by its control type (the record's key: (version, type)); None for
-    the types kfmt.txn reads (ABORT, COMMIT) and unknown ones. Raises CodecError (under ``value``)."""
+    the types kfmt.log.txn reads (ABORT, COMMIT) and unknown ones. Raises CodecError (under ``value``)."""
     if control_type not in CONTROL_TYPES or value is None:
         return None
     try:
@@ -122,8 +122,8 @@ def _default_codec(schema: str, _env: str | None):
 
 def _module(schema: str, backend: str):
     """A message schema's module in ``backend``, the name checked by the rule every reader uses
-    (kfmt.formats: an unknown or unbuilt backend is a one-line UnsupportedCodecError)."""
-    from kfmt.formats import _checked
+    (kfmt.codec.formats: an unknown or unbuilt backend is a one-line UnsupportedCodecError)."""
+    from kfmt.codec.formats import _checked
 
     return _imported(schema, _checked(backend))
 

@@ -1,11 +1,11 @@
 """The one scan loop under every log reader: entries framed, each decoded by its magic's codec (or a forced
-format), damage found and crossed. ``read_batches``, ``scan`` (:mod:`kfmt.api`) and through them ``read_arrow``,
+format), damage found and crossed. ``read_batches``, ``scan`` (:mod:`kfmt.log.batches`) and through them ``read_arrow``,
 ``kfmt dump`` and the Spark source take their entries and damage decisions from here: where an entry ends,
-an incomplete tail, a damaged region and where reading resumes (:mod:`kfmt.resync`), and the stream read in
+an incomplete tail, a damaged region and where reading resumes (:mod:`kfmt.log.resync`), and the stream read in
 chunks with a search carried across them, so memory holds a chunk, an entry and at most
 ``RESYNC_MAX_ENTRY`` of a damaged region.
 
-May import: kfmt.formats, kfmt.resync, kfmt.runtime, kfmt.storage (never kfmt.api, the tools or Spark)."""
+May import: kfmt.codec.formats, kfmt.log.resync, kfmt.runtime, kfmt.storage (never kfmt.log.batches, the tools or Spark)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import struct
 from collections.abc import Iterator
 from functools import lru_cache
 
-from kfmt.formats import backend_module, default_backend
-from kfmt.formats import by_magic as _by_magic
-from kfmt.resync import (  # the entry framing constants live beside the resynchronisation that uses them
+from kfmt.codec.formats import backend_module, default_backend
+from kfmt.codec.formats import by_magic as _by_magic
+from kfmt.log.resync import (  # the entry framing constants live beside the resynchronisation that uses them
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MIN_ENTRY_SIZE,
@@ -125,7 +125,7 @@ def _scan_stream(f, opts, format, backend, skip_corrupt, strict_tail, positions,
 
 def _size_left(f) -> int | None:
     """How many bytes are left to read in ``f`` (None: unknown, as in a pipe)."""
-    left = getattr(f, "left", None)  # kfmt.arrow._Range
+    left = getattr(f, "left", None)  # kfmt.log.arrow._Range
     if callable(left):
         return left()
     try:

@@ -6,7 +6,9 @@ Schemes: ``file://``, ``s3://`` (and Hadoop's ``s3a://``), ``gs://``/``gcs://``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, profiles, instance roles); an S3 endpoint other than AWS
 (MinIO, Ceph, a test server) is ``s3.endpoint`` in the options or ``AWS_ENDPOINT_URL``, its region
 ``s3.region`` or ``AWS_REGION``. Files are opened for ranged reads: a split of a segment reads its range,
-never the whole object.
+never the whole object. Outputs appear there complete or not at all (:mod:`.publish`).
+
+May import: kfmt.runtime only (the library's other rooms read and write through it).
 """
 
 from __future__ import annotations
@@ -268,7 +270,7 @@ class Tree:
             return
         from pathlib import Path
 
-        from kfmt.publish import write_all
+        from kfmt.storage.publish import write_all
 
         for p, _ in staged:
             os.makedirs(os.path.dirname(p), exist_ok=True)
@@ -301,7 +303,7 @@ class Tree:
             return _s3_put_if_absent(path, data, self.options)
         from pathlib import Path
 
-        from kfmt.publish import written_beside
+        from kfmt.storage.publish import written_beside
 
         tmp = written_beside(Path(path), data)
         try:

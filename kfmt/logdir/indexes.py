@@ -14,7 +14,7 @@ import struct
 from pathlib import Path, PurePath
 from typing import TypeVar
 
-from kfmt.logdir import SEGMENT_NAME
+from kfmt.logdir.layout import SEGMENT_NAME
 
 INDEX_INTERVAL_BYTES = 4096
 _ENTRY = struct.Struct(">qi")

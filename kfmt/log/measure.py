@@ -12,8 +12,9 @@ from contextlib import contextmanager
 import construct as c
 
 import kfmt
-from kfmt.api import iter_entries, scan
-from kfmt.formats import get_format
+from kfmt.codec.formats import get_format
+from kfmt.log.batches import scan
+from kfmt.log.scanner import iter_entries
 from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -57,7 +58,7 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None =
     ``unread_bytes``, so that for every format and codec
     ``records + skipped_records + control_records == account["records"]``.
     """
-    from kfmt.logdir import find_segments
+    from kfmt.logdir.layout import find_segments
 
     mods = [_mod(f) for f in formats]
     out = new_totals(mods, codecs)

@@ -3,13 +3,13 @@ and the one a broker answers for a timestamp."""
 
 from __future__ import annotations
 
-from kfmt.logdir import Segment
+from kfmt.logdir.layout import Segment
 
 
 def _batches(seg: Segment, options: dict | None):
     """The batches of a segment that decode (damage is the readers' to report)."""
-    from kfmt.api import scan
-    from kfmt.arrow import _Range
+    from kfmt.log.arrow import _Range
+    from kfmt.log.batches import scan
     from kfmt.storage import open_input
 
     with open_input(seg.path, options) as f:

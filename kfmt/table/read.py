@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from kfmt.arrow import (
+from kfmt.log.arrow import (
     _Range,
     add_decoded,
     arrow_schema,
@@ -22,7 +22,7 @@ from kfmt.arrow import (
     null_empty_headers,
     projected_schema,
 )
-from kfmt.logdir import SUFFIXES, suffixes_opt
+from kfmt.logdir.layout import SUFFIXES, suffixes_opt
 from kfmt.storage import OPTIONS as STORAGE_OPTIONS
 
 log = logging.getLogger("kfmt.spark")
@@ -173,7 +173,7 @@ class LogReader:
         self.backend = _opt(options, "backend")  # checked where it is used: the executors' installation
         self.format = _opt(options, "format")
         if self.format:
-            from kfmt.formats import get_format
+            from kfmt.codec.formats import get_format
 
             get_format(self.format)
         self.storage = _storage(options)  # for s3:// and the like
@@ -204,7 +204,7 @@ class LogReader:
         self.assign = _json_opt(options, "assign")
         self.starting = _offsets_opt(options, "startingOffsets", "earliest", -2)
         self.ending = _offsets_opt(options, "endingOffsets", "latest", -1)
-        from kfmt.logdir import find_segments
+        from kfmt.logdir.layout import find_segments
 
         left: list = []
         try:  # paths are checked on the driver, before any task runs
@@ -224,7 +224,7 @@ class LogReader:
     def check_tables(self, segments) -> None:
         """Refuse a kfmt table whose commit has not finished (not read half old, half new); remember the
         versions of the segments' tables, which each task checks again once it has read."""
-        from kfmt.commit import CommitError, check_tables
+        from kfmt.table.commit import CommitError, check_tables
 
         try:
             self.tables = check_tables([s.path for s in segments], self.storage)
@@ -236,7 +236,7 @@ class LogReader:
         Spark's Kafka source: per partition, the offset a broker gives for the timestamp (first record at or
         after it). Starting without such a record: startingOffsetsByTimestampStrategy (error, or latest: no
         rows); ending without one: latest. The timestamp forms take precedence over the offset forms."""
-        from kfmt.offsets import last_offset, offset_for_timestamp
+        from kfmt.log.offsets import last_offset, offset_for_timestamp
 
         strategy = str(_opt(options, "startingOffsetsByTimestampStrategy") or "error").lower()
         if strategy not in ("error", "latest"):
@@ -319,7 +319,7 @@ class LogReader:
             kept.append((seg, lo, hi, not same))
         txns = {}
         if self.isolation == "read_committed":
-            from kfmt.txn import transactions_of_files
+            from kfmt.log.txn import transactions_of_files
 
             for segs in self.by_log(segments).values():  # each copy of a partition has its own transactions
                 t = transactions_of_files([seg.path for seg in segs], format=self.format)
@@ -348,7 +348,7 @@ class LogReader:
 
         # a tuple of slices (plan()), or Spark's input partition holding one; Spark hands a bare InputPartition
         # when the plan has none (every segment pruned)
-        from kfmt.commit import CommitError, check_tables_unchanged, table_root
+        from kfmt.table.commit import CommitError, check_tables_unchanged, table_root
 
         slices = partition if isinstance(partition, tuple) else getattr(partition, "slices", ())
         read = self.decode_reads or self.columns
@@ -408,7 +408,7 @@ def _json_opt(options, name):
 def _topic_ids_opt(options) -> dict:
     import json
 
-    from kfmt.logdir import TOPIC_ID
+    from kfmt.logdir.layout import TOPIC_ID
 
     v = _opt(options, "topic_ids")
     if v is None:
@@ -462,7 +462,7 @@ def _split(path: str, size: int, split_bytes: int, storage=None):
         return _split_by_index(path, size, split_bytes, storage)
     import struct
 
-    from kfmt.api import LOG_OVERHEAD, MIN_ENTRY_SIZE
+    from kfmt.log.resync import LOG_OVERHEAD, MIN_ENTRY_SIZE
     from kfmt.storage import compressed_object
 
     cuts, pos, start = [], 0, 0
@@ -487,9 +487,9 @@ def _split_by_index(path: str, size: int, split_bytes: int, storage) -> list[tup
     """Cuts at the positions a segment's offset index gives (Kafka indexes a batch every 4 KiB by default,
     as ``(last offset - base offset, position)``), each kept only if the batch header found there ends
     inside the segment and has that last offset: a stale or foreign index cuts nothing."""
-    from kfmt.logdir import SEGMENT_NAME
-    from kfmt.logfiles import parse_offset_index
-    from kfmt.segments import entry_facts
+    from kfmt.logdir.files import parse_offset_index
+    from kfmt.logdir.indexes import entry_facts
+    from kfmt.logdir.layout import SEGMENT_NAME
     from kfmt.storage import open_input
 
     m = SEGMENT_NAME.match(path.rsplit("/", 1)[-1])
@@ -547,16 +547,16 @@ def read_slice(part: SegmentSlice, verify_crc=True, include_control=False, on_co
 def _read_range(
     f, part: SegmentSlice, verify_crc, include_control, on_corrupt, columns, backend=None, format=None, raw_errors=False
 ):
-    """Arrow batches of one slice (:func:`kfmt.arrow.rows`). A corrupt batch (``on_corrupt="fail"``) is a one-line
+    """Arrow batches of one slice (:func:`kfmt.log.arrow.rows`). A corrupt batch (``on_corrupt="fail"``) is a one-line
     ValueError naming the file for Spark, or with ``raw_errors`` the :class:`kfmt.CodecError` itself (``read_arrow``)."""
     import pyarrow as pa
 
     import kfmt
-    from kfmt.arrow import Reading, rows
+    from kfmt.log.arrow import Reading, rows
 
     dropped = None
     if part.aborted is not None:
-        from kfmt.txn import Transactions
+        from kfmt.log.txn import Transactions
 
         dropped = Transactions(list(part.aborted), dict(part.open_txns or ())).is_dropped
     reading = Reading(tuple(columns or arrow_schema(pa).names), verify_crc, format, backend, on_corrupt,
@@ -590,7 +590,7 @@ def read_arrow(
     **options,
 ):
     """A Kafka log as a ``pyarrow.Table`` with the Spark source's columns, read by the Spark source's own reader
-    (:class:`kfmt.logread.LogReader`), with its options and defaults.
+    (:class:`kfmt.table.read.LogReader`), with its options and defaults.
 
     ``source``: a segment file, a partition folder, a log directory, a glob, a list of them, or a store's URI
     (``storage_options``: see :mod:`kfmt.storage`); or bytes-like data or a binary file (one log). Rows come in
@@ -646,7 +646,7 @@ def _arrow_stream(
     arguments are checked now."""
     import pyarrow as pa
 
-    from kfmt.arrow import Reading, _Where, rows
+    from kfmt.log.arrow import Reading, _Where, rows
 
     if on_corrupt not in ("fail", "skip", "quarantine"):
         raise ValueError(f"on_corrupt must be 'fail', 'skip' or 'quarantine', not {on_corrupt!r}")
@@ -701,7 +701,7 @@ def _option_text(v) -> str:
 
 
 def _read_planned(opts: dict, columns, topic, partition):
-    """Rows of the paths in ``opts`` through :class:`kfmt.logread.LogReader`: every slice, in log order."""
+    """Rows of the paths in ``opts`` through :class:`kfmt.table.read.LogReader`: every slice, in log order."""
     import dataclasses
 
     import pyarrow as pa
@@ -719,7 +719,7 @@ def _read_planned(opts: dict, columns, topic, partition):
 
 
 def _data_of(source, committed: bool):
-    """Bytes-like data or a binary file as what :func:`kfmt.arrow.rows` reads (a :class:`_Range` of a file with a
+    """Bytes-like data or a binary file as what :func:`kfmt.log.arrow.rows` reads (a :class:`_Range` of a file with a
     descriptor), and the transactions to resolve for read_committed (which needs the bytes first)."""
     if hasattr(source, "read") and not isinstance(source, (bytes, bytearray, memoryview)):
         try:
@@ -732,7 +732,7 @@ def _data_of(source, committed: bool):
             source = source.read()
     if not committed:
         return source, None
-    from kfmt.txn import transactions
+    from kfmt.log.txn import transactions
 
     data = bytes(memoryview(source))
     return data, transactions(data)

@@ -19,7 +19,7 @@ import struct
 from kfmt.runtime.checksums import crc32, crc32c
 
 # Every entry of a Kafka log, whatever its magic, starts with offset (int64) and size (int32); the magic
-# byte is always at entry offset 16 (Records.MAGIC_OFFSET). kfmt.api frames entries with these too.
+# byte is always at entry offset 16 (Records.MAGIC_OFFSET). kfmt.log.batches frames entries with these too.
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0

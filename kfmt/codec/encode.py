@@ -1,186 +1,16 @@
-"""Reading and writing Kafka logs with the generated codecs."""
+"""Batches from records: ``encode_batch`` in any format (legacy message sets and v2 batches), and
+``control_record`` for transaction markers."""
 
 from __future__ import annotations
 
-import mmap
-import os
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
 
-from kfmt.formats import backend_module, format_ids, get_format
-from kfmt.formats import by_magic as _by_magic
-from kfmt.resync import LOG_OVERHEAD, MIN_ENTRY_SIZE
-from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError, UnsupportedCodecError
-from kfmt.runtime.model import Batch, Record
-from kfmt.runtime.options import options_for
-from kfmt.scanner import (  # the scan loop, and what its callers name through kfmt.api
-    CHUNK,
-    RUN_BYTES,
-    BatchRun,
-    Rows,
-    _scan,
-    _scan_stream,
-    iter_entries,
-    packed_hint,
-    tail_error,
-)
-
-
-def read_batches(
-    data,
-    *,
-    verify_crc: bool = True,
-    format: str | None = None,
-    opts=None,
-    backend: str | None = None,
-    isolation: str = "read_uncommitted",
-    partial_tail: str = "ignore",
-    on_corrupt="fail",
-) -> Iterator[Batch]:
-    """Iterate the batches of a Kafka log: bytes-like data (segment bytes, a fetch payload), a path, or a
-    binary file (read in chunks: memory does not grow with the file).
-
-    The magic byte of each entry selects the codec (v0, v1 and v2 may be mixed).
-    ``format`` forces one format for every entry (required for proposals that reuse a real magic);
-    ``backend="construct"`` reads with the reference backend.  ``isolation="read_committed"`` leaves out
-    the records of aborted (and still open) transactions, as a Kafka consumer does.  A truncated tail
-    ends iteration quietly, as a fetch response's partial last batch does in Kafka (``partial_tail=
-    "error"`` raises :class:`TruncatedError` instead, with the count of bytes not read); anything else
-    wrong raises a :class:`CodecError` naming the byte offset.
-
-    ``on_corrupt="skip"`` (or a function taking the error) goes on after damage instead: a corrupt batch
-    or a damaged region (broken framing, a zero-filled hole or tail, bytes that hold no entry) is passed to
-    the function, or logged as a warning, with ``batch_position`` and ``unread`` (the region's length) set,
-    and reading resumes at the next position where a complete entry with a valid CRC starts. Every byte
-    is then either in a batch or in a reported region, the incomplete tail included.
-    """
-    if partial_tail not in ("ignore", "error"):
-        raise ValueError(f"partial_tail must be 'ignore' or 'error', not {partial_tail!r}")
-    if on_corrupt == "fail":
-        return _items(data, verify_crc, format, opts, backend, False, False, partial_tail == "error", isolation)
-    if on_corrupt == "skip":
-        on_corrupt = _log_damage
-    if not callable(on_corrupt):
-        raise ValueError(f"on_corrupt must be 'fail', 'skip' or a function taking the error, not {on_corrupt!r}")
-    return _reporting(_items(data, verify_crc, format, opts, backend, True, True, True, isolation), on_corrupt)
-
-
-def _log_damage(e: CodecError) -> None:
-    import logging
-
-    logging.getLogger("kfmt").warning("skipped %d byte(s) at byte %s: %s", e.unread or 0, e.batch_position, e)
-
-
-def _reporting(items, report) -> Iterator[Batch]:
-    for pos, end, b in items:
-        if isinstance(b, CodecError):
-            if b.unread is None:
-                b.unread = end - pos
-            report(b)
-        else:
-            yield b
-
-
-def scan(
-    data,
-    *,
-    verify_crc: bool = True,
-    format: str | None = None,
-    opts=None,
-    backend: str | None = None,
-    skip_corrupt: bool = False,
-    isolation: str = "read_uncommitted",
-    sink=None,
-    run_limits: tuple[int, int] | None = None,
-) -> Iterator[tuple[int, int, Batch | CodecError]]:
-    """Yield ``(position, end, batch)`` for each entry of a log (bytes-like data, a path or a binary file).
-
-    Every byte is accounted for: bytes at the end that do not hold a complete entry raise a
-    :class:`TruncatedError` (``unread`` bytes from ``batch_position``).  With ``skip_corrupt`` a batch
-    that fails to decode (bad CRC, bad record...) is yielded as its ``CodecError`` instead and reading
-    goes on at the next entry, whose framing is intact; a broken entry framing (a size below the
-    minimum) or an incomplete tail is yielded as the last item, ``(position, len(data), error)``.
-
-    ``sink`` (a ``kfmt.runtime.native._columns.Columns``, as :mod:`kfmt.arrow` passes) has the native backend
-    decode records straight into Arrow columns: a batch so decoded comes with ``records`` a :class:`Rows`
-    (an empty list saying how many rows it appended), others with their records as usual.  With ``run_limits``
-    (most rows, most bytes of data the sink may hold) too, consecutive batches the native backend decodes cleanly
-    into the sink come as one item, ``(position, end, BatchRun)`` (control batches never do: they come alone).
-    """
-    into = ColumnsSink(sink, run_limits) if sink is not None else None
-    return _items(data, verify_crc, format, opts, backend, skip_corrupt, True, True, isolation, into)
-
-
-class ColumnsSink(NamedTuple):
-    """Where the readers below ``scan`` decode records straight into Arrow columns: the native column buffers,
-    and the limits of a run of batches decoded in one call (None: batch by batch)."""
-
-    columns: Any
-    run_limits: tuple[int, int] | None = None
-
-
-ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
-
-
-def _items(data, verify_crc, format, opts, backend, skip_corrupt, positions, strict_tail, isolation, sink=None):
-    if isolation not in ISOLATION_LEVELS:
-        raise ValueError(f"isolation must be one of {', '.join(ISOLATION_LEVELS)}, not {isolation!r}")
-    opts = opts or options_for(verify_crc)
-    committed = isolation == "read_committed"
-    # transactions are resolved first (a pass over batch headers), so batches come out in log order
-    args = (opts, format, backend, skip_corrupt, strict_tail, positions or committed)
-    if sink is not None and committed:
-        raise ValueError("decoding into columns reads every batch: resolve isolation on the rows")
-    if isinstance(data, (str, os.PathLike)):
-        return _from_path(os.fspath(data), args, positions, committed, sink)
-    if hasattr(data, "read") and not isinstance(data, (bytes, bytearray, memoryview)):
-        _check_binary(data)
-        if committed:
-            raise ValueError("isolation='read_committed' needs a path or bytes (transactions are resolved first)")
-        return _scan_stream(data, *args, sink=sink)
-    try:
-        # bytes and mmap objects are read in place (slicing either gives bytes); others are copied once
-        buf = data if type(data) in (bytes, mmap.mmap) else bytes(memoryview(data))
-    except TypeError:
-        raise TypeError(f"a Kafka log is bytes-like data, a path or a binary file, not {type(data).__name__}") from None
-    # bytes are judged as a file's are: a first entry that runs past the end is damage, never 0 batches
-    items = _scan(buf, 0, len(buf), *args, True, sink, True)
-    if committed:
-        from kfmt.txn import committed_only, transactions
-
-        return committed_only(items, transactions(buf, format=format), positions)
-    return items
-
-
-def _check_binary(f) -> None:
-    """A file opened in text mode cannot hold a log: say so in one line (not a UnicodeDecodeError later)."""
-    import io
-
-    if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
-        raise TypeError(f"a Kafka log file must be opened in binary mode: open({getattr(f, 'name', '...')!r}, 'rb')")
-
-
-def _from_path(path, args, positions, committed, sink=None):
-    if os.path.isdir(path):
-        raise IsADirectoryError(
-            f"{path} is a folder: read_batches reads one segment file (<offset>.log); for a partition folder or a"
-            " log directory use kfmt.read_arrow(path) or kfmt.logdir.find_segments(path), or kfmt dump"
-        )
-    f = open(path, "rb")  # noqa: SIM115 - opened now (a missing file fails here), closed by _closing
-    items = _scan_stream(f, *args, sink=sink)
-    if committed:
-        from kfmt.txn import committed_only, transactions
-
-        with open(path, "rb") as g:
-            items = committed_only(items, transactions(g, format=args[1]), positions)
-    return _closing(items, f)
-
-
-def _closing(items, f):
-    with f:
-        yield from items
+from kfmt.codec.formats import backend_module, get_format
+from kfmt.codec.formats import by_magic as _by_magic
+from kfmt.runtime.errors import InvalidValueError, UnsupportedCodecError
+from kfmt.runtime.model import Record
 
 
 def _as_record(r) -> Record:
@@ -370,22 +200,4 @@ def control_record(kind: str = "commit", *, coordinator_epoch: int = 0, timestam
     return Record(key=key, value=value, timestamp=timestamp, control=(0, types[kind]))
 
 
-__all__ = [
-    "CHUNK",
-    "LOG_OVERHEAD",
-    "MIN_ENTRY_SIZE",
-    "RUN_BYTES",
-    "BatchRun",
-    "CodecError",
-    "Rows",
-    "TruncatedError",
-    "packed_hint",
-    "tail_error",
-    "control_record",
-    "encode_batch",
-    "format_ids",
-    "get_format",
-    "iter_entries",
-    "read_batches",
-    "scan",
-]
+__all__ = ["control_record", "encode_batch"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 
-from kfmt.logfiles import OFFSET_CHECKPOINTS
+from kfmt.logdir.files import OFFSET_CHECKPOINTS
 
 
 def epoch_runs_add(runs: list, base_offset: int, last_offset: int, epoch: int) -> None:

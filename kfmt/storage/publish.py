@@ -127,7 +127,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def temp_beside(path: Path) -> Path:
     """A temporary file beside ``path``, named so that the next write of ``path`` removes it if the process
-    that made it was killed (kfmt.publish.clean_leftovers)."""
+    that made it was killed (kfmt.storage.publish.clean_leftovers)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_leftovers(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.kfmt-partial-{os.getpid()}-", dir=path.parent)
