@@ -87,3 +87,30 @@ def test_explain_cli(tmp_path, capsys):
     assert main(["explain", "--bytes", str(f)]) == 0
     out = capsys.readouterr().out
     assert "crc" in out and "value [payload]" in out
+
+
+def test_field_counts_are_the_byte_labels_counted():
+    """kfmt.log.measure.label_counts (the totals of diff, explain's corpus figures and the Spark comparison)
+    counts each field's bytes over claimed intervals; it equals byte_labels' per-byte labels, counted, on entries
+    of every format (records with keys, values, headers and nulls; compressed and not)."""
+    from collections import Counter
+
+    import kfmt
+    from kfmt.log.measure import _fit, byte_labels, label_counts
+    from kfmt.log.scanner import iter_entries
+
+    recs = [kfmt.Record(key=b"k%d" % i if i % 3 else None, value=b"v" * (i * 7), headers=[("h", b"x")] * (i % 2),
+                        timestamp=1000 + i) for i in range(6)]  # fmt: skip
+    n = 0
+    for fid in kfmt.format_ids():
+        mod = kfmt.get_format(fid)
+        for codec in ("none", "gzip"):
+            try:
+                blob = kfmt.encode_batch(_fit(mod, recs), format=fid, codec=codec)
+            except kfmt.CodecError:
+                continue
+            for pos, end, _ in iter_entries(blob):
+                entry = blob[pos:end]
+                assert label_counts(mod, entry) == Counter(x or "(unattributed)" for x in byte_labels(mod, entry)), fid
+                n += 1
+    assert n > 20

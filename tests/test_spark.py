@@ -378,17 +378,16 @@ def test_spark_convert_keeps_producer_state_and_markers(spark, corpus, tmp_path)
     assert [p.name for p in tmp_path.iterdir() if ".kfmt-" in p.name] == []
 
 
-def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tmp_path):
-    """records in = records out + records reported lost, and every unread byte counted, on damaged logs mixing
-    v0, v1 and v2 (one topic-partition per log); the per-log figures agree with kfmt.convert's."""
+@pytest.fixture(scope="module")
+def mutated_logs(tmp_path_factory):
+    """Damaged logs mixing v0, v1 and v2 (one topic-partition per log), and kfmt.convert's figures for each."""
     import random
 
     from conftest import mixed_log, mutated
     from kfmt.log.conversion import convert as convert_bytes
-    from kfmt.spark.jobs import convert
 
     rng = random.Random(77)
-    src = tmp_path / "src"
+    src = tmp_path_factory.mktemp("mutated") / "src"
     logs = []
     for i in range(12):
         data = mutated(rng, mixed_log(rng))
@@ -397,6 +396,15 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
         logs.append(data)
     expect = [convert_bytes(d, to_magic=1, skip_corrupt=True) for d in logs]
     assert sum(not e.complete for e in expect) >= 3, "the seed must damage some logs"
+    return src, expect
+
+
+def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tmp_path, mutated_logs):
+    """records in = records out + records reported lost, and every unread byte counted, on damaged logs mixing
+    v0, v1 and v2 (one topic-partition per log); the per-log figures agree with kfmt.convert's."""
+    from kfmt.spark.jobs import convert
+
+    src, expect = mutated_logs
     for magic, codec in ((2, "zstd"), (1, "gzip")):
         res = convert(spark, str(src), str(tmp_path / f"out{magic}"), magic=magic, codec=codec, skip_corrupt=True)
         assert res["records_in"] == res["records_out"] + res["records_lost"], res
@@ -405,16 +413,25 @@ def test_spark_convert_accounts_for_every_record_of_mutated_mixed_logs(spark, tm
         if magic == 1:
             assert res["records_lost"] == sum(e.records_lost for e in expect) > 0
 
-    # the command line (its own Spark session, so in a subprocess): the damage counted, exit 1; without
-    # --skip-corrupt the job fails with the reader's one-line reason and nothing is written
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "kfmt", "spark", "convert", *args, "--master", "local[2]"],
-                              capture_output=True, text=True)  # fmt: skip
 
-    r = cli(str(src), str(tmp_path / "cli"), "--skip-corrupt")
+def _spark_convert_cli(*args):
+    """`kfmt spark convert` (its own Spark session, so in a subprocess)."""
+    return subprocess.run([sys.executable, "-m", "kfmt", "spark", "convert", *args, "--master", "local[2]"],
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def test_spark_convert_command_counts_the_damage(tmp_path, mutated_logs):
+    """The command line with --skip-corrupt: the damage counted, exit 1."""
+    src, expect = mutated_logs
+    r = _spark_convert_cli(str(src), str(tmp_path / "cli"), "--skip-corrupt")
     assert r.returncode == 1 and "corrupt batch(es) or unreadable tail(s)" in r.stderr, r.stderr[-2000:]
-    assert f"of {res['records_in']} records" in r.stdout
-    r = cli(str(src), str(tmp_path / "strict"))
+    assert f"of {sum(e.records_in for e in expect)} records" in r.stdout
+
+
+def test_spark_convert_command_without_skip_corrupt_writes_nothing(tmp_path, mutated_logs):
+    """Without --skip-corrupt the job fails with the reader's one-line reason and nothing is written."""
+    src, _ = mutated_logs
+    r = _spark_convert_cli(str(src), str(tmp_path / "strict"))
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     reason = [ln for ln in r.stderr.splitlines() if ln.startswith("kfmt spark convert:")]
     assert len(reason) == 1 and "kafka-log: corrupt batch in" in reason[0] and "nothing written" in reason[0]

@@ -4,10 +4,12 @@ Spark jobs."""
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import io
 from collections import Counter
 from contextlib import contextmanager
+from functools import lru_cache
 
 import construct as c
 
@@ -173,6 +175,7 @@ def _absolute(stream, offset):
     return offset
 
 
+@lru_cache(maxsize=4096)
 def _label(path: str, name: str) -> str:
     parts = [p.strip() for p in path.split("->")[1:]]
     parts = [p for p in parts if p and not p.startswith(("_g", "[", "(")) and not p.isdigit()]
@@ -182,15 +185,15 @@ def _label(path: str, name: str) -> str:
     return ".".join(dedup)
 
 
-def byte_labels(mod, data: bytes) -> list[str | None]:
-    """The field each byte of one entry (``data``) belongs to (innermost field wins)."""
+def _claims(mod, data: bytes):
+    """``(start, end, label)`` of each field of one entry (``data``) as the Construct backend parses it, in the
+    order they complete: children before their parents, so the first claim on a byte is its innermost field
+    (a string's or blob's payload bytes are claimed as ``[payload]`` first)."""
     con = importlib.import_module(f"{mod.__name__}.construct")
     events: list = []
-    labels: list[str | None] = [None] * len(data)
-    stream = io.BytesIO(data)
     with _tracing(events):
-        con.CONSTRUCT.parse_stream(stream, verify_crc=False, opts=DEFAULT_OPTIONS)
-    for path, name, sub, st, start, end, obj in events:  # children complete (and claim bytes) first
+        con.CONSTRUCT.parse_stream(io.BytesIO(data), verify_crc=False, opts=DEFAULT_OPTIONS)
+    for path, name, sub, st, start, end, obj in events:
         a = _absolute(st, start)
         if a is None:
             continue
@@ -198,15 +201,41 @@ def byte_labels(mod, data: bytes) -> list[str | None]:
         b = _absolute(st, end)
         if isinstance(obj, (bytes, str)) and isinstance(_unwrap(sub), KBytes):
             payload = len(obj.encode("utf-8", "surrogateescape") if isinstance(obj, str) else obj)
-            for i in range(b - payload, b):
-                if labels[i] is None:
-                    labels[i] = f"{label} [payload]"
+            yield b - payload, b, f"{label} [payload]"
         if _compressed_under(events, sub, st):
             label += " (compressed)"
+        yield a, b, label
+
+
+def byte_labels(mod, data: bytes) -> list[str | None]:
+    """The field each byte of one entry (``data``) belongs to (innermost field wins)."""
+    labels: list[str | None] = [None] * len(data)
+    for a, b, label in _claims(mod, data):
         for i in range(a, b):
             if labels[i] is None:
                 labels[i] = label
     return labels
+
+
+def label_counts(mod, data: bytes) -> Counter:
+    """Bytes of one entry by field label, as :func:`byte_labels` gives them (unlabelled ones as
+    ``(unattributed)``), counted over the claimed intervals rather than byte by byte."""
+    counts: Counter = Counter()
+    starts: list[int] = []  # the bytes claimed so far, as disjoint intervals in order
+    ends: list[int] = []
+    for a, b, label in _claims(mod, data):
+        if a >= b:
+            continue
+        i, j = bisect.bisect_right(ends, a), bisect.bisect_left(starts, b)  # the intervals [a, b) overlaps
+        claimed = sum(min(b, e) - max(a, s) for s, e in zip(starts[i:j], ends[i:j]))
+        if b - a > claimed:
+            counts[label] += b - a - claimed
+        lo, hi = (min(a, starts[i]), max(b, ends[j - 1])) if i < j else (a, b)
+        starts[i:j], ends[i:j] = [lo], [hi]
+    rest = len(data) - sum(e - s for s, e in zip(starts, ends))
+    if rest:
+        counts["(unattributed)"] += rest
+    return counts
 
 
 def _unwrap(sub):
@@ -226,5 +255,5 @@ def attribute(mod, blob: bytes) -> dict[str, int]:
     """Bytes of an encoded log (one or more entries) by field label, payload bytes marked ``[payload]``."""
     out: Counter = Counter()
     for pos, end, _magic in iter_entries(blob):
-        out.update(x or "(unattributed)" for x in byte_labels(mod, blob[pos:end]))
+        out.update(label_counts(mod, blob[pos:end]))
     return dict(out)

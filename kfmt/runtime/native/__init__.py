@@ -4,8 +4,10 @@ generated elsewhere (``kfmt generate --out``), as setup.py builds the repository
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -20,10 +22,12 @@ def compile_package(pkg: Path, flags: tuple[str, ...] = CFLAGS, *, columns: Path
     sources = sorted(pkg.glob("**/_native.c"))  # formats, and Kafka's messages under messages/
     if columns is not None:
         sources.insert(0, HERE / "_columns.c")
-    out = []
-    for src in sources:
+
+    def one(src: Path) -> Path:
         target = (columns if src.name == "_columns.c" and columns is not None else src.parent) / (src.stem + suffix)
         cmd = ["gcc", *flags, f"-I{include}", f"-I{HERE}", str(src), "-o", str(target)]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
-        out.append(target)
-    return out
+        return target
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one gcc per core
+        return list(pool.map(one, sources))
