@@ -13,6 +13,7 @@ import os
 import struct
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import NamedTuple
 
 from kfmt.codec.formats import backend_module, default_backend
 from kfmt.codec.formats import by_magic as _by_magic
@@ -250,7 +251,104 @@ def _decoders(backend: str | None, _default: str) -> dict:
     return {m: backend_module(mod.FORMAT_ID, backend) for m, mod in _by_magic().items()}
 
 
-def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
+class _Return(NamedTuple):
+    """What the scan returns (a position to go on from, None when done, or a :class:`_Search`)."""
+
+    value: object
+
+
+_EOF = object()  # the data ends here: the scan goes on to what is left at its end
+
+
+class _Damage:
+    """The scan's rare paths, each deciding what a kind of damage is and where reading goes on: broken
+    framing, an entry that is incomplete in the bytes at hand, an entry that does not decode, and what is left
+    at the end. Each is a generator yielding the region it reports and returning where the scan goes on (a
+    position), :data:`_EOF`, or a :class:`_Return`."""
+
+    def __init__(self, buf, n, skip_corrupt, strict_tail, eof, file_start, limit, base, check):
+        self.buf, self.n, self.skip, self.strict, self.eof = buf, n, skip_corrupt, strict_tail, eof
+        self.file_start, self.limit, self.base, self.check = file_start, limit, base, check
+
+    def _cross(self, pos: int, e: CodecError, tail_quiet: bool | None = None):
+        got = yield from _cross(self.buf, pos, self.n, e, self.eof, self.check, self.base, tail_quiet)
+        return _Return(got) if type(got) is _Search else got
+
+    def broken_framing(self, pos: int, err: CodecError):
+        """An entry whose framing is broken (a size below the minimum): the next valid entry is searched for."""
+        hint = packed_hint(self.buf[:16]) if self.file_start and pos == 0 else ""
+        e = InvalidValueError(f"{err.reason}{hint}", offset=err.offset, path=err.path) if hint else err
+        if not self.skip:
+            e.batch_position = pos
+            e.unread = (self.n if self.limit is None else self.limit) - pos
+            raise e from None
+        return (yield from self._cross(pos, e))
+
+    def incomplete(self, pos: int):
+        """An entry not complete in the bytes at hand: more of the stream may complete it; its size may run
+        past the end of the data (good entries may follow it, when reading on after damage); or it is the
+        data's incomplete tail."""
+        buf, n, limit = self.buf, self.n, self.limit
+        past = (
+            limit is not None
+            and n - pos >= LOG_OVERHEAD
+            and _ENTRY.unpack_from(buf, pos)[1] > limit - pos - LOG_OVERHEAD
+        )
+        if not self.eof and not past:
+            return _Return(pos)  # more of the stream may complete it
+        quiet = not (self.strict or (self.file_start and pos == 0))
+        if self.skip and n - pos >= LOG_OVERHEAD:  # a size running past the end: good entries may follow
+            got = yield from self._cross(pos, tail_error(buf, pos, n, limit, self.base + pos), tail_quiet=quiet)
+            if got is not None:
+                return got
+        if self.eof:
+            return _EOF
+        if quiet:  # past the end of the data: nothing more is read
+            return _Return(None)
+        raise tail_error(buf, pos, n, limit, self.base + pos)
+
+    def corrupt(self, pos: int, end: int, e: CodecError):
+        """An entry whose framing holds but which does not decode: reported alone when a valid entry follows
+        it (or nothing does), else its size may be damaged too and the region is crossed."""
+        e.batch_position = pos  # where the entry holding the error starts
+        if not self.skip:
+            raise e
+        if not self.eof and not _judgeable(self.buf, end, self.n, self.limit):
+            return _Return(pos)  # whether the framing after it holds needs more of the stream
+        if end >= self.n or valid_entry_at(self.buf, end, self.n, self.check):
+            yield pos, end, e
+            return end
+        return (yield from self._cross(pos, e))
+
+    def tail(self, pos: int):
+        """What is left at the end of the data: a file whose first entry already runs past its end holds no
+        entry at all (damage, never 0 batches); an incomplete tail is reported where the reader wants it."""
+        buf, n = self.buf, self.n
+        if pos < n and (self.strict or (self.file_start and pos == 0)):
+            tail: CodecError = tail_error(buf, pos, n, None, self.base + pos)
+            if zero_run_end(buf, pos, n) >= n:
+                tail = _damaged(tail, pos, n, True, self.base)
+            if not self.skip:
+                raise tail
+            yield pos, n, tail
+
+
+def _decode_entry(mod, buf, pos: int, end: int, opts, sink):
+    """One entry decoded by its format's module (into the sink's columns when it can)."""
+    if mod is None:
+        raise InvalidValueError(
+            f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
+        )
+    into = getattr(mod, "decode_columns", None) if sink is not None else None
+    got = into(buf, pos, end, opts, sink) if into is not None else None
+    if got is None:
+        return mod.decode_from(buf, pos, end, opts)[0]
+    batch, _, rows, mark = got
+    batch.records = Rows(rows, mark)
+    return batch
+
+
+def _scan(
     buf,
     pos,
     n,
@@ -268,116 +366,71 @@ def _scan(  # noqa: C901 - older than the rule; to be split (#33: one scanner)
 ):
     """The one loop behind ``read_batches`` and ``scan``, yielding ``(position, end, batch)`` (one generator,
     not one per layer: with one small message per entry, as in v0/v1 logs, each layer costs about as much
-    as decoding it).  Returns where it stopped: None once everything is accounted for, the position of an
-    incomplete entry (more data may complete it, unless ``eof``), or a :class:`_Search` across a damaged region
-    that goes on past ``n``.  ``limit``: how many bytes the data holds from ``buf``'s start, when ``buf`` holds
-    only part of it (an entry whose size runs past it never completes); ``base``: ``buf``'s position in the file,
-    for the positions named in messages."""
+    as decoding it; damage is :class:`_Damage`'s).  Returns where it stopped: None once everything is
+    accounted for, the position of an incomplete entry (more data may complete it, unless ``eof``), or a
+    :class:`_Search` across a damaged region that goes on past ``n``.  ``limit``: how many bytes the data holds
+    from ``buf``'s start, when ``buf`` holds only part of it (an entry whose size runs past it never completes);
+    ``base``: ``buf``'s position in the file, for the positions named in messages."""
     forced = backend_module(format, backend) if format else None
     table = _decoders(backend, default_backend())
     sink, limits = sink if sink is not None else (None, None)
-    check = _forced_check(format, backend, opts)
-    whole = n if limit is None else limit
+    damage = _Damage(
+        buf, n, skip_corrupt, strict_tail, eof, file_start, limit, base, _forced_check(format, backend, opts)
+    )
     while True:
         try:
             end = _entry_end(buf, pos, n)
-        except CodecError as err:  # broken framing: the next valid entry, if any, is searched for
-            hint = packed_hint(buf[:16]) if file_start and pos == 0 else ""
-            e = InvalidValueError(f"{err.reason}{hint}", offset=err.offset, path=err.path) if hint else err
-            if not skip_corrupt:
-                e.batch_position = pos
-                e.unread = whole - pos
-                raise e from None
-            got = yield from _cross(buf, pos, n, e, eof, check, base)
-            if type(got) is _Search:
-                return got
-            pos = got
-            continue
-        if end < 0:
-            past = (
-                limit is not None
-                and n - pos >= LOG_OVERHEAD
-                and _ENTRY.unpack_from(buf, pos)[1] > limit - pos - LOG_OVERHEAD
-            )
-            if not eof and not past:
-                return pos  # more of the stream may complete it
-            quiet = not (strict_tail or (file_start and pos == 0))
-            if skip_corrupt and n - pos >= LOG_OVERHEAD:  # a size running past the end: good entries may follow
-                got = yield from _cross(buf, pos, n, tail_error(buf, pos, n, limit, base + pos), eof, check, base,
-                                        tail_quiet=quiet)  # fmt: skip
-                if type(got) is _Search:
-                    return got
-                if got is not None:
-                    pos = got
-                    continue
-            if eof:
-                break
-            if quiet:  # past the end of the data: nothing more is read
-                return None
-            raise tail_error(buf, pos, n, limit, base + pos)
-        mod = forced or table.get(buf[pos + 16])
-        many = getattr(mod, "decode_columns_run", None) if limits is not None else None
-        if many is not None and limits is not None:  # as many clean batches as the sink takes, in one call
-            batches, starts, counts, stop = many(buf, pos, n, opts, sink, *limits)
-            if batches:
-                yield pos, stop, BatchRun(batches, starts, counts)
-                pos = stop
-                continue
-        run = getattr(mod, "decode_run", None)
-        if run is not None:
-            # legacy entries: decode as many as decode cleanly in one call, then go on below with the
-            # entry the run stopped at (another magic, a truncated tail, or an error to report)
-            # at most RUN_BYTES of input per call, so batches come out as they are read (400 compressed
-            # wrappers are not all decompressed before the first is yielded)
-            values, starts, stop = run(buf, pos, min(n, pos + RUN_BYTES), opts)
-            if values:
-                if positions:
-                    starts.append(stop)
-                    yield from zip(starts, starts[1:], values)
-                else:
-                    yield from values
-                pos = stop
-                continue
-        try:
-            if mod is None:
-                raise InvalidValueError(
-                    f"invalid magic {buf[pos + 16]} found in record", offset=pos + 16, path="log.entry.magic"
-                )
-            into = getattr(mod, "decode_columns", None) if sink is not None else None
-            got = into(buf, pos, end, opts, sink) if into is not None else None
-            if got is None:
-                batch, _ = mod.decode_from(buf, pos, end, opts)
+        except CodecError as err:
+            got = yield from damage.broken_framing(pos, err)
+        else:
+            if end >= 0:
+                mod = forced or table.get(buf[pos + 16])
+                got = yield from _run(mod, buf, pos, n, opts, sink, limits, positions)
+                if got is None:
+                    try:
+                        batch = _decode_entry(mod, buf, pos, end, opts, sink)
+                    except CodecError as e:
+                        got = yield from damage.corrupt(pos, end, e)
+                    else:
+                        yield (pos, end, batch) if positions else batch
+                        got = end
             else:
-                batch, _, rows, mark = got
-                batch.records = Rows(rows, mark)
-        except CodecError as e:
-            e.batch_position = pos  # where the entry holding the error starts
-            if not skip_corrupt:
-                raise
-            if not eof and not _judgeable(buf, end, n, limit):
-                return pos  # whether the framing after it holds needs more of the stream
-            if end >= n or valid_entry_at(buf, end, n, check):
-                yield pos, end, e
-                pos = end
-                continue
-            got = yield from _cross(buf, pos, n, e, eof, check, base)  # its size may be damaged too
-            if type(got) is _Search:
-                return got
+                got = yield from damage.incomplete(pos)
+        if type(got) is int:
             pos = got
-            continue
-        yield (pos, end, batch) if positions else batch
-        pos = end
+        elif got is _EOF:
+            break
+        else:
+            return got.value
     if not eof:
         return pos
-    # a file whose first entry already runs past its end holds no entry at all: damage, never 0 batches
-    if pos < n and (strict_tail or (file_start and pos == 0)):
-        tail: CodecError = tail_error(buf, pos, n, None, base + pos)
-        if zero_run_end(buf, pos, n) >= n:
-            tail = _damaged(tail, pos, n, True, base)
-        if not skip_corrupt:
-            raise tail
-        yield pos, n, tail
+    yield from damage.tail(pos)
     return None
+
+
+def _run(mod, buf, pos: int, n: int, opts, sink, limits, positions):
+    """Entries decoded many at a time from ``pos``, when the format's module can: clean v2 batches into the
+    sink's columns (``decode_columns_run``, as many as it takes), or legacy entries (``decode_run``: as many
+    as decode cleanly, at most RUN_BYTES of input per call, so batches come out as they are read). Returns
+    where it stopped, or None when it decoded nothing (the entry at ``pos`` is then decoded alone)."""
+    many = getattr(mod, "decode_columns_run", None) if limits is not None else None
+    if many is not None:
+        batches, starts, counts, stop = many(buf, pos, n, opts, sink, *limits)
+        if batches:
+            yield pos, stop, BatchRun(batches, starts, counts)
+            return stop
+    run = getattr(mod, "decode_run", None)
+    if run is None:
+        return None
+    values, starts, stop = run(buf, pos, min(n, pos + RUN_BYTES), opts)
+    if not values:
+        return None
+    if positions:
+        starts.append(stop)
+        yield from zip(starts, starts[1:], values)
+    else:
+        yield from values
+    return stop
 
 
 def batch_being_written(e, n: int, raw=None) -> bool:
