@@ -1,0 +1,230 @@
+"""`kfmt dump`: read segment files, partition folders or whole log directories, any magic, and every other
+file of a log directory (indexes, producer snapshots, checkpoints), saying what is wrong and where.
+
+Exit status: 0 only when everything read was valid; 1 when a problem was found (a corrupt batch, bytes
+that hold no entry, offsets that go backwards, an index that does not match its segment, a damaged
+index, snapshot or checkpoint); 2 for a usage error.  A corrupt batch ends its segment (``--skip-corrupt``
+goes on with the next batch) and the dump goes on with the next segment.
+
+The command itself (arguments, targets, exit status); the rooms: :mod:`.targets` (what is read),
+:mod:`.reader` (reading and problems), :mod:`.show` (rendering), :mod:`.indexes` (index checks)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+from kfmt.logdir.layout import suffixes_opt
+from kfmt.runtime.errors import CodecError
+from kfmt.tools.args import non_negative_int, offset_range, positive_int, time_range
+from kfmt.tools.dump.indexes import check_offset_index, check_time_index  # noqa: F401 - kfmt.tools.dump's own names
+from kfmt.tools.dump.reader import CountReached, Dump
+from kfmt.tools.dump.show import Filters, template_text
+from kfmt.tools.dump.targets import Targets, _progress, _targets
+
+
+def run(args, out=None, err=None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        return _run(args, out, err)
+    except BrokenPipeError:
+        # the reader closed the pipe (``| head``): stop quietly, as Unix tools do, with SIGPIPE's status
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(args, out, err) -> int:
+    try:
+        args.filters = Filters(
+            offsets=args.offsets or (None, None),
+            times=args.time or (None, None),
+            topic=args.topic,
+            partition=args.partition,
+            max_bytes=args.max_bytes,
+        )
+        include = suffixes_opt(args.include_suffixed)
+        args.template = template_text(args.template) if args.template else None
+        if args.format:
+            from kfmt.codec.formats import get_format
+
+            get_format(args.format)
+    except (ValueError, CodecError) as e:
+        print(f"kfmt dump: {e}", file=err)
+        return 2
+    if args.compare:
+        from kfmt.tools.compare import compare
+
+        return compare(args, out, err)
+    from kfmt.table.commit import CommitError
+
+    try:
+        found = _targets(args.paths, err, include)
+    except CommitError as e:
+        print(f"kfmt dump: {e}", file=err)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"kfmt dump: {e}", file=err)
+        return 2
+    if found is None:
+        return 2
+    try:
+        return _dump(args, found, out, err)
+    finally:
+        if found.stdin is not None:
+            found.stdin.close()
+
+
+def _dump(args, t: Targets, out, err) -> int:
+    d = Dump(args, out, err)
+    if t.stdin is not None:
+        d.names[t.stdin.name] = "-"
+    for path, msg in t.notes:
+        d.note(path, msg)
+    if not t.logs and not t.files and not t.log_dir_files:
+        print("kfmt dump: no Kafka log file found", file=err)
+        return 2
+    logs = [log for log in t.logs if args.filters.wants_segment(log.segments[0])]
+    if t.logs and not logs:
+        have = sorted({f"{log.segments[0].topic}-{log.segments[0].partition}" for log in t.logs})
+        print(f"kfmt dump: no log matches --topic/--partition; found: {', '.join(have)}", file=err)
+        return 2
+    bar = _progress(logs)
+    try:
+        for log in logs:
+            d.log(log)
+            if bar:
+                bar.update(sum(s.size for s in log.segments))
+    except CountReached:
+        print(f"kfmt dump: stopped after --count {args.count}: the rest was not read or checked", file=err)
+    if bar:
+        bar.close()
+    for path, kind in t.files:
+        d.other(path, kind)
+    if args.count is None or d.shown_items < args.count:
+        d.log_dir_files(t.log_dir_files)
+    d.repeated()
+    if args.summary:
+        _print_summary(d.counts, out, args.json)
+    if d.problems:
+        kinds = ", ".join(f"{k} {n}" for (g, k), n in sorted(d.counts.items()) if g == "problems")
+        print(f"kfmt dump: {d.problems} problem(s) found: {kinds}", file=err)
+    return 1 if d.problems else 0
+
+
+def _print_summary(counts: Counter, out, as_json: bool) -> None:
+    groups: dict[str, dict] = {}
+    for (kind, key), n in sorted(counts.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        groups.setdefault(kind, {})[str(key)] = n
+    if as_json:
+        out.write(json.dumps(groups) + "\n")
+        return
+    labels = {"batches": "batches per log", "records": "records per log", "bytes": "bytes per log",
+              "magic": "batches per magic", "codec": "batches per codec", "offset_gaps": "offset gaps per log",
+              "aborted_records": "aborted records left out per log", "problems": "problems",
+              "index_mismatch": "index problems per folder"}  # fmt: skip
+    for kind in ("magic", "codec", "batches", "records", "bytes", "aborted_records", "offset_gaps", "files",
+                 "problems"):  # fmt: skip
+        if kind in groups:
+            out.write(f"{labels.get(kind, kind)}:\n")
+            for k, n in groups[kind].items():
+                out.write(f"  {k:30} {n}\n")
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser(
+        "dump",
+        help="print and check segments, partition folders, log directories, indexes, snapshots and checkpoints",
+        description="Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs and offset order, check "
+        ".index/.timeindex against their segments (as kafka-dump-log does, timestamp mismatches included); files "
+        "are read by their name (.log, .index, .timeindex, .txnindex, .snapshot, KRaft snapshots "
+        "<offset>-<epoch>.checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state, "
+        "and the broker's offset checkpoints; text files by the rules of the Java class that loads them, so an "
+        "empty checkpoint, as brokers create them, is an empty one). A folder is walked at any depth (a log dir, "
+        "a broker's JBOD log.dirs, copies of several brokers' dirs): each partition folder is its own log (two "
+        "replicas of a partition are two logs), checked with its leader-epoch-checkpoint and partition.metadata; "
+        "the log dir's checkpoints are checked against the partitions' ends; folders Kafka marked -delete, "
+        "-future or -stray are left out (noted); files not read are named. Tiered-storage layouts "
+        "(<topic>-<topicId>/<partition>/<offset>-<segmentId>.log, <topic>-<partition>-<topicId>/...) are walked; "
+        "a segment object stored compressed whole is reported. A log's last batch cut short at the end of its last "
+        "segment is a batch being written: noted and left out, as Kafka's fetch leaves it out, not a problem. A "
+        "table whose kfmt commit has not finished (_KFMT_PENDING) is refused in one line (exit 1; see kfmt "
+        "recover). PATH - reads stdin. Segments are read in chunks: "
+        "memory does not grow with segment size. Exit status: 0 everything read was valid, 1 problems found "
+        '(each reported on stderr, and in the --json stream as a "problem" object), 2 usage error, 141 the '
+        "output pipe was closed (| head).",
+    )
+    d.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a file, a topic-partition folder, a log directory, a folder of log directories, or -",
+    )
+    d.add_argument(
+        "--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)"
+    )
+    d.add_argument("--records", action="store_true", help="show every record (with key/value sizes and sequence)")
+    d.add_argument(
+        "--template",
+        metavar="FMT",
+        help="print each record through a kcat-style template: %%t topic, %%p partition, %%o offset, %%k key, "
+        "%%s value, %%K key size, %%S value size, %%T timestamp, %%h headers, \\n newline (e.g. '%%o %%k %%s\\n')",
+    )
+    d.add_argument("--payload-only", action="store_true", help="print only each record's value, one per line")
+    d.add_argument(
+        "--payload",
+        choices=("utf8", "hex", "base64", "raw"),
+        default="utf8",
+        help='keys/values: utf8 shows text quoted and other bytes as 0x... (JSON: {"hex": ...}); or always hex/base64. '
+        "Records of Kafka's own topics (__consumer_offsets, __cluster_metadata and KRaft snapshots, __transaction_state, "
+        '__share_group_state, __remote_log_metadata) are also shown decoded (JSON: "key_decoded", "value_decoded", '
+        "key and value kept raw); one that does not decode is a problem and shown raw; raw: no decoding",
+    )
+    d.add_argument("--skip-corrupt", action="store_true", help="report a corrupt batch and go on with the next one")
+    d.add_argument("--summary", action="store_true", help="only counts per magic, codec and log")
+    d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
+    d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")
+    d.add_argument("--format", help="read every entry as this format (proposals are never auto-detected)")
+    d.add_argument(
+        "--offsets",
+        type=offset_range,
+        metavar="FROM:TO",
+        help="show only these offsets (inclusive; either end may be empty; a negative end counts from each log's "
+        "end, as kcat's -o -5: --offsets -5: is the last five offsets)",
+    )
+    d.add_argument(
+        "--time",
+        type=time_range,
+        metavar="FROM..TO",
+        help="show only these timestamps (inclusive; ms or ISO 8601, e.g. 2026-01-30T17:00:00Z..; FROM:TO also "
+        "works where neither end holds a colon)",
+    )
+    d.add_argument("--count", type=positive_int, metavar="N", help="stop after showing N records (or batches)")
+    d.add_argument("--topic", help="only this topic")
+    d.add_argument("--partition", type=non_negative_int, help="only this partition")
+    d.add_argument("--max-bytes", type=positive_int, metavar="N", help="read at most N bytes of each segment")
+    d.add_argument(
+        "--isolation",
+        choices=("read_uncommitted", "read_committed"),
+        default="read_uncommitted",
+        help="read_committed leaves out records of aborted (and still open) transactions, as a consumer does",
+    )
+    d.add_argument(
+        "--include-suffixed",
+        metavar="SUFFIXES",
+        default="",
+        help="also read folders Kafka marked with these suffixes in a folder walk (future,delete,stray)",
+    )
+    d.add_argument(
+        "--compare",
+        action="store_true",
+        help="compare two copies of a partition (two replicas' folders): the first offset where they diverge",
+    )
+    d.add_argument("--verbose", action="store_true", help="also note each non-consecutive offset")
+    d.set_defaults(func=run)
+
+
+__all__ = ["add_parser", "check_offset_index", "check_time_index", "run"]
