@@ -4,7 +4,7 @@ Each input is one partition's only segment: a log mixing v0, v1 and v2 entries i
 (bit flips, overwrites, truncations, insertions, tampered length fields) or damaged as a log is (zeroed holes,
 zero-filled tails, inserted garbage, size fields too large or too small). Both engines read it as the Spark
 source does with ``on_corrupt=fail`` (the slice is the partition's last, so an entry cut short at its end is a
-batch being written): the Python engine through ``kfmt.table.read.read_slice`` (the executors' code), the JVM
+batch being written): the Python engine through ``kfmt.table.slices.read_slice`` (the executors' code), the JVM
 engine through ``kfmt.jvm.Check`` (its reader without Spark, one JVM for every input). They must agree: both
 fail, or both give the same rows (a digest over offset, timestamp, key, value and headers); once with CRCs checked and once without, so that
 the mutations reach the decoders' structural checks. A disagreement is
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from fuzz.campaign import _damage, _mixed_log, mutate  # noqa: E402
 from kfmt.spark import jvm  # noqa: E402
-from kfmt.table.read import SegmentSlice, read_slice  # noqa: E402
+from kfmt.table.slices import SegmentSlice, read_slice  # noqa: E402
 
 FINDINGS = ROOT / "tests" / "vectors" / "regressions" / "jvm"
 COLUMNS = ("offset", "timestamp_ms", "key", "value", "headers")

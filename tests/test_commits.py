@@ -451,7 +451,7 @@ def test_every_commit_through_a_faulty_store_lands_whole_or_fails(tmp_path, s3):
 def test_a_read_across_a_commit_fails_instead_of_mixing(tmp_path):
     """A reader plans the table, a commit replaces it, the reader's tasks then read: they fail with one line
     (the table changed under them) instead of returning rows of two versions."""
-    from kfmt.table.read import LogReader
+    from kfmt.table.plan import LogReader
 
     out = tmp_path / "out"
     _table(tmp_path / "a", out, b"old")

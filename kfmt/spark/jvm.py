@@ -3,7 +3,7 @@
     import kfmt.spark
     df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")      # or engine="auto" (the default)
 
-kfmt plans on the driver exactly as the Python data source does (``kfmt.table.read.LogReader``: the options, the
+kfmt plans on the driver exactly as the Python data source does (``kfmt.table.plan.LogReader``: the options, the
 log directory's rules, read_committed's transactions, offset bounds, the batch being written), and hands the
 plan to ``kafka-log-jvm`` (``kfmt/runtime/jvm``: a Spark DataSource V2 reading Spark's columns directly): no
 Python worker, no Arrow transfer, only the columns a query reads built. What it does not do falls to the
@@ -74,7 +74,7 @@ def build(out: Path = JAR) -> Path:
 def refusal(spark, reader, options: dict) -> str | None:
     """Why the JVM engine cannot read with these options (None: it can)."""
     from kfmt.storage import is_uri
-    from kfmt.table.read import _opt
+    from kfmt.table.options import _opt
 
     if jar() is None:
         return "its jar is not built (make setup, with a JDK)"

@@ -28,20 +28,18 @@ from pyspark.sql.datasource import (
 
 from kfmt.log.arrow import arrow_schema
 from kfmt.storage import OPTIONS as STORAGE_OPTIONS
-from kfmt.table.read import (  # noqa: F401 - the reader's pieces, re-exported where they were
+from kfmt.table.options import (  # noqa: F401 - the reader's pieces, re-exported where they were
     OFFLINE_REFUSED,
     READ_OPTIONS,
-    LogReader,
-    SegmentSlice,
     _bool,
-    _bound,
     _int_opt,
     _opt,
     _storage,
     _topic_ids_opt,
     check_options,
-    read_slice,
 )
+from kfmt.table.plan import LogReader, _bound  # noqa: F401 - the reader's pieces, re-exported where they were
+from kfmt.table.slices import SegmentSlice, read_slice  # noqa: F401 - the reader's pieces, re-exported where they were
 
 log = logging.getLogger("kfmt.spark")
 
@@ -95,7 +93,7 @@ def _projection(schema) -> tuple[str, ...]:
 
 
 class KafkaLogReader(LogReader, DataSourceReader):
-    """The Spark source's reader: :class:`kfmt.table.read.LogReader`'s plan as Spark input partitions.
+    """The Spark source's reader: :class:`kfmt.table.plan.LogReader`'s plan as Spark input partitions.
 
     Spark caches a Python data source's reader and planned partitions per relation and reuses them for
     later queries on the same DataFrame or view, whatever their filters: a reader that prunes on pushed
