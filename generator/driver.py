@@ -11,7 +11,8 @@ from pathlib import Path
 
 from generator import ir
 from generator.backends import STAMP_STYLES, TOOL, Backend, Format, discover
-from generator.loader import Schema, SchemaError, display_dir, load
+from generator.loader import display_dir, load
+from generator.loader.spec import Schema, SchemaError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,8 @@ def format_ids(schema_dir: Path) -> list[Path]:
     """Schema files that define a format (have ``root`` or ``extends``). Every other ``*.yaml`` in the directory
     must say ``library: true`` (common.yaml); a file that is neither, an empty file or one that is not YAML is
     an error naming the file, never silently skipped."""
-    from generator.loader import LIBRARY_KEYS, _Ctx, _Located, _mapping, _read
+    from generator.loader.fields import LIBRARY_KEYS
+    from generator.loader.yamlread import _Ctx, _Located, _mapping, _read
 
     if not schema_dir.is_dir():
         raise SchemaError(f"{schema_dir}: no such schema directory")

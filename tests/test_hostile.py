@@ -143,7 +143,8 @@ def test_wrong_magic_and_unknown_codec():
 )
 def test_malicious_or_enormous_schema_values(tmp_path, bad):
     from generator.driver import render_format
-    from generator.loader import SchemaError, load
+    from generator.loader import load
+    from generator.loader.spec import SchemaError
 
     (tmp_path / "common.yaml").write_text((Path(__file__).parent.parent / "schemas" / "common.yaml").read_text())
     p = tmp_path / "evil.yaml"

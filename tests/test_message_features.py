@@ -272,7 +272,7 @@ def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
 )  # fmt: skip
 def test_located_errors(tmp_path, body, message):
     from generator.driver import generate
-    from generator.loader import SchemaError
+    from generator.loader.spec import SchemaError
 
     text = "doc: bad\nroot: s\nstructs:\n" + body + "  t:\n    fields:\n      - {name: x, type: int8}\n"
     (tmp_path / "s").mkdir()
@@ -284,7 +284,7 @@ def test_located_errors(tmp_path, body, message):
 
 def test_trailing_must_be_exact_or_ignore(tmp_path):
     from generator.driver import generate
-    from generator.loader import SchemaError
+    from generator.loader.spec import SchemaError
 
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "bad.yaml").write_text("doc: bad\nroot: s\ntrailing: skip\nstructs:\n  s:\n    fields:\n"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from generator.driver import generate, render_format
-from generator.loader import SchemaError, load
+from generator.loader import load
+from generator.loader.spec import SchemaError
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

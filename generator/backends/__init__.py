@@ -19,7 +19,7 @@ import jinja2  # the 'generate' extra: imported here so that a plain install say
 
 if TYPE_CHECKING:
     from generator.ir import FormatIR
-    from generator.loader import Schema
+    from generator.loader.spec import Schema
 
 
 @dataclass

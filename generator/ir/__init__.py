@@ -6,7 +6,7 @@ from __future__ import annotations
 from generator.ir import nodes
 from generator.ir.nodes import FormatIR
 from generator.ir.passes import PASSES, budget, check, derive, layout, resolve, scope
-from generator.loader import Schema
+from generator.loader.spec import Schema
 
 __all__ = ["PASSES", "FormatIR", "build", "nodes"]
 

@@ -3,7 +3,7 @@
 No node holds target-language text: values are :data:`Expr` trees over a closed vocabulary, wire types
 are :data:`Wire` nodes, and names are the schema's own (a backend chooses its local variable names).
 The passes in :mod:`generator.ir.passes` build a :class:`FormatIR` from a validated
-:class:`generator.loader.Schema`; :mod:`generator.ir.printer` shows one as text.
+:class:`generator.loader.spec.Schema`; :mod:`generator.ir.printer` shows one as text.
 """
 
 from __future__ import annotations

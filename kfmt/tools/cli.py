@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the source tree (schemas/, generat
 def _cmd_generate(args) -> int:
     try:
         from generator.driver import generate
-        from generator.loader import SchemaError
+        from generator.loader.spec import SchemaError
     except ImportError as e:  # a plain install: the generator's own dependencies are the 'generate' extra
         print(
             f"kfmt generate: the generator needs the 'generate' extra ({e.name} is missing): "
@@ -56,7 +56,8 @@ def _cmd_generate(args) -> int:
 def _show_ir(schemas: Path, fid: str, until: str | None) -> int:
     from generator import ir
     from generator.ir.printer import show
-    from generator.loader import SchemaError, load
+    from generator.loader import load
+    from generator.loader.spec import SchemaError
 
     path = schemas / f"{fid}.yaml"
     if not path.is_file():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import generator.ir.nodes as n
 from generator.ir.empty import absent_bytes, py_at_default
 from generator.ir.passes.layout import min_field_size
-from generator.loader import SchemaError
+from generator.loader.spec import SchemaError
 
 _INT = {
     (1, True): "c.Int8sb", (2, True): "c.Int16sb", (4, True): "c.Int32sb", (8, True): "c.Int64sb",

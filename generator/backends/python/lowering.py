@@ -20,7 +20,7 @@ from generator.ir.empty import absent_bytes, py_at_default
 from generator.ir.nodes import EmptyStruct
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
-from generator.loader import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
+from generator.loader.spec import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema, SchemaError, Struct
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 BIAS64 = "0x8000000000000000"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import generator.ir.nodes as n
-from generator.loader import SchemaError
+from generator.loader.spec import SchemaError
 
 
 def run(file: str, structs: list[n.Struct]) -> list[n.Struct]:

@@ -8,7 +8,7 @@ import dataclasses
 
 import generator.ir.nodes as n
 from generator.ir.passes.resolve import Scope
-from generator.loader import Derive, Schema
+from generator.loader.spec import Derive, Schema
 
 
 def derived(scope: Scope, struct: str, names: list[str], i: int, d: Derive) -> n.Derived:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import generator.ir.nodes as n
-from generator.loader import SchemaError
+from generator.loader.spec import SchemaError
 
 
 def _width(w: n.Extent | None) -> int:

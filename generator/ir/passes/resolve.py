@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import generator.ir.nodes as n
 from generator.ir.passes.validate import Validator
-from generator.loader import BLOBS, COMPACT, PRIMITIVES, SCALARS, TAGGED, VARINTS, Cond, Schema, SchemaError
-from generator.loader import Field as SpecField
-from generator.loader import Struct as SpecStruct
+from generator.loader.spec import BLOBS, COMPACT, PRIMITIVES, SCALARS, TAGGED, VARINTS, Cond, Schema, SchemaError
+from generator.loader.spec import Field as SpecField
+from generator.loader.spec import Struct as SpecStruct
 
 #: the owner of a schema parameter's Ref (a value the caller passes, not a struct's field)
 PARAMS = "<params>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct as _struct
 
-from generator.loader import (
+from generator.loader.spec import (
     BLOBS,
     FIXED,
     PRIMITIVES,
