@@ -13,7 +13,9 @@ from pathlib import Path
 
 from generator.backends import TOOL, Backend, Format, stamp, template_env
 from generator.backends.native.cenc import EncGen
-from generator.backends.native.cgen import Lowering, Unsupported, c_str
+from generator.backends.native.cgen import columns as c_columns
+from generator.backends.native.cgen import struct_c
+from generator.backends.native.clower import Lowering, Unsupported, c_str
 
 HERE = Path(__file__).parent
 
@@ -35,8 +37,8 @@ def emit(fmt: Format) -> dict[str, str]:
     f = fmt.ir
     low = Lowering(f)
     try:
-        structs = [low.struct(st) for st in f.structs]
-        columns = low.columns()
+        structs = [struct_c(low, st) for st in f.structs]
+        columns = c_columns(low)
     except Unsupported as e:
         # a language feature this backend does not lower yet: the format has no C extension, and says why
         why = f"{f.id}: the native backend does not lower {e} yet; kfmt uses the python backend for it"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 import generator.ir.nodes as n
-from generator.backends.native.cgen import Lowering, Unsupported, c_bytes, own_requires, py_new
+from generator.backends.native.clower import Lowering, Unsupported, c_bytes, own_requires, py_new
 from generator.ir.empty import absent_bytes
 
 _RANGE = {

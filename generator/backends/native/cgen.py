@@ -2,329 +2,32 @@
 of the python backend's checked decoder made (bounds, regions, constants, CRCs, enums, counts, limits and
 the memory budget before allocating), each failing one answered with ``KF_FALLBACK`` so that the python
 backend decodes the same bytes and raises its exact error.  A decoder may fall back more often than
-needed (legacy compressed wrappers do, for now), never less.
-"""
+needed (legacy compressed wrappers do, for now), never less."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-
 import generator.ir.nodes as n
+from generator.backends.native.clower import (
+    LIST_SLOTS,
+    Lowering,
+    Slot,
+    StructC,
+    Unsupported,
+    _camel,
+    _refs_of,
+    absent,
+    c_bytes,
+    c_str,
+    load,
+    own_requires,
+    py_new,
+)
+from generator.backends.native.cwire import _WireReads
 from generator.ir.empty import absent_bytes
-from generator.ir.nodes import FormatIR, Struct
+from generator.ir.nodes import Struct
 
 
-class Unsupported(Exception):
-    """An IR construct this backend does not lower yet (the generator names it; no module is emitted)."""
-
-
-_LOAD = {(1, True): "kf_i8", (1, False): "kf_u8", (2, True): "kf_i16", (2, False): "kf_u16"}
-_LOAD |= {(4, True): "kf_i32", (4, False): "kf_u32", (8, True): "kf_i64", (8, False): "kf_i64"}
-#: slots the value classes always hold as lists (kfmt.runtime.model): a null array reads as []
-LIST_SLOTS = ("records", "headers")
-_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
-
-def c_str(s: str) -> str:
-    """A C string literal (schema names are identifiers; this keeps any other text safe)."""
-    return '"' + "".join(ch if ch.isalnum() or ch in "_. -" else f"\\x{ord(ch):02x}" for ch in s) + '"'
-
-
-def c_bytes(raw: bytes) -> str:
-    """A C string literal of exactly these bytes (each escaped: no hex escape runs into the next byte)."""
-    return '"' + "".join(f"\\x{x:02x}" for x in raw) + '"'
-
-
-@dataclass
-class Slot:
-    """One slot of a value class and the C expression giving its new reference."""
-
-    name: str
-    value: str
-
-
-@dataclass
-class StructC:
-    name: str
-    cls: str  # the model class (object repr), or "" for a tuple
-    params: list[str]
-    code: str
-    slots: list[Slot] = field(default_factory=list)
-    extra: list[tuple[str, str]] = field(default_factory=list)  # (base-class slot, KF_NONE | KF_LIST | KF_MINUS1)
-
-
-class Lowering:
-    def __init__(self, fir: FormatIR):
-        self.f = fir
-        self.by_name = {s.name: s for s in fir.structs}
-        self.enums = {e.name: e for e in fir.enums}
-        # structs whose entries a wrapper holds, and the timestamp it restamps: a wire_<t> slot
-        self.wrapped_ts: dict[str, str] = {}
-        self.wrapped_by: dict[str, str] = {}  # struct a wrapper holds -> its offset field
-        for st in fir.structs:
-            for w in st.wrappers:
-                self.wrapped_by[w.struct] = w.offset_field
-                if w.timestamps_from:
-                    self.wrapped_ts[w.struct] = w.timestamps_from
-        from kfmt.runtime.model import Record
-
-        self.base_slots: tuple[str, ...] = tuple(Record.__slots__)
-        self.column_roles = self._column_roles()
-
-    def _column_roles(self) -> dict[str, str]:
-        """For Arrow-direct decoding: the struct whose elements are the rows (``record``: its ``offset``,
-        ``timestamp``, ``key`` and ``value``) and the struct of its ``headers`` (``header``: text ``key``,
-        bytes ``value``), named as kfmt.runtime.model names them; empty where the format has no such shape
-        (a message format, whose entries are not batches of records, or headers of another type)."""
-        root = self.by_name[self.f.root]
-        arr = next((f.wire for f in root.fields if isinstance(f.wire, n.ArrayType)), None)
-        if root.role != "batch" or arr is None or root.wrappers:
-            return {}
-        rec = self.by_name[arr.elem]
-        blobs = {f.name: f.wire for f in rec.fields if isinstance(f.wire, n.Blob) and f.condition is None}
-        if "offset" not in self.scalar_names(rec) or not {"key", "value"} <= set(blobs) or rec.wrappers:
-            return {}
-        if any(blobs[k].text for k in ("key", "value")) or len(blobs) != 2:
-            return {}
-        roles = {rec.name: "record"}
-        heads = next((f.wire for f in rec.fields if f.name == "headers"), None)
-        if heads is not None:
-            if not isinstance(heads, n.ArrayType):
-                return {}
-            h = self.by_name[heads.elem]
-            hb = {f.name: f.wire for f in h.fields if isinstance(f.wire, n.Blob) and f.condition is None}
-            if set(hb) != {"key", "value"} or len(h.fields) != 2 or not hb["key"].text or hb["value"].text:
-                return {}
-            roles[h.name] = "header"
-        elif any(isinstance(f.wire, n.ArrayType) for f in rec.fields):
-            return {}
-        return roles
-
-    # ------------------------------------------------------------------ names and expressions
-
-    def scalar_names(self, st: Struct) -> set[str]:
-        out = set()
-        for f in st.fields:
-            if isinstance(f.wire, n.Varint) or (isinstance(f.wire, n.Int) and f.wire.kind != "uuid"):
-                out.add(f.name)
-            out |= {b.name for b in f.bits}
-            if isinstance(f.derived, n.DeltaOf):
-                out.add(f.derived.logical)
-        return out
-
-    def is_text(self, r: n.Ref) -> bool:
-        """Whether ``r`` names a string field (held as a str object; compared with a string literal)."""
-        st = self.by_name.get(r.owner)
-        f = next((f for f in st.fields if f.name == r.name), None) if st else None
-        return f is not None and isinstance(f.wire, n.Blob) and f.wire.text
-
-    def param_decl(self, p: n.Ref) -> str:
-        """A parameter of a struct's decoder: an integer, or a borrowed str (a string of an enclosing struct)."""
-        return f"PyObject *a_{p.name}" if self.is_text(p) else f"int64_t a_{p.name}"
-
-    def ref(self, r: n.Ref, st: Struct) -> str:
-        if r.owner != st.name:
-            return f"a_{r.name}"
-        if r.name in self.scalar_names(st):
-            return f"v_{r.name}"
-        if self.is_text(r):
-            return f"o_{r.name}"
-        raise Unsupported(f"{st.name}: a reference to non-scalar {r.name}")
-
-    def text_compare(self, e: n.Compare, st: Struct) -> str:
-        """A string field against a string literal (a str equal to it; None is equal to nothing)."""
-        ref, lit = (e.left, e.right) if isinstance(e.right, n.Const) else (e.right, e.left)
-        if e.op not in ("eq", "ne") or not isinstance(ref, n.Ref) or not isinstance(lit, n.Const):
-            raise Unsupported(f"{st.name}: a string ordered by {e.op}")
-        value = str(lit.value)
-        if not value.isascii():
-            raise Unsupported(f"{st.name}: a comparison with the non-ASCII string {value!r}")
-        return f"{'' if e.op == 'eq' else '!'}kf_str_eq({self.ref(ref, st)}, {c_bytes(value.encode())})"
-
-    def expr(self, e: n.Expr, st: Struct) -> str:
-        if isinstance(e, n.Const):
-            if e.value is None:
-                raise Unsupported("a null constant in an expression")
-            return str(int(e.value)) if isinstance(e.value, bool) else f"INT64_C({e.value})"
-        if isinstance(e, n.EnumConst):
-            return str(e.value)
-        if isinstance(e, n.Ref):
-            return self.ref(e, st)
-        if isinstance(e, n.Compare) and any(isinstance(getattr(x, "value", None), str) for x in (e.left, e.right)):
-            return self.text_compare(e, st)
-        if isinstance(e, n.Compare):
-            return f"({self.expr(e.left, st)} {_OPS[e.op]} {self.expr(e.right, st)})"
-        if isinstance(e, n.Truthy):
-            return f"({self.expr(e.operand, st)} != 0)"
-        if isinstance(e, n.All):
-            return "(" + " && ".join(self.expr(x, st) for x in e.operands) + ")"
-        if isinstance(e, n.Arith):
-            a, b = self.expr(e.left, st), self.expr(e.right, st)
-            if not e.wrap64:  # Python's integers do not overflow: an int64 result is not guaranteed
-                raise Unsupported("arithmetic without int64 wrapping")
-            return f"kf_wrap_{e.op}({a}, {b})"
-        if isinstance(e, n.Choose):
-            return f"({self.expr(e.cond, st)} ? {self.expr(e.then, st)} : {self.expr(e.otherwise, st)})"
-        raise Unsupported(f"expression {type(e).__name__} when decoding")
-
-    def args(self, callee: str, st: Struct, text_objects: bool = False) -> str:
-        """The arguments of a call of ``callee``'s decoder (or encoder) from ``st``'s: the values its parameters
-        name; with ``text_objects`` a string field of ``st`` is passed as its object (``l_<name>``, the encoder's)."""
-        return "".join(
-            f", l_{p.name}" if text_objects and p.owner == st.name and self.is_text(p) else f", {self.ref(p, st)}"
-            for p in self.by_name[callee].params
-        )
-
-    def enum_of(self, ref: n.Ref) -> str:
-        st = self.by_name[ref.owner]
-        bit = next(b for f in st.fields for b in f.bits if b.name == ref.name)
-        assert bit.enum is not None
-        return bit.enum
-
-    def none_id(self, ref: n.Ref) -> int:
-        return next(k for k, v in self.enums[self.enum_of(ref)].values if v == "none")
-
-    # ------------------------------------------------------------------ one struct
-
-    def slots(self, st: Struct) -> list[Slot]:
-        """The value class's fields (as the python backend's model lists them) and their values."""
-        out: list[Slot] = []
-        for f in st.fields:
-            if f.bits:
-                for b in f.bits:
-                    if b.kind == "enum":
-                        out.append(Slot(b.name, f"Py_NewRef(E_{b.enum}[v_{b.name}])"))
-                    elif b.kind == "flag":
-                        out.append(Slot(b.name, f"PyBool_FromLong(v_{b.name})"))
-                    else:
-                        out.append(Slot(b.name, f"PyLong_FromLongLong(v_{b.name})"))
-            elif is_scalar(f.wire) and f.condition is not None:
-                # an absent field reads as its default, as in the python backend
-                out.append(Slot(f.name, f"(h_{f.name} ? {box(f.wire, 'v_' + f.name)} : {absent(st, f)})"))
-            elif is_scalar(f.wire):
-                out.append(Slot(f.name, box(f.wire, f"v_{f.name}")))
-            elif isinstance(f.wire, n.Tagged):  # the unknown tags, then each tagged field
-                out.append(Slot(f.name, f"o_{f.name}"))
-                out += [Slot(t.name, f"o_{t.name}") for t in f.wire.fields]
-            else:
-                out.append(Slot(f.name, f"o_{f.name}"))
-        for f in st.fields:
-            if isinstance(f.derived, n.DeltaOf):
-                out.append(Slot(f.derived.logical, f"PyLong_FromLongLong(v_{f.derived.logical})"))
-        for v in st.views:  # on_error: raw: a parse that fails hands the bytes to python, which keeps its error
-            out += [Slot(v.name, f"o_{v.name}")] + (
-                [Slot(f"{v.name}_error", "Py_NewRef(Py_None)")] if v.keep_raw else []
-            )
-        out += [Slot(w.into, f"o_{w.into}") for w in st.wrappers]
-        if st.name in self.wrapped_ts:
-            out.append(Slot(f"wire_{self.wrapped_ts[st.name]}", "Py_NewRef(Py_None)"))
-        return out
-
-    def extra(self, st: Struct) -> list[tuple[str, str]]:
-        """Slots of the runtime base class the format has no field for, with the value the python backend
-        gives them: a new empty list for headers, -1 for a message's timestamp, else None."""
-        from kfmt.runtime.model import Record
-
-        if st.repr != "object" or st.role not in ("record", "message"):
-            return []
-        mine = {s.name for s in self.slots(st)}
-        out = []
-        for slot in Record.__slots__:
-            if slot not in mine:
-                kind = (
-                    "KF_LIST"
-                    if slot == "headers"
-                    else "KF_MINUS1"
-                    if slot == "timestamp" and st.role == "message"
-                    else "KF_NONE"
-                )
-                out.append((slot, kind))
-        return out
-
-    def struct(self, st: Struct) -> StructC:
-        g = _StructGen(self, st)
-        cls = _camel(st.name) if st.repr == "object" else ""
-        return StructC(st.name, cls, g.params, g.emit(), self.slots(st), self.extra(st))
-
-    def columns(self) -> list[tuple[str, list[str], str]]:
-        """The Arrow-direct decoders ``c_<struct>`` (name, params, code), the root last; empty where the
-        format has no records to make rows of."""
-        if not self.column_roles:
-            return []
-        out = []
-        for st in self.f.structs:
-            if st.name in self.column_roles or st.name == self.f.root:
-                g = _StructGen(self, st, "columns")
-                out.append((st.name, g.params, g.emit()))
-        return out
-
-
-def load(w: n.Int, at: str) -> str:
-    """The C expression reading fixed-width scalar ``w`` at ``at`` into an int64_t (a float64: its bits)."""
-    if w.kind == "bool":
-        return f"((*({at})) != 0)"
-    if w.kind == "float64":
-        return f"kf_i64({at})"
-    return f"{_LOAD[(w.width, w.signed)]}({at})"
-
-
-def is_scalar(w: n.Wire) -> bool:
-    """Read into an int64_t local (integers, bools, a float64's bits), boxed when the value is built."""
-    return isinstance(w, n.Varint) or (isinstance(w, n.Int) and w.kind != "uuid")
-
-
-def box(w: n.Wire, var: str) -> str:
-    """The new reference holding scalar ``var`` as the python backend gives it."""
-    kind = w.kind if isinstance(w, n.Int) else "int"
-    return {"bool": "PyBool_FromLong", "float64": "kf_float_from_bits"}.get(kind, "PyLong_FromLongLong") + f"({var})"
-
-
-def py_new(value: object, where: str) -> str:
-    """A C expression giving a new reference to the constant ``value`` (NULL only when out of memory)."""
-    if value is None:
-        return "Py_NewRef(Py_None)"
-    if isinstance(value, bool):
-        return f"PyBool_FromLong({int(value)})"
-    if isinstance(value, int) and -(2**63) < value < 2**63:
-        return f"PyLong_FromLongLong(INT64_C({value}))"
-    if isinstance(value, float) and math.isfinite(value):
-        return f"PyFloat_FromDouble({value!r})"
-    if isinstance(value, (str, bytes)):
-        raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
-        lit = c_bytes(raw)
-        if isinstance(value, str):
-            return f'PyUnicode_DecodeUTF8({lit}, {len(raw)}, "surrogateescape")'
-        return f"PyBytes_FromStringAndSize({lit}, {len(raw)})"
-    if value == []:
-        return "PyList_New(0)"
-    raise Unsupported(f"{where}: a default of {value!r}")
-
-
-def _refs_of(x) -> list:
-    from generator.ir.passes.scope import refs
-
-    return refs(x)
-
-
-def own_requires(st: Struct) -> bool:
-    """Whether the struct's ``requires`` names one of its own fields: checked once that field is read."""
-    own = {f.name for f in st.fields}
-    return st.requires is not None and any(r.name in own and r.owner == st.name for r in _refs_of(st.requires))
-
-
-def absent(st: Struct, f: n.Field) -> str:
-    """The value of a conditional field its condition leaves out: its schema default, else None."""
-    if isinstance(f.default, n.EnumConst):
-        raise Unsupported(f"{st.name}.{f.name}: a conditional field with an enum default")
-    return py_new(f.default.value if f.default is not None else None, f"{st.name}.{f.name}")
-
-
-def _camel(name: str) -> str:
-    return "".join(p.capitalize() for p in name.split("_"))
-
-
-class _StructGen:
+class _StructGen(_WireReads):
     """The body of ``d_<struct>``: fields in wire order, then views, deltas and the value.
 
     ``mode`` ``columns`` emits ``c_<struct>`` instead, for the Arrow columns (kf_cols): the records of a batch
@@ -659,228 +362,6 @@ class _StructGen:
         self.w("if (eq_ != 0) { PyErr_Clear(); FALLBACK; }", depth + 1)
         self.w("}", depth)
 
-    def varint(self, var: str, wire: n.Varint, depth: int, end: str | None = None) -> None:
-        end = end or self.end
-        self.w("{", depth)
-        self.w("uint64_t u_;", depth + 1)
-        self.w(f"if (kf_uvarint(b, &pos, {end}, {wire.max_bytes}, &u_)) FALLBACK;", depth + 1)
-        if wire.zigzag:
-            self.w(f"{var} = kf_zigzag{wire.bits}(u_);", depth + 1)
-        elif wire.compact:  # Kafka's compact length or count: N + 1 on the wire, 0 for null (-1)
-            self.w(f"{var} = (int64_t)u_ - 1;", depth + 1)
-        else:
-            self.w(f"{var} = (int64_t)u_;", depth + 1)
-        self.w("}", depth)
-
-    def prefix(self, var: str, wire: n.Int | n.Varint, depth: int) -> None:
-        if isinstance(wire, n.Varint):
-            self.varint(var, wire, depth)
-        else:
-            self.w(f"if ({self.end} - pos < {wire.width}) FALLBACK;", depth)
-            self.w(f"{var} = {_LOAD[(wire.width, wire.signed)]}(b + pos);", depth)
-            self.w(f"pos += {wire.width};", depth)
-
-    def blob(self, f: n.Field, wire: n.Blob, depth: int) -> None:
-        if self.role in ("record", "header"):  # a column: where its bytes are, no object
-            self.blob_ptr(f, wire, depth)
-            return
-        o = self.obj(f"o_{f.name}")
-        nv = self.blob_length(f, wire, depth)
-        if wire.nullable and not isinstance(wire.length, n.Rest):
-            self.w(f"if ({nv} < 0) {{", depth)
-            self.w(f"{o} = Py_NewRef(Py_None);", depth + 1)
-            self.w("} else {", depth)
-            depth += 1
-        else:
-            self.w(f"if ({nv} < 0) FALLBACK;", depth)
-        limit = f" || {nv} > {wire.max}" if wire.max is not None else ""
-        self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth)
-        if wire.text:
-            self.w(f"{o} = kf_text(b + pos, {nv});", depth)
-        else:
-            self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos, {nv});", depth)
-        self.w(f"if ({o} == NULL) ERROR;", depth)
-        self.w(f"pos += {nv};", depth)
-        if wire.nullable and not isinstance(wire.length, n.Rest):
-            self.w("}", depth - 1)
-
-    def blob_length(self, f: n.Field, wire: n.Blob, depth: int) -> str:
-        """Read a blob's length into ``n_<field>`` (the rest of the region, or its prefix)."""
-        nv = self.scalar(f"n_{f.name}")
-        if isinstance(wire.length, n.Rest):
-            self.w(f"{nv} = {self.end} - pos - {wire.length.trailer};", depth)
-        elif isinstance(wire.length, (n.Int, n.Varint)):
-            self.prefix(nv, wire.length, depth)
-        else:
-            raise Unsupported(f"{self.st.name}.{f.name}: a blob counted by another field")
-        return nv
-
-    def blob_ptr(self, f: n.Field, wire: n.Blob, depth: int) -> None:
-        self.ptrs.append(f.name)
-        nv = self.blob_length(f, wire, depth)
-        nullable = wire.nullable and not isinstance(wire.length, n.Rest)
-        self.w(f"if ({nv} < 0) {{", depth)
-        self.w(f"{nv} = -1;" if nullable else "FALLBACK;", depth + 1)
-        self.w("} else {", depth)
-        limit = f" || {nv} > {wire.max}" if wire.max is not None else ""
-        self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth + 1)
-        self.w(f"bp_{f.name} = b + pos;", depth + 1)
-        self.w(f"pos += {nv};", depth + 1)
-        self.w("}", depth)
-
-    def call(self, elem: str, target: str, buf: str, pos: str, end: str, npos: str, depth: int) -> None:
-        self.obj(target)
-        args = self.low.args(elem, self.st)
-        self.w(f"if ((rc_ = d_{elem}(cx, {buf}, {pos}, {end}{args}, &{target}, {npos})) != KF_OK) goto done;", depth)
-
-    def array(self, f: n.Field, wire: n.ArrayType) -> None:
-        """An array: its size prefix (optional), its count, its (perhaps compressed) elements."""
-        st = self.st
-        rest = isinstance(wire.count, n.Rest)
-        nv = self.scalar(f"n_{f.name}")
-        sized_end = self.array_size(f, wire) if wire.size is not None else None
-        if isinstance(wire.count, n.CountFrom):
-            self.w(f"{nv} = {self.low.ref(wire.count.field, st)};")
-        elif isinstance(wire.count, (n.Int, n.Varint)):
-            self.prefix(nv, wire.count, 1)
-        elif not rest:
-            raise Unsupported(f"{st.name}.{f.name}: count {wire.count}")
-        null_count = wire.nullable and wire.size is None and not rest
-        if null_count:  # a negative count (compact: 0) is a null array
-            self.w(f"if ({nv} < 0) {{ {self.obj('o_' + f.name)} = Py_NewRef(Py_None); }} else {{")
-        if not rest:
-            self.w(f"if ({nv} < 0 || {nv} > cx->{wire.limit}) FALLBACK;")
-        end = self.end
-        self.w("{")
-        self.w("const uint8_t *db_ = b;", 2)
-        self.w(f"Py_ssize_t dp_ = pos, de_ = {end};", 2)
-        self.w("PyObject *data_ = NULL;", 2)
-        if wire.compressed_by is not None:
-            self.array_stream(f, wire, nv, rest)
-        self.w("int ok_ = 0, bad_ = 0;", 2)
-        self.w("do {", 2)
-        if rest:
-            self.elements_to_end(f, wire)
-        else:
-            self.counted_elements(f, wire, nv)
-        self.w("ok_ = 1;", 3)
-        self.w("} while (0);", 2)
-        self.w("if (data_ != NULL) {", 2)
-        self.w("Py_DECREF(data_);", 3)
-        self.w("if (!ok_ || dp_ != de_) FALLBACK;", 3)
-        self.w(f"pos = {end};", 3)
-        self.w("} else {", 2)
-        self.w("if (!ok_) FALLBACK;", 3)
-        self.w("pos = dp_;", 3)
-        self.w("}", 2)
-        self.w("}")
-        if null_count:
-            self.w("}")
-        if isinstance(wire.count, n.CountFrom) and st.fields[-1].name == f.name:
-            self.w(f"if (!{nv}) pos = {end};  /* as Kafka: an empty batch's payload is not read */")
-        if sized_end is not None:
-            self.w(f"if (pos != {sized_end}) FALLBACK;")
-            self.ends.pop()
-            self.w("}")
-
-    def array_size(self, f: n.Field, wire: n.ArrayType) -> str:
-        """An array's byte-size prefix (null when negative, if nullable): the end its elements must reach."""
-        o = self.obj(f"o_{f.name}")
-        if not isinstance(wire.size, n.Int):
-            raise Unsupported(f"{self.st.name}.{f.name}: an array sized by a varint")
-        sz = self.scalar(f"s_{f.name}")
-        self.prefix(sz, wire.size, 1)
-        if wire.nullable:
-            self.w(f"if ({sz} < 0) {{ {o} = Py_NewRef(Py_None); }} else {{")
-        else:
-            self.w(f"if ({sz} < 0) FALLBACK;")
-            self.w("{")
-        sized_end = f"se_{f.name}"
-        self.w(f"Py_ssize_t {sized_end} = pos + {sz};")
-        self.w(f"if ({sized_end} > {self.end}) FALLBACK;")
-        self.ends.append(sized_end)
-        return sized_end
-
-    def array_stream(self, f: n.Field, wire: n.ArrayType, nv: str, rest: bool) -> None:
-        """A compressed array: its elements are read from the decompressed stream."""
-        st, end = self.st, self.end
-        assert wire.compressed_by is not None
-        codec = self.low.ref(wire.compressed_by, st)
-        when = f"{codec} != {self.low.none_id(wire.compressed_by)}" + ("" if rest else f" && {nv}")
-        self.w(f"if ({when}) {{", 2)
-        self.w(
-            f"data_ = kf_decompress_call(cx, E_{self.low.enum_of(wire.compressed_by)}[{codec}], b + pos, {end} - pos, "
-            f"pos, {c_str(st.name + '.' + f.name)});",
-            3,
-        )
-        self.w("if (data_ == NULL) { rc_ = kf_error_or_fallback(); goto done; }", 3)
-        self.w("db_ = (const uint8_t *)PyBytes_AS_STRING(data_);", 3)
-        self.w("dp_ = 0;", 3)
-        self.w("de_ = PyBytes_GET_SIZE(data_);", 3)
-        self.w("}", 2)
-
-    def elements_to_end(self, f: n.Field, wire: n.ArrayType) -> None:
-        o, d, bud = self.obj(f"o_{f.name}"), 3, f"bud_{f.name}"
-        budget = wire.budget or n.Budget(0)
-        if not budget.accounted:
-            self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_);", d)
-        if not (self.mode == "columns" and wire.elem in self.low.column_roles and self.role):
-            self.w(f"{o} = PyList_New(0);", d)
-            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
-        self.w("Py_ssize_t i_ = 0;", d)
-        self.w("while (dp_ < de_) {", d)
-        self.w(f"if (i_ >= cx->{wire.limit}) {{ bad_ = 1; break; }}", d + 1)
-        if not budget.accounted:
-            self.w(f"{bud} -= {budget.cost};", d + 1)
-            self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d + 1)
-        self.element(wire, bud, budget, "PyList_Append", d + 1)
-        self.w("i_++;", d + 1)
-        self.w("}", d)
-        self.w("if (bad_) break;", d)
-        if budget.accounted:
-            self.w(f"cx->spent += (int64_t)i_ * {budget.cost};", d)
-
-    def counted_elements(self, f: n.Field, wire: n.ArrayType, nv: str) -> None:
-        o, d, bud = self.obj(f"o_{f.name}"), 3, f"bud_{f.name}"
-        budget = wire.budget or n.Budget(0)
-        self.w(f"if ({nv} * {wire.min_elem_size} > de_ - dp_) break;", d)
-        if not budget.accounted:
-            self.w(f"int64_t {bud} = cx->max_memory - (de_ - dp_) - {nv} * {budget.cost};", d)
-            self.w(f"if ({bud} < 0) break;", d)
-        else:
-            self.w(f"cx->spent += {nv} * {budget.cost};", d)
-        rows = self.mode == "columns" and wire.elem in self.low.column_roles
-        if not (rows and self.role):  # a row keeps no list of its headers; a batch an empty records list
-            self.w(f"{o} = PyList_New({0 if rows else nv});", d)
-            self.w(f"if ({o} == NULL) {{ Py_XDECREF(data_); ERROR; }}", d)
-        self.w("Py_ssize_t i_ = 0;", d)
-        self.w(f"for (; i_ < {nv}; i_++) {{", d)
-        self.element(wire, bud, budget, "SET", d + 1)
-        self.w("}", d)
-        self.w("if (bad_) break;", d)
-
-    def element(self, wire: n.ArrayType, bud: str, budget: n.Budget, store: str, d: int) -> None:
-        args = self.low.args(wire.elem, self.st)
-        self.w("PyObject *item_ = NULL;", d)
-        if budget.nested and not budget.accounted:
-            self.w("cx->spent = 0;", d)
-        rows = self.mode == "columns" and wire.elem in self.low.column_roles
-        self.w(f"int r_ = {'c' if rows else 'd'}_{wire.elem}(cx, db_, dp_, de_{args}, &item_, &dp_);", d)
-        self.w("if (r_ == KF_ERROR) { Py_XDECREF(data_); rc_ = KF_ERROR; goto done; }", d)
-        self.w("if (r_ != KF_OK) { bad_ = 1; break; }", d)
-        if rows:  # appended to the columns: nothing to keep
-            pass
-        elif store == "SET":
-            self.w(f"PyList_SET_ITEM(o_{wire_name(self, wire)}, i_, item_);", d)
-        else:
-            self.w(f"int a_ = PyList_Append(o_{wire_name(self, wire)}, item_);", d)
-            self.w("(void)a_;", d)
-            self.w("Py_DECREF(item_);", d)
-            self.w("if (a_ < 0) { Py_XDECREF(data_); ERROR; }", d)
-        if budget.nested and not budget.accounted:
-            self.w(f"{bud} -= cx->spent;", d)
-            self.w(f"if ({bud} < 0) {{ bad_ = 1; break; }}", d)
-
     def wrapper(self, wr: n.Wrapper) -> None:
         """A compressed legacy wrapper: its value decompressed and decoded as inner entries (none of them a
         wrapper again), their offsets rebased and timestamps restamped as the python backend does."""
@@ -1071,5 +552,21 @@ class _StructGen:
         ]
 
 
-def wire_name(g: _StructGen, wire: n.ArrayType) -> str:
-    return next(f.name for f in g.st.fields if f.wire is wire)
+def struct_c(low: Lowering, st: Struct) -> StructC:
+    """A struct's decoder in C, with its slots and C types."""
+    g = _StructGen(low, st)
+    cls = _camel(st.name) if st.repr == "object" else ""
+    return StructC(st.name, cls, g.params, g.emit(), low.slots(st), low.extra(st))
+
+
+def columns(low: Lowering) -> list[tuple[str, list[str], str]]:
+    """The Arrow-direct decoders ``c_<struct>`` (name, params, code), the root last; empty where the format has
+    no records to make rows of."""
+    if not low.column_roles:
+        return []
+    out = []
+    for st in low.f.structs:
+        if st.name in low.column_roles or st.name == low.f.root:
+            g = _StructGen(low, st, "columns")
+            out.append((st.name, g.params, g.emit()))
+    return out
