@@ -172,3 +172,17 @@ def pytest_collection_modifyitems(config, items):
     if named:
         config.hook.pytest_deselected(items=named)
         items[:] = [i for i in items if "backend" not in getattr(i, "fixturenames", ())]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (2 cores) for every test that needs one, with the kafka-log source registered:
+    a session takes seconds to start, so the Spark, JVM-engine and streaming tests share it."""
+    pytest.importorskip("pyspark")
+    import kfmt.spark
+    from kfmt.spark.jobs import session
+
+    s = session("local[2]", "kfmt-tests")
+    kfmt.spark.register(s)
+    yield s
+    s.stop()

@@ -28,15 +28,6 @@ def corpus(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from kfmt.spark.jobs import session
-
-    s = session("local[2]", "kfmt-jvm-tests")
-    yield s
-    s.stop()
-
-
 def _engine(df) -> str:
     plan = df._jdf.queryExecution().executedPlan().toString()
     return "jvm" if "kafka-log-jvm" in plan else "python"

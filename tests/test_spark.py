@@ -24,15 +24,6 @@ def corpus(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from kfmt.spark.jobs import session
-
-    s = session("local[2]", "kfmt-tests")
-    yield s
-    s.stop()
-
-
 def _expected(paths, include_control=False):
     rows = set()
     for seg in find_segments(paths):

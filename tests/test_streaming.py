@@ -15,17 +15,6 @@ import kfmt
 pytest.importorskip("pyspark")
 
 
-@pytest.fixture(scope="module")
-def spark():
-    import kfmt.spark
-    from kfmt.spark.jobs import session
-
-    s = session("local[2]", "kfmt-streaming-tests")
-    kfmt.spark.register(s)
-    yield s
-    s.stop()
-
-
 def _batch(base: int, n: int, topic_tag: str = "") -> bytes:
     recs = [kfmt.Record(key=b"k%d" % (base + i), value=f"{topic_tag}v{base + i}".encode(), timestamp=10_000 + base + i,
                         headers=[("h", b"%d" % i)]) for i in range(n)]  # fmt: skip

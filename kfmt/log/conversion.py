@@ -94,7 +94,7 @@ def _recompress_v2(mod, batch, codec: str) -> bytes:
     return backend_module(mod).encode(batch)
 
 
-def convert(  # noqa: C901 - older than the rule; to be split
+def convert(
     data,
     *,
     to_magic: int,
@@ -116,6 +116,24 @@ def convert(  # noqa: C901 - older than the rule; to be split
     tail in ``lost`` (position, reason, bytes); with ``strict``, raises :class:`InvalidValueError` on the
     first thing that would be lost, before anything is returned.
     """
+    _check_target(to_magic, codec)
+    kw = dict(to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc, skip_corrupt=skip_corrupt, out=out)
+    if isinstance(data, (str, os.PathLike)):
+        with open(data, "rb") as f:  # read in chunks: memory holds a chunk and a batch, not the segment
+            return convert(f, **kw)
+    raw = _rereader(data)
+    if raw is None:  # a file object with no descriptor: read whole
+        return convert(data.read(), **kw)
+    c = _Converter(to_magic, codec, strict, skip_corrupt, out)
+    for pos, end, batch in scan(data, verify_crc=verify_crc, skip_corrupt=True):
+        if isinstance(batch, CodecError):
+            c.damaged(pos, end, batch)
+        else:
+            c.batch(pos, end, batch, raw)
+    return c.finish()
+
+
+def _check_target(to_magic: int, codec: str | None) -> None:
     if to_magic not in (0, 1, 2):
         raise UnsupportedCodecError(f"cannot convert to magic {to_magic}")
     if codec is not None:
@@ -123,95 +141,104 @@ def convert(  # noqa: C901 - older than the rule; to be split
 
         if codec not in CODECS:
             raise UnsupportedCodecError(f"unknown codec {codec!r}; use one of {', '.join(CODECS)}")
-    if isinstance(data, (str, os.PathLike)):
-        with open(data, "rb") as f:  # read in chunks: memory holds a chunk and a batch, not the segment
-            return convert(f, to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
-                           skip_corrupt=skip_corrupt, out=out)  # fmt: skip
+
+
+def _rereader(data):
+    """How an entry carried over as it is is read again by position: from the file's descriptor, or from the
+    bytes; None for a file object without a descriptor."""
     if hasattr(data, "read"):
         try:
             fd, start = data.fileno(), data.tell()
-        except (OSError, ValueError):  # io.UnsupportedOperation: a file object with no descriptor
-            return convert(data.read(), to_magic=to_magic, codec=codec, strict=strict, verify_crc=verify_crc,
-                           skip_corrupt=skip_corrupt, out=out)  # fmt: skip
+        except (OSError, ValueError):  # io.UnsupportedOperation
+            return None
+        return lambda pos, end: os.pread(fd, end - pos, start + pos)
+    if isinstance(data, (bytes, bytearray)):
+        return lambda pos, end: data[pos:end]
+    return lambda pos, end: bytes(memoryview(data)[pos:end])
 
-        def raw(pos: int, end: int) -> bytes | bytearray:  # an entry carried over as it is, read again by position
-            return os.pread(fd, end - pos, start + pos)
-    else:
 
-        def raw(pos: int, end: int) -> bytes | bytearray:
-            return data[pos:end] if isinstance(data, (bytes, bytearray)) else bytes(memoryview(data)[pos:end])
+class _Converter:
+    """One conversion's state: what is written, what was lost, and consecutive uncompressed legacy messages
+    waiting to become one v2 batch."""
 
-    res = Conversion(b"")
-    parts: list[bytes | bytearray] = []
-    write = parts.append if out is None else out.write
-    pending: list[Record] = []  # consecutive uncompressed legacy messages, for one v2 batch
-    v2 = get_format("kafka_v2")
+    def __init__(self, to_magic: int, codec: str | None, strict: bool, skip_corrupt: bool, out):
+        self.to_magic, self.codec, self.strict, self.skip_corrupt = to_magic, codec, strict, skip_corrupt
+        self.res = Conversion(b"")
+        self.parts: list[bytes | bytearray] = []
+        self.write = self.parts.append if out is None else out.write
+        self.pending: list[Record] = []
+        self.v2 = get_format("kafka_v2")
 
-    def lose(kind: str, pos: int, detail: str, count: int = 1):
-        if strict:
-            raise InvalidValueError(f"converting to magic {to_magic} would lose {detail}", offset=pos, path=kind)
-        res.lost.append(Loss(kind, pos, detail, count))
+    def lose(self, kind: str, pos: int, detail: str, count: int = 1) -> None:
+        if self.strict:
+            raise InvalidValueError(f"converting to magic {self.to_magic} would lose {detail}", offset=pos, path=kind)
+        self.res.lost.append(Loss(kind, pos, detail, count))
 
-    def emit(blob: bytes | bytearray, n_batches: int, n_records: int):
-        write(blob)
-        res.batches_out += n_batches
-        res.records_out += n_records
+    def emit(self, blob: bytes | bytearray, n_batches: int, n_records: int) -> None:
+        self.write(blob)
+        self.res.batches_out += n_batches
+        self.res.records_out += n_records
 
-    def flush():
-        nonlocal pending
-        if pending:
-            emit(encode_batch(pending, magic=2, codec=codec or "none", base_offset=pending[0].offset,
-                              keep_offsets=True), 1, len(pending))  # fmt: skip
-            pending = []
+    def flush(self) -> None:
+        if self.pending:
+            p = self.pending
+            self.emit(encode_batch(p, magic=2, codec=self.codec or "none", base_offset=p[0].offset, keep_offsets=True),
+                      1, len(p))  # fmt: skip
+            self.pending = []
 
-    for pos, end, batch in scan(data, verify_crc=verify_crc, skip_corrupt=True):
-        if isinstance(batch, CodecError):
-            if not skip_corrupt:
-                raise batch
-            res.bytes_unread += end - pos
-            if getattr(batch, "unread", None) is not None:
-                lose("unread_bytes", pos, f"{end - pos} byte(s) that hold no complete entry ({batch.reason})",
-                     end - pos)  # fmt: skip
-            else:
-                res.batches_in += 1
-                lose("corrupt_batch", pos, f"a corrupt batch of {end - pos} bytes ({batch})", end - pos)
-            continue
+    def damaged(self, pos: int, end: int, e: CodecError) -> None:
+        """A damaged region or a corrupt batch: raised, or counted and listed as lost."""
+        if not self.skip_corrupt:
+            raise e
+        self.res.bytes_unread += end - pos
+        if getattr(e, "unread", None) is not None:
+            self.lose("unread_bytes", pos, f"{end - pos} byte(s) that hold no complete entry ({e.reason})", end - pos)
+        else:
+            self.res.batches_in += 1
+            self.lose("corrupt_batch", pos, f"a corrupt batch of {end - pos} bytes ({e})", end - pos)
+
+    def batch(self, pos: int, end: int, batch, raw) -> None:
+        """One decoded batch: carried over as it is, down-converted, recompressed, or up-converted."""
+        res = self.res
         res.batches_in += 1
         res.bytes_in += end - pos
         n = len(batch.records)
         res.records_in += n
-        target_codec = codec or batch.codec
-        if batch.magic == to_magic and (target_codec == batch.codec or batch.is_control):
-            flush()  # already in the target form; control batches are never recompressed
-            emit(raw(pos, end), 1, n)
-            continue
-        if to_magic < 2:
-            _down(batch, pos, n, to_magic, target_codec, lose, emit, res)
-            continue
-        if batch.magic == 2:
-            flush()
-            emit(_recompress_v2(v2, batch, target_codec), 1, n)
-            continue
-        # up-conversion of a legacy entry to v2
+        target_codec = self.codec or batch.codec
+        if batch.magic == self.to_magic and (target_codec == batch.codec or batch.is_control):
+            self.flush()  # already in the target form; control batches are never recompressed
+            self.emit(raw(pos, end), 1, n)
+        elif self.to_magic < 2:
+            _down(batch, pos, n, self.to_magic, target_codec, self.lose, self.emit, res)
+        elif batch.magic == 2:
+            self.flush()
+            self.emit(_recompress_v2(self.v2, batch, target_codec), 1, n)
+        else:
+            self.up(batch, n, target_codec)
+
+    def up(self, batch, n: int, target_codec: str) -> None:
+        """A legacy entry to v2: uncompressed messages gathered into one v2 batch per run of consecutive offsets
+        (an offset field is outside the legacy CRC: a damaged one may jump anywhere, and a batch's offset deltas
+        are int32), a compressed wrapper to one batch of its own."""
         records = _records_of(batch)
-        if batch.codec == "none" and codec in (None, "none"):
-            # one v2 batch per run of consecutive offsets (an offset field is outside the legacy CRC: a
-            # damaged one may jump anywhere, and a batch's offset deltas are int32)
-            if pending and (records[0].offset != pending[-1].offset + 1 or len(pending) >= 10_000):
-                flush()
-            pending.extend(records)
-            continue
-        flush()
+        if batch.codec == "none" and self.codec in (None, "none"):
+            if self.pending and (records[0].offset != self.pending[-1].offset + 1 or len(self.pending) >= 10_000):
+                self.flush()
+            self.pending.extend(records)
+            return
+        self.flush()
         fields: dict[str, Any] = {"base_offset": records[0].offset if records else batch.base_offset}
         if batch.timestamp_type == 1:
             fields.update(timestamp_type=1, max_timestamp=batch.max_timestamp)
-        emit(encode_batch(records, magic=2, codec=target_codec, keep_offsets=True, **fields), 1, n)
-    flush()
-    res.data = b"".join(parts)
-    return res
+        self.emit(encode_batch(records, magic=2, codec=target_codec, keep_offsets=True, **fields), 1, n)
+
+    def finish(self) -> Conversion:
+        self.flush()
+        self.res.data = b"".join(self.parts)
+        return self.res
 
 
-def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:  # noqa: C901 - older than the rule; to be split
+def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:
     """One batch to magic 0 or 1, listing everything the older magic cannot carry."""
     if batch.is_control:
         kinds = ", ".join(_control_names(batch))
@@ -229,37 +256,41 @@ def _down(batch, pos, n, to_magic, target_codec, lose, emit, res) -> None:  # no
     if headers:
         lose("headers", pos, f"{headers} record header(s)", headers)
     if batch.magic == 2:
-        if batch.producer_id != -1 or batch.base_sequence != -1 or batch.producer_epoch != -1:
-            lose("producer_state", pos, f"producer id {batch.producer_id}, epoch {batch.producer_epoch}, "
-                                        f"base sequence {batch.base_sequence}")  # fmt: skip
-        if batch.is_transactional:
-            lose("transactional", pos, "the transactional flag (aborted data becomes visible)")
-        if batch.partition_leader_epoch != -1:
-            lose("leader_epoch", pos, f"partition leader epoch {batch.partition_leader_epoch}")
-        if batch.has_delete_horizon:
-            lose("delete_horizon", pos, "the delete horizon")
-        attrs = sum(1 for r in batch.records if getattr(r, "attributes", 0))
-        if attrs:
-            lose("record_attributes", pos, f"{attrs} non-zero record attribute byte(s)", attrs)
-        if batch.last_offset != batch.records[-1].offset:
-            lose("offset_gap", pos, f"the batch's last offset {batch.last_offset} (its last record is at "
-                                    f"{batch.records[-1].offset})")  # fmt: skip
+        _v2_losses(batch, pos, lose)
     if to_magic == 0 and batch.magic >= 1 and any(r.timestamp != -1 for r in batch.records):
         lose("timestamps", pos, f"{n} timestamp(s) and the timestamp type", n)
     records = _records_of(batch)
-    for r in records:
-        r.headers = []
     fields: dict[str, Any] = {}
     if to_magic == 1:
         fields["timestamp_type"] = batch.timestamp_type or 0
         if batch.timestamp_type == 1:
             fields["max_timestamp"] = batch.max_timestamp
-    if to_magic == 0:
-        for r in records:
+    for r in records:
+        r.headers = []
+        if to_magic == 0:
             r.timestamp = -1
     blob = encode_batch(records, magic=to_magic, codec=target_codec, keep_offsets=True, **fields)
     # uncompressed: one message (one log entry) per record; compressed: one wrapper
     emit(blob, n if target_codec == "none" else 1, n)
+
+
+def _v2_losses(batch, pos: int, lose) -> None:
+    """What a v2 batch holds that magic 0 and 1 cannot carry."""
+    if batch.producer_id != -1 or batch.base_sequence != -1 or batch.producer_epoch != -1:
+        lose("producer_state", pos, f"producer id {batch.producer_id}, epoch {batch.producer_epoch}, "
+                                    f"base sequence {batch.base_sequence}")  # fmt: skip
+    if batch.is_transactional:
+        lose("transactional", pos, "the transactional flag (aborted data becomes visible)")
+    if batch.partition_leader_epoch != -1:
+        lose("leader_epoch", pos, f"partition leader epoch {batch.partition_leader_epoch}")
+    if batch.has_delete_horizon:
+        lose("delete_horizon", pos, "the delete horizon")
+    attrs = sum(1 for r in batch.records if getattr(r, "attributes", 0))
+    if attrs:
+        lose("record_attributes", pos, f"{attrs} non-zero record attribute byte(s)", attrs)
+    if batch.last_offset != batch.records[-1].offset:
+        lose("offset_gap", pos, f"the batch's last offset {batch.last_offset} (its last record is at "
+                                f"{batch.records[-1].offset})")  # fmt: skip
 
 
 def _control_names(batch) -> list[str]:
