@@ -320,11 +320,34 @@ def _lz4_compress(data: bytes, *, broken_checksum: bool) -> bytes:
     return bytes(out)
 
 
-def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verify_hc: bool) -> bytes:  # noqa: C901 - older than the rule; to be split
+def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verify_hc: bool) -> bytes:
     """Kafka's LZ4 frame, block by block; the size allowance grows with the compressed bytes consumed so far
     (bytes after the end mark, which readers ignore, do not raise it)."""
-    import lz4.block
+    pos, max_block, block_checksum = _lz4_frame_header(data, verify_hc)
+    n = len(data)
+    out = _Out()
+    while True:
+        if pos + 4 > n:
+            raise InvalidValueError("LZ4 frame: missing end mark")
+        (size,) = _U32LE.unpack_from(data, pos)
+        pos += 4
+        if size == 0:
+            return out.value()
+        raw = bool(size & 0x80000000)
+        size &= 0x7FFFFFFF
+        if size > max_block or pos + size > n:
+            raise InvalidValueError(f"LZ4 frame: block of {size} bytes is out of range")
+        block = data[pos : pos + size]
+        pos += size
+        if block_checksum:
+            pos = _lz4_block_checksum(data, pos, block)
+        limit = allowance(pos, max_decompressed, max_ratio)
+        _lz4_block(out, block, raw, min(max_block, limit - out.size), max_block, limit)
 
+
+def _lz4_frame_header(data: bytes, verify_hc: bool) -> tuple[int, int, bool]:
+    """The frame's header checked (Kafka's flags only: independent blocks, no dictionary): where the first
+    block starts, the largest block, and whether blocks carry checksums."""
     n = len(data)
     if n < 7 or data[:4] != _LZ4_MAGIC:
         raise InvalidValueError("LZ4 frame: invalid magic bytes")
@@ -335,59 +358,48 @@ def _lz4_decompress(data: bytes, max_decompressed: int, max_ratio: int, *, verif
         raise InvalidValueError("LZ4 frame: dependent block stream is unsupported")
     if flg & 0x03:
         raise InvalidValueError("LZ4 frame: reserved FLG bits / DictID are unsupported")
-    block_checksum = bool(flg & 0x10)
-    content_size = bool(flg & 0x08)
     if bd & 0x8F:
         raise InvalidValueError("LZ4 frame: reserved BD bits set")
     code = (bd >> 4) & 0x07
     if code < 4:
         raise InvalidValueError(f"LZ4 frame: invalid block size code {code}")
-    max_block = 1 << (8 + 2 * code)
-    pos = 6 + (8 if content_size else 0)
+    pos = 6 + (8 if flg & 0x08 else 0)
     if pos >= n:
         raise InvalidValueError("LZ4 frame: header ends early")
     if verify_hc:
         hc = lz4_header_checksum(data[4:pos], broken=False)
         if data[pos] != hc:
             raise InvalidValueError(f"LZ4 frame: header checksum {data[pos]:#04x} != {hc:#04x}")
-    pos += 1
-    out = _Out()
-    while True:
-        if pos + 4 > n:
-            raise InvalidValueError("LZ4 frame: missing end mark")
-        (size,) = _U32LE.unpack_from(data, pos)
-        pos += 4
-        if size == 0:
-            break
-        raw = bool(size & 0x80000000)
-        size &= 0x7FFFFFFF
-        if size > max_block or pos + size > n:
-            raise InvalidValueError(f"LZ4 frame: block of {size} bytes is out of range")
-        block = data[pos : pos + size]
-        pos += size
-        if block_checksum:
-            if pos + 4 > n:
-                raise InvalidValueError("LZ4 frame: missing block checksum")
-            (want,) = _U32LE.unpack_from(data, pos)
-            pos += 4
-            if xxh32(block) != want:
-                raise InvalidValueError("LZ4 frame: block checksum mismatch")
-        limit = allowance(pos, max_decompressed, max_ratio)
-        room = min(max_block, limit - out.size)
-        if raw:
-            if size > room:
-                raise _too_big(limit)
-            out.add(block)
-        else:
-            try:
-                out.add(lz4.block.decompress(block, uncompressed_size=max(room, 1)))
-            except Exception:
-                if room < max_block:
-                    raise _too_big(limit) from None
-                raise
-        if out.size > limit:
+    return pos + 1, 1 << (8 + 2 * code), bool(flg & 0x10)
+
+
+def _lz4_block_checksum(data: bytes, pos: int, block: bytes) -> int:
+    """The block's xxHash32 after it, checked; returns where the next block starts."""
+    if pos + 4 > len(data):
+        raise InvalidValueError("LZ4 frame: missing block checksum")
+    (want,) = _U32LE.unpack_from(data, pos)
+    if xxh32(block) != want:
+        raise InvalidValueError("LZ4 frame: block checksum mismatch")
+    return pos + 4
+
+
+def _lz4_block(out: _Out, block: bytes, raw: bool, room: int, max_block: int, limit: int) -> None:
+    """One block added to ``out`` (stored raw, or decompressed into at most ``room`` bytes), within ``limit``."""
+    import lz4.block
+
+    if raw:
+        if len(block) > room:
             raise _too_big(limit)
-    return out.value()
+        out.add(block)
+    else:
+        try:
+            out.add(lz4.block.decompress(block, uncompressed_size=max(room, 1)))
+        except Exception:
+            if room < max_block:
+                raise _too_big(limit) from None
+            raise
+    if out.size > limit:
+        raise _too_big(limit)
 
 
 # ---------------------------------------------------------------- zstd
