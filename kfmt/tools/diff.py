@@ -162,41 +162,24 @@ def plot(rows, formats, stem: str) -> list[str]:
     return save_figure(fig, stem, dpi=120)
 
 
-def run(args) -> int:  # noqa: C901 - older than the rule; to be split
-    from pathlib import Path
-
+def run(args) -> int:
     if any("@" in f for f in args.formats):  # versions of one of Kafka's own messages
         from kfmt.tools import diff_messages
 
         return diff_messages.run(args)
     try:
-        mods = [get_format(f) for f in args.formats]
-    except kfmt.CodecError as e:
-        print(f"kfmt diff: {e}", file=sys.stderr)
-        return 2
-    for path in args.corpus or ():
-        if not Path(path).exists():
-            print(f"kfmt diff: no such file or directory: {path}", file=sys.stderr)
-            return 2
-    sizes = args.batch_sizes
-    want_structure = args.structure or not (args.workload or args.corpus)
-    want_workload = args.workload or not (args.structure or args.corpus)
-    try:
-        rows = workload_rows(mods, batch_sizes=sizes, key_size=args.key_size, value_size=args.value_size,
+        mods = _inputs(args)
+        want_structure = args.structure or not (args.workload or args.corpus)
+        want_workload = args.workload or not (args.structure or args.corpus)
+        rows = workload_rows(mods, batch_sizes=args.batch_sizes, key_size=args.key_size, value_size=args.value_size,
                              headers=args.headers, header_size=args.header_size, timestamp_step=args.timestamp_step,
                              codec=args.codec) if want_workload or args.plot else None  # fmt: skip
-    except kfmt.CodecError as e:
+    except (kfmt.CodecError, FileNotFoundError) as e:
         print(f"kfmt diff: {e}", file=sys.stderr)
         return 2
     account: dict = {}
     if args.json:
-        doc: dict[str, Any] = {"rows": rows} if rows is not None else {}
-        if want_structure and not args.workload:
-            doc["structure"] = [r.__dict__ for r in structure(mods)]
-        if args.corpus:
-            doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account)
-            doc["input"] = account
-        print(json.dumps(doc))
+        _print_json(args, mods, rows, want_structure, account)
         return _corpus_status(account)
     md = args.markdown
     if want_structure:
@@ -208,28 +191,53 @@ def run(args) -> int:  # noqa: C901 - older than the rule; to be split
         )
         print(render_workload(rows, mods, md) + "\n")
     if args.corpus:
-        res = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account)
-        body = []
-        for f, per in res.items():
-            for c, acc in per.items():
-                bpr = f"{acc['bytes_per_record']:.1f}" if acc["bytes_per_record"] else "n/a"
-                body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"],
-                             acc["skipped_records"], acc["headers_dropped"]])  # fmt: skip
-        print(("## Corpus\n\n" if md else "== corpus ==\n") + _account_line(account) + "\n\n" + table(
-            ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes", "records not carried",
-             "headers dropped"], body, md) + "\n")  # fmt: skip
-        fields = []
-        for f, per in res.items():
-            for k, v in sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1]):
-                fields.append([f, k, v])
-        if fields:
-            print(("### Bytes by schema field (uncompressed)\n\n" if md else "== bytes by schema field (uncompressed) ==\n")
-                  + table(["format", "field", "bytes"], fields, md) + "\n")  # fmt: skip
+        _print_corpus(corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account), account, md)
     if args.plot:
+        from pathlib import Path
+
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         for p in plot(rows, mods, args.plot):
             print(f"wrote {p}", file=sys.stderr)
     return _corpus_status(account)
+
+
+def _inputs(args) -> list:
+    """The formats' modules, and the corpus paths checked (a one-line error for either, exit 2)."""
+    from pathlib import Path
+
+    mods = [get_format(f) for f in args.formats]
+    for path in args.corpus or ():
+        if not Path(path).exists():
+            raise FileNotFoundError(f"no such file or directory: {path}")
+    return mods
+
+
+def _print_json(args, mods, rows, want_structure: bool, account: dict) -> None:
+    doc: dict[str, Any] = {"rows": rows} if rows is not None else {}
+    if want_structure and not args.workload:
+        doc["structure"] = [r.__dict__ for r in structure(mods)]
+    if args.corpus:
+        doc["corpus"] = corpus_sizes(mods, args.corpus, tuple(args.corpus_codecs), account)
+        doc["input"] = account
+    print(json.dumps(doc))
+
+
+def _print_corpus(res: dict, account: dict, md: bool) -> None:
+    """The corpus table (totals per format and codec), then bytes by schema field (uncompressed)."""
+    body = []
+    for f, per in res.items():
+        for c, acc in per.items():
+            bpr = f"{acc['bytes_per_record']:.1f}" if acc["bytes_per_record"] else "n/a"
+            body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"],
+                         acc["skipped_records"], acc["headers_dropped"]])  # fmt: skip
+    print(("## Corpus\n\n" if md else "== corpus ==\n") + _account_line(account) + "\n\n" + table(
+        ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes", "records not carried",
+         "headers dropped"], body, md) + "\n")  # fmt: skip
+    fields = [[f, k, v] for f, per in res.items()
+              for k, v in sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1])]  # fmt: skip
+    if fields:
+        print(("### Bytes by schema field (uncompressed)\n\n" if md else "== bytes by schema field (uncompressed) ==\n")
+              + table(["format", "field", "bytes"], fields, md) + "\n")  # fmt: skip
 
 
 def _account_line(a: dict) -> str:
