@@ -35,10 +35,19 @@ $(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
 
 generate: setup
 	$(VENV)/bin/kfmt generate
+	touch $(VENV)/.generated
 	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm
+
+# generated/ as of the schemas and the generator: rendered again (by the demo) only when one of them changed
+# since it was last generated or checked
+GEN_INPUTS := $(shell find schemas generator -type f \( -name '*.yaml' -o -name '*.py' -o -name '*.j2' \) 2>/dev/null)
+$(VENV)/.generated: $(GEN_INPUTS) | $(VENV)/.installed
+	$(VENV)/bin/kfmt generate
+	touch $@
 
 check-generated: setup
 	$(VENV)/bin/kfmt generate --check
+	touch $(VENV)/.generated
 
 # schemas/messages from Kafka's JSON message specs: by default the pinned copies under tests/fixtures/kafka;
 # KAFKA=<a Kafka source tree> KAFKA_CHECK=1 says what a newer Kafka changes instead of writing
@@ -77,7 +86,8 @@ test-backends: setup
 test-cluster: setup
 	$(PY) -m pytest tests/test_cluster.py
 
-demo: setup generate
+demo: setup $(VENV)/.generated
+	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm
 	$(VENV)/bin/kfmt demo $(DEMO_ARGS)
 
 bench: setup
