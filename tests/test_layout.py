@@ -133,3 +133,15 @@ def test_the_active_backend_is_said_and_can_be_chosen(monkeypatch, capsys):
     monkeypatch.setenv("KFMT_BACKEND", "nope")
     with pytest.raises(kfmt.UnsupportedCodecError, match="unknown backend 'nope'"):
         list(kfmt.read_batches(data))
+
+
+def test_files_one_can_hold_in_mind():
+    """No hand-written Python file of kfmt or the generator is much past 600 lines unless its docstring says why
+    it is one file; no function is exempted from ruff's complexity limit (C901, 15)."""
+    long = []
+    for p in [*(ROOT / "kfmt").rglob("*.py"), *(ROOT / "generator").rglob("*.py")]:
+        text = p.read_text()
+        assert "noqa: C901" not in text, p
+        if text.count("\n") > 620 and "One file" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append((p.relative_to(ROOT), text.count("\n")))
+    assert not long, long

@@ -1,4 +1,6 @@
 """Kafka's JSON message specs lowered into the schema language (the same loader model the YAML files give).
+One file (past 600 lines) because it is one frontend: each spec construct and its lowering sit together,
+so what Kafka's rule is and what kfmt makes of it read side by side.
 
 A spec (``clients/src/main/resources/common/message/*.json``, the coordinator, KRaft metadata and raft
 records...) is JSON with ``//`` comments: a message ``name``, ``validVersions``, ``flexibleVersions`` and

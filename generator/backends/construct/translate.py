@@ -1,4 +1,5 @@
 """The Construct backend's own translation of the typed IR (it shares nothing with the Python backend).
+One file (past 600 lines) because the three things it makes per struct walk the same wire types in step.
 
 Three things per struct, all from :mod:`generator.ir.nodes`:
 

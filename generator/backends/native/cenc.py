@@ -1,4 +1,5 @@
-"""Lowering of the typed IR to C encoders: one ``e_<struct>`` function per struct, writing what the python
+"""Lowering of the typed IR to C encoders (One file for the encoders, as :mod:`.cgen` is the decoders): one
+``e_<struct>`` function per struct, writing what the python
 backend's encoder writes, byte for byte.  Values are read as the python backend reads them (the format's
 own class: its slots; the runtime base class: its slots and the format's defaults; anything else:
 ``getattr`` with the default).  Whatever the python backend would refuse, and whatever this lowering does
