@@ -14,7 +14,6 @@ import json
 import logging
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -93,19 +92,22 @@ def _read_arrow(source, caplog) -> dict:
             "tail": tails[0] if tails else None}  # fmt: skip
 
 
-def _dump(path: Path) -> dict:
-    r = subprocess.run([sys.executable, "-m", "kfmt", "dump", "--json", "--records", "--skip-corrupt", str(path)],
-                       capture_output=True, text=True, cwd=ROOT)  # fmt: skip
-    rows = [json.loads(line) for line in r.stdout.splitlines()]
+def _dump(path: Path, capsys) -> dict:
+    from kfmt.tools.cli import main
+
+    capsys.readouterr()
+    code = main(["dump", "--json", "--records", "--skip-corrupt", str(path)])
+    got = capsys.readouterr()
+    rows = [json.loads(line) for line in got.out.splitlines()]
     damage = [(x["position"], x["bytes"]) for x in rows if x["type"] == "problem" and "bytes" in x]
-    assert r.returncode == (1 if damage else 0), r.stderr
-    m = re.search(r"(\d+) byte\(s\) at byte (\d+) are a batch not yet written completely", r.stderr)
+    assert code == (1 if damage else 0), got.err
+    m = re.search(r"(\d+) byte\(s\) at byte (\d+) are a batch not yet written completely", got.err)
     return {"records": [x["offset"] for x in rows if x["type"] == "record"], "damage": damage,
             "tail": (int(m.group(2)), int(m.group(1))) if m else None}  # fmt: skip
 
 
 @pytest.mark.parametrize("i", range(len(LOGS)))
-def test_every_reader_sees_the_same_records_and_damage(i, tmp_path, caplog):
+def test_every_reader_sees_the_same_records_and_damage(i, tmp_path, caplog, capsys):
     data = LOGS[i]
     want = _definition(data)
     path = tmp_path / "t-0" / "00000000000000000000.log"
@@ -118,7 +120,7 @@ def test_every_reader_sees_the_same_records_and_damage(i, tmp_path, caplog):
         "read_batches(file)": chunked,
         "read_arrow(bytes)": _read_arrow(data, caplog),
         "read_arrow(log dir)": _read_arrow(str(tmp_path), caplog),
-        "kfmt dump": _dump(path),
+        "kfmt dump": _dump(path, capsys),
     }
     for reader, got in seen.items():
         assert got == want, (reader, data.hex() if len(data) < 3000 else len(data))
