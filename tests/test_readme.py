@@ -175,6 +175,9 @@ def test_layout_block():
     for part in ("model", "python", "native", "construct"):
         assert "{model,python,native,construct}" in text and (ROOT / "generated" / "kafka_v2" / f"{part}.py").is_file()
     assert "_native.c" in text and (ROOT / "generated" / "kafka_v2" / "_native.c").is_file()
+    rooms = set(re.findall(r"^  (\w+)/ ", text, re.M))  # kfmt's rooms, as the diagram lists them
+    assert rooms == {p.name for p in (ROOT / "kfmt").iterdir() if (p / "__init__.py").is_file()} - {
+        "runtime", "tools", "spark"}, rooms  # fmt: skip
 
 
 def test_internal_topics_block(tmp_path):
