@@ -104,6 +104,15 @@ def _local_run(tmp_path: Path, corpus: Path, python: Path, ship: list[str]) -> t
     return json.loads(report.read_text()), _files(out)
 
 
+@pytest.fixture(scope="module")
+def local_reference(corpus, tmp_path_factory) -> tuple[dict, dict]:
+    """The job in local mode on the driver's interpreter, nothing shipped, 2 cores as the cluster: what the
+    recipes that run with the cluster's default parallelism must give."""
+    d = tmp_path_factory.mktemp("local")
+    (d / "my_job.py").write_text(JOB)
+    return _local_run(d, corpus, Path(sys.executable), [])
+
+
 def _check(report: dict, files: dict, local: tuple[dict, dict], corpus: Path, parallelism: int) -> None:
     import kfmt
     from kfmt.logdir.layout import find_segments
@@ -142,7 +151,7 @@ def test_zip_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
     assert got["executors"] and all("kfmt.zip" in f and backend == "python" for f, backend in got["executors"])
 
 
-def test_packed_env_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
+def test_packed_env_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path, local_reference):
     """The packed environment: an interpreter under ./environment/bin/python whose kfmt (with the native
     extensions: a real folder, not a zip) exists only inside the archive; client mode, the archive
     unpacked beside the submit as the README says."""
@@ -172,15 +181,14 @@ def test_packed_env_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
     name, value = assign.split("=", 1)
     _submit(argv + _job_args(corpus, out, report), tmp_path, {name: value})
     got = json.loads(report.read_text())
-    local = _local_run(tmp_path, corpus, tmp_path / "environment" / "bin" / "python", [])
-    _check(got, _files(out), local, corpus, parallelism=2)  # the two workers' cores
+    _check(got, _files(out), local_reference, corpus, parallelism=2)  # the two workers' cores
     assert got["driver"].startswith(str(tmp_path / "environment"))
     # the executors run the archive Spark shipped and unpacked in their work folders, native backend included
     assert got["executors"] and all("/environment/lib/kfmt/" in f and "packed-env" not in f and b == "native"
                                     for f, b in got["executors"])  # fmt: skip
 
 
-def test_installed_on_every_node(cluster, corpus, tmp_path):
+def test_installed_on_every_node(cluster, corpus, tmp_path, local_reference):
     """The first route: kfmt installed where the Python workers run (here this checkout's interpreter, in
     which kfmt is installed with its native extensions): nothing shipped, the native backend on the
     executors, the same results as local mode."""
@@ -191,6 +199,5 @@ def test_installed_on_every_node(cluster, corpus, tmp_path):
     _submit(["spark-submit", "--master", url, "--conf", f"spark.pyspark.python={sys.executable}", "my_job.py",
              *_job_args(corpus, out, report)], tmp_path, env)  # fmt: skip
     got = json.loads(report.read_text())
-    local = _local_run(tmp_path, corpus, Path(sys.executable), [])
-    _check(got, _files(out), local, corpus, parallelism=2)
+    _check(got, _files(out), local_reference, corpus, parallelism=2)
     assert got["executors"] and all(b == "native" and "/kfmt/" in f for f, b in got["executors"])

@@ -22,13 +22,13 @@ from kfmt.table import commit
 ROOT = Path(__file__).resolve().parents[1]
 #: racing trials per test (the suite's slice; `make test-writers` runs the long campaign with more)
 TRIALS = int(os.environ.get("KFMT_WRITER_TRIALS", "4"))
-#: the suite's slice of `make test-writers` (which sets KFMT_WRITER_TRIALS): every third kill point and the
+#: the suite's slice of `make test-writers` (which sets KFMT_WRITER_TRIALS): every fourth kill point and the
 #: last three; the campaign kills at every one
 SLICE = "KFMT_WRITER_TRIALS" not in os.environ
 
 
 def _kill_points(steps: int) -> list[int]:
-    return [k for k in range(1, steps + 1) if not SLICE or k % 3 == 1 or k > steps - 3]
+    return [k for k in range(1, steps + 1) if not SLICE or k % 4 == 1 or k > steps - 3]
 
 
 @pytest.fixture

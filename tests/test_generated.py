@@ -1,8 +1,11 @@
 """Generated code: stamped, deterministic, fresh."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import generated
 from generator.driver import generate
@@ -14,12 +17,19 @@ def test_generated_is_fresh():
     assert generate(ROOT / "schemas", ROOT / "generated", check=True) == []
 
 
-def test_generation_is_deterministic(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    generate(ROOT / "schemas", a)
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """generated/ rendered once afresh, into a folder of its own."""
+    out = tmp_path_factory.mktemp("rendered") / "gen"
+    generate(ROOT / "schemas", out)
+    return out
+
+
+def test_generation_is_deterministic(tmp_path, rendered):
+    b = tmp_path / "b"
     generate(ROOT / "schemas", b)
-    for p in a.rglob("*.py"):
-        assert p.read_text() == (b / p.relative_to(a)).read_text()
+    for p in rendered.rglob("*.py"):
+        assert p.read_text() == (b / p.relative_to(rendered)).read_text()
 
 
 def test_files_are_stamped():
@@ -31,9 +41,9 @@ def test_files_are_stamped():
             assert head[1].startswith("# schema sha256: ") and head[2].startswith("# wire fingerprint: ")
 
 
-def test_check_mode_detects_stale_output(tmp_path):
+def test_check_mode_detects_stale_output(tmp_path, rendered):
     out = tmp_path / "gen"
-    generate(ROOT / "schemas", out)
+    shutil.copytree(rendered, out)
     victim = next(out.rglob("python.py"))
     victim.write_text(victim.read_text() + "\n# hand edit\n")
     (out / "stray.py").write_text("x = 1\n")
