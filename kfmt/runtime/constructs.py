@@ -482,10 +482,10 @@ class KTagged(c.Construct):
     def _build(self, obj, stream, context, path):
         out = bytearray()
         known = []
+        valid = {tag for tag in self.fields if self._known(tag, context) is not None}  # at this version
         for tag, (name, sub, _cond) in sorted(self.fields.items()):
-            if name in obj["known"] and self._known(tag, context) is not None:
+            if name in obj["known"] and tag in valid:
                 known.append((tag, _build_alone(sub, obj["known"][name], context, path)))
-        valid = [tag for tag in self.fields if self._known(tag, context) is not None]
         write_tagged(out, known, obj["unknown"], path, valid)
         stream_write(stream, bytes(out), len(out), path)
         return obj
