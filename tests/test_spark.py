@@ -309,7 +309,14 @@ def test_compare_equals_diff_corpus_mode(spark, corpus):
     from kfmt.spark.jobs import compare
 
     fmts, codecs = ["kafka_v1", "kafka_v2", "kip98_draft"], ["none", "lz4"]
-    assert compare(spark, str(corpus), fmts, codecs) == corpus_sizes(fmts, [str(corpus)], tuple(codecs))
+    whole = corpus_sizes(fmts, [str(corpus)], tuple(codecs))
+    assert compare(spark, str(corpus), fmts, codecs) == whole
+    # the demo attributes only the fields it reports: the other formats' totals stay, their fields are left out
+    only_v2 = compare(spark, str(corpus), fmts, codecs, fields=["kafka_v2"])
+    assert only_v2["kafka_v2"] == whole["kafka_v2"] and only_v2["kafka_v1"]["none"]["fields"] == {}
+    assert {k: v for k, v in only_v2["kafka_v1"]["none"].items() if k != "fields"} == {
+        k: v for k, v in whole["kafka_v1"]["none"].items() if k != "fields"
+    }
 
 
 def test_reader_ships_only_picklable_state(corpus):

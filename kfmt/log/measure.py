@@ -91,8 +91,11 @@ def new_totals(mods, codecs) -> dict:
     return {fid(m): {c: dict.fromkeys(TOTALS, 0) | {"fields": {}} for c in codecs} for m in mods}
 
 
-def add_batch(out: dict, mods, codecs, recs) -> None:
-    """Re-encode one source batch into every format and codec and add it to the totals (shared with Spark)."""
+def add_batch(out: dict, mods, codecs, recs, fields=None) -> None:
+    """Re-encode one source batch into every format and codec and add it to the totals (shared with Spark).
+
+    ``fields``: the format ids whose uncompressed bytes are attributed to schema fields (default every format;
+    the attribution parses each entry with the Construct backend, by far the costliest step)."""
     payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
     headers = sum(len(r.headers) for r in recs)
     for m in mods:
@@ -109,7 +112,7 @@ def add_batch(out: dict, mods, codecs, recs) -> None:
             acc["bytes"] += len(blob)
             acc["records"] += len(recs)
             acc["payload"] += payload
-            if codec == "none":
+            if codec == "none" and (fields is None or fid(m) in fields):
                 for k, v in attribute(m, blob).items():
                     acc["fields"][k] = acc["fields"].get(k, 0) + v
 

@@ -41,22 +41,28 @@ def session(master: str = "local[*]", app: str = "kfmt", log_level: str = "ERROR
     return spark
 
 
-def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4")) -> dict:
+def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4"), fields=None) -> dict:
     """The numbers of `kfmt diff --corpus`, computed by Spark: each source batch re-encoded in every format.
+
+    ``fields``: the formats whose bytes are attributed to schema fields (default all; others get ``{}``).
 
     Rows of one source batch are consecutive within an input partition (segments split only at batch
     boundaries), so each task regroups them and re-encodes them with the same function as `kfmt diff`.
     """
     from pyspark.sql import functions as F
 
-    df = (spark.read.format("kafka-log").option("on_corrupt", "skip").load(paths if isinstance(paths, str) else ",".join(paths))
+    # a task's cost is its batches re-encoded 16 ways, not its bytes: a few splits per core keep both busy
+    splits = 4 * spark.sparkContext.defaultParallelism
+    df = (spark.read.format("kafka-log").option("on_corrupt", "skip").option("min_partitions", splits)
+          .load(paths if isinstance(paths, str) else ",".join(paths))
           .select("file", "position", "key", "value", "headers", "timestamp"))  # fmt: skip
     fmts, cods = tuple(formats), tuple(codecs)
-    from kfmt.log.measure import TOTALS
+    from kfmt.log.measure import TOTALS, fid
 
+    only = None if fields is None else frozenset(fid(_mod(f)) for f in fields)
     out_schema = "format string, codec string, field string, " + ", ".join(f"{c} long" for c in TOTALS)
     summed = (
-        df.mapInArrow(lambda it: _compare_partition(it, fmts, cods), out_schema)
+        df.mapInArrow(lambda it: _compare_partition(it, fmts, cods, only), out_schema)
         .groupBy("format", "codec", "field")
         .agg(*(F.sum(c).alias(c) for c in TOTALS))
         .collect()
@@ -80,7 +86,7 @@ def _mod(f):
     return get_format(f)
 
 
-def _compare_partition(iterator, formats, codecs):
+def _compare_partition(iterator, formats, codecs, fields=None):
     import pyarrow as pa
 
     import kfmt
@@ -96,14 +102,14 @@ def _compare_partition(iterator, formats, codecs):
             k = (d["file"][i], d["position"][i])
             if k != current:
                 if recs:
-                    add_batch(totals, mods, codecs, recs)
+                    add_batch(totals, mods, codecs, recs, fields)
                 current, recs = k, []
             ts = d["timestamp"][i]
             recs.append(kfmt.Record(key=d["key"][i], value=d["value"][i],
                                     headers=[(h["key"], h["value"]) for h in d["headers"][i] or []],
                                     timestamp=-1 if ts is None else _ms(ts)))  # fmt: skip
     if recs:
-        add_batch(totals, mods, codecs, recs)
+        add_batch(totals, mods, codecs, recs, fields)
     rows = []
     for f, per in totals.items():
         for c, acc in per.items():

@@ -77,7 +77,7 @@ def run(args) -> int:
     spark = session(args.master, "kfmt-demo")
     try:
         t1 = time.time()
-        res = compare(spark, corpus, formats, ["none", "lz4"])
+        res = compare(spark, corpus, formats, ["none", "lz4"], fields=["kafka_v2"])  # the fields it reports
         spark_s = time.time() - t1
     finally:
         spark.stop()
