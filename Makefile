@@ -25,10 +25,10 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	$(PY) -c "from kfmt.codec.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
 	touch $@
 
-# the Spark source's JVM engine (kfmt.spark.read(..., engine="jvm")): the jvm backend's generated decoders and
-# the runtime in kfmt/runtime/jvm, compiled against the pyspark jars (optional: without a JDK the python engine
-# reads everything, and engine="auto" chooses it)
-JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java)
+# the kafka-log Spark source's jar: the jvm backend's generated decoders and the runtime in kfmt/runtime/jvm,
+# compiled against the pyspark jars, with the source's columns (kfmt/log/arrow.py) (optional: without a JDK
+# kafka-log is kfmt's Python data source alone)
+JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py
 $(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
 	$(PY) -c 'import sys; from kfmt.spark.jvm import main; sys.exit(main(["build"]))' || true
 	touch $@

@@ -30,7 +30,7 @@ def corpus(tmp_path_factory):
 
 def _engine(df) -> str:
     plan = df._jdf.queryExecution().executedPlan().toString()
-    return "jvm" if "kafka-log-jvm" in plan else "python"
+    return "jvm" if "jvm engine" in plan else "python"
 
 
 def _rows(df, columns=COLUMNS):
@@ -139,7 +139,7 @@ def test_corrupt_batch_fails_with_where(spark, tmp_path, corpus):
         with pytest.raises(Exception) as e:
             df.count()
         assert f"corrupt batch in {seg}" in str(e.value), engine
-    assert "jvm engine" in _jvm_error(spark, folder)
+    assert "crc" in _jvm_error(spark, folder).lower()  # the JVM engine names the field
 
 
 def _jvm_error(spark, folder) -> str:
@@ -203,8 +203,9 @@ def test_the_jvm_follows_the_resync_bound():
 def test_auto_chooses_and_jvm_refuses(spark, corpus):
     assert _engine(kfmt.spark.read(spark, str(corpus))) == "jvm"
     assert _engine(kfmt.spark.read(spark, str(corpus), on_corrupt="skip")) == "python"
-    with pytest.raises(ValueError, match="on_corrupt=quarantine"):
-        kfmt.spark.read(spark, str(corpus), engine="jvm", on_corrupt="quarantine")
+    with pytest.raises(Exception, match="the jvm engine does not read this yet: on_corrupt=quarantine") as e:
+        kfmt.spark.read(spark, str(corpus), engine="jvm", on_corrupt="quarantine").count()
+    assert str(e.value).splitlines()[0].startswith("kafka-log: the jvm engine does not read this yet"), str(e.value)
     with pytest.raises(ValueError, match="engine must be one of"):
         kfmt.spark.read(spark, str(corpus), engine="gpu")
 
@@ -276,6 +277,92 @@ def test_proposals_read_with_format(spark, tmp_path, fid):
     a = kfmt.spark.read(spark, str(folder), engine="jvm", format=fid)
     b = kfmt.spark.read(spark, str(folder), engine="python", format=fid)
     assert _engine(a) == "jvm" and len(_rows(a)) == 21 and _rows(a) == _rows(b)
-    with pytest.raises(ValueError, match="format kip98_draft has no Java decoder"):
-        kfmt.spark.read(spark, str(folder), engine="jvm", format="kip98_draft")
+    with pytest.raises(Exception, match="format kip98_draft has no Java decoder"):
+        kfmt.spark.read(spark, str(folder), engine="jvm", format="kip98_draft").count()
     assert _engine(kfmt.spark.read(spark, str(folder), format="kip98_draft")) == "python"
+
+
+# ------------------------------------------------------------------ one source: kafka-log in the JVM, kfmt's planner
+def test_planner_answers(corpus):
+    """kfmt.spark.planner, the one planner the JVM source asks: a plan, a hand-over to the Python data source
+    with the reason, or one line of error; a schema the user gave is checked as the Python source checks it."""
+    from kfmt.spark.planner import answer
+
+    defaults = {"min_partitions": 2, "split_bytes": 1 << 27, "open_cost_bytes": 1 << 22}
+    plan = json.loads(answer({"options": {"path": str(corpus)}, "defaults": defaults, "columns": None})["plan"])
+    assert sum(len(g) for g in plan["groups"]) >= len(list(corpus.glob("*/*.log")))
+    skip = answer({"options": {"path": str(corpus), "on_corrupt": "skip"}, "defaults": defaults})
+    assert skip == {"python": "on_corrupt=skip (it fails on a corrupt batch)"}
+    assert answer({"options": {"path": str(corpus), "engine": "python"}}) == {"python": "engine=python"}
+    bad = answer({"options": {"path": str(corpus), "engine": "jvm", "on_corrupt": "quarantine"}})
+    assert bad["error"].startswith("kafka-log: the jvm engine does not read this yet: on_corrupt=quarantine")
+    assert (
+        "unknown read option(s) startingOffset"
+        in answer({"options": {"path": str(corpus), "startingOffset": "x"}})["error"]
+    )
+    wrong = answer({"options": {"path": str(corpus)}, "columns": [["offset", "int"]]})
+    assert wrong == {"error": "kafka-log: column 'offset' is bigint, not int"}
+
+
+def test_format_kafka_log_is_the_jvm_source(spark, corpus):
+    """spark.read.format("kafka-log"), the README's first Spark line: decoded in the JVM, pruned to the columns
+    the query reads; what the engine does not decode yet goes to the Python data source under the same name."""
+    df = spark.read.format("kafka-log").load(str(corpus))
+    assert _engine(df) == "jvm"
+    plan = df.select("offset", "value")._jdf.queryExecution().executedPlan().toString()
+    assert "kafka-log[value" in plan and "headers" not in plan  # only the columns read are built
+    skip = spark.read.format("kafka-log").option("on_corrupt", "skip").load(str(corpus))
+    assert _engine(skip) == "python"
+    assert _rows(df) == _rows(skip) == _rows(kfmt.spark.read(spark, str(corpus), engine="python"))
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kl_sql USING `kafka-log` OPTIONS (path '{corpus}')")
+    assert spark.sql("SELECT count(*) FROM kl_sql").first()[0] == df.count()
+
+
+def test_edge_offsets_are_read(spark, tmp_path):
+    """A record at offset 2^63-1 (v0, v1 and v2 alike) is a row in both engines (the JVM engine once used the
+    bound Long.MAX_VALUE exclusively and returned no row)."""
+    top = (1 << 63) - 1
+    for magic in (0, 1, 2):
+        folder = tmp_path / f"edge{magic}-0"
+        folder.mkdir()
+        rec = kfmt.Record(key=b"k", value=b"last", timestamp=1_700_000_000_000)
+        (folder / f"{0:020d}.log").write_bytes(kfmt.encode_batch([rec], magic=magic, base_offset=top))
+        a = kfmt.spark.read(spark, str(folder), engine="jvm")
+        b = kfmt.spark.read(spark, str(folder), engine="python")
+        assert _rows(a, ("offset", "value")) == _rows(b, ("offset", "value")) == [(top, b"last")], magic
+
+
+def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
+    """The README's Java recipe, run as written: spark-submit --jars with kfmt's jar, no PySpark in the application
+    (tests/jvm_app/ReadLogs.java): the source plans through `python -m kfmt.spark.planner` (spark.kfmt.python) and
+    decodes in the JVM; SQL's CREATE TABLE ... USING kafka-log too."""
+    import re
+    import subprocess
+    import sys
+    import zipfile
+
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-nowarn", "--release", "17", "-cp", os.path.join(home, "jars", "*"), "-d", str(classes),
+                    str(ROOT / "tests" / "jvm_app" / "ReadLogs.java")], check=True, capture_output=True)  # fmt: skip
+    with zipfile.ZipFile(tmp_path / "read-logs.jar", "w") as z:
+        for p in classes.rglob("*.class"):
+            z.write(p, p.relative_to(classes).as_posix())
+    block = re.search(r"```bash\n(spark-submit --jars.*?)```", (ROOT / "README.md").read_text(), re.S)[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.path.join(home, "bin"), env.get("PATH", "")])
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    command = block.replace("/data/kafka-logs", str(corpus)).replace(
+        "spark-submit", "spark-submit --master local[2]", 1
+    )
+    out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert out.returncode == 0, "\n".join(x for x in out.stderr.splitlines() if "Exception" in x or "rror" in x)[:1500]
+    lines = [line.split("\t") for line in out.stdout.splitlines()]
+    expect: dict = {}
+    for r in kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset"]).to_pylist():
+        expect.setdefault((r["topic"], r["partition"]), []).append(r["offset"])
+    got = {(t, int(p)): (int(n), int(last)) for t, p, n, last in (x for x in lines if len(x) == 4)}
+    assert got == {k: (len(v), max(v)) for k, v in expect.items()} and got
+    assert ["sql", str(sum(n for n, _ in got.values()))] in lines and ["plan", "true"] in lines

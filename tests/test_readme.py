@@ -40,6 +40,7 @@ CLAIMS = [
     ("text", "schemas/*.yaml", "test_layout_block"),
     ("bash", "kfmt dump /data/kafka-logs/__consumer_offsets-7", "test_internal_topics_block"),
     ("text", "offset 1 2026-01-30", "test_internal_topics_block"),
+    ("bash", "spark-submit --jars", "tests/test_jvm.py::test_a_java_application_reads_with_the_jar_alone"),
     ("python", "", "tests/test_spark.py::test_readme_python_blocks_run"),
 ]
 

@@ -3,6 +3,7 @@ get (:class:`KafkaLogDataSource`), and :func:`register`, which gives it the sess
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -15,19 +16,60 @@ from kfmt.spark.stream import KafkaLogStreamReader, KafkaLogStreamWriter
 
 
 def register(spark) -> None:
-    """Register the ``kafka-log`` data source with a Spark session.
+    """Set up the ``kafka-log`` source for a Spark session.
+
+    ``kafka-log`` is the source in kfmt's jar (:mod:`kfmt.spark.jvm`), put on the session's classpath here if it is
+    not already (``ADD JAR``). This makes the driver's interpreter its planner (:mod:`kfmt.spark.planner`) and
+    registers kfmt's Python data source as ``kafka-log-python``, which the JVM source hands streams, writes and
+    what its engine does not decode yet. Without the jar (no JDK when kfmt was set up, or Spark Connect) the
+    Python data source is registered as ``kafka-log`` itself, and that is said once, as a warning.
 
     Python data sources are planned in a Python worker that has no session, so the session's sizing is
     taken here and travels with the source: ``min_partitions`` defaults to the session's default
     parallelism (``spark.default.parallelism``, else the cluster's executor cores), ``split_bytes`` to
     ``spark.sql.files.maxPartitionBytes`` and ``open_cost_bytes`` to ``spark.sql.files.openCostInBytes``.
-    Register again after changing them.
+    Register again after changing them (the JVM source reads them from the session each time).
 
     In local mode with no Python configured for the workers (``PYSPARK_PYTHON``, ``spark.pyspark.python``)
     the workers run the driver's own interpreter, the one that imported kfmt, instead of ``python3`` from
     ``PATH``."""
+    from kfmt.spark.jvm import jar, on_classpath
+    from kfmt.spark.planner import install
+
     _local_workers_on_this_python(spark)
-    spark.dataSource.register(type("KafkaLogDataSource", (KafkaLogDataSource,), {"defaults": session_defaults(spark)}))
+    name = PYTHON_NAME if on_classpath(spark) and _resolves(spark) and install(spark) else "kafka-log"
+    if name == "kafka-log":
+        why = (
+            "its jar is not built (make setup, with a JDK)"
+            if jar() is None
+            else "this session has no JVM to load it into"
+        )
+        _say_once(f"kfmt: the JVM engine is not available ({why}): kafka-log reads through kfmt's Python data source")
+    attrs = {"defaults": session_defaults(spark), "short_name": name}
+    spark.dataSource.register(type("KafkaLogDataSource", (KafkaLogDataSource,), attrs))
+
+
+PYTHON_NAME = "kafka-log-python"
+
+
+def _resolves(spark) -> bool:
+    """Whether ``format("kafka-log")`` finds the jar's source in this session (Spark's own lookup)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        conf = spark._jsparkSession.sessionState().conf()
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource("kafka-log", conf)
+        return found.getName() == "kfmt.jvm.KafkaLog"
+    except Exception:  # Spark Connect, or no such source on the classpath
+        return False
+
+
+_SAID: set = set()
+
+
+def _say_once(text: str) -> None:
+    if text not in _SAID:
+        _SAID.add(text)
+        logging.getLogger("kfmt.spark").warning(text)
 
 
 def _local_workers_on_this_python(spark) -> None:
@@ -71,10 +113,12 @@ class KafkaLogDataSource(DataSource):
 
     #: sizing defaults taken from the session by :func:`register`
     defaults: dict = {}
+    #: kafka-log-python behind the JVM source, kafka-log itself without it (:func:`register`)
+    short_name = "kafka-log"
 
     @classmethod
     def name(cls):
-        return "kafka-log"
+        return cls.short_name
 
     def schema(self):
         decode = str(self.options.get("decode_payloads", "false")).strip().lower() == "true"

@@ -300,9 +300,9 @@ def _reason(e: BaseException) -> str:
     """The one line of a failed Spark job that says what went wrong: the reader's ``...Error: kafka-log: ...``."""
     lines = str(e).splitlines()
     for line in reversed(lines):
-        for marker in ("Error: kafka-log:", "Exception: kafka-log:"):
+        for marker in ("Error: kafka-log", "Exception: kafka-log", "Damage: kafka-log"):
             if marker in line:
-                return line[line.index(marker) + len(marker) - len("kafka-log:") :].strip()
+                return line[line.index(marker) + len(marker) - len("kafka-log") :].strip()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     return first or type(e).__name__
 
@@ -326,6 +326,17 @@ def _spark_output_to_log():
         os.dup2(saved, 2)
         os.close(saved)
         log.close()
+
+
+def _print_jar(args) -> int:
+    from kfmt.spark.jvm import jar
+
+    del args
+    if jar() is None:
+        print("kfmt spark jar: the jar is not built (make setup, with a JDK)", file=sys.stderr)
+        return 1
+    print(jar())
+    return 0
 
 
 def run(args) -> int:
@@ -481,3 +492,8 @@ def add_parser(sub) -> None:
     o.add_argument("--json", action="store_true", help="the last commits as JSON lines")
     o.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     o.set_defaults(func=run)
+    j = jobs.add_parser("jar", help="print the path of kfmt's jar (the kafka-log source: spark-submit --jars)",
+                        description="Print the path of kfmt's jar, the kafka-log Spark source (a JVM application or "
+                        "spark-sql puts it on the classpath with --jars). Exit status: 0, or 1 when it is not built "
+                        "(make setup builds it where a JDK is installed).")  # fmt: skip
+    j.set_defaults(func=_print_jar)

@@ -1,19 +1,21 @@
-"""The kafka-log source's JVM engine: the same plan, decoded on the JVM by the jvm backend's Java decoders.
+"""The kafka-log source's JVM engine: kfmt's plan, decoded on the JVM by the jvm backend's Java decoders.
 
-    import kfmt.spark
-    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")      # or engine="auto" (the default)
+    df = spark.read.format("kafka-log").load("/data/kafka-logs")             # the JVM source, in the jar
+    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")            # the same, options as keywords
 
-kfmt plans on the driver exactly as the Python data source does (``kfmt.table.plan.LogReader``: the options, the
-log directory's rules, read_committed's transactions, offset bounds, the batch being written), and hands the
-plan to ``kafka-log-jvm`` (``kfmt/runtime/jvm``: a Spark DataSource V2 reading Spark's columns directly): no
-Python worker, no Arrow transfer, only the columns a query reads built. What it does not do falls to the
-Python engine under ``engine="auto"``, and is refused with the reason under ``engine="jvm"``:
-``on_corrupt=skip|quarantine`` (it fails on a corrupt batch, with the file, byte and field), object stores
-and compressed objects (it reads local files), ``decode_payloads``, a ``backend`` choice, formats without a
-Java decoder, and kfmt tables (whose commits each task re-checks in Python).
+``kafka-log`` is a Spark DataSource V2 in the jar (``kfmt/runtime/jvm``, class ``kfmt.jvm.KafkaLog``). It asks
+kfmt's one planner (:mod:`kfmt.spark.planner`: ``kfmt.table.plan.LogReader``, the log directory's rules,
+read_committed's transactions, offset bounds, the batch being written) on the driver and decodes the plan's
+slices into Spark's columns: no Python worker, no Arrow transfer, only the columns a query reads built. What it
+does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
+source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): ``on_corrupt=skip|quarantine``,
+object stores and compressed objects, ``decode_payloads``, a ``backend`` choice, formats without a Java
+decoder, and kfmt tables. Streams and writes are the Python data source's (:mod:`kfmt.spark.stream`,
+:mod:`kfmt.spark.writer`), through the same name.
 
-The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and
-put on a session's classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``).
+The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
+classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``), by :func:`kfmt.spark.register` (``ADD JAR``), or
+by ``spark-submit --jars``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ HERE = Path(__file__).resolve().parent
 JAR = HERE / "kfmt-jvm.jar"
 RUNTIME = HERE.parent / "runtime" / "jvm"
 GENERATED = HERE.parent.parent / "generated"
-SHORT_NAME = "kafka-log-jvm"
 ENGINES = ("auto", "jvm", "python")
 
 
@@ -64,22 +65,27 @@ def build(out: Path = JAR) -> Path:
         part = out.with_suffix(".jar.part")
         with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kfmt\n")
-            z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLogJvm\n")
+            z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLog\n")
+            z.writestr("kfmt/jvm/schema.properties", _schemas())
             for p in sorted(Path(tmp).rglob("*.class")):
                 z.write(p, p.relative_to(tmp).as_posix())
         os.replace(part, out)  # a reader never sees half a jar
     return out
 
 
-def refusal(spark, reader, options: dict) -> str | None:
-    """Why the JVM engine cannot read with these options (None: it can)."""
+def _schemas() -> str:
+    """The source's columns for the jar (kfmt.jvm.KafkaLog.inferSchema): the Python source's own definitions."""
+    from kfmt.log.arrow import SCHEMA, SCHEMA_DECODED
+
+    return f"plain={SCHEMA}\ndecoded={SCHEMA_DECODED}\n"
+
+
+def refusal(reader, options: dict) -> str | None:
+    """Why the JVM engine does not decode a read with these options yet (None: it does); the kafka-log source
+    then hands the read to kfmt's Python data source."""
     from kfmt.storage import is_uri
     from kfmt.table.options import _opt
 
-    if jar() is None:
-        return "its jar is not built (make setup, with a JDK)"
-    if not on_classpath(spark):
-        return "its jar is not on the session's classpath (kfmt.spark.jobs.session, or .config('spark.jars', kfmt.spark.jvm.jar()))"
     if reader.on_corrupt != "fail":
         return f"on_corrupt={reader.on_corrupt} (it fails on a corrupt batch)"
     if reader.decode_reads is not None:
@@ -104,7 +110,7 @@ def on_classpath(spark) -> bool:
     for attempt in range(2):
         try:
             loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-            loader.loadClass("kfmt.jvm.KafkaLogJvm")
+            loader.loadClass("kfmt.jvm.KafkaLog")
             return True
         except Exception:  # Spark Connect (no JVM here), or the class is not there yet
             if attempt or jar() is None:
@@ -162,49 +168,23 @@ def plan_json(reader) -> str:
 
 
 def read(spark, path, *, engine: str = "auto", schema=None, **options):
-    """The kafka-log source's DataFrame for ``path`` (a log directory, partition folders or segments; a list
-    for several), read by ``engine``: ``jvm``, ``python`` (the Python data source) or ``auto`` (the JVM when it
-    can, see the module's doc). ``schema`` narrows the columns as ``.schema(...)`` does; options are the
-    kafka-log source's."""
-    from kfmt.spark.datasource import session_defaults
-    from kfmt.spark.source import KafkaLogReader
-
+    """``spark.read.format("kafka-log")`` with ``options`` and ``engine`` (``auto``: the JVM engine where it
+    decodes the read, else kfmt's Python data source; ``jvm``: that engine or an error saying why; ``python``:
+    the Python data source), loading ``path`` (a log directory, partition folders or segments; a list for
+    several). ``schema`` narrows the columns as ``.schema(...)`` does. The same source as ``format("kafka-log")``:
+    this only spells the options as keywords."""
     if engine not in ENGINES:
         raise ValueError(f"kafka-log: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     paths = path if isinstance(path, str) else ",".join(map(str, path))
-    why = None
-    if engine != "python":
-        reader = KafkaLogReader({**options, "path": paths}, None, session_defaults(spark))
-        why = refusal(spark, reader, options)
-        if why and engine == "jvm":
-            raise ValueError(f"kafka-log: the jvm engine does not read this: {why}; use engine='python' or 'auto'")
-    if engine == "python" or why:
-        df = spark.read.format("kafka-log")
-        df = df.schema(schema) if schema is not None else df
-        for k, v in options.items():
-            df = df.option(k, v)
-        return df.load(paths)
-    ddl = _ddl(spark, schema)
-    return spark.read.format(SHORT_NAME).option("plan", plan_json(reader)).option("schema_ddl", ddl).load()
-
-
-def _ddl(spark, schema) -> str:
-    """The columns as DDL: the source's own, or those of ``schema`` (checked as the Python source checks them)."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    from kfmt.log.arrow import SCHEMA
-    from kfmt.spark.source import _projection
-
-    if schema is None:
-        return SCHEMA
-    st = schema if isinstance(schema, StructType) else _parse_datatype_string(schema)
-    if not isinstance(st, StructType):
-        raise ValueError(f"kafka-log: {schema!r} is not a schema of columns")
-    _projection(st)
-    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in st.fields)
+    df = spark.read.format("kafka-log")
+    df = df.schema(schema) if schema is not None else df
+    for k, v in options.items():
+        df = df.option(k, v)
+    return (df.option("engine", engine) if engine != "auto" else df).load(paths)
 
 
 def main(argv=None) -> int:
+    """``kfmt.spark.jvm.main(["build"])`` compiles the jar (make setup); ``kfmt spark jar`` prints its path."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] != ["build"]:
         print("usage: kfmt.spark.jvm.main(['build'])   (compiles the JVM engine's jar)", file=sys.stderr)

@@ -77,19 +77,21 @@ def _projection(schema) -> tuple[str, ...]:
 
     The Python Data Source API does not prune columns by itself; a narrower user schema is how a job
     says it needs only some (``offset, timestamp, key, value, headers``, say), and the reader then builds
-    only those.  Names must be columns of this source, with the same types.
+    only those.  Names must be columns of this source, with the same types (:func:`check_columns`).
     """
-    full = _spark_types()
-    names = []
-    for f in schema.fields:
-        if f.name not in full:
-            raise ValueError(f"kafka-log: no column {f.name!r} (columns: {', '.join(full)})")
-        if f.dataType != full[f.name]:
-            raise ValueError(
-                f"kafka-log: column {f.name!r} is {full[f.name].simpleString()}, not {f.dataType.simpleString()}"
-            )
-        names.append(f.name)
-    return tuple(names)
+    return check_columns([(f.name, f.dataType.simpleString()) for f in schema.fields])
+
+
+def check_columns(columns) -> tuple[str, ...]:
+    """``(name, Spark type as its simpleString)`` pairs of a schema the user gave: each a column of this source,
+    with its type (the one rule of both engines: the JVM source's planner checks with it)."""
+    full = {name: kind.simpleString() for name, kind in _spark_types().items()}
+    for name, kind in columns:
+        if name not in full:
+            raise ValueError(f"kafka-log: no column {name!r} (columns: {', '.join(full)})")
+        if kind != full[name]:
+            raise ValueError(f"kafka-log: column {name!r} is {full[name]}, not {kind}")
+    return tuple(name for name, _ in columns)
 
 
 class KafkaLogReader(LogReader, DataSourceReader):

@@ -14,6 +14,7 @@ READ_OPTIONS = {
     "verify_crc": "check CRCs (default true)",
     "include_control": "also return control records (default false)",
     "on_corrupt": "fail (default) | skip | quarantine",
+    "engine": "auto (default: the JVM engine where it decodes the read) | jvm | python",
     "backend": "native | python | construct: the codec backend on the executors (default: the active one there)",
     "format": "read every entry as this format id (proposals that reuse a real magic are read only when named)",
     "include_suffixed": "also read folders Kafka marked -future, -delete or -stray (comma-separated suffixes; "

@@ -75,6 +75,12 @@ class LogReader:
         self.compressed_objects = str(_opt(options, "compressed_objects") or "read").lower()
         if self.compressed_objects not in ("read", "fail"):
             raise ValueError(f"kafka-log: compressed_objects must be read or fail, not {self.compressed_objects!r}")
+        engine = str(_opt(options, "engine") or "auto").lower()
+        if engine not in ("auto", "jvm", "python"):
+            raise ValueError(f"kafka-log: engine must be auto, jvm or python, not {engine!r}")
+        if engine == "jvm":  # the JVM source plans through kfmt.spark.planner and never hands this read here
+            raise ValueError("kafka-log: engine=jvm, but the JVM engine is not loaded in this session "
+                             "(its jar: make setup with a JDK, then kfmt.spark.register(spark))")  # fmt: skip
         self.on_corrupt = (_opt(options, "on_corrupt") or "fail").lower()
         if self.on_corrupt not in ("fail", "skip", "quarantine"):
             raise ValueError(f"kafka-log: on_corrupt must be fail, skip or quarantine, not {self.on_corrupt!r}")

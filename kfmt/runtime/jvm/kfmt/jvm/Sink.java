@@ -12,7 +12,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class Sink implements Rows {
     private final StructType schema;
     private final boolean want_key, want_value, want_headers, want_ts, want_offset;
-    long lo = Long.MIN_VALUE, hi = Long.MAX_VALUE;
+    /** the slice's offset bounds, both inclusive (an exclusive bound could not keep offset 2^63-1) */
+    long lo = Long.MIN_VALUE, last = Long.MAX_VALUE;
     int n;
     private int cap = 1024;
     long[] offset = new long[cap], ts = new long[cap];
@@ -80,7 +81,7 @@ final class Sink implements Rows {
     }
 
     public void record(long off, long t, byte[] kb, int kp, int kl, byte[] vb, int vp, int vl) {
-        if (off < lo || off >= hi) { // outside the slice's offset bounds: its headers go too
+        if (off < lo || off > last) { // outside the slice's offset bounds: its headers go too
             hkey.cut(recordHeaders);
             hvalue.cut(recordHeaders);
             return;

@@ -46,7 +46,7 @@ public final class SliceReader {
         winStart = s.start;
         len = pos = 0;
         sink.lo = s.first == null ? Long.MIN_VALUE : s.first;
-        sink.hi = s.stop == null ? Long.MAX_VALUE : s.stop;
+        sink.last = s.stop == null ? Long.MAX_VALUE : s.stop - 1; // stop is exclusive and never Long.MIN_VALUE
     }
 
     void close() throws IOException {
@@ -169,7 +169,7 @@ public final class SliceReader {
     }
 
     private RuntimeException fail(int at, String field, String why) {
-        return new Damage("kafka-log (jvm engine): corrupt batch in " + slice.path + " at byte " + (winStart + at)
-                + ": " + field + ": " + why + " (read with engine=\"python\" and option on_corrupt=skip or quarantine to go on)");
+        return new Damage("kafka-log: corrupt batch in " + slice.path + " at byte " + (winStart + at)
+                + ": " + field + ": " + why + " (option on_corrupt=skip or quarantine to go on)"); // as kfmt.table.slices says it
     }
 }

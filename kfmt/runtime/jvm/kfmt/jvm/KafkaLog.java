@@ -1,13 +1,12 @@
 package kfmt.jvm;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.Serializable;
-import java.util.EnumSet;
 import java.util.Map;
-import java.util.Set;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
+import java.util.Properties;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.Batch;
@@ -15,29 +14,35 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** {@code spark.read.format("kafka-log-jvm")}: kfmt's kafka-log source decoded on the JVM, into Spark's columns.
- * It reads the plan kfmt.spark.jvm makes on the driver (option {@code plan}) and the schema it gives; only the
- * columns a query reads are built. */
-public final class KafkaLogJvm implements TableProvider, DataSourceRegister {
-    @Override
-    public String shortName() {
-        return "kafka-log-jvm";
-    }
+/** {@code spark.read.format("kafka-log")}, {@code readStream}, {@code df.write} and {@code CREATE TABLE ... USING
+ * kafka-log}: kfmt's one Spark source. Reads are planned by kfmt's planner on the driver ({@link Planner}) and decoded
+ * here, into Spark's columns, building only the columns a query reads. What the JVM engine does not decode yet
+ * (the planner says which) and writes go to kfmt's Python data source, registered by kfmt.spark.register. */
+public final class KafkaLog implements TableProvider, DataSourceRegister {
+    static final String NAME = "kafka-log";
+    private static final Properties SCHEMAS = schemas();
 
     @Override
+    public String shortName() {
+        return NAME;
+    }
+
+    /** The source's columns (kfmt.log.arrow.SCHEMA, or SCHEMA_DECODED with decode_payloads), written into the jar
+     * by kfmt.spark.jvm.build from the same definitions the Python source uses. */
+    @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        String ddl = options.get("schema_ddl");
-        if (ddl == null) throw new IllegalArgumentException("kafka-log-jvm: load it through kfmt.spark.read(..., engine='jvm')");
-        return StructType.fromDDL(ddl);
+        return inferred(options);
+    }
+
+    static StructType inferred(CaseInsensitiveStringMap options) {
+        boolean decoded = "true".equalsIgnoreCase(options.getOrDefault("decode_payloads", "false").trim());
+        return StructType.fromDDL(SCHEMAS.getProperty(decoded ? "decoded" : "plain"));
     }
 
     @Override
@@ -47,43 +52,28 @@ public final class KafkaLogJvm implements TableProvider, DataSourceRegister {
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new LogTable(schema, properties.get("plan"));
+        return new LogTable(schema, partitioning, properties);
     }
 
-    static final class LogTable implements SupportsRead {
+    private static Properties schemas() {
+        Properties p = new Properties();
+        try (InputStream in = KafkaLog.class.getResourceAsStream("schema.properties")) {
+            p.load(in);
+        } catch (IOException | NullPointerException e) {
+            throw new IllegalStateException("kafka-log: the jar has no kfmt/jvm/schema.properties (built by kfmt.spark.jvm.build)", e);
+        }
+        return p;
+    }
+
+    /** A read the JVM engine decodes: the planner's input partitions, the columns read. */
+    static final class JvmScan implements Batch {
         private final StructType schema;
-        private final String plan;
-
-        LogTable(StructType schema, String plan) {
-            this.schema = schema;
-            this.plan = plan;
-        }
-
-        @Override public String name() { return "kafka-log-jvm"; }
-        @Override public StructType schema() { return schema; }
-        @Override public Set<TableCapability> capabilities() { return EnumSet.of(TableCapability.BATCH_READ); }
-
-        @Override
-        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            if (plan == null) throw new IllegalArgumentException("kafka-log-jvm: no plan: load it through kfmt.spark.read(..., engine='jvm')");
-            return new LogScan(schema, Plan.parse(plan));
-        }
-    }
-
-    static final class LogScan implements ScanBuilder, SupportsPushDownRequiredColumns, Scan, Batch {
-        private StructType schema;
         private final Plan plan;
 
-        LogScan(StructType schema, Plan plan) {
+        JvmScan(StructType schema, Plan plan) {
             this.schema = schema;
             this.plan = plan;
         }
-
-        @Override public void pruneColumns(StructType required) { schema = required; }
-        @Override public Scan build() { return this; }
-        @Override public StructType readSchema() { return schema; }
-        @Override public String description() { return "kafka-log-jvm (kfmt, " + plan.groups.size() + " input partitions)"; }
-        @Override public Batch toBatch() { return this; }
 
         @Override
         public InputPartition[] planInputPartitions() {
@@ -119,7 +109,7 @@ public final class KafkaLogJvm implements TableProvider, DataSourceRegister {
 
         @Override
         public PartitionReader<InternalRow> createReader(InputPartition p) {
-            throw new UnsupportedOperationException("kafka-log-jvm reads columns");
+            throw new UnsupportedOperationException(NAME + " (jvm engine) reads columns");
         }
 
         @Override

@@ -1,0 +1,101 @@
+package kfmt.jvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/** Asks kfmt's planner (kfmt.spark.planner, the one planner of every kfmt reader) for a read's plan, on the driver:
+ * through the driver's Python when PySpark installed it ({@link #use}), else by running
+ * {@code python -m kfmt.spark.planner} (the interpreter: spark.kfmt.python, $KFMT_PYTHON, else python3). */
+public final class Planner {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static volatile PlanCallback callback;
+
+    private Planner() {}
+
+    /** Called by kfmt.spark.register: the driver's Python plans from now on. */
+    public static void use(PlanCallback c) {
+        callback = c;
+    }
+
+    /** The planner's answer: {"plan": ...} or {"python": why}; its error is thrown as the one line it is. */
+    static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema) {
+        String answer;
+        try {
+            String request = request(options, userSchema);
+            PlanCallback c = callback;
+            answer = c != null ? c.plan(request) : subprocess(request);
+        } catch (IOException e) {
+            throw new IllegalStateException("kafka-log: kfmt's planner did not answer: " + e.getMessage(), e);
+        }
+        JsonNode node;
+        try {
+            node = JSON.readTree(answer);
+        } catch (IOException e) {
+            throw new IllegalStateException("kafka-log: kfmt's planner answered what is not JSON: " + answer, e);
+        }
+        if (node.has("error")) throw new IllegalArgumentException(node.get("error").asText());
+        return node;
+    }
+
+    static String request(CaseInsensitiveStringMap options, StructType userSchema) throws IOException {
+        ObjectNode req = JSON.createObjectNode();
+        ObjectNode opts = req.putObject("options");
+        for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) opts.put(e.getKey(), e.getValue());
+        ObjectNode defaults = req.putObject("defaults");
+        SparkSession spark = SparkSession.active();
+        defaults.put("min_partitions", spark.sparkContext().defaultParallelism());
+        SQLConf conf = spark.sessionState().conf();
+        defaults.put("split_bytes", conf.filesMaxPartitionBytes());
+        defaults.put("open_cost_bytes", conf.filesOpenCostInBytes());
+        if (userSchema == null) {
+            req.putNull("columns");
+        } else {
+            ArrayNode cols = req.putArray("columns");
+            for (StructField f : userSchema.fields()) cols.addArray().add(f.name()).add(f.dataType().simpleString());
+        }
+        return JSON.writeValueAsString(req);
+    }
+
+    private static String python() {
+        String conf = SparkSession.active().conf().get("spark.kfmt.python", "");
+        if (!conf.isEmpty()) return conf;
+        String env = System.getenv("KFMT_PYTHON");
+        return env != null && !env.isEmpty() ? env : "python3";
+    }
+
+    private static String subprocess(String request) throws IOException {
+        String python = python();
+        java.io.File errors = java.io.File.createTempFile("kfmt-planner", ".err");
+        try {
+            Process p = new ProcessBuilder(python, "-m", "kfmt.spark.planner").redirectError(errors).start();
+            try (OutputStream in = p.getOutputStream()) {
+                in.write(request.getBytes(StandardCharsets.UTF_8));
+            }
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            int rc = p.waitFor();
+            if (rc != 0 || out.isEmpty()) {
+                String err = java.nio.file.Files.readString(errors.toPath()).trim();
+                String last = err.isEmpty() ? "no output" : err.substring(err.lastIndexOf('\n') + 1);
+                throw new IOException(python + " -m kfmt.spark.planner exited " + rc + ": " + last
+                        + " (kfmt must be installed for the Python that spark.kfmt.python names)");
+            }
+            return out.substring(out.lastIndexOf('\n') + 1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } finally {
+            errors.delete();
+        }
+    }
+}

@@ -1,0 +1,95 @@
+"""kfmt's planner, asked by the ``kafka-log`` source in the JVM (``kfmt/runtime/jvm``, class ``kfmt.jvm.Planner``).
+
+There is one planner: :class:`kfmt.table.plan.LogReader` (the options, the log directory's rules, suffix folders,
+replicas, read_committed's transactions, offset and time bounds, kfmt tables' commits). The JVM source does not
+carry a second copy of those rules in Java; on the driver it sends this module a request and gets the plan back:
+
+- from PySpark, through the session's Py4J gateway (:func:`install`, called by :func:`kfmt.spark.register`): the
+  driver's own interpreter plans, with kfmt already imported (no process started);
+- from Scala, Java or SQL with only the jar, by running ``python -m kfmt.spark.planner`` (the interpreter named by
+  ``spark.kfmt.python``, else ``$KFMT_PYTHON``, else ``python3``), request on stdin, answer on stdout.
+
+The request is JSON: ``{"options": {...}, "defaults": {...}, "columns": [...] | null}`` (``defaults``: the session's
+sizing, as :func:`kfmt.spark.datasource.session_defaults` takes it; ``columns``: a schema the user gave, checked as
+the Python source checks it). The answer is one of ``{"plan": <kfmt.jvm.Plan JSON>}``, ``{"python": why}`` (the
+JVM engine does not decode this yet: the source hands the read to kfmt's Python data source) or
+``{"error": one line}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def answer(request: dict) -> dict:
+    """The plan for one read (see the module's doc); never raises for a bad request."""
+    try:
+        return _answer(request)
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        text = str(e) if str(e).startswith("kafka-log") else f"kafka-log: {e}"
+        return {"error": " ".join(text.split())}
+
+
+def _answer(request: dict) -> dict:
+    from kfmt.spark.jvm import plan_json, refusal
+    from kfmt.spark.source import KafkaLogReader, check_columns
+
+    options = {str(k): str(v) for k, v in (request.get("options") or {}).items()}
+    engine = str(options.pop("engine", "auto")).lower()
+    if engine not in ("auto", "jvm", "python"):
+        raise ValueError(f"kafka-log: engine must be auto, jvm or python, not {engine!r}")
+    columns = request.get("columns")
+    if columns is not None:
+        check_columns([(str(name), str(kind)) for name, kind in columns])
+    if engine == "python":
+        return {"python": "engine=python"}
+    reader = KafkaLogReader(options, None, request.get("defaults") or {})
+    why = refusal(reader, options)
+    if why is None:
+        plan = plan_json(reader)
+        return {"plan": plan, "groups": len(json.loads(plan)["groups"])}
+    if engine == "jvm":
+        raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")
+    return {"python": why}
+
+
+class _Callback:
+    """The planner as the JVM's ``kfmt.jvm.PlanCallback`` (a Py4J callback object)."""
+
+    def plan(self, request: str) -> str:
+        return json.dumps(answer(json.loads(request)))
+
+    class Java:
+        implements = ["kfmt.jvm.PlanCallback"]
+
+
+def install(spark) -> bool:
+    """Make the driver's interpreter the JVM source's planner for this session's JVM (False: no JVM here, as
+    with Spark Connect, or the jar is not loaded)."""
+    try:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        sc = spark.sparkContext
+        gateway = sc._gateway
+        ensure_callback_server_started(gateway)
+        sc._jvm.kfmt.jvm.Planner.use(_Callback())
+        return True
+    except Exception:
+        return False
+
+
+def main(argv=None) -> int:
+    """``python -m kfmt.spark.planner``: one request on stdin, its answer on stdout."""
+    del argv
+    try:
+        request = json.loads(sys.stdin.read())
+    except ValueError as e:
+        print(json.dumps({"error": f"kafka-log: the planner's request is not JSON: {e}"}))
+        return 0
+    print(json.dumps(answer(request)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
