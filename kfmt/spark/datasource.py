@@ -21,7 +21,8 @@ def register(spark) -> None:
     ``kafka-log`` is the source in kfmt's jar (:mod:`kfmt.spark.jvm`), put on the session's classpath here if it is
     not already (``ADD JAR``). This makes the driver's interpreter its planner (:mod:`kfmt.spark.planner`) and
     registers kfmt's Python data source as ``kafka-log-python``, which the JVM source hands streams, writes and
-    what its engine does not decode yet. Without the jar (no JDK when kfmt was set up, or Spark Connect) the
+    what its engine does not decode yet. A failed read is raised as :class:`kfmt.spark.errors.KafkaLogError`, the
+    line that says what, where and why (:mod:`kfmt.spark.errors`). Without the jar (no JDK when kfmt was set up, or Spark Connect) the
     Python data source is registered as ``kafka-log`` itself, and that is said once, as a warning.
 
     Python data sources are planned in a Python worker that has no session, so the session's sizing is
@@ -33,10 +34,12 @@ def register(spark) -> None:
     In local mode with no Python configured for the workers (``PYSPARK_PYTHON``, ``spark.pyspark.python``)
     the workers run the driver's own interpreter, the one that imported kfmt, instead of ``python3`` from
     ``PATH``."""
+    from kfmt.spark import errors
     from kfmt.spark.jvm import jar, on_classpath
     from kfmt.spark.planner import install
 
     _local_workers_on_this_python(spark)
+    errors.install()
     name = PYTHON_NAME if on_classpath(spark) and _resolves(spark) and install(spark) else "kafka-log"
     if name == "kafka-log":
         why = (

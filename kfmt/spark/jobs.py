@@ -298,11 +298,12 @@ def _check_args(args) -> str | None:
 
 def _reason(e: BaseException) -> str:
     """The one line of a failed Spark job that says what went wrong: the reader's ``...Error: kafka-log: ...``."""
+    from kfmt.spark.errors import one_line
+
     lines = str(e).splitlines()
-    for line in reversed(lines):
-        for marker in ("Error: kafka-log", "Exception: kafka-log", "Damage: kafka-log"):
-            if marker in line:
-                return line[line.index(marker) + len(marker) - len("kafka-log") :].strip()
+    line = one_line(str(e))
+    if line is not None:
+        return line
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     return first or type(e).__name__
 
