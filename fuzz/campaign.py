@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import os
 import random
 import resource
 import struct
@@ -68,7 +67,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     for _ in range(rng.choice((1, 1, 2, 3, 8))):
         op = rng.randrange(7)
         if not b:
-            b = bytearray(os.urandom(rng.randrange(1, 64)))
+            b = bytearray(rng.randbytes(rng.randrange(1, 64)))
         i = rng.randrange(len(b))
         if op == 0:
             b[i] ^= 1 << rng.randrange(8)
@@ -77,7 +76,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         elif op == 2:
             del b[i:]
         elif op == 3:
-            b[i:i] = os.urandom(rng.randrange(1, 9))
+            b[i:i] = rng.randbytes(rng.randrange(1, 9))
         elif op == 4 and len(b) >= i + 4:  # a length or count field claiming anything
             struct.pack_into(">i", b, i, rng.choice((-1, -2, 0, 0x7FFFFFFF, -0x80000000, rng.randrange(-5, 5000))))
         elif op == 5:
@@ -154,9 +153,9 @@ def campaign(n: int, construct_share: float, seed: int, formats, backends=None) 
             for k in range(budget):
                 r = rng.random()
                 if r < 0.1:
-                    data = os.urandom(rng.randrange(0, 300))
+                    data = rng.randbytes(rng.randrange(0, 300))
                 elif r < 0.15:
-                    data = rng.choice(pool)[: rng.randrange(0, 80)] + os.urandom(rng.randrange(0, 40))
+                    data = rng.choice(pool)[: rng.randrange(0, 80)] + rng.randbytes(rng.randrange(0, 40))
                 else:
                     data = mutate(rng.choice(pool), rng)
                 why = one(mod, data, OPTS[k % len(OPTS)])
@@ -254,7 +253,7 @@ def payloads(n: int, seed: int) -> tuple:
     crashes, t0 = 0, time.time()
     for _ in range(n):
         schema, data, params = rng.choice(pool)
-        data = mutate(data, rng) if rng.random() < 0.95 else os.urandom(rng.randrange(0, 64))
+        data = mutate(data, rng) if rng.random() < 0.95 else rng.randbytes(rng.randrange(0, 64))
         why = _payload_one(schema, data, params)
         if why:
             crashes += 1
@@ -270,7 +269,7 @@ def _mixed_log(rng: random.Random) -> bytes:
     parts, off = [], 0
     for magic, codec in ((0, "none"), (1, "gzip"), (2, "none"), (2, "lz4"), (1, "none"), (2, "zstd"), (2, "snappy")):
         n = rng.randint(1, 5)
-        recs = [kfmt.Record(key=b"k%d" % i, value=os.urandom(rng.randint(0, 40)), timestamp=None if not magic else 5,
+        recs = [kfmt.Record(key=b"k%d" % i, value=rng.randbytes(rng.randint(0, 40)), timestamp=None if not magic else 5,
                             headers=[("h", b"x")] if magic == 2 else []) for i in range(n)]  # fmt: skip
         parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
         off += n
@@ -287,7 +286,7 @@ def _damage(log: bytes, rng: random.Random) -> tuple[bytes, int, int]:
     if kind == 1:  # a zero-filled tail (preallocation)
         return log + bytes(rng.randint(1, 5000)), len(log), len(log) + 1
     if kind == 2:  # inserted garbage
-        junk = os.urandom(rng.randint(1, 300))
+        junk = rng.randbytes(rng.randint(1, 300))
         return log[:a] + junk + log[a:], a, a + len(junk)
     pos = 0  # a size field set too large or too small
     starts = []

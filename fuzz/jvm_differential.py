@@ -2,13 +2,14 @@
 
 Each input is one partition's only segment: a log mixing v0, v1 and v2 entries in every codec, then mutated
 (bit flips, overwrites, truncations, insertions, tampered length fields) or damaged as a log is (zeroed holes,
-zero-filled tails, inserted garbage, size fields too large or too small). Both engines read it as the Spark
-source does with ``on_corrupt=fail`` (the slice is the partition's last, so an entry cut short at its end is a
-batch being written): the Python engine through ``kfmt.table.slices.read_slice`` (the executors' code), the JVM
-engine through ``kfmt.jvm.Check`` (its reader without Spark, one JVM for every input). They must agree: both
-fail, or both give the same rows (a digest over offset, timestamp, key, value and headers); once with CRCs checked and once without, so that
-the mutations reach the decoders' structural checks. A disagreement is
-saved under tests/vectors/regressions/jvm/ and the run exits 1.
+zero-filled tails, inserted garbage, size fields too large or too small); inputs come from the seed alone. Both
+engines read it as the Spark source does, with ``on_corrupt`` fail, skip and quarantine (the slice is the
+partition's last, so an entry cut short at its end is a batch being written): the Python engine through
+``kfmt.table.slices.read_slice`` (the executors' code), the JVM engine through ``kfmt.jvm.Check`` (its reader
+without Spark, one JVM for every input). They must agree: both fail, or both give the same rows (a digest over
+offset, timestamp, key, value and headers, and each quarantine row's position and raw bytes); once with CRCs
+checked and once without, so that the mutations reach the decoders' structural checks. The default, 17,000
+inputs, reads 102,000 logs. A disagreement is saved under tests/vectors/regressions/jvm/ and the run exits 1.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from kfmt.spark import jvm  # noqa: E402
 from kfmt.table.slices import SegmentSlice, read_slice  # noqa: E402
 
 FINDINGS = ROOT / "tests" / "vectors" / "regressions" / "jvm"
-COLUMNS = ("offset", "timestamp_ms", "key", "value", "headers")
+COLUMNS = ("offset", "timestamp_ms", "key", "value", "headers", "position", "error", "raw")
+MODES = ("fail", "skip", "quarantine")
 
 
 def inputs(n: int, seed: int) -> list[bytes]:
@@ -41,21 +43,21 @@ def inputs(n: int, seed: int) -> list[bytes]:
     return out
 
 
-def python_engine(path: str, size: int, verify_crc: bool) -> tuple:
+def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail") -> tuple:
     part = SegmentSlice(path, "t", 0, 0, size, live_end=True)
     try:
-        return ("ok", *jvm.row_digest(read_slice(part, verify_crc, columns=COLUMNS)))
+        return ("ok", *jvm.row_digest(read_slice(part, verify_crc, on_corrupt=on_corrupt, columns=COLUMNS)))
     except ValueError as e:
         return ("error", str(e))
 
 
-def run(n: int, seed: int, verify_crc: bool) -> tuple[int, int, list[str]]:
+def run(n: int, seed: int, verify_crc: bool, on_corrupt: str = "fail", keep: bool = True) -> tuple[int, int, list[str]]:
     """``n`` inputs of ``seed`` read by both engines: (n, read alike, disagreements)."""
-    clean, found = compare(inputs(n, seed), verify_crc)
+    clean, found = compare(inputs(n, seed), verify_crc, keep=keep, on_corrupt=on_corrupt)
     return n, clean, found
 
 
-def compare(logs: list[bytes], verify_crc: bool, keep: bool = True) -> tuple[int, list[str]]:
+def compare(logs: list[bytes], verify_crc: bool, keep: bool = True, on_corrupt: str = "fail") -> tuple[int, list[str]]:
     """Each log read by both engines (without CRCs, the JVM engine reads 100 bytes at a time, so its window
     moves at every entry): (how many both read alike, the disagreements, each kept under FINDINGS)."""
     import hashlib
@@ -71,9 +73,9 @@ def compare(logs: list[bytes], verify_crc: bool, keep: bool = True) -> tuple[int
             groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
                             "first": None, "stop": None, "live_end": True, "aborted": None, "open": None}])  # fmt: skip
         plan = {"limits": jvm.limits(verify_crc), "include_control": False, "format": None, "null_empty_headers": False,
-                "groups": groups, "chunk_bytes": (8 << 20) if verify_crc else 100}  # fmt: skip
+                "groups": groups, "chunk_bytes": (8 << 20) if verify_crc else 100, "on_corrupt": on_corrupt}  # fmt: skip
         for (path, size), theirs in zip(paths, jvm.check(json.dumps(plan))):
-            ours = python_engine(path, size, verify_crc)
+            ours = python_engine(path, size, verify_crc, on_corrupt)
             if (ours == theirs) if ours[0] == "ok" else theirs[0] == "error":
                 clean += ours[0] == "ok"
                 continue
@@ -82,13 +84,13 @@ def compare(logs: list[bytes], verify_crc: bool, keep: bool = True) -> tuple[int
             if keep:
                 FINDINGS.mkdir(parents=True, exist_ok=True)
                 (FINDINGS / name).write_bytes(data)
-            found.append(f"{name}: python {ours[:2]} vs jvm {theirs[:2]}")
+            found.append(f"{name} ({on_corrupt}): python {ours[:2]} vs jvm {theirs[:2]}")
     return clean, found
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", type=int, default=5000)
+    ap.add_argument("--inputs", type=int, default=17000, help="logs per option set (3 on_corrupt modes x CRCs on/off)")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     args = ap.parse_args(argv)
     import logging
@@ -99,14 +101,15 @@ def main(argv=None) -> int:
         return 2
     t = time.perf_counter()
     bad = 0
-    for verify_crc in (True, False):  # without CRCs the mutations reach the decoders' structural checks
-        n, clean, found = run(args.inputs, args.seed, verify_crc)
-        print(f"jvm vs python engine, verify_crc={verify_crc}: {n} logs (seed {args.seed}): {clean} read alike, "
-              f"{n - clean - len(found)} refused by both, {len(found)} disagreement(s), "
-              f"{time.perf_counter() - t:.1f} s")  # fmt: skip
-        for f in found[:20]:
-            print("  " + f)
-        bad += len(found)
+    for on_corrupt in MODES:
+        for verify_crc in (True, False):  # without CRCs the mutations reach the decoders' structural checks
+            n, clean, found = run(args.inputs, args.seed, verify_crc, on_corrupt)
+            print(f"jvm vs python engine, on_corrupt={on_corrupt}, verify_crc={verify_crc}: {n} logs (seed {args.seed}): "
+                  f"{clean} read alike, {n - clean - len(found)} refused by both, {len(found)} disagreement(s), "
+                  f"{time.perf_counter() - t:.1f} s")  # fmt: skip
+            for f in found[:20]:
+                print("  " + f)
+            bad += len(found)
     return 1 if bad else 0
 
 

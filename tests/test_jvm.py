@@ -190,7 +190,7 @@ def test_a_size_running_past_a_large_segment_is_never_read_for(spark, tmp_path):
         f.truncate(1200 << 20)
     left = (1200 << 20) - len(one)
     msg = _jvm_error(spark, folder)
-    assert f"at byte {len(one)}" in msg and f"({left} bytes left)" in msg, msg[-600:]
+    assert f"at byte {len(one)}" in msg and f"{left} byte(s) not read" in msg, msg[-600:]
     with pytest.raises(Exception, match=f"corrupt batch in {seg} at byte {len(one)}"):
         kfmt.spark.read(spark, str(folder), engine="python").count()
 
@@ -206,9 +206,10 @@ def test_the_jvm_follows_the_resync_bound():
 
 def test_auto_chooses_and_jvm_refuses(spark, corpus):
     assert _engine(kfmt.spark.read(spark, str(corpus))) == "jvm"
-    assert _engine(kfmt.spark.read(spark, str(corpus), on_corrupt="skip")) == "python"
-    with pytest.raises(Exception, match="the jvm engine does not read this yet: on_corrupt=quarantine") as e:
-        kfmt.spark.read(spark, str(corpus), engine="jvm", on_corrupt="quarantine").count()
+    assert _engine(kfmt.spark.read(spark, str(corpus), on_corrupt="skip")) == "jvm"
+    assert _engine(kfmt.spark.read(spark, str(corpus), decode_payloads="true")) == "python"
+    with pytest.raises(Exception, match="the jvm engine does not read this yet: decode_payloads") as e:
+        kfmt.spark.read(spark, str(corpus), engine="jvm", decode_payloads="true").count()
     assert str(e.value).splitlines()[0].startswith("kafka-log: the jvm engine does not read this yet"), str(e.value)
     with pytest.raises(ValueError, match="engine must be one of"):
         kfmt.spark.read(spark, str(corpus), engine="gpu")
@@ -226,17 +227,19 @@ def test_jar_holds_every_source():
     assert os.path.getmtime(jvm.jar()) >= max(os.path.getmtime(s) for s in jvm.sources()) - 1
 
 
-def test_differential_slice():
+@pytest.mark.parametrize("on_corrupt", ["fail", "skip", "quarantine"])
+def test_differential_slice(on_corrupt):
     """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs read by both engines agree (both fail, or the
-    same rows), with CRCs checked and without; both outcomes occur."""
+    same rows: records, and quarantine rows' positions and raw bytes), with CRCs checked and without; with fail
+    both outcomes occur, with skip and quarantine every log is read."""
     import sys
 
     sys.path.insert(0, str(ROOT))
     from fuzz.jvm_differential import run
 
     for verify_crc in (True, False):
-        n, clean, found = run(250, 20261125, verify_crc)
-        assert found == [] and 0 < clean < n, (verify_crc, clean, found)
+        n, clean, found = run(250, 20261125, verify_crc, on_corrupt, keep=False)
+        assert found == [] and 0 < clean <= n and (clean < n) == (on_corrupt == "fail"), (verify_crc, clean, found)
 
 
 def test_jvm_regressions_replayed():
@@ -250,8 +253,9 @@ def test_jvm_regressions_replayed():
 
     logs = [p.read_bytes() for p in sorted(FINDINGS.glob("*.log"))]
     assert len(logs) >= 3
-    for verify_crc in (True, False):
-        assert compare(logs, verify_crc, keep=False)[1] == []
+    for on_corrupt in ("fail", "skip", "quarantine"):
+        for verify_crc in (True, False):
+            assert compare(logs, verify_crc, keep=False, on_corrupt=on_corrupt)[1] == []
 
 
 def test_kfmt_formats_names_the_engines(capsys):
@@ -295,11 +299,12 @@ def test_planner_answers(corpus):
     defaults = {"min_partitions": 2, "split_bytes": 1 << 27, "open_cost_bytes": 1 << 22}
     plan = json.loads(answer({"options": {"path": str(corpus)}, "defaults": defaults, "columns": None})["plan"])
     assert sum(len(g) for g in plan["groups"]) >= len(list(corpus.glob("*/*.log")))
-    skip = answer({"options": {"path": str(corpus), "on_corrupt": "skip"}, "defaults": defaults})
-    assert skip == {"python": "on_corrupt=skip (it fails on a corrupt batch)"}
+    assert "plan" in answer({"options": {"path": str(corpus), "on_corrupt": "skip"}, "defaults": defaults})
+    payloads = answer({"options": {"path": str(corpus), "decode_payloads": "true"}, "defaults": defaults})
+    assert payloads == {"python": "decode_payloads"}
     assert answer({"options": {"path": str(corpus), "engine": "python"}}) == {"python": "engine=python"}
-    bad = answer({"options": {"path": str(corpus), "engine": "jvm", "on_corrupt": "quarantine"}})
-    assert bad["error"].startswith("kafka-log: the jvm engine does not read this yet: on_corrupt=quarantine")
+    bad = answer({"options": {"path": str(corpus), "engine": "jvm", "decode_payloads": "true"}})
+    assert bad["error"].startswith("kafka-log: the jvm engine does not read this yet: decode_payloads")
     assert (
         "unknown read option(s) startingOffset"
         in answer({"options": {"path": str(corpus), "startingOffset": "x"}})["error"]
@@ -316,8 +321,10 @@ def test_format_kafka_log_is_the_jvm_source(spark, corpus):
     plan = df.select("offset", "value")._jdf.queryExecution().executedPlan().toString()
     assert "kafka-log[value" in plan and "headers" not in plan  # only the columns read are built
     skip = spark.read.format("kafka-log").option("on_corrupt", "skip").load(str(corpus))
-    assert _engine(skip) == "python"
-    assert _rows(df) == _rows(skip) == _rows(kfmt.spark.read(spark, str(corpus), engine="python"))
+    assert _engine(skip) == "jvm"
+    other = spark.read.format("kafka-log").option("backend", "python").load(str(corpus))
+    assert _engine(other) == "python"  # a backend choice: the Python data source's
+    assert _rows(df) == _rows(skip) == _rows(other) == _rows(kfmt.spark.read(spark, str(corpus), engine="python"))
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kl_sql USING `kafka-log` OPTIONS (path '{corpus}')")
     assert spark.sql("SELECT count(*) FROM kl_sql").first()[0] == df.count()
 

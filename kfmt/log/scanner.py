@@ -77,6 +77,7 @@ def tail_error(buf, pos: int, n: int, total: int | None = None, file_pos: int | 
     e = TruncatedError(f"{left} byte(s) not read: {why}", offset=pos, path="log.entry")
     e.batch_position = pos
     e.unread = left
+    e.cut_entry = True
     return e
 
 
@@ -216,6 +217,7 @@ def _moved(e: CodecError, base: int) -> CodecError:
     m.batch_position = None if e.batch_position is None else e.batch_position + base
     m.unread = e.unread
     m.zero_filled = e.zero_filled
+    m.cut_entry = e.cut_entry
     return m
 
 
@@ -434,7 +436,8 @@ def _run(mod, buf, pos: int, n: int, opts, sink, limits, positions):
 
 
 def batch_being_written(e, n: int, raw=None) -> bool:
-    """Whether ``e``, an error a scan of ``n`` bytes ended with, is an incomplete entry ending them: on a
+    """Whether ``e``, an error a scan of ``n`` bytes ended with, is an incomplete entry ending them (its framing
+    runs past the end, :attr:`kfmt.CodecError.cut_entry`; not an entry written whole whose fields do): on a
     partition's last segment, a batch being written, which Kafka's fetch leaves out (never data, never damage).
     The one rule for every reader that knows its bytes end a log (``kfmt dump``, read_arrow, the Spark
     source; the JVM engine's SliceReader follows it). Never at byte 0: bytes whose only entry is incomplete
@@ -442,7 +445,7 @@ def batch_being_written(e, n: int, raw=None) -> bool:
     the tail again when ``e`` was raised by a reader that does not resynchronise: a damaged size field
     followed by valid batches is damage, not a batch being written."""
     unread = getattr(e, "unread", None)
-    if type(e) is not TruncatedError or unread is None or e.batch_position + unread != n:
+    if not getattr(e, "cut_entry", False) or unread is None or e.batch_position + unread != n:
         return False
     if unread > LOG_OVERHEAD + RESYNC_MAX_ENTRY or e.batch_position == 0:
         return False
@@ -499,4 +502,5 @@ def _damaged(e: CodecError, pos: int, q: int, zero_filled: bool, base: int = 0) 
     d.batch_position = pos
     d.unread = q - pos
     d.zero_filled = zero_filled
+    d.cut_entry = e.cut_entry
     return d

@@ -17,6 +17,10 @@ class CodecError(ValueError):
     unread: int | None = None
     #: the damaged region holds only zero bytes (a preallocated tail or a zeroed hole), set by scan
     zero_filled: bool = False
+    #: the bytes from ``batch_position`` to the end of the data hold an entry whose framing runs past that end
+    #: (or too few bytes for a header): what a batch being written leaves, set by scan (an entry whose framing
+    #: is complete but whose fields run past its end is not one: it was written whole, and is damaged)
+    cut_entry: bool = False
     #: located exactly where it was raised (a decompression limit): an optimistic decoder re-raises it
     #: instead of having the checked decoder decompress the same bomb again
     final: bool = False

@@ -6,11 +6,11 @@
 ``kafka-log`` is a Spark DataSource V2 in the jar (``kfmt/runtime/jvm``, class ``kfmt.jvm.KafkaLog``). It asks
 kfmt's one planner (:mod:`kfmt.spark.planner`: ``kfmt.table.plan.LogReader``, the log directory's rules,
 read_committed's transactions, offset bounds, the batch being written) on the driver and decodes the plan's
-slices into Spark's columns: no Python worker, no Arrow transfer, only the columns a query reads built. What it
+slices into Spark's columns: no Python worker, no Arrow transfer, only the columns a query reads built; damage
+as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there by ``make fuzz-jvm``). What it
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
-source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): ``on_corrupt=skip|quarantine``,
-object stores and compressed objects, ``decode_payloads``, a ``backend`` choice, formats without a Java
-decoder, and kfmt tables. Streams and writes are the Python data source's (:mod:`kfmt.spark.stream`,
+source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): object stores and compressed
+objects, ``decode_payloads``, a ``backend`` choice, formats without a Java decoder, and kfmt tables. Streams and writes are the Python data source's (:mod:`kfmt.spark.stream`,
 :mod:`kfmt.spark.writer`), through the same name.
 
 The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
@@ -86,8 +86,6 @@ def refusal(reader, options: dict) -> str | None:
     from kfmt.storage import is_uri
     from kfmt.table.options import _opt
 
-    if reader.on_corrupt != "fail":
-        return f"on_corrupt={reader.on_corrupt} (it fails on a corrupt batch)"
     if reader.decode_reads is not None:
         return "decode_payloads"
     if _opt(options, "backend"):
@@ -164,6 +162,7 @@ def plan_json(reader) -> str:
         for group in reader.plan()
     ]
     return json.dumps({"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
+                       "on_corrupt": reader.on_corrupt,
                        "null_empty_headers": reader.null_empty_headers, "groups": groups})  # fmt: skip
 
 
@@ -222,8 +221,8 @@ def check(plan: str) -> list[tuple]:
 
 
 def row_digest(batches) -> tuple[int, int]:
-    """(rows, CRC-32) over Arrow batches' offset, timestamp_ms, key, value and headers, serialized as
-    ``kfmt.jvm.Check`` serializes them."""
+    """(rows, CRC-32) over Arrow batches' offset, timestamp_ms, key, value and headers (a quarantine row: its
+    position and raw bytes), serialized as ``kfmt.jvm.Check`` serializes them."""
     import struct
     import zlib
 
@@ -234,6 +233,9 @@ def row_digest(batches) -> tuple[int, int]:
     for b in batches:
         d = b.to_pydict()
         for i in range(b.num_rows):
+            if (d.get("error") or [None] * b.num_rows)[i] is not None:  # a quarantine row: its position and raw bytes
+                crc = zlib.crc32(b"Q" + struct.pack(">q", d["position"][i]) + blob(d["raw"][i]), crc)
+                continue
             ts = d["timestamp_ms"][i]
             parts = [
                 struct.pack(">qbq", d["offset"][i], ts is not None, ts or 0),

@@ -12,10 +12,12 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py): reads each group
  * of a plan file and prints one line per group, "ok rows digest" (a CRC-32 over every row's offset,
- * timestamp_ms, key, value and headers, serialized as kfmt.spark.jvm.row_digest does) or "error message". */
+ * timestamp_ms, key, value and headers, or a quarantine row's position and raw bytes, serialized as
+ * kfmt.spark.jvm.row_digest does) or "error message". */
 public final class Check {
     static final StructType SCHEMA = StructType.fromDDL(
-            "offset long, timestamp_ms long, key binary, value binary, headers array<struct<key: string, value: binary>>");
+            "offset long, timestamp_ms long, key binary, value binary, headers array<struct<key: string, value: binary>>, "
+            + "position long, error string, raw binary");
 
     public static void main(String[] args) throws Exception {
         Plan plan = Plan.parse(Files.readString(Path.of(args[0])));
@@ -41,6 +43,11 @@ public final class Check {
     }
 
     private static void row(ColumnarBatch b, int i, CRC32 crc) {
+        if (!b.column(6).isNullAt(i)) { // a quarantine row: where its region starts and its raw bytes
+            crc.update(ByteBuffer.allocate(9).put((byte) 'Q').putLong(b.column(5).getLong(i)).array());
+            blob(crc, b.column(7).getBinary(i));
+            return;
+        }
         ByteBuffer head = ByteBuffer.allocate(17);
         head.putLong(b.column(0).getLong(i));
         ColumnVector ts = b.column(1);

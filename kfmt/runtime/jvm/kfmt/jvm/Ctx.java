@@ -67,7 +67,7 @@ public final class Ctx {
         long v = 0;
         int shift = 0;
         for (int i = 0; i < maxBytes; i++) {
-            if (pos >= end) throw new Bad(path, pos, "varint runs past the end", false);
+            if (pos >= end) throw new Bad(path, pos, "varint runs past the end", true);
             int x = b[pos++];
             v |= (long) (x & 0x7F) << shift;
             if (x >= 0) {
@@ -104,8 +104,14 @@ public final class Ctx {
         return new Bad(path, at, why, false);
     }
 
-    /** A length running past the end of its region: an entry cut short when the region is the whole entry. */
+    /** A length running past the end of its region: an entry cut short when the region is the whole entry
+     * (Python's TruncatedError, as every "cut" error here). */
     public Bad past(String path, int at, long n, int end) {
-        return new Bad(path, at, "length " + n + " runs past the end (" + (end - at) + " bytes left)", false);
+        return new Bad(path, at, "length " + n + " runs past the end (" + (end - at) + " bytes left)", true);
+    }
+
+    /** Fewer bytes left in the region than a field needs. */
+    public Bad cut(String path, int at, String why) {
+        return new Bad(path, at, why, true);
     }
 }

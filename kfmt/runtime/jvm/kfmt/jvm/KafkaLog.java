@@ -89,6 +89,7 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
             shipped.includeControl = plan.includeControl;
             shipped.nullEmptyHeaders = plan.nullEmptyHeaders;
             shipped.format = plan.format;
+            shipped.onCorrupt = plan.onCorrupt;
             shipped.chunkBytes = plan.chunkBytes;
             return new Factory(shipped, schema);
         }

@@ -14,6 +14,8 @@ public final class Plan implements Serializable {
     public boolean includeControl;
     public boolean nullEmptyHeaders;
     public String format;
+    /** fail, skip or quarantine (kfmt.table.plan.LogReader.on_corrupt) */
+    public String onCorrupt = "fail";
     /** bytes of a slice read at a time (an entry larger than this is read whole) */
     public int chunkBytes = 8 << 20;
     public List<Slice[]> groups = new ArrayList<>();
@@ -33,6 +35,7 @@ public final class Plan implements Serializable {
             p.includeControl = root.get("include_control").asBoolean();
             p.nullEmptyHeaders = root.get("null_empty_headers").asBoolean();
             p.format = root.get("format").isNull() ? null : root.get("format").asText();
+            if (root.has("on_corrupt")) p.onCorrupt = root.get("on_corrupt").asText();
             if (root.has("chunk_bytes")) p.chunkBytes = Math.max(1, root.get("chunk_bytes").asInt());
             for (JsonNode g : root.get("groups")) {
                 Slice[] group = new Slice[g.size()];
