@@ -35,12 +35,40 @@ MODES = ("fail", "skip", "quarantine")
 
 
 def inputs(n: int, seed: int) -> list[bytes]:
+    """Damaged mixed logs; every fifth one's offsets and timestamps at the edges of their ranges."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        log = _mixed_log(rng)
-        out.append(log if i % 10 == 0 else mutate(log, rng) if i % 2 else _damage(log, rng)[0])
+        log = _edge_log(rng) if i % 5 == 4 else _mixed_log(rng)
+        out.append(log if i % 10 in (0, 4) else mutate(log, rng) if i % 2 else _damage(log, rng)[0])
     return out
+
+
+TOP = (1 << 63) - 1
+# what Kafka's writers accept (-1: none, else >= 0; mutations reach the rest), around the largest millisecond
+# count Spark's microsecond timestamps hold
+EDGE_TIMESTAMPS = (-1, 0, 1, TOP, 9_223_372_036_854_775, 9_223_372_036_854_776)
+
+
+def _edge_log(rng: random.Random) -> bytes:
+    """v0, v1 and v2 entries whose offsets end at 2^63-1 (or cross 2^31), with timestamps at the edges of int64
+    and of what Spark's microsecond timestamps hold: where an engine's bounds or conversions are off by one."""
+    import kfmt
+
+    parts, last = [], rng.choice((TOP, (1 << 31) + 2, TOP - 40))
+    specs = [(magic, codec) for magic, codec in ((0, "none"), (1, "none"), (1, "gzip"), (2, "none"), (2, "lz4"))]
+    rng.shuffle(specs)
+    counts = [rng.randint(1, 4) for _ in specs]
+    off = last - sum(counts) + 1
+    for (magic, codec), n in zip(specs, counts):
+        stamps = [rng.choice(EDGE_TIMESTAMPS) for _ in range(n)]
+        if magic == 2:  # v2 stores deltas from the first timestamp: keep them within a varint's int64
+            stamps = [stamps[0]] * n
+        recs = [kfmt.Record(key=b"k", value=rng.randbytes(rng.randint(0, 20)), timestamp=None if not magic else t,
+                            headers=[("h", b"x")] if magic == 2 else []) for t in stamps]  # fmt: skip
+        parts.append(kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=off))
+        off += n
+    return b"".join(parts)
 
 
 def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail") -> tuple:
