@@ -164,6 +164,9 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     if jvm.jar() is not None:
         queries[JVM] = query_jvm
         queries[PLAIN] = query_plain
+        pairs = option_queries(spark, corpus, grouped)
+        for ours_name, theirs_name, ours_q, theirs_q in pairs:
+            queries[ours_name], queries[theirs_name] = ours_q, theirs_q
     for job in queries.values():
         job()  # warm up (workers, the floor's cached batches)
     samples: dict = {name: [] for name in queries}
@@ -224,6 +227,12 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         f"a Python data source that only hands over ready Arrow batches / Parquet: {fc / pc:.2f}x "
         "(the floor of any Python data source on this query)"
     )
+    for ours_name, theirs_name, _, _ in pairs if jvm.jar() is not None else []:
+        o, t = tree[ours_name], tree[theirs_name]
+        print(
+            f"{ours_name} / {theirs_name}: {o[3] / t[3]:.2f}x CPU"
+            + ("" if o[:2] == t[:2] else "  (WARNING: results differ)")
+        )
     rows = list(results.values())
     same = len({(r[0], r[1]) for r in rows}) <= 1 and (ok, ob) == (pn, pb) == (fn, fb) == (jn, jb) == (ln, lb)
     if rows:
@@ -336,6 +345,40 @@ def worker_cpu() -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def option_queries(spark, corpus: str, grouped) -> list:
+    """(kafka-log query, Parquet query, ...) pairs for the options the issue names: read_committed on the corpus, and
+    on_corrupt=skip on a damaged copy of it (every third segment with a byte flipped halfway), each against Parquet
+    of the same rows (written once, untimed, from what kfmt's Python engine reads)."""
+    import os
+    import shutil
+
+    damaged = _scratch("kfmt-bench-damaged-") + "/logs"
+    shutil.copytree(corpus, damaged)
+    segs = sorted(os.path.join(r, n) for r, _, ns in os.walk(damaged) for n in ns if n.endswith(".log"))
+    for p in segs[::3]:
+        with open(p, "r+b") as f:
+            size = os.path.getsize(p)
+            f.seek(size // 2)
+            b = f.read(1)
+            f.seek(size // 2)
+            f.write(bytes([b[0] ^ 0xFF]))
+    cols = ("topic", "partition", "timestamp", "value")
+    out = []
+    for label, path, opts in (("read_committed", corpus, {"isolation": "read_committed"}),
+                              ("on_corrupt=skip, damaged corpus", damaged, {"on_corrupt": "skip"})):  # fmt: skip
+        pq = _scratch("kfmt-bench-parquet-") + "/t"
+        spark.read.format("kafka-log").options(engine="python", **opts).load(path).select(*cols).write.parquet(pq)
+
+        def ours(path=path, opts=opts):
+            return grouped(spark.read.format("kafka-log").options(**opts).load(path))
+
+        def theirs(pq=pq):
+            return grouped(spark.read.parquet(pq))
+
+        out.append((f"format('kafka-log'), {label}", f"Parquet of those rows ({label})", ours, theirs))
+    return out
 
 
 def _scratch(prefix: str) -> str:

@@ -99,7 +99,7 @@ def compare(logs: list[bytes], verify_crc: bool, keep: bool = True, on_corrupt: 
             p.write_bytes(data)
             paths.append((str(p), len(data)))
             groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
-                            "first": None, "stop": None, "live_end": True, "aborted": None, "open": None}])  # fmt: skip
+                            "first": None, "stop": None, "live_end": True, "txn": None}])  # fmt: skip
         plan = {"limits": jvm.limits(verify_crc), "include_control": False, "format": None, "null_empty_headers": False,
                 "groups": groups, "chunk_bytes": (8 << 20) if verify_crc else 100, "on_corrupt": on_corrupt}  # fmt: skip
         for (path, size), theirs in zip(paths, jvm.check(json.dumps(plan))):

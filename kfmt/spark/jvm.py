@@ -142,7 +142,25 @@ def limits(verify_crc: bool) -> dict:
 
 
 def plan_json(reader) -> str:
-    """The plan the JVM engine reads (kfmt.jvm.Plan)."""
+    """The plan the JVM engine reads (kfmt.jvm.Plan), as JSON."""
+    return json.dumps(plan(reader))
+
+
+def plan(reader) -> dict:
+    """The plan the JVM engine reads (kfmt.jvm.Plan): read options, and the input partitions' slices. A log's
+    read_committed transactions are written once (``txns``) and named by each of its slices (``txn``)."""
+    txns: list = []
+    index: dict = {}
+
+    def txn(s):
+        if s.aborted is None:
+            return None
+        key = (id(s.aborted), id(s.open_txns))  # the slices of one log share their transactions' tuples
+        if key not in index:
+            index[key] = len(txns)
+            txns.append({"aborted": [list(a) for a in s.aborted], "open": [list(o) for o in s.open_txns or ()]})
+        return index[key]
+
     groups = [
         [
             {
@@ -154,16 +172,15 @@ def plan_json(reader) -> str:
                 "first": s.first_offset,
                 "stop": s.stop_offset,
                 "live_end": s.live_end,
-                "aborted": None if s.aborted is None else [list(a) for a in s.aborted],
-                "open": None if s.open_txns is None else [list(o) for o in s.open_txns],
+                "txn": txn(s),
             }  # fmt: skip
             for s in group
         ]
         for group in reader.plan()
     ]
-    return json.dumps({"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
-                       "on_corrupt": reader.on_corrupt,
-                       "null_empty_headers": reader.null_empty_headers, "groups": groups})  # fmt: skip
+    return {"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
+            "on_corrupt": reader.on_corrupt, "null_empty_headers": reader.null_empty_headers, "txns": txns,
+            "groups": groups}  # fmt: skip
 
 
 def read(spark, path, *, engine: str = "auto", schema=None, **options):

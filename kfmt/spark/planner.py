@@ -32,7 +32,7 @@ def answer(request: dict) -> dict:
 
 
 def _answer(request: dict) -> dict:
-    from kfmt.spark.jvm import plan_json, refusal
+    from kfmt.spark.jvm import plan, refusal
     from kfmt.spark.source import KafkaLogReader, check_columns
 
     options = {str(k): str(v) for k, v in (request.get("options") or {}).items()}
@@ -47,8 +47,8 @@ def _answer(request: dict) -> dict:
     reader = KafkaLogReader(options, None, request.get("defaults") or {})
     why = refusal(reader, options)
     if why is None:
-        plan = plan_json(reader)
-        return {"plan": plan, "groups": len(json.loads(plan)["groups"])}
+        made = plan(reader)
+        return {"plan": json.dumps(made), "groups": len(made["groups"])}
     if engine == "jvm":
         raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")
     return {"python": why}

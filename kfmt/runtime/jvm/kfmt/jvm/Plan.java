@@ -6,6 +6,7 @@ import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /** What kfmt's planner (kfmt.spark.jvm, on the driver) hands the JVM engine: the input partitions (groups of
  * slices) and the read options that reach the executors. */
@@ -37,9 +38,11 @@ public final class Plan implements Serializable {
             p.format = root.get("format").isNull() ? null : root.get("format").asText();
             if (root.has("on_corrupt")) p.onCorrupt = root.get("on_corrupt").asText();
             if (root.has("chunk_bytes")) p.chunkBytes = Math.max(1, root.get("chunk_bytes").asInt());
+            java.util.List<Slice.Txns> txns = new ArrayList<>();
+            if (root.has("txns")) for (JsonNode t : root.get("txns")) txns.add(txns(t));
             for (JsonNode g : root.get("groups")) {
                 Slice[] group = new Slice[g.size()];
-                for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i));
+                for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i), txns);
                 p.groups.add(group);
             }
             return p;
@@ -52,7 +55,7 @@ public final class Plan implements Serializable {
         return n == null || n.isNull() ? null : n.asLong();
     }
 
-    private static Slice slice(JsonNode j) {
+    private static Slice slice(JsonNode j, java.util.List<Slice.Txns> txns) {
         Slice s = new Slice();
         s.path = j.get("path").asText();
         s.topic = j.get("topic").asText();
@@ -62,17 +65,21 @@ public final class Plan implements Serializable {
         s.first = opt(j.get("first"));
         s.stop = opt(j.get("stop"));
         s.liveEnd = j.get("live_end").asBoolean();
-        if (!j.get("aborted").isNull()) {
-            JsonNode a = j.get("aborted");
-            long[][] t = new long[a.size()][];
-            for (int i = 0; i < a.size(); i++) {
-                JsonNode x = a.get(i);
-                t[i] = new long[] {x.get(0).asLong(), x.get(1).isNull() ? Long.MIN_VALUE : x.get(1).asLong(), x.get(2).asLong()};
-            }
-            s.aborted = Slice.index(t);
-            s.open = new HashMap<>();
-            for (JsonNode o : j.get("open")) s.open.put(o.get(0).asLong(), o.get(1).asLong());
-        }
+        JsonNode t = j.get("txn");
+        s.txns = t == null || t.isNull() ? null : txns.get(t.asInt());
         return s;
+    }
+
+    /** A log's read_committed transactions (kfmt.log.txn.Transactions), indexed once for all its slices. */
+    private static Slice.Txns txns(JsonNode t) {
+        JsonNode a = t.get("aborted");
+        long[][] triples = new long[a.size()][];
+        for (int i = 0; i < a.size(); i++) {
+            JsonNode x = a.get(i);
+            triples[i] = new long[] {x.get(0).asLong(), x.get(1).isNull() ? Long.MIN_VALUE : x.get(1).asLong(), x.get(2).asLong()};
+        }
+        Map<Long, Long> open = new HashMap<>();
+        for (JsonNode o : t.get("open")) open.put(o.get(0).asLong(), o.get(1).asLong());
+        return new Slice.Txns(Slice.index(triples), open);
     }
 }

@@ -12,17 +12,20 @@ public final class Slice implements Serializable {
     public int partition;
     public long start, end;
     public Long first, stop;
-    /** aborted transactions by producer id: (last offsets ascending, first offsets; Long.MIN_VALUE: unknown) */
-    public Map<Long, long[][]> aborted;
-    public Map<Long, Long> open;
+    /** read_committed: the log's transactions (null: read_uncommitted) */
+    public Txns txns;
     public boolean liveEnd;
+
+    /** A log's transactions: aborted by producer id (last offsets ascending, first offsets; Long.MIN_VALUE:
+     * unknown), and still open by producer id (their first offset). */
+    public record Txns(Map<Long, long[][]> aborted, Map<Long, Long> open) implements Serializable {}
 
     /** Whether a read_committed consumer leaves this batch out (kfmt.log.txn.Transactions.is_dropped). */
     boolean dropped(Batch b) {
-        if (aborted == null || !b.isTransactional || b.isControl) return false;
-        Long from = open.get(b.producerId);
+        if (txns == null || !b.isTransactional || b.isControl) return false;
+        Long from = txns.open().get(b.producerId);
         if (from != null && b.baseOffset >= from) return true;
-        long[][] r = aborted.get(b.producerId);
+        long[][] r = txns.aborted().get(b.producerId);
         if (r == null) return false;
         int i = Arrays.binarySearch(r[0], b.baseOffset);
         if (i < 0) i = -i - 1;
