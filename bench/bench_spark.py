@@ -52,6 +52,12 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     p.add_argument("--rounds", type=int, default=0,
                    help="rounds of the Parquet comparison (default: --runs, at least 5; 1 for a quick check)")  # fmt: skip
     p.add_argument("--master", default="local[*]")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one round, nothing warmed up: the results are checked, "
+        "the timings are not worth quoting (the suite's slice)",
+    )
     p.add_argument("--no-s3", action="store_true", help="leave out the run against a loopback S3 server")
     p.add_argument("--only-parquet", action="store_true", help="only the comparison with Spark's Parquet reader")
     args = p.parse_args(argv)
@@ -167,7 +173,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
         pairs = option_queries(spark, corpus, grouped)
         for ours_name, theirs_name, ours_q, theirs_q in pairs:
             queries[ours_name], queries[theirs_name] = ours_q, theirs_q
-    for job in queries.values():
+    for job in queries.values() if not args.smoke else ():
         job()  # warm up (workers, the floor's cached batches)
     samples: dict = {name: [] for name in queries}
     order = list(queries.items())
@@ -193,7 +199,8 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     if s3_opts and jobs:
         jobs.append(("kfmt, from S3 (moto on 127.0.0.1)", ours_s3))
     for name, job in jobs:
-        job()  # warm up (Python workers, JIT of the plan)
+        if not args.smoke:
+            job()  # warm up (Python workers, JIT of the plan)
         times, cpus, row = [], [], None
         for _ in range(args.runs):
             c0 = worker_cpu()

@@ -34,10 +34,11 @@ def test_bench_spark_slice():
     JVM engine where it is built, Parquet, the floor) gives the same count and value bytes (the script exits
     1 and warns when results differ)."""
     out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_spark.py"), "--records", "300", "--runs", "1",
-                          "--no-s3", "--only-parquet", "--rounds", "1", "--master", "local[2]"],
+                          "--no-s3", "--only-parquet", "--rounds", "1", "--smoke", "--master", "local[2]"],
                          capture_output=True, text=True, timeout=900)  # fmt: skip
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "WARNING" not in out.stdout and "| Spark's Parquet reader |" in out.stdout
     from kfmt.spark import jvm
 
     assert ("| kafka-log, JVM engine" in out.stdout) == (jvm.jar() is not None)
+    assert ("| format('kafka-log'), on_corrupt=skip, damaged corpus |" in out.stdout) == (jvm.jar() is not None)
