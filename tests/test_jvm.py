@@ -227,8 +227,8 @@ def test_jar_holds_every_source():
     assert os.path.getmtime(jvm.jar()) >= max(os.path.getmtime(s) for s in jvm.sources()) - 1
 
 
-@pytest.mark.parametrize("on_corrupt", ["fail", "skip", "quarantine"])
-def test_differential_slice(on_corrupt):
+@pytest.mark.parametrize("on_corrupt,inputs", [("fail", 250), ("skip", 100), ("quarantine", 250)])
+def test_differential_slice(on_corrupt, inputs):
     """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs read by both engines agree (both fail, or the
     same rows: records, and quarantine rows' positions and raw bytes), with CRCs checked and without; with fail
     both outcomes occur, with skip and quarantine every log is read."""
@@ -238,7 +238,7 @@ def test_differential_slice(on_corrupt):
     from fuzz.jvm_differential import run
 
     for verify_crc in (True, False):
-        n, clean, found = run(250, 20261125, verify_crc, on_corrupt, keep=False)
+        n, clean, found = run(inputs, 20261125, verify_crc, on_corrupt, keep=False)
         assert found == [] and 0 < clean <= n and (clean < n) == (on_corrupt == "fail"), (verify_crc, clean, found)
 
 
@@ -253,7 +253,7 @@ def test_jvm_regressions_replayed():
 
     logs = [p.read_bytes() for p in sorted(FINDINGS.glob("*.log"))]
     assert len(logs) >= 3
-    for on_corrupt in ("fail", "skip", "quarantine"):
+    for on_corrupt in ("fail", "quarantine"):  # quarantine's regions are skip's, with their rows checked too
         for verify_crc in (True, False):
             assert compare(logs, verify_crc, keep=False, on_corrupt=on_corrupt)[1] == []
 
@@ -327,6 +327,10 @@ def test_format_kafka_log_is_the_jvm_source(spark, corpus):
     assert _rows(df) == _rows(skip) == _rows(other) == _rows(kfmt.spark.read(spark, str(corpus), engine="python"))
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kl_sql USING `kafka-log` OPTIONS (path '{corpus}')")
     assert spark.sql("SELECT count(*) FROM kl_sql").first()[0] == df.count()
+    # a table the JVM engine hands to the Python data source gets the table's options (its path) too
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kl_py USING `kafka-log` OPTIONS (path '{corpus}', backend 'python')")
+    assert spark.sql("SELECT count(*) FROM kl_py").first()[0] == df.count()
+    assert _engine(spark.sql("SELECT offset FROM kl_py")) == "python"
 
 
 def test_edge_offsets_are_read(spark, tmp_path):

@@ -34,12 +34,12 @@ def register(spark) -> None:
     In local mode with no Python configured for the workers (``PYSPARK_PYTHON``, ``spark.pyspark.python``)
     the workers run the driver's own interpreter, the one that imported kfmt, instead of ``python3`` from
     ``PATH``."""
-    from kfmt.spark import errors
+    from kfmt.spark.errors import install as one_line_errors
     from kfmt.spark.jvm import jar, on_classpath
     from kfmt.spark.planner import install
 
     _local_workers_on_this_python(spark)
-    errors.install()
+    one_line_errors()
     name = PYTHON_NAME if on_classpath(spark) and _resolves(spark) and install(spark) else "kafka-log"
     if name == "kafka-log":
         why = (

@@ -80,18 +80,29 @@ def _schemas() -> str:
     return f"plain={SCHEMA}\ndecoded={SCHEMA_DECODED}\n"
 
 
+def refusal_by_options(options: dict) -> str | None:
+    """What the options alone say the JVM engine does not decode yet (None: nothing), said before any planning:
+    the read is then planned once, by the Python data source it goes to."""
+    from kfmt.table.options import _bool, _opt
+
+    if _bool(_opt(options, "decode_payloads"), False):
+        return "decode_payloads"
+    if _opt(options, "backend"):
+        return "a backend choice (it decodes with its own)"
+    fmt = _opt(options, "format")
+    if fmt and fmt not in java_formats():
+        return f"format {fmt} has no Java decoder"
+    return None
+
+
 def refusal(reader, options: dict) -> str | None:
     """Why the JVM engine does not decode a read with these options yet (None: it does); the kafka-log source
     then hands the read to kfmt's Python data source."""
     from kfmt.storage import is_uri
-    from kfmt.table.options import _opt
 
-    if reader.decode_reads is not None:
-        return "decode_payloads"
-    if _opt(options, "backend"):
-        return "a backend choice (it decodes with its own)"
-    if reader.format and reader.format not in java_formats():
-        return f"format {reader.format} has no Java decoder"
+    why = refusal_by_options(options)
+    if why is not None:
+        return why
     if any(v is not None for v in reader.tables.values()):
         return "kfmt tables (each task re-checks their commits in Python)"
     for seg in reader.segments:

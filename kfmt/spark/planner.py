@@ -32,7 +32,7 @@ def answer(request: dict) -> dict:
 
 
 def _answer(request: dict) -> dict:
-    from kfmt.spark.jvm import plan, refusal
+    from kfmt.spark.jvm import plan, refusal, refusal_by_options
     from kfmt.spark.source import KafkaLogReader, check_columns
 
     options = {str(k): str(v) for k, v in (request.get("options") or {}).items()}
@@ -44,6 +44,9 @@ def _answer(request: dict) -> dict:
         check_columns([(str(name), str(kind)) for name, kind in columns])
     if engine == "python":
         return {"python": "engine=python"}
+    why = refusal_by_options(options)
+    if why is not None and engine == "auto":
+        return {"python": why}  # planned once, by the Python data source
     reader = KafkaLogReader(options, None, request.get("defaults") or {})
     why = refusal(reader, options)
     if why is None:

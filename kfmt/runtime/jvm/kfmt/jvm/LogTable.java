@@ -133,13 +133,13 @@ final class LogTable implements SupportsRead, SupportsWrite {
             JsonNode a = answer();
             if (a.has("plan")) return new KafkaLog.JvmScan(columns, Plan.parse(a.get("plan").asText()));
             String why = "reading this (" + a.get("python").asText() + ")";
-            return ((SupportsRead) python(why, columns)).newScanBuilder(options).build().toBatch();
+            return ((SupportsRead) python(why, columns)).newScanBuilder(withTable(options)).build().toBatch();
         }
 
         @Override
         public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
             streaming = true;
-            Scan s = ((SupportsRead) python("streaming", columns)).newScanBuilder(options).build();
+            Scan s = ((SupportsRead) python("streaming", columns)).newScanBuilder(withTable(options)).build();
             return s.toMicroBatchStream(checkpointLocation);
         }
     }
