@@ -76,11 +76,15 @@ NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_int
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties \
 	test_bench_slices
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
+# The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
+# and ports), each into its own log, shown when both are done.
 test-backends: setup
-	@echo "== the suite as an installation without the native backend (python the default)"
-	KFMT_DISABLE_NATIVE=1 $(SUITE_AGAIN)
-	@echo "== the suite with KFMT_BACKEND=construct"
-	KFMT_BACKEND=construct $(SUITE_AGAIN)
+	@echo "== the suite as an installation without the native backend (python the default), and with KFMT_BACKEND=construct, at once"
+	@KFMT_DISABLE_NATIVE=1 $(SUITE_AGAIN) > $(VENV)/pass-python.log 2>&1 & p=$$!; \
+	KFMT_BACKEND=construct $(SUITE_AGAIN) > $(VENV)/pass-construct.log 2>&1; c=$$?; wait $$p; a=$$?; \
+	echo "== without the native backend (exit $$a)"; tail -n 40 $(VENV)/pass-python.log; \
+	echo "== KFMT_BACKEND=construct (exit $$c)"; tail -n 40 $(VENV)/pass-construct.log; \
+	test $$a -eq 0 -a $$c -eq 0
 
 # the README's cluster recipes on a standalone master and two workers on 127.0.0.1 (also part of `make test`)
 test-cluster: setup

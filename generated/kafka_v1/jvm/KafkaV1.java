@@ -73,13 +73,13 @@ public final class KafkaV1 implements kfmt.jvm.Decoder {
     }
 
     int d_message(Ctx cx, byte[] b, int pos, int end, Msg m) throws Bad {
-        if (end - pos < 12) throw cx.cut("message.offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("message.offset", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos + 0);
         long v_size = Ctx.i32(b, pos + 8);
         pos += 12;
         int e_size = pos + (int) v_size;
         if (v_size < 0 || v_size > end - pos) throw cx.past("message.size", pos, v_size, end);
-        if (e_size - pos < 14) throw cx.cut("message.crc", pos, "needs 14 bytes, " + (e_size - pos) + " left");
+        if (e_size - pos < 14) throw cx.bad("message.crc", pos, "needs 14 bytes, " + (e_size - pos) + " left");
         long v_crc = Ctx.u32(b, pos + 0);
         int p_magic = pos + 4;
         long v_magic = Ctx.i8(b, pos + 4);
@@ -91,7 +91,7 @@ public final class KafkaV1 implements kfmt.jvm.Decoder {
         long v_codec = (v_attributes & 7L) >>> 0;
         if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.codec", pos, "unsupported compression codec id " + v_codec);
         long v_timestamp_type = (v_attributes & 8L) >>> 3;
-        if (e_size - pos < 4) throw cx.cut("message.key", pos, "needs 4 bytes, " + (e_size - pos) + " left");
+        if (e_size - pos < 4) throw cx.bad("message.key", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long n_key = Ctx.i32(b, pos);
         pos += 4;
         byte[] key_b = b; int key_p = pos; int key_n;
@@ -100,7 +100,7 @@ public final class KafkaV1 implements kfmt.jvm.Decoder {
             if (n_key > e_size - pos) throw cx.past("message.key", pos, n_key, e_size);
             key_n = (int) n_key; pos += key_n;
         }
-        if (e_size - pos < 4) throw cx.cut("message.value", pos, "needs 4 bytes, " + (e_size - pos) + " left");
+        if (e_size - pos < 4) throw cx.bad("message.value", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long n_value = Ctx.i32(b, pos);
         pos += 4;
         byte[] value_b = b; int value_p = pos; int value_n;

@@ -40,7 +40,7 @@ public final class KafkaV2 implements kfmt.jvm.Decoder {
     }
 
     int d_control_key(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 4) throw cx.cut("control_key.version", pos, "needs 4 bytes, " + (end - pos) + " left");
+        if (end - pos < 4) throw cx.bad("control_key.version", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos + 0);
         long v_control_type = Ctx.i16(b, pos + 2);
         pos += 4;
@@ -52,7 +52,7 @@ public final class KafkaV2 implements kfmt.jvm.Decoder {
         pos = cx.p;
         int e_length = pos + (int) v_length;
         if (v_length < 0 || v_length > end - pos) throw cx.past("record.length", pos, v_length, end);
-        if (e_length - pos < 1) throw cx.cut("record.attributes", pos, "needs 1 bytes, " + (e_length - pos) + " left");
+        if (e_length - pos < 1) throw cx.bad("record.attributes", pos, "needs 1 bytes, " + (e_length - pos) + " left");
         long v_attributes = Ctx.i8(b, pos + 0);
         pos += 1;
         long v_timestamp_delta = Ctx.zigzag64(cx.uvarint(b, pos, e_length, 10, "record.timestamp_delta"));
@@ -92,13 +92,13 @@ public final class KafkaV2 implements kfmt.jvm.Decoder {
     }
 
     int d_batch(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 12) throw cx.cut("batch.base_offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("batch.base_offset", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_base_offset = Ctx.i64(b, pos + 0);
         long v_batch_length = Ctx.i32(b, pos + 8);
         pos += 12;
         int e_batch_length = pos + (int) v_batch_length;
         if (v_batch_length < 0 || v_batch_length > end - pos) throw cx.past("batch.batch_length", pos, v_batch_length, end);
-        if (e_batch_length - pos < 49) throw cx.cut("batch.partition_leader_epoch", pos, "needs 49 bytes, " + (e_batch_length - pos) + " left");
+        if (e_batch_length - pos < 49) throw cx.bad("batch.partition_leader_epoch", pos, "needs 49 bytes, " + (e_batch_length - pos) + " left");
         long v_partition_leader_epoch = Ctx.i32(b, pos + 0);
         long v_magic = Ctx.i8(b, pos + 4);
         long v_crc = Ctx.u32(b, pos + 5);

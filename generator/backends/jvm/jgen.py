@@ -223,7 +223,7 @@ class StructGen:
     def _fixed(self, run: list[n.Field]) -> None:
         wires = [f.wire for f in run if isinstance(f.wire, n.Int)]
         size = sum(w.width for w in wires)
-        self.say(f"if ({self.end} - pos < {size}) throw cx.cut({self.path(run[0].name)}, pos, "
+        self.say(f"if ({self.end} - pos < {size}) throw cx.bad({self.path(run[0].name)}, pos, "
                  f'"needs {size} bytes, " + ({self.end} - pos) + " left");')  # fmt: skip
         at = 0
         for f, w in zip(run, wires):
@@ -295,7 +295,7 @@ class StructGen:
         if isinstance(x, n.Varint):
             self._varint(f"n_{f.name}", x, f.name)
         elif isinstance(x, n.Int) and x.kind == "int":
-            self.say(f"if ({self.end} - pos < {x.width}) throw cx.cut({self.path(f.name)}, pos, "
+            self.say(f"if ({self.end} - pos < {x.width}) throw cx.bad({self.path(f.name)}, pos, "
                      f'"needs {x.width} bytes, " + ({self.end} - pos) + " left");')  # fmt: skip
             self.say(f"long n_{f.name} = Ctx.{_READ[(x.width, x.signed)]}(b, pos);")
             self.say(f"pos += {x.width};")

@@ -39,7 +39,7 @@ public final class Codecs {
     /** Decompress b[pos, pos + n) into {@link #out}. */
     public void decompress(int codec, int magic, byte[] b, int pos, int n, String path) throws Bad {
         size = 0;
-        if (codec == 4 && magic < 2) throw new Bad(path, pos, "zstd is not allowed with magic " + magic, false);
+        if (codec == 4 && magic < 2) throw new Bad(path, pos, "zstd is not allowed with magic " + magic);
         if (n == 0) return; // an empty payload holds no records, whatever the codec
         long limit = limits.allowance(n);
         try {
@@ -48,12 +48,12 @@ public final class Codecs {
                 case 2 -> snappy(b, pos, n, limit, path);
                 case 3 -> lz4(b, pos, n, magic != 0, path);
                 case 4 -> stream(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(b, pos, n)), limit, path, pos);
-                default -> throw new Bad(path, pos, "unknown compression codec " + codec, false);
+                default -> throw new Bad(path, pos, "unknown compression codec " + codec);
             }
         } catch (Bad e) {
             throw e;
         } catch (IOException | DataFormatException | RuntimeException e) {
-            throw new Bad(path, pos, "corrupt " + name(codec) + " stream: " + e.getMessage(), false);
+            throw new Bad(path, pos, "corrupt " + name(codec) + " stream: " + e.getMessage());
         }
     }
 
@@ -62,7 +62,7 @@ public final class Codecs {
     }
 
     private Bad tooBig(long limit, String path, int at) {
-        return new Bad(path, at, "decompressed size exceeds the limit of " + limit + " bytes (max_decompressed / max_ratio)", false);
+        return new Bad(path, at, "decompressed size exceeds the limit of " + limit + " bytes (max_decompressed / max_ratio)");
     }
 
     private void stream(InputStream in, long limit, String path, int at) throws IOException, Bad {
@@ -96,14 +96,14 @@ public final class Codecs {
                     size += got;
                     long limit = limits.allowance((p - pos) + inf.getBytesRead());
                     if (size > limit) throw tooBig(limit, path, pos);
-                    if (got == 0 && (inf.needsInput() || inf.needsDictionary())) throw new Bad(path, pos, "corrupt gzip stream: the stream ends early", false);
+                    if (got == 0 && (inf.needsInput() || inf.needsDictionary())) throw new Bad(path, pos, "corrupt gzip stream: the stream ends early");
                 }
                 p += (int) inf.getBytesRead();
-                if (end - p < 8) throw new Bad(path, pos, "corrupt gzip stream: the trailer is missing", false);
+                if (end - p < 8) throw new Bad(path, pos, "corrupt gzip stream: the trailer is missing");
                 crc.reset();
                 crc.update(out, from, size - from);
-                if ((int) crc.getValue() != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, pos, "corrupt gzip stream: incorrect data check", false);
-                if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, "corrupt gzip stream: incorrect length check", false);
+                if ((int) crc.getValue() != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, pos, "corrupt gzip stream: incorrect data check");
+                if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, "corrupt gzip stream: incorrect length check");
                 p += 8;
             } while (end - p >= 2 && (b[p] & 0xFF) == 0x1f && (b[p + 1] & 0xFF) == 0x8b);
         } finally {
@@ -113,13 +113,13 @@ public final class Codecs {
 
     /** The position after a gzip member's header at p. */
     private static int gzipHeader(byte[] b, int p, int end, String path) throws Bad {
-        if (end - p < 10 || (b[p] & 0xFF) != 0x1f || (b[p + 1] & 0xFF) != 0x8b) throw new Bad(path, p, "corrupt gzip stream: incorrect header check", false);
-        if (b[p + 2] != 8) throw new Bad(path, p, "corrupt gzip stream: unknown compression method", false);
+        if (end - p < 10 || (b[p] & 0xFF) != 0x1f || (b[p + 1] & 0xFF) != 0x8b) throw new Bad(path, p, "corrupt gzip stream: incorrect header check");
+        if (b[p + 2] != 8) throw new Bad(path, p, "corrupt gzip stream: unknown compression method");
         int flg = b[p + 3] & 0xFF;
-        if ((flg & 0xE0) != 0) throw new Bad(path, p, "corrupt gzip stream: unknown header flags set", false);
+        if ((flg & 0xE0) != 0) throw new Bad(path, p, "corrupt gzip stream: unknown header flags set");
         int q = p + 10;
         if ((flg & 0x04) != 0) { // FEXTRA
-            if (end - q < 2) throw new Bad(path, p, "corrupt gzip stream: the header ends early", false);
+            if (end - q < 2) throw new Bad(path, p, "corrupt gzip stream: the header ends early");
             q += 2 + ((b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8);
         }
         for (int bit : new int[] {0x08, 0x10}) { // FNAME, FCOMMENT: zero-terminated
@@ -128,7 +128,7 @@ public final class Codecs {
             q++;
         }
         if ((flg & 0x02) != 0) q += 2; // FHCRC
-        if (q > end) throw new Bad(path, p, "corrupt gzip stream: the header ends early", false);
+        if (q > end) throw new Bad(path, p, "corrupt gzip stream: the header ends early");
         return q;
     }
 
@@ -151,14 +151,14 @@ public final class Codecs {
         }
         long total = 0;
         for (int p = pos + 16; p < end; ) { // the stated sizes first: nothing is inflated past the limit
-            if (p + 4 > end) throw new Bad(path, p, "xerial snappy stream ends inside a block length", false);
+            if (p + 4 > end) throw new Bad(path, p, "xerial snappy stream ends inside a block length");
             if (p + 8 <= end && Arrays.equals(b, p, p + 8, XERIAL, 0, 8)) {
                 p += 16;
                 continue;
             }
             int len = (int) Ctx.i32(b, p);
             p += 4;
-            if (len < 0 || p + len > end) throw new Bad(path, p, "xerial snappy block length " + len + " is out of range", false);
+            if (len < 0 || p + len > end) throw new Bad(path, p, "xerial snappy block length " + len + " is out of range");
             total += rawLength(b, p, p + len);
             if (total > limit) throw tooBig(limit, path, p);
             p += len;
@@ -184,36 +184,36 @@ public final class Codecs {
 
     private void lz4(byte[] b, int pos, int n, boolean verifyHc, String path) throws Bad {
         int end = pos + n;
-        if (n < 7 || Ctx.i32(b, pos) != 0x04224D18) throw new Bad(path, pos, "LZ4 frame: invalid magic bytes", false);
+        if (n < 7 || Ctx.i32(b, pos) != 0x04224D18) throw new Bad(path, pos, "LZ4 frame: invalid magic bytes");
         int flg = b[pos + 4] & 0xFF, bd = b[pos + 5] & 0xFF;
-        if (flg >> 6 != 1) throw new Bad(path, pos, "LZ4 frame: unsupported version " + (flg >> 6), false);
-        if ((flg & 0x20) == 0) throw new Bad(path, pos, "LZ4 frame: dependent block stream is unsupported", false);
-        if ((flg & 0x03) != 0) throw new Bad(path, pos, "LZ4 frame: reserved FLG bits / DictID are unsupported", false);
+        if (flg >> 6 != 1) throw new Bad(path, pos, "LZ4 frame: unsupported version " + (flg >> 6));
+        if ((flg & 0x20) == 0) throw new Bad(path, pos, "LZ4 frame: dependent block stream is unsupported");
+        if ((flg & 0x03) != 0) throw new Bad(path, pos, "LZ4 frame: reserved FLG bits / DictID are unsupported");
         boolean checksums = (flg & 0x10) != 0;
-        if ((bd & 0x8F) != 0) throw new Bad(path, pos, "LZ4 frame: reserved BD bits set", false);
+        if ((bd & 0x8F) != 0) throw new Bad(path, pos, "LZ4 frame: reserved BD bits set");
         int code = (bd >> 4) & 7;
-        if (code < 4) throw new Bad(path, pos, "LZ4 frame: invalid block size code " + code, false);
+        if (code < 4) throw new Bad(path, pos, "LZ4 frame: invalid block size code " + code);
         int maxBlock = 1 << (8 + 2 * code);
         int p = pos + 6 + ((flg & 0x08) != 0 ? 8 : 0);
-        if (p >= end) throw new Bad(path, pos, "LZ4 frame: header ends early", false);
+        if (p >= end) throw new Bad(path, pos, "LZ4 frame: header ends early");
         if (verifyHc) {
             int hc = (XXH.hash(b, pos + 4, p - pos - 4, 0) >> 8) & 0xFF;
-            if ((b[p] & 0xFF) != hc) throw new Bad(path, p, String.format("LZ4 frame: header checksum %#04x != %#04x", b[p] & 0xFF, hc), false);
+            if ((b[p] & 0xFF) != hc) throw new Bad(path, p, String.format("LZ4 frame: header checksum %#04x != %#04x", b[p] & 0xFF, hc));
         }
         p++;
         while (true) {
-            if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing end mark", false);
+            if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing end mark");
             int word = Integer.reverseBytes((int) Ctx.i32(b, p));
             p += 4;
             if (word == 0) return;
             boolean raw = word < 0;
             int len = word & 0x7FFFFFFF;
-            if (len > maxBlock || p + len > end) throw new Bad(path, p, "LZ4 frame: block of " + len + " bytes is out of range", false);
+            if (len > maxBlock || p + len > end) throw new Bad(path, p, "LZ4 frame: block of " + len + " bytes is out of range");
             int at = p;
             p += len;
             if (checksums) {
-                if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing block checksum", false);
-                if (XXH.hash(b, at, len, 0) != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, p, "LZ4 frame: block checksum mismatch", false);
+                if (p + 4 > end) throw new Bad(path, p, "LZ4 frame: missing block checksum");
+                if (XXH.hash(b, at, len, 0) != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, p, "LZ4 frame: block checksum mismatch");
                 p += 4;
             }
             long limit = limits.allowance(p - pos);
@@ -229,7 +229,7 @@ public final class Codecs {
                     size += LZ4.decompress(b, at, len, out, size, (int) Math.max(roomLeft, 1));
                 } catch (LZ4Exception e) {
                     if (roomLeft < maxBlock) throw tooBig(limit, path, at);
-                    throw new Bad(path, at, "corrupt lz4 stream: " + e.getMessage(), false);
+                    throw new Bad(path, at, "corrupt lz4 stream: " + e.getMessage());
                 }
             }
             if (size > limit) throw tooBig(limit, path, at);

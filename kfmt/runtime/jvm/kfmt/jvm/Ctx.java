@@ -67,7 +67,7 @@ public final class Ctx {
         long v = 0;
         int shift = 0;
         for (int i = 0; i < maxBytes; i++) {
-            if (pos >= end) throw new Bad(path, pos, "varint runs past the end", true);
+            if (pos >= end) throw new Bad(path, pos, "varint runs past the end");
             int x = b[pos++];
             v |= (long) (x & 0x7F) << shift;
             if (x >= 0) {
@@ -76,7 +76,7 @@ public final class Ctx {
             }
             shift += 7;
         }
-        throw new Bad(path, pos, "varint longer than " + maxBytes + " bytes", false);
+        throw new Bad(path, pos, "varint longer than " + maxBytes + " bytes");
     }
 
     public static long zigzag32(long u) {
@@ -101,17 +101,12 @@ public final class Ctx {
     }
 
     public Bad bad(String path, int at, String why) {
-        return new Bad(path, at, why, false);
+        return new Bad(path, at, why);
     }
 
-    /** A length running past the end of its region: an entry cut short when the region is the whole entry
-     * (Python's TruncatedError, as every "cut" error here). */
+    /** A length running past the end of its region. */
     public Bad past(String path, int at, long n, int end) {
-        return new Bad(path, at, "length " + n + " runs past the end (" + (end - at) + " bytes left)", true);
+        return new Bad(path, at, "length " + n + " runs past the end (" + (end - at) + " bytes left)");
     }
 
-    /** Fewer bytes left in the region than a field needs. */
-    public Bad cut(String path, int at, String why) {
-        return new Bad(path, at, why, true);
-    }
 }

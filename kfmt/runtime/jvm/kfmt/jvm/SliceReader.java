@@ -158,7 +158,7 @@ public final class SliceReader {
         long mark = sink.mark();
         try {
             int got = d.entry(cx, buf, at, stop);
-            if (got != stop) throw new Bad("entry", got, (stop - got) + " bytes after the entry's fields", false);
+            if (got != stop) throw new Bad("entry", got, (stop - got) + " bytes after the entry's fields");
         } catch (Bad e) {
             sink.rollback(mark);
             corrupt(at, stop, e.path, e.getMessage());
