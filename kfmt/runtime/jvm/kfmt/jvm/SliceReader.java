@@ -317,9 +317,14 @@ public final class SliceReader {
         if (size < 14 || p + 12 + size > slice.end) return false;
         i = window(p, 12 + size);
         int end = i + 12 + (int) size;
-        if (forced != null) return decodes(forced, i, end);
+        return forced != null ? decodes(forced, i, end) : crcMatches(i, end);
+    }
+
+    /** The complete entry [i, end) of the window has a log's magic, at least that magic's smallest size, and a
+     * matching CRC (CRC-32C after a v2 batch's CRC field, CRC-32 from a v0/v1 message's magic). */
+    private boolean crcMatches(int i, int end) {
         int magic = buf[i + 16];
-        if (magic < 0 || magic > 2 || size < MIN_SIZE[magic]) return false;
+        if (magic < 0 || magic > 2 || end - i - 12 < MIN_SIZE[magic]) return false;
         return magic == 2 ? cx.crc32c(buf, i + 21, end) == Ctx.u32(buf, i + 17) : cx.crc32(buf, i + 16, end) == Ctx.u32(buf, i + 12);
     }
 
@@ -377,11 +382,8 @@ public final class SliceReader {
     private boolean validEntryAt(int p) {
         long size = Ctx.i32(buf, p + 8);
         long end = p + 12 + size;
-        int magic = buf[p + 16];
-        if (size < 14 || end > len || magic < 0 || magic > 2 || size < MIN_SIZE[magic]) return false;
-        boolean crc = magic == 2 ? cx.crc32c(buf, p + 21, (int) end) == Ctx.u32(buf, p + 17)
-                : cx.crc32(buf, p + 16, (int) end) == Ctx.u32(buf, p + 12);
-        kfmt.jvm.Decoder d = forced != null ? forced : byMagic[magic];
-        return crc && d != null && decodes(d, p, (int) end);
+        if (size < 14 || end > len || !crcMatches(p, (int) end)) return false;
+        kfmt.jvm.Decoder d = forced != null ? forced : byMagic[buf[p + 16]];
+        return d != null && decodes(d, p, (int) end);
     }
 }
