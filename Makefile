@@ -59,7 +59,7 @@ import-kafka-specs: setup
 	$(if $(KAFKA_CHECK),,$(MAKE) --no-print-directory generate)
 
 test: setup check-generated lint
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 	$(MAKE) --no-print-directory test-backends
 
 # the behavioural suite once more per other backend of the registry, as the default of read_batches / scan /

@@ -1,8 +1,9 @@
 """`make fuzz-jvm`: the JVM engine against the Python engine on damaged logs.
 
-Each input is one partition's only segment: a log mixing v0, v1 and v2 entries in every codec, then mutated
-(bit flips, overwrites, truncations, insertions, tampered length fields) or damaged as a log is (zeroed holes,
-zero-filled tails, inserted garbage, size fields too large or too small); inputs come from the seed alone. Both
+Each input is one partition's only segment: a log mixing v0, v1 and v2 entries in every codec, or (every fifth
+input) a log of one of the proposals read with option ``format``, then mutated (bit flips, overwrites,
+truncations, insertions, tampered length fields) or damaged as a log is (zeroed holes, zero-filled tails,
+inserted garbage, size fields too large or too small); inputs come from the seed alone. Both
 engines read it as the Spark source does, with ``on_corrupt`` fail, skip and quarantine (the slice is the
 partition's last, so an entry cut short at its end is a batch being written): the Python engine through
 ``kfmt.table.slices.read_slice`` (the executors' code), the JVM engine through ``kfmt.jvm.Check`` (its reader
@@ -34,14 +35,42 @@ COLUMNS = ("offset", "timestamp_ms", "key", "value", "headers", "position", "err
 MODES = ("fail", "skip", "quarantine")
 
 
-def inputs(n: int, seed: int) -> list[bytes]:
-    """Damaged mixed logs; every fifth one's offsets and timestamps at the edges of their ranges."""
+# what each proposal carries: the codecs it has, and its records' headers (KIP-82: int32 keys; KIP-98: none)
+PROPOSALS = {
+    "v2_no_record_attributes": (("none", "gzip", "zstd", "lz4"), [("h", b"x"), ("h", None)]),
+    "v3_no_record_attributes": (("none", "gzip", "zstd", "snappy"), [("h", b"x"), ("h", None)]),
+    "kip82_header_wrapper": (("none",), [(7, b"x"), (-3, None)]),
+    "kip98_draft": (("none", "gzip", "zstd", "lz4"), []),
+    "enriched_metadata_draft": (("none", "gzip", "lz4", "snappy"), [("app", b"x"), ("\u00e9t\u00e9", None)]),
+}
+
+
+def inputs(n: int, seed: int) -> list[tuple[str | None, bytes]]:
+    """(format, damaged log): mixed v0/v1/v2 logs (format None: detected), every fifth one's offsets and
+    timestamps at the edges of their ranges, every fifth one a proposal's log."""
     rng = random.Random(seed)
-    out = []
+    out: list[tuple[str | None, bytes]] = []
     for i in range(n):
-        log = _edge_log(rng) if i % 5 == 4 else _mixed_log(rng)
-        out.append(log if i % 10 in (0, 4) else mutate(log, rng) if i % 2 else _damage(log, rng)[0])
+        fmt = rng.choice(sorted(PROPOSALS)) if i % 5 == 2 else None
+        log = _edge_log(rng) if i % 5 == 4 else proposal_log(fmt, rng) if fmt else _mixed_log(rng)
+        out.append((fmt, log if i % 10 in (0, 4) else mutate(log, rng) if i % 2 else _damage(log, rng)[0]))
     return out
+
+
+def proposal_log(fid: str, rng: random.Random) -> bytes:
+    """A clean log of a proposal: an entry per codec it has, null keys and values, its kind of headers."""
+    import kfmt
+
+    codecs, headers = PROPOSALS[fid]
+    parts, off = [], rng.choice((0, 1000, TOP - 60))
+    for codec in codecs:
+        k = rng.randint(1, 4)
+        recs = [kfmt.Record(key=None if rng.random() < 0.2 else b"k%d" % i, timestamp=rng.choice((5, -1, 1 << 40)),
+                            value=None if rng.random() < 0.2 else rng.randbytes(rng.randint(0, 30)),
+                            headers=headers[: rng.randint(0, len(headers))]) for i in range(k)]  # fmt: skip
+        parts.append(kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=off))
+        off += k
+    return b"".join(parts)
 
 
 TOP = (1 << 63) - 1
@@ -71,10 +100,11 @@ def _edge_log(rng: random.Random) -> bytes:
     return b"".join(parts)
 
 
-def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail") -> tuple:
+def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail", fmt: str | None = None) -> tuple:
     part = SegmentSlice(path, "t", 0, 0, size, live_end=True)
     try:
-        return ("ok", *jvm.row_digest(read_slice(part, verify_crc, on_corrupt=on_corrupt, columns=COLUMNS)))
+        rows = read_slice(part, verify_crc, on_corrupt=on_corrupt, columns=COLUMNS, format=fmt)
+        return ("ok", *jvm.row_digest(rows))
     except ValueError as e:
         return ("error", str(e))
 
@@ -85,35 +115,53 @@ def run(n: int, seed: int, verify_crc: bool, on_corrupt: str = "fail", keep: boo
     return n, clean, found
 
 
-def compare(logs: list[bytes], verify_crc: bool, keep: bool = True, on_corrupt: str = "fail") -> tuple[int, list[str]]:
-    """Each log read by both engines (without CRCs, the JVM engine reads 100 bytes at a time, so its window
-    moves at every entry): (how many both read alike, the disagreements, each kept under FINDINGS)."""
+def compare(logs: list, verify_crc: bool, keep: bool = True, on_corrupt: str = "fail") -> tuple[int, list[str]]:
+    """Each log (bytes, or (format, bytes)) read by both engines: the JVM engine in one run, a plan per format
+    (without CRCs 100 bytes at a time, so that its window moves at every entry), the Python engine one by one.
+    Returns how many both read alike, and the disagreements, each kept under FINDINGS (a proposal's as
+    ``<hash>.<format>.log``)."""
     import hashlib
 
+    by_format: dict[str | None, list[bytes]] = {}
+    for x in logs:
+        fmt, data = x if isinstance(x, tuple) else (None, x)
+        by_format.setdefault(fmt, []).append(data)
     found, clean = [], 0
     with tempfile.TemporaryDirectory() as tmp:
-        paths, groups = [], []
-        for i, data in enumerate(logs):
-            p = Path(tmp) / f"t-{i}" / "00000000000000000000.log"
-            p.parent.mkdir()
-            p.write_bytes(data)
-            paths.append((str(p), len(data)))
-            groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
-                            "first": None, "stop": None, "live_end": True, "txn": None}])  # fmt: skip
-        plan = {"limits": jvm.limits(verify_crc), "include_control": False, "format": None, "null_empty_headers": False,
-                "groups": groups, "chunk_bytes": (8 << 20) if verify_crc else 100, "on_corrupt": on_corrupt}  # fmt: skip
-        for (path, size), theirs in zip(paths, jvm.check(json.dumps(plan))):
-            ours = python_engine(path, size, verify_crc, on_corrupt)
+        read, plans = [], []
+        for fmt, group in by_format.items():
+            groups = []
+            for data in group:
+                p = Path(tmp) / f"t-{len(read)}" / "00000000000000000000.log"
+                p.parent.mkdir()
+                p.write_bytes(data)
+                read.append((fmt, str(p), len(data)))
+                groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
+                                "first": None, "stop": None, "live_end": True, "txn": None}])  # fmt: skip
+            plans.append(json.dumps({"limits": jvm.limits(verify_crc), "include_control": False, "format": fmt,
+                                     "null_empty_headers": False, "groups": groups, "on_corrupt": on_corrupt,
+                                     "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
+        for (fmt, path, size), theirs in zip(read, jvm.check(*plans)):
+            ours = python_engine(path, size, verify_crc, on_corrupt, fmt)
             if (ours == theirs) if ours[0] == "ok" else theirs[0] == "error":
                 clean += ours[0] == "ok"
                 continue
             data = Path(path).read_bytes()
-            name = f"{hashlib.sha256(data).hexdigest()[:16]}.log"
+            name = f"{hashlib.sha256(data).hexdigest()[:16]}{'.' + fmt if fmt else ''}.log"
             if keep:
                 FINDINGS.mkdir(parents=True, exist_ok=True)
                 (FINDINGS / name).write_bytes(data)
             found.append(f"{name} ({on_corrupt}): python {ours[:2]} vs jvm {theirs[:2]}")
     return clean, found
+
+
+def findings() -> list[tuple[str | None, bytes]]:
+    """The logs kept under FINDINGS, with their format (named in the file's name; none: detected)."""
+    out = []
+    for p in sorted(FINDINGS.glob("*.log")):
+        parts = p.name.split(".")
+        out.append((parts[1] if len(parts) == 3 else None, p.read_bytes()))
+    return out
 
 
 def main(argv=None) -> int:

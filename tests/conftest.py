@@ -162,10 +162,32 @@ def same_outcomes(a, b, data: bytes, **kw) -> int:
     return len(cases)
 
 
+# With pytest-xdist (`make test` runs the suite on two workers, ``--dist loadgroup``), tests that must share one
+# worker: those with a Spark session (one session, started once), the standalone-cluster recipes (one cluster
+# at a time), and those that run make in the source tree (one make at a time).
+WORKER_GROUPS = {
+    "spark": ("test_spark.py", "test_jvm.py", "test_streaming.py", "test_tiered.py"),
+    "cluster": ("test_cluster.py",),
+    "make": ("test_readme.py", "test_generated.py", "test_packaging.py"),
+}
+
+
+def _group(item) -> str | None:
+    if "spark" in getattr(item, "fixturenames", ()):
+        return "spark"
+    name = item.path.name
+    return next((g for g, files in WORKER_GROUPS.items() if name in files), None)
+
+
 def pytest_collection_modifyitems(config, items):
-    """In the suite's passes per other backend (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names
-    its backend (the ``backend`` fixture: it ran once per backend in the main pass) is left out: what it checks
-    does not depend on the default backend, which is all such a pass changes."""
+    """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`). In the suite's passes per other backend
+    (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names its backend (the ``backend`` fixture: it ran
+    once per backend in the main pass) is left out: what it checks does not depend on the default backend, which
+    is all such a pass changes."""
+    for item in items:
+        group = _group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
     if not os.environ.get("KFMT_SUITE_AGAIN"):
         return
     named = [i for i in items if "backend" in getattr(i, "fixturenames", ())]

@@ -3,6 +3,7 @@ engine, column for column, and the records kafka-python's builders wrote; a corr
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.skipif(jvm.jar() is None, reason="the JVM engine is not built here (no JDK)")
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from fuzz.jvm_differential import PROPOSALS  # noqa: E402  (what each proposal carries)
+
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers", "timestamp_ms",
            "magic", "codec", "batch_base_offset", "producer_id", "producer_epoch", "base_sequence",
            "is_transactional", "is_control", "partition_leader_epoch", "delete_horizon", "file", "position",
@@ -38,11 +42,13 @@ def _rows(df, columns=COLUMNS):
 
 
 def test_generated_decoders():
-    """A Java decoder per log format the backend lowers; the registry says why the others have none."""
+    """A Java decoder for every log format (the registry lists them all and names no format without one)."""
+    from kfmt.codec.formats import format_ids
+
     made = jvm.java_formats()
-    assert {"kafka_v0", "kafka_v1", "kafka_v2"} <= made
+    assert made == set(format_ids())
     registry = (ROOT / "generated" / "jvm" / "Formats.java").read_text()
-    assert "kip98_draft: no Java decoder: the jvm backend does not lower" in registry
+    assert "no Java decoder" not in registry
     for f in made:
         assert f"new {''.join(w.capitalize() for w in f.split('_'))}()" in registry
 
@@ -229,7 +235,7 @@ def test_jar_holds_every_source():
 
 @pytest.mark.parametrize("on_corrupt,inputs", [("fail", 250), ("skip", 100), ("quarantine", 250)])
 def test_differential_slice(on_corrupt, inputs):
-    """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs read by both engines agree (both fail, or the
+    """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs and proposals' logs read by both engines agree (both fail, or the
     same rows: records, and quarantine rows' positions and raw bytes), with CRCs checked and without; with fail
     both outcomes occur, with skip and quarantine every log is read."""
     import sys
@@ -245,14 +251,16 @@ def test_differential_slice(on_corrupt, inputs):
 def test_jvm_regressions_replayed():
     """Logs on which the engines once disagreed (tests/vectors/regressions/jvm, found by make fuzz-jvm: a zstd
     frame cut short the Python engine read, a gzip header with reserved flags the JVM engine read, a cut entry
-    followed by one whose CRC matches but which does not decode): both engines agree on each now."""
+    followed by one whose CRC matches but which does not decode; proposals' logs whose damaged size field at the
+    end hid entries of the forced format, which a batch being written must not, and the reverse): both engines
+    agree on each now."""
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from fuzz.jvm_differential import FINDINGS, compare
+    from fuzz.jvm_differential import compare, findings
 
-    logs = [p.read_bytes() for p in sorted(FINDINGS.glob("*.log"))]
-    assert len(logs) >= 3
+    logs = findings()
+    assert len(logs) >= 7 and {f for f, _ in logs} >= {None, "kip82_header_wrapper", "enriched_metadata_draft"}
     for on_corrupt in ("fail", "quarantine"):  # quarantine's regions are skip's, with their rows checked too
         for verify_crc in (True, False):
             assert compare(logs, verify_crc, keep=False, on_corrupt=on_corrupt)[1] == []
@@ -266,28 +274,27 @@ def test_kfmt_formats_names_the_engines(capsys):
     assert capsys.readouterr().out.splitlines()[1] == "# Spark source engines: jvm, python"
 
 
-@pytest.mark.parametrize("fid", ["v2_no_record_attributes", "v3_no_record_attributes"])
+@pytest.mark.parametrize("fid", sorted(PROPOSALS))
 def test_proposals_read_with_format(spark, tmp_path, fid):
-    """A log written in a proposal that reuses magic 2 is read with option format by both engines alike (the
-    jvm backend's decoders of the proposals); a proposal without a Java decoder is refused by the JVM engine,
-    with the reason, and read by the Python engine under auto."""
+    """A log written in a proposal is read with option format by both engines alike (every column, headers, null
+    keys and values, every codec the proposal has); an integer header key reads as its decimal text in both."""
     import kfmt
 
+    codecs, headers = PROPOSALS[fid]
     folder = tmp_path / "p-0"
     folder.mkdir()
     parts, offset = [], 0
-    for codec in ("none", "gzip", "zstd"):
-        recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * i, headers=[("h", b"x")] if i % 2 else [],
-                            timestamp=1_700_000_000_000 + i) for i in range(7)]  # fmt: skip
+    for codec in codecs:
+        recs = [kfmt.Record(key=b"k%d" % i if i % 3 else None, value=b"v" * i if i % 4 else None,
+                            headers=headers if i % 2 else [], timestamp=1_700_000_000_000 + i) for i in range(7)]  # fmt: skip
         parts.append(kfmt.encode_batch(recs, format=fid, codec=codec, base_offset=offset))
         offset += 7
     (folder / "00000000000000000000.log").write_bytes(b"".join(parts))
     a = kfmt.spark.read(spark, str(folder), engine="jvm", format=fid)
     b = kfmt.spark.read(spark, str(folder), engine="python", format=fid)
-    assert _engine(a) == "jvm" and len(_rows(a)) == 21 and _rows(a) == _rows(b)
-    with pytest.raises(Exception, match="format kip98_draft has no Java decoder"):
-        kfmt.spark.read(spark, str(folder), engine="jvm", format="kip98_draft").count()
-    assert _engine(kfmt.spark.read(spark, str(folder), format="kip98_draft")) == "python"
+    assert _engine(a) == "jvm" and len(_rows(a)) == 7 * len(codecs) and _rows(a) == _rows(b)
+    want = [{"key": str(k), "value": v} for k, v in headers]
+    assert [r.headers for r in a.where("offset = 1").collect()] == [[pyspark.sql.Row(**h) for h in want]]
 
 
 # ------------------------------------------------------------------ one source: kafka-log in the JVM, kfmt's planner

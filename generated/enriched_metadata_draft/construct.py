@@ -199,6 +199,11 @@ def _model_message(c_, opts, depth_=0):
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
         for m_ in messages:
             m_.offset += offset
+            if not -0x8000000000000000 <= m_.offset <= 0x7FFFFFFFFFFFFFFF:
+                raise _InvalidValueError(
+                    f"inner offset {m_.offset - offset} past the wrapper's {offset} overflows int64",
+                    path="message.value",
+                )
     return Message(
         offset=offset,
         size=size,

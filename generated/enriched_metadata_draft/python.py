@@ -359,6 +359,11 @@ def _decode_message(buf, pos, end, opts, depth_=0):
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
         for m_ in messages:
             m_.offset += offset
+            if not -0x8000000000000000 <= m_.offset <= 0x7FFFFFFFFFFFFFFF:
+                raise _InvalidValueError(
+                    f"inner offset {m_.offset - offset} past the wrapper's {offset} overflows int64",
+                    path="message.value",
+                )
     return Message(offset, size, crc, magic, codec, timestamp, kafka_tags, headers, key, value, messages), pos
 
 
@@ -690,6 +695,11 @@ def _fdecode_message(buf, pos, end, opts, depth_=0):
             raise _InvalidValueError("found a compressed message set with no inner records", path="message.value")
         for m_ in messages:
             m_.offset += offset
+            if not -9223372036854775808 <= m_.offset <= 9223372036854775807:
+                raise _InvalidValueError(
+                    f"inner offset {m_.offset - offset} past the wrapper's {offset} overflows int64",
+                    path="message.value",
+                )
     value_ = _new_object(Message)
     value_.offset = offset
     value_.size = size
@@ -1369,6 +1379,11 @@ def decode_run(buf, pos, end, opts=_DEFAULT_OPTIONS):
                     )
                 for m__message_ in messages_message_:
                     m__message_.offset += offset_message_
+                    if not -9223372036854775808 <= m__message_.offset <= 9223372036854775807:
+                        raise _InvalidValueError(
+                            f"inner offset {m__message_.offset - offset_message_} past the wrapper's {offset_message_} overflows int64",
+                            path="message.value",
+                        )
             value__message_ = _new_object(Message)
             value__message_.offset = offset_message_
             value__message_.size = size_message_

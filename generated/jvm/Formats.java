@@ -6,16 +6,16 @@ package kfmt.jvm.gen;
 public final class Formats {
     private Formats() {}
 
-    // enriched_metadata_draft: no Java decoder: the jvm backend does not lower a sized or nullable array yet
-    // kip82_header_wrapper: no Java decoder: the jvm backend does not lower a sized or nullable array yet
-    // kip98_draft: no Java decoder: the jvm backend does not lower a conditional field yet
 
     /** A new decoder of each format, for one task. */
     public static kfmt.jvm.Decoder[] all() {
         return new kfmt.jvm.Decoder[] {
+            new EnrichedMetadataDraft(),
             new KafkaV0(),
             new KafkaV1(),
             new KafkaV2(),
+            new Kip82HeaderWrapper(),
+            new Kip98Draft(),
             new V2NoRecordAttributes(),
             new V3NoRecordAttributes(),
         };

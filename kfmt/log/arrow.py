@@ -61,6 +61,12 @@ RECORD_COLUMNS = ("key", "value", "offset", "timestamp", "timestamp_ms", "header
 TS_MS_MIN, TS_MS_MAX = -(2**63) // 1000 + 1, (2**63 - 1) // 1000
 
 
+def header_key(key) -> str:
+    """A header's key as the ``headers`` column holds it: text; an integer key (KIP-82's proposal) as its decimal
+    text, as the JVM engine's sink writes it (``kfmt.jvm.Sink.header(long, ...)``)."""
+    return key if type(key) is str else str(key)
+
+
 def new_sink(backend: str | None = None):
     """Column buffers the native backend decodes into, when it is the backend in use; else None."""
     from kfmt.codec.formats import available_backends, default_backend
@@ -118,7 +124,7 @@ class _Columns:
             for r in recs:
                 if r.headers:
                     for k, v in r.headers:
-                        hk.append(k)
+                        hk.append(header_key(k))
                         hv.append(v)
                 ho.append(len(hk))
         self._repeat(b, position, n)
@@ -140,6 +146,7 @@ class _Columns:
         for r in recs:
             keys = []
             for k, _ in r.headers:
+                k = header_key(k)
                 try:
                     keys.append(k.encode("utf-8"))
                 except UnicodeEncodeError:  # surrogate-escaped bytes: as _utf8_array
@@ -440,7 +447,7 @@ def rows(data, where, r: Reading):
                 yield cols.to_arrow(pa, where)
                 cols = _Columns(r.columns, sink)
     except CodecError as e:
-        if not (r.live_end and being_written(e, n, where.path or "the data", lambda a, b: _raw(data, a, b))):
+        if not (r.live_end and being_written(e, n, where.path or "the data", lambda a, b: _raw(data, a, b), r)):
             raise
     if skipped:
         log.warning("kfmt: %d damaged region(s) skipped in %s", skipped, where.path or "the data")
@@ -476,12 +483,12 @@ def _damage(cols, data, n: int, where, pos: int, end: int, e, r: Reading) -> int
     return 0
 
 
-def being_written(e, n: int, path: str, raw=None) -> bool:
+def being_written(e, n: int, path: str, raw=None, r: Reading | None = None) -> bool:
     """:func:`kfmt.log.scanner.batch_being_written` (the one rule), said in the log when it holds: a batch being
     written is left out of the rows, as Kafka's fetch leaves it out (logged, never data, never damage)."""
     from kfmt.log.scanner import batch_being_written
 
-    if not batch_being_written(e, n, raw):
+    if not batch_being_written(e, n, raw, r and r.format, r and r.backend):
         return False
     log.warning("kfmt: %s ends with %d byte(s) of a batch not yet written completely (at byte %d): left out, as "
                 "Kafka leaves it out of a fetch", path, e.unread, e.batch_position)  # fmt: skip

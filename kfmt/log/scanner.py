@@ -435,7 +435,7 @@ def _run(mod, buf, pos: int, n: int, opts, sink, limits, positions):
     return stop
 
 
-def batch_being_written(e, n: int, raw=None) -> bool:
+def batch_being_written(e, n: int, raw=None, format=None, backend=None) -> bool:
     """Whether ``e``, an error a scan of ``n`` bytes ended with, is an incomplete entry ending them (its framing
     runs past the end, :attr:`kfmt.CodecError.cut_entry`; not an entry written whole whose fields do): on a
     partition's last segment, a batch being written, which Kafka's fetch leaves out (never data, never damage).
@@ -443,21 +443,22 @@ def batch_being_written(e, n: int, raw=None) -> bool:
     source; the JVM engine's SliceReader follows it). Never at byte 0: bytes whose only entry is incomplete
     could be anything; never longer than an entry a resynchronising reader looks for. ``raw(pos, end)`` reads
     the tail again when ``e`` was raised by a reader that does not resynchronise: a damaged size field
-    followed by valid batches is damage, not a batch being written."""
+    followed by valid batches is damage, not a batch being written; with a forced ``format``, valid batches are
+    that format's."""
     unread = getattr(e, "unread", None)
     if not getattr(e, "cut_entry", False) or unread is None or e.batch_position + unread != n:
         return False
     if unread > LOG_OVERHEAD + RESYNC_MAX_ENTRY or e.batch_position == 0:
         return False
-    return raw is None or _only_a_cut_entry(raw(e.batch_position, n))
+    return raw is None or _only_a_cut_entry(raw(e.batch_position, n), format, backend)
 
 
-def _only_a_cut_entry(tail: bytes) -> bool:
+def _only_a_cut_entry(tail: bytes, format=None, backend=None) -> bool:
     """Whether ``tail`` holds nothing but the start of one entry: a log's magic where the header has one, and
     no complete entry found when read resynchronising (a damaged size field hides the batches after it)."""
     if len(tail) > 16 and tail[16] not in (0, 1, 2):
         return False
-    items = _scan(tail, 0, len(tail), options_for(True), None, None, True, True, True, True)
+    items = _scan(tail, 0, len(tail), options_for(True), format, backend, True, True, True, True)
     return all(isinstance(b, CodecError) for _, _, b in items)
 
 

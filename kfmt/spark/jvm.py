@@ -226,19 +226,22 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
-def check(plan: str) -> list[tuple]:
-    """Each group of ``plan`` read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one JVM for
-    all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it."""
+def check(*plans: str) -> list[tuple]:
+    """Each group of each plan, in order, read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one
+    JVM for all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it."""
     import subprocess
     import tempfile
 
     import pyspark
 
     classpath = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        f.write(plan)
-        f.flush()
-        r = subprocess.run(["java", "-cp", classpath, "kfmt.jvm.Check", f.name], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as d:
+        files = []
+        for i, plan in enumerate(plans):
+            files.append(os.path.join(d, f"plan-{i}.json"))
+            with open(files[-1], "w") as f:
+                f.write(plan)
+        r = subprocess.run(["java", "-cp", classpath, "kfmt.jvm.Check", *files], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"kfmt.jvm.Check failed: {r.stderr.strip()[-2000:]}")
     out: list[tuple] = []

@@ -37,6 +37,7 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
         if (!(m.v_codec != 0L)) {
             bt.baseOffset = m.v_offset;
             bt.baseTimestamp = -1L;
+            headers(cx, m);
             cx.rows.record(m.v_offset, -1L, m.key_b, m.key_p, m.key_n, m.value_b, m.value_p, m.value_n);
             return next;
         }
@@ -61,9 +62,13 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
             Msg x = inner[i];
             long t = restamp ? -1L : -1L;
             if (i == 0) { bt.baseOffset = x.v_offset + base; bt.baseTimestamp = t; }
+            headers(cx, x);
             cx.rows.record(x.v_offset + base, t, x.key_b, x.key_p, x.key_n, x.value_b, x.value_p, x.value_n);
         }
         return next;
+    }
+
+    private void headers(Ctx cx, Msg m) throws Bad {
     }
 
     int d_message(Ctx cx, byte[] b, int pos, int end, Msg m) throws Bad {
@@ -83,25 +88,27 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
         if (v_magic != 0L) throw cx.bad("message.magic", pos, "is " + v_magic + ", not 0");
         long v_codec = (v_attributes & 7L) >>> 0;
         if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.codec", pos, "unsupported compression codec id " + v_codec);
+        byte[] key_b = b; int key_p = pos, key_n;
         if (e_size - pos < 4) throw cx.bad("message.key", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long n_key = Ctx.i32(b, pos);
         pos += 4;
-        byte[] key_b = b; int key_p = pos; int key_n;
+        key_p = pos;
         if (n_key < 0) key_n = -1; else {
             if (n_key > cx.maxBytes) throw cx.bad("message.key", pos, "length " + n_key + " exceeds the limit");
             if (n_key > e_size - pos) throw cx.past("message.key", pos, n_key, e_size);
             key_n = (int) n_key; pos += key_n;
         }
+        byte[] value_b = b; int value_p = pos, value_n;
         if (e_size - pos < 4) throw cx.bad("message.value", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long n_value = Ctx.i32(b, pos);
         pos += 4;
-        byte[] value_b = b; int value_p = pos; int value_n;
+        value_p = pos;
         if (n_value < 0) value_n = -1; else {
             if (n_value > cx.maxBytes) throw cx.bad("message.value", pos, "length " + n_value + " exceeds the limit");
             if (n_value > e_size - pos) throw cx.past("message.value", pos, n_value, e_size);
             value_n = (int) n_value; pos += value_n;
         }
-        if (pos != e_size) throw cx.bad("message.offset", pos, "the length field declares " + (e_size - pos) + " more bytes than the fields hold");
+        if (pos != e_size) throw cx.bad("message.size", pos, "the length field declares " + (e_size - pos) + " more bytes than the fields hold");
         m.v_offset = v_offset;
         m.v_size = v_size;
         m.v_crc = v_crc;

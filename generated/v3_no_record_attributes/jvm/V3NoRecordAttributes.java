@@ -19,17 +19,19 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
     }
 
     int d_header(Ctx cx, byte[] b, int pos, int end) throws Bad {
+        byte[] key_b = b; int key_p = pos, key_n;
         long n_key = Ctx.zigzag32(cx.uvarint(b, pos, end, 5, "header.key"));
         pos = cx.p;
-        byte[] key_b = b; int key_p = pos; int key_n;
+        key_p = pos;
         if (n_key < 0) throw cx.bad("header.key", pos, "negative length " + n_key); else {
             if (n_key > cx.maxBytes) throw cx.bad("header.key", pos, "length " + n_key + " exceeds the limit");
             if (n_key > end - pos) throw cx.past("header.key", pos, n_key, end);
             key_n = (int) n_key; pos += key_n;
         }
+        byte[] value_b = b; int value_p = pos, value_n;
         long n_value = Ctx.zigzag32(cx.uvarint(b, pos, end, 5, "header.value"));
         pos = cx.p;
-        byte[] value_b = b; int value_p = pos; int value_n;
+        value_p = pos;
         if (n_value < 0) value_n = -1; else {
             if (n_value > cx.maxBytes) throw cx.bad("header.value", pos, "length " + n_value + " exceeds the limit");
             if (n_value > end - pos) throw cx.past("header.value", pos, n_value, end);
@@ -56,17 +58,19 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
         pos = cx.p;
         long v_offset_delta = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.offset_delta"));
         pos = cx.p;
+        byte[] key_b = b; int key_p = pos, key_n;
         long n_key = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.key"));
         pos = cx.p;
-        byte[] key_b = b; int key_p = pos; int key_n;
+        key_p = pos;
         if (n_key < 0) key_n = -1; else {
             if (n_key > cx.maxBytes) throw cx.bad("record.key", pos, "length " + n_key + " exceeds the limit");
             if (n_key > e_length - pos) throw cx.past("record.key", pos, n_key, e_length);
             key_n = (int) n_key; pos += key_n;
         }
+        byte[] value_b = b; int value_p = pos, value_n;
         long n_value = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.value"));
         pos = cx.p;
-        byte[] value_b = b; int value_p = pos; int value_n;
+        value_p = pos;
         if (n_value < 0) value_n = -1; else {
             if (n_value > cx.maxBytes) throw cx.bad("record.value", pos, "length " + n_value + " exceeds the limit");
             if (n_value > e_length - pos) throw cx.past("record.value", pos, n_value, e_length);
@@ -75,7 +79,7 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
         long n_headers = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.headers"));
         pos = cx.p;
         if (n_headers < 0 || n_headers > cx.maxHeaders) throw cx.bad("record.headers", pos, "count " + n_headers + " is out of range");
-        byte[] d_headers = b; int dp_headers = pos, de_headers = e_length;
+        byte[] d_headers = b; int dp_headers = pos, ds_headers = pos, de_headers = e_length;
         if (n_headers * 2 > de_headers - dp_headers) throw cx.bad("record.headers", pos, "count " + n_headers + " needs at least " + n_headers * 2 + " bytes, " + (de_headers - dp_headers) + " left");
         for (long i_ = 0; i_ < n_headers; i_++) dp_headers = d_header(cx, d_headers, dp_headers, de_headers);
         if (dp_headers != de_headers) throw cx.bad("record.headers", dp_headers, (de_headers - dp_headers) + " bytes after the last element");
@@ -125,18 +129,19 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
         if (v_ignore_record_attributes != 1L) throw cx.bad("batch.ignore_record_attributes", pos, "is " + v_ignore_record_attributes + ", not 1");
         long n_records = v_num_records;
         if (n_records < 0 || n_records > cx.maxRecords) throw cx.bad("batch.records", pos, "count " + n_records + " is out of range");
+        int ds_records = pos, de_records = e_batch_length; byte[] d_records = b;
         if (n_records == 0) pos = e_batch_length; else {
-        byte[] d_records = b; int dp_records = pos, de_records = e_batch_length;
+        int dp_records = pos;
         if (v_codec != 0) {
             cx.codecs.decompress((int) v_codec, 3, b, pos, e_batch_length - pos, "batch.records");
-            d_records = cx.codecs.out; dp_records = 0; de_records = cx.codecs.size;
+            d_records = cx.codecs.out; dp_records = 0; ds_records = 0; de_records = cx.codecs.size;
         }
         if (n_records * 6 > de_records - dp_records) throw cx.bad("batch.records", pos, "count " + n_records + " needs at least " + n_records * 6 + " bytes, " + (de_records - dp_records) + " left");
         for (long i_ = 0; i_ < n_records; i_++) dp_records = d_record(cx, d_records, dp_records, de_records, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control);
         if (dp_records != de_records) throw cx.bad("batch.records", dp_records, (de_records - dp_records) + " bytes after the last element");
         pos = d_records == b ? dp_records : e_batch_length;
         }
-        if (pos != e_batch_length) throw cx.bad("batch.base_offset", pos, "the length field declares " + (e_batch_length - pos) + " more bytes than the fields hold");
+        if (pos != e_batch_length) throw cx.bad("batch.batch_length", pos, "the length field declares " + (e_batch_length - pos) + " more bytes than the fields hold");
         long v_last_offset = (v_base_offset + v_last_offset_delta);
         cx.batch.magic = (int) v_magic;
         cx.batch.codec = (int) v_codec;

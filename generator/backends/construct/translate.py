@@ -499,7 +499,13 @@ def wrapper_decode_lines(f: n.FormatIR, st: n.Struct, w: n.Wrapper) -> list[str]
         f'        raise _InvalidValueError("found a compressed message set with no inner records", path={path!r})',
     ]
     if w.offsets == "relative_to_first":
-        lines += [f"    for m_ in {w.into}:", f"        m_.{o} += {o}"]
+        lines += [
+            f"    for m_ in {w.into}:",
+            f"        m_.{o} += {o}",
+            f"        if not -0x8000000000000000 <= m_.{o} <= 0x7FFFFFFFFFFFFFFF:",
+            f'            raise _InvalidValueError(f"inner offset {{m_.{o} - {o}}} past the wrapper\'s {{{o}}} overflows int64", '
+            f"path={path!r})",
+        ]
     elif w.offsets == "relative_to_last":
         lines += [
             f"    last_ = {w.into}[-1].{o}",

@@ -12,7 +12,8 @@ are hand-written once in ``kfmt/runtime/jvm``.
 from __future__ import annotations
 
 from generator.backends import TOOL, Backend, Format
-from generator.backends.jvm.jgen import JavaGen, Unsupported, class_name
+from generator.backends.jvm.base import Unsupported, class_name
+from generator.backends.jvm.jgen import JavaGen
 
 PACKAGE = "kfmt.jvm.gen"
 

@@ -11,7 +11,7 @@ import org.apache.spark.sql.vectorized.ColumnarArray;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py): reads each group
- * of a plan file and prints one line per group, "ok rows digest" (a CRC-32 over every row's offset,
+ * of each plan file named (one JVM for all) and prints one line per group, in order, "ok rows digest" (a CRC-32 over every row's offset,
  * timestamp_ms, key, value and headers, or a quarantine row's position and raw bytes, serialized as
  * kfmt.spark.jvm.row_digest does) or "error message". */
 public final class Check {
@@ -20,8 +20,12 @@ public final class Check {
             + "position long, error string, raw binary");
 
     public static void main(String[] args) throws Exception {
-        Plan plan = Plan.parse(Files.readString(Path.of(args[0])));
         StringBuilder out = new StringBuilder();
+        for (String file : args) read(Plan.parse(Files.readString(Path.of(file))), out);
+        System.out.print(out);
+    }
+
+    private static void read(Plan plan, StringBuilder out) {
         for (Slice[] group : plan.groups) {
             try {
                 SliceReader r = new SliceReader(plan, SCHEMA);
@@ -39,7 +43,6 @@ public final class Check {
                 out.append("error\t").append(String.valueOf(e.getMessage()).replace('\n', ' ')).append('\n');
             }
         }
-        System.out.print(out);
     }
 
     private static void row(ColumnarBatch b, int i, CRC32 crc) {

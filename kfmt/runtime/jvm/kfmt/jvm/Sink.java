@@ -80,6 +80,13 @@ final class Sink implements Rows {
         hvalue.add(vb, vp, vl);
     }
 
+    public void header(long key, byte[] vb, int vp, int vl) {
+        if (!want_headers) return;
+        byte[] text = Long.toString(key).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        hkey.add(text, 0, text.length);
+        hvalue.add(vb, vp, vl);
+    }
+
     public void record(long off, long t, byte[] kb, int kp, int kl, byte[] vb, int vp, int vl) {
         if (off < lo || off > last) { // outside the slice's offset bounds: its headers go too
             hkey.cut(recordHeaders);

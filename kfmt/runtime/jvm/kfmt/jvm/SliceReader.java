@@ -378,12 +378,15 @@ public final class SliceReader {
         return true;
     }
 
-    /** A complete entry with a matching CRC that decodes starts at index p (nothing of it stays in the sink). */
+    /** A complete entry with a matching CRC that decodes starts at index p (a forced format's: one that decodes);
+     * nothing of it stays in the sink. */
     private boolean validEntryAt(int p) {
         long size = Ctx.i32(buf, p + 8);
         long end = p + 12 + size;
-        if (size < 14 || end > len || !crcMatches(p, (int) end)) return false;
-        kfmt.jvm.Decoder d = forced != null ? forced : byMagic[buf[p + 16]];
+        if (size < 14 || end > len) return false;
+        if (forced != null) return decodes(forced, p, (int) end);
+        if (!crcMatches(p, (int) end)) return false; // (a log's magic, 0 to 2)
+        kfmt.jvm.Decoder d = byMagic[buf[p + 16]];
         return d != null && decodes(d, p, (int) end);
     }
 }
