@@ -80,7 +80,7 @@ def worker(direction: str, impl: str, loops: int) -> None:
     recs = workload()
     ours = [kfmt.Record(key=k, value=v, headers=h, timestamp=ts) for _, ts, k, v, h in recs]
     nat = backend_module("kafka_v2", "native") if "native" in available_backends() else None
-    data = build_default(DefaultRecordBatchBuilder, "none", recs)
+    data = bytes(build_default(DefaultRecordBatchBuilder, "none", recs))
     columns = arrow_decoder(nat, data) if nat is not None else None
     run = {
         ("decode", "kfmt.read_batches, native"): lambda: read_ours(data, backend="native"),

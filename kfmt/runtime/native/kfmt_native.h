@@ -798,9 +798,24 @@ static int kf_w_close_varint(kf_w *w, Py_ssize_t at, int zigzag) {
     return 0;
 }
 
-/* A Python int as int64 (bool included, as struct.pack takes it); 1: not an int or out of range. */
+/* A Python int as int64 (bool included, as struct.pack takes it); 1: not an int or out of range. An int of at
+ * most two 30-bit digits (|v| < 2^60: offsets, millisecond timestamps, flags) is read from its digits (CPython
+ * before 3.12, whose layout this is); any other through the API. */
 static inline int kf_as_i64(PyObject *o, int64_t *out) {
     if (!PyLong_Check(o)) return 1;
+#if PY_VERSION_HEX < 0x030C0000 && PyLong_SHIFT == 30
+    {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        switch (Py_SIZE(o)) {
+        case 0: *out = 0; return 0;
+        case 1: *out = (int64_t)d[0]; return 0;
+        case -1: *out = -(int64_t)d[0]; return 0;
+        case 2: *out = (int64_t)d[0] | ((int64_t)d[1] << 30); return 0;
+        case -2: *out = -((int64_t)d[0] | ((int64_t)d[1] << 30)); return 0;
+        default: break;
+        }
+    }
+#endif
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow || (v == -1 && PyErr_Occurred())) {

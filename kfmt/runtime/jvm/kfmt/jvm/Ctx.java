@@ -16,7 +16,8 @@ public final class Ctx {
     public final Rows rows;
     public final Batch batch = new Batch();
     public final Codecs codecs;
-    public final boolean verifyCrc;
+    /** whether CRCs are checked (the plan's option; a reader judging a damaged tail checks them whatever it says) */
+    public boolean verifyCrc;
     public final long maxBytes, maxRecords, maxHeaders;
     public final int maxDepth;
     /** the position after the last varint read */

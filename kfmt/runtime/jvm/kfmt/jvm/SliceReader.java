@@ -378,13 +378,22 @@ public final class SliceReader {
         return true;
     }
 
-    /** A complete entry with a matching CRC that decodes starts at index p (a forced format's: one that decodes);
+    /** A complete entry with a matching CRC that decodes starts at index p (a forced format's: one that decodes
+     * with its CRCs checked, whatever the read's verify_crc, as kfmt.log.scanner._only_a_cut_entry reads the tail);
      * nothing of it stays in the sink. */
     private boolean validEntryAt(int p) {
         long size = Ctx.i32(buf, p + 8);
         long end = p + 12 + size;
         if (size < 14 || end > len) return false;
-        if (forced != null) return decodes(forced, p, (int) end);
+        if (forced != null) {
+            boolean verify = cx.verifyCrc;
+            cx.verifyCrc = true;
+            try {
+                return decodes(forced, p, (int) end);
+            } finally {
+                cx.verifyCrc = verify;
+            }
+        }
         if (!crcMatches(p, (int) end)) return false; // (a log's magic, 0 to 2)
         kfmt.jvm.Decoder d = byMagic[buf[p + 16]];
         return d != null && decodes(d, p, (int) end);
