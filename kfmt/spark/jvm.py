@@ -9,9 +9,10 @@ read_committed's transactions, offset bounds, the batch being written) on the dr
 slices into Spark's columns: no Python worker, no Arrow transfer, only the columns a query reads built; damage
 as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there by ``make fuzz-jvm``). What it
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
-source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): object stores and compressed
-objects, ``decode_payloads``, a ``backend`` choice, formats without a Java decoder, and kfmt tables. Streams and writes are the Python data source's (:mod:`kfmt.spark.stream`,
-:mod:`kfmt.spark.writer`), through the same name.
+source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): stores the asking JVM has no
+Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``), compressed
+objects, ``decode_payloads``, a ``backend`` choice, and kfmt tables. Streams and writes are the Python data
+source's (:mod:`kfmt.spark.stream`, :mod:`kfmt.spark.writer`), through the same name.
 
 The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
 classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``), by :func:`kfmt.spark.register` (``ADD JAR``), or
@@ -95,9 +96,12 @@ def refusal_by_options(options: dict) -> str | None:
     return None
 
 
-def refusal(reader, options: dict) -> str | None:
+def refusal(reader, options: dict, jvm_schemes=()) -> str | None:
     """Why the JVM engine does not decode a read with these options yet (None: it does); the kafka-log source
-    then hands the read to kfmt's Python data source."""
+    then hands the read to kfmt's Python data source. ``jvm_schemes``: the URI schemes the JVM asking has a
+    Hadoop FileSystem for (its executors read those stores through Hadoop's API, as Spark's own sources do)."""
+    from urllib.parse import urlparse
+
     from kfmt.storage import is_uri
 
     why = refusal_by_options(options)
@@ -106,9 +110,15 @@ def refusal(reader, options: dict) -> str | None:
     if any(v is not None for v in reader.tables.values()):
         return "kfmt tables (each task re-checks their commits in Python)"
     for seg in reader.segments:
-        if is_uri(seg.path) or not os.path.isfile(seg.path):
+        if is_uri(seg.path):
+            scheme = urlparse(seg.path).scheme.lower()
+            if scheme not in jvm_schemes:
+                return (
+                    f"no Hadoop FileSystem for {scheme}:// in this JVM (the store's connector is not on its classpath)"
+                )
+        elif not os.path.isfile(seg.path):
             return f"{seg.path} is not a local file"
-    if reader.compressed_objects == "read" and any(_packed(seg.path) for seg in reader.segments):
+    if reader.compressed_objects == "read" and any(_packed(seg.path, reader.storage) for seg in reader.segments):
         return "segments stored compressed whole"
     return None
 
@@ -131,12 +141,12 @@ def on_classpath(spark) -> bool:
     return False
 
 
-def _packed(path: str) -> bool:
-    """Whether the segment file is stored compressed whole (kfmt.storage.compressed_object's magics)."""
-    from kfmt.storage import compressed_object
+def _packed(path: str, storage: dict | None = None) -> bool:
+    """Whether the segment file or object is stored compressed whole (kfmt.storage.compressed_object's magics)."""
+    from kfmt.storage import compressed_object, open_input
 
-    with open(path, "rb") as f:
-        return compressed_object(f.read(16)) is not None
+    with open_input(path, storage) as f:
+        return compressed_object(f.read_at(16, 0)) is not None
 
 
 def java_formats() -> set[str]:

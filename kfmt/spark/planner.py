@@ -48,7 +48,7 @@ def _answer(request: dict) -> dict:
     if why is not None and engine == "auto":
         return {"python": why}  # planned once, by the Python data source
     reader = KafkaLogReader(options, None, request.get("defaults") or {})
-    why = refusal(reader, options)
+    why = refusal(reader, options, request.get("jvm_schemes") or ())
     if why is None:
         made = plan(reader)
         return {"plan": json.dumps(made), "groups": len(made["groups"])}

@@ -5,6 +5,8 @@ import java.io.InputStream;
 import java.io.Serializable;
 import java.util.Map;
 import java.util.Properties;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
@@ -19,6 +21,7 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.SerializableConfiguration;
 
 /** {@code spark.read.format("kafka-log")}, {@code readStream}, {@code df.write} and {@code CREATE TABLE ... USING
  * kafka-log}: kfmt's one Spark source. Reads are planned by kfmt's planner on the driver ({@link Planner}) and decoded
@@ -91,8 +94,22 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
             shipped.format = plan.format;
             shipped.onCorrupt = plan.onCorrupt;
             shipped.chunkBytes = plan.chunkBytes;
-            return new Factory(shipped, schema);
+            return new Factory(shipped, schema, storeConf(plan));
         }
+    }
+
+    /** The session's Hadoop configuration, broadcast to the executors, when a slice is read from a store by URI
+     * (null for local files: none is needed). */
+    static Broadcast<SerializableConfiguration> storeConf(Plan plan) {
+        for (Slice[] g : plan.groups) {
+            for (Slice s : g) {
+                if (Source.isUri(s.path)) {
+                    SparkSession spark = SparkSession.active();
+                    return SerializableConfiguration.broadcast(spark.sparkContext(), spark.sessionState().newHadoopConf());
+                }
+            }
+        }
+        return null;
     }
 
     record Group(Slice[] slices) implements InputPartition {}
@@ -100,10 +117,12 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
     static final class Factory implements PartitionReaderFactory, Serializable {
         private final Plan plan;
         private final String schemaJson;
+        private final Broadcast<SerializableConfiguration> conf;
 
-        Factory(Plan plan, StructType schema) {
+        Factory(Plan plan, StructType schema, Broadcast<SerializableConfiguration> conf) {
             this.plan = plan;
             this.schemaJson = schema.json();
+            this.conf = conf;
         }
 
         @Override public boolean supportColumnarReads(InputPartition p) { return true; }
@@ -115,7 +134,8 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
-            return new GroupReader(plan, (StructType) DataType.fromJson(schemaJson), ((Group) p).slices());
+            return new GroupReader(new SliceReader(plan, (StructType) DataType.fromJson(schemaJson),
+                    conf == null ? null : conf.value().value()), ((Group) p).slices());
         }
     }
 
@@ -126,8 +146,8 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
         private boolean open;
         private ColumnarBatch current;
 
-        GroupReader(Plan plan, StructType schema, Slice[] slices) {
-            this.reader = new SliceReader(plan, schema);
+        GroupReader(SliceReader reader, Slice[] slices) {
+            this.reader = reader;
             this.slices = slices;
         }
 

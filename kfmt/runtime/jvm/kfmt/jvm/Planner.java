@@ -58,6 +58,9 @@ public final class Planner {
         SQLConf conf = spark.sessionState().conf();
         defaults.put("split_bytes", conf.filesMaxPartitionBytes());
         defaults.put("open_cost_bytes", conf.filesOpenCostInBytes());
+        ArrayNode schemes = req.putArray("jvm_schemes"); // the stores the executors can read here, of those named
+        org.apache.hadoop.conf.Configuration hadoop = spark.sessionState().newHadoopConf();
+        for (String scheme : schemes(options)) if (Source.readable(scheme, hadoop)) schemes.add(scheme);
         if (userSchema == null) {
             req.putNull("columns");
         } else {
@@ -65,6 +68,19 @@ public final class Planner {
             for (StructField f : userSchema.fields()) cols.addArray().add(f.name()).add(f.dataType().simpleString());
         }
         return JSON.writeValueAsString(req);
+    }
+
+    /** The URI schemes of the paths an option names (path, paths: one, a list, comma-separated). */
+    static java.util.Set<String> schemes(CaseInsensitiveStringMap options) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        java.util.regex.Pattern uri = java.util.regex.Pattern.compile("([A-Za-z][A-Za-z0-9+.-]+)://");
+        for (String key : new String[] {"path", "paths"}) {
+            String v = options.get(key);
+            if (v == null) continue;
+            java.util.regex.Matcher m = uri.matcher(v);
+            while (m.find()) out.add(m.group(1).toLowerCase(java.util.Locale.ROOT));
+        }
+        return out;
     }
 
     private static String python() {

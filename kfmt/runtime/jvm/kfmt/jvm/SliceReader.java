@@ -2,9 +2,6 @@ package kfmt.jvm;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** Reads the entries of slices as kfmt.log.arrow.rows does (its damage from kfmt.log.scanner, the one definition;
@@ -31,7 +28,9 @@ public final class SliceReader {
     private final org.apache.spark.sql.types.StructType schema;
     private kfmt.jvm.Decoder forced;
     private Slice slice;
-    private FileChannel channel;
+    private Source source;
+    /** the Hadoop configuration a URI's store is read with (null: Hadoop's defaults) */
+    private final org.apache.hadoop.conf.Configuration conf;
     /** a window of the slice: file bytes [winStart, winStart + len) in buf; the next entry at buf[pos] */
     private byte[] buf = new byte[0];
     private long winStart;
@@ -41,7 +40,12 @@ public final class SliceReader {
     private ColumnarBatch pending;
 
     SliceReader(Plan plan, org.apache.spark.sql.types.StructType schema) {
+        this(plan, schema, null);
+    }
+
+    SliceReader(Plan plan, org.apache.spark.sql.types.StructType schema, org.apache.hadoop.conf.Configuration conf) {
         this.plan = plan;
+        this.conf = conf;
         this.schema = schema;
         this.sink = new Sink(schema);
         this.cx = new Ctx(sink, plan.limits);
@@ -58,7 +62,11 @@ public final class SliceReader {
     void open(Slice s) throws IOException {
         close();
         slice = s;
-        channel = FileChannel.open(Path.of(s.path), StandardOpenOption.READ);
+        try {
+            source = Source.open(s.path, conf);
+        } catch (IOException e) {
+            throw failedRead(0, e);
+        }
         winStart = s.start;
         len = pos = 0;
         done = false;
@@ -68,8 +76,8 @@ public final class SliceReader {
     }
 
     void close() throws IOException {
-        if (channel != null) channel.close();
-        channel = null;
+        if (source != null) source.close();
+        source = null;
     }
 
     /** At least {@code need} bytes from pos in the window, or every byte left of the slice. The slice is read in
@@ -85,7 +93,7 @@ public final class SliceReader {
         if (want > buf.length) buf = java.util.Arrays.copyOf(buf, (int) want);
         ByteBuffer bb = ByteBuffer.wrap(buf, len, (int) want - len);
         while (bb.hasRemaining()) {
-            if (channel.read(bb, winStart + bb.position()) < 0) {
+            if (readAt(bb, winStart + bb.position()) < 0) {
                 throw new IOException("kafka-log: " + slice.path + " is shorter than planned (" + (winStart + bb.position())
                         + " of " + slice.end + " bytes): it changed under the reader");
             }
@@ -350,12 +358,27 @@ public final class SliceReader {
         }
     }
 
+    /** A read of the slice's file at byte {@code at}; a store's failure is the one-line error naming the file. */
+    private int readAt(ByteBuffer bb, long at) throws IOException {
+        try {
+            return source.read(bb, at);
+        } catch (IOException e) {
+            throw failedRead(at, e);
+        }
+    }
+
+    private IOException failedRead(long at, IOException e) {
+        String why = String.valueOf(e.getMessage()).replace('\n', ' ');
+        return new IOException("kafka-log: reading " + slice.path + " failed at byte " + at + ": "
+                + e.getClass().getSimpleName() + ": " + why, e);
+    }
+
     /** Whether the file's bytes [a, q) are all zero (read again by position: the window may have moved on). */
     private boolean allZero(long a, long q) throws IOException {
         ByteBuffer bb = ByteBuffer.allocate((int) Math.min(q - a, 1 << 16));
         for (long p = a; p < q; ) {
             bb.clear().limit((int) Math.min(bb.capacity(), q - p));
-            int got = channel.read(bb, p);
+            int got = readAt(bb, p);
             if (got <= 0) return false;
             for (int k = 0; k < got; k++) if (bb.get(k) != 0) return false;
             p += got;
@@ -365,7 +388,7 @@ public final class SliceReader {
 
     private byte[] read(long a, int n) throws IOException {
         ByteBuffer bb = ByteBuffer.allocate(n);
-        while (bb.hasRemaining() && channel.read(bb, a + bb.position()) > 0) { /* to the end */ }
+        while (bb.hasRemaining() && readAt(bb, a + bb.position()) > 0) { /* to the end */ }
         return java.util.Arrays.copyOf(bb.array(), bb.position());
     }
 
