@@ -10,8 +10,8 @@ slices into Spark's columns: no Python worker, no Arrow transfer, only the colum
 as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there by ``make fuzz-jvm``). What it
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
 source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): stores the asking JVM has no
-Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``), compressed
-objects, ``decode_payloads``, a ``backend`` choice, and kfmt tables. Streams and writes are the Python data
+Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``; objects
+stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads``, a ``backend`` choice, and kfmt tables. Streams and writes are the Python data
 source's (:mod:`kfmt.spark.stream`, :mod:`kfmt.spark.writer`), through the same name.
 
 The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
@@ -118,8 +118,6 @@ def refusal(reader, options: dict, jvm_schemes=()) -> str | None:
                 )
         elif not os.path.isfile(seg.path):
             return f"{seg.path} is not a local file"
-    if reader.compressed_objects == "read" and any(_packed(seg.path, reader.storage) for seg in reader.segments):
-        return "segments stored compressed whole"
     return None
 
 
@@ -139,14 +137,6 @@ def on_classpath(spark) -> bool:
             except Exception:
                 return False
     return False
-
-
-def _packed(path: str, storage: dict | None = None) -> bool:
-    """Whether the segment file or object is stored compressed whole (kfmt.storage.compressed_object's magics)."""
-    from kfmt.storage import compressed_object, open_input
-
-    with open_input(path, storage) as f:
-        return compressed_object(f.read_at(16, 0)) is not None
 
 
 def java_formats() -> set[str]:
@@ -201,7 +191,7 @@ def plan(reader) -> dict:
     ]
     return {"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
             "on_corrupt": reader.on_corrupt, "null_empty_headers": reader.null_empty_headers, "txns": txns,
-            "groups": groups}  # fmt: skip
+            "decompress": reader.compressed_objects == "read", "groups": groups}  # fmt: skip
 
 
 def read(spark, path, *, engine: str = "auto", schema=None, **options):

@@ -193,15 +193,19 @@ class StructGen:
         else:
             raise Unsupported(f"a length given by {type(x).__name__}")
 
+    def negative(self, var: str, name: str, null: str | None) -> None:
+        """Opens ``if (<var> < 0) <null> else {``: a negative length is null (``null``: what that sets) or an error."""
+        if null is not None:
+            self.say(f"if ({var} < 0) {null} else {{")
+        else:
+            self.say(f'if ({var} < 0) throw cx.bad({self.path(name)}, pos, "negative length " + {var}); else {{')
+
     def _blob(self, f: n.Field, w: n.Blob) -> None:
         """The blob's position and length into the locals ``<name>_p`` and ``<name>_n`` (declared before)."""
         nm = f.name
         self._prefix(f"n_{nm}", w.length, nm)
         self.say(f"{nm}_p = pos;")
-        if w.nullable:
-            self.say(f"if (n_{nm} < 0) {nm}_n = -1; else {{")
-        else:
-            self.say(f'if (n_{nm} < 0) throw cx.bad({self.path(nm)}, pos, "negative length " + n_{nm}); else {{')
+        self.negative(f"n_{nm}", nm, f"{nm}_n = -1;" if w.nullable else None)
         cap = f"Math.min(cx.maxBytes, {w.max})" if w.max is not None else "cx.maxBytes"
         self.say(
             f'    if (n_{nm} > {cap}) throw cx.bad({self.path(nm)}, pos, "length " + n_{nm} + " exceeds the limit");'
@@ -313,10 +317,7 @@ class ArrayGen:
             return sg.end
         sg._prefix(f"s_{nm}", w.size, nm)
         sg.say(f"int se_{nm};")
-        if w.nullable:
-            sg.say(f"if (s_{nm} < 0) se_{nm} = pos; else {{")
-        else:
-            sg.say(f'if (s_{nm} < 0) throw cx.bad({sg.path(nm)}, pos, "negative length " + s_{nm}); else {{')
+        sg.negative(f"s_{nm}", nm, f"se_{nm} = pos;" if w.nullable else None)
         sg.say(f"    if (s_{nm} > {sg.end} - pos) throw cx.past({sg.path(nm)}, pos, s_{nm}, {sg.end});")
         sg.say(f"    se_{nm} = pos + (int) s_{nm};")
         sg.say("}")

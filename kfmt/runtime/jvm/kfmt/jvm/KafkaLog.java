@@ -94,6 +94,7 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
             shipped.format = plan.format;
             shipped.onCorrupt = plan.onCorrupt;
             shipped.chunkBytes = plan.chunkBytes;
+            shipped.decompress = plan.decompress;
             return new Factory(shipped, schema, storeConf(plan));
         }
     }

@@ -19,6 +19,8 @@ public final class Plan implements Serializable {
     public String onCorrupt = "fail";
     /** bytes of a slice read at a time (an entry larger than this is read whole) */
     public int chunkBytes = 8 << 20;
+    /** kfmt.table.plan.LogReader.compressed_objects == "read": an object stored compressed whole is decompressed */
+    public boolean decompress = true;
     public List<Slice[]> groups = new ArrayList<>();
 
     public static Plan parse(String json) {
@@ -38,6 +40,7 @@ public final class Plan implements Serializable {
             p.format = root.get("format").isNull() ? null : root.get("format").asText();
             if (root.has("on_corrupt")) p.onCorrupt = root.get("on_corrupt").asText();
             if (root.has("chunk_bytes")) p.chunkBytes = Math.max(1, root.get("chunk_bytes").asInt());
+            if (root.has("decompress")) p.decompress = root.get("decompress").asBoolean();
             java.util.List<Slice.Txns> txns = new ArrayList<>();
             if (root.has("txns")) for (JsonNode t : root.get("txns")) txns.add(txns(t));
             for (JsonNode g : root.get("groups")) {

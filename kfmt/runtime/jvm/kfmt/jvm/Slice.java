@@ -16,6 +16,21 @@ public final class Slice implements Serializable {
     public Txns txns;
     public boolean liveEnd;
 
+    /** This slice covering bytes [0, end) instead (an object stored compressed whole, read decompressed). */
+    Slice whole(long size) {
+        Slice s = new Slice();
+        s.path = path;
+        s.topic = topic;
+        s.partition = partition;
+        s.start = 0;
+        s.end = size;
+        s.first = first;
+        s.stop = stop;
+        s.txns = txns;
+        s.liveEnd = liveEnd;
+        return s;
+    }
+
     /** A log's transactions: aborted by producer id (last offsets ascending, first offsets; Long.MIN_VALUE:
      * unknown), and still open by producer id (their first offset). */
     public record Txns(Map<Long, long[][]> aborted, Map<Long, Long> open) implements Serializable {}

@@ -62,15 +62,22 @@ public final class SliceReader {
     void open(Slice s) throws IOException {
         close();
         slice = s;
-        try {
-            source = Source.open(s.path, conf);
-        } catch (IOException e) {
-            throw failedRead(0, e);
-        }
-        winStart = s.start;
         len = pos = 0;
         done = false;
         pending = null;
+        try {
+            source = Source.open(s.path, conf);
+            String packed = plan.decompress ? source.packed() : null;
+            if (packed != null && s.start > 0) done = true; // the object's bytes are not entries: its first slice reads it
+            else if (packed != null) {
+                LOG.info("kafka-log: {} is stored {}-compressed whole: read decompressed", s.path, packed);
+                source = source.decompressed(packed);
+                slice = s.whole(source.size());
+            }
+        } catch (IOException e) {
+            throw failedRead(0, e);
+        }
+        winStart = slice.start;
         sink.lo = s.first == null ? Long.MIN_VALUE : s.first;
         sink.last = s.stop == null ? Long.MAX_VALUE : s.stop - 1; // stop is exclusive and never Long.MIN_VALUE
     }

@@ -2,6 +2,7 @@ package kfmt.jvm;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
@@ -21,7 +22,16 @@ abstract class Source implements Closeable {
     private static final int ZERO_READS = 100;
 
     /** Reads into bb from file position {@code at}: how many bytes (at least one), or -1 at the end. */
-    abstract int read(ByteBuffer bb, long at) throws IOException;
+    final int read(ByteBuffer bb, long at) throws IOException {
+        for (int zero = 0; zero < ZERO_READS; zero++) {
+            int got = readOnce(bb, at);
+            if (got != 0) return got;
+        }
+        throw new IOException("no bytes read at byte " + at + " after " + ZERO_READS + " reads");
+    }
+
+    /** One read into bb (advancing its position) from file position {@code at}: bytes read, 0, or -1 at the end. */
+    abstract int readOnce(ByteBuffer bb, long at) throws IOException;
 
     static boolean isUri(String path) {
         return URI.matcher(path).matches();
@@ -48,6 +58,77 @@ abstract class Source implements Closeable {
         }
     }
 
+    /** kfmt.storage.COMPRESSED_OBJECTS: the magic of an object stored compressed whole, and its compression. */
+    private static final byte[][] MAGICS = {
+        {0x28, (byte) 0xb5, 0x2f, (byte) 0xfd}, {0x1f, (byte) 0x8b}, {0x04, 0x22, 0x4d, 0x18},
+        {(byte) 0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'},
+    };
+    private static final String[] PACKED = {"zstd", "gzip", "lz4", "snappy (framed)"};
+
+    /** kfmt.storage.compressed_object: the compression the object is stored with as a whole, or null. */
+    String packed() throws IOException {
+        ByteBuffer head = ByteBuffer.allocate(16);
+        while (head.hasRemaining() && read(head, head.position()) > 0) { /* the first 16 bytes, or all there are */ }
+        for (int k = 0; k < MAGICS.length; k++) {
+            if (head.position() < MAGICS[k].length) continue;
+            if (java.util.Arrays.equals(head.array(), 0, MAGICS[k].length, MAGICS[k], 0, MAGICS[k].length)) return PACKED[k];
+        }
+        return null;
+    }
+
+    /** kfmt.storage.open_segment: this object, stored compressed whole, decompressed into a temporary file (memory
+     * stays flat; the file is removed when the returned source is closed, and this one is closed). */
+    Source decompressed(String packed) throws IOException {
+        java.nio.file.Path tmp = java.nio.file.Files.createTempFile("kfmt-object-", ".log");
+        try (InputStream in = decompressing(packed, new Sequential(this))) {
+            java.nio.file.Files.copy(in, tmp, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            return new Local(FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.DELETE_ON_CLOSE));
+        } catch (IOException | RuntimeException e) {
+            java.nio.file.Files.deleteIfExists(tmp);
+            throw e;
+        } finally {
+            close();
+        }
+    }
+
+    private static InputStream decompressing(String packed, InputStream in) throws IOException {
+        switch (packed) {
+            case "zstd": return new com.github.luben.zstd.ZstdInputStream(in); // frame after frame
+            case "gzip": return new java.util.zip.GZIPInputStream(in, 1 << 16); // member after member
+            case "lz4": return new net.jpountz.lz4.LZ4FrameInputStream(in);
+            default: return new org.xerial.snappy.SnappyFramedInputStream(in);
+        }
+    }
+
+    /** The source read from its start, in order. */
+    private static final class Sequential extends InputStream {
+        private final Source src;
+        private long at;
+
+        Sequential(Source src) {
+            this.src = src;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int n) throws IOException {
+            if (n == 0) return 0;
+            int got = src.read(ByteBuffer.wrap(b, off, n), at);
+            if (got > 0) at += got;
+            return got;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+    }
+
+    /** The size of the source (read to its end: only for a decompressed temporary file). */
+    long size() throws IOException {
+        return this instanceof Local l ? l.channel.size() : -1;
+    }
+
     private static final class Local extends Source {
         private final FileChannel channel;
 
@@ -56,12 +137,8 @@ abstract class Source implements Closeable {
         }
 
         @Override
-        int read(ByteBuffer bb, long at) throws IOException {
-            for (int zero = 0; zero < ZERO_READS; zero++) {
-                int got = channel.read(bb, at);
-                if (got != 0) return got;
-            }
-            throw new IOException("no bytes read at byte " + at + " after " + ZERO_READS + " reads");
+        int readOnce(ByteBuffer bb, long at) throws IOException {
+            return channel.read(bb, at);
         }
 
         @Override public void close() throws IOException { channel.close(); }
@@ -75,13 +152,10 @@ abstract class Source implements Closeable {
         }
 
         @Override
-        int read(ByteBuffer bb, long at) throws IOException {
-            for (int zero = 0; zero < ZERO_READS; zero++) {
-                int got = in.read(at, bb.array(), bb.arrayOffset() + bb.position(), bb.remaining());
-                if (got > 0) bb.position(bb.position() + got);
-                if (got != 0) return got;
-            }
-            throw new IOException("no bytes read at byte " + at + " after " + ZERO_READS + " reads");
+        int readOnce(ByteBuffer bb, long at) throws IOException {
+            int got = in.read(at, bb.array(), bb.arrayOffset() + bb.position(), bb.remaining());
+            if (got > 0) bb.position(bb.position() + got);
+            return got;
         }
 
         @Override public void close() throws IOException { in.close(); }
