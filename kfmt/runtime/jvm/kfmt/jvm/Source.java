@@ -124,7 +124,7 @@ abstract class Source implements Closeable {
         }
     }
 
-    /** The size of the source (read to its end: only for a decompressed temporary file). */
+    /** The size of a local source (a decompressed temporary file); -1 for a store's (its slices carry their ends). */
     long size() throws IOException {
         return this instanceof Local l ? l.channel.size() : -1;
     }
