@@ -73,11 +73,10 @@ public final class Planner {
     /** The URI schemes of the paths an option names (path, paths: one, a list, comma-separated). */
     static java.util.Set<String> schemes(CaseInsensitiveStringMap options) {
         java.util.Set<String> out = new java.util.TreeSet<>();
-        java.util.regex.Pattern uri = java.util.regex.Pattern.compile("([A-Za-z][A-Za-z0-9+.-]+)://");
         for (String key : new String[] {"path", "paths"}) {
             String v = options.get(key);
             if (v == null) continue;
-            java.util.regex.Matcher m = uri.matcher(v);
+            java.util.regex.Matcher m = Source.SCHEME.matcher(v);
             while (m.find()) out.add(m.group(1).toLowerCase(java.util.Locale.ROOT));
         }
         return out;

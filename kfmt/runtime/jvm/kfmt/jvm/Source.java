@@ -17,8 +17,8 @@ import org.apache.hadoop.fs.Path;
  * store's connector). A read gives at least one byte, or -1 at the end; a store that gives none repeatedly, or
  * fails, is an IOException. */
 abstract class Source implements Closeable {
-    /** kfmt.storage.is_uri: a scheme of two or more characters, then "://" (a Windows drive letter is a path). */
-    private static final Pattern URI = Pattern.compile("^[A-Za-z][A-Za-z0-9+.-]+://.*");
+    /** A URI's scheme: two or more characters, then "://" (a Windows drive letter is a path); group 1 the scheme. */
+    static final Pattern SCHEME = Pattern.compile("([A-Za-z][A-Za-z0-9+.-]+)://");
     private static final int ZERO_READS = 100;
 
     /** Reads into bb from file position {@code at}: how many bytes (at least one), or -1 at the end. */
@@ -33,13 +33,9 @@ abstract class Source implements Closeable {
     /** One read into bb (advancing its position) from file position {@code at}: bytes read, 0, or -1 at the end. */
     abstract int readOnce(ByteBuffer bb, long at) throws IOException;
 
+    /** Whether the path names a store by URI (it starts with a scheme) rather than a local file. */
     static boolean isUri(String path) {
-        return URI.matcher(path).matches();
-    }
-
-    /** The scheme of a URI, lower-case ("" for a local path). */
-    static String scheme(String path) {
-        return isUri(path) ? path.substring(0, path.indexOf("://")).toLowerCase(java.util.Locale.ROOT) : "";
+        return SCHEME.matcher(path).lookingAt();
     }
 
     static Source open(String path, Configuration conf) throws IOException {
