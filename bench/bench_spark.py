@@ -67,13 +67,13 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
 
     import kfmt.spark
     from kfmt.spark import jvm
-    from kfmt.spark.jobs import session
+    from kfmt.spark.jobs import job_session
     from kfmt.tools.synth import SynthConfig, synth
 
     corpus = _scratch("kfmt-bench-")
     summary = synth(corpus, SynthConfig(records=args.records, segment_bytes=1024 * 1024))
     n_expected = sum(v["records"] for v in summary.values())
-    spark = session(args.master, "kfmt-bench")
+    spark, started = job_session(args.master, "kfmt-bench")
     header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
     rec_type = ArrayType(StructType([StructField("offset", LongType()), StructField("timestamp", LongType()),
                                      StructField("key", BinaryType()), StructField("value", BinaryType()),
@@ -210,7 +210,8 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
             cpus.append(worker_cpu() - c0)
         med, cpu = statistics.median(times), statistics.median(cpus)
         results[name] = (row["n"], row["bytes"], med, row["n"] / med, cpu, row["n"] / cpu if cpu else float("nan"))
-    spark.stop()
+    if started:
+        spark.stop()
     stack.close()
     print(f"# kfmt bench-spark: {n_expected} records, master {args.master}, median of {args.runs} runs\n")
     print("| reader | records | value bytes | seconds | records/s | worker CPU s | records per worker CPU s |")

@@ -1,7 +1,8 @@
 """A fault-injecting HTTP proxy for the tests, on 127.0.0.1 in front of the loopback S3 server.
 
 Each request is forwarded, or (by a seeded draw, for the request kinds named) answered with a fault:
-``reset`` (the connection is closed with no answer), ``5xx`` (503 Slow Down, not forwarded), ``drop`` (an
+``reset`` (the connection is closed with no answer), ``5xx`` (500 InternalError or 503 SlowDown, by the same
+seeded draws, not forwarded), ``drop`` (an
 upload forwarded with an empty body, and the server's success passed back: a store that acknowledged
 what it did not keep), ``truncate`` (half the body forwarded, success passed back).
 """
@@ -17,6 +18,8 @@ import threading
 from urllib.parse import urlparse
 
 FAULTS = ("reset", "5xx", "drop", "truncate")
+ANSWERS = [(500, b"InternalError", b"We encountered an internal error. Please try again."),
+           (503, b"SlowDown", b"Please reduce your request rate.")]  # fmt: skip
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -47,10 +50,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
-        if fault == "5xx":
-            self.server.faults.append((fault, self.command, self.path))
-            msg = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>"
-            self.send_response(503)
+        if fault in ("500", "503"):
+            status, code, text = next(a for a in ANSWERS if str(a[0]) == fault)
+            self.server.faults.append(("5xx", self.command, self.path))
+            msg = b"<Error><Code>%s</Code><Message>%s (injected)</Message></Error>" % (code, text)
+            self.send_response(status)
             self.send_header("Content-Length", str(len(msg)))
             self.end_headers()
             self.wfile.write(msg)
@@ -100,6 +104,8 @@ class _Proxy(http.server.ThreadingHTTPServer):
             if self.rate <= 0 or self.rng.random() >= self.rate:
                 return None
             kind = self.rng.choice(self.kinds)
+            if kind == "5xx":
+                kind = self.rng.choice(("500", "503"))
         if kind in ("drop", "truncate") and not (method in ("PUT", "POST") and body):
             return None  # only uploads with a body can lose it
         return kind

@@ -29,16 +29,21 @@ def test_bench_scaling_slice():
 
 @pytest.mark.skipif(bool(os.environ.get("KFMT_BACKEND") or os.environ.get("KFMT_DISABLE_NATIVE")),
                     reason="a Spark benchmark: run once, with the installation's default backend")  # fmt: skip
-def test_bench_spark_slice():
+def test_bench_spark_slice(spark, capsys):
     """`make bench-spark`'s comparison with Parquet on a small corpus: every reader (the Python engine, the
     JVM engine where it is built, Parquet, the floor) gives the same count and value bytes (the script exits
-    1 and warns when results differ)."""
-    out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_spark.py"), "--records", "300", "--runs", "1",
-                          "--no-s3", "--only-parquet", "--rounds", "1", "--smoke", "--master", "local[2]"],
-                         capture_output=True, text=True, timeout=900)  # fmt: skip
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    assert "WARNING" not in out.stdout and "| Spark's Parquet reader |" in out.stdout
+    1 and warns when results differ). Run in the suite's Spark session, which the script leaves running."""
+    sys.path.insert(0, BENCH)
+    try:
+        import bench_spark
+    finally:
+        sys.path.remove(BENCH)
+    rc = bench_spark.main(["--records", "300", "--runs", "1", "--no-s3", "--only-parquet", "--rounds", "1", "--smoke"])
+    out = capsys.readouterr()
+    assert rc == 0, (out.out + out.err)[-3000:]
+    assert spark.range(2).count() == 2  # the suite's session still runs
+    assert "WARNING" not in out.out and "| Spark's Parquet reader |" in out.out
     from kfmt.spark import jvm
 
-    assert ("| kafka-log, JVM engine" in out.stdout) == (jvm.jar() is not None)
-    assert ("| format('kafka-log'), on_corrupt=skip, damaged corpus |" in out.stdout) == (jvm.jar() is not None)
+    assert ("| kafka-log, JVM engine" in out.out) == (jvm.jar() is not None)
+    assert ("| format('kafka-log'), on_corrupt=skip, damaged corpus |" in out.out) == (jvm.jar() is not None)

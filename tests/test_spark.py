@@ -418,12 +418,24 @@ def _spark_convert_cli(*args):
                           capture_output=True, text=True)  # fmt: skip
 
 
-def test_spark_convert_command_counts_the_damage(tmp_path, mutated_logs):
+def _cli_in_session(spark, capfd, *argv):
+    """`kfmt spark ...` called in a process where a Spark session runs: it uses that session and leaves it
+    running (the tests' shared one; a notebook's). Returns (exit status, stdout, stderr)."""
+    from kfmt.tools.cli import main
+
+    capfd.readouterr()
+    rc = main(["spark", *argv])
+    out, err = capfd.readouterr()
+    assert spark.range(3).count() == 3, "the caller's session was stopped"
+    return rc, out, err
+
+
+def test_spark_convert_command_counts_the_damage(spark, capfd, tmp_path, mutated_logs):
     """The command line with --skip-corrupt: the damage counted, exit 1."""
     src, expect = mutated_logs
-    r = _spark_convert_cli(str(src), str(tmp_path / "cli"), "--skip-corrupt")
-    assert r.returncode == 1 and "corrupt batch(es) or unreadable tail(s)" in r.stderr, r.stderr[-2000:]
-    assert f"of {sum(e.records_in for e in expect)} records" in r.stdout
+    rc, out, err = _cli_in_session(spark, capfd, "convert", str(src), str(tmp_path / "cli"), "--skip-corrupt")
+    assert rc == 1 and "corrupt batch(es) or unreadable tail(s)" in err, err[-2000:]
+    assert f"of {sum(e.records_in for e in expect)} records" in out
 
 
 def test_spark_convert_command_without_skip_corrupt_writes_nothing(tmp_path, mutated_logs):
@@ -750,13 +762,12 @@ def test_offsets_job(spark, tmp_path):
     assert len(bad) == 1 and bad[0]["log_offset"] == 3 and bad[0]["payload_error"].startswith("value")
 
 
-def test_offsets_command(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "kfmt", "spark", "offsets", str(_offsets_dir(tmp_path)), "--json",
-                        "--master", "local[1]"], capture_output=True, text=True)  # fmt: skip
-    assert r.returncode == 1, r.stderr  # the damaged record
-    last = [json.loads(x) for x in r.stdout.splitlines()]
+def test_offsets_command(spark, capfd, tmp_path):
+    rc, out, err = _cli_in_session(spark, capfd, "offsets", str(_offsets_dir(tmp_path)), "--json")
+    assert rc == 1, err  # the damaged record
+    last = [json.loads(x) for x in out.splitlines()]
     assert len(last) == 1 and last[0]["deleted"] is True  # the last word on that partition: deleted
-    assert "__consumer_offsets-0 offset 3: value" in r.stderr and "1 record(s) did not decode whole" in r.stderr
+    assert "__consumer_offsets-0 offset 3: value" in err and "1 record(s) did not decode whole" in err
 
 
 def test_real_brokers_log_dirs(spark):

@@ -11,6 +11,7 @@ from typing import Any
 
 from kfmt.tools.args import positive_int
 
+MASTER_HELP = "Spark master (default local[*]); called in a process where a Spark session runs, that session"
 DEFAULT_FORMATS = ("kafka_v0", "kafka_v1", "kafka_v2", "v2_no_record_attributes", "kip98_draft",
                    "kip82_header_wrapper", "enriched_metadata_draft")  # fmt: skip
 
@@ -39,6 +40,15 @@ def session(master: str = "local[*]", app: str = "kfmt", log_level: str = "ERROR
     spark.sparkContext.setLogLevel(log_level)
     kfmt.spark.register(spark)
     return spark
+
+
+def job_session(master: str, app: str = "kfmt"):
+    """(session, started) for a job: the process's running Spark session if it has one (a notebook's, a test
+    suite's), else a new one from ``session``; the job stops the session at its end only if ``started``."""
+    from pyspark.sql import SparkSession
+
+    started = SparkSession.getActiveSession() is None
+    return session(master, app), started
 
 
 def compare(spark, paths, formats=DEFAULT_FORMATS, codecs=("none", "lz4"), fields=None) -> dict:
@@ -372,7 +382,7 @@ class _Messages:
 def _run(args, out: _Messages) -> int:
     t0 = time.time()
     try:
-        spark = session(args.master)
+        spark, started = job_session(args.master)
     except Exception as e:
         return out.fail(f"kfmt spark {args.job}: Spark did not start: {_reason(e)}")
     try:
@@ -410,7 +420,8 @@ def _run(args, out: _Messages) -> int:
                         f"{res['bytes_unread']} input byte(s) not read")  # fmt: skip
                 return 1
     finally:
-        spark.stop()
+        if started:
+            spark.stop()
     out.say(f"done in {time.time() - t0:.1f}s")
     return 0
 
@@ -463,7 +474,7 @@ def add_parser(sub) -> None:
     c.add_argument("logdir", help="log directory, partition folder or segment files (comma-separated)")
     c.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help="format ids, comma-separated")
     c.add_argument("--codecs", default="none,lz4", help="codecs, comma-separated (default none,lz4)")
-    c.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    c.add_argument("--master", default="local[*]", help=MASTER_HELP)
     c.add_argument("--json", action="store_true")
     c.add_argument("--markdown", action="store_true")
     c.set_defaults(func=run)
@@ -473,7 +484,7 @@ def add_parser(sub) -> None:
     v.add_argument("--magic", type=int, default=2, choices=(0, 1, 2))
     v.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
     v.add_argument("--segment-bytes", type=positive_int, default=1024**3, help="roll segments at this size")
-    v.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    v.add_argument("--master", default="local[*]", help=MASTER_HELP)
     v.add_argument("--overwrite", action="store_true", help="replace DST if it exists (default: refuse)")
     v.add_argument(
         "--skip-corrupt",
@@ -491,7 +502,7 @@ def add_parser(sub) -> None:
     o.add_argument("logdir", help="log directory or __consumer_offsets-N folders (comma-separated)")
     o.add_argument("--out", metavar="DIR", help="write the histories here as Parquet (DIR/commits, DIR/groups)")
     o.add_argument("--json", action="store_true", help="the last commits as JSON lines")
-    o.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    o.add_argument("--master", default="local[*]", help=MASTER_HELP)
     o.set_defaults(func=run)
     j = jobs.add_parser("jar", help="print the path of kfmt's jar (the kafka-log source: spark-submit --jars)",
                         description="Print the path of kfmt's jar, the kafka-log Spark source (a JVM application or "
