@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
+.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
@@ -123,6 +123,10 @@ fuzz: setup
 # appenders, locally and on an S3 API server, KFMT_WRITER_TRIALS times each (the suite runs 4)
 test-writers: setup
 	KFMT_WRITER_TRIALS=$(or $(TRIALS),100) $(PY) -m pytest -s tests/test_commits.py
+
+# a streaming query SIGKILLed and restarted TRIALS times per engine while a producer appends (a slice runs in the suite)
+test-streams: setup
+	KFMT_STREAM_TRIALS=$(or $(TRIALS),14) KFMT_STREAM_SEED=$(or $(SEED),$$(date +%s)) $(PY) -m pytest -s tests/test_streaming.py -k killed_and_restarted
 
 # the JVM engine against the Python engine on damaged logs (one JVM for every input; a slice runs in the suite)
 fuzz-jvm: setup

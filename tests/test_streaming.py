@@ -97,36 +97,57 @@ def test_tailing_while_batches_are_appended(spark, tmp_path):
     assert all(values[k] == f"v{k[1]}".encode() for k in want)
 
 
-def test_starting_offsets_and_trigger_limits(spark, tmp_path):
+def _engines():
+    """The engines a stream is decoded by: the JVM engine (the default, where the jar is built) and kfmt's Python
+    data source (engine=python, the fallback)."""
+    from kfmt.spark.jvm import jar
+
+    return ["jvm", "python"] if jar() else ["python"]
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_starting_offsets_and_trigger_limits(spark, tmp_path, engine):
     """startingOffsets latest (the default, as Spark's Kafka source) reads only what comes after the start;
-    JSON starts mid-batch; maxOffsetsPerTrigger splits the backlog over several micro-batches."""
+    JSON starts mid-batch; maxOffsetsPerTrigger splits the backlog over several micro-batches. Both engines cut
+    the micro-batches the same way (kfmt.spark.stream decides, asked by the JVM source on the driver)."""
     logs = tmp_path / "logs" / "t-0"
     logs.mkdir(parents=True)
     seg = logs / f"{0:020d}.log"
     seg.write_bytes(b"".join(_batch(b, 10) for b in range(0, 100, 10)))
 
     def run(name, **opts):
-        reader = spark.readStream.format("kafka-log")
+        reader = spark.readStream.format("kafka-log").option("engine", engine)
         for k, v in opts.items():
             reader = reader.option(k, v)
         df = reader.load(str(tmp_path / "logs"))
-        return df.writeStream.format("memory").queryName(name).start()
+        return df.writeStream.format("memory").queryName(f"{name}_{engine}").start()
 
     q = run("latest")
     q.processAllAvailable()
     with open(seg, "ab") as f:
         f.write(_batch(100, 4))
     q.processAllAvailable()
+    described = q.lastProgress["sources"][0]["description"]
     q.stop()
-    assert sorted(r.offset for r in spark.sql("select offset from latest").collect()) == [100, 101, 102, 103]
+    assert ("jvm engine" in described) == (engine == "jvm"), described
+    assert sorted(r.offset for r in spark.sql(f"select offset from latest_{engine}").collect()) == [100, 101, 102, 103]
     q = run("mid", startingOffsets=json.dumps({"t": {"0": 37}}), maxOffsetsPerTrigger=20)
     q.processAllAvailable()
     batches = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    ends = [p["sources"][0]["endOffset"] for p in q.recentProgress if p["numInputRows"]]
     q.stop()
-    assert sorted(r.offset for r in spark.sql("select offset from mid").collect()) == list(range(37, 104))
+    assert sorted(r.offset for r in spark.sql(f"select offset from mid_{engine}").collect()) == list(range(37, 104))
     assert len(batches) >= 3 and max(batches) <= 20
+    first = json.loads(ends[0]) if isinstance(ends[0], str) else ends[0]
+    assert first == {"t": {"0": 57}}, ends  # as Spark's Kafka source writes offsets
+    q = run("parts", startingOffsets="earliest", minPartitions=4)  # ranges cut at batch boundaries
+    q.processAllAvailable()
+    q.stop()
+    assert sorted(r.offset for r in spark.sql(f"select offset from parts_{engine}").collect()) == list(range(104))
     with pytest.raises(Exception, match="a stream has no end"):
         run("bad", endingOffsets="latest").processAllAvailable()
+    with pytest.raises(Exception, match="a stream reads read_uncommitted only"):
+        run("committed", **{"kafka.isolation.level": "read_committed"}).processAllAvailable()
 
 
 def test_damaged_framing_stops_the_query(spark, tmp_path):
@@ -281,6 +302,15 @@ def test_stream_reader_offsets_without_a_session(tmp_path):
     assert rows(capped, end) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)], end["t"][str(p)]))
     r.commit(end)
     assert r.tails[("t", 0)].lasts == [12]  # positions before the committed offset are forgotten
+    # minPartitions: the ranges cut at batch boundaries into that many input partitions, the same records
+    cut = KafkaLogStreamReader({"path": str(tmp_path), "startingOffsets": "earliest", "minPartitions": "5"},
+                               ("partition", "offset"))  # fmt: skip
+    a, b = cut.initialOffset(), cut.latestOffset(None, ReadAllAvailable())
+    parts = cut.partitions(a, b)
+    assert len(r.partitions(a, b)) == 2 and len(parts) >= 5
+    assert all(s.start < s.end for part in parts for s in part.slices)
+    got = sorted(x for part in parts for batch in cut.read(part) for x in zip(*batch.to_pydict().values()))
+    assert got == sorted((p, o) for p in (0, 1) for o in range(end["t"][str(p)]))
     assert rows(capped, end) == sorted((p, o) for p in (0, 1) for o in range(capped["t"][str(p)], end["t"][str(p)]))
 
 
@@ -293,3 +323,20 @@ def test_a_starting_timestamp_takes_precedence_over_starting_offsets(tmp_path):
     opts = {"path": str(tmp_path), "startingOffsets": "latest", "startingTimestamp": "10005"}
     assert KafkaLogStreamReader(opts).initialOffset() == {"t": {"0": 5}}
     assert KafkaLogStreamReader({"path": str(tmp_path)}).initialOffset() == {"t": {"0": 8}}  # latest by default
+
+
+def test_a_stream_killed_and_restarted_reads_every_record_once(spark, tmp_path):
+    """A slice of `make test-streams` (tests/stream_kills.py): the query SIGKILLed at random moments while a producer
+    appends, restarted from its checkpoint each time; every appended record is in the kafka-log sink's output
+    exactly once. The slice: one kill, the JVM engine (the default); the campaign: KFMT_STREAM_TRIALS kills with
+    each engine. The last run, which reads the rest from the checkpoint, is a query in the suite's session."""
+    from stream_kills import campaign
+
+    trials = int(os.environ.get("KFMT_STREAM_TRIALS", "1"))
+    engines = _engines() if "KFMT_STREAM_TRIALS" in os.environ else _engines()[:1]
+    seed = int(os.environ.get("KFMT_STREAM_SEED", "7"))
+    for engine in engines:
+        res = campaign(tmp_path / engine, trials, engine, seed, spark)
+        assert res["kills"] == trials and res["records"] > 0 and res["partitions"] == 3  # one appeared meanwhile
+        print(f"\nstream kills ({engine} engine, seed {seed}): {res['kills']} SIGKILLs and restarts, "
+              f"{res['records']} records appended meanwhile, each in the output exactly once")  # fmt: skip

@@ -11,8 +11,10 @@ as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there 
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
 source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): stores the asking JVM has no
 Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``; objects
-stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads``, a ``backend`` choice, and kfmt tables. Streams and writes are the Python data
-source's (:mod:`kfmt.spark.stream`, :mod:`kfmt.spark.writer`), through the same name.
+stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads``, a ``backend``
+choice, and kfmt tables. Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
+:mod:`kfmt.spark.stream` on the driver; writes are the Python data source's (:mod:`kfmt.spark.writer`), through
+the same name.
 
 The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
 classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``), by :func:`kfmt.spark.register` (``ADD JAR``), or
@@ -157,9 +159,10 @@ def plan_json(reader) -> str:
     return json.dumps(plan(reader))
 
 
-def plan(reader) -> dict:
-    """The plan the JVM engine reads (kfmt.jvm.Plan): read options, and the input partitions' slices. A log's
-    read_committed transactions are written once (``txns``) and named by each of its slices (``txn``)."""
+def plan(reader, groups=None) -> dict:
+    """The plan the JVM engine reads (kfmt.jvm.Plan): read options, and the input partitions' slices (``groups``:
+    sequences of slices, default ``reader.plan()``'s). A log's read_committed transactions are written once
+    (``txns``) and named by each of its slices (``txn``)."""
     txns: list = []
     index: dict = {}
 
@@ -187,7 +190,7 @@ def plan(reader) -> dict:
             }  # fmt: skip
             for s in group
         ]
-        for group in reader.plan()
+        for group in (reader.plan() if groups is None else groups)
     ]
     return {"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
             "on_corrupt": reader.on_corrupt, "null_empty_headers": reader.null_empty_headers, "txns": txns,

@@ -14,6 +14,15 @@ sizing, as :func:`kfmt.spark.datasource.session_defaults` takes it; ``columns``:
 the Python source checks it). The answer is one of ``{"plan": <kfmt.jvm.Plan JSON>}``, ``{"python": why}`` (the
 JVM engine does not decode this yet: the source hands the read to kfmt's Python data source) or
 ``{"error": one line}``.
+
+A stream's requests (``kfmt.jvm.LogStream``, ``spark.readStream.format("kafka-log")``) add ``"stream": {"id": ...,
+"call": ..., "start": offset, "end": offset, "limit": rows}``, offsets as Spark's Kafka source writes them
+(``{"topic": {"partition": next offset}}``). The calls are :class:`kfmt.spark.stream.KafkaLogStreamReader`'s, so a
+stream's micro-batches are cut by the one definition whichever engine decodes them: ``open`` (``{"plan": ...}``
+with the read's options and no slices, or ``{"python": why}``), ``initial`` and ``latest`` (``{"offset": ...}``),
+``plan`` (the slices from ``start`` to ``end``), ``commit`` and ``close``. The driver's interpreter keeps each
+stream's reader between calls (what it learnt of each partition's last segment); a planner run as a process
+starts afresh each call, and gets the same answers.
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ def _answer(request: dict) -> dict:
     why = refusal_by_options(options)
     if why is not None and engine == "auto":
         return {"python": why}  # planned once, by the Python data source
+    if request.get("stream") is not None:
+        return _stream(request, options, engine)
     reader = KafkaLogReader(options, None, request.get("defaults") or {})
     why = refusal(reader, options, request.get("jvm_schemes") or ())
     if why is None:
@@ -55,6 +66,56 @@ def _answer(request: dict) -> dict:
     if engine == "jvm":
         raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")
     return {"python": why}
+
+
+#: the streams this interpreter plans, by id: their readers keep what they learnt of each partition's last segment
+_STREAMS: dict = {}
+
+
+def _stream(request: dict, options: dict, engine: str) -> dict:
+    """One call of a stream's (see the module's doc)."""
+    from types import SimpleNamespace
+
+    from kfmt.spark.jvm import plan, refusal
+    from kfmt.spark.stream import KafkaLogStreamReader
+
+    ask = request["stream"]
+    call, sid = str(ask["call"]), str(ask["id"])
+    if call == "close":
+        _STREAMS.pop(sid, None)
+        return {}
+    reader = _STREAMS.get(sid)
+    if reader is None:
+        reader = _STREAMS[sid] = KafkaLogStreamReader(options, None, request.get("defaults") or {})
+
+    def offset(name: str):
+        return None if ask.get(name) is None else json.loads(ask[name])
+
+    if call == "open":
+        why = refusal(reader.batch, options, request.get("jvm_schemes") or ())
+        if why is None:
+            return {"plan": json.dumps(plan(reader.batch, []))}
+        _STREAMS.pop(sid, None)
+        if engine == "jvm":
+            raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")
+        return {"python": why}
+    if call == "initial":
+        return {"offset": _offset(reader.initialOffset())}
+    if call == "latest":
+        limit = None if ask.get("limit") is None else SimpleNamespace(max_rows=int(ask["limit"]))
+        return {"offset": _offset(reader.latestOffset(offset("start"), limit))}
+    if call == "plan":
+        groups = [g.slices for g in reader.partitions(offset("start") or {}, offset("end"))]
+        return {"plan": json.dumps(plan(reader.batch, groups)), "groups": len(groups)}
+    if call == "commit":
+        reader.commit(offset("end"))
+        return {}
+    raise ValueError(f"kafka-log: the planner has no stream call {call!r}")
+
+
+def _offset(o: dict) -> str:
+    """A stream offset as the JVM keeps it: one spelling for one offset (Spark compares offsets by their JSON)."""
+    return json.dumps(o, sort_keys=True, separators=(",", ":"))
 
 
 class _Callback:

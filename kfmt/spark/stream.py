@@ -11,6 +11,9 @@ closed when the next one appears; its end is the next one's base offset), from w
 stopped. A last batch still being written (its bytes not all there yet) is not part of the stream until it
 is complete; a zero-filled tail (a preallocated segment) is waited on the same way. Framing that can never
 become an entry (a size below the minimum) stops the query with the file and byte offset.
+
+The reader below is also the JVM source's: ``kfmt.jvm.LogStream`` asks it on the driver (:mod:`kfmt.spark.planner`)
+for each offset and each micro-batch's slices, and decodes those in the executors' JVM.
 """
 
 from __future__ import annotations
@@ -104,7 +107,14 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         left_out = {"maxoffsetspertrigger", *(("startingoffsets",) if latest else ())}  # the batch reader's is earliest
         rest = {k: v for k, v in options.items() if k.lower() not in left_out}
         self.batch = KafkaLogReader(rest, columns, defaults, allow_empty=True)
+        if self.batch.isolation == "read_committed":  # the slices would carry no transactions: aborted records read
+            raise ValueError("kafka-log: a stream reads read_uncommitted only (read_committed needs each partition's "
+                             "last stable offset, not tracked yet); read committed records with spark.read")  # fmt: skip
         self.max_offsets = _int_opt({"maxOffsetsPerTrigger": limit}, "maxOffsetsPerTrigger", 0) if limit else None
+        # as Spark's Kafka source: a micro-batch is one input partition per topic-partition unless minPartitions
+        # asks for more (then the largest ranges are cut at batch boundaries)
+        given = any(_opt(options, k) is not None for k in ("min_partitions", "minPartitions"))
+        self.min_partitions = self.batch.min_partitions if given else 1
         self.tails: dict = {}  # (topic, partition) -> _Tail of its last segment
         self.segments: dict = {}  # (topic, partition) -> [Segment] in offset order
 
@@ -217,7 +227,34 @@ class KafkaLogStreamReader(DataSourceStreamReader):
                         j = bisect.bisect_left(tail.lasts, hi - 1)
                         stop = tail.ends[j] if j < len(tail.lasts) else tail.end
                     slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi))
-        return [SegmentGroup((s,)) for s in slices]
+        return [SegmentGroup((s,)) for s in self._cut(slices)]
+
+    def _cut(self, slices: list) -> list:
+        """The slices cut at batch boundaries into about ``minPartitions`` pieces (each slice kept whole when
+        there are enough, as Spark's Kafka source keeps one range per topic-partition)."""
+        if len(slices) >= self.min_partitions:
+            return slices
+        from dataclasses import replace
+
+        from kfmt.table.plan import _split
+
+        # half the even share: uneven batches still give at least minPartitions pieces where there are that many
+        target = max(1, sum(s.end - s.start for s in slices) // (2 * self.min_partitions))
+        out = []
+        for sl in slices:
+            tail = self.tails.get((sl.topic, sl.partition))
+            if tail is not None and tail.path == sl.path:  # the last segment: its entries' ends are known
+                # (positions in a segment stored compressed whole are the decompressed bytes': read it whole)
+                bounds = [] if tail.packed else [e for e in tail.ends if sl.start < e < sl.end]
+            else:  # a closed segment, whole: cut as a batch read cuts it (never an object stored compressed)
+                bounds = [b for _, b in _split(sl.path, sl.end, target, self.batch.storage)][:-1]
+            at = sl.start
+            for b in bounds:
+                if b - at >= target:
+                    out.append(replace(sl, start=at, end=b))
+                    at = b
+            out.append(replace(sl, start=at))
+        return out
 
     def read(self, partition):
         return self.batch.read(partition)

@@ -87,30 +87,31 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
 
         @Override
         public PartitionReaderFactory createReaderFactory() {
-            Plan shipped = new Plan();
-            shipped.limits = plan.limits;
-            shipped.includeControl = plan.includeControl;
-            shipped.nullEmptyHeaders = plan.nullEmptyHeaders;
-            shipped.format = plan.format;
-            shipped.onCorrupt = plan.onCorrupt;
-            shipped.chunkBytes = plan.chunkBytes;
-            shipped.decompress = plan.decompress;
-            return new Factory(shipped, schema, storeConf(plan));
+            boolean uris = false;
+            for (Slice[] g : plan.groups) for (Slice s : g) uris |= Source.isUri(s.path);
+            return factory(plan, schema, storeConf(uris));
         }
     }
 
-    /** The session's Hadoop configuration, broadcast to the executors, when a slice is read from a store by URI
+    /** The executors' reader factory: the plan's read options (not its slices: each task gets its own group). */
+    static PartitionReaderFactory factory(Plan plan, StructType schema, Broadcast<SerializableConfiguration> conf) {
+        Plan shipped = new Plan();
+        shipped.limits = plan.limits;
+        shipped.includeControl = plan.includeControl;
+        shipped.nullEmptyHeaders = plan.nullEmptyHeaders;
+        shipped.format = plan.format;
+        shipped.onCorrupt = plan.onCorrupt;
+        shipped.chunkBytes = plan.chunkBytes;
+        shipped.decompress = plan.decompress;
+        return new Factory(shipped, schema, conf);
+    }
+
+    /** The session's Hadoop configuration, broadcast to the executors, when slices are read from a store by URI
      * (null for local files: none is needed). */
-    static Broadcast<SerializableConfiguration> storeConf(Plan plan) {
-        for (Slice[] g : plan.groups) {
-            for (Slice s : g) {
-                if (Source.isUri(s.path)) {
-                    SparkSession spark = SparkSession.active();
-                    return SerializableConfiguration.broadcast(spark.sparkContext(), spark.sessionState().newHadoopConf());
-                }
-            }
-        }
-        return null;
+    static Broadcast<SerializableConfiguration> storeConf(boolean uris) {
+        if (!uris) return null;
+        SparkSession spark = SparkSession.active();
+        return SerializableConfiguration.broadcast(spark.sparkContext(), spark.sessionState().newHadoopConf());
     }
 
     record Group(Slice[] slices) implements InputPartition {}

@@ -20,9 +20,9 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The kafka-log table: reads planned by kfmt's planner and decoded by the JVM engine; what that engine does not
- * decode yet (the planner's answer "python"), streaming reads and writes handed to kfmt's Python data source
- * (registered as {@value #PYTHON} by kfmt.spark.register). */
+/** The kafka-log table: reads and streams planned by kfmt's planner and decoded by the JVM engine; what that engine
+ * does not decode yet (the planner's answer "python") and writes handed to kfmt's Python data source (registered as
+ * {@value #PYTHON} by kfmt.spark.register). */
 final class LogTable implements SupportsRead, SupportsWrite {
     static final String PYTHON = "kafka-log-python";
     private final StructType schema;
@@ -106,7 +106,7 @@ final class LogTable implements SupportsRead, SupportsWrite {
         private final CaseInsensitiveStringMap options;
         private final StructType columns;
         private JsonNode answer;
-        private boolean streaming;
+        private String streaming; // a stream: which engine decodes it
 
         LogScan(CaseInsensitiveStringMap options, StructType columns) {
             this.options = options;
@@ -116,16 +116,23 @@ final class LogTable implements SupportsRead, SupportsWrite {
         @Override public StructType readSchema() { return columns; }
 
         private JsonNode answer() {
-            if (answer == null) answer = Planner.ask(withTable(options), schema.equals(KafkaLog.inferred(options)) ? null : schema);
+            if (answer == null) answer = Planner.ask(withTable(options), userSchema());
             return answer;
+        }
+
+        /** The schema the user gave (null: the source's own). */
+        private StructType userSchema() {
+            return schema.equals(KafkaLog.inferred(options)) ? null : schema;
         }
 
         @Override
         public String description() {
-            if (streaming) return KafkaLog.NAME + " (kfmt, stream: kfmt's Python data source)";
+            // (never "kafka-log (" or "kafka-log: ": Spark quotes descriptions in its errors, and those spell kfmt's
+            // own one-line failures, kfmt.spark.errors)
+            if (streaming != null) return "kfmt " + KafkaLog.NAME + " stream, " + streaming;
             JsonNode a = answer();
-            return a.has("plan") ? KafkaLog.NAME + " (kfmt, jvm engine, " + a.get("groups").asInt() + " input partitions)"
-                    : KafkaLog.NAME + " (kfmt, Python data source: " + a.get("python").asText() + ")";
+            return a.has("plan") ? "kfmt " + KafkaLog.NAME + ", jvm engine, " + a.get("groups").asInt() + " input partitions"
+                    : "kfmt " + KafkaLog.NAME + ", Python data source: " + a.get("python").asText();
         }
 
         @Override
@@ -136,10 +143,18 @@ final class LogTable implements SupportsRead, SupportsWrite {
             return ((SupportsRead) python(why, columns)).newScanBuilder(withTable(options)).build().toBatch();
         }
 
+        /** A stream: decoded by the JVM engine where the planner says it decodes the read, else by kfmt's Python
+         * data source; either way its micro-batches are cut by kfmt.spark.stream. */
         @Override
         public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-            streaming = true;
-            Scan s = ((SupportsRead) python("streaming", columns)).newScanBuilder(withTable(options)).build();
+            String[] why = new String[1];
+            LogStream jvm = LogStream.open(withTable(options), userSchema(), columns, why);
+            if (jvm != null) {
+                streaming = "jvm engine";
+                return jvm;
+            }
+            streaming = "kfmt's Python data source: " + why[0];
+            Scan s = ((SupportsRead) python("streaming (" + why[0] + ")", columns)).newScanBuilder(withTable(options)).build();
             return s.toMicroBatchStream(checkpointLocation);
         }
     }

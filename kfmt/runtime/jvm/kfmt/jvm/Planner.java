@@ -30,9 +30,14 @@ public final class Planner {
 
     /** The planner's answer: {"plan": ...} or {"python": why}; its error is thrown as the one line it is. */
     static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema) {
+        return ask(options, userSchema, null);
+    }
+
+    /** The answer to a stream's call ({@code stream}: its id, the call and its offsets; see kfmt.spark.planner). */
+    static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
         String answer;
         try {
-            String request = request(options, userSchema);
+            String request = request(options, userSchema, stream);
             PlanCallback c = callback;
             answer = c != null ? c.plan(request) : subprocess(request);
         } catch (IOException e) {
@@ -48,8 +53,9 @@ public final class Planner {
         return node;
     }
 
-    static String request(CaseInsensitiveStringMap options, StructType userSchema) throws IOException {
+    static String request(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) throws IOException {
         ObjectNode req = JSON.createObjectNode();
+        if (stream != null) req.set("stream", stream);
         ObjectNode opts = req.putObject("options");
         for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) opts.put(e.getKey(), e.getValue());
         ObjectNode defaults = req.putObject("defaults");

@@ -1,0 +1,140 @@
+package kfmt.jvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.UUID;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/** {@code spark.readStream.format("kafka-log")} decoded by the JVM engine. What each micro-batch reads is decided by
+ * kfmt's planner on the driver (kfmt.spark.stream.KafkaLogStreamReader, through {@link Planner}: the stream's offsets,
+ * its tails of the last segments, maxOffsetsPerTrigger's shares), so the two engines cut a stream the same way; the
+ * executors decode the slices as a batch read's. Offsets are Spark's Kafka source's JSON,
+ * {@code {"topic": {"partition": next offset}}}. */
+final class LogStream implements MicroBatchStream, SupportsAdmissionControl {
+    private final String id;
+    private final CaseInsensitiveStringMap options;
+    private final StructType userSchema;
+    private final StructType columns;
+    private final Plan settings;
+    private final long maxOffsets;
+
+    /** {@code settings}: the planner's answer to the stream's "open" call (the read's options, no slices). */
+    private LogStream(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String id, Plan settings) {
+        this.options = options;
+        this.userSchema = userSchema;
+        this.columns = columns;
+        this.settings = settings;
+        String limit = options.get("maxOffsetsPerTrigger");
+        this.maxOffsets = limit == null ? 0 : Long.parseLong(limit.trim());
+        this.id = id;
+    }
+
+    /** The "open" call: the plan of options when the JVM engine decodes this stream, else null and why in
+     * {@code why[0]} (the source then hands the stream to kfmt's Python data source). */
+    static LogStream open(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String[] why) {
+        String id = UUID.randomUUID().toString();
+        JsonNode a = Planner.ask(options, userSchema, call(id, "open"));
+        if (!a.has("plan")) {
+            why[0] = a.get("python").asText();
+            return null;
+        }
+        return new LogStream(options, userSchema, columns, id, Plan.parse(a.get("plan").asText()));
+    }
+
+    private static ObjectNode call(String id, String name) {
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("id", id);
+        n.put("call", name);
+        return n;
+    }
+
+    private JsonNode ask(String name, Offset start, Offset end, Long limit) {
+        ObjectNode c = call(id, name);
+        if (start != null) c.put("start", start.json());
+        if (end != null) c.put("end", end.json());
+        if (limit != null) c.put("limit", limit);
+        return Planner.ask(options, userSchema, c);
+    }
+
+    @Override
+    public Offset initialOffset() {
+        return new LogOffset(ask("initial", null, null, null).get("offset").asText());
+    }
+
+    @Override
+    public Offset deserializeOffset(String json) {
+        return new LogOffset(json);
+    }
+
+    @Override
+    public ReadLimit getDefaultReadLimit() {
+        return maxOffsets > 0 ? ReadLimit.maxRows(maxOffsets) : ReadLimit.allAvailable();
+    }
+
+    @Override
+    public Offset latestOffset() {
+        return latestOffset(null, ReadLimit.allAvailable());
+    }
+
+    @Override
+    public Offset latestOffset(Offset start, ReadLimit limit) {
+        Long rows = limit instanceof ReadMaxRows m ? m.maxRows() : null;
+        return new LogOffset(ask("latest", start, null, rows).get("offset").asText());
+    }
+
+    @Override
+    public Offset reportLatestOffset() {
+        return latestOffset();
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions(Offset start, Offset end) {
+        Plan plan = Plan.parse(ask("plan", start, end, null).get("plan").asText());
+        InputPartition[] out = new InputPartition[plan.groups.size()];
+        for (int i = 0; i < out.length; i++) out[i] = new KafkaLog.Group(plan.groups.get(i));
+        return out;
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return KafkaLog.factory(settings, columns, KafkaLog.storeConf(!Planner.schemes(options).isEmpty()));
+    }
+
+    @Override
+    public void commit(Offset end) {
+        ask("commit", null, end, null);
+    }
+
+    @Override
+    public void stop() {
+        ask("close", null, null, null);
+    }
+
+    @Override
+    public String toString() {
+        return "kfmt " + KafkaLog.NAME + " stream, jvm engine, " + id; // not kfmt.spark.errors' prefixes (LogTable)
+    }
+
+    /** A stream offset: the planner's JSON, one spelling per offset (Spark compares offsets by their JSON). */
+    static final class LogOffset extends Offset {
+        private final String json;
+
+        LogOffset(String json) {
+            this.json = json;
+        }
+
+        @Override
+        public String json() {
+            return json;
+        }
+    }
+}
