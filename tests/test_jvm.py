@@ -490,3 +490,84 @@ def test_a_segment_stored_compressed_whole_is_read_in_the_jvm(spark, tmp_path, c
     for engine in ("jvm", "python"):
         with pytest.raises(Exception, match="kafka-log: corrupt batch in"):
             kfmt.spark.read(spark, str(tmp_path), engine=engine, compressed_objects="fail").count()
+
+
+def _journals() -> list:
+    """Journal bodies of every shape kfmt.table.commit reads (ready or not, not reading, odd fields), None: none."""
+    base = {"id": "c0ffee", "mode": "overwrite", "puts": [], "removes": [], "marker": {}, "host": "h1", "pid": 42,
+            "started": 1769791662.75, "ready": True, "version": None}  # fmt: skip
+    put = {"staged": "a", "final": "b", "size": 3}
+    out: list = [None, b"", b"{", b"[]", b'"x"', b"null", json.dumps(base).encode()[:40]]
+    for ready in (True, False, 1, 0, "", "no", [], [0], {}, None):
+        out.append(json.dumps(dict(base, ready=ready)).encode())
+    for puts in ([], "", {}, "x", [{}], [put], [dict(put, extra=1)], [dict(put, batches=1, last_offset=9)], None, 5):
+        out.append(json.dumps(dict(base, puts=puts)).encode())
+    for gone in ("id", "mode", "puts", "host", "ready"):  # (without pid or started, each reader names its own)
+        out.append(json.dumps({k: v for k, v in base.items() if k != gone}).encode())
+    out += [json.dumps(dict(base, extra=1)).encode(), json.dumps(dict(base, started=0)).encode(),
+            json.dumps(dict(base, pid="x", host=7, mode=None)).encode()]  # fmt: skip
+    return out
+
+
+def test_table_checks_follow_the_python_rule(tmp_path):
+    """#35 item 1: a kfmt table's re-check after a task has read (a commit being applied, or the table replaced
+    since the plan) is kfmt.table.commit's decision; the JVM engine's copy (kfmt.jvm.TableCheck) gives the same
+    answer and the same message on every journal, marker and planned version."""
+    import subprocess
+
+    from kfmt.table.commit import MARKER, PENDING, CommitError, check_unchanged
+
+    markers = [None, b"", b"[1]", b'"v1"', b"{", b'{"version": "v1"}', b'{"commit": "v1"}', b'{"version": null,'
+               b' "commit": "v1"}', b'{"version": 1}', b'{"version": 1.0}', b'{"other": 2}']  # fmt: skip
+    seens = [None, "v1", 1, "v2"]
+    lines, want = [], []
+    for i, journal in enumerate(_journals()):
+        for k, marker in enumerate(markers):
+            root = tmp_path / f"t{i}-{k}"
+            root.mkdir()
+            for name, body in ((PENDING, journal), (MARKER, marker)):
+                if body is not None:
+                    (root / name).write_bytes(body)
+            for seen in seens:
+                try:
+                    from kfmt.table.commit import _LocalView
+
+                    check_unchanged(_LocalView(str(root)), str(root), seen)
+                    want.append("ok")
+                except CommitError as e:
+                    want.append(f"error\t{e}")
+                files = [str(root / n) if b is not None else "-" for n, b in ((PENDING, journal), (MARKER, marker))]
+                lines.append("\t".join([*files, json.dumps(seen), str(root)]))
+    import pyspark
+
+    cp = os.pathsep.join([jvm.jar(), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    r = subprocess.run(["java", "-cp", cp, "kfmt.jvm.TableCheck"], input="\n".join(lines) + "\n", capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = r.stdout.splitlines()
+    assert len(got) == len(want) > 1000 and {w.split("\t")[0] for w in want} == {"ok", "error"}
+    differ = [(ln, w, g) for ln, w, g in zip(lines, want, got, strict=True) if w != g]
+    assert not differ, differ[:5]
+
+
+def test_a_kfmt_table_is_read_in_the_jvm_and_rechecked(spark, tmp_path):
+    """A table kfmt wrote is decoded by the JVM engine (not handed to Python); a task that reads it after a commit
+    replaced it since the plan fails with kfmt's one line instead of returning rows of two versions."""
+    from kfmt.spark.planner import answer
+
+    src = tmp_path / "src" / "orders-0"
+    src.mkdir(parents=True)
+    src.joinpath(f"{0:020d}.log").write_bytes(kfmt.encode_batch([kfmt.Record(value=b"v%d" % i) for i in range(5)]))
+    out = tmp_path / "table"
+    kfmt.spark.save(spark.read.format("kafka-log").load(str(tmp_path / "src")), str(out))
+    df = spark.read.format("kafka-log").load(str(out))
+    assert _engine(df) == "jvm" and sorted(r.value for r in df.select("value").collect()) == [
+        b"v%d" % i for i in range(5)
+    ]
+    made = answer({"options": {"path": str(out)}, "defaults": {}, "columns": None})
+    assert "plan" in made and json.loads(made["plan"])["tables"][0]["version"] is not None
+    assert jvm.check(made["plan"])[0][:2] == ("ok", 5)
+    kfmt.spark.save(spark.read.format("kafka-log").load(str(tmp_path / "src")), str(out), mode="overwrite")
+    (got,) = jvm.check(made["plan"])  # the plan made before the overwrite, read after it
+    assert got[0] == "error" and "the table was rewritten while it was read" in got[1], got
+    assert got[1].startswith("kafka-log: ") and "\n" not in got[1]

@@ -11,8 +11,8 @@ as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there 
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
 source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): stores the asking JVM has no
 Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``; objects
-stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads``, a ``backend``
-choice, and kfmt tables. Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
+stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads`` and a ``backend``
+choice. kfmt tables are read here too, each task re-checking their commits (``kfmt.jvm.TableCheck``). Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
 :mod:`kfmt.spark.stream` on the driver; writes are the Python data source's (:mod:`kfmt.spark.writer`), through
 the same name.
 
@@ -109,8 +109,6 @@ def refusal(reader, options: dict, jvm_schemes=()) -> str | None:
     why = refusal_by_options(options)
     if why is not None:
         return why
-    if any(v is not None for v in reader.tables.values()):
-        return "kfmt tables (each task re-checks their commits in Python)"
     for seg in reader.segments:
         if is_uri(seg.path):
             scheme = urlparse(seg.path).scheme.lower()
@@ -175,6 +173,15 @@ def plan(reader, groups=None) -> dict:
             txns.append({"aborted": [list(a) for a in s.aborted], "open": [list(o) for o in s.open_txns or ()]})
         return index[key]
 
+    from kfmt.table.commit import recheck_files, table_root
+
+    checks = recheck_files(reader.tables, reader.storage)
+    roots = sorted(checks)
+
+    def table(s):  # the table a task re-checks once it has read the slice (kfmt.table.plan.LogReader.read)
+        root = table_root(s.path)
+        return roots.index(root) if root in checks else None
+
     groups = [
         [
             {
@@ -187,6 +194,7 @@ def plan(reader, groups=None) -> dict:
                 "stop": s.stop_offset,
                 "live_end": s.live_end,
                 "txn": txn(s),
+                "table": table(s),
             }  # fmt: skip
             for s in group
         ]
@@ -194,7 +202,8 @@ def plan(reader, groups=None) -> dict:
     ]
     return {"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
             "on_corrupt": reader.on_corrupt, "null_empty_headers": reader.null_empty_headers, "txns": txns,
-            "decompress": reader.compressed_objects == "read", "groups": groups}  # fmt: skip
+            "decompress": reader.compressed_objects == "read", "groups": groups,
+            "tables": [checks[r] for r in roots]}  # fmt: skip
 
 
 def read(spark, path, *, engine: str = "auto", schema=None, **options):

@@ -384,6 +384,19 @@ def check_tables(segment_paths, storage: dict | None = None) -> dict[str, str | 
     return out
 
 
+def recheck_files(seen: dict[str, str | None], storage: dict | None = None) -> dict[str, dict]:
+    """``{table root: what a reader in another language re-reads to make check_unchanged's decision}``: the
+    journal's and the marker's paths or URIs, the name messages give the table, and the version ``seen``.
+    The JVM engine (``kfmt.jvm.TableCheck``) follows :func:`table_state`, :func:`refuse_pending` and
+    :func:`check_unchanged` on these, held there by tests/test_jvm.py's differential test."""
+    out = {}
+    for root, version in seen.items():
+        view = _view(root, storage)
+        out[root] = {"uri": view.uri(view.root), "pending": view.uri(_pending(view.root)),
+                     "marker": view.uri(f"{view.root.rstrip('/')}/{MARKER}"), "version": version}  # fmt: skip
+    return out
+
+
 def check_tables_unchanged(seen: dict[str, str | None], roots, storage: dict | None = None) -> None:
     """After reading segments of the tables ``roots``: refuse if any was replaced since :func:`check_tables`."""
     for root in sorted(set(roots)):

@@ -28,15 +28,14 @@ public final class Check {
     private static void read(Plan plan, StringBuilder out) {
         for (Slice[] group : plan.groups) {
             try {
-                SliceReader r = new SliceReader(plan, SCHEMA);
+                // a task's reader: its slices in order, then its tables re-checked
+                KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA), group, null);
                 CRC32 crc = new CRC32();
                 long rows = 0;
-                for (Slice s : group) {
-                    r.open(s);
-                    for (ColumnarBatch b; (b = r.next()) != null; ) {
-                        for (int i = 0; i < b.numRows(); i++) row(b, i, crc);
-                        rows += b.numRows();
-                    }
+                while (r.next()) {
+                    ColumnarBatch b = r.get();
+                    for (int i = 0; i < b.numRows(); i++) row(b, i, crc);
+                    rows += b.numRows();
                 }
                 out.append("ok\t").append(rows).append('\t').append(crc.getValue()).append('\n');
             } catch (Exception e) {

@@ -136,28 +136,30 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
 
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
-            return new GroupReader(new SliceReader(plan, (StructType) DataType.fromJson(schemaJson),
-                    conf == null ? null : conf.value().value()), ((Group) p).slices());
+            org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
+            return new GroupReader(new SliceReader(plan, (StructType) DataType.fromJson(schemaJson), c), ((Group) p).slices(), c);
         }
     }
 
     static final class GroupReader implements PartitionReader<ColumnarBatch> {
         private final SliceReader reader;
         private final Slice[] slices;
+        private final org.apache.hadoop.conf.Configuration conf;
         private int next;
         private boolean open;
         private ColumnarBatch current;
 
-        GroupReader(SliceReader reader, Slice[] slices) {
+        GroupReader(SliceReader reader, Slice[] slices, org.apache.hadoop.conf.Configuration conf) {
             this.reader = reader;
             this.slices = slices;
+            this.conf = conf;
         }
 
         @Override
         public boolean next() throws IOException {
             while (true) {
                 if (!open) {
-                    if (next >= slices.length) return false;
+                    if (next >= slices.length) return recheckTables();
                     reader.open(slices[next++]);
                     open = true;
                 }
@@ -165,6 +167,15 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
                 if (current != null) return true;
                 open = false;
             }
+        }
+
+        /** Once every slice is read, as kfmt.table.plan.LogReader.read: a commit that started or finished while this
+         * task read would mix two versions of a table. Returns false (no more batches). */
+        private boolean recheckTables() {
+            java.util.TreeMap<String, TableCheck> tables = new java.util.TreeMap<>(); // in order, as Python checks
+            for (Slice s : slices) if (s.table != null) tables.put(s.table.uri, s.table);
+            for (TableCheck t : tables.values()) t.unchanged(conf);
+            return false;
         }
 
         @Override public ColumnarBatch get() { return current; }

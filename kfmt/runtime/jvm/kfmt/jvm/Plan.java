@@ -43,9 +43,11 @@ public final class Plan implements Serializable {
             if (root.has("decompress")) p.decompress = root.get("decompress").asBoolean();
             java.util.List<Slice.Txns> txns = new ArrayList<>();
             if (root.has("txns")) for (JsonNode t : root.get("txns")) txns.add(txns(t));
+            java.util.List<TableCheck> tables = new ArrayList<>();
+            if (root.has("tables")) for (JsonNode t : root.get("tables")) tables.add(table(t));
             for (JsonNode g : root.get("groups")) {
                 Slice[] group = new Slice[g.size()];
-                for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i), txns);
+                for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i), txns, tables);
                 p.groups.add(group);
             }
             return p;
@@ -58,7 +60,17 @@ public final class Plan implements Serializable {
         return n == null || n.isNull() ? null : n.asLong();
     }
 
-    private static Slice slice(JsonNode j, java.util.List<Slice.Txns> txns) {
+    /** A kfmt table its slices' tasks re-check (kfmt.table.commit.recheck_files). */
+    private static TableCheck table(JsonNode t) {
+        TableCheck c = new TableCheck();
+        c.uri = t.get("uri").asText();
+        c.pending = t.get("pending").asText();
+        c.marker = t.get("marker").asText();
+        c.version = t.get("version").toString(); // as JSON: null, a string, ...
+        return c;
+    }
+
+    private static Slice slice(JsonNode j, java.util.List<Slice.Txns> txns, java.util.List<TableCheck> tables) {
         Slice s = new Slice();
         s.path = j.get("path").asText();
         s.topic = j.get("topic").asText();
@@ -70,6 +82,8 @@ public final class Plan implements Serializable {
         s.liveEnd = j.get("live_end").asBoolean();
         JsonNode t = j.get("txn");
         s.txns = t == null || t.isNull() ? null : txns.get(t.asInt());
+        JsonNode table = j.get("table");
+        s.table = table == null || table.isNull() ? null : tables.get(table.asInt());
         return s;
     }
 

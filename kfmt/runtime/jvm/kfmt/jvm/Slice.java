@@ -15,6 +15,8 @@ public final class Slice implements Serializable {
     /** read_committed: the log's transactions (null: read_uncommitted) */
     public Txns txns;
     public boolean liveEnd;
+    /** the kfmt table the slice is part of, re-checked once its task has read (null: none to check) */
+    public TableCheck table;
 
     /** This slice covering bytes [0, end) instead (an object stored compressed whole, read decompressed). */
     Slice whole(long size) {
@@ -28,6 +30,7 @@ public final class Slice implements Serializable {
         s.stop = stop;
         s.txns = txns;
         s.liveEnd = liveEnd;
+        s.table = table;
         return s;
     }
 
