@@ -401,10 +401,11 @@ spark = (SparkSession.builder.master("local[2]").config("spark.jars", f"{jvm.jar
          .config("spark.hadoop.fs.s3.impl", "KfmtTestStore").config("spark.hadoop.fs.s3.impl.disable.cache", "true")
          .config("spark.hadoop.kfmt.test.root", root).config("spark.hadoop.kfmt.test.stall_ms", "20").getOrCreate())
 kfmt.spark.register(spark)
-for fault in ("none", "short", "stall", "zero", "ioerror"):
+for fault in ("none", "short", "stall", "zero", "ioerror", "hang"):
     spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", fault)
     df = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
-          .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3://logs/kafka"))
+          .option("s3.access_key", "test").option("s3.secret_key", "test").option("read_timeout", 2)
+          .load("s3://logs/kafka"))
     engine = "jvm" if "jvm engine" in df._jdf.queryExecution().executedPlan().toString() else "python"
     try:
         rows = sorted((r[0], r[1], r[2], bytes(r[3] or b"").hex(), bytes(r[4] or b"").hex())
@@ -464,7 +465,8 @@ def test_a_store_read_through_hadoops_filesystem(tmp_path):
     got = {r["fault"]: r for r in map(json.loads, out.stdout.splitlines())}
     for fault in ("none", "short", "stall"):
         assert got[fault] == dict(want, fault=fault, engine="jvm"), got[fault]
-    for fault, why in (("zero", "IOException: no bytes read at byte"), ("ioerror", "injected: connection reset")):
+    for fault, why in (("zero", "IOException: no bytes read at byte"), ("ioerror", "injected: connection reset"),
+                       ("hang", "the store gave no answer in 2.0 s (option read_timeout)")):  # fmt: skip
         error = got[fault].get("error")
         assert got[fault]["engine"] == "jvm" and isinstance(error, str) and "\n" not in error, error
         assert error.startswith("kafka-log: reading s3://logs/kafka/") and " failed at byte " in error and why in error

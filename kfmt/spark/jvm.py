@@ -202,7 +202,8 @@ def plan(reader, groups=None) -> dict:
     ]
     return {"limits": limits(reader.verify_crc), "include_control": reader.include_control, "format": reader.format,
             "on_corrupt": reader.on_corrupt, "null_empty_headers": reader.null_empty_headers, "txns": txns,
-            "decompress": reader.compressed_objects == "read", "groups": groups,
+            "decompress": reader.compressed_objects == "read", "read_timeout_ms": reader.read_timeout * 1000,
+            "groups": groups,
             "tables": [checks[r] for r in roots]}  # fmt: skip
 
 

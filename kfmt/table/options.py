@@ -38,6 +38,9 @@ READ_OPTIONS = {
     "minPartitions": "same as min_partitions (the name Spark's Kafka source uses)",
     "compressed_objects": "read (default) | fail: segment objects a remote storage plugin stored compressed whole "
     "(zstd, gzip, LZ4, framed snappy)",
+    "read_timeout": "seconds one read from a store by URI may wait before the read fails naming the object and "
+    "byte (default 120; the JVM engine bounds each Hadoop FileSystem read, the Python engine passes it to S3 as "
+    "s3.request_timeout)",
     "includeHeaders": "true: headers NULL for records without headers, as Spark's Kafka source (default: empty lists)",
     "decode_payloads": "true: add key_decoded and value_decoded, the records of Kafka's own topics (__consumer_offsets, "
     "__cluster_metadata...) decoded by name as JSON text (NULL for other topics), and payload_error, why one did not "

@@ -71,6 +71,9 @@ class LogReader:
 
             get_format(self.format)
         self.storage = _storage(options)  # for s3:// and the like
+        self.read_timeout = _int_opt(options, "read_timeout", 120)
+        if _opt(options, "read_timeout") is not None:
+            self.storage.setdefault("s3.request_timeout", str(self.read_timeout))
         self.include_control = _bool(_opt(options, "include_control"), False)
         self.compressed_objects = str(_opt(options, "compressed_objects") or "read").lower()
         if self.compressed_objects not in ("read", "fail"):

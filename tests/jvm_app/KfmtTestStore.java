@@ -17,7 +17,7 @@ import org.apache.hadoop.util.Progressable;
 /** A Hadoop FileSystem for the tests (tests/test_jvm.py): a store whose objects <scheme>://<bucket>/<key> are the
  * files <kfmt.test.root>/<bucket>/<key>, read with a fault injected as kfmt.test.fault says: none; short (at most 7
  * bytes a read); zero (reads that give nothing); ioerror (an IOException for a read that reaches past byte 1,000
- * of an object); stall (each read waits kfmt.test.stall_ms). Read-only: what the JVM engine's executors need. */
+ * of an object); stall (each read waits kfmt.test.stall_ms); hang (a read never answers). Read-only: what the JVM engine's executors need. */
 public final class KfmtTestStore extends FileSystem {
     private URI uri;
     private File root;
@@ -76,9 +76,9 @@ public final class KfmtTestStore extends FileSystem {
         public int read(long at, byte[] b, int off, int len) throws IOException {
             if (len == 0) return 0;
             if ("zero".equals(fault)) return 0;
-            if ("stall".equals(fault)) {
+            if ("stall".equals(fault) || "hang".equals(fault)) {
                 try {
-                    Thread.sleep(stallMs);
+                    Thread.sleep("hang".equals(fault) ? 600_000 : stallMs); // hang: a store that never answers
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IOException("interrupted");

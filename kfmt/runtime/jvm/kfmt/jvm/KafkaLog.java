@@ -103,6 +103,7 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
         shipped.onCorrupt = plan.onCorrupt;
         shipped.chunkBytes = plan.chunkBytes;
         shipped.decompress = plan.decompress;
+        shipped.readTimeoutMs = plan.readTimeoutMs;
         return new Factory(shipped, schema, conf);
     }
 

@@ -21,6 +21,8 @@ public final class Plan implements Serializable {
     public int chunkBytes = 8 << 20;
     /** kfmt.table.plan.LogReader.compressed_objects == "read": an object stored compressed whole is decompressed */
     public boolean decompress = true;
+    /** how long one read from a store by URI may wait (kfmt.table.plan.LogReader.read_timeout), in milliseconds */
+    public long readTimeoutMs = 120_000;
     public List<Slice[]> groups = new ArrayList<>();
 
     public static Plan parse(String json) {
@@ -41,6 +43,7 @@ public final class Plan implements Serializable {
             if (root.has("on_corrupt")) p.onCorrupt = root.get("on_corrupt").asText();
             if (root.has("chunk_bytes")) p.chunkBytes = Math.max(1, root.get("chunk_bytes").asInt());
             if (root.has("decompress")) p.decompress = root.get("decompress").asBoolean();
+            if (root.has("read_timeout_ms")) p.readTimeoutMs = root.get("read_timeout_ms").asLong();
             java.util.List<Slice.Txns> txns = new ArrayList<>();
             if (root.has("txns")) for (JsonNode t : root.get("txns")) txns.add(txns(t));
             java.util.List<TableCheck> tables = new ArrayList<>();

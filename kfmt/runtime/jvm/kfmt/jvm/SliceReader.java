@@ -66,7 +66,7 @@ public final class SliceReader {
         done = false;
         pending = null;
         try {
-            source = Source.open(s.path, conf);
+            source = Source.open(s.path, conf, plan.readTimeoutMs);
             String packed = plan.decompress ? source.packed() : null;
             if (packed != null && s.start > 0) done = true; // the object's bytes are not entries: its first slice reads it
             else if (packed != null) {

@@ -38,10 +38,12 @@ abstract class Source implements Closeable {
         return SCHEME.matcher(path).lookingAt();
     }
 
-    static Source open(String path, Configuration conf) throws IOException {
+    /** A local file, or a store's object by URI whose every read fails after {@code timeoutMs} without an answer
+     * (0: reads wait as long as the store's connector lets them). */
+    static Source open(String path, Configuration conf, long timeoutMs) throws IOException {
         if (!isUri(path)) return new Local(FileChannel.open(java.nio.file.Path.of(path), StandardOpenOption.READ));
         Path p = new Path(path);
-        return new Hadoop(p.getFileSystem(conf != null ? conf : new Configuration()).open(p));
+        return new Hadoop(p.getFileSystem(conf != null ? conf : new Configuration()).open(p), timeoutMs);
     }
 
     /** Whether this JVM has a Hadoop FileSystem for the scheme (its connector is on the classpath, or configured). */
@@ -142,18 +144,53 @@ abstract class Source implements Closeable {
 
     private static final class Hadoop extends Source {
         private final FSDataInputStream in;
+        private final long timeoutMs;
+        private java.util.concurrent.ExecutorService reads; // one daemon thread, for reads with a deadline
 
-        Hadoop(FSDataInputStream in) {
+        Hadoop(FSDataInputStream in, long timeoutMs) {
             this.in = in;
+            this.timeoutMs = timeoutMs;
         }
 
         @Override
         int readOnce(ByteBuffer bb, long at) throws IOException {
-            int got = in.read(at, bb.array(), bb.arrayOffset() + bb.position(), bb.remaining());
+            byte[] a = bb.array();
+            int off = bb.arrayOffset() + bb.position(), n = bb.remaining();
+            int got = timeoutMs > 0 ? bounded(() -> in.read(at, a, off, n)) : in.read(at, a, off, n);
             if (got > 0) bb.position(bb.position() + got);
             return got;
         }
 
-        @Override public void close() throws IOException { in.close(); }
+        /** The read, or an IOException when the store has not answered in time (the read is interrupted and left). */
+        private int bounded(java.util.concurrent.Callable<Integer> read) throws IOException {
+            if (reads == null) {
+                reads = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+                    Thread t = new Thread(r, "kfmt-store-read");
+                    t.setDaemon(true);
+                    return t;
+                });
+            }
+            java.util.concurrent.Future<Integer> f = reads.submit(read);
+            try {
+                return f.get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                f.cancel(true);
+                reads.shutdownNow();
+                reads = null; // a stuck read keeps its thread: the next read gets a new one
+                throw new IOException("the store gave no answer in " + timeoutMs / 1000.0 + " s (option read_timeout)");
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof IOException io) throw io;
+                throw new IOException(e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (reads != null) reads.shutdownNow();
+            in.close();
+        }
     }
 }
