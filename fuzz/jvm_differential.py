@@ -1,9 +1,13 @@
 """`make fuzz-jvm`: the JVM engine against the Python engine on damaged logs.
 
-Each input is one partition's only segment: a log mixing v0, v1 and v2 entries in every codec, or (every fifth
-input) a log of one of the proposals read with option ``format``, then mutated (bit flips, overwrites,
+Each input is one partition's only segment: a log mixing v0, v1 and v2 entries in every codec, a log of
+transactions (producers, commit and abort markers, one left open), or (every fifth input) a log of one of the
+proposals read with option ``format``, then mutated (bit flips, overwrites,
 truncations, insertions, tampered length fields) or damaged as a log is (zeroed holes, zero-filled tails,
-inserted garbage, size fields too large or too small); inputs come from the seed alone. Both
+inserted garbage, size fields too large or too small); inputs come from the seed alone. Each input is read with
+a view of its own, drawn from the seed: ``include_control`` or not, offset bounds (``startingOffsets`` /
+``endingOffsets`` as a slice carries them) or none, and ``read_committed`` with the transactions the planner
+finds in the damaged log, or not. Both
 engines read it as the Spark source does, with ``on_corrupt`` fail, skip and quarantine (the slice is the
 partition's last, so an entry cut short at its end is a batch being written): the Python engine through
 ``kfmt.table.slices.read_slice`` (the executors' code), the JVM engine through ``kfmt.jvm.Check`` (its reader
@@ -45,16 +49,51 @@ PROPOSALS = {
 }
 
 
-def inputs(n: int, seed: int) -> list[tuple[str | None, bytes]]:
-    """(format, damaged log): mixed v0/v1/v2 logs (format None: detected), every fifth one's offsets and
-    timestamps at the edges of their ranges, every fifth one a proposal's log."""
+def inputs(n: int, seed: int) -> list[tuple[str | None, bytes, dict]]:
+    """(format, damaged log, view): mixed v0/v1/v2 logs (format None: detected), every fifth one's offsets and
+    timestamps at the edges of their ranges, every fifth a log of transactions, every fifth a proposal's log."""
     rng = random.Random(seed)
-    out: list[tuple[str | None, bytes]] = []
+    out: list[tuple[str | None, bytes, dict]] = []
     for i in range(n):
         fmt = rng.choice(sorted(PROPOSALS)) if i % 5 == 2 else None
-        log = _edge_log(rng) if i % 5 == 4 else proposal_log(fmt, rng) if fmt else _mixed_log(rng)
-        out.append((fmt, log if i % 10 in (0, 4) else mutate(log, rng) if i % 2 else _damage(log, rng)[0]))
+        kind = {4: _edge_log, 1: _txn_log}.get(i % 5, _mixed_log)
+        log = proposal_log(fmt, rng) if fmt else kind(rng)
+        log = log if i % 10 in (0, 4) else mutate(log, rng) if i % 2 else _damage(log, rng)[0]
+        out.append((fmt, log, view(rng)))
     return out
+
+
+def view(rng: random.Random) -> dict:
+    """How an input is read: control records kept or not, offset bounds [first, stop) or none, read_committed."""
+    bound = (None, None, 0, 1, 3, 7, 20, TOP)
+    return {"include_control": rng.random() < 0.3, "first": rng.choice(bound), "stop": rng.choice(bound),
+            "committed": rng.random() < 0.4}  # fmt: skip
+
+
+def _txn_log(rng: random.Random) -> bytes:
+    """v2 batches of three producers, some transactional, commit and abort markers, a transaction left open."""
+    import kfmt
+
+    parts, off, open_txn = [], rng.choice((0, 100)), {}
+    for _ in range(rng.randint(3, 9)):
+        pid = rng.randint(1, 3)
+        txn = pid != 3 or rng.random() < 0.2
+        if txn and pid in open_txn and rng.random() < 0.4:  # the producer's transaction ends
+            kind = rng.choice(("commit", "abort"))
+            parts.append(kfmt.encode_batch([kfmt.control_record(kind, timestamp=7)], base_offset=off, producer_id=pid,
+                                           producer_epoch=0, is_transactional=True, is_control=True))  # fmt: skip
+            del open_txn[pid]
+            off += 1
+            continue
+        n = rng.randint(1, 4)
+        recs = [kfmt.Record(key=b"k%d" % i, value=rng.randbytes(rng.randint(0, 20)), timestamp=5) for i in range(n)]
+        parts.append(kfmt.encode_batch(recs, codec=rng.choice(("none", "lz4", "gzip")), base_offset=off,
+                                       producer_id=pid, producer_epoch=0, base_sequence=0,
+                                       is_transactional=txn))  # fmt: skip
+        if txn:
+            open_txn.setdefault(pid, off)
+        off += n
+    return b"".join(parts)
 
 
 def proposal_log(fid: str, rng: random.Random) -> bytes:
@@ -100,13 +139,26 @@ def _edge_log(rng: random.Random) -> bytes:
     return b"".join(parts)
 
 
-def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail", fmt: str | None = None) -> tuple:
-    part = SegmentSlice(path, "t", 0, 0, size, live_end=True)
+def python_engine(path: str, size: int, verify_crc: bool, on_corrupt: str = "fail", fmt: str | None = None,
+                  seen: dict | None = None, txns=None) -> tuple:  # fmt: skip
+    seen = seen or {}
+    aborted, open_txns = (None, None) if txns is None else (tuple(txns.aborted), tuple(txns.open.items()))
+    part = SegmentSlice(path, "t", 0, 0, size, seen.get("first"), seen.get("stop"), aborted, open_txns, live_end=True)
     try:
-        rows = read_slice(part, verify_crc, on_corrupt=on_corrupt, columns=COLUMNS, format=fmt)
+        rows = read_slice(part, verify_crc, bool(seen.get("include_control")), on_corrupt, COLUMNS, format=fmt)
         return ("ok", *jvm.row_digest(rows))
     except ValueError as e:
         return ("error", str(e))
+
+
+def transactions(path: str, fmt: str | None):
+    """The log's transactions as the planner finds them for read_committed (None: the planner cannot read them)."""
+    from kfmt.log.txn import transactions_of_files
+
+    try:
+        return transactions_of_files([path], format=fmt)
+    except Exception:  # noqa: BLE001 - damage the planner refuses: the input is read uncommitted instead
+        return None
 
 
 def run(n: int, seed: int, verify_crc: bool, on_corrupt: str = "fail", keep: bool = True) -> tuple[int, int, list[str]]:
@@ -116,51 +168,72 @@ def run(n: int, seed: int, verify_crc: bool, on_corrupt: str = "fail", keep: boo
 
 
 def compare(logs: list, verify_crc: bool, keep: bool = True, on_corrupt: str = "fail") -> tuple[int, list[str]]:
-    """Each log (bytes, or (format, bytes)) read by both engines: the JVM engine in one run, a plan per format
-    (without CRCs 100 bytes at a time, so that its window moves at every entry), the Python engine one by one.
+    """Each log (bytes, (format, bytes) or (format, bytes, view)) read by both engines: the JVM engine in one run,
+    a plan per format and include_control (without CRCs 100 bytes at a time, so that its window moves at every
+    entry), the Python engine one by one.
     Returns how many both read alike, and the disagreements, each kept under FINDINGS (a proposal's as
     ``<hash>.<format>.log``)."""
-    import hashlib
-
-    by_format: dict[str | None, list[bytes]] = {}
+    by_plan: dict[tuple, list] = {}  # one plan per format and include_control (a plan's options)
     for x in logs:
-        fmt, data = x if isinstance(x, tuple) else (None, x)
-        by_format.setdefault(fmt, []).append(data)
+        fmt, data, seen = _item(x)
+        by_plan.setdefault((fmt, bool(seen.get("include_control"))), []).append((data, seen))
     found, clean = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         read, plans = [], []
-        for fmt, group in by_format.items():
-            groups = []
-            for data in group:
+        for (fmt, control), group in by_plan.items():
+            groups, txns = [], []
+            for data, seen in group:
                 p = Path(tmp) / f"t-{len(read)}" / "00000000000000000000.log"
                 p.parent.mkdir()
                 p.write_bytes(data)
-                read.append((fmt, str(p), len(data)))
+                t = transactions(str(p), fmt) if seen.get("committed") else None
+                read.append((fmt, str(p), len(data), seen, t))
+                if t is not None:
+                    txns.append({"aborted": [list(a) for a in t.aborted], "open": [list(o) for o in t.open.items()]})
                 groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
-                                "first": None, "stop": None, "live_end": True, "txn": None}])  # fmt: skip
-            plans.append(json.dumps({"limits": jvm.limits(verify_crc), "include_control": False, "format": fmt,
+                                "first": seen.get("first"), "stop": seen.get("stop"), "live_end": True,
+                                "txn": None if t is None else len(txns) - 1}])  # fmt: skip
+            plans.append(json.dumps({"limits": jvm.limits(verify_crc), "include_control": control, "format": fmt,
                                      "null_empty_headers": False, "groups": groups, "on_corrupt": on_corrupt,
-                                     "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
-        for (fmt, path, size), theirs in zip(read, jvm.check(*plans)):
-            ours = python_engine(path, size, verify_crc, on_corrupt, fmt)
+                                     "txns": txns, "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
+        for (fmt, path, size, seen, t), theirs in zip(read, jvm.check(*plans)):
+            ours = python_engine(path, size, verify_crc, on_corrupt, fmt, seen, t)
             if (ours == theirs) if ours[0] == "ok" else theirs[0] == "error":
                 clean += ours[0] == "ok"
                 continue
-            data = Path(path).read_bytes()
-            name = f"{hashlib.sha256(data).hexdigest()[:16]}{'.' + fmt if fmt else ''}.log"
-            if keep:
-                FINDINGS.mkdir(parents=True, exist_ok=True)
-                (FINDINGS / name).write_bytes(data)
-            found.append(f"{name} ({on_corrupt}): python {ours[:2]} vs jvm {theirs[:2]}")
+            found.append(_keep(Path(path).read_bytes(), fmt, seen, keep) + f" ({on_corrupt}, {seen}): python "
+                         f"{ours[:2]} vs jvm {theirs[:2]}")  # fmt: skip
     return clean, found
 
 
-def findings() -> list[tuple[str | None, bytes]]:
-    """The logs kept under FINDINGS, with their format (named in the file's name; none: detected)."""
+def _item(x) -> tuple:
+    """(format, log, view) of an input given as bytes, (format, bytes) or (format, bytes, view)."""
+    if not isinstance(x, tuple):
+        return None, x, {}
+    return (*x, {}) if len(x) == 2 else x
+
+
+def _keep(data: bytes, fmt: str | None, seen: dict, keep: bool) -> str:
+    """A disagreement's log kept under FINDINGS (``<hash>[.<format>].log``, its view beside it as ``.json``)."""
+    import hashlib
+
+    name = f"{hashlib.sha256(data + json.dumps(seen, sort_keys=True).encode()).hexdigest()[:16]}"
+    name += f"{'.' + fmt if fmt else ''}.log"
+    if keep:
+        FINDINGS.mkdir(parents=True, exist_ok=True)
+        (FINDINGS / name).write_bytes(data)
+        if seen:
+            (FINDINGS / name).with_suffix(".json").write_text(json.dumps(seen, sort_keys=True))
+    return name
+
+
+def findings() -> list[tuple[str | None, bytes, dict]]:
+    """The logs kept under FINDINGS, with their format (named in the file's name; none: detected) and view."""
     out = []
     for p in sorted(FINDINGS.glob("*.log")):
         parts = p.name.split(".")
-        out.append((parts[1] if len(parts) == 3 else None, p.read_bytes()))
+        seen = json.loads(p.with_suffix(".json").read_text()) if p.with_suffix(".json").is_file() else {}
+        out.append((parts[1] if len(parts) == 3 else None, p.read_bytes(), seen))
     return out
 
 

@@ -167,4 +167,6 @@ class Batch(_Batch):
 
     @property
     def last_offset(self):
-        return self.base_offset + self.last_offset_delta
+        return (
+            (self.base_offset + self.last_offset_delta + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF
+        ) - 0x8000000000000000

@@ -69,8 +69,8 @@ def run(schema: Schema, scope: Scope, structs: list[n.Struct]) -> list[n.Struct]
         logical = []
         for name, terms in spec.logical:
             value: n.Expr = scope.ref(st.name, terms[0])
-            for t in terms[1:]:
-                value = n.Arith("add", value, scope.ref(st.name, t))
+            for t in terms[1:]:  # a Kafka long: base_offset + last_offset_delta wraps as Java's lastOffset() does
+                value = n.Arith("add", value, scope.ref(st.name, t), wrap64=True)
             logical.append(n.Logical(name, value))
         # the enum views naming a compression codec (of a compressed array or a wrapper's inner set)
         codecs = {w.codec.name for w in wrappers} | {
