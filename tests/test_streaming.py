@@ -340,3 +340,37 @@ def test_a_stream_killed_and_restarted_reads_every_record_once(spark, tmp_path):
         assert res["kills"] == trials and res["records"] > 0 and res["partitions"] == 3  # one appeared meanwhile
         print(f"\nstream kills ({engine} engine, seed {seed}): {res['kills']} SIGKILLs and restarts, "
               f"{res['records']} records appended meanwhile, each in the output exactly once")  # fmt: skip
+
+
+def test_available_now_after_a_crash_reads_what_is_there(spark, tmp_path):
+    """Trigger.AvailableNow restarted after a crash that left a micro-batch planned but not committed: the JVM
+    source re-runs that batch and then reads on to what was there at the start (in maxOffsetsPerTrigger steps),
+    instead of stopping after the re-run batch."""
+    from kfmt.spark.jvm import jar
+
+    if not jar():
+        pytest.skip("the JVM engine is not built here")
+    logs = tmp_path / "logs" / "t-0"
+    logs.mkdir(parents=True)
+    seg = logs / f"{0:020d}.log"
+    seg.write_bytes(b"".join(_batch(b, 10) for b in range(0, 50, 10)))
+    out, ck = str(tmp_path / "out"), tmp_path / "ck"
+    df = (spark.readStream.format("kafka-log").option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 20)
+          .load(str(tmp_path / "logs")).select("partition", "offset"))  # fmt: skip
+
+    def run(**trigger):
+        q = df.writeStream.format("parquet").option("checkpointLocation", str(ck)).trigger(**trigger).start(out)
+        q.awaitTermination() if "availableNow" in trigger else q.processAllAvailable()
+        q.stop()
+        return q
+
+    run(processingTime="100 milliseconds")
+    assert _offsets(spark, out) == [(0, o) for o in range(50)]
+    last = max(int(f.name) for f in (ck / "commits").iterdir() if f.name.isdigit())
+    for f in (ck / "commits" / str(last), ck / "commits" / f".{last}.crc"):  # the crash: planned, not committed
+        f.unlink(missing_ok=True)
+    with open(seg, "ab") as f:
+        f.write(b"".join(_batch(b, 10) for b in range(50, 120, 10)))
+    q = run(availableNow=True)
+    assert _offsets(spark, out) == [(0, o) for o in range(120)]
+    assert max(p["numInputRows"] for p in q.recentProgress) <= 20 and len(q.recentProgress) >= 4

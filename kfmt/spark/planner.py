@@ -16,10 +16,10 @@ JVM engine does not decode this yet: the source hands the read to kfmt's Python 
 ``{"error": one line}``.
 
 A stream's requests (``kfmt.jvm.LogStream``, ``spark.readStream.format("kafka-log")``) add ``"stream": {"id": ...,
-"call": ..., "start": offset, "end": offset, "limit": rows}``, offsets as Spark's Kafka source writes them
+"call": ..., "start": offset, "end": offset, "limit": rows, "until": offset}``, offsets as Spark's Kafka source writes them
 (``{"topic": {"partition": next offset}}``). The calls are :class:`kfmt.spark.stream.KafkaLogStreamReader`'s, so a
 stream's micro-batches are cut by the one definition whichever engine decodes them: ``open`` (``{"plan": ...}``
-with the read's options and no slices, or ``{"python": why}``), ``initial`` and ``latest`` (``{"offset": ...}``),
+with the read's options and no slices, or ``{"python": why}``), ``initial`` and ``latest`` (``{"offset": ...}``; ``until``: no further, as Trigger.AvailableNow reads),
 ``plan`` (the slices from ``start`` to ``end``), ``commit`` and ``close``. The driver's interpreter keeps each
 stream's reader between calls (what it learnt of each partition's last segment); a planner run as a process
 starts afresh each call, and gets the same answers.
@@ -103,7 +103,7 @@ def _stream(request: dict, options: dict, engine: str) -> dict:
         return {"offset": _offset(reader.initialOffset())}
     if call == "latest":
         limit = None if ask.get("limit") is None else SimpleNamespace(max_rows=int(ask["limit"]))
-        return {"offset": _offset(reader.latestOffset(offset("start"), limit))}
+        return {"offset": _offset(reader.latestOffset(offset("start"), limit, offset("until")))}
     if call == "plan":
         groups = [g.slices for g in reader.partitions(offset("start") or {}, offset("end"))]
         return {"plan": json.dumps(plan(reader.batch, groups)), "groups": len(groups)}

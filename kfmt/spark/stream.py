@@ -179,8 +179,13 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
         return ReadMaxRows(self.max_offsets) if self.max_offsets else ReadAllAvailable()
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit=None, until: dict | None = None) -> dict:
+        """The next micro-batch's end: what is there, shared out by each partition's backlog under a row limit,
+        and no further than ``until`` (Trigger.AvailableNow: what was there when the query started)."""
         latest = self._latest()
+        if until is not None:
+            latest = {t: {p: min(n, until[t][p]) for p, n in parts.items() if p in until.get(t, {})}
+                      for t, parts in latest.items() if t in until}  # fmt: skip
         cap = getattr(limit, "max_rows", None)
         if cap is None or start is None:
             return latest

@@ -45,8 +45,11 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
 
     static StructType inferred(CaseInsensitiveStringMap options) {
         boolean decoded = "true".equalsIgnoreCase(options.getOrDefault("decode_payloads", "false").trim());
-        return StructType.fromDDL(SCHEMAS.getProperty(decoded ? "decoded" : "plain"));
+        return PARSED.computeIfAbsent(decoded ? "decoded" : "plain", k -> StructType.fromDDL(SCHEMAS.getProperty(k)));
     }
+
+    /** The schemas parsed once (Spark's DDL parser costs more than planning a small read). */
+    private static final java.util.concurrent.ConcurrentHashMap<String, StructType> PARSED = new java.util.concurrent.ConcurrentHashMap<>();
 
     @Override
     public boolean supportsExternalMetadata() {
@@ -138,7 +141,8 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition p) {
             org.apache.hadoop.conf.Configuration c = conf == null ? null : conf.value().value();
-            return new GroupReader(new SliceReader(plan, (StructType) DataType.fromJson(schemaJson), c), ((Group) p).slices(), c);
+            StructType schema = PARSED.computeIfAbsent(schemaJson, j -> (StructType) DataType.fromJson(j));
+            return new GroupReader(new SliceReader(plan, schema, c), ((Group) p).slices(), c);
         }
     }
 

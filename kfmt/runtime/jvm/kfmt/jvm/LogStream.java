@@ -10,7 +10,7 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
-import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -19,13 +19,15 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * its tails of the last segments, maxOffsetsPerTrigger's shares), so the two engines cut a stream the same way; the
  * executors decode the slices as a batch read's. Offsets are Spark's Kafka source's JSON,
  * {@code {"topic": {"partition": next offset}}}. */
-final class LogStream implements MicroBatchStream, SupportsAdmissionControl {
+final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
     private final String id;
     private final CaseInsensitiveStringMap options;
     private final StructType userSchema;
     private final StructType columns;
     private final Plan settings;
     private final long maxOffsets;
+    /** Trigger.AvailableNow: the latest offset when the query started, which no micro-batch goes past */
+    private Offset availableNow;
 
     /** {@code settings}: the planner's answer to the stream's "open" call (the read's options, no slices). */
     private LogStream(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String id, Plan settings) {
@@ -58,10 +60,15 @@ final class LogStream implements MicroBatchStream, SupportsAdmissionControl {
     }
 
     private JsonNode ask(String name, Offset start, Offset end, Long limit) {
+        return ask(name, start, end, limit, null);
+    }
+
+    private JsonNode ask(String name, Offset start, Offset end, Long limit, Offset until) {
         ObjectNode c = call(id, name);
         if (start != null) c.put("start", start.json());
         if (end != null) c.put("end", end.json());
         if (limit != null) c.put("limit", limit);
+        if (until != null) c.put("until", until.json());
         return Planner.ask(options, userSchema, c);
     }
 
@@ -80,15 +87,23 @@ final class LogStream implements MicroBatchStream, SupportsAdmissionControl {
         return maxOffsets > 0 ? ReadLimit.maxRows(maxOffsets) : ReadLimit.allAvailable();
     }
 
+    /** What is there now (every partition's next offset). */
     @Override
     public Offset latestOffset() {
-        return latestOffset(null, ReadLimit.allAvailable());
+        return new LogOffset(ask("latest", null, null, null).get("offset").asText());
     }
 
     @Override
     public Offset latestOffset(Offset start, ReadLimit limit) {
         Long rows = limit instanceof ReadMaxRows m ? m.maxRows() : null;
-        return new LogOffset(ask("latest", start, null, rows).get("offset").asText());
+        return new LogOffset(ask("latest", start, null, rows, availableNow).get("offset").asText());
+    }
+
+    /** What is there now is what the query reads, in as many micro-batches as maxOffsetsPerTrigger makes (also
+     * after a restart that first re-runs a micro-batch planned before). */
+    @Override
+    public void prepareForTriggerAvailableNow() {
+        availableNow = latestOffset();
     }
 
     @Override

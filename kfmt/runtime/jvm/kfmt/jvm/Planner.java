@@ -65,8 +65,11 @@ public final class Planner {
         defaults.put("split_bytes", conf.filesMaxPartitionBytes());
         defaults.put("open_cost_bytes", conf.filesOpenCostInBytes());
         ArrayNode schemes = req.putArray("jvm_schemes"); // the stores the executors can read here, of those named
-        org.apache.hadoop.conf.Configuration hadoop = spark.sessionState().newHadoopConf();
-        for (String scheme : schemes(options)) if (Source.readable(scheme, hadoop)) schemes.add(scheme);
+        java.util.Set<String> named = schemes(options);
+        if (!named.isEmpty()) { // (a Hadoop configuration reads its XML resources: only when a store is named)
+            org.apache.hadoop.conf.Configuration hadoop = spark.sessionState().newHadoopConf();
+            for (String scheme : named) if (Source.readable(scheme, hadoop)) schemes.add(scheme);
+        }
         if (userSchema == null) {
             req.putNull("columns");
         } else {
