@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: racing trials per test (the suite's slice; `make test-writers` runs the long campaign with more)
 TRIALS = int(os.environ.get("KFMT_WRITER_TRIALS", "4"))
 #: the suite's slice of `make test-writers` (which sets KFMT_WRITER_TRIALS): every fourth kill point (every
-#: sixth in a store, whose steps are slower) and the last three; the campaign kills at every one
+#: twelfth in a store, whose steps are slower) and the last three; the campaign kills at every one
 SLICE = "KFMT_WRITER_TRIALS" not in os.environ
 
 
@@ -121,9 +121,17 @@ def _kill_at(tmp_path: Path, out, k: int, mode: str, endpoint=None) -> subproces
 
 
 def _recover_cli(target, storage=None) -> None:
+    """`kfmt recover` (its command line, called in this process: a process per kill point costs seconds)."""
+    import contextlib
+    import io
+
+    from kfmt.tools.cli import main
+
     opts = [f"--storage={k}={v}" for k, v in (storage or {}).items()]
-    r = subprocess.run([sys.executable, "-m", "kfmt", "recover", str(target), *opts], capture_output=True, text=True)
-    assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1, r.stdout + r.stderr
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["recover", str(target), *opts])
+    assert rc == 0 and len(out.getvalue().strip().splitlines()) == 1, out.getvalue() + err.getvalue()
 
 
 def _kill_campaign(tmp_path: Path, mode: str, place, endpoint=None, storage=None) -> dict:
@@ -137,7 +145,7 @@ def _kill_campaign(tmp_path: Path, mode: str, place, endpoint=None, storage=None
     new = _rows(ref, storage)
     assert old != new and new[0] != "error" and len(new) == (90 if mode == "overwrite" else 170) and steps > 10
     seen = {"old": 0, "new": 0, "error": 0, "steps": steps}
-    points = _kill_points(steps, 6 if storage else 4)
+    points = _kill_points(steps, 12 if storage else 4)
     for k in points:
         target = place(f"t{k}")
         _table(tmp_path / f"o{k}", target, b"old", storage=storage)

@@ -402,13 +402,12 @@ from kfmt.spark import jvm
 test_jar, root, endpoint = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[2]").config("spark.jars", f"{jvm.jar()},{test_jar}")
          .config("spark.hadoop.fs.s3.impl", "KfmtTestStore").config("spark.hadoop.fs.s3.impl.disable.cache", "true")
-         .config("spark.hadoop.kfmt.test.root", root).config("spark.hadoop.kfmt.test.stall_ms", "20").getOrCreate())
+         .config("spark.hadoop.kfmt.test.root", root).config("spark.ui.enabled", "false").getOrCreate())
 kfmt.spark.register(spark)
-for fault in ("none", "short", "stall", "zero", "ioerror", "hang"):
+for fault in ("none", "ioerror"):
     spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", fault)
     df = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
-          .option("s3.access_key", "test").option("s3.secret_key", "test").option("read_timeout", 2)
-          .load("s3://logs/kafka"))
+          .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3://logs/kafka"))
     engine = "jvm" if "jvm engine" in df._jdf.queryExecution().executedPlan().toString() else "python"
     try:
         rows = sorted((r[0], r[1], r[2], bytes(r[3] or b"").hex(), bytes(r[4] or b"").hex())
@@ -427,17 +426,20 @@ spark.stop()
 def test_a_store_read_through_hadoops_filesystem(tmp_path):
     """The executors read a store by URI through Hadoop's FileSystem API, as Spark's own sources do: a test store
     registered for s3:// (tests/jvm_app/KfmtTestStore.java, the objects an S3 API server holds mirrored in a local
-    folder; the planner lists the server) read plainly, with short reads and with slow reads gives the rows of the
-    local folder; a store that gives no bytes, or fails, gives one line naming the object and the byte; never
-    other rows. Without a Hadoop FileSystem for a scheme the source hands the read to the Python engine, saying so."""
+    folder; the planner lists the server). Through Spark, a plain read gives the local folder's rows and a store
+    that fails gives the PySpark user one line naming the object and the byte; without a Hadoop FileSystem for a
+    scheme the source hands the read to the Python engine, saying so. Every fault, through the executors' reader
+    without Spark (kfmt.jvm.Check, the same plan): short and slow reads give the plain read's rows; a store that
+    gives no bytes, fails, or never answers (option read_timeout) gives that one line; never other rows."""
     import hashlib
-    import json
     import shutil
     import subprocess
     import sys
     import zipfile
 
     import pyspark
+
+    from kfmt.spark.planner import answer
 
     pytest.importorskip("moto")
     from s3server import s3_server
@@ -456,6 +458,7 @@ def test_a_store_read_through_hadoops_filesystem(tmp_path):
     local = sorted((r["topic"], r["partition"], r["offset"], (r["key"] or b"").hex(), (r["value"] or b"").hex())
                    for r in kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset", "key", "value"]).to_pylist())  # fmt: skip
     want = {"rows": len(local), "digest": hashlib.sha256(repr(local).encode()).hexdigest()}
+    store = {"s3.endpoint": "", "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
     with s3_server() as (endpoint, s3):
         s3.create_bucket(Bucket="logs")
         for p in corpus.rglob("*"):
@@ -464,16 +467,34 @@ def test_a_store_read_through_hadoops_filesystem(tmp_path):
         env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
         out = subprocess.run([sys.executable, "-c", STORE_READS, str(jar), str(tmp_path / "mirror"), endpoint],
                              capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+        opts = dict(store, **{"s3.endpoint": endpoint, "path": "s3://logs/kafka", "read_timeout": "1"})
+        made = answer({"options": opts, "defaults": {"min_partitions": 3}, "columns": None, "jvm_schemes": ["s3"]})
     assert out.returncode == 0, out.stderr[-3000:]
     got = {r["fault"]: r for r in map(json.loads, out.stdout.splitlines())}
-    for fault in ("none", "short", "stall"):
-        assert got[fault] == dict(want, fault=fault, engine="jvm"), got[fault]
-    for fault, why in (("zero", "IOException: no bytes read at byte"), ("ioerror", "injected: connection reset"),
-                       ("hang", "the store gave no answer in 2.0 s (option read_timeout)")):  # fmt: skip
-        error = got[fault].get("error")
-        assert got[fault]["engine"] == "jvm" and isinstance(error, str) and "\n" not in error, error
-        assert error.startswith("kafka-log: reading s3://logs/kafka/") and " failed at byte " in error and why in error
+    assert got["none"] == dict(want, fault="none", engine="jvm"), got["none"]
+    _one_line_naming_the_object(got["ioerror"].get("error"), "injected: connection reset")
+    assert got["ioerror"]["engine"] == "jvm"
     assert "Python data source: no Hadoop FileSystem for s3a://" in got["s3a"]["plan"]  # (its rows: test_spark.py)
+    hadoop = {"fs.s3.impl": "KfmtTestStore", "fs.s3.impl.disable.cache": "true", "kfmt.test.root": tmp_path / "mirror",
+              "kfmt.test.stall_ms": 20}  # fmt: skip
+    first = json.dumps(dict(json.loads(made["plan"]), groups=json.loads(made["plan"])["groups"][:1]))
+    faults = {"zero": "IOException: no bytes read at byte", "ioerror": "injected: connection reset",
+              "hang": "the store gave no answer in 1.0 s (option read_timeout)"}  # fmt: skip
+    runs = [(made["plan"], {"kfmt.test.fault": f}) for f in ("none", "short", "stall")]
+    runs += [(first, {"kfmt.test.fault": f}) for f in faults]  # the first task of each (a hang waits a second)
+    groups = jvm.check(*runs, hadoop=hadoop, classpath=(jar,))  # one JVM
+    n = len(json.loads(made["plan"])["groups"])
+    plain, short, stall, failed = groups[:n], groups[n : 2 * n], groups[2 * n : 3 * n], groups[3 * n :]
+    assert n > 1 and all(g[0] == "ok" for g in plain) and sum(g[1] for g in plain) == len(local)
+    assert short == plain and stall == plain
+    for (fault, why), g in zip(faults.items(), failed, strict=True):
+        assert g[0] == "error", (fault, g)  # the one line, never other rows
+        _one_line_naming_the_object(g[1], why)
+
+
+def _one_line_naming_the_object(error, why: str) -> None:
+    assert isinstance(error, str) and "\n" not in error, error
+    assert error.startswith("kafka-log: reading s3://logs/kafka/") and " failed at byte " in error and why in error
 
 
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy"])
@@ -576,3 +597,39 @@ def test_a_kfmt_table_is_read_in_the_jvm_and_rechecked(spark, tmp_path):
     (got,) = jvm.check(made["plan"])  # the plan made before the overwrite, read after it
     assert got[0] == "error" and "the table was rewritten while it was read" in got[1], got
     assert got[1].startswith("kafka-log: ") and "\n" not in got[1]
+
+
+def test_a_stream_planned_by_a_planner_process(tmp_path):
+    """From Scala, Java or SQL a stream's planner is a process per call (python -m kfmt.spark.planner): with no
+    state kept between calls it gives the answers the driver's interpreter gives, which keeps each stream's
+    reader (its tails of the last segments) between calls."""
+    import subprocess
+    import sys
+
+    from kfmt.spark.planner import answer
+
+    d = tmp_path / "t-0"
+    d.mkdir()
+    d.joinpath(f"{0:020d}.log").write_bytes(b"".join(kfmt.encode_batch([kfmt.Record(value=b"v")] * 3, base_offset=b)
+                                                      for b in range(0, 30, 3)))  # fmt: skip
+    opts = {"path": str(tmp_path), "startingOffsets": "earliest", "maxOffsetsPerTrigger": "7"}
+
+    def both(call, **offsets):
+        req = {"options": opts, "defaults": {}, "columns": None, "stream": {"id": "s1", "call": call, **offsets}}
+        r = subprocess.run([sys.executable, "-m", "kfmt.spark.planner"], input=json.dumps(req), capture_output=True,
+                           text=True, check=True)  # fmt: skip
+        here, there = answer(req), json.loads(r.stdout)
+        assert here == there, (call, here, there)
+        return here
+
+    settings = json.loads(both("open")["plan"])
+    assert settings["groups"] == [] and settings["on_corrupt"] == "fail"
+    start = both("initial")["offset"]
+    assert json.loads(start) == {"t": {"0": 0}}
+    end = both("latest", start=start, limit=7)["offset"]
+    assert json.loads(end) == {"t": {"0": 7}}
+    plan = json.loads(both("plan", start=start, end=end)["plan"])
+    (only,) = plan["groups"]
+    assert [(s["first"], s["stop"]) for s in only] == [(0, 7)]
+    assert both("latest", start=end, until=json.dumps({"t": {"0": 9}}))["offset"] == '{"t":{"0":9}}'
+    assert both("commit", end=end) == {} and both("close") == {}

@@ -16,12 +16,20 @@ SCHEMAS = ROOT / "schemas"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-        check=True,
+    """A wheel built from a snapshot of the checkout (its tracked files and the built jar): a build in the
+    checkout itself shares its build/ folder with whatever else runs there meanwhile."""
+    out, src = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("src")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in [*tracked.decode().split("\0"), "kfmt/spark/kfmt-jvm.jar"]:
+        if rel and (ROOT / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(src)],
         capture_output=True,
+        text=True,
     )
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     (whl,) = out.glob("kfmt-*.whl")
     return whl
 

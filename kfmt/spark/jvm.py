@@ -239,22 +239,30 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
-def check(*plans: str) -> list[tuple]:
+def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tuple]:
     """Each group of each plan, in order, read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one
-    JVM for all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it."""
+    JVM for all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it.
+    ``hadoop``: Hadoop settings for stores by URI (as a session's ``spark.hadoop.*``); a plan given as ``(plan,
+    settings)`` is read with those settings changed from then on; ``classpath``: more jars."""
     import subprocess
     import tempfile
 
     import pyspark
 
-    classpath = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    classpath = os.pathsep.join(
+        [str(JAR), *map(str, classpath), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")]
+    )
+    props = [f"-Dkfmt.hadoop.{k}={v}" for k, v in (hadoop or {}).items()]
     with tempfile.TemporaryDirectory() as d:
-        files = []
-        for i, plan in enumerate(plans):
+        files: list[str] = []
+        for i, given in enumerate(plans):
+            plan, settings = given if isinstance(given, tuple) else (given, {})
+            for k, v in settings.items():
+                files += ["--set", f"{k}={v}"]
             files.append(os.path.join(d, f"plan-{i}.json"))
             with open(files[-1], "w") as f:
                 f.write(plan)
-        r = subprocess.run(["java", "-cp", classpath, "kfmt.jvm.Check", *files], capture_output=True, text=True)
+        r = subprocess.run(["java", *props, "-cp", classpath, "kfmt.jvm.Check", *files], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"kfmt.jvm.Check failed: {r.stderr.strip()[-2000:]}")
     out: list[tuple] = []

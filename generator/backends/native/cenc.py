@@ -1,10 +1,12 @@
-"""Lowering of the typed IR to C encoders (One file for the encoders, as :mod:`.cgen` is the decoders): one
-``e_<struct>`` function per struct, writing what the python
+"""Lowering of the typed IR to C encoders: one ``e_<struct>`` function per struct, writing what the python
 backend's encoder writes, byte for byte.  Values are read as the python backend reads them (the format's
 own class: its slots; the runtime base class: its slots and the format's defaults; anything else:
 ``getattr`` with the default).  Whatever the python backend would refuse, and whatever this lowering does
 not handle (compressed legacy wrappers, control keys built from their view), answers ``KF_FALLBACK``: the
 python backend then encodes the value and raises its exact error.
+
+One file (past 600 lines) because it is one thing, the encoders, as :mod:`.cgen` is the decoders: each wire
+type's writer and its fallback sit together, and splitting them would split pairs that must change together.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarArray;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py): reads each group
- * of each plan file named (one JVM for all) and prints one line per group, in order, "ok rows digest" (a CRC-32 over every row's offset,
+/** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py) and fault tests: reads
+ * each group of each plan file named (one JVM for all) and prints one line per group, in order, "ok rows digest" (a CRC-32 over every row's offset,
  * timestamp_ms, key, value and headers, or a quarantine row's position and raw bytes, serialized as
  * kfmt.spark.jvm.row_digest does) or "error message". */
 public final class Check {
@@ -19,17 +19,38 @@ public final class Check {
             "offset long, timestamp_ms long, key binary, value binary, headers array<struct<key: string, value: binary>>, "
             + "position long, error string, raw binary");
 
+    /** Hadoop settings for stores by URI: the system properties named kfmt.hadoop.&lt;key&gt; (for example
+     * -Dkfmt.hadoop.fs.s3.impl=...), as an executor gets its session's spark.hadoop.&lt;key&gt;. */
+    static org.apache.hadoop.conf.Configuration hadoop() {
+        org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration();
+        for (String k : System.getProperties().stringPropertyNames()) {
+            if (k.startsWith("kfmt.hadoop.")) conf.set(k.substring("kfmt.hadoop.".length()), System.getProperty(k));
+        }
+        return conf;
+    }
+
+    /** Arguments: plan files, each read with the Hadoop settings so far; "--set key=value" changes one for the plan
+     * files after it. */
     public static void main(String[] args) throws Exception {
         StringBuilder out = new StringBuilder();
-        for (String file : args) read(Plan.parse(Files.readString(Path.of(file))), out);
+        org.apache.hadoop.conf.Configuration conf = hadoop();
+        for (int i = 0; i < args.length; i++) {
+            if ("--set".equals(args[i])) {
+                String[] kv = args[++i].split("=", 2);
+                conf = new org.apache.hadoop.conf.Configuration(conf);
+                conf.set(kv[0], kv[1]);
+                continue;
+            }
+            read(Plan.parse(Files.readString(Path.of(args[i]))), conf, out);
+        }
         System.out.print(out);
     }
 
-    private static void read(Plan plan, StringBuilder out) {
+    private static void read(Plan plan, org.apache.hadoop.conf.Configuration conf, StringBuilder out) {
         for (Slice[] group : plan.groups) {
             try {
                 // a task's reader: its slices in order, then its tables re-checked
-                KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA), group, null);
+                KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA, conf), group, conf);
                 CRC32 crc = new CRC32();
                 long rows = 0;
                 while (r.next()) {
