@@ -249,7 +249,7 @@ def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tup
 
     import pyspark
 
-    classpath = os.pathsep.join(
+    jars = os.pathsep.join(
         [str(JAR), *map(str, classpath), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")]
     )
     props = [f"-Dkfmt.hadoop.{k}={v}" for k, v in (hadoop or {}).items()]
@@ -262,7 +262,7 @@ def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tup
             files.append(os.path.join(d, f"plan-{i}.json"))
             with open(files[-1], "w") as f:
                 f.write(plan)
-        r = subprocess.run(["java", *props, "-cp", classpath, "kfmt.jvm.Check", *files], capture_output=True, text=True)
+        r = subprocess.run(["java", *props, "-cp", jars, "kfmt.jvm.Check", *files], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"kfmt.jvm.Check failed: {r.stderr.strip()[-2000:]}")
     out: list[tuple] = []
