@@ -30,9 +30,10 @@ def test_bench_scaling_slice():
 @pytest.mark.skipif(bool(os.environ.get("KFMT_BACKEND") or os.environ.get("KFMT_DISABLE_NATIVE")),
                     reason="a Spark benchmark: run once, with the installation's default backend")  # fmt: skip
 def test_bench_spark_slice(spark, capsys):
-    """`make bench-spark`'s comparison with Parquet on a small corpus: every reader (the Python engine, the
-    JVM engine where it is built, Parquet, the floor) gives the same count and value bytes (the script exits
-    1 and warns when results differ). Run in the suite's Spark session, which the script leaves running."""
+    """`make bench-spark`'s comparison with Parquet on a small corpus: the JVM engine where it is built (plain,
+    with a schema, read_committed, on_corrupt=skip on a damaged copy) gives the count and value bytes of Parquet
+    files the Python engine wrote (the script exits 1 and warns when results differ; the slice leaves out the
+    timed Python-engine and floor queries). Run in the suite's Spark session, which the script leaves running."""
     sys.path.insert(0, BENCH)
     try:
         import bench_spark
