@@ -400,7 +400,7 @@ import kfmt.spark
 from kfmt.spark import jvm
 
 test_jar, root, endpoint = sys.argv[1:4]
-spark = (SparkSession.builder.master("local[2]").config("spark.jars", f"{jvm.jar()},{test_jar}")
+spark = (SparkSession.builder.master("local[1]").config("spark.jars", f"{jvm.jar()},{test_jar}")
          .config("spark.hadoop.fs.s3.impl", "KfmtTestStore").config("spark.hadoop.fs.s3.impl.disable.cache", "true")
          .config("spark.hadoop.kfmt.test.root", root).config("spark.ui.enabled", "false").getOrCreate())
 kfmt.spark.register(spark)
@@ -416,76 +416,94 @@ for fault in ("none", "ioerror"):
     except Exception as e:
         out = {"error": str(e)}
     print(json.dumps(dict(out, fault=fault, engine=engine)), flush=True)
-df = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
-      .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3a://logs/kafka"))
-print(json.dumps({"fault": "s3a", "plan": df._jdf.queryExecution().executedPlan().toString()}))
 spark.stop()
 """
 
 
-def test_a_store_read_through_hadoops_filesystem(tmp_path):
-    """The executors read a store by URI through Hadoop's FileSystem API, as Spark's own sources do: a test store
-    registered for s3:// (tests/jvm_app/KfmtTestStore.java, the objects an S3 API server holds mirrored in a local
-    folder; the planner lists the server). Through Spark, a plain read gives the local folder's rows and a store
-    that fails gives the PySpark user one line naming the object and the byte; without a Hadoop FileSystem for a
-    scheme the source hands the read to the Python engine, saying so. Every fault, through the executors' reader
-    without Spark (kfmt.jvm.Check, the same plan): short and slow reads give the plain read's rows; a store that
-    gives no bytes, fails, or never answers (option read_timeout) gives that one line; never other rows."""
-    import hashlib
+@pytest.fixture(scope="module")
+def test_store(tmp_path_factory):
+    """A store by URI for the JVM engine: the test's Hadoop FileSystem for s3:// (tests/jvm_app/KfmtTestStore.java,
+    compiled here) over a local mirror of the objects an S3 API server on 127.0.0.1 holds (the planner lists the
+    server); yields a namespace: jar, mirror, endpoint, the read options, and the local corpus's rows."""
     import shutil
     import subprocess
-    import sys
     import zipfile
+    from types import SimpleNamespace
 
     import pyspark
-
-    from kfmt.spark.planner import answer
 
     pytest.importorskip("moto")
     from s3server import s3_server
 
-    corpus = tmp_path / "logs"  # every codec, legacy segments, a transaction aborted
+    tmp = tmp_path_factory.mktemp("store")
+    corpus = tmp / "logs"  # every codec, legacy segments, a transaction aborted
     synth(corpus, SynthConfig(seed=5, topics=("orders",), partitions=2, records=150, segment_bytes=64 * 1024))
     home = os.path.dirname(pyspark.__file__)
-    classes = tmp_path / "classes"
-    subprocess.run(["javac", "-nowarn", "--release", "17", "-cp", os.path.join(home, "jars", "*"), "-d", str(classes),
-                    str(ROOT / "tests" / "jvm_app" / "KfmtTestStore.java")], check=True, capture_output=True)  # fmt: skip
-    jar = tmp_path / "test-store.jar"
+    subprocess.run(["javac", "-nowarn", "--release", "17", "-cp", os.path.join(home, "jars", "*"), "-d",
+                    str(tmp / "classes"), str(ROOT / "tests" / "jvm_app" / "KfmtTestStore.java")], check=True,
+                   capture_output=True)  # fmt: skip
+    jar = tmp / "test-store.jar"
     with zipfile.ZipFile(jar, "w") as z:
-        for p in classes.rglob("*.class"):
-            z.write(p, p.relative_to(classes).as_posix())
-    shutil.copytree(corpus, tmp_path / "mirror" / "logs" / "kafka")
+        for p in (tmp / "classes").rglob("*.class"):
+            z.write(p, p.relative_to(tmp / "classes").as_posix())
+    shutil.copytree(corpus, tmp / "mirror" / "logs" / "kafka")
     local = sorted((r["topic"], r["partition"], r["offset"], (r["key"] or b"").hex(), (r["value"] or b"").hex())
                    for r in kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset", "key", "value"]).to_pylist())  # fmt: skip
-    want = {"rows": len(local), "digest": hashlib.sha256(repr(local).encode()).hexdigest()}
-    store = {"s3.endpoint": "", "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
     with s3_server() as (endpoint, s3):
         s3.create_bucket(Bucket="logs")
         for p in corpus.rglob("*"):
             if p.is_file():
                 s3.put_object(Bucket="logs", Key=f"kafka/{p.relative_to(corpus).as_posix()}", Body=p.read_bytes())
-        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-        out = subprocess.run([sys.executable, "-c", STORE_READS, str(jar), str(tmp_path / "mirror"), endpoint],
-                             capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
-        opts = dict(store, **{"s3.endpoint": endpoint, "path": "s3://logs/kafka", "read_timeout": "1"})
-        made = answer({"options": opts, "defaults": {"min_partitions": 3}, "columns": None, "jvm_schemes": ["s3"]})
+        opts = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
+        yield SimpleNamespace(jar=jar, mirror=tmp / "mirror", endpoint=endpoint, options=opts, local=local)
+
+
+def test_a_store_read_through_hadoops_filesystem(test_store):
+    """The executors read a store by URI through Hadoop's FileSystem API, as Spark's own sources do (the test store
+    registered for s3://): a plain read gives the local folder's rows, and a store that fails gives the PySpark
+    user one line naming the object and the byte. Without a Hadoop FileSystem for a scheme the planner hands the
+    read to the Python engine, saying so."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from kfmt.spark.planner import answer
+
+    want = {"rows": len(test_store.local), "digest": hashlib.sha256(repr(test_store.local).encode()).hexdigest()}
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    out = subprocess.run([sys.executable, "-c", STORE_READS, str(test_store.jar), str(test_store.mirror),
+                          test_store.endpoint], capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     got = {r["fault"]: r for r in map(json.loads, out.stdout.splitlines())}
     assert got["none"] == dict(want, fault="none", engine="jvm"), got["none"]
     _one_line_naming_the_object(got["ioerror"].get("error"), "injected: connection reset")
     assert got["ioerror"]["engine"] == "jvm"
-    assert "Python data source: no Hadoop FileSystem for s3a://" in got["s3a"]["plan"]  # (its rows: test_spark.py)
-    hadoop = {"fs.s3.impl": "KfmtTestStore", "fs.s3.impl.disable.cache": "true", "kfmt.test.root": tmp_path / "mirror",
+    s3a = answer({"options": dict(test_store.options, path="s3a://logs/kafka"), "jvm_schemes": ["s3"]})
+    assert s3a == {
+        "python": "no Hadoop FileSystem for s3a:// in this JVM (the store's connector is not on its classpath)"
+    }  # the JVM that asks has none: the Python data source reads it (test_spark.py)
+
+
+def test_every_store_fault_gives_the_rows_or_one_line(test_store):
+    """Every fault of the test store, through the executors' reader without Spark (kfmt.jvm.Check, one JVM, the
+    plan kfmt's planner makes): short and slow reads give the plain read's rows; a store that gives no bytes,
+    fails, or never answers (option read_timeout) gives the one line naming the object and the byte; never
+    other rows."""
+    from kfmt.spark.planner import answer
+
+    opts = dict(test_store.options, path="s3://logs/kafka", read_timeout="1")
+    made = answer({"options": opts, "defaults": {"min_partitions": 3}, "columns": None, "jvm_schemes": ["s3"]})
+    hadoop = {"fs.s3.impl": "KfmtTestStore", "fs.s3.impl.disable.cache": "true", "kfmt.test.root": test_store.mirror,
               "kfmt.test.stall_ms": 20}  # fmt: skip
     first = json.dumps(dict(json.loads(made["plan"]), groups=json.loads(made["plan"])["groups"][:1]))
     faults = {"zero": "IOException: no bytes read at byte", "ioerror": "injected: connection reset",
               "hang": "the store gave no answer in 1.0 s (option read_timeout)"}  # fmt: skip
     runs = [(made["plan"], {"kfmt.test.fault": f}) for f in ("none", "short", "stall")]
     runs += [(first, {"kfmt.test.fault": f}) for f in faults]  # the first task of each (a hang waits a second)
-    groups = jvm.check(*runs, hadoop=hadoop, classpath=(jar,))  # one JVM
+    groups = jvm.check(*runs, hadoop=hadoop, classpath=(test_store.jar,))
     n = len(json.loads(made["plan"])["groups"])
     plain, short, stall, failed = groups[:n], groups[n : 2 * n], groups[2 * n : 3 * n], groups[3 * n :]
-    assert n > 1 and all(g[0] == "ok" for g in plain) and sum(g[1] for g in plain) == len(local)
+    assert n > 1 and all(g[0] == "ok" for g in plain) and sum(g[1] for g in plain) == len(test_store.local)
     assert short == plain and stall == plain
     for (fault, why), g in zip(faults.items(), failed, strict=True):
         assert g[0] == "error", (fault, g)  # the one line, never other rows
