@@ -1,12 +1,14 @@
-"""Kafka log segments as Spark DataFrames (PySpark's Python Data Source API, Spark 4).
+"""Kafka log segments as Spark DataFrames: the ``kafka-log`` source (Spark 4).
 
     import kfmt.spark
     kfmt.spark.register(spark)
-    df = spark.read.format("kafka-log").load("/data/kafka-logs")
-    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")   # decoded on the JVM (kfmt.spark.jvm)
+    df = spark.read.format("kafka-log").load("/data/kafka-logs")       # decoded in the JVM (kfmt.spark.jvm)
+    df = kfmt.spark.read(spark, "/data/kafka-logs", engine="jvm")    # the same source, options as keywords
 
-The source and its planning (:mod:`kfmt.spark.source`), Structured Streaming (:mod:`kfmt.spark.stream`:
-``readStream`` tails log directories, ``writeStream`` appends segments), the writer's row encoding and
+The JVM source asks kfmt's planner (:mod:`kfmt.spark.planner`) on the driver and decodes in the executors
+(:mod:`kfmt.spark.jvm`); kfmt's Python data source (:mod:`kfmt.spark.source`) reads what it does not decode
+yet, and writes. Structured Streaming (:mod:`kfmt.spark.stream`: ``readStream`` tails log directories, cut
+into micro-batches there for both engines; ``writeStream`` appends segments), the writer's row encoding and
 commit (:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
 """
 
