@@ -640,8 +640,9 @@ def test_a_stream_planned_by_a_planner_process(tmp_path):
         assert here == there, (call, here, there)
         return here
 
-    settings = json.loads(both("open")["plan"])
-    assert settings["groups"] == [] and settings["on_corrupt"] == "fail"
+    opened = both("open")
+    settings = json.loads(opened["plan"])
+    assert settings["groups"] == [] and settings["on_corrupt"] == "fail" and opened["max_offsets"] == 7
     start = both("initial")["offset"]
     assert json.loads(start) == {"t": {"0": 0}}
     end = both("latest", start=start, limit=7)["offset"]

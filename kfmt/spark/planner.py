@@ -19,7 +19,8 @@ A stream's requests (``kfmt.jvm.LogStream``, ``spark.readStream.format("kafka-lo
 "call": ..., "start": offset, "end": offset, "limit": rows, "until": offset}``, offsets as Spark's Kafka source writes them
 (``{"topic": {"partition": next offset}}``). The calls are :class:`kfmt.spark.stream.KafkaLogStreamReader`'s, so a
 stream's micro-batches are cut by the one definition whichever engine decodes them: ``open`` (``{"plan": ...}``
-with the read's options and no slices, or ``{"python": why}``), ``initial`` and ``latest`` (``{"offset": ...}``; ``until``: no further, as Trigger.AvailableNow reads),
+with the read's options and no slices, and ``max_offsets``, maxOffsetsPerTrigger as the reader took it; or
+``{"python": why}``), ``initial`` and ``latest`` (``{"offset": ...}``; ``until``: no further, as Trigger.AvailableNow reads),
 ``plan`` (the slices from ``start`` to ``end``), ``commit`` and ``close``. The driver's interpreter keeps each
 stream's reader between calls (what it learnt of each partition's last segment); a planner run as a process
 starts afresh each call, and gets the same answers.
@@ -94,7 +95,7 @@ def _stream(request: dict, options: dict, engine: str) -> dict:
     if call == "open":
         why = refusal(reader.batch, options, request.get("jvm_schemes") or ())
         if why is None:
-            return {"plan": json.dumps(plan(reader.batch, []))}
+            return {"plan": json.dumps(plan(reader.batch, [])), "max_offsets": reader.max_offsets}
         _STREAMS.pop(sid, None)
         if engine == "jvm":
             raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")

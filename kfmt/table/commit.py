@@ -131,7 +131,7 @@ def table_state(tree, root: str) -> tuple[Journal | None, str | None]:
             # body a store kept, a write cut short): the table underneath is the old one, whole
             journal = Journal(id=UNREADABLE, mode="?", ready=False)
     marker_id = None
-    marker = f"{root.rstrip('/')}/{MARKER}"
+    marker = _marker(root)
     if tree.is_file(marker):
         try:
             d = json.loads(tree.read(marker))
@@ -253,7 +253,7 @@ def apply(tree, root: str, journal: Journal) -> None:
         tree.remove_empty(folder)
     version = journal.id if journal.mode == "overwrite" or not journal.version else journal.version
     marker = dict(journal.marker, commit=journal.id, version=version)
-    tree.write_all([(f"{root.rstrip('/')}/{MARKER}", json.dumps(marker).encode())])
+    tree.write_all([(_marker(root), json.dumps(marker).encode())])
     tree.remove(_pending(root))
     tree.remove(_staging(root, journal.id))
 
@@ -334,6 +334,10 @@ def _pending(root: str) -> str:
     return f"{root.rstrip('/')}/{PENDING}"
 
 
+def _marker(root: str) -> str:
+    return f"{root.rstrip('/')}/{MARKER}"
+
+
 def _staging(root: str, commit_id: str) -> str:
     return f"{root.rstrip('/')}/{COMMIT_PREFIX}{commit_id}"
 
@@ -393,7 +397,7 @@ def recheck_files(seen: dict[str, str | None], storage: dict | None = None) -> d
     for root, version in seen.items():
         view = _view(root, storage)
         out[root] = {"uri": view.uri(view.root), "pending": view.uri(_pending(view.root)),
-                     "marker": view.uri(f"{view.root.rstrip('/')}/{MARKER}"), "version": version}  # fmt: skip
+                     "marker": view.uri(_marker(view.root)), "version": version}  # fmt: skip
     return out
 
 

@@ -29,14 +29,15 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
     /** Trigger.AvailableNow: the latest offset when the query started, which no micro-batch goes past */
     private Offset availableNow;
 
-    /** {@code settings}: the planner's answer to the stream's "open" call (the read's options, no slices). */
-    private LogStream(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String id, Plan settings) {
+    /** {@code settings} and {@code maxOffsets} (0: none): the planner's answer to the stream's "open" call (the read's
+     * options, no slices; maxOffsetsPerTrigger as kfmt.spark.stream took it). */
+    private LogStream(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String id, Plan settings,
+                      long maxOffsets) {
         this.options = options;
         this.userSchema = userSchema;
         this.columns = columns;
         this.settings = settings;
-        String limit = options.get("maxOffsetsPerTrigger");
-        this.maxOffsets = limit == null ? 0 : Long.parseLong(limit.trim());
+        this.maxOffsets = maxOffsets;
         this.id = id;
     }
 
@@ -49,7 +50,9 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
             why[0] = a.get("python").asText();
             return null;
         }
-        return new LogStream(options, userSchema, columns, id, Plan.parse(a.get("plan").asText()));
+        JsonNode max = a.get("max_offsets");
+        return new LogStream(options, userSchema, columns, id, Plan.parse(a.get("plan").asText()),
+                max == null || max.isNull() ? 0 : max.asLong());
     }
 
     private static ObjectNode call(String id, String name) {

@@ -47,7 +47,7 @@ public final class Plan implements Serializable {
             java.util.List<Slice.Txns> txns = new ArrayList<>();
             if (root.has("txns")) for (JsonNode t : root.get("txns")) txns.add(txns(t));
             java.util.List<TableCheck> tables = new ArrayList<>();
-            if (root.has("tables")) for (JsonNode t : root.get("tables")) tables.add(table(t));
+            if (root.has("tables")) for (JsonNode t : root.get("tables")) tables.add(table(t, p.readTimeoutMs));
             for (JsonNode g : root.get("groups")) {
                 Slice[] group = new Slice[g.size()];
                 for (int i = 0; i < g.size(); i++) group[i] = slice(g.get(i), txns, tables);
@@ -64,8 +64,9 @@ public final class Plan implements Serializable {
     }
 
     /** A kfmt table its slices' tasks re-check (kfmt.table.commit.recheck_files). */
-    private static TableCheck table(JsonNode t) {
+    private static TableCheck table(JsonNode t, long timeoutMs) {
         TableCheck c = new TableCheck();
+        c.timeoutMs = timeoutMs;
         c.uri = t.get("uri").asText();
         c.pending = t.get("pending").asText();
         c.marker = t.get("marker").asText();

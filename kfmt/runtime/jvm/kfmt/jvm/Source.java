@@ -46,6 +46,26 @@ abstract class Source implements Closeable {
         return new Hadoop(p.getFileSystem(conf != null ? conf : new Configuration()).open(p), timeoutMs);
     }
 
+    /** A small file's bytes (kfmt's table journal and marker), or null when there is none; reads as a slice's are
+     * read (the zero-read guard, {@code timeoutMs} for a store). */
+    static byte[] readAll(String path, Configuration conf, long timeoutMs) throws IOException {
+        if (!isUri(path) && !java.nio.file.Files.isRegularFile(java.nio.file.Path.of(path))) return null;
+        // (a store's connector may say an object is missing at open or at its first read)
+        try (Source src = open(path, conf, timeoutMs)) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            ByteBuffer bb = ByteBuffer.allocate(8192);
+            for (long at = 0; ; ) {
+                bb.clear();
+                int got = src.read(bb, at);
+                if (got < 0) return out.toByteArray();
+                out.write(bb.array(), 0, got);
+                at += got;
+            }
+        } catch (java.io.FileNotFoundException | java.nio.file.NoSuchFileException e) {
+            return null;
+        }
+    }
+
     /** Whether this JVM has a Hadoop FileSystem for the scheme (its connector is on the classpath, or configured). */
     static boolean readable(String scheme, Configuration conf) {
         try {

@@ -25,11 +25,22 @@ public final class TableCheck implements Serializable {
 
     /** how messages name the table; the journal's and the marker's paths or URIs; the version the plan saw (JSON) */
     public String uri, pending, marker, version;
+    /** how long one read from a store may wait (the plan's read_timeout) */
+    public long timeoutMs;
 
     /** Throws the one-line failure if the table is not as the plan saw it. */
     void unchanged(Configuration conf) {
         String why = problem(read(pending, conf), read(marker, conf));
         if (why != null) throw new Damage("kafka-log: " + why);
+    }
+
+    /** A small file's bytes (null: there is none). */
+    private byte[] read(String path, Configuration conf) {
+        try {
+            return Source.readAll(path, conf, timeoutMs);
+        } catch (IOException e) {
+            throw new Damage("kafka-log: reading " + path + " failed: " + e.getMessage());
+        }
     }
 
     /** kfmt.table.commit.check_unchanged's failure for these bytes of the journal and the marker (null: absent), or
@@ -124,25 +135,6 @@ public final class TableCheck implements Serializable {
             return JSON.readTree(text);
         } catch (IOException e) {
             return null;
-        }
-    }
-
-    /** A small file's bytes (null: there is none). */
-    private static byte[] read(String path, Configuration conf) {
-        try {
-            if (!Source.isUri(path)) {
-                java.nio.file.Path p = java.nio.file.Path.of(path);
-                return java.nio.file.Files.isRegularFile(p) ? java.nio.file.Files.readAllBytes(p) : null;
-            }
-            org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(path);
-            org.apache.hadoop.fs.FileSystem fs = p.getFileSystem(conf != null ? conf : new Configuration());
-            try (java.io.InputStream in = fs.open(p)) {
-                return in.readAllBytes();
-            }
-        } catch (java.io.FileNotFoundException | java.nio.file.NoSuchFileException e) {
-            return null;
-        } catch (IOException e) {
-            throw new Damage("kafka-log: reading " + path + " failed: " + e.getMessage());
         }
     }
 
