@@ -254,8 +254,11 @@ def test_jvm_regressions_replayed():
     followed by one whose CRC matches but which does not decode; proposals' logs whose damaged size field at the
     end hid entries of the forced format, which a batch being written must not, and the reverse; a batch whose
     base offset + last offset delta passes 2^63-1, read from offset 0, which the Python engine summed unbounded
-    and the JVM engine wrapped as Kafka does): both engines agree on each now, read with the view it was found
-    with."""
+    and the JVM engine wrapped as Kafka does; a damaged batch whose offsets do not ascend, read from an offset,
+    whose record below it the Python engine kept (it looked at the first and last record only); a 5-byte
+    unsigned varint whose fifth byte set bits past 32, which the JVM engine kept (Kafka's int drops them); a zstd
+    frame whose window is over 2^27 + 1 bytes, which the JVM engine's one-shot call read and zstd's streaming
+    reader refuses): both engines agree on each now, read with the view it was found with."""
     import sys
 
     sys.path.insert(0, str(ROOT))
@@ -267,6 +270,59 @@ def test_jvm_regressions_replayed():
     for on_corrupt in ("fail", "quarantine"):  # quarantine's regions are skip's, with their rows checked too
         for verify_crc in (True, False):
             assert compare(logs, verify_crc, keep=False, on_corrupt=on_corrupt)[1] == []
+
+
+def _with_zstd_payload(records: list, compress) -> bytes:
+    """A v2 batch of ``records`` whose records are zstd-compressed by ``compress`` (bytes -> bytes), with its
+    attributes, length and CRC32C made to match."""
+    import struct
+
+    import crc32c
+
+    plain = kfmt.encode_batch(records, codec="none")
+    payload = compress(plain[61:])
+    head = bytearray(plain[:61])
+    struct.pack_into(">i", head, 8, 49 + len(payload))
+    struct.pack_into(">h", head, 21, (struct.unpack_from(">h", head, 21)[0] & ~7) | 4)
+    body = bytes(head[21:]) + payload
+    struct.pack_into(">I", head, 17, crc32c.crc32c(body))
+    return bytes(head[:21]) + body
+
+
+def test_zstd_frames_read_as_zstds_streaming_reader_reads_them():
+    """The JVM engine decompresses a zstd payload in one call into a buffer it reuses (not through a stream set up
+    per batch); what it reads or refuses stays what zstd's streaming reader (Kafka's, the Python engine's) does:
+    frames with and without a stated size, a stated size far past the input and an output of 2 MB from a few KB
+    (the buffer grows as the output does), two frames, bytes after the last frame, a window over 2^27 + 1 bytes
+    (refused), a frame cut short. Read by both engines, with on_corrupt fail and skip."""
+    import zstandard
+
+    from fuzz.jvm_differential import compare
+
+    def rec(i, size):
+        return kfmt.Record(key=b"k%d" % i, value=bytes(size) + b"v%d" % i, timestamp=1_700_000_000_000 + i)
+
+    def stream(data, params=None):  # as Kafka's producer writes: a stream, no stated size
+        c = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        return c.compress(data) + c.flush()
+
+    small, large = [rec(i, 200) for i in range(50)], [rec(i, 4000) for i in range(500)]
+    shapes = {  # name: (records, compress, read by zstd's streaming reader)
+        "stated size, 20x the input": (small, lambda d: zstandard.ZstdCompressor().compress(d), True),
+        "no stated size, 2 MB": (large, stream, True),
+        "two frames": (small, lambda d: stream(d[:1000]) + stream(d[1000:]), True),
+        "bytes after the frame": (small, lambda d: stream(d) + b"\x01\x02\x03", False),
+        "window of 2^28": (small, lambda d: stream(d, zstandard.ZstdCompressionParameters(window_log=28)), False),
+        "cut short": (small, lambda d: stream(d)[:-5], False),
+    }
+    logs = []
+    for records, compress, _ in shapes.values():
+        payload = _with_zstd_payload(records, compress)
+        logs.append(payload + kfmt.encode_batch(records[:3], codec="none", base_offset=len(records)))
+    clean, found = compare(logs, verify_crc=True, keep=False, on_corrupt="fail")
+    assert found == [] and clean == sum(ok for _, _, ok in shapes.values()), (clean, found)
+    clean, found = compare(logs, verify_crc=True, keep=False, on_corrupt="skip")
+    assert found == [] and clean == len(logs), found
 
 
 def test_kfmt_formats_names_the_engines(capsys):

@@ -103,7 +103,7 @@ class _Columns:
                 raise ValueError("offset bounds need the batch decoded as objects")  # the caller does not
             self._repeat(b, position, recs.n)
             return
-        if (lo is not None and recs and recs[0].offset < lo) or (hi is not None and recs and recs[-1].offset >= hi):
+        if lo is not None or hi is not None:  # record by record: a damaged batch's offsets need not ascend
             recs = [r for r in recs if (lo is None or r.offset >= lo) and (hi is None or r.offset < hi)]
         n = len(recs)
         if self.sink is not None:

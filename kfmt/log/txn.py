@@ -13,6 +13,7 @@ last stable offset and is not returned either (a Kafka consumer would wait for i
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -86,50 +87,77 @@ def transactions(source, *, format: str | None = None, into: Transactions | None
     are tiny) to tell COMMIT from ABORT; a corrupt or truncated entry ends the pass (the reader reports it).
     ``into`` carries the state of the segments before this one (a partition's segments in order).
     """
-    from kfmt.codec.formats import backend_module, get_format
-    from kfmt.log.resync import LOG_OVERHEAD
-
     out = into if into is not None else Transactions()
     if format is not None and format != "kafka_v2":
+        from kfmt.codec.formats import get_format
+
         mod = get_format(format)
         if mod.MAGIC != 2 or "producer_state" not in mod.CARRIES:
             return out
-    read = _reader(source)
-    pos = 0
-    while True:
-        head = read(pos, _V2_HEAD_SIZE)
-        if len(head) < 17:
+    from kfmt.codec.formats import backend_module
+
+    read, decode = _reader(source), backend_module("kafka_v2").decode_from
+    for pos, end, base, attrs, pid in _transactional_heads(source, read):
+        if not attrs & 0x20:
+            if pid not in out.open:
+                out.open[pid] = base
+            continue
+        entry = read(pos, end - pos)
+        if len(entry) < end - pos:
             break
-        size = struct.unpack_from(">i", head, 8)[0]
-        if size < 14:
-            break
-        end = pos + LOG_OVERHEAD + size
-        if head[16] == 2 and len(head) == _V2_HEAD_SIZE:
-            (base, _, _, _, _, attrs, _, _, _, pid, _, _, _) = _V2_HEAD.unpack(head)
-            if attrs & 0x10:
-                if attrs & 0x20:
-                    entry = read(pos, end - pos)
-                    if len(entry) < end - pos:
-                        break
-                    try:
-                        batch, _ = backend_module("kafka_v2").decode_from(entry, 0, len(entry))
-                    except CodecError:
-                        pos = end
-                        continue
-                    kind = _marker_type(batch)
-                    first = out.open.pop(pid, None)
-                    if kind == ABORT:
-                        out.aborted.append((pid, first, base))
-                elif pid not in out.open:
-                    out.open[pid] = base
-        pos = end
+        kind = _marker_of(entry, decode)
+        if kind is _NOT_A_BATCH:
+            continue
+        first = out.open.pop(pid, None)
+        if kind == ABORT:
+            out.aborted.append((pid, first, base))
     return out
+
+
+_NOT_A_BATCH = object()
+# base offset, size, magic, attributes, producer id: the fields the pass needs, read in place
+_HEAD_FIELDS = struct.Struct(">qi4xb4xh20xq")
+
+
+def _transactional_heads(source, read):
+    """``(position, end, base offset, attributes, producer id)`` of each transactional v2 batch: entries are
+    stepped over by their size fields up to the first that is cut short or has a size below 14. A buffer's
+    headers are read in place (a file's through ``read``)."""
+    from kfmt.log.resync import LOG_OVERHEAD
+
+    buf = None if hasattr(source, "read") and not isinstance(source, mmap.mmap) else source
+    n = len(buf) if buf is not None else 0
+    unpack, pos = _HEAD_FIELDS.unpack_from, 0
+    while True:
+        if buf is not None:
+            head, have, at = buf, n - pos, pos
+        else:
+            head = read(pos, _V2_HEAD_SIZE)
+            have, at = len(head), 0
+        if have < 17:
+            return
+        size = struct.unpack_from(">i", head, at + 8)[0]
+        if size < 14:
+            return
+        end = pos + LOG_OVERHEAD + size
+        if head[at + 16] == 2 and have >= _V2_HEAD_SIZE:
+            base, _, _, attrs, pid = unpack(head, at)
+            if attrs & 0x10:
+                yield pos, end, base, attrs, pid
+        pos = end
+
+
+def _marker_of(entry: bytes, decode):
+    """The control type of a control batch's marker (None: no marker record; _NOT_A_BATCH: it does not decode)."""
+    try:
+        batch, _ = decode(entry, 0, len(entry))
+    except CodecError:
+        return _NOT_A_BATCH
+    return _marker_type(batch)
 
 
 def transactions_of_files(paths, *, format: str | None = None) -> Transactions:
     """Transactions of a partition's segment files, read in order (a transaction may span segments)."""
-    import mmap
-
     out = Transactions()
     for p in paths:
         with open(p, "rb") as f:
@@ -141,14 +169,16 @@ def transactions_of_files(paths, *, format: str | None = None) -> Transactions:
 
 
 def _reader(source):
-    if hasattr(source, "read") and hasattr(source, "seek"):
+    if hasattr(source, "read") and hasattr(source, "seek") and not isinstance(source, mmap.mmap):
 
         def read_file(pos, n):
             source.seek(pos)
             return source.read(n)
 
         return read_file
-    buf = source if isinstance(source, (bytes, bytearray)) else memoryview(source)
+    if isinstance(source, (bytes, mmap.mmap)):  # slices are bytes already (no view: a mapping can then close)
+        return lambda pos, n: source[pos : pos + n]
+    buf = source if isinstance(source, bytearray) else memoryview(source)
     return lambda pos, n: bytes(buf[pos : pos + n])
 
 

@@ -48,9 +48,8 @@ public final class Check {
 
     private static void read(Plan plan, org.apache.hadoop.conf.Configuration conf, StringBuilder out) {
         for (Slice[] group : plan.groups) {
-            try {
-                // a task's reader: its slices in order, then its tables re-checked
-                KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA, conf), group, conf);
+            // a task's reader: its slices in order, then its tables re-checked
+            try (KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA, conf), group, conf)) {
                 CRC32 crc = new CRC32();
                 long rows = 0;
                 while (r.next()) {

@@ -1,9 +1,9 @@
 package kfmt.jvm;
 
-import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
-import java.io.ByteArrayInputStream;
+import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdDecompressCtx;
+import com.github.luben.zstd.ZstdException;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.Arrays;
 import java.util.zip.CRC32;
 import java.util.zip.DataFormatException;
@@ -17,8 +17,10 @@ import org.xerial.snappy.Snappy;
 
 /** Kafka's compression framings, read as kfmt.runtime.compression reads them, with the libraries Spark ships
  * (java.util.zip, snappy-java, lz4-java, zstd-jni). The output goes into one buffer reused from payload to
- * payload: {@link #out}, {@link #size} bytes. Every failure is a {@link Bad} naming the codec. */
-public final class Codecs {
+ * payload: {@link #out}, {@link #size} bytes. Every failure is a {@link Bad} naming the codec. The inflater and the
+ * zstd context are made once and reused from payload to payload (setting one up costs more than a small batch's
+ * decompression); {@link #close} frees them. */
+public final class Codecs implements AutoCloseable {
     private static final byte[] XERIAL = {(byte) 0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
     private static final LZ4SafeDecompressor LZ4 = LZ4Factory.fastestInstance().safeDecompressor();
     private static final XXHash32 XXH = XXHashFactory.fastestInstance().hash32();
@@ -27,6 +29,9 @@ public final class Codecs {
     private final Limits limits;
     public byte[] out = new byte[1 << 16];
     public int size;
+    private Inflater inflater;
+    private final CRC32 crc = new CRC32();
+    private ZstdDecompressCtx zstd;
 
     Codecs(Limits limits) {
         this.limits = limits;
@@ -47,7 +52,7 @@ public final class Codecs {
                 case 1 -> gzip(b, pos, n, path);
                 case 2 -> snappy(b, pos, n, limit, path);
                 case 3 -> lz4(b, pos, n, magic != 0, path);
-                case 4 -> stream(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(b, pos, n)), limit, path, pos);
+                case 4 -> zstd(b, pos, n, limit, path);
                 default -> throw new Bad(path, pos, "unknown compression codec " + codec);
             }
         } catch (Bad e) {
@@ -65,16 +70,90 @@ public final class Codecs {
         return new Bad(path, at, "decompressed size exceeds the limit of " + limit + " bytes (max_decompressed / max_ratio)");
     }
 
-    private void stream(InputStream in, long limit, String path, int at) throws IOException, Bad {
-        try (in) {
-            while (true) {
-                room(size + (1 << 16));
-                int got = in.read(out, size, out.length - size);
-                if (got < 0) return;
-                size += got;
-                if (size > limit) throw tooBig(limit, path, at);
+    /** Every zstd frame of b[pos, pos + n), decompressed at once into {@link #out}: a frame states its size (the
+     * buffer is made that large) or, written by a stream as Kafka's producer writes it, does not (the buffer grows
+     * until it holds the output, never past the limit; a stated size is trusted only as far as 16 times the
+     * input, so a damaged one cannot make a large buffer). A frame cut short, bytes after the last frame that are not
+     * one and a wrong checksum are errors, as in zstd's streaming reader. */
+    private void zstd(byte[] b, int pos, int n, long limit, String path) throws Bad {
+        zstdWindows(b, pos, n, path);
+        if (zstd == null) zstd = new ZstdDecompressCtx();
+        long stated = Zstd.getFrameContentSize(b, pos, n); // trusted up to 16 times the input: memory follows output
+        if (stated > limit) throw tooBig(limit, path, pos);
+        room(Math.min(limit, Math.max(stated <= 16L * n ? stated : 0, 4L * n)));
+        while (true) {
+            int cap = (int) Math.min(limit, out.length);
+            try {
+                size = zstd.decompressByteArray(out, 0, cap, b, pos, n);
+                return;
+            } catch (ZstdException e) {
+                zstd.reset();
+                if (e.getErrorCode() != Zstd.errDstSizeTooSmall()) throw e;
+                if (cap >= limit) throw tooBig(limit, path, pos);
+                room(Math.min(limit, 2L * out.length));
             }
         }
+    }
+
+    /** zstd's streaming reader (Kafka's, and kfmt.runtime.compression's) refuses a frame whose window is over
+     * 2^27 + 1 bytes (ZSTD_d_windowLogMax's default); the one-shot call does not look, so the frames' headers are
+     * walked first, each frame stepped over by its block headers. What is not a frame is left to the library. */
+    private static void zstdWindows(byte[] b, int pos, int n, String path) throws Bad {
+        int end = pos + n;
+        long p = pos;
+        while (end - p >= 6) {
+            int at = (int) p, magic = Integer.reverseBytes((int) Ctx.i32(b, at));
+            if ((magic & 0xFFFFFFF0) == 0x184D2A50) { // a skippable frame: its size, then its bytes
+                if (end - p < 8) return;
+                p += 8 + (Integer.reverseBytes((int) Ctx.i32(b, at + 4)) & 0xFFFFFFFFL);
+                continue;
+            }
+            if (magic != 0xFD2FB528) return;
+            int fhd = b[at + 4] & 0xFF, q = at + 5;
+            boolean single = (fhd & 0x20) != 0;
+            long window = 0;
+            if (!single) {
+                int wd = b[q++] & 0xFF;
+                long base = 1L << (10 + (wd >>> 3));
+                window = base + (base >> 3) * (wd & 7);
+            }
+            q += (fhd & 3) == 3 ? 4 : fhd & 3; // dictionary id: 0, 1, 2 or 4 bytes
+            int fcs = (fhd >>> 6) == 0 ? (single ? 1 : 0) : 1 << (fhd >>> 6);
+            if (q + fcs > end) return;
+            if (single) window = frameContentSize(b, q, fcs);
+            if (window < 0 || window > (1L << 27) + 1) throw new Bad(path, pos, "corrupt zstd stream: Frame requires too much memory for decoding");
+            long stop = blocksEnd(b, q + fcs, end);
+            if (stop < 0) return;
+            p = stop + ((fhd & 0x04) != 0 ? 4 : 0);
+        }
+    }
+
+    /** A frame header's content size field of {@code len} bytes at q (little-endian; 2 bytes count from 256). */
+    private static long frameContentSize(byte[] b, int q, int len) {
+        long v = 0;
+        for (int i = len - 1; i >= 0; i--) v = v << 8 | (b[q + i] & 0xFF);
+        return len == 2 ? v + 256 : v;
+    }
+
+    /** The end of the blocks of a zstd frame whose first block header is at q, or -1 where they cannot be walked
+     * (a block runs past the end, a reserved block type): the library reports those. */
+    private static long blocksEnd(byte[] b, long q, int end) {
+        while (true) {
+            if (q + 3 > end) return -1;
+            int at = (int) q, h = (b[at] & 0xFF) | (b[at + 1] & 0xFF) << 8 | (b[at + 2] & 0xFF) << 16;
+            int kind = (h >>> 1) & 3;
+            q += 3 + (kind == 1 ? 1 : h >>> 3);
+            if (kind == 3 || q > end) return -1;
+            if ((h & 1) != 0) return q;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (inflater != null) inflater.end();
+        if (zstd != null) zstd.close();
+        inflater = null;
+        zstd = null;
     }
 
     /** Every gzip member, its header checked as zlib checks it (RFC 1952: reserved flag bits are an error) and its
@@ -82,9 +161,9 @@ public final class Codecs {
      * GZIPInputStream and kfmt.runtime.compression ignore them. The allowance grows with the input consumed. */
     private void gzip(byte[] b, int pos, int n, String path) throws Bad, DataFormatException {
         int end = pos + n, p = pos;
-        Inflater inf = new Inflater(true);
-        CRC32 crc = new CRC32();
-        try {
+        if (inflater == null) inflater = new Inflater(true);
+        Inflater inf = inflater;
+        {
             do {
                 p = gzipHeader(b, p, end, path);
                 inf.reset();
@@ -106,8 +185,6 @@ public final class Codecs {
                 if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, "corrupt gzip stream: incorrect length check");
                 p += 8;
             } while (end - p >= 2 && (b[p] & 0xFF) == 0x1f && (b[p + 1] & 0xFF) == 0x8b);
-        } finally {
-            inf.end();
         }
     }
 

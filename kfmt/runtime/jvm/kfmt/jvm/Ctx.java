@@ -63,7 +63,8 @@ public final class Ctx {
         return b[p] & 0xFFL;
     }
 
-    /** An unsigned varint of at most maxBytes bytes at pos (the next position in p). */
+    /** An unsigned varint of at most maxBytes bytes at pos (the next position in p), masked to 32 bits when it has
+     * at most 5 (kfmt.runtime.varint, and Kafka's readUnsignedVarint, keep an int: a fifth byte's high bits go). */
     public long uvarint(byte[] b, int pos, int end, int maxBytes, String path) throws Bad {
         long v = 0;
         int shift = 0;
@@ -73,7 +74,7 @@ public final class Ctx {
             v |= (long) (x & 0x7F) << shift;
             if (x >= 0) {
                 p = pos;
-                return v;
+                return maxBytes == 5 ? v & 0xFFFFFFFFL : v;
             }
             shift += 7;
         }

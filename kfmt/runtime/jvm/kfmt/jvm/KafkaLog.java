@@ -184,6 +184,6 @@ public final class KafkaLog implements TableProvider, DataSourceRegister {
         }
 
         @Override public ColumnarBatch get() { return current; }
-        @Override public void close() throws IOException { reader.close(); }
+        @Override public void close() throws IOException { reader.release(); }
     }
 }

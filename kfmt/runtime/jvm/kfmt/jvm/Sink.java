@@ -12,6 +12,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class Sink implements Rows {
     private final StructType schema;
     private final boolean want_key, want_value, want_headers, want_ts, want_offset;
+    /** the batch-level columns the query reads: only those are filled, batch by batch */
+    private final boolean wMagic, wCodec, wBase, wPid, wEpoch, wSequence, wTxn, wControl, wLeaderEpoch, wTsType, wHorizon,
+            wPosition;
     /** the slice's offset bounds, both inclusive (an exclusive bound could not keep offset 2^63-1) */
     long lo = Long.MIN_VALUE, last = Long.MAX_VALUE;
     int n;
@@ -30,6 +33,18 @@ final class Sink implements Rows {
     Sink(StructType schema) {
         this.schema = schema;
         java.util.Set<String> names = new java.util.HashSet<>(Arrays.asList(schema.fieldNames()));
+        wMagic = names.contains("magic");
+        wCodec = names.contains("codec");
+        wBase = names.contains("batch_base_offset");
+        wPid = names.contains("producer_id");
+        wEpoch = names.contains("producer_epoch");
+        wSequence = names.contains("base_sequence");
+        wTxn = names.contains("is_transactional");
+        wControl = names.contains("is_control");
+        wLeaderEpoch = names.contains("partition_leader_epoch");
+        wTsType = names.contains("timestampType");
+        wHorizon = names.contains("delete_horizon");
+        wPosition = names.contains("position");
         want_key = names.contains("key");
         want_value = names.contains("value");
         want_headers = names.contains("headers");
@@ -141,19 +156,21 @@ final class Sink implements Rows {
     /** The batch-level values of the rows from {@code from}: the batch just decoded, at byte {@code at}. */
     void batch(Batch bt, int from, long at) {
         if (from == n) return;
-        Arrays.fill(magic, from, n, bt.magic);
-        Arrays.fill(codec, from, n, (byte) bt.codec);
-        Arrays.fill(base, from, n, bt.baseOffset);
-        Arrays.fill(pid, from, n, bt.producerId);
-        Arrays.fill(epoch, from, n, bt.producerEpoch);
-        Arrays.fill(sequence, from, n, bt.baseSequence);
-        Arrays.fill(txn, from, n, bt.isTransactional);
-        Arrays.fill(control, from, n, bt.isControl);
-        Arrays.fill(leaderEpoch, from, n, bt.partitionLeaderEpoch);
-        Arrays.fill(tsType, from, n, bt.timestampType);
-        Arrays.fill(horizon, from, n, bt.baseTimestamp);
-        Arrays.fill(horizonNull, from, n, (byte) (bt.hasDeleteHorizon ? 0 : 1));
-        Arrays.fill(position, from, n, at);
+        if (wMagic) Arrays.fill(magic, from, n, bt.magic);
+        if (wCodec) Arrays.fill(codec, from, n, (byte) bt.codec);
+        if (wBase) Arrays.fill(base, from, n, bt.baseOffset);
+        if (wPid) Arrays.fill(pid, from, n, bt.producerId);
+        if (wEpoch) Arrays.fill(epoch, from, n, bt.producerEpoch);
+        if (wSequence) Arrays.fill(sequence, from, n, bt.baseSequence);
+        if (wTxn) Arrays.fill(txn, from, n, bt.isTransactional);
+        if (wControl) Arrays.fill(control, from, n, bt.isControl);
+        if (wLeaderEpoch) Arrays.fill(leaderEpoch, from, n, bt.partitionLeaderEpoch);
+        if (wTsType) Arrays.fill(tsType, from, n, bt.timestampType);
+        if (wHorizon) {
+            Arrays.fill(horizon, from, n, bt.baseTimestamp);
+            Arrays.fill(horizonNull, from, n, (byte) (bt.hasDeleteHorizon ? 0 : 1));
+        }
+        if (wPosition) Arrays.fill(position, from, n, at);
     }
 
     void clear() {

@@ -87,6 +87,15 @@ public final class SliceReader {
         source = null;
     }
 
+    /** Done with every slice: the open one is closed and the decompressors' native memory freed. */
+    void release() throws IOException {
+        try {
+            close();
+        } finally {
+            cx.codecs.close();
+        }
+    }
+
     /** At least {@code need} bytes from pos in the window, or every byte left of the slice. The slice is read in
      * chunks (an entry larger than a chunk whole), so memory stays flat whatever the segment's size. */
     private void fill(long need) throws IOException {
