@@ -456,22 +456,27 @@ import kfmt.spark
 from kfmt.spark import jvm
 
 test_jar, root, endpoint = sys.argv[1:4]
-spark = (SparkSession.builder.master("local[1]").config("spark.jars", f"{jvm.jar()},{test_jar}")
-         .config("spark.hadoop.fs.s3.impl", "KfmtTestStore").config("spark.hadoop.fs.s3.impl.disable.cache", "true")
-         .config("spark.hadoop.kfmt.test.root", root).config("spark.ui.enabled", "false").getOrCreate())
+builder = SparkSession.builder.master("local[1]").config("spark.jars", f"{jvm.jar()},{test_jar}")
+for scheme in ("s3", "kfmtstore", "hdfs"):  # s3: pyarrow lists it (the S3 server); the others only Hadoop reaches
+    builder = builder.config(f"spark.hadoop.fs.{scheme}.impl", "KfmtTestStore").config(
+        f"spark.hadoop.fs.{scheme}.impl.disable.cache", "true")
+spark = builder.config("spark.hadoop.kfmt.test.root", root).config("spark.ui.enabled", "false").getOrCreate()
 kfmt.spark.register(spark)
-for fault in ("none", "ioerror"):
-    spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", fault)
-    df = (spark.read.format("kafka-log").option("s3.endpoint", endpoint).option("s3.region", "us-east-1")
-          .option("s3.access_key", "test").option("s3.secret_key", "test").load("s3://logs/kafka"))
-    engine = "jvm" if "jvm engine" in df._jdf.queryExecution().executedPlan().toString() else "python"
+s3 = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
+for fault, uri, options in (("none", "s3://logs/kafka", s3), ("ioerror", "s3://logs/kafka", s3),
+                            ("none", "kfmtstore://logs/kafka", {}), ("none", "hdfs://logs/kafka", {}),
+                            ("committed", "kfmtstore://logs/kafka", {"isolation": "read_committed"}),
+                            ("ioerror", "kfmtstore://logs/kafka", {})):
+    spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", fault if fault != "committed" else "none")
     try:
+        df = spark.read.format("kafka-log").options(**options).load(uri)
+        engine = "jvm" if "jvm engine" in df._jdf.queryExecution().executedPlan().toString() else "python"
         rows = sorted((r[0], r[1], r[2], bytes(r[3] or b"").hex(), bytes(r[4] or b"").hex())
                       for r in df.select("topic", "partition", "offset", "key", "value").collect())
-        out = {"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest()}
+        out = {"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest(), "engine": engine}
     except Exception as e:
         out = {"error": str(e)}
-    print(json.dumps(dict(out, fault=fault, engine=engine)), flush=True)
+    print(json.dumps(dict(out, fault=fault, uri=uri)), flush=True)
 spark.stop()
 """
 
@@ -503,15 +508,23 @@ def test_store(tmp_path_factory):
         for p in (tmp / "classes").rglob("*.class"):
             z.write(p, p.relative_to(tmp / "classes").as_posix())
     shutil.copytree(corpus, tmp / "mirror" / "logs" / "kafka")
-    local = sorted((r["topic"], r["partition"], r["offset"], (r["key"] or b"").hex(), (r["value"] or b"").hex())
-                   for r in kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset", "key", "value"]).to_pylist())  # fmt: skip
+
+    def rows(**options):
+        got = kfmt.read_arrow(str(corpus), columns=["topic", "partition", "offset", "key", "value"], **options)
+        return sorted((r["topic"], r["partition"], r["offset"], (r["key"] or b"").hex(), (r["value"] or b"").hex())
+                      for r in got.to_pylist())  # fmt: skip
+
+    local, committed = rows(), rows(isolation="read_committed")
+    assert len(committed) < len(local)  # a transaction aborted
     with s3_server() as (endpoint, s3):
         s3.create_bucket(Bucket="logs")
         for p in corpus.rglob("*"):
             if p.is_file():
                 s3.put_object(Bucket="logs", Key=f"kafka/{p.relative_to(corpus).as_posix()}", Body=p.read_bytes())
         opts = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "test", "s3.secret_key": "test"}
-        yield SimpleNamespace(jar=jar, mirror=tmp / "mirror", endpoint=endpoint, options=opts, local=local)
+        yield SimpleNamespace(
+            jar=jar, mirror=tmp / "mirror", endpoint=endpoint, options=opts, local=local, committed=committed
+        )
 
 
 def test_a_store_read_through_hadoops_filesystem(test_store):
@@ -525,15 +538,19 @@ def test_a_store_read_through_hadoops_filesystem(test_store):
 
     from kfmt.spark.planner import answer
 
-    want = {"rows": len(test_store.local), "digest": hashlib.sha256(repr(test_store.local).encode()).hexdigest()}
+    def digest(rows):
+        return {"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest(), "engine": "jvm"}
+
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
     out = subprocess.run([sys.executable, "-c", STORE_READS, str(test_store.jar), str(test_store.mirror),
                           test_store.endpoint], capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    got = {r["fault"]: r for r in map(json.loads, out.stdout.splitlines())}
-    assert got["none"] == dict(want, fault="none", engine="jvm"), got["none"]
-    _one_line_naming_the_object(got["ioerror"].get("error"), "injected: connection reset")
-    assert got["ioerror"]["engine"] == "jvm"
+    got = {(r.pop("fault"), r.pop("uri")): r for r in map(json.loads, out.stdout.splitlines())}
+    for uri in ("s3://logs/kafka", "kfmtstore://logs/kafka", "hdfs://logs/kafka"):  # listed by pyarrow / by Hadoop
+        assert got["none", uri] == digest(test_store.local), (uri, got["none", uri])
+        if uri != "hdfs://logs/kafka":
+            _one_line_naming_the_object(got["ioerror", uri].get("error"), "injected: connection reset", uri)
+    assert got["committed", "kfmtstore://logs/kafka"] == digest(test_store.committed)  # transactions read by Hadoop
     s3a = answer({"options": dict(test_store.options, path="s3a://logs/kafka"), "jvm_schemes": ["s3"]})
     assert s3a == {
         "python": "no Hadoop FileSystem for s3a:// in this JVM (the store's connector is not on its classpath)"
@@ -566,9 +583,9 @@ def test_every_store_fault_gives_the_rows_or_one_line(test_store):
         _one_line_naming_the_object(g[1], why)
 
 
-def _one_line_naming_the_object(error, why: str) -> None:
+def _one_line_naming_the_object(error, why: str, store: str = "s3://logs/kafka/") -> None:
     assert isinstance(error, str) and "\n" not in error, error
-    assert error.startswith("kafka-log: reading s3://logs/kafka/") and " failed at byte " in error and why in error
+    assert error.startswith(f"kafka-log: reading {store}") and " failed at byte " in error and why in error
 
 
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy"])

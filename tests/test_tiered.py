@@ -139,6 +139,29 @@ def test_globs_local_and_in_a_store(tmp_path):
             find_segments("s3://globs/logs/none-*", opts)
 
 
+def test_read_committed_from_a_store(tmp_path):
+    """read_committed on a log in a store: the planner finds its transactions in the objects (read by blocks of
+    8 MiB, not a request per batch header) and leaves out the aborted ones, as from local disk (it once opened
+    the URIs as local files and failed)."""
+    pytest.importorskip("moto")
+    from s3server import s3_server
+
+    from kfmt.tools.synth import SynthConfig, synth
+
+    synth(tmp_path / "logs", SynthConfig(seed=3, topics=("orders",), partitions=1, records=300, segment_bytes=16 << 10))
+    cols = ["topic", "partition", "offset", "value"]
+    local = read_arrow(str(tmp_path / "logs"), columns=cols, isolation="read_committed")
+    assert local.num_rows < read_arrow(str(tmp_path / "logs"), columns=cols).num_rows  # something was aborted
+    with s3_server() as (endpoint, s3):
+        s3.create_bucket(Bucket="txn")
+        for p in (tmp_path / "logs").rglob("*"):
+            if p.is_file():
+                s3.put_object(Bucket="txn", Key=f"k/{p.relative_to(tmp_path / 'logs').as_posix()}", Body=p.read_bytes())
+        opts = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access_key": "t", "s3.secret_key": "t"}
+        remote = read_arrow("s3://txn/k", columns=cols, isolation="read_committed", storage_options=opts)
+    assert remote.to_pylist() == local.to_pylist()
+
+
 def _pack(raw: bytes, codec: str) -> bytes:
     """A segment as a remote storage plugin stores it with compression on: zstd in independent frames per
     chunk (chunked as such plugins upload), one gzip member per chunk, LZ4 frames, framed snappy."""

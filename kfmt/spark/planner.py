@@ -32,13 +32,33 @@ import json
 import sys
 
 
-def answer(request: dict) -> dict:
-    """The plan for one read (see the module's doc); never raises for a bad request."""
+def answer(request: dict, stores=None) -> dict:
+    """The plan for one read (see the module's doc); never raises for a bad request. ``stores``: the driver JVM's
+    ``kfmt.jvm.Stores`` maker, when this interpreter is the driver's: a store of a scheme the JVM has a Hadoop
+    FileSystem for is then listed and read through it where pyarrow.fs cannot reach it (kfmt.spark.hadoop)."""
     try:
-        return _answer(request)
+        with _hadoop_stores(request, stores):
+            return _answer(request)
     except (ValueError, TypeError, KeyError, OSError) as e:
         text = str(e) if str(e).startswith("kafka-log") else f"kafka-log: {e}"
         return {"error": " ".join(text.split())}
+
+
+def _hadoop_stores(request: dict, stores):
+    """kfmt.storage.provided with the driver's Hadoop FileSystems for the request's ``jvm_schemes`` (nothing
+    provided without ``stores`` or such schemes)."""
+    import contextlib
+
+    from kfmt.storage import provided
+
+    schemes = request.get("jvm_schemes") or ()
+    if stores is None or not schemes:
+        return contextlib.nullcontext()
+    from kfmt.spark.hadoop import provided as hadoop
+    from kfmt.table.options import _int_opt
+
+    seconds = _int_opt({str(k): str(v) for k, v in (request.get("options") or {}).items()}, "read_timeout", 120)
+    return provided(hadoop(stores(), schemes, seconds * 1000))
 
 
 def _answer(request: dict) -> dict:
@@ -120,10 +140,15 @@ def _offset(o: dict) -> str:
 
 
 class _Callback:
-    """The planner as the JVM's ``kfmt.jvm.PlanCallback`` (a Py4J callback object)."""
+    """The planner as the JVM's ``kfmt.jvm.PlanCallback`` (a Py4J callback object); ``jvm``: the gateway's view of
+    the driver JVM (its stores are read through it)."""
+
+    def __init__(self, jvm=None):
+        self.jvm = jvm
 
     def plan(self, request: str) -> str:
-        return json.dumps(answer(json.loads(request)))
+        stores = None if self.jvm is None else self.jvm.kfmt.jvm.Stores.session
+        return json.dumps(answer(json.loads(request), stores))
 
     class Java:
         implements = ["kfmt.jvm.PlanCallback"]
@@ -138,7 +163,7 @@ def install(spark) -> bool:
         sc = spark.sparkContext
         gateway = sc._gateway
         ensure_callback_server_started(gateway)
-        sc._jvm.kfmt.jvm.Planner.use(_Callback())
+        sc._jvm.kfmt.jvm.Planner.use(_Callback(sc._jvm))
         return True
     except Exception:
         return False

@@ -13,7 +13,10 @@ May import: kfmt.runtime only (the library's other rooms read and write through 
 
 from __future__ import annotations
 
+import io
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlparse
 
@@ -44,9 +47,30 @@ def compressed_object(head: bytes) -> str | None:
 
 
 def is_uri(path) -> bool:
-    """Whether ``path`` names a store by URI (``scheme://...``) rather than a local path."""
+    """Whether ``path`` names a store by URI (``scheme://...``) rather than a local path: a scheme pyarrow.fs
+    knows, or one a filesystem was provided for (:func:`provided`)."""
     s = str(path)
-    return "://" in s and s.split("://", 1)[0].lower() in SCHEMES
+    if "://" not in s:
+        return False
+    scheme = s.split("://", 1)[0].lower()
+    return scheme in SCHEMES or scheme in (_PROVIDED.get() or {})
+
+
+#: filesystems provided for this context by scheme, each a function of a URI to ``(pyarrow FileSystem, path)``:
+#: the Spark source's planner provides the driver's Hadoop FileSystems (kfmt.spark.hadoop)
+_PROVIDED: ContextVar[dict | None] = ContextVar("kfmt_storage_provided", default=None)
+
+
+@contextmanager
+def provided(filesystems: dict):
+    """Within: a URI of one of these schemes is a store by URI, listed and read through the filesystem given
+    for it where ``pyarrow.fs`` cannot reach it (a scheme it does not know, or one it cannot open here, such as
+    ``hdfs://`` without libhdfs). ``filesystems``: scheme -> function of a URI to ``(FileSystem, path)``."""
+    token = _PROVIDED.set({k.lower(): v for k, v in filesystems.items()})
+    try:
+        yield
+    finally:
+        _PROVIDED.reset(token)
 
 
 def s3_settings(options: dict) -> dict:
@@ -82,7 +106,15 @@ def filesystem(uri: str, options: dict | None = None):
         return pafs.S3FileSystem(**kw), f"{u.netloc}{u.path}".rstrip("/")
     if scheme == "file":
         return pafs.LocalFileSystem(), u.path
-    fs, path = pafs.FileSystem.from_uri(uri.replace("gcs://", "gs://", 1))
+    given = (_PROVIDED.get() or {}).get(scheme)
+    if given is not None and scheme not in SCHEMES:
+        return given(uri)
+    try:
+        fs, path = pafs.FileSystem.from_uri(uri.replace("gcs://", "gs://", 1))
+    except (OSError, ValueError):  # (pyarrow: ArrowInvalid is a ValueError)
+        if given is None:
+            raise
+        return given(uri)  # pyarrow cannot open it here (hdfs:// without libhdfs): the filesystem given for it
     return fs, path
 
 
@@ -128,6 +160,52 @@ def open_segment(path: str, options: dict | None = None):
         out = _Spooled()
         _decompress_stream(f, out.f, packed)
     return out, out.f.tell(), packed
+
+
+class Blocks(io.RawIOBase):
+    """A file read by blocks of ``block`` bytes through ``fetch(position, n) -> bytes`` (one block kept at a time):
+    a reader that steps through a store's object a few bytes at a time (batch headers) makes one request a
+    block, not one a step. ``size``: the object's size; a fetch that gives less than asked before it is an
+    OSError (the object changed under the reader)."""
+
+    def __init__(self, fetch, size: int, block: int = 8 << 20, name: str = "the object"):
+        super().__init__()
+        self.fetch, self.size, self.block_size, self.name = fetch, size, block, name
+        self.pos, self.block_at, self.block = 0, -1, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.pos = max(0, {0: pos, 1: self.pos + pos, 2: self.size + pos}[whence])
+        return self.pos
+
+    def read(self, n: int | None = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        out = bytearray()
+        while self.pos < end:
+            at = self.pos - self.pos % self.block_size
+            if at != self.block_at:
+                want = min(self.block_size, self.size - at)
+                self.block, self.block_at = bytes(self.fetch(at, want)), at
+                if len(self.block) < want:
+                    raise OSError(f"kafka-log: {self.name} is shorter than its listing says ({at + len(self.block)} "
+                                  f"of {self.size} bytes)")  # fmt: skip
+            take = self.block[self.pos - at : end - at]
+            out += take
+            self.pos += len(take)
+        return bytes(out)
+
+    def readinto(self, b) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
 
 
 def file_size(f) -> int:
