@@ -146,8 +146,52 @@ def test_starting_offsets_and_trigger_limits(spark, tmp_path, engine):
     assert sorted(r.offset for r in spark.sql(f"select offset from parts_{engine}").collect()) == list(range(104))
     with pytest.raises(Exception, match="a stream has no end"):
         run("bad", endingOffsets="latest").processAllAvailable()
-    with pytest.raises(Exception, match="a stream reads read_uncommitted only"):
-        run("committed", **{"kafka.isolation.level": "read_committed"}).processAllAvailable()
+
+
+def _txn(base: int, n: int, pid: int) -> bytes:
+    recs = [kfmt.Record(key=b"t%d" % (base + i), value=b"txn", timestamp=10_000 + base + i) for i in range(n)]
+    return kfmt.encode_batch(recs, base_offset=base, producer_id=pid, producer_epoch=0, is_transactional=True)
+
+
+def _marker(base: int, pid: int, kind: str) -> bytes:
+    return kfmt.encode_batch([kfmt.control_record(kind, coordinator_epoch=0, timestamp=20_000 + base)],
+                             base_offset=base, producer_id=pid, producer_epoch=0, is_transactional=True,
+                             is_control=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_a_read_committed_stream_stops_at_the_last_stable_offset(spark, tmp_path, engine):
+    """read_committed streams as a Kafka consumer reads: a micro-batch ends at the partition's last stable offset
+    (the first offset of its earliest open transaction), so records after an open transaction wait, even ones
+    outside it; once its marker comes they are read, the transaction's records only if it committed, and
+    aborted ones never. The records read are read_arrow's read_committed rows of the final log; segments rolled
+    during the stream and a transaction spanning two segments included."""
+    logs = tmp_path / "logs" / "t-0"
+    logs.mkdir(parents=True)
+    first = logs / f"{0:020d}.log"
+    first.write_bytes(_batch(0, 10) + _txn(10, 5, pid=7) + _batch(15, 5) + _txn(20, 3, pid=8))
+    reader = (spark.readStream.format("kafka-log").option("engine", engine).option("startingOffsets", "earliest")
+              .option("isolation", "read_committed"))  # fmt: skip
+    q = reader.load(str(tmp_path / "logs")).writeStream.format("memory").queryName(f"committed_{engine}").start()
+
+    def offsets():
+        return sorted(r.offset for r in spark.sql(f"select offset from committed_{engine}").collect())
+
+    try:
+        q.processAllAvailable()
+        assert offsets() == list(range(10)), offsets()  # 15-19 wait behind pid 7's open transaction
+        with open(first, "ab") as f:
+            f.write(_marker(23, pid=7, kind="abort") + _batch(24, 2))
+        q.processAllAvailable()
+        assert offsets() == list(range(10)) + list(range(15, 20)), offsets()  # now pid 8's (at 20) holds them
+        second = logs / f"{26:020d}.log"  # rolled: pid 8's transaction ends in the next segment
+        second.write_bytes(_txn(26, 2, pid=8) + _marker(28, pid=8, kind="commit") + _batch(29, 3))
+        q.processAllAvailable()
+        assert "jvm engine" in q.lastProgress["sources"][0]["description"] or engine == "python"
+    finally:
+        q.stop()
+    want = kfmt.read_arrow(str(tmp_path / "logs"), columns=["offset"], isolation="read_committed").column(0)
+    assert offsets() == want.to_pylist() == [*range(10), *range(15, 23), 24, 25, 26, 27, 29, 30, 31]
 
 
 def test_damaged_framing_stops_the_query(spark, tmp_path):

@@ -156,15 +156,36 @@ def _marker_of(entry: bytes, decode):
     return _marker_type(batch)
 
 
-def transactions_of_files(paths, *, format: str | None = None) -> Transactions:
+def transactions_of_files(paths, *, format: str | None = None, storage: dict | None = None) -> Transactions:
     """Transactions of a partition's segment files, read in order (a transaction may span segments)."""
     out = Transactions()
     for p in paths:
-        with open(p, "rb") as f:
+        transactions_of_file(p, format=format, into=out, storage=storage)
+    return out
+
+
+def transactions_of_file(path: str, *, format: str | None = None, into: Transactions | None = None,
+                         storage: dict | None = None, start: int = 0, end: int | None = None) -> Transactions:  # fmt: skip
+    """The transactions of a segment's entries from byte ``start`` to ``end`` (default: its end), added to
+    ``into`` (what the partition's earlier entries left open). A local file is mapped (headers read in place);
+    a store's object is read by blocks of 8 MiB; an object stored compressed whole (a remote storage plugin's)
+    is decompressed first, as its readers read it (never walked as if its compressed bytes were entries)."""
+    from kfmt.storage import Blocks, compressed_object, file_size, is_uri, open_input, open_segment
+
+    out = into if into is not None else Transactions()
+    if not is_uri(path) and start == 0 and end is None:
+        with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
-                continue
+                return out
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:  # headers read in place, no call each
-                transactions(m, format=format, into=out)
+                if compressed_object(m[:16]) is None:
+                    return transactions(m, format=format, into=out)
+    opened = open_segment(path, storage) if start == 0 else (open_input(path, storage), None, None)
+    with opened[0] as src:
+        stop = (opened[1] if opened[1] is not None else file_size(src)) if end is None else end
+        if stop > start:
+            view = Blocks(lambda at, n: src.read_at(n, start + at), stop - start, name=path)
+            transactions(view, format=format, into=out)
     return out
 
 

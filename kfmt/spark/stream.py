@@ -88,6 +88,14 @@ def scan_entries(read_at, start: int, size: int, path: str, tail: _Tail) -> None
         pos = end
 
 
+@dataclass
+class _Txns:
+    """A partition's transactions as far as its entries were walked (read_committed), and how far each segment was."""
+
+    txns: object
+    walked: dict = field(default_factory=dict)
+
+
 class KafkaLogStreamReader(DataSourceStreamReader):
     """``spark.readStream.format("kafka-log")``: the batch reader's options (paths and stores, topics, CRCs,
     damage handling, isolation, projections), ``startingOffsets`` (default ``latest``, as Spark's Kafka
@@ -107,9 +115,8 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         left_out = {"maxoffsetspertrigger", *(("startingoffsets",) if latest else ())}  # the batch reader's is earliest
         rest = {k: v for k, v in options.items() if k.lower() not in left_out}
         self.batch = KafkaLogReader(rest, columns, defaults, allow_empty=True)
-        if self.batch.isolation == "read_committed":  # the slices would carry no transactions: aborted records read
-            raise ValueError("kafka-log: a stream reads read_uncommitted only (read_committed needs each partition's "
-                             "last stable offset, not tracked yet); read committed records with spark.read")  # fmt: skip
+        self.committed = self.batch.isolation == "read_committed"
+        self.txns: dict = {}  # (topic, partition) -> _Txns (read_committed)
         self.max_offsets = _int_opt({"maxOffsetsPerTrigger": limit}, "maxOffsetsPerTrigger", 0) if limit else None
         # as Spark's Kafka source: a micro-batch is one input partition per topic-partition unless minPartitions
         # asks for more (then the largest ranges are cut at batch boundaries)
@@ -141,6 +148,31 @@ class KafkaLogStreamReader(DataSourceStreamReader):
                         self._scan_packed(last, tail)
                     else:
                         scan_entries(f.read_at, tail.end, last.size, last.path, tail)
+            if self.committed:
+                self._walk_transactions(tp, segs, tail)
+
+    def _walk_transactions(self, tp, segs: list, tail: _Tail) -> None:
+        """read_committed: the partition's transactions, each segment's entries walked once as they come (the last
+        segment's complete entries only, up to its tail's end)."""
+        from kfmt.log.txn import Transactions, transactions_of_file
+
+        state = self.txns.setdefault(tp, _Txns(Transactions()))
+        for seg in segs:
+            packed = seg.path == tail.path and tail.packed
+            end = seg.size if seg.path != tail.path else tail.end
+            done = state.walked.get(seg.path, 0)
+            if end > done and not (packed and done):  # (an object stored compressed whole: walked whole, once)
+                transactions_of_file(seg.path, format=self.batch.format, into=state.txns, storage=self.batch.storage,
+                                     start=0 if packed else done, end=None if packed or seg.path != tail.path else end)  # fmt: skip
+                state.walked[seg.path] = end
+
+    def _stable(self, tp, next_offset: int) -> int:
+        """The partition's last stable offset (read_committed): the first offset of its earliest open transaction,
+        else its next offset; a read_committed consumer reads no further (Kafka's fetch stops there)."""
+        state = self.txns.get(tp)
+        if state is None or not state.txns.open:
+            return next_offset
+        return min(next_offset, min(state.txns.open.values()))
 
     def _scan_packed(self, seg, tail: _Tail) -> None:
         from kfmt.storage import open_segment
@@ -155,7 +187,8 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     def _latest(self) -> dict:
         self._refresh()
-        return {t: {str(p): tail.next_offset for (tt, p), tail in self.tails.items() if tt == t}
+        end = self._stable if self.committed else (lambda _tp, n: n)
+        return {t: {str(p): end((tt, p), tail.next_offset) for (tt, p), tail in self.tails.items() if tt == t}
                 for t in sorted({t for t, _ in self.tails})}  # fmt: skip
 
     def _earliest(self, tp) -> int:
@@ -231,8 +264,17 @@ class KafkaLogStreamReader(DataSourceStreamReader):
                         first = tail.ends[k - 1] if k > 0 else 0
                         j = bisect.bisect_left(tail.lasts, hi - 1)
                         stop = tail.ends[j] if j < len(tail.lasts) else tail.end
-                    slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi))
+                    slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi, *self._resolved(tp)))
         return [SegmentGroup((s,)) for s in self._cut(slices)]
+
+    def _resolved(self, tp) -> tuple:
+        """A slice's (aborted, open transactions) with read_committed, else (None, None). The micro-batch ends at or
+        before the last stable offset it was cut at, so what is known now decides its records as it did then."""
+        if not self.committed:
+            return None, None
+        state = self.txns.get(tp)
+        t = state.txns if state is not None else None
+        return (tuple(t.aborted), tuple(t.open.items())) if t is not None else ((), ())
 
     def _cut(self, slices: list) -> list:
         """The slices cut at batch boundaries into about ``minPartitions`` pieces (each slice kept whole when

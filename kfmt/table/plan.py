@@ -222,8 +222,10 @@ class LogReader:
             kept.append((seg, lo, hi, not same))
         txns = {}
         if self.isolation == "read_committed":
+            from kfmt.log.txn import transactions_of_files
+
             for segs in self.by_log(segments).values():  # each copy of a partition has its own transactions
-                t = _transactions([seg.path for seg in segs], self.format, self.storage)
+                t = transactions_of_files([seg.path for seg in segs], format=self.format, storage=self.storage)
                 txns[_folder(segs[0])] = (tuple(t.aborted), tuple(t.open.items()))
         total = sum(seg.size + self.open_cost for seg, _, _, _ in kept)
         target = max(1, min(self.split_bytes, max(self.open_cost, total // max(1, self.min_partitions))))
@@ -343,20 +345,3 @@ def _split_by_index(path: str, size: int, split_bytes: int, storage) -> list[tup
             cuts.append((start, pos))
             start = pos
     return [*cuts, (start, size)]
-
-
-def _transactions(paths: list[str], format: str | None, storage: dict):
-    """A partition's transactions (kfmt.log.txn) from its segments in order: local files mapped, a store's objects
-    read by blocks (their batch headers are read one after another)."""
-    from kfmt.log.txn import Transactions, transactions, transactions_of_files
-    from kfmt.storage import Blocks, file_size, is_uri, open_input
-
-    if not any(is_uri(p) for p in paths):
-        return transactions_of_files(paths, format=format)
-    out = Transactions()
-    for p in paths:
-        with open_input(p, storage) as f:
-            size = file_size(f)
-            if size:
-                transactions(Blocks(lambda at, n, f=f: f.read_at(n, at), size, name=p), format=format, into=out)
-    return out
