@@ -725,3 +725,86 @@ def test_a_stream_planned_by_a_planner_process(tmp_path):
     assert [(s["first"], s["stop"]) for s in only] == [(0, 7)]
     assert both("latest", start=end, until=json.dumps({"t": {"0": 9}}))["offset"] == '{"t":{"0":9}}'
     assert both("commit", end=end) == {} and both("close") == {}
+
+
+def _drawn_payloads(n: int) -> list:
+    """Records of Kafka's own topics drawn as the payload property tests draw them (kafka-python's encoders from
+    Kafka's JSON specs: every KRaft metadata record, remote log metadata record and coordinator record at every
+    version, nulls, tagged fields set or absent, unknown tags, sections reshaped), ``n`` of each kind, each also
+    cut short and with a byte flipped (so that errors are compared too)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from test_kafka_payloads import _pairs
+    from test_payload_properties import FRAMED, coordinator_record, framed_record
+
+    rows: list = []
+    drawn = settings(max_examples=n, deadline=None, derandomize=True, database=None,
+                     suppress_health_check=list(HealthCheck))  # fmt: skip
+
+    def framed_of(framed):
+        @drawn
+        @given(st.data())
+        def one(data):
+            rows.append((framed[1], None, framed_record(data, framed)[0]))
+
+        return one
+
+    def coordinator_of(pair):
+        @drawn
+        @given(st.data())
+        def two(data):
+            key, value, *_ = coordinator_record(data, pair)
+            rows.append((pair[0], key, value))
+
+        return two
+
+    for framed in FRAMED:
+        framed_of(framed)()
+    for pair in _pairs():
+        coordinator_of(pair)()
+    damaged = []
+    for topic, key, value in rows:
+        cut = (topic, key, value[: len(value) * 2 // 3])
+        flip = bytearray(value)
+        flip[len(flip) * 3 // 4] ^= 0x55
+        damaged += [cut, (topic, key, bytes(flip))]
+    return rows + damaged + [(t, k[:3], v) for t, k, v in rows[:200] if k]  # and keys cut short
+
+
+def test_payloads_decoded_in_the_jvm_as_kfmt_payloads_decodes_them():
+    """decode_payloads' columns from the JVM's payload decoders (the jvm backend's lowering of Kafka's message
+    encoding: versions, compact lengths, tagged fields, switches, nullable structs, views, enums) equal
+    kfmt.log.arrow.add_decoded's, text for text (the JSON of kfmt.payloads, and why a payload did not decode): on
+    records drawn from Kafka's own specs by kafka-python (whole, cut short, a byte flipped) and on every record of
+    Kafka's own topics the real brokers' fixtures hold."""
+    import pyarrow as pa
+
+    from kfmt.log.arrow import DECODED, add_decoded
+    from kfmt.payloads import binding
+
+    rows = _drawn_payloads(12)
+    for d in sorted((ROOT.parent / "shared" / "fixtures" / "real-broker").glob("*/")):
+        for r in kfmt.read_arrow(str(d), columns=["topic", "key", "value", "is_control"]).to_pylist():
+            if not r["is_control"] and binding(r["topic"]) and (r["key"] is not None or r["value"] is not None):
+                rows.append((r["topic"], r["key"], r["value"]))
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "topic": [t for t, _, _ in rows],
+            "key": [k for _, k, _ in rows],
+            "value": [v for _, _, v in rows],
+            "is_control": [False] * len(rows),
+        },  # fmt: skip
+        schema=pa.schema(
+            [("topic", pa.string()), ("key", pa.binary()), ("value", pa.binary()), ("is_control", pa.bool_())]
+        ),
+    )
+    want = list(zip(*(add_decoded(pa, batch, DECODED).column(c).to_pylist() for c in DECODED)))
+    got = jvm.payload_check(rows)
+    differ = [
+        (rows[i][0], (rows[i][1] or b"").hex(), rows[i][2].hex(), w, g)
+        for i, (w, g) in enumerate(zip(want, got))
+        if w != g
+    ]
+    assert len(got) == len(rows) and not differ, (len(differ), differ[:3])
+    decoded, errors = sum(w[1] is not None for w in want), sum(w[2] is not None for w in want)
+    assert len(rows) > 10_000 and decoded > len(rows) // 2 and errors > 500, (len(rows), decoded, errors)

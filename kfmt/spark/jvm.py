@@ -70,6 +70,7 @@ def build(out: Path = JAR) -> Path:
             z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kfmt\n")
             z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLog\n")
             z.writestr("kfmt/jvm/schema.properties", _schemas())
+            z.writestr("kfmt/jvm/bindings.properties", _bindings())
             for p in sorted(Path(tmp).rglob("*.class")):
                 z.write(p, p.relative_to(tmp).as_posix())
         os.replace(part, out)  # a reader never sees half a jar
@@ -81,6 +82,14 @@ def _schemas() -> str:
     from kfmt.log.arrow import SCHEMA, SCHEMA_DECODED
 
     return f"plain={SCHEMA}\ndecoded={SCHEMA_DECODED}\n"
+
+
+def _bindings() -> str:
+    """Which schemas read which topic's keys and values (kfmt.jvm.Internal): kfmt.payloads.BINDINGS, as
+    ``topic=key schema,value schema,parameter`` (empty: none)."""
+    from kfmt.payloads import BINDINGS
+
+    return "".join(f"{t}={b.key or ''},{b.value},{b.param or ''}\n" for t, b in sorted(BINDINGS.items()))
 
 
 def refusal_by_options(options: dict) -> str | None:
@@ -239,6 +248,29 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
+def payload_check(records: list) -> list[tuple]:
+    """Records of Kafka's own topics (``(topic, key, value)``, bytes or None) decoded as option decode_payloads
+    decodes them in the JVM (``kfmt.jvm.PayloadCheck``, one JVM for all): ``(key_decoded, value_decoded,
+    payload_error)`` each, the columns kfmt.log.arrow.add_decoded makes."""
+    import subprocess
+
+    import pyspark
+
+    jars = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    given = "".join(f"{t}\t{'-' if k is None else bytes(k).hex()}\t{'-' if v is None else bytes(v).hex()}\n"
+                    for t, k, v in records)  # fmt: skip
+    r = subprocess.run(["java", "-cp", jars, "kfmt.jvm.PayloadCheck"], input=given, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kfmt.jvm.PayloadCheck failed: {r.stderr.strip()[-2000:]}")
+
+    def cell(c: str):
+        if c == "\\N":
+            return None
+        return c.replace("\\\\", "\0").replace("\\t", "\t").replace("\\n", "\n").replace("\0", "\\")
+
+    return [tuple(cell(c) for c in line.split("\t")) for line in r.stdout.splitlines()]
+
+
 def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tuple]:
     """Each group of each plan, in order, read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one
     JVM for all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it.

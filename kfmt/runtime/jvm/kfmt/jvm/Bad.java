@@ -13,6 +13,29 @@ public final class Bad extends Exception {
         this.at = at;
     }
 
+    /** No byte named (kfmt's CodecError without an offset). */
+    public static final long NOWHERE = Long.MIN_VALUE;
+
+    /** The error raised inside element {@code index} of array {@code path} (of structs {@code elem}), located there
+     * (kfmt.runtime.errors.CodecError.within). */
+    public Bad within(String path, long index, String elem) {
+        String inner = this.path == null ? elem : this.path;
+        String rest = inner.startsWith(elem) ? inner.substring(elem.length()) : "." + inner;
+        return new Bad(path + "[" + index + "]" + rest, at, getMessage());
+    }
+
+    /** Its byte counted from {@code base} (a payload's or a message's first byte). */
+    public Bad from(long base) {
+        return at == NOWHERE ? this : new Bad(path, at - base, getMessage());
+    }
+
+    /** As kfmt's CodecError says it: "<path> at byte <n>: <why>", under {@code prefix} (key, value) if given. */
+    public String text(String prefix) {
+        String p = prefix == null ? path : path == null ? prefix : prefix + "." + path;
+        String where = (p == null ? "" : p) + (at == NOWHERE ? "" : (p == null ? "" : " ") + "at byte " + at);
+        return where.isEmpty() ? getMessage() : where + ": " + getMessage();
+    }
+
     @Override
     public synchronized Throwable fillInStackTrace() {
         return this;

@@ -67,9 +67,9 @@ public final class Ctx {
      * at most 5 (kfmt.runtime.varint, and Kafka's readUnsignedVarint, keep an int: a fifth byte's high bits go). */
     public long uvarint(byte[] b, int pos, int end, int maxBytes, String path) throws Bad {
         long v = 0;
-        int shift = 0;
+        int shift = 0, start = pos;
         for (int i = 0; i < maxBytes; i++) {
-            if (pos >= end) throw new Bad(path, pos, "varint runs past the end");
+            if (pos >= end) throw new Bad(path, start, "input ends inside a varint"); // (kfmt.runtime.varint's words)
             int x = b[pos++];
             v |= (long) (x & 0x7F) << shift;
             if (x >= 0) {
@@ -78,7 +78,7 @@ public final class Ctx {
             }
             shift += 7;
         }
-        throw new Bad(path, pos, "varint longer than " + maxBytes + " bytes");
+        throw new Bad(path, start, (maxBytes == 5 ? "varint" : "varlong") + " is too long: continuation bit set on byte " + maxBytes);
     }
 
     public static long zigzag32(long u) {
