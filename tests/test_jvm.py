@@ -213,9 +213,10 @@ def test_the_jvm_follows_the_resync_bound():
 def test_auto_chooses_and_jvm_refuses(spark, corpus):
     assert _engine(kfmt.spark.read(spark, str(corpus))) == "jvm"
     assert _engine(kfmt.spark.read(spark, str(corpus), on_corrupt="skip")) == "jvm"
-    assert _engine(kfmt.spark.read(spark, str(corpus), decode_payloads="true")) == "python"
-    with pytest.raises(Exception, match="the jvm engine does not read this yet: decode_payloads") as e:
-        kfmt.spark.read(spark, str(corpus), engine="jvm", decode_payloads="true").count()
+    assert _engine(kfmt.spark.read(spark, str(corpus), decode_payloads="true")) == "jvm"
+    assert _engine(kfmt.spark.read(spark, str(corpus), backend="python")) == "python"
+    with pytest.raises(Exception, match="the jvm engine does not read this yet: a backend choice") as e:
+        kfmt.spark.read(spark, str(corpus), engine="jvm", backend="python").count()
     assert str(e.value).splitlines()[0].startswith("kafka-log: the jvm engine does not read this yet"), str(e.value)
     with pytest.raises(ValueError, match="engine must be one of"):
         kfmt.spark.read(spark, str(corpus), engine="gpu")
@@ -366,11 +367,12 @@ def test_planner_answers(corpus):
     plan = json.loads(answer({"options": {"path": str(corpus)}, "defaults": defaults, "columns": None})["plan"])
     assert sum(len(g) for g in plan["groups"]) >= len(list(corpus.glob("*/*.log")))
     assert "plan" in answer({"options": {"path": str(corpus), "on_corrupt": "skip"}, "defaults": defaults})
-    payloads = answer({"options": {"path": str(corpus), "decode_payloads": "true"}, "defaults": defaults})
-    assert payloads == {"python": "decode_payloads"}
+    assert "plan" in answer({"options": {"path": str(corpus), "decode_payloads": "true"}, "defaults": defaults})
+    backend = answer({"options": {"path": str(corpus), "backend": "python"}, "defaults": defaults})
+    assert backend == {"python": "a backend choice (it decodes with its own)"}
     assert answer({"options": {"path": str(corpus), "engine": "python"}}) == {"python": "engine=python"}
-    bad = answer({"options": {"path": str(corpus), "engine": "jvm", "decode_payloads": "true"}})
-    assert bad["error"].startswith("kafka-log: the jvm engine does not read this yet: decode_payloads")
+    bad = answer({"options": {"path": str(corpus), "engine": "jvm", "backend": "python"}})
+    assert bad["error"].startswith("kafka-log: the jvm engine does not read this yet: a backend choice")
     assert (
         "unknown read option(s) startingOffset"
         in answer({"options": {"path": str(corpus), "startingOffset": "x"}})["error"]
@@ -808,3 +810,21 @@ def test_payloads_decoded_in_the_jvm_as_kfmt_payloads_decodes_them():
     assert len(got) == len(rows) and not differ, (len(differ), differ[:3])
     decoded, errors = sum(w[1] is not None for w in want), sum(w[2] is not None for w in want)
     assert len(rows) > 10_000 and decoded > len(rows) // 2 and errors > 500, (len(rows), decoded, errors)
+
+
+def test_decode_payloads_in_the_jvm_on_real_brokers(spark):
+    """Option decode_payloads decoded in the JVM (no Python worker): on every real broker's log directory (internal
+    topics __consumer_offsets, __transaction_state, __cluster_metadata, and users' topics), the rows and the three
+    decoded columns of read_arrow(decode_payloads=True), the Python reader's one definition."""
+    cols = ["topic", "partition", "offset", "key_decoded", "value_decoded", "payload_error"]
+    decoded = 0
+    for d in sorted((ROOT.parent / "shared" / "fixtures" / "real-broker").glob("*/")):
+        df = kfmt.spark.read(spark, str(d), decode_payloads="true")
+        assert _engine(df) == "jvm"
+        got = sorted(tuple(r) for r in df.select(*cols).collect())
+        want = sorted(
+            tuple(r.values()) for r in kfmt.read_arrow(str(d), columns=cols, decode_payloads=True).to_pylist()
+        )
+        assert got == want, d.name
+        decoded += sum(r[4] is not None for r in got)
+    assert decoded > 10_000

@@ -95,10 +95,8 @@ def _bindings() -> str:
 def refusal_by_options(options: dict) -> str | None:
     """What the options alone say the JVM engine does not decode yet (None: nothing), said before any planning:
     the read is then planned once, by the Python data source it goes to."""
-    from kfmt.table.options import _bool, _opt
+    from kfmt.table.options import _opt
 
-    if _bool(_opt(options, "decode_payloads"), False):
-        return "decode_payloads"
     if _opt(options, "backend"):
         return "a backend choice (it decodes with its own)"
     fmt = _opt(options, "format")

@@ -30,9 +30,17 @@ final class Sink implements Rows {
     byte[] horizonNull = new byte[cap], codec = new byte[cap];
     boolean[] txn = new boolean[cap], control = new boolean[cap];
 
-    Sink(StructType schema) {
+    /** decode_payloads: the records of Kafka's own topics decoded (key_decoded, value_decoded, payload_error) */
+    private final Internal internal;
+    final Blobs keyDecoded = new Blobs(cap), valueDecoded = new Blobs(cap), payloadError = new Blobs(cap);
+    /** the topic of the slice being read (what decode_payloads decodes by) */
+    String topic;
+
+    Sink(StructType schema, Limits limits) {
         this.schema = schema;
         java.util.Set<String> names = new java.util.HashSet<>(Arrays.asList(schema.fieldNames()));
+        boolean decoded = names.contains("key_decoded") || names.contains("value_decoded") || names.contains("payload_error");
+        internal = decoded ? new Internal(limits) : null;
         wMagic = names.contains("magic");
         wCodec = names.contains("codec");
         wBase = names.contains("batch_base_offset");
@@ -45,8 +53,8 @@ final class Sink implements Rows {
         wTsType = names.contains("timestampType");
         wHorizon = names.contains("delete_horizon");
         wPosition = names.contains("position");
-        want_key = names.contains("key");
-        want_value = names.contains("value");
+        want_key = names.contains("key") || decoded; // (decoding reads them)
+        want_value = names.contains("value") || decoded;
         want_headers = names.contains("headers");
         want_ts = names.contains("timestamp") || names.contains("timestamp_ms");
         want_offset = true; // the offset bounds read it
@@ -151,11 +159,15 @@ final class Sink implements Rows {
         hvalue.cut(recordHeaders);
         key.cut(Math.min(key.count, n));
         value.cut(Math.min(value.count, n));
+        keyDecoded.cut(Math.min(keyDecoded.count, n));
+        valueDecoded.cut(Math.min(valueDecoded.count, n));
+        payloadError.cut(Math.min(payloadError.count, n));
     }
 
     /** The batch-level values of the rows from {@code from}: the batch just decoded, at byte {@code at}. */
     void batch(Batch bt, int from, long at) {
         if (from == n) return;
+        if (internal != null) decode(bt, from);
         if (wMagic) Arrays.fill(magic, from, n, bt.magic);
         if (wCodec) Arrays.fill(codec, from, n, (byte) bt.codec);
         if (wBase) Arrays.fill(base, from, n, bt.baseOffset);
@@ -173,11 +185,43 @@ final class Sink implements Rows {
         if (wPosition) Arrays.fill(position, from, n, at);
     }
 
+    /** decode_payloads for the batch's rows from {@code from}, as kfmt.log.arrow.add_decoded: a control record, a
+     * topic that is not Kafka's own and a record without key and value get nulls. */
+    private void decode(Batch bt, int from) {
+        boolean bound = !bt.isControl && Internal.bound(topic);
+        for (int r = from; r < n; r++) {
+            int kn = key.nulls[r] != 0 ? -1 : key.off[r + 1] - key.off[r];
+            int vn = value.nulls[r] != 0 ? -1 : value.off[r + 1] - value.off[r];
+            if (!bound || (kn < 0 && vn < 0)) {
+                keyDecoded.add(null, 0, -1);
+                valueDecoded.add(null, 0, -1);
+                payloadError.add(null, 0, -1);
+                continue;
+            }
+            internal.decode(topic, kn < 0 ? null : key.data, key.off[r], kn, vn < 0 ? null : value.data, value.off[r], vn);
+            text(keyDecoded, internal.key);
+            text(valueDecoded, internal.value);
+            text(payloadError, internal.error);
+        }
+    }
+
+    private static void text(Blobs to, String s) {
+        if (s == null) {
+            to.add(null, 0, -1);
+        } else {
+            byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            to.add(b, 0, b.length);
+        }
+    }
+
     void clear() {
         n = 0;
         recordHeaders = 0;
         key.cut(0);
         value.cut(0);
+        keyDecoded.cut(0);
+        valueDecoded.cut(0);
+        payloadError.cut(0);
         hkey.cut(0);
         hvalue.cut(0);
     }
@@ -219,6 +263,9 @@ final class Sink implements Rows {
             case "delete_horizon" -> new Cols.Longs(t, n, horizon, horizonNull, 1);
             case "position" -> new Cols.Longs(t, n, position, null, 1);
             case "headers" -> headers(t, nullEmptyHeaders);
+            case "key_decoded" -> new Cols.Bytes(t, n, keyDecoded.data, keyDecoded.off, keyDecoded.nulls);
+            case "value_decoded" -> new Cols.Bytes(t, n, valueDecoded.data, valueDecoded.off, valueDecoded.nulls);
+            case "payload_error" -> new Cols.Bytes(t, n, payloadError.data, payloadError.off, payloadError.nulls);
             default -> throw new IllegalArgumentException("kafka-log-jvm: no column " + f.name());
         };
     }

@@ -47,7 +47,7 @@ public final class SliceReader {
         this.plan = plan;
         this.conf = conf;
         this.schema = schema;
-        this.sink = new Sink(schema);
+        this.sink = new Sink(schema, plan.limits);
         this.cx = new Ctx(sink, plan.limits);
         this.skipping = !"fail".equals(plan.onCorrupt);
         this.quarantining = "quarantine".equals(plan.onCorrupt);
@@ -78,6 +78,7 @@ public final class SliceReader {
             throw failedRead(0, e);
         }
         winStart = slice.start;
+        sink.topic = s.topic;
         sink.lo = s.first == null ? Long.MIN_VALUE : s.first;
         sink.last = s.stop == null ? Long.MAX_VALUE : s.stop - 1; // stop is exclusive and never Long.MIN_VALUE
     }
