@@ -388,7 +388,73 @@ def option_queries(spark, corpus: str, grouped) -> list:
             return grouped(spark.read.parquet(pq))
 
         out.append((f"format('kafka-log'), {label}", f"Parquet of those rows ({label})", ours, theirs))
+    out.append(payload_queries(spark))
     return out
+
+
+def consumer_offsets(records: int) -> bytes:
+    """A ``__consumer_offsets`` segment as a group coordinator writes one: offset commits (OffsetCommitKey v1,
+    OffsetCommitValue v3) of 50 groups over 20 topics of 12 partitions, offsets and commit times moving on, and
+    every 25th record a group's metadata (GroupMetadataValue v3 of 8 members with their ConsumerProtocol
+    subscriptions and assignments: a real broker's, tests/vectors/kafka_internal_payloads.json); one record a
+    batch, as the coordinator appends them."""
+    import json
+    import os
+    import random
+    import struct
+
+    import kfmt
+
+    def text(s: str) -> bytes:
+        return struct.pack(">h", len(s)) + s.encode()
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    vectors = json.load(open(os.path.join(here, "..", "tests", "vectors", "kafka_internal_payloads.json")))["records"]
+    group_value = next(bytes.fromhex(r["value"]) for r in vectors if r["topic"] == "__consumer_offsets"
+                       and bytes.fromhex(r["key"])[:2] == b"\x00\x02")  # fmt: skip
+    rng, out, ts = random.Random(7), bytearray(), 1_769_000_000_000
+    for i in range(records):
+        g, ts = rng.randrange(50), ts + rng.randrange(1, 40)
+        if i % 25 == 0:
+            key, value = struct.pack(">h", 2) + text(f"group-{g}"), group_value
+        else:
+            topic, part = f"topic-{rng.randrange(20)}", rng.randrange(12)
+            key = struct.pack(">h", 1) + text(f"group-{g}") + text(topic) + struct.pack(">i", part)
+            value = struct.pack(">hqi", 3, i * 7 + part, rng.randrange(30)) + text("") + struct.pack(">q", ts)
+        out += kfmt.encode_batch([kfmt.Record(key=key, value=value, timestamp=ts)], base_offset=i)
+    return bytes(out)
+
+
+def payload_queries(spark) -> tuple:
+    """decode_payloads on a ``__consumer_offsets`` log (:func:`consumer_offsets`: 200,000 records), against Parquet
+    of the decoded rows: records per key type, and the decoded values' length."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    logs = _scratch("kfmt-bench-offsets-") + "/logs"
+    os.makedirs(f"{logs}/__consumer_offsets-0")
+    with open(f"{logs}/__consumer_offsets-0/{0:020d}.log", "wb") as f:
+        f.write(consumer_offsets(200_000))
+    cols = ("topic", "partition", "offset", "key_decoded", "value_decoded", "payload_error")
+    pq = _scratch("kfmt-bench-parquet-") + "/t"
+    spark.read.format("kafka-log").options(engine="python", decode_payloads="true").load(logs).select(
+        *cols
+    ).write.parquet(pq)
+
+    def by_type(df):
+        rows = df.groupBy(F.get_json_object("key_decoded", "$.type").alias("type")).agg(
+            F.count("*").alias("n"), F.sum(F.length("value_decoded")).alias("bytes")).collect()  # fmt: skip
+        return {"n": sum(r["n"] for r in rows), "bytes": sum(r["bytes"] or 0 for r in rows)}
+
+    def ours():
+        return by_type(spark.read.format("kafka-log").option("decode_payloads", "true").load(logs))
+
+    def theirs():
+        return by_type(spark.read.parquet(pq))
+
+    label = "decode_payloads, __consumer_offsets"
+    return (f"format('kafka-log'), {label}", f"Parquet of the decoded rows ({label})", ours, theirs)
 
 
 def _scratch(prefix: str) -> str:

@@ -30,6 +30,8 @@ class PayloadGen:
         self.kafka, self.tagged = kafka, tagged
         self.root = self.by_name[ir.root]
         self.absent: list[tuple[str, str, str]] = []  # (constant, struct, Java bytes literal) of empty-struct defaults
+        self.names: dict[str, str] = {}  # a member's JSON text (quoted) -> its constant
+        self.values: dict[str, str] = {}  # a tagged field's absent JSON -> its constant
 
     def emit(self) -> str:
         methods = [StructJson(self, st).emit() for st in self.f.structs]
@@ -48,6 +50,10 @@ class PayloadGen:
             "",
             self._entry(),
             *self._absent_constants(),
+            *[f"    private static final byte[] {c} = Js.name({jstr(q)});" for q, c in self.names.items()],
+            *[f"    private static final byte[] {c} = {jstr(v)}.getBytes(java.nio.charset.StandardCharsets.US_ASCII);"
+              for v, c in self.values.items()],
+            "",
             *methods,
             "}",
             "",
@@ -66,19 +72,26 @@ class PayloadGen:
             "",
         ])  # fmt: skip
 
+    def name(self, kafka: str) -> str:
+        """The constant holding a member's name as JSON text (quoted, with its ": ")."""
+        return self.names.setdefault(jstr(kafka), f"K{len(self.names)}")
+
+    def value(self, json_text: str) -> str:
+        return self.values.setdefault(json_text, f"V{len(self.values)}")
+
     def _absent_constants(self) -> list[str]:
         out = []
         for const, struct, raw in self.absent:
             out += [
-                f"    private String {const};",
+                f"    private byte[] {const};",
                 "",
                 f"    /** The JSON of {struct} at its defaults (Kafka's new Type()), decoded from the bytes it encodes to. */",
-                f"    private String {const}(Ctx cx) throws Bad {{",
+                f"    private byte[] {const}(Ctx cx) throws Bad {{",
                 f"        if ({const} == null) {{",
                 "            Js e = new Js();",
                 f"            byte[] raw = {raw};",
                 f"            d_{struct}(cx, e, raw, 0, raw.length, {NONE});",
-                f"            {const} = e.sb.toString();",
+                f"            {const} = e.cut(0);",
                 "        }",
                 f"        return {const};",
                 "    }",
@@ -184,11 +197,11 @@ class StructJson:
         if not kafka:  # a value struct's value
             return ""
         if versions is None:
-            self.say(f"j.key({jstr(jstr(kafka))});")
+            self.say(f"j.key({self.g.name(kafka)});")
             return ""
         lo, hi = versions
         self.say(f"if (jv == {NONE} || (jv >= {lo} && jv <= {hi})) {{")
-        self.say(f"    j.key({jstr(jstr(kafka))});")
+        self.say(f"    j.key({self.g.name(kafka)});")
         return "}"
 
     # ------------------------------------------------------------------ fields
@@ -494,7 +507,7 @@ class StructJson:
         ``_unknownTaggedFields`` and the known ones in declared order, each left out at its default."""
         p = self.path(f.name)
         for t in w.fields:
-            self.say(f"String t_{t.name} = null;")
+            self.say(f"byte[] t_{t.name} = null;")
         self.say("java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();")
         self.say(f"long ntags_ = cx.uvarint(b, pos, end, 5, {p}); pos = cx.p;")
         self.say(
@@ -534,7 +547,8 @@ class StructJson:
             self.say("    j.openArray();")
             self.say("    for (int[] u_ : unknown_) {")
             self.say(
-                '        j.item(); j.open(); j.key("\\"tag\\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\\"data\\""); j.hex(b, u_[1], u_[2]); j.close();'
+                "        j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); "
+                "j.hex(b, u_[1], u_[2]); j.close();"
             )
             self.say("    }")
             self.say("    j.closeArray();")
@@ -545,7 +559,7 @@ class StructJson:
             if entry is None:
                 continue
             at_default = self._absent_json(t, defaults.get(t.name))
-            close = self._key_if(entry, f"t_{t.name} != null && !t_{t.name}.equals({at_default})")
+            close = self._key_if(entry, f"t_{t.name} != null && !java.util.Arrays.equals(t_{t.name}, {at_default})")
             self.say(f"    j.raw(t_{t.name});")
             self.say(close)
 
@@ -555,7 +569,7 @@ class StructJson:
             lo, hi = versions
             cond = f"({cond}) && (jv == {NONE} || (jv >= {lo} && jv <= {hi}))"
         self.say(f"if ({cond}) {{")
-        self.say(f"    j.key({jstr(jstr(kafka))});")
+        self.say(f"    j.key({self.g.name(kafka)});")
         return "}"
 
     def _absent_json(self, t: n.TaggedField, default) -> str:
@@ -569,7 +583,7 @@ class StructJson:
             return f"{const}(cx)"
         import json
 
-        return jstr(json.dumps(t.absent))
+        return self.g.value(json.dumps(t.absent))
 
     # ------------------------------------------------------------------ expressions
     def long_expr(self, e: n.Expr) -> str:

@@ -16,6 +16,12 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
         return d_group_coordinator_key(cx, j, b, pos, end, Long.MIN_VALUE);
     }
 
+    private static final byte[] K0 = Js.name("\"group\"");
+    private static final byte[] K1 = Js.name("\"topic\"");
+    private static final byte[] K2 = Js.name("\"partition\"");
+    private static final byte[] K3 = Js.name("\"GroupId\"");
+    private static final byte[] K4 = Js.name("\"MemberId\"");
+
     int d_offset_commit_key(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "OffsetCommitKey";
         j.open();
@@ -29,7 +35,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("offset_commit_key.group", pos, n_1, end);
             group_n = (int) n_1; pos += group_n;
         }
-        j.key("\"group\"");
+        j.key(K0);
             if (group_n < 0) j.nul(); else j.text(b, group_p, group_n);
         int topic_p = pos, topic_n;
         if (end - pos < 2) throw cx.bad("offset_commit_key.topic", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -41,12 +47,12 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("offset_commit_key.topic", pos, n_2, end);
             topic_n = (int) n_2; pos += topic_n;
         }
-        j.key("\"topic\"");
+        j.key(K1);
             if (topic_n < 0) j.nul(); else j.text(b, topic_p, topic_n);
         if (end - pos < 4) throw cx.bad("offset_commit_key", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_partition = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"partition\"");
+        j.key(K2);
             j.num(v_partition);
         j.close();
         return pos;
@@ -65,7 +71,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("group_metadata_key.group", pos, n_1, end);
             group_n = (int) n_1; pos += group_n;
         }
-        j.key("\"group\"");
+        j.key(K0);
             if (group_n < 0) j.nul(); else j.text(b, group_p, group_n);
         j.close();
         return pos;
@@ -84,7 +90,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -103,7 +109,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_partition_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -122,7 +128,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_member_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("consumer_group_member_metadata_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -134,7 +140,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_group_member_metadata_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -153,7 +159,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_target_assignment_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -172,7 +178,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_target_assignment_member_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("consumer_group_target_assignment_member_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -184,7 +190,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_group_target_assignment_member_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -203,7 +209,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_current_member_assignment_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("consumer_group_current_member_assignment_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -215,7 +221,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_group_current_member_assignment_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -234,7 +240,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_partition_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -253,7 +259,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_member_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("share_group_member_metadata_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -265,7 +271,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("share_group_member_metadata_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -284,7 +290,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -303,7 +309,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_target_assignment_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;
@@ -322,7 +328,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_target_assignment_member_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("share_group_target_assignment_member_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -334,7 +340,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("share_group_target_assignment_member_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -353,7 +359,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_current_member_assignment_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         int member_id_p = pos, member_id_n;
         if (end - pos < 2) throw cx.bad("share_group_current_member_assignment_key.member_id", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -365,7 +371,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("share_group_current_member_assignment_key.member_id", pos, n_2, end);
             member_id_n = (int) n_2; pos += member_id_n;
         }
-        j.key("\"MemberId\"");
+        j.key(K4);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         j.close();
         return pos;
@@ -384,7 +390,7 @@ public final class GroupCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_state_partition_metadata_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K3);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         j.close();
         return pos;

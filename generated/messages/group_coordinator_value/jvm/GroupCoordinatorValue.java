@@ -16,18 +16,75 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         return d_group_coordinator_value(cx, j, b, pos, end, Long.MIN_VALUE, param);
     }
 
-    private String EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG;
+    private byte[] EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG;
 
     /** The JSON of consumer_group_member_metadata_value_classic_member_metadata_tag at its defaults (Kafka's new Type()), decoded from the bytes it encodes to. */
-    private String EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG(Ctx cx) throws Bad {
+    private byte[] EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG(Ctx cx) throws Bad {
         if (EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG == null) {
             Js e = new Js();
             byte[] raw = new byte[] {1, 0, 0, 0, 0, 1, 0};
             d_consumer_group_member_metadata_value_classic_member_metadata_tag(cx, e, raw, 0, raw.length, Long.MIN_VALUE);
-            EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG = e.sb.toString();
+            EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG = e.cut(0);
         }
         return EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG;
     }
+
+    private static final byte[] K0 = Js.name("\"offset\"");
+    private static final byte[] K1 = Js.name("\"leaderEpoch\"");
+    private static final byte[] K2 = Js.name("\"metadata\"");
+    private static final byte[] K3 = Js.name("\"commitTimestamp\"");
+    private static final byte[] K4 = Js.name("\"expireTimestamp\"");
+    private static final byte[] K5 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K6 = Js.name("\"Topic\"");
+    private static final byte[] K7 = Js.name("\"Partitions\"");
+    private static final byte[] K8 = Js.name("\"version\"");
+    private static final byte[] K9 = Js.name("\"Topics\"");
+    private static final byte[] K10 = Js.name("\"UserData\"");
+    private static final byte[] K11 = Js.name("\"OwnedPartitions\"");
+    private static final byte[] K12 = Js.name("\"GenerationId\"");
+    private static final byte[] K13 = Js.name("\"RackId\"");
+    private static final byte[] K14 = Js.name("\"AssignedPartitions\"");
+    private static final byte[] K15 = Js.name("\"memberId\"");
+    private static final byte[] K16 = Js.name("\"groupInstanceId\"");
+    private static final byte[] K17 = Js.name("\"clientId\"");
+    private static final byte[] K18 = Js.name("\"clientHost\"");
+    private static final byte[] K19 = Js.name("\"rebalanceTimeout\"");
+    private static final byte[] K20 = Js.name("\"sessionTimeout\"");
+    private static final byte[] K21 = Js.name("\"subscription\"");
+    private static final byte[] K22 = Js.name("\"assignment\"");
+    private static final byte[] K23 = Js.name("\"protocolType\"");
+    private static final byte[] K24 = Js.name("\"generation\"");
+    private static final byte[] K25 = Js.name("\"protocol\"");
+    private static final byte[] K26 = Js.name("\"leader\"");
+    private static final byte[] K27 = Js.name("\"currentStateTimestamp\"");
+    private static final byte[] K28 = Js.name("\"members\"");
+    private static final byte[] K29 = Js.name("\"Epoch\"");
+    private static final byte[] K30 = Js.name("\"Partition\"");
+    private static final byte[] K31 = Js.name("\"Racks\"");
+    private static final byte[] K32 = Js.name("\"TopicId\"");
+    private static final byte[] K33 = Js.name("\"TopicName\"");
+    private static final byte[] K34 = Js.name("\"NumPartitions\"");
+    private static final byte[] K35 = Js.name("\"PartitionMetadata\"");
+    private static final byte[] K36 = Js.name("\"Name\"");
+    private static final byte[] K37 = Js.name("\"Metadata\"");
+    private static final byte[] K38 = Js.name("\"SessionTimeoutMs\"");
+    private static final byte[] K39 = Js.name("\"SupportedProtocols\"");
+    private static final byte[] K40 = Js.name("\"InstanceId\"");
+    private static final byte[] K41 = Js.name("\"ClientId\"");
+    private static final byte[] K42 = Js.name("\"ClientHost\"");
+    private static final byte[] K43 = Js.name("\"SubscribedTopicNames\"");
+    private static final byte[] K44 = Js.name("\"SubscribedTopicRegex\"");
+    private static final byte[] K45 = Js.name("\"RebalanceTimeoutMs\"");
+    private static final byte[] K46 = Js.name("\"ServerAssignor\"");
+    private static final byte[] K47 = Js.name("\"ClassicMemberMetadata\"");
+    private static final byte[] K48 = Js.name("\"AssignmentEpoch\"");
+    private static final byte[] K49 = Js.name("\"TopicPartitions\"");
+    private static final byte[] K50 = Js.name("\"MemberEpoch\"");
+    private static final byte[] K51 = Js.name("\"PreviousMemberEpoch\"");
+    private static final byte[] K52 = Js.name("\"State\"");
+    private static final byte[] K53 = Js.name("\"PartitionsPendingRevocation\"");
+    private static final byte[] K54 = Js.name("\"InitializedTopics\"");
+    private static final byte[] K55 = Js.name("\"DeletingTopics\"");
 
     int d_offset_commit_value(Ctx cx, Js j, byte[] b, int pos, int end, long jv, long a_version) throws Bad {
         if (!(a_version <= 3L)) throw cx.bad("offset_commit_value", pos, "OffsetCommitValue is not defined for version " + a_version + " (this schema has it for (group_coordinator_value.version <= 3))");
@@ -36,7 +93,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 8) throw cx.bad("offset_commit_value", pos, "needs 8 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"offset\"");
+        j.key(K0);
             j.num(v_offset);
         long v_leader_epoch = -1L;
         if ((a_version >= 3L)) {
@@ -45,7 +102,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         pos += 4;
         }
         if (jv == Long.MIN_VALUE || (jv >= 3 && jv <= 32768)) {
-            j.key("\"leaderEpoch\"");
+            j.key(K1);
             j.num(v_leader_epoch);
         }
         int metadata_p = pos, metadata_n;
@@ -58,12 +115,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("offset_commit_value.metadata", pos, n_1, end);
             metadata_n = (int) n_1; pos += metadata_n;
         }
-        j.key("\"metadata\"");
+        j.key(K2);
             if (metadata_n < 0) j.nul(); else j.text(b, metadata_p, metadata_n);
         if (end - pos < 8) throw cx.bad("offset_commit_value", pos, "needs 8 bytes, " + (end - pos) + " left");
         long v_commit_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"commitTimestamp\"");
+        j.key(K3);
             j.num(v_commit_timestamp);
         long v_expire_timestamp = -1L;
         if ((a_version == 1L)) {
@@ -72,7 +129,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         pos += 8;
         }
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 1)) {
-            j.key("\"expireTimestamp\"");
+            j.key(K4);
             j.num(v_expire_timestamp);
         }
         j.close();
@@ -86,11 +143,11 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("offset_commit_value_flexible", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"offset\"");
+        j.key(K0);
             j.num(v_offset);
         long v_leader_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"leaderEpoch\"");
+        j.key(K1);
             j.num(v_leader_epoch);
         int metadata_p = pos, metadata_n;
         if (pos >= end) throw cx.bad("offset_commit_value_flexible.metadata", pos, "input ends before a varint");
@@ -103,12 +160,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("offset_commit_value_flexible.metadata", pos, n_1, end);
             metadata_n = (int) n_1; pos += metadata_n;
         }
-        j.key("\"metadata\"");
+        j.key(K2);
             if (metadata_n < 0) j.nul(); else j.text(b, metadata_p, metadata_n);
         if (end - pos < 8) throw cx.bad("offset_commit_value_flexible", pos, "needs 8 bytes, " + (end - pos) + " left");
         long v_commit_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"commitTimestamp\"");
+        j.key(K3);
             j.num(v_commit_timestamp);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "offset_commit_value_flexible.tagged_fields"); pos = cx.p;
@@ -122,10 +179,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -182,7 +239,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         }
         }
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"Topic\"");
+            j.key(K6);
             if (topic_n < 0) j.nul(); else j.text(b, topic_p, topic_n);
         }
         if ((a_version >= 1L)) {
@@ -196,7 +253,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions * 4 > end - pos) throw cx.bad("consumer_protocol_subscription_topic_partition.partitions", pos, "count " + c_partitions + " needs at least " + c_partitions * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"Partitions\"");
+            j.key(K7);
             if (null_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions; i_++) {
@@ -209,7 +266,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         }
         } else {
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"Partitions\"");
+            j.key(K7);
             j.nul();
         }
         }
@@ -223,7 +280,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 2) throw cx.bad("consumer_protocol_subscription", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"version\"");
+        j.key(K8);
             j.num(v_version);
         jv = v_version;
         if (end - pos < 4) throw cx.bad("consumer_protocol_subscription.topics", pos, "needs 4 bytes, " + (end - pos) + " left");
@@ -235,7 +292,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_topics > cx.maxHeaders) throw cx.bad("consumer_protocol_subscription.topics", pos, "count " + c_topics + " exceeds the limit of " + cx.maxHeaders);
         if (c_topics * 2 > end - pos) throw cx.bad("consumer_protocol_subscription.topics", pos, "count " + c_topics + " needs at least " + c_topics * 2 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Topics\"");
+        j.key(K9);
             if (null_topics) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_topics; i_++) {
@@ -255,7 +312,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_protocol_subscription.user_data", pos, n_2, end);
             user_data_n = (int) n_2; pos += user_data_n;
         }
-        j.key("\"UserData\"");
+        j.key(K10);
             if (user_data_n < 0) j.nul(); else j.hex(b, user_data_p, user_data_n);
         if ((v_version >= 1L)) {
         if (end - pos < 4) throw cx.bad("consumer_protocol_subscription.owned_partitions", pos, "needs 4 bytes, " + (end - pos) + " left");
@@ -268,7 +325,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_owned_partitions * 1 > end - pos) throw cx.bad("consumer_protocol_subscription.owned_partitions", pos, "count " + c_owned_partitions + " needs at least " + c_owned_partitions * 1 + " bytes, " + (end - pos) + " left");
         int m_3 = j.mark();
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"OwnedPartitions\"");
+            j.key(K11);
             if (null_owned_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_owned_partitions; i_++) {
@@ -281,7 +338,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         }
         } else {
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"OwnedPartitions\"");
+            j.key(K11);
             j.nul();
         }
         }
@@ -292,7 +349,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         pos += 4;
         }
         if (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768)) {
-            j.key("\"GenerationId\"");
+            j.key(K12);
             j.num(v_generation_id);
         }
         int rack_id_p = pos, rack_id_n = -1;
@@ -308,7 +365,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         }
         }
         if (jv == Long.MIN_VALUE || (jv >= 3 && jv <= 32768)) {
-            j.key("\"RackId\"");
+            j.key(K13);
             if (rack_id_n < 0) j.nul(); else j.text(b, rack_id_p, rack_id_n);
         }
         j.close();
@@ -336,7 +393,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_protocol_assignment_topic_partition.topic", pos, n_1, end);
             topic_n = (int) n_1; pos += topic_n;
         }
-        j.key("\"Topic\"");
+        j.key(K6);
             if (topic_n < 0) j.nul(); else j.text(b, topic_p, topic_n);
         if (end - pos < 4) throw cx.bad("consumer_protocol_assignment_topic_partition.partitions", pos, "needs 4 bytes, " + (end - pos) + " left");
         long c_partitions = Ctx.i32(b, pos);
@@ -347,7 +404,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions > cx.maxHeaders) throw cx.bad("consumer_protocol_assignment_topic_partition.partitions", pos, "count " + c_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_partitions * 4 > end - pos) throw cx.bad("consumer_protocol_assignment_topic_partition.partitions", pos, "count " + c_partitions + " needs at least " + c_partitions * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"Partitions\"");
+        j.key(K7);
             if (null_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions; i_++) {
@@ -367,7 +424,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 2) throw cx.bad("consumer_protocol_assignment", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"version\"");
+        j.key(K8);
             j.num(v_version);
         jv = v_version;
         if (end - pos < 4) throw cx.bad("consumer_protocol_assignment.assigned_partitions", pos, "needs 4 bytes, " + (end - pos) + " left");
@@ -379,7 +436,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_assigned_partitions > cx.maxHeaders) throw cx.bad("consumer_protocol_assignment.assigned_partitions", pos, "count " + c_assigned_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_assigned_partitions * 6 > end - pos) throw cx.bad("consumer_protocol_assignment.assigned_partitions", pos, "count " + c_assigned_partitions + " needs at least " + c_assigned_partitions * 6 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"AssignedPartitions\"");
+        j.key(K14);
             if (null_assigned_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_assigned_partitions; i_++) {
@@ -399,7 +456,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_protocol_assignment.user_data", pos, n_2, end);
             user_data_n = (int) n_2; pos += user_data_n;
         }
-        j.key("\"UserData\"");
+        j.key(K10);
             if (user_data_n < 0) j.nul(); else j.hex(b, user_data_p, user_data_n);
         j.close();
         return pos;
@@ -418,7 +475,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("member_metadata.member_id", pos, n_1, end);
             member_id_n = (int) n_1; pos += member_id_n;
         }
-        j.key("\"memberId\"");
+        j.key(K15);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         int group_instance_id_p = pos, group_instance_id_n = -1;
         if ((a_version >= 3L)) {
@@ -433,7 +490,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         }
         }
         if (jv == Long.MIN_VALUE || (jv >= 3 && jv <= 32768)) {
-            j.key("\"groupInstanceId\"");
+            j.key(K16);
             if (group_instance_id_n < 0) j.nul(); else j.text(b, group_instance_id_p, group_instance_id_n);
         }
         int client_id_p = pos, client_id_n;
@@ -446,7 +503,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("member_metadata.client_id", pos, n_3, end);
             client_id_n = (int) n_3; pos += client_id_n;
         }
-        j.key("\"clientId\"");
+        j.key(K17);
             if (client_id_n < 0) j.nul(); else j.text(b, client_id_p, client_id_n);
         int client_host_p = pos, client_host_n;
         if (end - pos < 2) throw cx.bad("member_metadata.client_host", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -458,7 +515,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_4 > end - pos) throw cx.past("member_metadata.client_host", pos, n_4, end);
             client_host_n = (int) n_4; pos += client_host_n;
         }
-        j.key("\"clientHost\"");
+        j.key(K18);
             if (client_host_n < 0) j.nul(); else j.text(b, client_host_p, client_host_n);
         long v_rebalance_timeout = -1L;
         if ((a_version >= 1L)) {
@@ -467,13 +524,13 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         pos += 4;
         }
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"rebalanceTimeout\"");
+            j.key(K19);
             j.num(v_rebalance_timeout);
         }
         if (end - pos < 4) throw cx.bad("member_metadata", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_session_timeout = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"sessionTimeout\"");
+        j.key(K20);
             j.num(v_session_timeout);
         int subscription_p = pos, subscription_n;
         if (end - pos < 4) throw cx.bad("member_metadata.subscription", pos, "needs 4 bytes, " + (end - pos) + " left");
@@ -485,7 +542,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_5 > end - pos) throw cx.past("member_metadata.subscription", pos, n_5, end);
             subscription_n = (int) n_5; pos += subscription_n;
         }
-        j.key("\"subscription\"");
+        j.key(K21);
             int m_6 = j.mark();
             boolean m_6ok = false;
             if ((Js.same(b, a_protocol_type_p, a_protocol_type_n, "consumer"))) {
@@ -502,7 +559,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_7 > end - pos) throw cx.past("member_metadata.assignment", pos, n_7, end);
             assignment_n = (int) n_7; pos += assignment_n;
         }
-        j.key("\"assignment\"");
+        j.key(K22);
             int m_8 = j.mark();
             boolean m_8ok = false;
             if ((Js.same(b, a_protocol_type_p, a_protocol_type_n, "consumer"))) {
@@ -527,12 +584,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("group_metadata_value.protocol_type", pos, n_1, end);
             protocol_type_n = (int) n_1; pos += protocol_type_n;
         }
-        j.key("\"protocolType\"");
+        j.key(K23);
             if (protocol_type_n < 0) j.nul(); else j.text(b, protocol_type_p, protocol_type_n);
         if (end - pos < 4) throw cx.bad("group_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_generation = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"generation\"");
+        j.key(K24);
             j.num(v_generation);
         int protocol_p = pos, protocol_n;
         if (end - pos < 2) throw cx.bad("group_metadata_value.protocol", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -544,7 +601,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("group_metadata_value.protocol", pos, n_2, end);
             protocol_n = (int) n_2; pos += protocol_n;
         }
-        j.key("\"protocol\"");
+        j.key(K25);
             if (protocol_n < 0) j.nul(); else j.text(b, protocol_p, protocol_n);
         int leader_p = pos, leader_n;
         if (end - pos < 2) throw cx.bad("group_metadata_value.leader", pos, "needs 2 bytes, " + (end - pos) + " left");
@@ -556,7 +613,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("group_metadata_value.leader", pos, n_3, end);
             leader_n = (int) n_3; pos += leader_n;
         }
-        j.key("\"leader\"");
+        j.key(K26);
             if (leader_n < 0) j.nul(); else j.text(b, leader_p, leader_n);
         long v_current_state_timestamp = -1L;
         if ((a_version >= 2L)) {
@@ -565,7 +622,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         pos += 8;
         }
         if (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768)) {
-            j.key("\"currentStateTimestamp\"");
+            j.key(K27);
             j.num(v_current_state_timestamp);
         }
         if (end - pos < 4) throw cx.bad("group_metadata_value.members", pos, "needs 4 bytes, " + (end - pos) + " left");
@@ -577,7 +634,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_members > cx.maxHeaders) throw cx.bad("group_metadata_value.members", pos, "count " + c_members + " exceeds the limit of " + cx.maxHeaders);
         if (c_members * 18 > end - pos) throw cx.bad("group_metadata_value.members", pos, "count " + c_members + " needs at least " + c_members * 18 + " bytes, " + (end - pos) + " left");
         int m_4 = j.mark();
-        j.key("\"members\"");
+        j.key(K28);
             if (null_members) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_members; i_++) {
@@ -605,7 +662,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("group_metadata_value_member_metadata.member_id", pos, n_1, end);
             member_id_n = (int) n_1; pos += member_id_n;
         }
-        j.key("\"memberId\"");
+        j.key(K15);
             if (member_id_n < 0) j.nul(); else j.text(b, member_id_p, member_id_n);
         int group_instance_id_p = pos, group_instance_id_n;
         if (pos >= end) throw cx.bad("group_metadata_value_member_metadata.group_instance_id", pos, "input ends before a varint");
@@ -618,7 +675,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("group_metadata_value_member_metadata.group_instance_id", pos, n_2, end);
             group_instance_id_n = (int) n_2; pos += group_instance_id_n;
         }
-        j.key("\"groupInstanceId\"");
+        j.key(K16);
             if (group_instance_id_n < 0) j.nul(); else j.text(b, group_instance_id_p, group_instance_id_n);
         int client_id_p = pos, client_id_n;
         if (pos >= end) throw cx.bad("group_metadata_value_member_metadata.client_id", pos, "input ends before a varint");
@@ -631,7 +688,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("group_metadata_value_member_metadata.client_id", pos, n_3, end);
             client_id_n = (int) n_3; pos += client_id_n;
         }
-        j.key("\"clientId\"");
+        j.key(K17);
             if (client_id_n < 0) j.nul(); else j.text(b, client_id_p, client_id_n);
         int client_host_p = pos, client_host_n;
         if (pos >= end) throw cx.bad("group_metadata_value_member_metadata.client_host", pos, "input ends before a varint");
@@ -644,16 +701,16 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_4 > end - pos) throw cx.past("group_metadata_value_member_metadata.client_host", pos, n_4, end);
             client_host_n = (int) n_4; pos += client_host_n;
         }
-        j.key("\"clientHost\"");
+        j.key(K18);
             if (client_host_n < 0) j.nul(); else j.text(b, client_host_p, client_host_n);
         if (end - pos < 8) throw cx.bad("group_metadata_value_member_metadata", pos, "needs 8 bytes, " + (end - pos) + " left");
         long v_rebalance_timeout = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"rebalanceTimeout\"");
+        j.key(K19);
             j.num(v_rebalance_timeout);
         long v_session_timeout = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"sessionTimeout\"");
+        j.key(K20);
             j.num(v_session_timeout);
         int subscription_p = pos, subscription_n;
         if (pos >= end) throw cx.bad("group_metadata_value_member_metadata.subscription", pos, "input ends before a varint");
@@ -666,7 +723,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_5 > end - pos) throw cx.past("group_metadata_value_member_metadata.subscription", pos, n_5, end);
             subscription_n = (int) n_5; pos += subscription_n;
         }
-        j.key("\"subscription\"");
+        j.key(K21);
             int m_6 = j.mark();
             boolean m_6ok = false;
             if ((Js.same(b, a_protocol_type_p, a_protocol_type_n, "consumer"))) {
@@ -684,7 +741,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_7 > end - pos) throw cx.past("group_metadata_value_member_metadata.assignment", pos, n_7, end);
             assignment_n = (int) n_7; pos += assignment_n;
         }
-        j.key("\"assignment\"");
+        j.key(K22);
             int m_8 = j.mark();
             boolean m_8ok = false;
             if ((Js.same(b, a_protocol_type_p, a_protocol_type_n, "consumer"))) {
@@ -703,10 +760,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -729,12 +786,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("group_metadata_value_flexible.protocol_type", pos, n_1, end);
             protocol_type_n = (int) n_1; pos += protocol_type_n;
         }
-        j.key("\"protocolType\"");
+        j.key(K23);
             if (protocol_type_n < 0) j.nul(); else j.text(b, protocol_type_p, protocol_type_n);
         if (end - pos < 4) throw cx.bad("group_metadata_value_flexible", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_generation = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"generation\"");
+        j.key(K24);
             j.num(v_generation);
         int protocol_p = pos, protocol_n;
         if (pos >= end) throw cx.bad("group_metadata_value_flexible.protocol", pos, "input ends before a varint");
@@ -747,7 +804,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("group_metadata_value_flexible.protocol", pos, n_2, end);
             protocol_n = (int) n_2; pos += protocol_n;
         }
-        j.key("\"protocol\"");
+        j.key(K25);
             if (protocol_n < 0) j.nul(); else j.text(b, protocol_p, protocol_n);
         int leader_p = pos, leader_n;
         if (pos >= end) throw cx.bad("group_metadata_value_flexible.leader", pos, "input ends before a varint");
@@ -760,12 +817,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("group_metadata_value_flexible.leader", pos, n_3, end);
             leader_n = (int) n_3; pos += leader_n;
         }
-        j.key("\"leader\"");
+        j.key(K26);
             if (leader_n < 0) j.nul(); else j.text(b, leader_p, leader_n);
         if (end - pos < 8) throw cx.bad("group_metadata_value_flexible", pos, "needs 8 bytes, " + (end - pos) + " left");
         long v_current_state_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"currentStateTimestamp\"");
+        j.key(K27);
             j.num(v_current_state_timestamp);
         if (pos >= end) throw cx.bad("group_metadata_value_flexible.members", pos, "input ends before a varint");
         long c_members = (cx.uvarint(b, pos, end, 5, "group_metadata_value_flexible.members"));
@@ -777,7 +834,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_members > cx.maxHeaders) throw cx.bad("group_metadata_value_flexible.members", pos, "count " + c_members + " exceeds the limit of " + cx.maxHeaders);
         if (c_members * 15 > end - pos) throw cx.bad("group_metadata_value_flexible.members", pos, "count " + c_members + " needs at least " + c_members * 15 + " bytes, " + (end - pos) + " left");
         int m_4 = j.mark();
-        j.key("\"members\"");
+        j.key(K28);
             if (null_members) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_members; i_++) {
@@ -799,10 +856,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -827,7 +884,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("consumer_group_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Epoch\"");
+        j.key(K29);
             j.num(v_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "consumer_group_metadata_value.tagged_fields"); pos = cx.p;
@@ -841,10 +898,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -874,7 +931,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("partition_metadata", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_partition = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Partition\"");
+        j.key(K30);
             j.num(v_partition);
         if (pos >= end) throw cx.bad("partition_metadata.racks", pos, "input ends before a varint");
         long c_racks = (cx.uvarint(b, pos, end, 5, "partition_metadata.racks"));
@@ -886,7 +943,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_racks > cx.maxHeaders) throw cx.bad("partition_metadata.racks", pos, "count " + c_racks + " exceeds the limit of " + cx.maxHeaders);
         if (c_racks * 1 > end - pos) throw cx.bad("partition_metadata.racks", pos, "count " + c_racks + " needs at least " + c_racks * 1 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Racks\"");
+        j.key(K31);
             if (null_racks) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_racks; i_++) {
@@ -908,10 +965,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -925,7 +982,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("topic_metadata", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K32);
             j.uuid(b, (int) v_topic_id);
         int topic_name_p = pos, topic_name_n;
         if (pos >= end) throw cx.bad("topic_metadata.topic_name", pos, "input ends before a varint");
@@ -938,12 +995,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("topic_metadata.topic_name", pos, n_1, end);
             topic_name_n = (int) n_1; pos += topic_name_n;
         }
-        j.key("\"TopicName\"");
+        j.key(K33);
             if (topic_name_n < 0) j.nul(); else j.text(b, topic_name_p, topic_name_n);
         if (end - pos < 4) throw cx.bad("topic_metadata", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_num_partitions = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"NumPartitions\"");
+        j.key(K34);
             j.num(v_num_partitions);
         if (pos >= end) throw cx.bad("topic_metadata.partition_metadata", pos, "input ends before a varint");
         long c_partition_metadata = (cx.uvarint(b, pos, end, 5, "topic_metadata.partition_metadata"));
@@ -955,7 +1012,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partition_metadata > cx.maxHeaders) throw cx.bad("topic_metadata.partition_metadata", pos, "count " + c_partition_metadata + " exceeds the limit of " + cx.maxHeaders);
         if (c_partition_metadata * 6 > end - pos) throw cx.bad("topic_metadata.partition_metadata", pos, "count " + c_partition_metadata + " needs at least " + c_partition_metadata * 6 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"PartitionMetadata\"");
+        j.key(K35);
             if (null_partition_metadata) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partition_metadata; i_++) {
@@ -977,10 +1034,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1002,7 +1059,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_topics > cx.maxHeaders) throw cx.bad("consumer_group_partition_metadata_value.topics", pos, "count " + c_topics + " exceeds the limit of " + cx.maxHeaders);
         if (c_topics * 23 > end - pos) throw cx.bad("consumer_group_partition_metadata_value.topics", pos, "count " + c_topics + " needs at least " + c_topics * 23 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Topics\"");
+        j.key(K9);
             if (null_topics) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_topics; i_++) {
@@ -1024,10 +1081,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1065,7 +1122,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("classic_protocol.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K36);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         int metadata_p = pos, metadata_n;
         if (pos >= end) throw cx.bad("classic_protocol.metadata", pos, "input ends before a varint");
@@ -1078,7 +1135,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("classic_protocol.metadata", pos, n_2, end);
             metadata_n = (int) n_2; pos += metadata_n;
         }
-        j.key("\"Metadata\"");
+        j.key(K37);
             if (metadata_n < 0) j.nul(); else j.hex(b, metadata_p, metadata_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "classic_protocol.tagged_fields"); pos = cx.p;
@@ -1092,10 +1149,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1109,7 +1166,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("classic_member_metadata", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_session_timeout_ms = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"SessionTimeoutMs\"");
+        j.key(K38);
             j.num(v_session_timeout_ms);
         if (pos >= end) throw cx.bad("classic_member_metadata.supported_protocols", pos, "input ends before a varint");
         long c_supported_protocols = (cx.uvarint(b, pos, end, 5, "classic_member_metadata.supported_protocols"));
@@ -1121,7 +1178,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_supported_protocols > cx.maxHeaders) throw cx.bad("classic_member_metadata.supported_protocols", pos, "count " + c_supported_protocols + " exceeds the limit of " + cx.maxHeaders);
         if (c_supported_protocols * 3 > end - pos) throw cx.bad("classic_member_metadata.supported_protocols", pos, "count " + c_supported_protocols + " needs at least " + c_supported_protocols * 3 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"SupportedProtocols\"");
+        j.key(K39);
             if (null_supported_protocols) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_supported_protocols; i_++) {
@@ -1143,10 +1200,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1178,7 +1235,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("consumer_group_member_metadata_value.instance_id", pos, n_1, end);
             instance_id_n = (int) n_1; pos += instance_id_n;
         }
-        j.key("\"InstanceId\"");
+        j.key(K40);
             if (instance_id_n < 0) j.nul(); else j.text(b, instance_id_p, instance_id_n);
         int rack_id_p = pos, rack_id_n;
         if (pos >= end) throw cx.bad("consumer_group_member_metadata_value.rack_id", pos, "input ends before a varint");
@@ -1191,7 +1248,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("consumer_group_member_metadata_value.rack_id", pos, n_2, end);
             rack_id_n = (int) n_2; pos += rack_id_n;
         }
-        j.key("\"RackId\"");
+        j.key(K13);
             if (rack_id_n < 0) j.nul(); else j.text(b, rack_id_p, rack_id_n);
         int client_id_p = pos, client_id_n;
         if (pos >= end) throw cx.bad("consumer_group_member_metadata_value.client_id", pos, "input ends before a varint");
@@ -1204,7 +1261,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("consumer_group_member_metadata_value.client_id", pos, n_3, end);
             client_id_n = (int) n_3; pos += client_id_n;
         }
-        j.key("\"ClientId\"");
+        j.key(K41);
             if (client_id_n < 0) j.nul(); else j.text(b, client_id_p, client_id_n);
         int client_host_p = pos, client_host_n;
         if (pos >= end) throw cx.bad("consumer_group_member_metadata_value.client_host", pos, "input ends before a varint");
@@ -1217,7 +1274,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_4 > end - pos) throw cx.past("consumer_group_member_metadata_value.client_host", pos, n_4, end);
             client_host_n = (int) n_4; pos += client_host_n;
         }
-        j.key("\"ClientHost\"");
+        j.key(K42);
             if (client_host_n < 0) j.nul(); else j.text(b, client_host_p, client_host_n);
         if (pos >= end) throw cx.bad("consumer_group_member_metadata_value.subscribed_topic_names", pos, "input ends before a varint");
         long c_subscribed_topic_names = (cx.uvarint(b, pos, end, 5, "consumer_group_member_metadata_value.subscribed_topic_names"));
@@ -1229,7 +1286,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_subscribed_topic_names > cx.maxHeaders) throw cx.bad("consumer_group_member_metadata_value.subscribed_topic_names", pos, "count " + c_subscribed_topic_names + " exceeds the limit of " + cx.maxHeaders);
         if (c_subscribed_topic_names * 1 > end - pos) throw cx.bad("consumer_group_member_metadata_value.subscribed_topic_names", pos, "count " + c_subscribed_topic_names + " needs at least " + c_subscribed_topic_names * 1 + " bytes, " + (end - pos) + " left");
         int m_5 = j.mark();
-        j.key("\"SubscribedTopicNames\"");
+        j.key(K43);
             if (null_subscribed_topic_names) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_subscribed_topic_names; i_++) {
@@ -1250,12 +1307,12 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_6 > end - pos) throw cx.past("consumer_group_member_metadata_value.subscribed_topic_regex", pos, n_6, end);
             subscribed_topic_regex_n = (int) n_6; pos += subscribed_topic_regex_n;
         }
-        j.key("\"SubscribedTopicRegex\"");
+        j.key(K44);
             if (subscribed_topic_regex_n < 0) j.nul(); else j.text(b, subscribed_topic_regex_p, subscribed_topic_regex_n);
         if (end - pos < 4) throw cx.bad("consumer_group_member_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_rebalance_timeout_ms = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"RebalanceTimeoutMs\"");
+        j.key(K45);
             j.num(v_rebalance_timeout_ms);
         int server_assignor_p = pos, server_assignor_n;
         if (pos >= end) throw cx.bad("consumer_group_member_metadata_value.server_assignor", pos, "input ends before a varint");
@@ -1268,9 +1325,9 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_7 > end - pos) throw cx.past("consumer_group_member_metadata_value.server_assignor", pos, n_7, end);
             server_assignor_n = (int) n_7; pos += server_assignor_n;
         }
-        j.key("\"ServerAssignor\"");
+        j.key(K46);
             if (server_assignor_n < 0) j.nul(); else j.text(b, server_assignor_p, server_assignor_n);
-        String t_classic_member_metadata = null;
+        byte[] t_classic_member_metadata = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "consumer_group_member_metadata_value.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("consumer_group_member_metadata_value.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -1289,15 +1346,15 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_classic_member_metadata != null && !t_classic_member_metadata.equals(EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG(cx))) {
-            j.key("\"ClassicMemberMetadata\"");
+        if (t_classic_member_metadata != null && !java.util.Arrays.equals(t_classic_member_metadata, EMPTY_CONSUMER_GROUP_MEMBER_METADATA_VALUE_CLASSIC_MEMBER_METADATA_TAG(cx))) {
+            j.key(K47);
             j.raw(t_classic_member_metadata);
         }
         j.close();
@@ -1311,7 +1368,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("consumer_group_target_assignment_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_assignment_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"AssignmentEpoch\"");
+        j.key(K48);
             j.num(v_assignment_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "consumer_group_target_assignment_metadata_value.tagged_fields"); pos = cx.p;
@@ -1325,10 +1382,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1350,7 +1407,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("topic_partition", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K32);
             j.uuid(b, (int) v_topic_id);
         if (pos >= end) throw cx.bad("topic_partition.partitions", pos, "input ends before a varint");
         long c_partitions = (cx.uvarint(b, pos, end, 5, "topic_partition.partitions"));
@@ -1362,7 +1419,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions > cx.maxHeaders) throw cx.bad("topic_partition.partitions", pos, "count " + c_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_partitions * 4 > end - pos) throw cx.bad("topic_partition.partitions", pos, "count " + c_partitions + " needs at least " + c_partitions * 4 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Partitions\"");
+        j.key(K7);
             if (null_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions; i_++) {
@@ -1384,10 +1441,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1409,7 +1466,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_topic_partitions > cx.maxHeaders) throw cx.bad("consumer_group_target_assignment_member_value.topic_partitions", pos, "count " + c_topic_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_topic_partitions * 18 > end - pos) throw cx.bad("consumer_group_target_assignment_member_value.topic_partitions", pos, "count " + c_topic_partitions + " needs at least " + c_topic_partitions * 18 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"TopicPartitions\"");
+        j.key(K49);
             if (null_topic_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_topic_partitions; i_++) {
@@ -1431,10 +1488,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1456,7 +1513,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("topic_partitions", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K32);
             j.uuid(b, (int) v_topic_id);
         if (pos >= end) throw cx.bad("topic_partitions.partitions", pos, "input ends before a varint");
         long c_partitions = (cx.uvarint(b, pos, end, 5, "topic_partitions.partitions"));
@@ -1468,7 +1525,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions > cx.maxHeaders) throw cx.bad("topic_partitions.partitions", pos, "count " + c_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_partitions * 4 > end - pos) throw cx.bad("topic_partitions.partitions", pos, "count " + c_partitions + " needs at least " + c_partitions * 4 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Partitions\"");
+        j.key(K7);
             if (null_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions; i_++) {
@@ -1490,10 +1547,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1508,15 +1565,15 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 9) throw cx.bad("consumer_group_current_member_assignment_value", pos, "needs 9 bytes, " + (end - pos) + " left");
         long v_member_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"MemberEpoch\"");
+        j.key(K50);
             j.num(v_member_epoch);
         long v_previous_member_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"PreviousMemberEpoch\"");
+        j.key(K51);
             j.num(v_previous_member_epoch);
         long v_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"State\"");
+        j.key(K52);
             j.num(v_state);
         if (pos >= end) throw cx.bad("consumer_group_current_member_assignment_value.assigned_partitions", pos, "input ends before a varint");
         long c_assigned_partitions = (cx.uvarint(b, pos, end, 5, "consumer_group_current_member_assignment_value.assigned_partitions"));
@@ -1528,7 +1585,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_assigned_partitions > cx.maxHeaders) throw cx.bad("consumer_group_current_member_assignment_value.assigned_partitions", pos, "count " + c_assigned_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_assigned_partitions * 18 > end - pos) throw cx.bad("consumer_group_current_member_assignment_value.assigned_partitions", pos, "count " + c_assigned_partitions + " needs at least " + c_assigned_partitions * 18 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"AssignedPartitions\"");
+        j.key(K14);
             if (null_assigned_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_assigned_partitions; i_++) {
@@ -1548,7 +1605,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions_pending_revocation > cx.maxHeaders) throw cx.bad("consumer_group_current_member_assignment_value.partitions_pending_revocation", pos, "count " + c_partitions_pending_revocation + " exceeds the limit of " + cx.maxHeaders);
         if (c_partitions_pending_revocation * 18 > end - pos) throw cx.bad("consumer_group_current_member_assignment_value.partitions_pending_revocation", pos, "count " + c_partitions_pending_revocation + " needs at least " + c_partitions_pending_revocation * 18 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"PartitionsPendingRevocation\"");
+        j.key(K53);
             if (null_partitions_pending_revocation) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions_pending_revocation; i_++) {
@@ -1570,10 +1627,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1595,7 +1652,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_topics > cx.maxHeaders) throw cx.bad("share_group_partition_metadata_value.topics", pos, "count " + c_topics + " exceeds the limit of " + cx.maxHeaders);
         if (c_topics * 23 > end - pos) throw cx.bad("share_group_partition_metadata_value.topics", pos, "count " + c_topics + " needs at least " + c_topics * 23 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Topics\"");
+        j.key(K9);
             if (null_topics) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_topics; i_++) {
@@ -1617,10 +1674,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1659,7 +1716,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_group_member_metadata_value.rack_id", pos, n_1, end);
             rack_id_n = (int) n_1; pos += rack_id_n;
         }
-        j.key("\"RackId\"");
+        j.key(K13);
             if (rack_id_n < 0) j.nul(); else j.text(b, rack_id_p, rack_id_n);
         int client_id_p = pos, client_id_n;
         if (pos >= end) throw cx.bad("share_group_member_metadata_value.client_id", pos, "input ends before a varint");
@@ -1672,7 +1729,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("share_group_member_metadata_value.client_id", pos, n_2, end);
             client_id_n = (int) n_2; pos += client_id_n;
         }
-        j.key("\"ClientId\"");
+        j.key(K41);
             if (client_id_n < 0) j.nul(); else j.text(b, client_id_p, client_id_n);
         int client_host_p = pos, client_host_n;
         if (pos >= end) throw cx.bad("share_group_member_metadata_value.client_host", pos, "input ends before a varint");
@@ -1685,7 +1742,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("share_group_member_metadata_value.client_host", pos, n_3, end);
             client_host_n = (int) n_3; pos += client_host_n;
         }
-        j.key("\"ClientHost\"");
+        j.key(K42);
             if (client_host_n < 0) j.nul(); else j.text(b, client_host_p, client_host_n);
         if (pos >= end) throw cx.bad("share_group_member_metadata_value.subscribed_topic_names", pos, "input ends before a varint");
         long c_subscribed_topic_names = (cx.uvarint(b, pos, end, 5, "share_group_member_metadata_value.subscribed_topic_names"));
@@ -1697,7 +1754,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_subscribed_topic_names > cx.maxHeaders) throw cx.bad("share_group_member_metadata_value.subscribed_topic_names", pos, "count " + c_subscribed_topic_names + " exceeds the limit of " + cx.maxHeaders);
         if (c_subscribed_topic_names * 1 > end - pos) throw cx.bad("share_group_member_metadata_value.subscribed_topic_names", pos, "count " + c_subscribed_topic_names + " needs at least " + c_subscribed_topic_names * 1 + " bytes, " + (end - pos) + " left");
         int m_4 = j.mark();
-        j.key("\"SubscribedTopicNames\"");
+        j.key(K43);
             if (null_subscribed_topic_names) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_subscribed_topic_names; i_++) {
@@ -1719,10 +1776,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1737,7 +1794,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("share_group_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Epoch\"");
+        j.key(K29);
             j.num(v_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "share_group_metadata_value.tagged_fields"); pos = cx.p;
@@ -1751,10 +1808,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1769,7 +1826,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("share_group_target_assignment_metadata_value", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_assignment_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"AssignmentEpoch\"");
+        j.key(K48);
             j.num(v_assignment_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "share_group_target_assignment_metadata_value.tagged_fields"); pos = cx.p;
@@ -1783,10 +1840,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1808,7 +1865,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_topic_partitions > cx.maxHeaders) throw cx.bad("share_group_target_assignment_member_value.topic_partitions", pos, "count " + c_topic_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_topic_partitions * 18 > end - pos) throw cx.bad("share_group_target_assignment_member_value.topic_partitions", pos, "count " + c_topic_partitions + " needs at least " + c_topic_partitions * 18 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"TopicPartitions\"");
+        j.key(K49);
             if (null_topic_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_topic_partitions; i_++) {
@@ -1830,10 +1887,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1848,15 +1905,15 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 9) throw cx.bad("share_group_current_member_assignment_value", pos, "needs 9 bytes, " + (end - pos) + " left");
         long v_member_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"MemberEpoch\"");
+        j.key(K50);
             j.num(v_member_epoch);
         long v_previous_member_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"PreviousMemberEpoch\"");
+        j.key(K51);
             j.num(v_previous_member_epoch);
         long v_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"State\"");
+        j.key(K52);
             j.num(v_state);
         if (pos >= end) throw cx.bad("share_group_current_member_assignment_value.assigned_partitions", pos, "input ends before a varint");
         long c_assigned_partitions = (cx.uvarint(b, pos, end, 5, "share_group_current_member_assignment_value.assigned_partitions"));
@@ -1868,7 +1925,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_assigned_partitions > cx.maxHeaders) throw cx.bad("share_group_current_member_assignment_value.assigned_partitions", pos, "count " + c_assigned_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_assigned_partitions * 18 > end - pos) throw cx.bad("share_group_current_member_assignment_value.assigned_partitions", pos, "count " + c_assigned_partitions + " needs at least " + c_assigned_partitions * 18 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"AssignedPartitions\"");
+        j.key(K14);
             if (null_assigned_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_assigned_partitions; i_++) {
@@ -1890,10 +1947,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1915,7 +1972,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("topic_partitions_info", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K32);
             j.uuid(b, (int) v_topic_id);
         int topic_name_p = pos, topic_name_n;
         if (pos >= end) throw cx.bad("topic_partitions_info.topic_name", pos, "input ends before a varint");
@@ -1928,7 +1985,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("topic_partitions_info.topic_name", pos, n_1, end);
             topic_name_n = (int) n_1; pos += topic_name_n;
         }
-        j.key("\"TopicName\"");
+        j.key(K33);
             if (topic_name_n < 0) j.nul(); else j.text(b, topic_name_p, topic_name_n);
         if (pos >= end) throw cx.bad("topic_partitions_info.partitions", pos, "input ends before a varint");
         long c_partitions = (cx.uvarint(b, pos, end, 5, "topic_partitions_info.partitions"));
@@ -1940,7 +1997,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partitions > cx.maxHeaders) throw cx.bad("topic_partitions_info.partitions", pos, "count " + c_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_partitions * 4 > end - pos) throw cx.bad("topic_partitions_info.partitions", pos, "count " + c_partitions + " needs at least " + c_partitions * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"Partitions\"");
+        j.key(K7);
             if (null_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partitions; i_++) {
@@ -1962,10 +2019,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1979,7 +2036,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("topic_info", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K32);
             j.uuid(b, (int) v_topic_id);
         int topic_name_p = pos, topic_name_n;
         if (pos >= end) throw cx.bad("topic_info.topic_name", pos, "input ends before a varint");
@@ -1992,7 +2049,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("topic_info.topic_name", pos, n_1, end);
             topic_name_n = (int) n_1; pos += topic_name_n;
         }
-        j.key("\"TopicName\"");
+        j.key(K33);
             if (topic_name_n < 0) j.nul(); else j.text(b, topic_name_p, topic_name_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "topic_info.tagged_fields"); pos = cx.p;
@@ -2006,10 +2063,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -2031,7 +2088,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_initialized_topics > cx.maxHeaders) throw cx.bad("share_group_state_partition_metadata_value.initialized_topics", pos, "count " + c_initialized_topics + " exceeds the limit of " + cx.maxHeaders);
         if (c_initialized_topics * 19 > end - pos) throw cx.bad("share_group_state_partition_metadata_value.initialized_topics", pos, "count " + c_initialized_topics + " needs at least " + c_initialized_topics * 19 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"InitializedTopics\"");
+        j.key(K54);
             if (null_initialized_topics) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_initialized_topics; i_++) {
@@ -2051,7 +2108,7 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
         if (c_deleting_topics > cx.maxHeaders) throw cx.bad("share_group_state_partition_metadata_value.deleting_topics", pos, "count " + c_deleting_topics + " exceeds the limit of " + cx.maxHeaders);
         if (c_deleting_topics * 18 > end - pos) throw cx.bad("share_group_state_partition_metadata_value.deleting_topics", pos, "count " + c_deleting_topics + " needs at least " + c_deleting_topics * 18 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"DeletingTopics\"");
+        j.key(K55);
             if (null_deleting_topics) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_deleting_topics; i_++) {
@@ -2073,10 +2130,10 @@ public final class GroupCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K5);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }

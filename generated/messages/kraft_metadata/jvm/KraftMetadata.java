@@ -16,6 +16,74 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         return d_kraft_metadata_record(cx, j, b, pos, end, Long.MIN_VALUE);
     }
 
+    private static final byte[] K0 = Js.name("\"Name\"");
+    private static final byte[] K1 = Js.name("\"Host\"");
+    private static final byte[] K2 = Js.name("\"Port\"");
+    private static final byte[] K3 = Js.name("\"SecurityProtocol\"");
+    private static final byte[] K4 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K5 = Js.name("\"MinSupportedVersion\"");
+    private static final byte[] K6 = Js.name("\"MaxSupportedVersion\"");
+    private static final byte[] K7 = Js.name("\"BrokerId\"");
+    private static final byte[] K8 = Js.name("\"IsMigratingZkBroker\"");
+    private static final byte[] K9 = Js.name("\"IncarnationId\"");
+    private static final byte[] K10 = Js.name("\"BrokerEpoch\"");
+    private static final byte[] K11 = Js.name("\"EndPoints\"");
+    private static final byte[] K12 = Js.name("\"Features\"");
+    private static final byte[] K13 = Js.name("\"Rack\"");
+    private static final byte[] K14 = Js.name("\"Fenced\"");
+    private static final byte[] K15 = Js.name("\"InControlledShutdown\"");
+    private static final byte[] K16 = Js.name("\"LogDirs\"");
+    private static final byte[] K17 = Js.name("\"TopicId\"");
+    private static final byte[] K18 = Js.name("\"PartitionId\"");
+    private static final byte[] K19 = Js.name("\"Replicas\"");
+    private static final byte[] K20 = Js.name("\"Isr\"");
+    private static final byte[] K21 = Js.name("\"RemovingReplicas\"");
+    private static final byte[] K22 = Js.name("\"AddingReplicas\"");
+    private static final byte[] K23 = Js.name("\"Leader\"");
+    private static final byte[] K24 = Js.name("\"LeaderEpoch\"");
+    private static final byte[] K25 = Js.name("\"PartitionEpoch\"");
+    private static final byte[] K26 = Js.name("\"Directories\"");
+    private static final byte[] K27 = Js.name("\"LeaderRecoveryState\"");
+    private static final byte[] K28 = Js.name("\"EligibleLeaderReplicas\"");
+    private static final byte[] K29 = Js.name("\"LastKnownElr\"");
+    private static final byte[] K30 = Js.name("\"ResourceType\"");
+    private static final byte[] K31 = Js.name("\"ResourceName\"");
+    private static final byte[] K32 = Js.name("\"Value\"");
+    private static final byte[] K33 = Js.name("\"Id\"");
+    private static final byte[] K34 = Js.name("\"Epoch\"");
+    private static final byte[] K35 = Js.name("\"Owner\"");
+    private static final byte[] K36 = Js.name("\"Requester\"");
+    private static final byte[] K37 = Js.name("\"Renewers\"");
+    private static final byte[] K38 = Js.name("\"IssueTimestamp\"");
+    private static final byte[] K39 = Js.name("\"MaxTimestamp\"");
+    private static final byte[] K40 = Js.name("\"ExpirationTimestamp\"");
+    private static final byte[] K41 = Js.name("\"TokenId\"");
+    private static final byte[] K42 = Js.name("\"Mechanism\"");
+    private static final byte[] K43 = Js.name("\"Salt\"");
+    private static final byte[] K44 = Js.name("\"StoredKey\"");
+    private static final byte[] K45 = Js.name("\"ServerKey\"");
+    private static final byte[] K46 = Js.name("\"Iterations\"");
+    private static final byte[] K47 = Js.name("\"FeatureLevel\"");
+    private static final byte[] K48 = Js.name("\"EntityType\"");
+    private static final byte[] K49 = Js.name("\"EntityName\"");
+    private static final byte[] K50 = Js.name("\"Entity\"");
+    private static final byte[] K51 = Js.name("\"Key\"");
+    private static final byte[] K52 = Js.name("\"Remove\"");
+    private static final byte[] K53 = Js.name("\"NextProducerId\"");
+    private static final byte[] K54 = Js.name("\"PatternType\"");
+    private static final byte[] K55 = Js.name("\"Principal\"");
+    private static final byte[] K56 = Js.name("\"Operation\"");
+    private static final byte[] K57 = Js.name("\"PermissionType\"");
+    private static final byte[] K58 = Js.name("\"ZkMigrationState\"");
+    private static final byte[] K59 = Js.name("\"Reason\"");
+    private static final byte[] K60 = Js.name("\"ControllerId\"");
+    private static final byte[] K61 = Js.name("\"ZkMigrationReady\"");
+    private static final byte[] V0 = "[]".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] V1 = "0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] V2 = "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] V3 = "-2".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] V4 = "-1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
     int d_broker_endpoint(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "BrokerEndpoint";
         j.open();
@@ -30,7 +98,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("broker_endpoint.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         int host_p = pos, host_n;
         if (pos >= end) throw cx.bad("broker_endpoint.host", pos, "input ends before a varint");
@@ -43,16 +111,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("broker_endpoint.host", pos, n_2, end);
             host_n = (int) n_2; pos += host_n;
         }
-        j.key("\"Host\"");
+        j.key(K1);
             if (host_n < 0) j.nul(); else j.text(b, host_p, host_n);
         if (end - pos < 4) throw cx.bad("broker_endpoint", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_port = Ctx.u16(b, pos);
         pos += 2;
-        j.key("\"Port\"");
+        j.key(K2);
             j.num(v_port);
         long v_security_protocol = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"SecurityProtocol\"");
+        j.key(K3);
             j.num(v_security_protocol);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "broker_endpoint.tagged_fields"); pos = cx.p;
@@ -66,10 +134,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -91,16 +159,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("broker_feature.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 4) throw cx.bad("broker_feature", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_min_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MinSupportedVersion\"");
+        j.key(K5);
             j.num(v_min_supported_version);
         long v_max_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MaxSupportedVersion\"");
+        j.key(K6);
             j.num(v_max_supported_version);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "broker_feature.tagged_fields"); pos = cx.p;
@@ -114,10 +182,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -163,7 +231,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("register_broker_record", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K7);
             j.num(v_broker_id);
         long v_is_migrating_zk_broker = 0L;
         if ((a_version >= 2L)) {
@@ -172,17 +240,17 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         pos += 1;
         }
         if (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768)) {
-            j.key("\"IsMigratingZkBroker\"");
+            j.key(K8);
             j.bool(v_is_migrating_zk_broker != 0);
         }
         if (end - pos < 24) throw cx.bad("register_broker_record", pos, "needs 24 bytes, " + (end - pos) + " left");
         long v_incarnation_id = pos;
         pos += 16;
-        j.key("\"IncarnationId\"");
+        j.key(K9);
             j.uuid(b, (int) v_incarnation_id);
         long v_broker_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"BrokerEpoch\"");
+        j.key(K10);
             j.num(v_broker_epoch);
         if (pos >= end) throw cx.bad("register_broker_record.end_points", pos, "input ends before a varint");
         long c_end_points = (cx.uvarint(b, pos, end, 5, "register_broker_record.end_points"));
@@ -194,7 +262,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_end_points > cx.maxHeaders) throw cx.bad("register_broker_record.end_points", pos, "count " + c_end_points + " exceeds the limit of " + cx.maxHeaders);
         if (c_end_points * 7 > end - pos) throw cx.bad("register_broker_record.end_points", pos, "count " + c_end_points + " needs at least " + c_end_points * 7 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"EndPoints\"");
+        j.key(K11);
             if (null_end_points) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_end_points; i_++) {
@@ -214,7 +282,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_features > cx.maxHeaders) throw cx.bad("register_broker_record.features", pos, "count " + c_features + " exceeds the limit of " + cx.maxHeaders);
         if (c_features * 6 > end - pos) throw cx.bad("register_broker_record.features", pos, "count " + c_features + " needs at least " + c_features * 6 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"Features\"");
+        j.key(K12);
             if (null_features) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_features; i_++) {
@@ -235,12 +303,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("register_broker_record.rack", pos, n_3, end);
             rack_n = (int) n_3; pos += rack_n;
         }
-        j.key("\"Rack\"");
+        j.key(K13);
             if (rack_n < 0) j.nul(); else j.text(b, rack_p, rack_n);
         if (end - pos < 1) throw cx.bad("register_broker_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_fenced = b[pos] != 0 ? 1L : 0L;
         pos += 1;
-        j.key("\"Fenced\"");
+        j.key(K14);
             j.bool(v_fenced != 0);
         long v_in_controlled_shutdown = 0L;
         if ((a_version >= 1L)) {
@@ -249,10 +317,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         pos += 1;
         }
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"InControlledShutdown\"");
+            j.key(K15);
             j.bool(v_in_controlled_shutdown != 0);
         }
-        String t_log_dirs = null;
+        byte[] t_log_dirs = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "register_broker_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("register_broker_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -272,15 +340,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if ((t_log_dirs != null && !t_log_dirs.equals("[]")) && (jv == Long.MIN_VALUE || (jv >= 3 && jv <= 32768))) {
-            j.key("\"LogDirs\"");
+        if ((t_log_dirs != null && !java.util.Arrays.equals(t_log_dirs, V0)) && (jv == Long.MIN_VALUE || (jv >= 3 && jv <= 32768))) {
+            j.key(K16);
             j.raw(t_log_dirs);
         }
         j.close();
@@ -294,11 +362,11 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("unregister_broker_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K7);
             j.num(v_broker_id);
         long v_broker_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"BrokerEpoch\"");
+        j.key(K10);
             j.num(v_broker_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "unregister_broker_record.tagged_fields"); pos = cx.p;
@@ -312,10 +380,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -338,12 +406,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("topic_record.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 16) throw cx.bad("topic_record", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K17);
             j.uuid(b, (int) v_topic_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "topic_record.tagged_fields"); pos = cx.p;
@@ -357,10 +425,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -483,11 +551,11 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 20) throw cx.bad("partition_record", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_partition_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"PartitionId\"");
+        j.key(K18);
             j.num(v_partition_id);
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K17);
             j.uuid(b, (int) v_topic_id);
         if (pos >= end) throw cx.bad("partition_record.replicas", pos, "input ends before a varint");
         long c_replicas = (cx.uvarint(b, pos, end, 5, "partition_record.replicas"));
@@ -499,7 +567,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_replicas > cx.maxHeaders) throw cx.bad("partition_record.replicas", pos, "count " + c_replicas + " exceeds the limit of " + cx.maxHeaders);
         if (c_replicas * 4 > end - pos) throw cx.bad("partition_record.replicas", pos, "count " + c_replicas + " needs at least " + c_replicas * 4 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Replicas\"");
+        j.key(K19);
             if (null_replicas) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_replicas; i_++) {
@@ -519,7 +587,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_isr > cx.maxHeaders) throw cx.bad("partition_record.isr", pos, "count " + c_isr + " exceeds the limit of " + cx.maxHeaders);
         if (c_isr * 4 > end - pos) throw cx.bad("partition_record.isr", pos, "count " + c_isr + " needs at least " + c_isr * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"Isr\"");
+        j.key(K20);
             if (null_isr) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_isr; i_++) {
@@ -539,7 +607,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_removing_replicas > cx.maxHeaders) throw cx.bad("partition_record.removing_replicas", pos, "count " + c_removing_replicas + " exceeds the limit of " + cx.maxHeaders);
         if (c_removing_replicas * 4 > end - pos) throw cx.bad("partition_record.removing_replicas", pos, "count " + c_removing_replicas + " needs at least " + c_removing_replicas * 4 + " bytes, " + (end - pos) + " left");
         int m_3 = j.mark();
-        j.key("\"RemovingReplicas\"");
+        j.key(K21);
             if (null_removing_replicas) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_removing_replicas; i_++) {
@@ -559,7 +627,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_adding_replicas > cx.maxHeaders) throw cx.bad("partition_record.adding_replicas", pos, "count " + c_adding_replicas + " exceeds the limit of " + cx.maxHeaders);
         if (c_adding_replicas * 4 > end - pos) throw cx.bad("partition_record.adding_replicas", pos, "count " + c_adding_replicas + " needs at least " + c_adding_replicas * 4 + " bytes, " + (end - pos) + " left");
         int m_4 = j.mark();
-        j.key("\"AddingReplicas\"");
+        j.key(K22);
             if (null_adding_replicas) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_adding_replicas; i_++) {
@@ -572,15 +640,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("partition_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_leader = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Leader\"");
+        j.key(K23);
             j.num(v_leader);
         long v_leader_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"LeaderEpoch\"");
+        j.key(K24);
             j.num(v_leader_epoch);
         long v_partition_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"PartitionEpoch\"");
+        j.key(K25);
             j.num(v_partition_epoch);
         if ((a_version >= 1L)) {
         if (pos >= end) throw cx.bad("partition_record.directories", pos, "input ends before a varint");
@@ -594,7 +662,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_directories * 16 > end - pos) throw cx.bad("partition_record.directories", pos, "count " + c_directories + " needs at least " + c_directories * 16 + " bytes, " + (end - pos) + " left");
         int m_5 = j.mark();
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"Directories\"");
+            j.key(K26);
             if (null_directories) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_directories; i_++) {
@@ -607,13 +675,13 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         }
         } else {
         if (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768)) {
-            j.key("\"Directories\"");
+            j.key(K26);
             j.nul();
         }
         }
-        String t_leader_recovery_state = null;
-        String t_eligible_leader_replicas = null;
-        String t_last_known_elr = null;
+        byte[] t_leader_recovery_state = null;
+        byte[] t_eligible_leader_replicas = null;
+        byte[] t_last_known_elr = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "partition_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("partition_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -646,23 +714,23 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_leader_recovery_state != null && !t_leader_recovery_state.equals("0")) {
-            j.key("\"LeaderRecoveryState\"");
+        if (t_leader_recovery_state != null && !java.util.Arrays.equals(t_leader_recovery_state, V1)) {
+            j.key(K27);
             j.raw(t_leader_recovery_state);
         }
-        if ((t_eligible_leader_replicas != null && !t_eligible_leader_replicas.equals("null")) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
-            j.key("\"EligibleLeaderReplicas\"");
+        if ((t_eligible_leader_replicas != null && !java.util.Arrays.equals(t_eligible_leader_replicas, V2)) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
+            j.key(K28);
             j.raw(t_eligible_leader_replicas);
         }
-        if ((t_last_known_elr != null && !t_last_known_elr.equals("null")) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
-            j.key("\"LastKnownElr\"");
+        if ((t_last_known_elr != null && !java.util.Arrays.equals(t_last_known_elr, V2)) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
+            j.key(K29);
             j.raw(t_last_known_elr);
         }
         j.close();
@@ -676,7 +744,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 1) throw cx.bad("config_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_resource_type = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"ResourceType\"");
+        j.key(K30);
             j.num(v_resource_type);
         int resource_name_p = pos, resource_name_n;
         if (pos >= end) throw cx.bad("config_record.resource_name", pos, "input ends before a varint");
@@ -689,7 +757,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("config_record.resource_name", pos, n_1, end);
             resource_name_n = (int) n_1; pos += resource_name_n;
         }
-        j.key("\"ResourceName\"");
+        j.key(K31);
             if (resource_name_n < 0) j.nul(); else j.text(b, resource_name_p, resource_name_n);
         int name_p = pos, name_n;
         if (pos >= end) throw cx.bad("config_record.name", pos, "input ends before a varint");
@@ -702,7 +770,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("config_record.name", pos, n_2, end);
             name_n = (int) n_2; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         int value_p = pos, value_n;
         if (pos >= end) throw cx.bad("config_record.value", pos, "input ends before a varint");
@@ -715,7 +783,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("config_record.value", pos, n_3, end);
             value_n = (int) n_3; pos += value_n;
         }
-        j.key("\"Value\"");
+        j.key(K32);
             if (value_n < 0) j.nul(); else j.text(b, value_p, value_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "config_record.tagged_fields"); pos = cx.p;
@@ -729,10 +797,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -973,21 +1041,21 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 20) throw cx.bad("partition_change_record", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_partition_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"PartitionId\"");
+        j.key(K18);
             j.num(v_partition_id);
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K17);
             j.uuid(b, (int) v_topic_id);
-        String t_isr = null;
-        String t_leader = null;
-        String t_replicas = null;
-        String t_removing_replicas = null;
-        String t_adding_replicas = null;
-        String t_leader_recovery_state = null;
-        String t_eligible_leader_replicas = null;
-        String t_last_known_elr = null;
-        String t_directories = null;
+        byte[] t_isr = null;
+        byte[] t_leader = null;
+        byte[] t_replicas = null;
+        byte[] t_removing_replicas = null;
+        byte[] t_adding_replicas = null;
+        byte[] t_leader_recovery_state = null;
+        byte[] t_eligible_leader_replicas = null;
+        byte[] t_last_known_elr = null;
+        byte[] t_directories = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "partition_change_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("partition_change_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -1057,47 +1125,47 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_isr != null && !t_isr.equals("null")) {
-            j.key("\"Isr\"");
+        if (t_isr != null && !java.util.Arrays.equals(t_isr, V2)) {
+            j.key(K20);
             j.raw(t_isr);
         }
-        if (t_leader != null && !t_leader.equals("-2")) {
-            j.key("\"Leader\"");
+        if (t_leader != null && !java.util.Arrays.equals(t_leader, V3)) {
+            j.key(K23);
             j.raw(t_leader);
         }
-        if (t_replicas != null && !t_replicas.equals("null")) {
-            j.key("\"Replicas\"");
+        if (t_replicas != null && !java.util.Arrays.equals(t_replicas, V2)) {
+            j.key(K19);
             j.raw(t_replicas);
         }
-        if (t_removing_replicas != null && !t_removing_replicas.equals("null")) {
-            j.key("\"RemovingReplicas\"");
+        if (t_removing_replicas != null && !java.util.Arrays.equals(t_removing_replicas, V2)) {
+            j.key(K21);
             j.raw(t_removing_replicas);
         }
-        if (t_adding_replicas != null && !t_adding_replicas.equals("null")) {
-            j.key("\"AddingReplicas\"");
+        if (t_adding_replicas != null && !java.util.Arrays.equals(t_adding_replicas, V2)) {
+            j.key(K22);
             j.raw(t_adding_replicas);
         }
-        if (t_leader_recovery_state != null && !t_leader_recovery_state.equals("-1")) {
-            j.key("\"LeaderRecoveryState\"");
+        if (t_leader_recovery_state != null && !java.util.Arrays.equals(t_leader_recovery_state, V4)) {
+            j.key(K27);
             j.raw(t_leader_recovery_state);
         }
-        if ((t_eligible_leader_replicas != null && !t_eligible_leader_replicas.equals("null")) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
-            j.key("\"EligibleLeaderReplicas\"");
+        if ((t_eligible_leader_replicas != null && !java.util.Arrays.equals(t_eligible_leader_replicas, V2)) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
+            j.key(K28);
             j.raw(t_eligible_leader_replicas);
         }
-        if ((t_last_known_elr != null && !t_last_known_elr.equals("null")) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
-            j.key("\"LastKnownElr\"");
+        if ((t_last_known_elr != null && !java.util.Arrays.equals(t_last_known_elr, V2)) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
+            j.key(K29);
             j.raw(t_last_known_elr);
         }
-        if ((t_directories != null && !t_directories.equals("null")) && (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768))) {
-            j.key("\"Directories\"");
+        if ((t_directories != null && !java.util.Arrays.equals(t_directories, V2)) && (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768))) {
+            j.key(K26);
             j.raw(t_directories);
         }
         j.close();
@@ -1111,11 +1179,11 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("fence_broker_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Id\"");
+        j.key(K33);
             j.num(v_id);
         long v_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"Epoch\"");
+        j.key(K34);
             j.num(v_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "fence_broker_record.tagged_fields"); pos = cx.p;
@@ -1129,10 +1197,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1147,11 +1215,11 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("unfence_broker_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Id\"");
+        j.key(K33);
             j.num(v_id);
         long v_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"Epoch\"");
+        j.key(K34);
             j.num(v_epoch);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "unfence_broker_record.tagged_fields"); pos = cx.p;
@@ -1165,10 +1233,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1183,7 +1251,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("remove_topic_record", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K17);
             j.uuid(b, (int) v_topic_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remove_topic_record.tagged_fields"); pos = cx.p;
@@ -1197,10 +1265,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1239,7 +1307,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("delegation_token_record.owner", pos, n_1, end);
             owner_n = (int) n_1; pos += owner_n;
         }
-        j.key("\"Owner\"");
+        j.key(K35);
             if (owner_n < 0) j.nul(); else j.text(b, owner_p, owner_n);
         int requester_p = pos, requester_n;
         if (pos >= end) throw cx.bad("delegation_token_record.requester", pos, "input ends before a varint");
@@ -1252,7 +1320,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("delegation_token_record.requester", pos, n_2, end);
             requester_n = (int) n_2; pos += requester_n;
         }
-        j.key("\"Requester\"");
+        j.key(K36);
             if (requester_n < 0) j.nul(); else j.text(b, requester_p, requester_n);
         if (pos >= end) throw cx.bad("delegation_token_record.renewers", pos, "input ends before a varint");
         long c_renewers = (cx.uvarint(b, pos, end, 5, "delegation_token_record.renewers"));
@@ -1264,7 +1332,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_renewers > cx.maxHeaders) throw cx.bad("delegation_token_record.renewers", pos, "count " + c_renewers + " exceeds the limit of " + cx.maxHeaders);
         if (c_renewers * 1 > end - pos) throw cx.bad("delegation_token_record.renewers", pos, "count " + c_renewers + " needs at least " + c_renewers * 1 + " bytes, " + (end - pos) + " left");
         int m_3 = j.mark();
-        j.key("\"Renewers\"");
+        j.key(K37);
             if (null_renewers) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_renewers; i_++) {
@@ -1277,15 +1345,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 24) throw cx.bad("delegation_token_record", pos, "needs 24 bytes, " + (end - pos) + " left");
         long v_issue_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"IssueTimestamp\"");
+        j.key(K38);
             j.num(v_issue_timestamp);
         long v_max_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"MaxTimestamp\"");
+        j.key(K39);
             j.num(v_max_timestamp);
         long v_expiration_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"ExpirationTimestamp\"");
+        j.key(K40);
             j.num(v_expiration_timestamp);
         int token_id_p = pos, token_id_n;
         if (pos >= end) throw cx.bad("delegation_token_record.token_id", pos, "input ends before a varint");
@@ -1298,7 +1366,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_4 > end - pos) throw cx.past("delegation_token_record.token_id", pos, n_4, end);
             token_id_n = (int) n_4; pos += token_id_n;
         }
-        j.key("\"TokenId\"");
+        j.key(K41);
             if (token_id_n < 0) j.nul(); else j.text(b, token_id_p, token_id_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "delegation_token_record.tagged_fields"); pos = cx.p;
@@ -1312,10 +1380,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1338,12 +1406,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("user_scram_credential_record.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 1) throw cx.bad("user_scram_credential_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_mechanism = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"Mechanism\"");
+        j.key(K42);
             j.num(v_mechanism);
         int salt_p = pos, salt_n;
         if (pos >= end) throw cx.bad("user_scram_credential_record.salt", pos, "input ends before a varint");
@@ -1356,7 +1424,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("user_scram_credential_record.salt", pos, n_2, end);
             salt_n = (int) n_2; pos += salt_n;
         }
-        j.key("\"Salt\"");
+        j.key(K43);
             if (salt_n < 0) j.nul(); else j.hex(b, salt_p, salt_n);
         int stored_key_p = pos, stored_key_n;
         if (pos >= end) throw cx.bad("user_scram_credential_record.stored_key", pos, "input ends before a varint");
@@ -1369,7 +1437,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("user_scram_credential_record.stored_key", pos, n_3, end);
             stored_key_n = (int) n_3; pos += stored_key_n;
         }
-        j.key("\"StoredKey\"");
+        j.key(K44);
             if (stored_key_n < 0) j.nul(); else j.hex(b, stored_key_p, stored_key_n);
         int server_key_p = pos, server_key_n;
         if (pos >= end) throw cx.bad("user_scram_credential_record.server_key", pos, "input ends before a varint");
@@ -1382,12 +1450,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_4 > end - pos) throw cx.past("user_scram_credential_record.server_key", pos, n_4, end);
             server_key_n = (int) n_4; pos += server_key_n;
         }
-        j.key("\"ServerKey\"");
+        j.key(K45);
             if (server_key_n < 0) j.nul(); else j.hex(b, server_key_p, server_key_n);
         if (end - pos < 4) throw cx.bad("user_scram_credential_record", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_iterations = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Iterations\"");
+        j.key(K46);
             j.num(v_iterations);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "user_scram_credential_record.tagged_fields"); pos = cx.p;
@@ -1401,10 +1469,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1427,12 +1495,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("feature_level_record.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 2) throw cx.bad("feature_level_record", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_feature_level = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"FeatureLevel\"");
+        j.key(K47);
             j.num(v_feature_level);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "feature_level_record.tagged_fields"); pos = cx.p;
@@ -1446,10 +1514,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1471,7 +1539,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("entity_data.entity_type", pos, n_1, end);
             entity_type_n = (int) n_1; pos += entity_type_n;
         }
-        j.key("\"EntityType\"");
+        j.key(K48);
             if (entity_type_n < 0) j.nul(); else j.text(b, entity_type_p, entity_type_n);
         int entity_name_p = pos, entity_name_n;
         if (pos >= end) throw cx.bad("entity_data.entity_name", pos, "input ends before a varint");
@@ -1484,7 +1552,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("entity_data.entity_name", pos, n_2, end);
             entity_name_n = (int) n_2; pos += entity_name_n;
         }
-        j.key("\"EntityName\"");
+        j.key(K49);
             if (entity_name_n < 0) j.nul(); else j.text(b, entity_name_p, entity_name_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "entity_data.tagged_fields"); pos = cx.p;
@@ -1498,10 +1566,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1523,7 +1591,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_entity > cx.maxHeaders) throw cx.bad("client_quota_record.entity", pos, "count " + c_entity + " exceeds the limit of " + cx.maxHeaders);
         if (c_entity * 3 > end - pos) throw cx.bad("client_quota_record.entity", pos, "count " + c_entity + " needs at least " + c_entity * 3 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Entity\"");
+        j.key(K50);
             if (null_entity) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_entity; i_++) {
@@ -1544,16 +1612,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("client_quota_record.key", pos, n_2, end);
             key_n = (int) n_2; pos += key_n;
         }
-        j.key("\"Key\"");
+        j.key(K51);
             if (key_n < 0) j.nul(); else j.text(b, key_p, key_n);
         if (end - pos < 9) throw cx.bad("client_quota_record", pos, "needs 9 bytes, " + (end - pos) + " left");
         long v_value = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"Value\"");
+        j.key(K32);
             j.f64(Double.longBitsToDouble(v_value));
         long v_remove = b[pos] != 0 ? 1L : 0L;
         pos += 1;
-        j.key("\"Remove\"");
+        j.key(K52);
             j.bool(v_remove != 0);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "client_quota_record.tagged_fields"); pos = cx.p;
@@ -1567,10 +1635,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1585,15 +1653,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 20) throw cx.bad("producer_ids_record", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K7);
             j.num(v_broker_id);
         long v_broker_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"BrokerEpoch\"");
+        j.key(K10);
             j.num(v_broker_epoch);
         long v_next_producer_id = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"NextProducerId\"");
+        j.key(K53);
             j.num(v_next_producer_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "producer_ids_record.tagged_fields"); pos = cx.p;
@@ -1607,10 +1675,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1672,15 +1740,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("broker_registration_change_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K7);
             j.num(v_broker_id);
         long v_broker_epoch = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"BrokerEpoch\"");
+        j.key(K10);
             j.num(v_broker_epoch);
-        String t_fenced = null;
-        String t_in_controlled_shutdown = null;
-        String t_log_dirs = null;
+        byte[] t_fenced = null;
+        byte[] t_in_controlled_shutdown = null;
+        byte[] t_log_dirs = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "broker_registration_change_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("broker_registration_change_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -1713,23 +1781,23 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_fenced != null && !t_fenced.equals("0")) {
-            j.key("\"Fenced\"");
+        if (t_fenced != null && !java.util.Arrays.equals(t_fenced, V1)) {
+            j.key(K14);
             j.raw(t_fenced);
         }
-        if ((t_in_controlled_shutdown != null && !t_in_controlled_shutdown.equals("0")) && (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768))) {
-            j.key("\"InControlledShutdown\"");
+        if ((t_in_controlled_shutdown != null && !java.util.Arrays.equals(t_in_controlled_shutdown, V1)) && (jv == Long.MIN_VALUE || (jv >= 1 && jv <= 32768))) {
+            j.key(K15);
             j.raw(t_in_controlled_shutdown);
         }
-        if ((t_log_dirs != null && !t_log_dirs.equals("[]")) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
-            j.key("\"LogDirs\"");
+        if ((t_log_dirs != null && !java.util.Arrays.equals(t_log_dirs, V0)) && (jv == Long.MIN_VALUE || (jv >= 2 && jv <= 32768))) {
+            j.key(K16);
             j.raw(t_log_dirs);
         }
         j.close();
@@ -1743,11 +1811,11 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 17) throw cx.bad("access_control_entry_record", pos, "needs 17 bytes, " + (end - pos) + " left");
         long v_id = pos;
         pos += 16;
-        j.key("\"Id\"");
+        j.key(K33);
             j.uuid(b, (int) v_id);
         long v_resource_type = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"ResourceType\"");
+        j.key(K30);
             j.num(v_resource_type);
         int resource_name_p = pos, resource_name_n;
         if (pos >= end) throw cx.bad("access_control_entry_record.resource_name", pos, "input ends before a varint");
@@ -1760,12 +1828,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("access_control_entry_record.resource_name", pos, n_1, end);
             resource_name_n = (int) n_1; pos += resource_name_n;
         }
-        j.key("\"ResourceName\"");
+        j.key(K31);
             if (resource_name_n < 0) j.nul(); else j.text(b, resource_name_p, resource_name_n);
         if (end - pos < 1) throw cx.bad("access_control_entry_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_pattern_type = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"PatternType\"");
+        j.key(K54);
             j.num(v_pattern_type);
         int principal_p = pos, principal_n;
         if (pos >= end) throw cx.bad("access_control_entry_record.principal", pos, "input ends before a varint");
@@ -1778,7 +1846,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("access_control_entry_record.principal", pos, n_2, end);
             principal_n = (int) n_2; pos += principal_n;
         }
-        j.key("\"Principal\"");
+        j.key(K55);
             if (principal_n < 0) j.nul(); else j.text(b, principal_p, principal_n);
         int host_p = pos, host_n;
         if (pos >= end) throw cx.bad("access_control_entry_record.host", pos, "input ends before a varint");
@@ -1791,16 +1859,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("access_control_entry_record.host", pos, n_3, end);
             host_n = (int) n_3; pos += host_n;
         }
-        j.key("\"Host\"");
+        j.key(K1);
             if (host_n < 0) j.nul(); else j.text(b, host_p, host_n);
         if (end - pos < 2) throw cx.bad("access_control_entry_record", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_operation = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"Operation\"");
+        j.key(K56);
             j.num(v_operation);
         long v_permission_type = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"PermissionType\"");
+        j.key(K57);
             j.num(v_permission_type);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "access_control_entry_record.tagged_fields"); pos = cx.p;
@@ -1814,10 +1882,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1832,7 +1900,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("remove_access_control_entry_record", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_id = pos;
         pos += 16;
-        j.key("\"Id\"");
+        j.key(K33);
             j.uuid(b, (int) v_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remove_access_control_entry_record.tagged_fields"); pos = cx.p;
@@ -1846,10 +1914,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1873,10 +1941,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1891,7 +1959,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 1) throw cx.bad("zk_migration_state_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_zk_migration_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"ZkMigrationState\"");
+        j.key(K58);
             j.num(v_zk_migration_state);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "zk_migration_state_record.tagged_fields"); pos = cx.p;
@@ -1905,10 +1973,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1931,12 +1999,12 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("remove_user_scram_credential_record.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 1) throw cx.bad("remove_user_scram_credential_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_mechanism = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"Mechanism\"");
+        j.key(K42);
             j.num(v_mechanism);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remove_user_scram_credential_record.tagged_fields"); pos = cx.p;
@@ -1950,10 +2018,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -1981,7 +2049,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (!(a_version <= 0L)) throw cx.bad("begin_transaction_record", pos, "BeginTransactionRecord is not defined for version " + a_version + " (this schema has it for (kraft_metadata_record.version <= 0))");
         if (j.depth == 0 && j.type == null) j.type = "BeginTransactionRecord";
         j.open();
-        String t_name = null;
+        byte[] t_name = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "begin_transaction_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("begin_transaction_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -2000,15 +2068,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_name != null && !t_name.equals("null")) {
-            j.key("\"Name\"");
+        if (t_name != null && !java.util.Arrays.equals(t_name, V2)) {
+            j.key(K0);
             j.raw(t_name);
         }
         j.close();
@@ -2031,10 +2099,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -2062,7 +2130,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (!(a_version <= 0L)) throw cx.bad("abort_transaction_record", pos, "AbortTransactionRecord is not defined for version " + a_version + " (this schema has it for (kraft_metadata_record.version <= 0))");
         if (j.depth == 0 && j.type == null) j.type = "AbortTransactionRecord";
         j.open();
-        String t_reason = null;
+        byte[] t_reason = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "abort_transaction_record.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("abort_transaction_record.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -2081,15 +2149,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_reason != null && !t_reason.equals("null")) {
-            j.key("\"Reason\"");
+        if (t_reason != null && !java.util.Arrays.equals(t_reason, V2)) {
+            j.key(K59);
             j.raw(t_reason);
         }
         j.close();
@@ -2111,7 +2179,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("remove_delegation_token_record.token_id", pos, n_1, end);
             token_id_n = (int) n_1; pos += token_id_n;
         }
-        j.key("\"TokenId\"");
+        j.key(K41);
             if (token_id_n < 0) j.nul(); else j.text(b, token_id_p, token_id_n);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remove_delegation_token_record.tagged_fields"); pos = cx.p;
@@ -2125,10 +2193,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -2150,7 +2218,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("controller_endpoint.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         int host_p = pos, host_n;
         if (pos >= end) throw cx.bad("controller_endpoint.host", pos, "input ends before a varint");
@@ -2163,16 +2231,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("controller_endpoint.host", pos, n_2, end);
             host_n = (int) n_2; pos += host_n;
         }
-        j.key("\"Host\"");
+        j.key(K1);
             if (host_n < 0) j.nul(); else j.text(b, host_p, host_n);
         if (end - pos < 4) throw cx.bad("controller_endpoint", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_port = Ctx.u16(b, pos);
         pos += 2;
-        j.key("\"Port\"");
+        j.key(K2);
             j.num(v_port);
         long v_security_protocol = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"SecurityProtocol\"");
+        j.key(K3);
             j.num(v_security_protocol);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "controller_endpoint.tagged_fields"); pos = cx.p;
@@ -2186,10 +2254,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -2211,16 +2279,16 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("controller_feature.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 4) throw cx.bad("controller_feature", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_min_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MinSupportedVersion\"");
+        j.key(K5);
             j.num(v_min_supported_version);
         long v_max_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MaxSupportedVersion\"");
+        j.key(K6);
             j.num(v_max_supported_version);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "controller_feature.tagged_fields"); pos = cx.p;
@@ -2234,10 +2302,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -2252,15 +2320,15 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (end - pos < 21) throw cx.bad("register_controller_record", pos, "needs 21 bytes, " + (end - pos) + " left");
         long v_controller_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"ControllerId\"");
+        j.key(K60);
             j.num(v_controller_id);
         long v_incarnation_id = pos;
         pos += 16;
-        j.key("\"IncarnationId\"");
+        j.key(K9);
             j.uuid(b, (int) v_incarnation_id);
         long v_zk_migration_ready = b[pos] != 0 ? 1L : 0L;
         pos += 1;
-        j.key("\"ZkMigrationReady\"");
+        j.key(K61);
             j.bool(v_zk_migration_ready != 0);
         if (pos >= end) throw cx.bad("register_controller_record.end_points", pos, "input ends before a varint");
         long c_end_points = (cx.uvarint(b, pos, end, 5, "register_controller_record.end_points"));
@@ -2272,7 +2340,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_end_points > cx.maxHeaders) throw cx.bad("register_controller_record.end_points", pos, "count " + c_end_points + " exceeds the limit of " + cx.maxHeaders);
         if (c_end_points * 7 > end - pos) throw cx.bad("register_controller_record.end_points", pos, "count " + c_end_points + " needs at least " + c_end_points * 7 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"EndPoints\"");
+        j.key(K11);
             if (null_end_points) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_end_points; i_++) {
@@ -2292,7 +2360,7 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
         if (c_features > cx.maxHeaders) throw cx.bad("register_controller_record.features", pos, "count " + c_features + " exceeds the limit of " + cx.maxHeaders);
         if (c_features * 6 > end - pos) throw cx.bad("register_controller_record.features", pos, "count " + c_features + " needs at least " + c_features * 6 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"Features\"");
+        j.key(K12);
             if (null_features) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_features; i_++) {
@@ -2314,10 +2382,10 @@ public final class KraftMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }

@@ -16,13 +16,30 @@ public final class RaftControl implements kfmt.jvm.Payload {
         return d_raft_control(cx, j, b, pos, end, Long.MIN_VALUE, param);
     }
 
+    private static final byte[] K0 = Js.name("\"VoterId\"");
+    private static final byte[] K1 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K2 = Js.name("\"Version\"");
+    private static final byte[] K3 = Js.name("\"LeaderId\"");
+    private static final byte[] K4 = Js.name("\"Voters\"");
+    private static final byte[] K5 = Js.name("\"GrantingVoters\"");
+    private static final byte[] K6 = Js.name("\"LastContainedLogTimestamp\"");
+    private static final byte[] K7 = Js.name("\"KRaftVersion\"");
+    private static final byte[] K8 = Js.name("\"Name\"");
+    private static final byte[] K9 = Js.name("\"Host\"");
+    private static final byte[] K10 = Js.name("\"Port\"");
+    private static final byte[] K11 = Js.name("\"MinSupportedVersion\"");
+    private static final byte[] K12 = Js.name("\"MaxSupportedVersion\"");
+    private static final byte[] K13 = Js.name("\"VoterDirectoryId\"");
+    private static final byte[] K14 = Js.name("\"Endpoints\"");
+    private static final byte[] K15 = Js.name("\"KRaftVersionFeature\"");
+
     int d_voter(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "Voter";
         j.open();
         if (end - pos < 4) throw cx.bad("voter", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_voter_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"VoterId\"");
+        j.key(K0);
             j.num(v_voter_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "voter.tagged_fields"); pos = cx.p;
@@ -36,10 +53,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -53,12 +70,12 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 6) throw cx.bad("leader_change_message", pos, "needs 6 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"Version\"");
+        j.key(K2);
             j.num(v_version);
         jv = v_version;
         long v_leader_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"LeaderId\"");
+        j.key(K3);
             j.num(v_leader_id);
         if (pos >= end) throw cx.bad("leader_change_message.voters", pos, "input ends before a varint");
         long c_voters = (cx.uvarint(b, pos, end, 5, "leader_change_message.voters"));
@@ -70,7 +87,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (c_voters > cx.maxHeaders) throw cx.bad("leader_change_message.voters", pos, "count " + c_voters + " exceeds the limit of " + cx.maxHeaders);
         if (c_voters * 5 > end - pos) throw cx.bad("leader_change_message.voters", pos, "count " + c_voters + " needs at least " + c_voters * 5 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Voters\"");
+        j.key(K4);
             if (null_voters) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_voters; i_++) {
@@ -90,7 +107,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (c_granting_voters > cx.maxHeaders) throw cx.bad("leader_change_message.granting_voters", pos, "count " + c_granting_voters + " exceeds the limit of " + cx.maxHeaders);
         if (c_granting_voters * 5 > end - pos) throw cx.bad("leader_change_message.granting_voters", pos, "count " + c_granting_voters + " needs at least " + c_granting_voters * 5 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"GrantingVoters\"");
+        j.key(K5);
             if (null_granting_voters) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_granting_voters; i_++) {
@@ -112,10 +129,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -129,12 +146,12 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 10) throw cx.bad("snapshot_header_record", pos, "needs 10 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"Version\"");
+        j.key(K2);
             j.num(v_version);
         jv = v_version;
         long v_last_contained_log_timestamp = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"LastContainedLogTimestamp\"");
+        j.key(K6);
             j.num(v_last_contained_log_timestamp);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "snapshot_header_record.tagged_fields"); pos = cx.p;
@@ -148,10 +165,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -165,7 +182,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 2) throw cx.bad("snapshot_footer_record", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"Version\"");
+        j.key(K2);
             j.num(v_version);
         jv = v_version;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
@@ -180,10 +197,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -197,12 +214,12 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("k_raft_version_record", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"Version\"");
+        j.key(K2);
             j.num(v_version);
         jv = v_version;
         long v_k_raft_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"KRaftVersion\"");
+        j.key(K7);
             j.num(v_k_raft_version);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "k_raft_version_record.tagged_fields"); pos = cx.p;
@@ -216,10 +233,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -241,7 +258,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("endpoint.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K8);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         int host_p = pos, host_n;
         if (pos >= end) throw cx.bad("endpoint.host", pos, "input ends before a varint");
@@ -254,12 +271,12 @@ public final class RaftControl implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("endpoint.host", pos, n_2, end);
             host_n = (int) n_2; pos += host_n;
         }
-        j.key("\"Host\"");
+        j.key(K9);
             if (host_n < 0) j.nul(); else j.text(b, host_p, host_n);
         if (end - pos < 2) throw cx.bad("endpoint", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_port = Ctx.u16(b, pos);
         pos += 2;
-        j.key("\"Port\"");
+        j.key(K10);
             j.num(v_port);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "endpoint.tagged_fields"); pos = cx.p;
@@ -273,10 +290,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -290,11 +307,11 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("k_raft_version_feature", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_min_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MinSupportedVersion\"");
+        j.key(K11);
             j.num(v_min_supported_version);
         long v_max_supported_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"MaxSupportedVersion\"");
+        j.key(K12);
             j.num(v_max_supported_version);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "k_raft_version_feature.tagged_fields"); pos = cx.p;
@@ -308,10 +325,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -325,11 +342,11 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 20) throw cx.bad("voters_record_voter", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_voter_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"VoterId\"");
+        j.key(K0);
             j.num(v_voter_id);
         long v_voter_directory_id = pos;
         pos += 16;
-        j.key("\"VoterDirectoryId\"");
+        j.key(K13);
             j.uuid(b, (int) v_voter_directory_id);
         if (pos >= end) throw cx.bad("voters_record_voter.endpoints", pos, "input ends before a varint");
         long c_endpoints = (cx.uvarint(b, pos, end, 5, "voters_record_voter.endpoints"));
@@ -341,7 +358,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (c_endpoints > cx.maxHeaders) throw cx.bad("voters_record_voter.endpoints", pos, "count " + c_endpoints + " exceeds the limit of " + cx.maxHeaders);
         if (c_endpoints * 5 > end - pos) throw cx.bad("voters_record_voter.endpoints", pos, "count " + c_endpoints + " needs at least " + c_endpoints * 5 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Endpoints\"");
+        j.key(K14);
             if (null_endpoints) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_endpoints; i_++) {
@@ -351,7 +368,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
                 }
                 j.closeArray();
             }
-        j.key("\"KRaftVersionFeature\"");
+        j.key(K15);
         int m_2 = j.mark();
             pos = d_k_raft_version_feature(cx, j, b, pos, end, jv);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
@@ -366,10 +383,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -383,7 +400,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (end - pos < 2) throw cx.bad("voters_record", pos, "needs 2 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"Version\"");
+        j.key(K2);
             j.num(v_version);
         jv = v_version;
         if (pos >= end) throw cx.bad("voters_record.voters", pos, "input ends before a varint");
@@ -396,7 +413,7 @@ public final class RaftControl implements kfmt.jvm.Payload {
         if (c_voters > cx.maxHeaders) throw cx.bad("voters_record.voters", pos, "count " + c_voters + " exceeds the limit of " + cx.maxHeaders);
         if (c_voters * 27 > end - pos) throw cx.bad("voters_record.voters", pos, "count " + c_voters + " needs at least " + c_voters * 27 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"Voters\"");
+        j.key(K4);
             if (null_voters) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_voters; i_++) {
@@ -418,10 +435,10 @@ public final class RaftControl implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K1);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }

@@ -16,6 +16,26 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         return d_remote_log_metadata_record(cx, j, b, pos, end, Long.MIN_VALUE);
     }
 
+    private static final byte[] K0 = Js.name("\"Name\"");
+    private static final byte[] K1 = Js.name("\"Id\"");
+    private static final byte[] K2 = Js.name("\"Partition\"");
+    private static final byte[] K3 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K4 = Js.name("\"TopicIdPartition\"");
+    private static final byte[] K5 = Js.name("\"LeaderEpoch\"");
+    private static final byte[] K6 = Js.name("\"Offset\"");
+    private static final byte[] K7 = Js.name("\"RemoteLogSegmentId\"");
+    private static final byte[] K8 = Js.name("\"StartOffset\"");
+    private static final byte[] K9 = Js.name("\"EndOffset\"");
+    private static final byte[] K10 = Js.name("\"BrokerId\"");
+    private static final byte[] K11 = Js.name("\"MaxTimestampMs\"");
+    private static final byte[] K12 = Js.name("\"EventTimestampMs\"");
+    private static final byte[] K13 = Js.name("\"SegmentLeaderEpochs\"");
+    private static final byte[] K14 = Js.name("\"SegmentSizeInBytes\"");
+    private static final byte[] K15 = Js.name("\"CustomMetadata\"");
+    private static final byte[] K16 = Js.name("\"RemoteLogSegmentState\"");
+    private static final byte[] K17 = Js.name("\"RemotePartitionDeleteState\"");
+    private static final byte[] K18 = Js.name("\"SegmentId\"");
+
     int d_topic_id_partition_entry(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "TopicIdPartitionEntry";
         j.open();
@@ -30,16 +50,16 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("topic_id_partition_entry.name", pos, n_1, end);
             name_n = (int) n_1; pos += name_n;
         }
-        j.key("\"Name\"");
+        j.key(K0);
             if (name_n < 0) j.nul(); else j.text(b, name_p, name_n);
         if (end - pos < 20) throw cx.bad("topic_id_partition_entry", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_id = pos;
         pos += 16;
-        j.key("\"Id\"");
+        j.key(K1);
             j.uuid(b, (int) v_id);
         long v_partition = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Partition\"");
+        j.key(K2);
             j.num(v_partition);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "topic_id_partition_entry.tagged_fields"); pos = cx.p;
@@ -53,10 +73,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -67,13 +87,13 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
     int d_remote_log_segment_id_entry(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "RemoteLogSegmentIdEntry";
         j.open();
-        j.key("\"TopicIdPartition\"");
+        j.key(K4);
         int m_1 = j.mark();
             pos = d_topic_id_partition_entry(cx, j, b, pos, end, jv);
         if (end - pos < 16) throw cx.bad("remote_log_segment_id_entry", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_id = pos;
         pos += 16;
-        j.key("\"Id\"");
+        j.key(K1);
             j.uuid(b, (int) v_id);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remote_log_segment_id_entry.tagged_fields"); pos = cx.p;
@@ -87,10 +107,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -104,11 +124,11 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (end - pos < 12) throw cx.bad("segment_leader_epoch_entry", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_leader_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"LeaderEpoch\"");
+        j.key(K5);
             j.num(v_leader_epoch);
         long v_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"Offset\"");
+        j.key(K6);
             j.num(v_offset);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "segment_leader_epoch_entry.tagged_fields"); pos = cx.p;
@@ -122,10 +142,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -137,29 +157,29 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (!(a_version <= 0L)) throw cx.bad("remote_log_segment_metadata_record", pos, "RemoteLogSegmentMetadataRecord is not defined for version " + a_version + " (this schema has it for (remote_log_metadata_record.version <= 0))");
         if (j.depth == 0 && j.type == null) j.type = "RemoteLogSegmentMetadataRecord";
         j.open();
-        j.key("\"RemoteLogSegmentId\"");
+        j.key(K7);
         int m_1 = j.mark();
             pos = d_remote_log_segment_id_entry(cx, j, b, pos, end, jv);
         if (end - pos < 36) throw cx.bad("remote_log_segment_metadata_record", pos, "needs 36 bytes, " + (end - pos) + " left");
         long v_start_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"StartOffset\"");
+        j.key(K8);
             j.num(v_start_offset);
         long v_end_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EndOffset\"");
+        j.key(K9);
             j.num(v_end_offset);
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K10);
             j.num(v_broker_id);
         long v_max_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"MaxTimestampMs\"");
+        j.key(K11);
             j.num(v_max_timestamp_ms);
         long v_event_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EventTimestampMs\"");
+        j.key(K12);
             j.num(v_event_timestamp_ms);
         if (pos >= end) throw cx.bad("remote_log_segment_metadata_record.segment_leader_epochs", pos, "input ends before a varint");
         long c_segment_leader_epochs = (cx.uvarint(b, pos, end, 5, "remote_log_segment_metadata_record.segment_leader_epochs"));
@@ -171,7 +191,7 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (c_segment_leader_epochs > cx.maxHeaders) throw cx.bad("remote_log_segment_metadata_record.segment_leader_epochs", pos, "count " + c_segment_leader_epochs + " exceeds the limit of " + cx.maxHeaders);
         if (c_segment_leader_epochs * 13 > end - pos) throw cx.bad("remote_log_segment_metadata_record.segment_leader_epochs", pos, "count " + c_segment_leader_epochs + " needs at least " + c_segment_leader_epochs * 13 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"SegmentLeaderEpochs\"");
+        j.key(K13);
             if (null_segment_leader_epochs) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_segment_leader_epochs; i_++) {
@@ -184,7 +204,7 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("remote_log_segment_metadata_record", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_segment_size_in_bytes = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"SegmentSizeInBytes\"");
+        j.key(K14);
             j.num(v_segment_size_in_bytes);
         int custom_metadata_p = pos, custom_metadata_n;
         if (pos >= end) throw cx.bad("remote_log_segment_metadata_record.custom_metadata", pos, "input ends before a varint");
@@ -197,12 +217,12 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             if (n_3 > end - pos) throw cx.past("remote_log_segment_metadata_record.custom_metadata", pos, n_3, end);
             custom_metadata_n = (int) n_3; pos += custom_metadata_n;
         }
-        j.key("\"CustomMetadata\"");
+        j.key(K15);
             if (custom_metadata_n < 0) j.nul(); else j.hex(b, custom_metadata_p, custom_metadata_n);
         if (end - pos < 1) throw cx.bad("remote_log_segment_metadata_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_remote_log_segment_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"RemoteLogSegmentState\"");
+        j.key(K16);
             j.num(v_remote_log_segment_state);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remote_log_segment_metadata_record.tagged_fields"); pos = cx.p;
@@ -216,10 +236,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -231,17 +251,17 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (!(a_version <= 0L)) throw cx.bad("remote_log_segment_metadata_update_record", pos, "RemoteLogSegmentMetadataUpdateRecord is not defined for version " + a_version + " (this schema has it for (remote_log_metadata_record.version <= 0))");
         if (j.depth == 0 && j.type == null) j.type = "RemoteLogSegmentMetadataUpdateRecord";
         j.open();
-        j.key("\"RemoteLogSegmentId\"");
+        j.key(K7);
         int m_1 = j.mark();
             pos = d_remote_log_segment_id_entry(cx, j, b, pos, end, jv);
         if (end - pos < 12) throw cx.bad("remote_log_segment_metadata_update_record", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K10);
             j.num(v_broker_id);
         long v_event_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EventTimestampMs\"");
+        j.key(K12);
             j.num(v_event_timestamp_ms);
         int custom_metadata_p = pos, custom_metadata_n;
         if (pos >= end) throw cx.bad("remote_log_segment_metadata_update_record.custom_metadata", pos, "input ends before a varint");
@@ -254,12 +274,12 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("remote_log_segment_metadata_update_record.custom_metadata", pos, n_2, end);
             custom_metadata_n = (int) n_2; pos += custom_metadata_n;
         }
-        j.key("\"CustomMetadata\"");
+        j.key(K15);
             if (custom_metadata_n < 0) j.nul(); else j.hex(b, custom_metadata_p, custom_metadata_n);
         if (end - pos < 1) throw cx.bad("remote_log_segment_metadata_update_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_remote_log_segment_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"RemoteLogSegmentState\"");
+        j.key(K16);
             j.num(v_remote_log_segment_state);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remote_log_segment_metadata_update_record.tagged_fields"); pos = cx.p;
@@ -273,10 +293,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -288,21 +308,21 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (!(a_version <= 0L)) throw cx.bad("remote_partition_delete_metadata_record", pos, "RemotePartitionDeleteMetadataRecord is not defined for version " + a_version + " (this schema has it for (remote_log_metadata_record.version <= 0))");
         if (j.depth == 0 && j.type == null) j.type = "RemotePartitionDeleteMetadataRecord";
         j.open();
-        j.key("\"TopicIdPartition\"");
+        j.key(K4);
         int m_1 = j.mark();
             pos = d_topic_id_partition_entry(cx, j, b, pos, end, jv);
         if (end - pos < 13) throw cx.bad("remote_partition_delete_metadata_record", pos, "needs 13 bytes, " + (end - pos) + " left");
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K10);
             j.num(v_broker_id);
         long v_event_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EventTimestampMs\"");
+        j.key(K12);
             j.num(v_event_timestamp_ms);
         long v_remote_partition_delete_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"RemotePartitionDeleteState\"");
+        j.key(K17);
             j.num(v_remote_partition_delete_state);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remote_partition_delete_metadata_record.tagged_fields"); pos = cx.p;
@@ -316,10 +336,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -334,27 +354,27 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (end - pos < 52) throw cx.bad("remote_log_segment_metadata_snapshot_record", pos, "needs 52 bytes, " + (end - pos) + " left");
         long v_segment_id = pos;
         pos += 16;
-        j.key("\"SegmentId\"");
+        j.key(K18);
             j.uuid(b, (int) v_segment_id);
         long v_start_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"StartOffset\"");
+        j.key(K8);
             j.num(v_start_offset);
         long v_end_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EndOffset\"");
+        j.key(K9);
             j.num(v_end_offset);
         long v_broker_id = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"BrokerId\"");
+        j.key(K10);
             j.num(v_broker_id);
         long v_max_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"MaxTimestampMs\"");
+        j.key(K11);
             j.num(v_max_timestamp_ms);
         long v_event_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"EventTimestampMs\"");
+        j.key(K12);
             j.num(v_event_timestamp_ms);
         if (pos >= end) throw cx.bad("remote_log_segment_metadata_snapshot_record.segment_leader_epochs", pos, "input ends before a varint");
         long c_segment_leader_epochs = (cx.uvarint(b, pos, end, 5, "remote_log_segment_metadata_snapshot_record.segment_leader_epochs"));
@@ -366,7 +386,7 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (c_segment_leader_epochs > cx.maxHeaders) throw cx.bad("remote_log_segment_metadata_snapshot_record.segment_leader_epochs", pos, "count " + c_segment_leader_epochs + " exceeds the limit of " + cx.maxHeaders);
         if (c_segment_leader_epochs * 13 > end - pos) throw cx.bad("remote_log_segment_metadata_snapshot_record.segment_leader_epochs", pos, "count " + c_segment_leader_epochs + " needs at least " + c_segment_leader_epochs * 13 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"SegmentLeaderEpochs\"");
+        j.key(K13);
             if (null_segment_leader_epochs) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_segment_leader_epochs; i_++) {
@@ -379,7 +399,7 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
         if (end - pos < 4) throw cx.bad("remote_log_segment_metadata_snapshot_record", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_segment_size_in_bytes = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"SegmentSizeInBytes\"");
+        j.key(K14);
             j.num(v_segment_size_in_bytes);
         int custom_metadata_p = pos, custom_metadata_n;
         if (pos >= end) throw cx.bad("remote_log_segment_metadata_snapshot_record.custom_metadata", pos, "input ends before a varint");
@@ -392,12 +412,12 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             if (n_2 > end - pos) throw cx.past("remote_log_segment_metadata_snapshot_record.custom_metadata", pos, n_2, end);
             custom_metadata_n = (int) n_2; pos += custom_metadata_n;
         }
-        j.key("\"CustomMetadata\"");
+        j.key(K15);
             if (custom_metadata_n < 0) j.nul(); else j.hex(b, custom_metadata_p, custom_metadata_n);
         if (end - pos < 1) throw cx.bad("remote_log_segment_metadata_snapshot_record", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_remote_log_segment_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"RemoteLogSegmentState\"");
+        j.key(K16);
             j.num(v_remote_log_segment_state);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "remote_log_segment_metadata_snapshot_record.tagged_fields"); pos = cx.p;
@@ -411,10 +431,10 @@ public final class RemoteLogMetadata implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K3);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }

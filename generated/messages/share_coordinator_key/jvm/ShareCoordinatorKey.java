@@ -16,6 +16,10 @@ public final class ShareCoordinatorKey implements kfmt.jvm.Payload {
         return d_share_coordinator_key(cx, j, b, pos, end, Long.MIN_VALUE);
     }
 
+    private static final byte[] K0 = Js.name("\"GroupId\"");
+    private static final byte[] K1 = Js.name("\"TopicId\"");
+    private static final byte[] K2 = Js.name("\"Partition\"");
+
     int d_share_snapshot_key(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "ShareSnapshotKey";
         j.open();
@@ -29,16 +33,16 @@ public final class ShareCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_snapshot_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K0);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         if (end - pos < 20) throw cx.bad("share_snapshot_key", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K1);
             j.uuid(b, (int) v_topic_id);
         long v_partition = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Partition\"");
+        j.key(K2);
             j.num(v_partition);
         j.close();
         return pos;
@@ -57,16 +61,16 @@ public final class ShareCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("share_update_key.group_id", pos, n_1, end);
             group_id_n = (int) n_1; pos += group_id_n;
         }
-        j.key("\"GroupId\"");
+        j.key(K0);
             if (group_id_n < 0) j.nul(); else j.text(b, group_id_p, group_id_n);
         if (end - pos < 20) throw cx.bad("share_update_key", pos, "needs 20 bytes, " + (end - pos) + " left");
         long v_topic_id = pos;
         pos += 16;
-        j.key("\"TopicId\"");
+        j.key(K1);
             j.uuid(b, (int) v_topic_id);
         long v_partition = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"Partition\"");
+        j.key(K2);
             j.num(v_partition);
         j.close();
         return pos;

@@ -16,25 +16,36 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
         return d_share_coordinator_value(cx, j, b, pos, end, Long.MIN_VALUE, param);
     }
 
+    private static final byte[] K0 = Js.name("\"FirstOffset\"");
+    private static final byte[] K1 = Js.name("\"LastOffset\"");
+    private static final byte[] K2 = Js.name("\"DeliveryState\"");
+    private static final byte[] K3 = Js.name("\"DeliveryCount\"");
+    private static final byte[] K4 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K5 = Js.name("\"SnapshotEpoch\"");
+    private static final byte[] K6 = Js.name("\"StateEpoch\"");
+    private static final byte[] K7 = Js.name("\"LeaderEpoch\"");
+    private static final byte[] K8 = Js.name("\"StartOffset\"");
+    private static final byte[] K9 = Js.name("\"StateBatches\"");
+
     int d_state_batch(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "StateBatch";
         j.open();
         if (end - pos < 19) throw cx.bad("state_batch", pos, "needs 19 bytes, " + (end - pos) + " left");
         long v_first_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"FirstOffset\"");
+        j.key(K0);
             j.num(v_first_offset);
         long v_last_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"LastOffset\"");
+        j.key(K1);
             j.num(v_last_offset);
         long v_delivery_state = Ctx.i8(b, pos);
         pos += 1;
-        j.key("\"DeliveryState\"");
+        j.key(K2);
             j.num(v_delivery_state);
         long v_delivery_count = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"DeliveryCount\"");
+        j.key(K3);
             j.num(v_delivery_count);
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "state_batch.tagged_fields"); pos = cx.p;
@@ -48,10 +59,10 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -66,19 +77,19 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 18) throw cx.bad("share_snapshot_value", pos, "needs 18 bytes, " + (end - pos) + " left");
         long v_snapshot_epoch = Ctx.u16(b, pos);
         pos += 2;
-        j.key("\"SnapshotEpoch\"");
+        j.key(K5);
             j.num(v_snapshot_epoch);
         long v_state_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"StateEpoch\"");
+        j.key(K6);
             j.num(v_state_epoch);
         long v_leader_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"LeaderEpoch\"");
+        j.key(K7);
             j.num(v_leader_epoch);
         long v_start_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"StartOffset\"");
+        j.key(K8);
             j.num(v_start_offset);
         if (pos >= end) throw cx.bad("share_snapshot_value.state_batches", pos, "input ends before a varint");
         long c_state_batches = (cx.uvarint(b, pos, end, 5, "share_snapshot_value.state_batches"));
@@ -90,7 +101,7 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
         if (c_state_batches > cx.maxHeaders) throw cx.bad("share_snapshot_value.state_batches", pos, "count " + c_state_batches + " exceeds the limit of " + cx.maxHeaders);
         if (c_state_batches * 20 > end - pos) throw cx.bad("share_snapshot_value.state_batches", pos, "count " + c_state_batches + " needs at least " + c_state_batches * 20 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"StateBatches\"");
+        j.key(K9);
             if (null_state_batches) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_state_batches; i_++) {
@@ -112,10 +123,10 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -130,15 +141,15 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 14) throw cx.bad("share_update_value", pos, "needs 14 bytes, " + (end - pos) + " left");
         long v_snapshot_epoch = Ctx.u16(b, pos);
         pos += 2;
-        j.key("\"SnapshotEpoch\"");
+        j.key(K5);
             j.num(v_snapshot_epoch);
         long v_leader_epoch = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"LeaderEpoch\"");
+        j.key(K7);
             j.num(v_leader_epoch);
         long v_start_offset = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"StartOffset\"");
+        j.key(K8);
             j.num(v_start_offset);
         if (pos >= end) throw cx.bad("share_update_value.state_batches", pos, "input ends before a varint");
         long c_state_batches = (cx.uvarint(b, pos, end, 5, "share_update_value.state_batches"));
@@ -150,7 +161,7 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
         if (c_state_batches > cx.maxHeaders) throw cx.bad("share_update_value.state_batches", pos, "count " + c_state_batches + " exceeds the limit of " + cx.maxHeaders);
         if (c_state_batches * 20 > end - pos) throw cx.bad("share_update_value.state_batches", pos, "count " + c_state_batches + " needs at least " + c_state_batches * 20 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"StateBatches\"");
+        j.key(K9);
             if (null_state_batches) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_state_batches; i_++) {
@@ -172,10 +183,10 @@ public final class ShareCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K4);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }

@@ -16,6 +16,8 @@ public final class TransactionCoordinatorKey implements kfmt.jvm.Payload {
         return d_transaction_coordinator_key(cx, j, b, pos, end, Long.MIN_VALUE);
     }
 
+    private static final byte[] K0 = Js.name("\"TransactionalId\"");
+
     int d_transaction_log_key(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (j.depth == 0 && j.type == null) j.type = "TransactionLogKey";
         j.open();
@@ -29,7 +31,7 @@ public final class TransactionCoordinatorKey implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("transaction_log_key.transactional_id", pos, n_1, end);
             transactional_id_n = (int) n_1; pos += transactional_id_n;
         }
-        j.key("\"TransactionalId\"");
+        j.key(K0);
             if (transactional_id_n < 0) j.nul(); else j.text(b, transactional_id_p, transactional_id_n);
         j.close();
         return pos;

@@ -16,6 +16,22 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         return d_transaction_coordinator_value(cx, j, b, pos, end, Long.MIN_VALUE, param);
     }
 
+    private static final byte[] K0 = Js.name("\"Topic\"");
+    private static final byte[] K1 = Js.name("\"PartitionIds\"");
+    private static final byte[] K2 = Js.name("\"ProducerId\"");
+    private static final byte[] K3 = Js.name("\"ProducerEpoch\"");
+    private static final byte[] K4 = Js.name("\"TransactionTimeoutMs\"");
+    private static final byte[] K5 = Js.name("\"TransactionStatus\"");
+    private static final byte[] K6 = Js.name("\"TransactionPartitions\"");
+    private static final byte[] K7 = Js.name("\"TransactionLastUpdateTimestampMs\"");
+    private static final byte[] K8 = Js.name("\"TransactionStartTimestampMs\"");
+    private static final byte[] K9 = Js.name("\"_unknownTaggedFields\"");
+    private static final byte[] K10 = Js.name("\"PreviousProducerId\"");
+    private static final byte[] K11 = Js.name("\"NextProducerId\"");
+    private static final byte[] K12 = Js.name("\"ClientTransactionVersion\"");
+    private static final byte[] V0 = "-1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] V1 = "0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
     int d_partitions_schema_partition_ids_item(Ctx cx, Js j, byte[] b, int pos, int end, long jv) throws Bad {
         if (end - pos < 4) throw cx.bad("partitions_schema_partition_ids_item", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_value = Ctx.i32(b, pos);
@@ -37,7 +53,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("partitions_schema.topic", pos, n_1, end);
             topic_n = (int) n_1; pos += topic_n;
         }
-        j.key("\"Topic\"");
+        j.key(K0);
             if (topic_n < 0) j.nul(); else j.text(b, topic_p, topic_n);
         if (end - pos < 4) throw cx.bad("partitions_schema.partition_ids", pos, "needs 4 bytes, " + (end - pos) + " left");
         long c_partition_ids = Ctx.i32(b, pos);
@@ -48,7 +64,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partition_ids > cx.maxHeaders) throw cx.bad("partitions_schema.partition_ids", pos, "count " + c_partition_ids + " exceeds the limit of " + cx.maxHeaders);
         if (c_partition_ids * 4 > end - pos) throw cx.bad("partitions_schema.partition_ids", pos, "count " + c_partition_ids + " needs at least " + c_partition_ids * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"PartitionIds\"");
+        j.key(K1);
             if (null_partition_ids) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partition_ids; i_++) {
@@ -69,21 +85,21 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 15) throw cx.bad("transaction_log_value", pos, "needs 15 bytes, " + (end - pos) + " left");
         long v_producer_id = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"ProducerId\"");
+        j.key(K2);
             j.num(v_producer_id);
         long v_producer_epoch = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"ProducerEpoch\"");
+        j.key(K3);
             j.num(v_producer_epoch);
         long v_transaction_timeout_ms = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"TransactionTimeoutMs\"");
+        j.key(K4);
             j.num(v_transaction_timeout_ms);
         long v_transaction_status_id = Ctx.i8(b, pos);
         pos += 1;
         long v_transaction_status = (v_transaction_status_id & 255L) >>> 0;
         if (v_transaction_status != 0L && v_transaction_status != 1L && v_transaction_status != 2L && v_transaction_status != 3L && v_transaction_status != 4L && v_transaction_status != 5L && v_transaction_status != 6L && v_transaction_status != 7L) throw cx.bad("transaction_log_value.transaction_status_id", pos, "unknown transaction_status id " + v_transaction_status);
-        j.key("\"TransactionStatus\"");
+        j.key(K5);
             j.num(v_transaction_status);
         if (end - pos < 4) throw cx.bad("transaction_log_value.transaction_partitions", pos, "needs 4 bytes, " + (end - pos) + " left");
         long c_transaction_partitions = Ctx.i32(b, pos);
@@ -93,7 +109,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (c_transaction_partitions > cx.maxHeaders) throw cx.bad("transaction_log_value.transaction_partitions", pos, "count " + c_transaction_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_transaction_partitions * 6 > end - pos) throw cx.bad("transaction_log_value.transaction_partitions", pos, "count " + c_transaction_partitions + " needs at least " + c_transaction_partitions * 6 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"TransactionPartitions\"");
+        j.key(K6);
             if (null_transaction_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_transaction_partitions; i_++) {
@@ -106,11 +122,11 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("transaction_log_value", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_transaction_last_update_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"TransactionLastUpdateTimestampMs\"");
+        j.key(K7);
             j.num(v_transaction_last_update_timestamp_ms);
         long v_transaction_start_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"TransactionStartTimestampMs\"");
+        j.key(K8);
             j.num(v_transaction_start_timestamp_ms);
         j.close();
         return pos;
@@ -138,7 +154,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
             if (n_1 > end - pos) throw cx.past("transaction_log_value_partitions_schema.topic", pos, n_1, end);
             topic_n = (int) n_1; pos += topic_n;
         }
-        j.key("\"Topic\"");
+        j.key(K0);
             if (topic_n < 0) j.nul(); else j.text(b, topic_p, topic_n);
         if (pos >= end) throw cx.bad("transaction_log_value_partitions_schema.partition_ids", pos, "input ends before a varint");
         long c_partition_ids = (cx.uvarint(b, pos, end, 5, "transaction_log_value_partitions_schema.partition_ids"));
@@ -150,7 +166,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (c_partition_ids > cx.maxHeaders) throw cx.bad("transaction_log_value_partitions_schema.partition_ids", pos, "count " + c_partition_ids + " exceeds the limit of " + cx.maxHeaders);
         if (c_partition_ids * 4 > end - pos) throw cx.bad("transaction_log_value_partitions_schema.partition_ids", pos, "count " + c_partition_ids + " needs at least " + c_partition_ids * 4 + " bytes, " + (end - pos) + " left");
         int m_2 = j.mark();
-        j.key("\"PartitionIds\"");
+        j.key(K1);
             if (null_partition_ids) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_partition_ids; i_++) {
@@ -172,10 +188,10 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K9);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
@@ -214,21 +230,21 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 15) throw cx.bad("transaction_log_value_flexible", pos, "needs 15 bytes, " + (end - pos) + " left");
         long v_producer_id = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"ProducerId\"");
+        j.key(K2);
             j.num(v_producer_id);
         long v_producer_epoch = Ctx.i16(b, pos);
         pos += 2;
-        j.key("\"ProducerEpoch\"");
+        j.key(K3);
             j.num(v_producer_epoch);
         long v_transaction_timeout_ms = Ctx.i32(b, pos);
         pos += 4;
-        j.key("\"TransactionTimeoutMs\"");
+        j.key(K4);
             j.num(v_transaction_timeout_ms);
         long v_transaction_status_id = Ctx.i8(b, pos);
         pos += 1;
         long v_transaction_status = (v_transaction_status_id & 255L) >>> 0;
         if (v_transaction_status != 0L && v_transaction_status != 1L && v_transaction_status != 2L && v_transaction_status != 3L && v_transaction_status != 4L && v_transaction_status != 5L && v_transaction_status != 6L && v_transaction_status != 7L) throw cx.bad("transaction_log_value_flexible.transaction_status_id", pos, "unknown transaction_status id " + v_transaction_status);
-        j.key("\"TransactionStatus\"");
+        j.key(K5);
             j.num(v_transaction_status);
         if (pos >= end) throw cx.bad("transaction_log_value_flexible.transaction_partitions", pos, "input ends before a varint");
         long c_transaction_partitions = (cx.uvarint(b, pos, end, 5, "transaction_log_value_flexible.transaction_partitions"));
@@ -239,7 +255,7 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (c_transaction_partitions > cx.maxHeaders) throw cx.bad("transaction_log_value_flexible.transaction_partitions", pos, "count " + c_transaction_partitions + " exceeds the limit of " + cx.maxHeaders);
         if (c_transaction_partitions * 3 > end - pos) throw cx.bad("transaction_log_value_flexible.transaction_partitions", pos, "count " + c_transaction_partitions + " needs at least " + c_transaction_partitions * 3 + " bytes, " + (end - pos) + " left");
         int m_1 = j.mark();
-        j.key("\"TransactionPartitions\"");
+        j.key(K6);
             if (null_transaction_partitions) j.nul(); else {
                 j.openArray();
                 for (long i_ = 0; i_ < c_transaction_partitions; i_++) {
@@ -252,15 +268,15 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
         if (end - pos < 16) throw cx.bad("transaction_log_value_flexible", pos, "needs 16 bytes, " + (end - pos) + " left");
         long v_transaction_last_update_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"TransactionLastUpdateTimestampMs\"");
+        j.key(K7);
             j.num(v_transaction_last_update_timestamp_ms);
         long v_transaction_start_timestamp_ms = Ctx.i64(b, pos);
         pos += 8;
-        j.key("\"TransactionStartTimestampMs\"");
+        j.key(K8);
             j.num(v_transaction_start_timestamp_ms);
-        String t_previous_producer_id = null;
-        String t_next_producer_id = null;
-        String t_client_transaction_version = null;
+        byte[] t_previous_producer_id = null;
+        byte[] t_next_producer_id = null;
+        byte[] t_client_transaction_version = null;
         java.util.ArrayList<int[]> unknown_ = new java.util.ArrayList<>();
         long ntags_ = cx.uvarint(b, pos, end, 5, "transaction_log_value_flexible.tagged_fields"); pos = cx.p;
         if (ntags_ > (end - pos) / 2) throw cx.bad("transaction_log_value_flexible.tagged_fields", pos, ntags_ + " tagged fields cannot fit in " + (end - pos) + " bytes");
@@ -291,23 +307,23 @@ public final class TransactionCoordinatorValue implements kfmt.jvm.Payload {
             pos = stop_;
         }
         if (!unknown_.isEmpty()) {
-            j.key("\"_unknownTaggedFields\"");
+            j.key(K9);
             j.openArray();
             for (int[] u_ : unknown_) {
-                j.item(); j.open(); j.key("\"tag\""); j.unum(u_[0] & 0xFFFFFFFFL); j.key("\"data\""); j.hex(b, u_[1], u_[2]); j.close();
+                j.item(); j.open(); j.key(Js.TAG); j.unum(u_[0] & 0xFFFFFFFFL); j.key(Js.DATA); j.hex(b, u_[1], u_[2]); j.close();
             }
             j.closeArray();
         }
-        if (t_previous_producer_id != null && !t_previous_producer_id.equals("-1")) {
-            j.key("\"PreviousProducerId\"");
+        if (t_previous_producer_id != null && !java.util.Arrays.equals(t_previous_producer_id, V0)) {
+            j.key(K10);
             j.raw(t_previous_producer_id);
         }
-        if (t_next_producer_id != null && !t_next_producer_id.equals("-1")) {
-            j.key("\"NextProducerId\"");
+        if (t_next_producer_id != null && !java.util.Arrays.equals(t_next_producer_id, V0)) {
+            j.key(K11);
             j.raw(t_next_producer_id);
         }
-        if (t_client_transaction_version != null && !t_client_transaction_version.equals("0")) {
-            j.key("\"ClientTransactionVersion\"");
+        if (t_client_transaction_version != null && !java.util.Arrays.equals(t_client_transaction_version, V1)) {
+            j.key(K12);
             j.raw(t_client_transaction_version);
         }
         j.close();

@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.nio.charset.StandardCharsets;
 
 /** Option decode_payloads in the JVM: the keys and values of Kafka's own topics decoded by name into the JSON text
  * kfmt.payloads writes ({@code json.dumps(Decoded.to_json())}), or why one did not decode, as kfmt.log.arrow's
@@ -16,8 +17,15 @@ public final class Internal {
     private final Ctx cx;
     private final Js j = new Js();
     private final Map<String, Payload> decoders = new HashMap<>();
-    /** the last record's columns: JSON text, or null */
-    public String key, value, error;
+    private final Js out = new Js();
+    /** the last record's columns, as JSON text (ASCII) in a buffer (null: NULL), or the error */
+    public byte[] key, value;
+    public int keyLen, valueLen;
+    public String error;
+    private byte[] keyBuf = new byte[256];
+    private final java.util.ArrayList<String> problems = new java.util.ArrayList<>();
+    /** the messages' Kafka names as ASCII, once each */
+    private final Map<String, byte[]> names = new HashMap<>();
 
     public Internal(Limits limits) {
         this.cx = new Ctx(null, limits);
@@ -28,23 +36,31 @@ public final class Internal {
         return topic != null && BINDINGS.containsKey(topic);
     }
 
-    /** Decodes one record of a bound topic (kb/vb null: a null key or value); the columns in key, value, error. */
+    /** Decodes one record of a bound topic (kb/vb null: a null key or value); the columns in key (keyLen bytes),
+     * value (valueLen), error: each null for NULL. */
     public void decode(String topic, byte[] kb, int kp, int kn, byte[] vb, int vp, int vn) {
-        key = value = error = null;
+        key = value = null;
+        error = null;
         String[] b = BINDINGS.get(topic);
-        java.util.ArrayList<String> problems = new java.util.ArrayList<>();
+        problems.clear();
         long param = 0;
         boolean hasKey = kb != null && !b[0].isEmpty();
         try {
             if (hasKey) {
-                key = one(b[0], kb, kp, kn, 0, "key", problems);
+                one(b[0], kb, kp, kn, 0, "key", problems);
                 param = j.version;
+                if (keyBuf.length < out.len) keyBuf = new byte[Math.max(out.len, 2 * keyBuf.length)];
+                System.arraycopy(out.buf, 0, keyBuf, 0, out.len);
+                key = keyBuf;
+                keyLen = out.len;
             }
             if (vb != null) {
                 if (!b[2].isEmpty() && !hasKey) {
                     throw new Bad("value", Bad.NOWHERE, "a " + topic + " value needs its key (the record type chooses its layout)");
                 }
-                value = one(b[1], vb, vp, vn, param, "value", problems);
+                one(b[1], vb, vp, vn, param, "value", problems);
+                value = out.buf;
+                valueLen = out.len;
             }
         } catch (Bad e) {
             key = value = null;
@@ -54,8 +70,9 @@ public final class Internal {
         error = problems.isEmpty() ? null : String.join("; ", problems);
     }
 
-    /** A key's or value's JSON ({"type", "version", "data"[, "trailing"]}); its problems added under {@code what}. */
-    private String one(String schema, byte[] b, int p, int n, long param, String what, java.util.List<String> problems) throws Bad {
+    /** A key's or value's JSON ({"type", "version", "data"[, "trailing"]}) into {@code out}; its problems added
+     * under {@code what}. */
+    private void one(String schema, byte[] b, int p, int n, long param, String what, java.util.List<String> problems) throws Bad {
         Payload d = decoders.computeIfAbsent(schema, kfmt.jvm.gen.Payloads::of);
         if (d == null) throw new Bad(what, Bad.NOWHERE, "no payload decoder for " + schema + " in this jar");
         j.reset();
@@ -71,16 +88,27 @@ public final class Internal {
             throw new Bad(at.path == null ? what : what + "." + at.path, at.at, at.getMessage());
         }
         if (j.frame != 1) throw new Bad(what + "." + what, Bad.NOWHERE, "frame version " + j.frame + " (Kafka reads only frame version 1)");
-        StringBuilder out = new StringBuilder(j.sb.length() + 64);
-        out.append("{\"type\": \"").append(j.type).append("\", \"version\": ").append(j.version).append(", \"data\": ").append(j.sb);
+        out.reset();
+        out.raw(TYPE);
+        out.raw(names.computeIfAbsent(j.type, Internal::ascii));
+        out.raw(VERSION);
+        out.num(j.version);
+        out.raw(DATA);
+        out.raw(j.buf, 0, j.len);
         for (String problem : j.problems) problems.add(what + "." + problem);
         if (end != p + n) {
-            j.sb.setLength(0);
-            j.hex(b, end, p + n - end);
-            out.append(", \"trailing\": ").append(j.sb);
+            out.raw(TRAILING);
+            out.hex(b, end, p + n - end);
             problems.add(what + "." + j.type + ": " + (p + n - end) + " byte(s) follow it (Kafka's reader ignores them; kept)");
         }
-        return out.append('}').toString();
+        out.raw(CLOSE);
+    }
+
+    private static final byte[] TYPE = ascii("{\"type\": \""), VERSION = ascii("\", \"version\": "),
+            DATA = ascii(", \"data\": "), TRAILING = ascii(", \"trailing\": "), CLOSE = ascii("}");
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
     }
 
     private static Map<String, String[]> bindings() {

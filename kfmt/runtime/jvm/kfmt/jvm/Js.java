@@ -17,11 +17,15 @@ import java.util.Base64;
 public final class Js {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
     private static final Base64.Encoder UUID = Base64.getUrlEncoder().withoutPadding();
+    /** the members of an unknown tag's JSON */
+    public static final byte[] TAG = name("\"tag\""), DATA = name("\"data\"");
 
-    public final StringBuilder sb = new StringBuilder(1024);
+    /** the JSON text so far (ASCII: every other character is escaped) */
+    public byte[] buf = new byte[1024];
+    public int len;
     /** whether the object or array open at each depth has no member yet; its member's name or element's index */
     private boolean[] first = new boolean[16];
-    private String[] keys = new String[16];
+    private byte[][] keyOf = new byte[16][];
     private long[] index = new long[16];
     private boolean[] array = new boolean[16];
     public int depth;
@@ -36,8 +40,41 @@ public final class Js {
     private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
             .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
 
+    /** A key's text as the generated decoders keep it: quoted, escaped, with its ": ". */
+    public static byte[] name(String quoted) {
+        return (quoted + ": ").getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private void put(char c) {
+        if (len == buf.length) buf = java.util.Arrays.copyOf(buf, buf.length * 2);
+        buf[len++] = (byte) c;
+    }
+
+    private void put(String ascii) {
+        int n = ascii.length();
+        room(n);
+        ascii.getBytes(0, n, buf, len); // (ASCII: one byte a char)
+        len += n;
+    }
+
+    private void put(byte[] b, int p, int n) {
+        room(n);
+        System.arraycopy(b, p, buf, len, n);
+        len += n;
+    }
+
+    private void room(int n) {
+        if (len + n > buf.length) buf = java.util.Arrays.copyOf(buf, Math.max(len + n, buf.length * 2));
+    }
+
+    /** The text as a String (tests, messages). */
+    @Override
+    public String toString() {
+        return new String(buf, 0, len, StandardCharsets.US_ASCII);
+    }
+
     public void reset() {
-        sb.setLength(0);
+        len = 0;
         depth = 0;
         type = null;
         version = 0;
@@ -45,29 +82,29 @@ public final class Js {
     }
 
     public void open() {
-        sb.append('{');
+        put('{');
         push(false);
     }
 
     public void close() {
-        sb.append('}');
+        put('}');
         depth--;
     }
 
     public void openArray() {
-        sb.append('[');
+        put('[');
         push(true);
     }
 
     public void closeArray() {
-        sb.append(']');
+        put(']');
         depth--;
     }
 
     private void push(boolean isArray) {
         if (++depth >= first.length) {
             first = java.util.Arrays.copyOf(first, first.length * 2);
-            keys = java.util.Arrays.copyOf(keys, first.length);
+            keyOf = java.util.Arrays.copyOf(keyOf, first.length);
             index = java.util.Arrays.copyOf(index, first.length);
             array = java.util.Arrays.copyOf(array, first.length);
         }
@@ -78,16 +115,26 @@ public final class Js {
 
     /** A member's name (given escaped and quoted); its value follows. */
     public void key(String quoted) {
+        key(name(quoted));
+    }
+
+    /** A member's name as {@link #name} made it. */
+    public void key(byte[] named) {
         item();
-        keys[depth] = quoted;
-        sb.append(quoted).append(": ");
+        keyOf[depth] = named;
+        put(named, 0, named.length);
     }
 
     /** Before an array's element (or an object's member). */
     public void item() {
         index[depth]++;
-        if (first[depth]) first[depth] = false;
-        else sb.append(", ");
+        if (first[depth]) {
+            first[depth] = false;
+        } else {
+            room(2);
+            buf[len++] = ',';
+            buf[len++] = ' ';
+        }
     }
 
     /** A message in bytes that did not parse (kept as bytes): said with where it is, as kfmt.payloads says it
@@ -96,7 +143,7 @@ public final class Js {
         StringBuilder at = new StringBuilder(type == null ? "" : type);
         for (int d = 1; d <= depth; d++) {
             if (array[d]) at.append('[').append(index[d]).append(']');
-            else at.append('.').append(keys[d], 1, keys[d].length() - 1);
+            else at.append('.').append(new String(keyOf[d], 1, keyOf[d].length - 4, StandardCharsets.US_ASCII));
         }
         problems.add(at + ": " + e.from(base).text(null) + " (kept as bytes)");
     }
@@ -109,103 +156,158 @@ public final class Js {
     }
 
     public void num(long v) {
-        sb.append(v);
+        if (v >= 0 && v < 10) {
+            put((char) ('0' + v));
+            return;
+        }
+        if (v == Long.MIN_VALUE) {
+            put("-9223372036854775808");
+            return;
+        }
+        room(20);
+        if (v < 0) {
+            buf[len++] = '-';
+            v = -v;
+        }
+        int end = len + digits(v);
+        for (int i = end - 1; i >= len; i--, v /= 10) buf[i] = (byte) ('0' + v % 10);
+        len = end;
+    }
+
+    private static int digits(long v) {
+        int n = 1;
+        while (v >= 10) {
+            v /= 10;
+            n++;
+        }
+        return n;
     }
 
     /** An unsigned 64-bit value. */
     public void unum(long v) {
-        sb.append(Long.toUnsignedString(v));
+        if (v >= 0) num(v);
+        else put(Long.toUnsignedString(v));
     }
 
     public void bool(boolean v) {
-        sb.append(v ? "true" : "false");
+        put(v ? "true" : "false");
     }
 
     public void nul() {
-        sb.append("null");
+        put("null");
     }
 
     /** Precomputed JSON text. */
-    public void raw(String json) {
-        sb.append(json);
+    public void raw(byte[] json) {
+        put(json, 0, json.length);
+    }
+
+    public void raw(byte[] json, int p, int n) {
+        put(json, p, n);
     }
 
     /** Where the text is now; {@link #cut} takes what was written since. */
     public int mark() {
-        return sb.length();
+        return len;
     }
 
-    public String cut(int mark) {
-        String s = sb.substring(mark);
-        sb.setLength(mark);
-        return s;
+    public byte[] cut(int mark) {
+        byte[] out = java.util.Arrays.copyOfRange(buf, mark, len);
+        len = mark;
+        return out;
     }
 
     public void hex(byte[] b, int p, int n) {
-        sb.append('"');
+        room(2 * n + 2);
+        buf[len++] = '"';
         for (int i = 0; i < n; i++) {
             int x = b[p + i] & 0xFF;
-            sb.append(HEX[x >>> 4]).append(HEX[x & 15]);
+            buf[len++] = (byte) HEX[x >>> 4];
+            buf[len++] = (byte) HEX[x & 15];
         }
-        sb.append('"');
+        buf[len++] = '"';
     }
 
     public void uuid(byte[] b, int p) {
-        sb.append('"').append(UUID.encodeToString(java.util.Arrays.copyOfRange(b, p, p + 16))).append('"');
+        put('"');
+        put(UUID.encodeToString(java.util.Arrays.copyOfRange(b, p, p + 16)));
+        put('"');
     }
 
     /** Text: its characters when it is UTF-8 (as Python's strict decoder takes it), else its bytes and Kafka's. */
     public void text(byte[] b, int p, int n) {
+        int i = 0;
+        while (i < n) { // printable ASCII without a quote or a backslash is copied as it is
+            byte c = b[p + i];
+            if (c < ' ' || c == '"' || c == '\\' || c == 127) break; // (a byte past 127 is negative)
+            i++;
+        }
+        if (i == n) {
+            room(n + 2);
+            buf[len++] = '"';
+            System.arraycopy(b, p, buf, len, n);
+            len += n;
+            buf[len++] = '"';
+            return;
+        }
         boolean ascii = true;
-        for (int i = 0; i < n && ascii; i++) ascii = b[p + i] >= 0;
+        for (int k = i; k < n && ascii; k++) ascii = b[p + k] >= 0;
         if (ascii) {
-            sb.append('"');
-            for (int i = 0; i < n; i++) escape((char) b[p + i]);
-            sb.append('"');
+            put('"');
+            put(b, p, i);
+            for (int k = i; k < n; k++) escape((char) b[p + k]);
+            put('"');
             return;
         }
         CharBuffer chars;
         try {
             chars = utf8.reset().decode(ByteBuffer.wrap(b, p, n));
         } catch (CharacterCodingException e) {
-            sb.append("{\"hex\": ");
+            put("{\"hex\": ");
             hex(b, p, n);
-            sb.append(", \"kafka\": ");
+            put(", \"kafka\": ");
             quoted(new String(b, p, n, StandardCharsets.UTF_8));
-            sb.append('}');
+            put('}');
             return;
         }
         quoted(chars);
     }
 
     private void quoted(CharSequence s) {
-        sb.append('"');
+        put('"');
         for (int i = 0; i < s.length(); i++) escape(s.charAt(i));
-        sb.append('"');
+        put('"');
     }
 
     /** One UTF-16 unit as Python's json.dumps (ensure_ascii) writes it. */
     private void escape(char c) {
         switch (c) {
-            case '"' -> sb.append("\\\"");
-            case '\\' -> sb.append("\\\\");
-            case '\n' -> sb.append("\\n");
-            case '\r' -> sb.append("\\r");
-            case '\t' -> sb.append("\\t");
-            case '\b' -> sb.append("\\b");
-            case '\f' -> sb.append("\\f");
+            case '"' -> put("\\\"");
+            case '\\' -> put("\\\\");
+            case '\n' -> put("\\n");
+            case '\r' -> put("\\r");
+            case '\t' -> put("\\t");
+            case '\b' -> put("\\b");
+            case '\f' -> put("\\f");
             default -> {
-                if (c >= ' ' && c <= '~') sb.append(c);
-                else sb.append("\\u").append(HEX[c >>> 12]).append(HEX[(c >>> 8) & 15]).append(HEX[(c >>> 4) & 15]).append(HEX[c & 15]);
+                if (c >= ' ' && c <= '~') {
+                    put(c);
+                } else {
+                    put("\\u");
+                    put(HEX[c >>> 12]);
+                    put(HEX[(c >>> 8) & 15]);
+                    put(HEX[(c >>> 4) & 15]);
+                    put(HEX[c & 15]);
+                }
             }
         }
     }
 
     /** A float64 as kfmt.payloads writes it: Python's repr, or Jackson's "NaN", "Infinity", "-Infinity". */
     public void f64(double d) {
-        if (Double.isNaN(d)) sb.append("\"NaN\"");
-        else if (Double.isInfinite(d)) sb.append(d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-        else sb.append(pyRepr(d));
+        if (Double.isNaN(d)) put("\"NaN\"");
+        else if (Double.isInfinite(d)) put(d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        else put(pyRepr(d));
     }
 
     /** Python's repr of a finite float: the shortest digits that read back as it, fixed notation for decimal

@@ -23,7 +23,9 @@ public final class PayloadCheck {
             byte[] k = f[1].equals("-") ? null : hex.parseHex(f[1]);
             byte[] v = f[2].equals("-") ? null : hex.parseHex(f[2]);
             in.decode(f[0], k, 0, k == null ? -1 : k.length, v, 0, v == null ? -1 : v.length);
-            out.append(cell(in.key)).append('\t').append(cell(in.value)).append('\t').append(cell(in.error)).append('\n');
+            String key = in.key == null ? null : new String(in.key, 0, in.keyLen, StandardCharsets.US_ASCII);
+            String value = in.value == null ? null : new String(in.value, 0, in.valueLen, StandardCharsets.US_ASCII);
+            out.append(cell(key)).append('\t').append(cell(value)).append('\t').append(cell(in.error)).append('\n');
         }
         out.flush();
     }

@@ -60,9 +60,34 @@ final class Sink implements Rows {
         want_offset = true; // the offset bounds read it
     }
 
+    /** The arrays of a task's sink, kept for the next task on the same executor thread (its sink grows them no
+     * more: a task's values and decoded payloads can be tens of megabytes a batch). */
+    private static final ThreadLocal<java.util.ArrayDeque<byte[]>> SPARE = ThreadLocal.withInitial(java.util.ArrayDeque::new);
+    private static final long SPARE_BYTES = 96L << 20;
+
+    /** The sink's arrays handed back for the next task of this thread (the batches taken are no longer read). */
+    void release() {
+        java.util.ArrayDeque<byte[]> spare = SPARE.get();
+        long kept = 0;
+        for (byte[] x : spare) kept += x.length;
+        for (Blobs b : new Blobs[] {key, value, hkey, hvalue, keyDecoded, valueDecoded, payloadError}) {
+            if (b.data.length > (1 << 16) && kept + b.data.length <= SPARE_BYTES) { // (bounded: memory stays flat)
+                spare.push(b.data);
+                kept += b.data.length;
+            }
+            b.data = new byte[0];
+        }
+    }
+
     /** Variable-length values in one array, with offsets and null marks. */
     static final class Blobs {
-        byte[] data = new byte[1 << 16];
+        byte[] data = spare();
+
+        private static byte[] spare() {
+            byte[] b = SPARE.get().poll();
+            return b != null ? b : new byte[1 << 16];
+        }
+
         int size;
         int[] off;
         byte[] nulls;
@@ -199,8 +224,8 @@ final class Sink implements Rows {
                 continue;
             }
             internal.decode(topic, kn < 0 ? null : key.data, key.off[r], kn, vn < 0 ? null : value.data, value.off[r], vn);
-            text(keyDecoded, internal.key);
-            text(valueDecoded, internal.value);
+            keyDecoded.add(internal.key, 0, internal.key == null ? -1 : internal.keyLen);
+            valueDecoded.add(internal.value, 0, internal.value == null ? -1 : internal.valueLen);
             text(payloadError, internal.error);
         }
     }

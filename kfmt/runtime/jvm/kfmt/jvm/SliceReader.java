@@ -94,6 +94,7 @@ public final class SliceReader {
             close();
         } finally {
             cx.codecs.close();
+            sink.release();
         }
     }
 
