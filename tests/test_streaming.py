@@ -386,21 +386,18 @@ def test_a_stream_killed_and_restarted_reads_every_record_once(spark, tmp_path):
               f"{res['records']} records appended meanwhile, each in the output exactly once")  # fmt: skip
 
 
-def test_available_now_after_a_crash_reads_what_is_there(spark, tmp_path):
-    """Trigger.AvailableNow restarted after a crash that left a micro-batch planned but not committed: the JVM
-    source re-runs that batch and then reads on to what was there at the start (in maxOffsetsPerTrigger steps),
-    instead of stopping after the re-run batch."""
-    from kfmt.spark.jvm import jar
-
-    if not jar():
-        pytest.skip("the JVM engine is not built here")
+@pytest.mark.parametrize("engine", _engines())
+def test_available_now_after_a_crash_reads_what_is_there(spark, tmp_path, engine):
+    """Trigger.AvailableNow restarted after a crash that left a micro-batch planned but not committed: the source
+    (either engine) re-runs that batch and then reads on to what was there at the start (in maxOffsetsPerTrigger
+    steps), instead of stopping after the re-run batch."""
     logs = tmp_path / "logs" / "t-0"
     logs.mkdir(parents=True)
     seg = logs / f"{0:020d}.log"
     seg.write_bytes(b"".join(_batch(b, 10) for b in range(0, 50, 10)))
     out, ck = str(tmp_path / "out"), tmp_path / "ck"
-    df = (spark.readStream.format("kafka-log").option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 20)
-          .load(str(tmp_path / "logs")).select("partition", "offset"))  # fmt: skip
+    df = (spark.readStream.format("kafka-log").option("engine", engine).option("startingOffsets", "earliest")
+          .option("maxOffsetsPerTrigger", 20).load(str(tmp_path / "logs")).select("partition", "offset"))  # fmt: skip
 
     def run(**trigger):
         q = df.writeStream.format("parquet").option("checkpointLocation", str(ck)).trigger(**trigger).start(out)

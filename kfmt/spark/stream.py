@@ -29,6 +29,14 @@ try:  # PySpark 4.1+: Arrow batches in; older: the row interface is all there is
 except ImportError:  # pragma: no cover - depends on the PySpark installed
     from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase  # type: ignore[assignment]
 
+try:  # PySpark 4.1+: Trigger.AvailableNow told to the source (older: Spark's wrapper caps the offsets itself)
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow as _AvailableNow
+except ImportError:  # pragma: no cover - depends on the PySpark installed
+
+    class _AvailableNow:  # type: ignore[no-redef]
+        pass
+
+
 from kfmt.spark.source import KafkaLogReader, KafkaLogWriter, SegmentGroup, SegmentSlice, _int_opt, _opt, log
 from kfmt.spark.writer import OffsetsTaken
 
@@ -96,10 +104,17 @@ class _Txns:
     walked: dict = field(default_factory=dict)
 
 
-class KafkaLogStreamReader(DataSourceStreamReader):
+class KafkaLogStreamReader(DataSourceStreamReader, _AvailableNow):
     """``spark.readStream.format("kafka-log")``: the batch reader's options (paths and stores, topics, CRCs,
     damage handling, isolation, projections), ``startingOffsets`` (default ``latest``, as Spark's Kafka
-    source; ``earliest``, JSON or the timestamp forms) and ``maxOffsetsPerTrigger``."""
+    source; ``earliest``, JSON or the timestamp forms) and ``maxOffsetsPerTrigger``; with Trigger.AvailableNow,
+    what is there when the query starts (also after a restart that re-runs a pending micro-batch first)."""
+
+    #: Trigger.AvailableNow: the offsets there when the query started (latestOffset goes no further)
+    until: dict | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.until = self._latest()
 
     def __init__(self, options: dict, columns: tuple[str, ...] | None = None, defaults: dict | None = None):
         why = {k.lower(): v for k, v in NOT_FOR_STREAMS.items()}
@@ -216,6 +231,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
         """The next micro-batch's end: what is there, shared out by each partition's backlog under a row limit,
         and no further than ``until`` (Trigger.AvailableNow: what was there when the query started)."""
         latest = self._latest()
+        until = until if until is not None else self.until
         if until is not None:
             latest = {t: {p: min(n, until[t][p]) for p, n in parts.items() if p in until.get(t, {})}
                       for t, parts in latest.items() if t in until}  # fmt: skip
