@@ -479,6 +479,13 @@ for fault, uri, options in (("none", "s3://logs/kafka", s3), ("ioerror", "s3://l
     except Exception as e:
         out = {"error": str(e)}
     print(json.dumps(dict(out, fault=fault, uri=uri)), flush=True)
+spark.sparkContext._jvm.kfmt.jvm.Planner.use(None)  # as from Scala: a planner process, the stores through Py4J
+spark.sparkContext._jsc.hadoopConfiguration().set("kfmt.test.fault", "none")
+df = spark.read.format("kafka-log").load("kfmtstore://logs/kafka")
+rows = sorted((r[0], r[1], r[2], bytes(r[3] or b"").hex(), bytes(r[4] or b"").hex())
+              for r in df.select("topic", "partition", "offset", "key", "value").collect())
+print(json.dumps({"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest(), "engine": "jvm",
+                  "fault": "process", "uri": "kfmtstore://logs/kafka"}), flush=True)
 spark.stop()
 """
 
@@ -543,7 +550,7 @@ def test_a_store_read_through_hadoops_filesystem(test_store):
     def digest(rows):
         return {"rows": len(rows), "digest": hashlib.sha256(repr(rows).encode()).hexdigest(), "engine": "jvm"}
 
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, KFMT_PYTHON=sys.executable)
     out = subprocess.run([sys.executable, "-c", STORE_READS, str(test_store.jar), str(test_store.mirror),
                           test_store.endpoint], capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
@@ -553,6 +560,7 @@ def test_a_store_read_through_hadoops_filesystem(test_store):
         if uri != "hdfs://logs/kafka":
             _one_line_naming_the_object(got["ioerror", uri].get("error"), "injected: connection reset", uri)
     assert got["committed", "kfmtstore://logs/kafka"] == digest(test_store.committed)  # transactions read by Hadoop
+    assert got["process", "kfmtstore://logs/kafka"] == digest(test_store.local)  # planned by a planner process
     s3a = answer({"options": dict(test_store.options, path="s3a://logs/kafka"), "jvm_schemes": ["s3"]})
     assert s3a == {
         "python": "no Hadoop FileSystem for s3a:// in this JVM (the store's connector is not on its classpath)"

@@ -170,14 +170,29 @@ def install(spark) -> bool:
 
 
 def main(argv=None) -> int:
-    """``python -m kfmt.spark.planner``: one request on stdin, its answer on stdout."""
+    """``python -m kfmt.spark.planner``: one request on stdin, its answer on stdout. With ``KFMT_STORES_PORT`` and
+    ``KFMT_STORES_TOKEN`` (set by the JVM asking, for a read naming stores by URI), that JVM's Hadoop FileSystems
+    are reached through its Py4J gateway (kfmt.jvm.Stores), as from the driver's own interpreter."""
+    import os
+
     del argv
     try:
         request = json.loads(sys.stdin.read())
     except ValueError as e:
         print(json.dumps({"error": f"kafka-log: the planner's request is not JSON: {e}"}))
         return 0
-    print(json.dumps(answer(request)))
+    port = os.environ.get("KFMT_STORES_PORT")
+    if not port:
+        print(json.dumps(answer(request)))
+        return 0
+    from py4j.java_gateway import GatewayParameters, JavaGateway
+
+    gateway = JavaGateway(gateway_parameters=GatewayParameters(
+        port=int(port), auth_token=os.environ.get("KFMT_STORES_TOKEN"), auto_convert=True))  # fmt: skip
+    try:
+        print(json.dumps(answer(request, lambda: gateway.entry_point)))
+    finally:
+        gateway.close()
     return 0
 
 

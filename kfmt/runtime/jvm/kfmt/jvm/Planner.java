@@ -39,7 +39,7 @@ public final class Planner {
         try {
             String request = request(options, userSchema, stream);
             PlanCallback c = callback;
-            answer = c != null ? c.plan(request) : subprocess(request);
+            answer = c != null ? c.plan(request) : subprocess(request, JSON.readTree(request).path("jvm_schemes").size() > 0);
         } catch (IOException e) {
             throw new IllegalStateException("kafka-log: kfmt's planner did not answer: " + e.getMessage(), e);
         }
@@ -98,11 +98,24 @@ public final class Planner {
         return env != null && !env.isEmpty() ? env : "python3";
     }
 
-    private static String subprocess(String request) throws IOException {
+    /** Runs the planner as a process. {@code stores}: the read names stores by URI, which the process may need to
+     * list and read through this JVM's Hadoop FileSystems (a store only a Hadoop connector reaches): it gets a Py4J
+     * gateway on 127.0.0.1 to a {@link Stores} of the session, with a token of its own, for that one request. */
+    private static String subprocess(String request, boolean stores) throws IOException {
         String python = python();
         java.io.File errors = java.io.File.createTempFile("kfmt-planner", ".err");
+        py4j.GatewayServer gateway = null;
         try {
-            Process p = new ProcessBuilder(python, "-m", "kfmt.spark.planner").redirectError(errors).start();
+            ProcessBuilder pb = new ProcessBuilder(python, "-m", "kfmt.spark.planner").redirectError(errors);
+            if (stores) {
+                String token = java.util.UUID.randomUUID().toString();
+                gateway = new py4j.GatewayServer.GatewayServerBuilder().entryPoint(Stores.session()).javaPort(0)
+                        .javaAddress(java.net.InetAddress.getLoopbackAddress()).authToken(token).build();
+                gateway.start(true);
+                pb.environment().put("KFMT_STORES_PORT", String.valueOf(gateway.getListeningPort()));
+                pb.environment().put("KFMT_STORES_TOKEN", token);
+            }
+            Process p = pb.start();
             try (OutputStream in = p.getOutputStream()) {
                 in.write(request.getBytes(StandardCharsets.UTF_8));
             }
@@ -120,6 +133,7 @@ public final class Planner {
             throw new IOException("interrupted", e);
         } finally {
             errors.delete();
+            if (gateway != null) gateway.shutdown();
         }
     }
 }
