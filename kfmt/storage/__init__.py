@@ -13,6 +13,7 @@ May import: kfmt.runtime only (the library's other rooms read and write through 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from contextlib import contextmanager
@@ -103,7 +104,7 @@ def filesystem(uri: str, options: dict | None = None):
         if "endpoint" in kw:
             e = urlparse(kw.pop("endpoint"))
             kw.update(endpoint_override=e.netloc, scheme=e.scheme)
-        return pafs.S3FileSystem(**kw), f"{u.netloc}{u.path}".rstrip("/")
+        return _s3(tuple(sorted(kw.items()))), f"{u.netloc}{u.path}".rstrip("/")
     if scheme == "file":
         return pafs.LocalFileSystem(), u.path
     given = (_PROVIDED.get() or {}).get(scheme)
@@ -116,6 +117,15 @@ def filesystem(uri: str, options: dict | None = None):
             raise
         return given(uri)  # pyarrow cannot open it here (hdfs:// without libhdfs): the filesystem given for it
     return fs, path
+
+
+@functools.lru_cache(maxsize=16)
+def _s3(settings: tuple):
+    """One S3 filesystem per set of settings, made once (a stream plans each micro-batch, a table re-check each
+    read: each would set up a client of its own)."""
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(**dict(settings))
 
 
 def list_logs(uri: str, options: dict | None = None) -> list[tuple[str, int]]:
