@@ -57,3 +57,47 @@ class Lowering(Protocol):
     def long_expr(self, e: n.Expr, here: str) -> str: ...
 
     def bool_expr(self, e: n.Expr, here: str) -> str: ...
+
+
+class JavaExpr:
+    """The IR's expressions as Java: integers as ``long``, conditions as ``boolean``; a reference is a local of the
+    struct ``here`` (``v_<name>``) or a value it was handed (``a_<name>``); a text compared with a constant is
+    compared where it lies (its ``_p``/``_n`` locals), by ``kfmt.jvm.Js.same``. One lowering for the log formats'
+    decoders and the payload decoders."""
+
+    def long_expr(self, e: n.Expr, here: str) -> str:
+        if isinstance(e, n.Const):
+            if isinstance(e.value, bool):
+                return "1L" if e.value else "0L"
+            if isinstance(e.value, int):
+                return f"{e.value}L"
+            raise Unsupported(f"the constant {e.value!r}")
+        if isinstance(e, n.EnumConst):
+            return f"{e.value}L"
+        if isinstance(e, n.Ref):
+            return f"v_{e.name}" if e.owner == here else f"a_{e.name}"
+        if isinstance(e, n.Arith):
+            op = "+" if e.op == "add" else "-"
+            return f"({self.long_expr(e.left, here)} {op} {self.long_expr(e.right, here)})"  # Java longs wrap
+        if isinstance(e, n.Choose):
+            return (f"({self.bool_expr(e.cond, here)} ? {self.long_expr(e.then, here)} : "
+                    f"{self.long_expr(e.otherwise, here)})")  # fmt: skip
+        if isinstance(e, (n.Compare, n.Truthy, n.All)):
+            return f"({self.bool_expr(e, here)} ? 1L : 0L)"
+        raise Unsupported(f"the expression {type(e).__name__}")
+
+    def bool_expr(self, e: n.Expr, here: str) -> str:
+        if isinstance(e, n.Compare):
+            if isinstance(e.right, n.Const) and isinstance(e.right.value, str) and isinstance(e.left, n.Ref):
+                at = e.left.name if e.left.owner == here else f"a_{e.left.name}"
+                text = f"Js.same(b, {at}_p, {at}_n, {jstr(e.right.value)})"
+                if e.op not in ("eq", "ne"):
+                    raise Unsupported(f"the text comparison {e.op}")
+                return f"({text})" if e.op == "eq" else f"(!{text})"
+            op = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
+            return f"({self.long_expr(e.left, here)} {op} {self.long_expr(e.right, here)})"
+        if isinstance(e, n.Truthy):
+            return f"({self.long_expr(e.operand, here)} != 0)"
+        if isinstance(e, n.All):
+            return "(" + " && ".join(self.bool_expr(x, here) for x in e.operands) + ")"
+        return f"({self.long_expr(e, here)} != 0)"

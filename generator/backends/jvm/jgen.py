@@ -7,13 +7,13 @@ python backend raises a CodecError. Records go to ``cx.rows`` (the sink), batch-
 
 from __future__ import annotations
 
-from generator.backends.jvm.base import Unsupported, class_name, doc, jstr
+from generator.backends.jvm.base import JavaExpr, Unsupported, class_name, doc, jstr
 from generator.backends.jvm.entries import MessageEntry, msg_class
 from generator.backends.jvm.structs import StructGen
 from generator.ir import nodes as n
 
 
-class JavaGen:
+class JavaGen(JavaExpr):
     """The Java source of one format's decoder."""
 
     def __init__(self, f: n.FormatIR, package: str):
@@ -92,34 +92,3 @@ class JavaGen:
             f"        return d_{self.root.name}(cx, b, pos, end);\n"
             "    }\n"
         )
-
-    # ------------------------------------------------------------------ expressions
-    def long_expr(self, e: n.Expr, here: str) -> str:
-        if isinstance(e, n.Const):
-            if isinstance(e.value, bool):
-                return "1L" if e.value else "0L"
-            if isinstance(e.value, int):
-                return f"{e.value}L"
-            raise Unsupported(f"the constant {e.value!r}")
-        if isinstance(e, n.EnumConst):
-            return f"{e.value}L"
-        if isinstance(e, n.Ref):
-            return f"v_{e.name}" if e.owner == here else f"a_{e.name}"
-        if isinstance(e, n.Arith):
-            op = "+" if e.op == "add" else "-"
-            return f"({self.long_expr(e.left, here)} {op} {self.long_expr(e.right, here)})"  # Java longs wrap
-        if isinstance(e, n.Choose):
-            return f"({self.bool_expr(e.cond, here)} ? {self.long_expr(e.then, here)} : {self.long_expr(e.otherwise, here)})"
-        if isinstance(e, (n.Compare, n.Truthy, n.All)):
-            return f"({self.bool_expr(e, here)} ? 1L : 0L)"
-        raise Unsupported(f"the expression {type(e).__name__}")
-
-    def bool_expr(self, e: n.Expr, here: str) -> str:
-        if isinstance(e, n.Compare):
-            op = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
-            return f"({self.long_expr(e.left, here)} {op} {self.long_expr(e.right, here)})"
-        if isinstance(e, n.Truthy):
-            return f"({self.long_expr(e.operand, here)} != 0)"
-        if isinstance(e, n.All):
-            return "(" + " && ".join(self.bool_expr(x, here) for x in e.operands) + ")"
-        return f"({self.long_expr(e, here)} != 0)"

@@ -14,7 +14,7 @@ The JSON a struct's fields make (Kafka's names, kinds, versions, tagged defaults
 
 from __future__ import annotations
 
-from generator.backends.jvm.base import READ, Unsupported, class_name, doc, jstr
+from generator.backends.jvm.base import READ, JavaExpr, Unsupported, class_name, doc, jstr
 from generator.ir import nodes as n
 
 NONE = "Long.MIN_VALUE"  # the JSON's version when it has none (a message read from bytes, without a version)
@@ -587,41 +587,13 @@ class StructJson:
 
     # ------------------------------------------------------------------ expressions
     def long_expr(self, e: n.Expr) -> str:
-        if isinstance(e, n.Const):
-            if isinstance(e.value, bool):
-                return "1L" if e.value else "0L"
-            if isinstance(e.value, int):
-                return f"{e.value}L"
-            raise Unsupported(f"the constant {e.value!r}")
-        if isinstance(e, n.EnumConst):
-            return f"{e.value}L"
-        if isinstance(e, n.Ref):
-            return f"v_{e.name}" if e.owner == self.st.name else f"a_{e.name}"
-        if isinstance(e, n.Arith):
-            op = "+" if e.op == "add" else "-"
-            return f"({self.long_expr(e.left)} {op} {self.long_expr(e.right)})"
-        if isinstance(e, (n.Compare, n.Truthy, n.All)):
-            return f"({self.bool_expr(e)} ? 1L : 0L)"
-        raise Unsupported(f"the expression {type(e).__name__}")
+        return _EXPR.long_expr(e, self.st.name)
 
     def bool_expr(self, e: n.Expr) -> str:
-        if isinstance(e, n.Compare):
-            if isinstance(e.right, n.Const) and isinstance(e.right.value, str) and isinstance(e.left, n.Ref):
-                r = e.left
-                at = r.name if r.owner == self.st.name else f"a_{r.name}"
-                text = f"Js.same(b, {at}_p, {at}_n, {jstr(e.right.value)})"
-                if e.op == "eq":
-                    return f"({text})"
-                if e.op == "ne":
-                    return f"(!{text})"
-                raise Unsupported(f"the text comparison {e.op}")
-            op = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
-            return f"({self.long_expr(e.left)} {op} {self.long_expr(e.right)})"
-        if isinstance(e, n.Truthy):
-            return f"({self.long_expr(e.operand)} != 0)"
-        if isinstance(e, n.All):
-            return "(" + " && ".join(self.bool_expr(x) for x in e.operands) + ")"
-        return f"({self.long_expr(e)} != 0)"
+        return _EXPR.bool_expr(e, self.st.name)
+
+
+_EXPR = JavaExpr()
 
 
 def _scalar(kind: str, var: str, wire) -> str:
