@@ -147,7 +147,10 @@ def on_classpath(spark) -> bool:
 
 
 def java_formats() -> set[str]:
-    return {p.parent.parent.name for p in GENERATED.glob("*/jvm/*.java")}
+    """The log formats with a Java decoder (a folder of message schemas, generated/messages, is none)."""
+    from kfmt.codec.formats import format_ids
+
+    return {p.parent.parent.name for p in GENERATED.glob("*/jvm/*.java")} & set(format_ids())
 
 
 def limits(verify_crc: bool) -> dict:
