@@ -241,9 +241,10 @@ class StructJson(TaggedJson):
         cond = self.bool_expr(f.condition)
         if isinstance(w, (n.Int, n.Varint)):
             default = f.default.value if isinstance(f.default, (n.Const, n.EnumConst)) else None
-            if isinstance(w, n.Int) and w.kind not in ("int", "bool") or default is None and not f.bits:
-                if isinstance(w, n.Int) and w.kind in ("uuid", "float64") or default is None:
-                    raise Unsupported(f"a conditional {getattr(w, 'kind', 'varint')} field without a default")
+            if isinstance(w, n.Int) and w.kind in ("uuid", "float64"):
+                raise Unsupported(f"a conditional {w.kind} field")
+            if default is None and not f.bits:
+                raise Unsupported("a conditional scalar without a default")
             self.say(f"long v_{f.name} = {int(default or 0)}L;")
             self.say(f"if ({cond}) {{")
             self._read_scalar(f, w, declare=False)
