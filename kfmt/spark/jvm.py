@@ -11,8 +11,9 @@ as kfmt.log.scanner decides it (``on_corrupt=fail|skip|quarantine``, held there 
 does not decode yet the planner says (:func:`refusal`), and the source hands that read to kfmt's Python data
 source (``engine="auto"``) or refuses it with the reason (``engine="jvm"``): stores the asking JVM has no
 Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, ``kfmt.jvm.Source``; objects
-stored compressed whole are decompressed as kfmt.storage.open_segment does), ``decode_payloads`` and a ``backend``
-choice. kfmt tables are read here too, each task re-checking their commits (``kfmt.jvm.TableCheck``). Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
+stored compressed whole are decompressed as kfmt.storage.open_segment does), and a ``backend`` choice.
+``decode_payloads`` is decoded here too, by the jvm backend's payload decoders (``kfmt.jvm.Internal``; their
+differential with kfmt.payloads is :func:`payload_check`). kfmt tables are read here too, each task re-checking their commits (``kfmt.jvm.TableCheck``). Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
 :mod:`kfmt.spark.stream` on the driver; writes are the Python data source's (:mod:`kfmt.spark.writer`), through
 the same name.
 
