@@ -171,7 +171,7 @@ def main(argv=None) -> int:  # noqa: C901 - older than the rule; to be split
     if jvm.jar() is not None:
         queries[JVM] = query_jvm
         queries[PLAIN] = query_plain
-        # (the suite's slice leaves the decode_payloads pair out: tests/test_jvm.py checks those columns)
+        # (the suite's slice leaves the read_committed and decode_payloads pairs out: tests/test_jvm.py checks those)
         pairs = option_queries(spark, corpus, grouped, payloads=not args.smoke)
         for ours_name, theirs_name, ours_q, theirs_q in pairs:
             queries[ours_name], queries[theirs_name] = ours_q, theirs_q
@@ -377,8 +377,9 @@ def option_queries(spark, corpus: str, grouped, payloads: bool = True) -> list:
             f.write(bytes([b[0] ^ 0xFF]))
     cols = ("topic", "partition", "timestamp", "value")
     out = []
-    for label, path, opts in (("read_committed", corpus, {"isolation": "read_committed"}),
-                              ("on_corrupt=skip, damaged corpus", damaged, {"on_corrupt": "skip"})):  # fmt: skip
+    sets = [("read_committed", corpus, {"isolation": "read_committed"}),
+            ("on_corrupt=skip, damaged corpus", damaged, {"on_corrupt": "skip"})]  # fmt: skip
+    for label, path, opts in sets if payloads else sets[1:]:  # (the suite's slice: skip's only)
         pq = _scratch("kfmt-bench-parquet-") + "/t"
         spark.read.format("kafka-log").options(engine="python", **opts).load(path).select(*cols).write.parquet(pq)
 
