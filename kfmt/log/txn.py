@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from kfmt.runtime.errors import CodecError
 
 # v2 batch header positions (DefaultRecordBatch): magic at 16, attributes at 21, producerId at 43
-_V2_HEAD = struct.Struct(">qiibIhiqqqhii")
 _V2_HEAD_SIZE = 61
 ABORT, COMMIT = 0, 1
 _TXN_INDEX_ENTRY = struct.Struct(">hqqqq")

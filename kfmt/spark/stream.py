@@ -270,6 +270,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, _AvailableNow):
                 if hi <= lo or tp not in self.segments:
                     continue
                 segs, tail = self.segments[tp], self.tails[tp]
+                txns = self._resolved(tp)  # (one tuple per partition: the plan carries it once)
                 for i, seg in enumerate(segs):
                     nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
                     if seg.base_offset >= hi or (nxt is not None and nxt <= lo):
@@ -280,7 +281,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, _AvailableNow):
                         first = tail.ends[k - 1] if k > 0 else 0
                         j = bisect.bisect_left(tail.lasts, hi - 1)
                         stop = tail.ends[j] if j < len(tail.lasts) else tail.end
-                    slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi, *self._resolved(tp)))
+                    slices.append(SegmentSlice(seg.path, t, int(p), first, stop, lo, hi, *txns))
         return [SegmentGroup((s,)) for s in self._cut(slices)]
 
     def _resolved(self, tp) -> tuple:

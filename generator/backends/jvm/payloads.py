@@ -255,7 +255,7 @@ class StructJson(TaggedJson):
             nm = f.name
             self.say(f"int {nm}_p = pos, {nm}_n = -1;")
             self.say(f"if ({cond}) {{")
-            self._blob_read(f, w, declare=False)
+            self._blob_read(f, w)
             self.say("}")
             self._blob_json(f, w)
             return
@@ -350,14 +350,14 @@ class StructJson(TaggedJson):
     # ------------------------------------------------------------------ blobs
     def _blob(self, f: n.Field, w: n.Blob) -> None:
         self.say(f"int {f.name}_p = pos, {f.name}_n;")
-        self._blob_read(f, w, declare=False)
+        self._blob_read(f, w)
         view = next((v for v in self.st.views if v.source == f.name), None)
         if view is not None:
             self._view(f, view)
         else:
             self._blob_json(f, w)
 
-    def _blob_read(self, f: n.Field, w: n.Blob, declare: bool) -> None:
+    def _blob_read(self, f: n.Field, w: n.Blob) -> None:
         nm = f.name
         n_ = self.tmp("n_")
         self._prefix(n_, w.length, nm)

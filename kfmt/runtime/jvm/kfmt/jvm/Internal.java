@@ -17,12 +17,12 @@ public final class Internal {
     private final Ctx cx;
     private final Js j = new Js();
     private final Map<String, Payload> decoders = new HashMap<>();
-    private final Js out = new Js();
-    /** the last record's columns, as JSON text (ASCII) in a buffer (null: NULL), or the error */
+    /** the key's and the value's JSON text (ASCII) as the last record decoded */
+    private final Js keyOut = new Js(), valueOut = new Js();
+    /** the last record's columns, as JSON text in a buffer (null: NULL), or the error */
     public byte[] key, value;
     public int keyLen, valueLen;
     public String error;
-    private byte[] keyBuf = new byte[256];
     private final java.util.ArrayList<String> problems = new java.util.ArrayList<>();
     /** the messages' Kafka names as ASCII, once each */
     private final Map<String, byte[]> names = new HashMap<>();
@@ -47,20 +47,18 @@ public final class Internal {
         boolean hasKey = kb != null && !b[0].isEmpty();
         try {
             if (hasKey) {
-                one(b[0], kb, kp, kn, 0, "key", problems);
+                one(b[0], kb, kp, kn, 0, "key", keyOut);
                 param = j.version;
-                if (keyBuf.length < out.len) keyBuf = new byte[Math.max(out.len, 2 * keyBuf.length)];
-                System.arraycopy(out.buf, 0, keyBuf, 0, out.len);
-                key = keyBuf;
-                keyLen = out.len;
+                key = keyOut.buf;
+                keyLen = keyOut.len;
             }
             if (vb != null) {
                 if (!b[2].isEmpty() && !hasKey) {
                     throw new Bad("value", Bad.NOWHERE, "a " + topic + " value needs its key (the record type chooses its layout)");
                 }
-                one(b[1], vb, vp, vn, param, "value", problems);
-                value = out.buf;
-                valueLen = out.len;
+                one(b[1], vb, vp, vn, param, "value", valueOut);
+                value = valueOut.buf;
+                valueLen = valueOut.len;
             }
         } catch (Bad e) {
             key = value = null;
@@ -72,7 +70,7 @@ public final class Internal {
 
     /** A key's or value's JSON ({"type", "version", "data"[, "trailing"]}) into {@code out}; its problems added
      * under {@code what}. */
-    private void one(String schema, byte[] b, int p, int n, long param, String what, java.util.List<String> problems) throws Bad {
+    private void one(String schema, byte[] b, int p, int n, long param, String what, Js out) throws Bad {
         Payload d = decoders.computeIfAbsent(schema, kfmt.jvm.gen.Payloads::of);
         if (d == null) throw new Bad(what, Bad.NOWHERE, "no payload decoder for " + schema + " in this jar");
         j.reset();

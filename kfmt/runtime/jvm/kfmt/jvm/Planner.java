@@ -37,9 +37,10 @@ public final class Planner {
     static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
         String answer;
         try {
-            String request = request(options, userSchema, stream);
+            ObjectNode req = request(options, userSchema, stream);
+            String request = JSON.writeValueAsString(req);
             PlanCallback c = callback;
-            answer = c != null ? c.plan(request) : subprocess(request, JSON.readTree(request).path("jvm_schemes").size() > 0);
+            answer = c != null ? c.plan(request) : subprocess(request, req.path("jvm_schemes").size() > 0);
         } catch (IOException e) {
             throw new IllegalStateException("kafka-log: kfmt's planner did not answer: " + e.getMessage(), e);
         }
@@ -53,7 +54,7 @@ public final class Planner {
         return node;
     }
 
-    static String request(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) throws IOException {
+    static ObjectNode request(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
         ObjectNode req = JSON.createObjectNode();
         if (stream != null) req.set("stream", stream);
         ObjectNode opts = req.putObject("options");
@@ -76,7 +77,7 @@ public final class Planner {
             ArrayNode cols = req.putArray("columns");
             for (StructField f : userSchema.fields()) cols.addArray().add(f.name()).add(f.dataType().simpleString());
         }
-        return JSON.writeValueAsString(req);
+        return req;
     }
 
     /** The URI schemes of the paths an option names (path, paths: one, a list, comma-separated). */

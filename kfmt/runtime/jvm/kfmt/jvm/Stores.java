@@ -25,11 +25,6 @@ public final class Stores {
         return new Stores(SparkSession.active().sessionState().newHadoopConf());
     }
 
-    /** Whether this JVM has a FileSystem for the scheme. */
-    public boolean readable(String scheme) {
-        return Source.readable(scheme, conf);
-    }
-
     /** {@code F<tab>size}, {@code D} or {@code N} (nothing there). */
     public String info(String uri) throws IOException {
         Path p = new Path(uri);
