@@ -418,7 +418,7 @@ def test_edge_offsets_are_read(spark, tmp_path):
 def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
     """The README's Java recipe, run as written: spark-submit --jars with kfmt's jar, no PySpark in the application
     (tests/jvm_app/ReadLogs.java): the source plans through `python -m kfmt.spark.planner` (spark.kfmt.python) and
-    decodes in the JVM; SQL's CREATE TABLE ... USING kafka-log too."""
+    decodes in the JVM; SQL's CREATE TABLE ... USING kafka-log too; and it writes, committed by the planner process."""
     import re
     import subprocess
     import sys
@@ -437,9 +437,8 @@ def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.path.join(home, "bin"), env.get("PATH", "")])
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    command = block.replace("/data/kafka-logs", str(corpus)).replace(
-        "spark-submit", "spark-submit --master local[2]", 1
-    )
+    command = block.replace("/data/kafka-logs", str(corpus)).replace("/data/copy", str(tmp_path / "copy"))
+    command = command.replace("spark-submit", "spark-submit --master local[2]", 1)
     out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert out.returncode == 0, "\n".join(x for x in out.stderr.splitlines() if "Exception" in x or "rror" in x)[:1500]
     lines = [line.split("\t") for line in out.stdout.splitlines()]
@@ -449,6 +448,9 @@ def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
     got = {(t, int(p)): (int(n), int(last)) for t, p, n, last in (x for x in lines if len(x) == 4)}
     assert got == {k: (len(v), max(v)) for k, v in expect.items()} and got
     assert ["sql", str(sum(n for n, _ in got.values()))] in lines and ["plan", "true"] in lines
+    # the write: encoded in the JVM, committed by the planner process; what it wrote is every record again
+    assert ["copy", str(sum(n for n, _ in got.values()))] in lines
+    assert kfmt.read_arrow(str(tmp_path / "copy"), columns=["offset"]).num_rows == sum(n for n, _ in got.values())
 
 
 STORE_READS = r"""
@@ -868,3 +870,132 @@ def test_decode_payloads_on_a_damaged_internal_topic(spark, tmp_path, on_corrupt
     assert got == rows(tuple(r.values()) for r in want.to_pylist())
     records = sum(r[2] for r in got)  # (rows that are not quarantine rows)
     assert sum(r[3] is not None for r in got) > 100 and records < kfmt.read_arrow(str(src), columns=["offset"]).num_rows
+
+
+# ------------------------------------------------------------------ writes: the generated encoders and the writer
+ENCODED = ("kafka_v0", "kafka_v1", "kafka_v2", "v2_no_record_attributes", "v3_no_record_attributes", "kip98_draft")
+#: codecs whose compressed bytes both engines' libraries choose alike (zlib, zstd 1.5.7 streaming); lz4-java and
+#: python-lz4, snappy-java and cramjam's snappy may choose other (equally valid) compressed bytes
+SAME_BYTES = ("none", "gzip", "zstd")
+
+
+def _batches_of(fmt: str, data: bytes) -> list:
+    """Every entry of ``data`` decoded by the python backend, as what a reader gets: batch values and records."""
+    mod = kfmt.get_format(fmt)
+    out, pos = [], 0
+    while pos < len(data):
+        b, pos = mod.decode_from(data, pos)
+        head = tuple(getattr(b, a, None) for a in ("base_offset", "last_offset", "codec", "producer_id", "producer_epoch",
+                                                   "base_sequence", "is_transactional", "timestamp_type", "max_timestamp"))  # fmt: skip
+        out.append((head, [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in b.records]))
+    return out
+
+
+def _random_batches(seed: int, per: int):
+    """(format, codec, python's batch fields, records) drawn for every format with a Java encoder and every codec."""
+    import random
+
+    from kfmt.runtime.compression import CODECS
+
+    rnd = random.Random(seed)
+
+    def blob():
+        return None if rnd.random() < 0.1 else bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 1, 5, 40, 300])))
+
+    for fmt in ENCODED:
+        mod = kfmt.get_format(fmt)
+        for codec in CODECS:
+            for _ in range(per):
+                off = rnd.choice([0, 5, 2**40, 2**63 - 200])
+                recs = []
+                for _ in range(rnd.choice([1, 2, 7, 50])):
+                    off += rnd.choice([1, 1, 1, 3])
+                    ts = rnd.choice([-1, 0, 1_600_000_000_000 + rnd.randrange(10**6)])
+                    hs = [] if "headers" not in mod.CARRIES else [(f"h{j}", blob()) for j in range(rnd.randrange(3))]
+                    recs.append((off, ts, blob(), blob(), hs))
+                fields: dict = {}
+                if mod.ROLE != "message":
+                    fields = {"producer_id": rnd.choice([-1, 77]), "producer_epoch": rnd.choice([-1, 3]),
+                              "base_sequence": rnd.choice([-1, 9]), "is_transactional": rnd.random() < 0.5,
+                              "timestamp_type": rnd.choice([0, 1])}  # fmt: skip
+                    if "partition_leader_epoch" in mod.ROOT._fields:
+                        fields["partition_leader_epoch"] = rnd.choice([-1, 4])
+                elif "timestamp_type" in mod.CARRIES:
+                    fields = {"timestamp_type": rnd.choice([0, 1])}
+                yield fmt, codec, fields, recs
+
+
+def test_generated_encoders_write_what_encode_batch_writes():
+    """The jvm backend's encoders (generated from the IR, run by kfmt.jvm.EncodeCheck) against kfmt.encode_batch on
+    random batches of every format they encode, every codec, edge offsets: the same bytes where both engines'
+    compressors choose the same (none, gzip, zstd), else the same batches read back; the same refusals (zstd below
+    magic 2)."""
+    from kfmt.runtime.compression import CODECS
+
+    drawn = list(_random_batches(1797000000, 20))
+    asks = []
+    for fmt, codec, fields, recs in drawn:
+        jf = {k: int(v) for k, v in fields.items()}
+        jf.update(codec=CODECS.index(codec), base_offset=recs[0][0])
+        asks.append((fmt, jf, [(o, t, k, v, [(a.encode(), b) for a, b in hs]) for o, t, k, v, hs in recs]))
+    got = jvm.encode_check(asks)
+    assert len(got) == len(drawn) == 600
+    compared = 0
+    for (fmt, codec, fields, recs), g in zip(drawn, got):
+        records = [kfmt.Record(key=k, value=v, headers=hs, timestamp=t, offset=o) for o, t, k, v, hs in recs]
+        try:
+            want = kfmt.encode_batch(records, format=fmt, codec=codec, keep_offsets=True, base_offset=recs[0][0],
+                                     **fields)  # fmt: skip
+        except kfmt.CodecError as e:
+            assert isinstance(g, str) and "zstd is not allowed" in g and "zstd is not allowed" in str(e), (fmt, codec)
+            continue
+        assert isinstance(g, bytes), (fmt, codec, g)
+        if codec in SAME_BYTES:
+            assert g == want, (fmt, codec)
+        else:
+            assert _batches_of(fmt, g) == _batches_of(fmt, want), (fmt, codec)
+        compared += 1
+    assert compared > 450  # (600 less the zstd refusals of magic 0 and 1)
+
+
+def _tree_bytes(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("magic,codec,extra", [
+    (2, "none", {}), (2, "zstd", {"keep_batches": "false", "batch_records": "7"}), (2, "lz4", {}),
+    (1, "gzip", {}), (0, "snappy", {"segment_bytes": "4096"}),
+])  # fmt: skip
+def test_the_jvm_writer_writes_what_the_python_writer_writes(spark, corpus, tmp_path, magic, codec, extra):
+    """df.write.format("kafka-log") encoded in the JVM (the default) against kfmt's Python data source
+    (engine=python) on the same rows: every file the same bytes (segments, indexes, broker files; the topic ids
+    given) where both compressors choose alike, else the same rows read back and the same files; magic 0 and 1 are
+    written from the rows they can carry."""
+    df = spark.read.format("kafka-log").load(str(corpus))
+    if magic < 2:
+        df = df.where("NOT is_control AND NOT is_transactional AND producer_id = -1 AND size(headers) = 0 "
+                      "AND partition_leader_epoch = -1 AND delete_horizon IS NULL")  # fmt: skip
+    ids = json.dumps({t: c * 22 for t, c in (("orders", "A"), ("clicks", "B"), ("legacy", "C"))})
+    out = {}
+    for engine in ("jvm", "python"):
+        w = (
+            df.write.format("kafka-log")
+            .mode("overwrite")
+            .options(magic=magic, codec=codec, topic_ids=ids, engine=engine)
+        )
+        w.options(**extra).save(str(tmp_path / engine))
+        out[engine] = _tree_bytes(tmp_path / engine)
+    a, b = out["jvm"], out["python"]
+    assert set(a) == set(b) and any(k.endswith(".log") for k in a)
+    for name in a:
+        if name == "_KFMT_SUCCESS":
+            continue
+        if codec in SAME_BYTES or not name.endswith((".log", ".index", ".timeindex")):
+            assert a[name] == b[name], name
+    cols = ["topic", "partition", "offset", "timestamp_ms", "key", "value", "headers", "magic", "codec", "producer_id",
+            "is_transactional", "is_control", "timestampType", "partition_leader_epoch"]  # fmt: skip
+
+    def rows(p):
+        return sorted(map(repr, kfmt.read_arrow(str(p), columns=cols).to_pylist()))
+
+    assert rows(tmp_path / "jvm") == rows(tmp_path / "python") and rows(tmp_path / "jvm")

@@ -20,8 +20,8 @@ def register(spark) -> None:
 
     ``kafka-log`` is the source in kfmt's jar (:mod:`kfmt.spark.jvm`), put on the session's classpath here if it is
     not already (``ADD JAR``). This makes the driver's interpreter its planner (:mod:`kfmt.spark.planner`) and
-    registers kfmt's Python data source as ``kafka-log-python``, which the JVM source hands streams, writes and
-    what its engine does not decode yet. A failed read is raised as :class:`kfmt.spark.errors.KafkaLogError`, the
+    registers kfmt's Python data source as ``kafka-log-python``, which the JVM source hands what its engine does not
+    read or write yet (stores only pyarrow.fs reaches, a ``backend`` choice). A failed read is raised as :class:`kfmt.spark.errors.KafkaLogError`, the
     line that says what, where and why (:mod:`kfmt.spark.errors`). Without the jar (no JDK when kfmt was set up, or Spark Connect) the
     Python data source is registered as ``kafka-log`` itself, and that is said once, as a warning.
 

@@ -11,7 +11,7 @@ failure is one of kfmt's; any other failure passes through unchanged. Spark's ow
 from __future__ import annotations
 
 MARK = "kafka-log"
-_PREFIXES = ("kafka-log: ", "kafka-log (")
+_PREFIXES = ("kafka-log: ", "kafka-log (", "kafka-log writer: ")
 
 
 class KafkaLogError(ValueError):

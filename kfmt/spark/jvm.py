@@ -14,8 +14,9 @@ Hadoop FileSystem for (stores by URI are read through Hadoop's FileSystem API, `
 stored compressed whole are decompressed as kfmt.storage.open_segment does), and a ``backend`` choice.
 ``decode_payloads`` is decoded here too, by the jvm backend's payload decoders (``kfmt.jvm.Internal``; their
 differential with kfmt.payloads is :func:`payload_check`). kfmt tables are read here too, each task re-checking their commits (``kfmt.jvm.TableCheck``). Streams are decoded here too (``kfmt.jvm.LogStream``), their micro-batches cut by
-:mod:`kfmt.spark.stream` on the driver; writes are the Python data source's (:mod:`kfmt.spark.writer`), through
-the same name.
+:mod:`kfmt.spark.stream` on the driver. Writes are encoded here too (``kfmt.jvm.LogWriter``, with the jvm backend's
+generated encoders; their differential with kfmt.encode_batch is :func:`encode_check`) and committed by
+:mod:`kfmt.spark.writer` on the driver, through the planner; a write to a store by URI is the Python data source's.
 
 The jar is built by ``make setup`` (:func:`build`: javac against the pyspark jars) and put on a session's
 classpath by :func:`kfmt.spark.jobs.session` (``spark.jars``), by :func:`kfmt.spark.register` (``ADD JAR``), or
@@ -250,27 +251,51 @@ def main(argv=None) -> int:
 
 
 # ------------------------------------------------------------------ differential checks (fuzz/jvm_differential.py)
-def payload_check(records: list) -> list[tuple]:
-    """Records of Kafka's own topics (``(topic, key, value)``, bytes or None) decoded as option decode_payloads
-    decodes them in the JVM (``kfmt.jvm.PayloadCheck``, one JVM for all): ``(key_decoded, value_decoded,
-    payload_error)`` each, the columns kfmt.log.arrow.add_decoded makes."""
+def _java_main(main: str, given: str) -> str:
+    """Standard output of ``java kfmt.jvm.<main>`` (the jar's check tools) given ``given`` on standard input."""
     import subprocess
 
     import pyspark
 
     jars = os.pathsep.join([str(JAR), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    r = subprocess.run(["java", "-cp", jars, f"kfmt.jvm.{main}"], input=given, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kfmt.jvm.{main} failed: {r.stderr.strip()[-2000:]}")
+    return r.stdout
+
+
+def payload_check(records: list) -> list[tuple]:
+    """Records of Kafka's own topics (``(topic, key, value)``, bytes or None) decoded as option decode_payloads
+    decodes them in the JVM (``kfmt.jvm.PayloadCheck``, one JVM for all): ``(key_decoded, value_decoded,
+    payload_error)`` each, the columns kfmt.log.arrow.add_decoded makes."""
     given = "".join(f"{t}\t{'-' if k is None else bytes(k).hex()}\t{'-' if v is None else bytes(v).hex()}\n"
                     for t, k, v in records)  # fmt: skip
-    r = subprocess.run(["java", "-cp", jars, "kfmt.jvm.PayloadCheck"], input=given, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"kfmt.jvm.PayloadCheck failed: {r.stderr.strip()[-2000:]}")
 
     def cell(c: str):
         if c == "\\N":
             return None
         return c.replace("\\\\", "\0").replace("\\t", "\t").replace("\\n", "\n").replace("\0", "\\")
 
-    return [tuple(cell(c) for c in line.split("\t")) for line in r.stdout.splitlines()]
+    return [tuple(cell(c) for c in line.split("\t")) for line in _java_main("PayloadCheck", given).splitlines()]
+
+
+def encode_check(batches: list) -> list:
+    """Batches encoded by the jvm backend's generated encoders (``kfmt.jvm.EncodeCheck``, one JVM for all), for the
+    differential with kfmt.encode_batch: each of ``batches`` is ``(format id, {batch field: int}, records)``, a record
+    ``(offset, timestamp, key, value, [(header key bytes, value)])``; each answer the batch's bytes, or the error's
+    text (a str)."""
+
+    def hx(b) -> str:
+        return "-" if b is None else bytes(b).hex()
+
+    lines = []
+    for fmt, fields, records in batches:
+        fs = ",".join(f"{k}={int(v)}" for k, v in fields.items())
+        rs = ";".join(f"{o},{t},{hx(k)},{hx(v)},{'+'.join(f'{hx(a)}.{hx(b)}' for a, b in hs)}"
+                      for o, t, k, v, hs in records)  # fmt: skip
+        lines.append(f"{fmt}\t{fs}\t{rs}\n")
+    out = _java_main("EncodeCheck", "".join(lines)).splitlines()
+    return [line[1:] if line.startswith("!") else bytes.fromhex(line) for line in out]
 
 
 def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tuple]:

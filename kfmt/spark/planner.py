@@ -29,6 +29,7 @@ starts afresh each call, and gets the same answers.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -36,10 +37,12 @@ def answer(request: dict, stores=None) -> dict:
     """The plan for one read (see the module's doc); never raises for a bad request. ``stores``: the driver JVM's
     ``kfmt.jvm.Stores`` maker, when this interpreter is the driver's: a store of a scheme the JVM has a Hadoop
     FileSystem for is then listed and read through it where pyarrow.fs cannot reach it (kfmt.spark.hadoop)."""
+    from kfmt.table.commit import CommitError
+
     try:
         with _hadoop_stores(request, stores):
             return _answer(request)
-    except (ValueError, TypeError, KeyError, OSError) as e:
+    except (ValueError, TypeError, KeyError, OSError, CommitError) as e:
         text = str(e) if str(e).startswith("kafka-log") else f"kafka-log: {e}"
         return {"error": " ".join(text.split())}
 
@@ -72,6 +75,8 @@ def _answer(request: dict) -> dict:
     columns = request.get("columns")
     if columns is not None:
         check_columns([(str(name), str(kind)) for name, kind in columns])
+    if request.get("write") is not None:
+        return _write(request["write"], options, engine)
     if engine == "python":
         return {"python": "engine=python"}
     why = refusal_by_options(options)
@@ -87,6 +92,54 @@ def _answer(request: dict) -> dict:
     if engine == "jvm":
         raise ValueError(f"kafka-log: the jvm engine does not read this yet: {why}; use engine=auto or python")
     return {"python": why}
+
+
+def _writer(ask: dict, options: dict):
+    """The Python writer whose rules a JVM write follows: its options checked as the Python data source checks them
+    (KafkaLogWriter, or KafkaLogStreamWriter for a stream); ``ask["staging"]``, when given, its staging folder."""
+    from kfmt.spark.source import KafkaLogWriter
+    from kfmt.spark.stream import KafkaLogStreamWriter
+
+    w = KafkaLogStreamWriter(options) if ask.get("stream") else KafkaLogWriter(options, bool(ask.get("overwrite")))
+    if ask.get("staging"):
+        w.staging = str(ask["staging"])
+    return w
+
+
+def _write(ask: dict, options: dict, engine: str) -> dict:
+    """A write's calls (``kfmt.jvm.LogWrite``): ``open`` answers the settings the executors encode with
+    (``{"write": {...}}``), or ``{"python": why}`` where the JVM does not write (a store by URI: kfmt's Python data
+    source writes it); ``commit`` and ``abort`` are the Python writer's own, so a job is published by kfmt's one
+    commit (kfmt.spark.writer.commit_partitions) whichever engine encoded it."""
+    from types import SimpleNamespace
+
+    from kfmt.storage import is_uri
+
+    call = str(ask.get("call"))
+    w = _writer(ask, options)
+    if call == "open":
+        if engine == "python":
+            return {"python": "engine=python"}
+        if is_uri(w.path) or w.storage:
+            if engine == "jvm":
+                raise ValueError(
+                    "kafka-log: the jvm engine does not write to a store by URI yet; use engine=auto or python"
+                )
+            return {"python": "writing to a store by URI"}
+        return {"write": {"path": os.path.abspath(w.path), "magic": w.magic, "codec": w.codec,
+                          "batch_records": w.batch_records, "keep_batches": w.keep_batches}}  # fmt: skip
+    messages = [SimpleNamespace(files=[tuple(f) for f in m["files"]], skipped=int(m.get("skipped", 0)))
+                for m in ask.get("messages") or []]  # fmt: skip
+    if call == "commit":
+        if ask.get("stream"):
+            w.commit(messages, int(ask["batch_id"]))
+        else:
+            w.commit(messages)
+        return {}
+    if call == "abort":
+        w.abort(messages)
+        return {}
+    raise ValueError(f"kafka-log: the planner has no write call {call!r}")
 
 
 #: the streams this interpreter plans, by id: their readers keep what they learnt of each partition's last segment

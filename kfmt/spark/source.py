@@ -51,6 +51,7 @@ WRITE_OPTIONS = {
     "segment_bytes": "roll segments at this size (default 1 GiB)",
     "batch_records": "records per batch when rows carry no batch (default 500)",
     "keep_batches": "rows of one input batch stay one batch (default true)",
+    "engine": "auto (default), jvm or python: which engine encodes the rows (auto: the JVM's where it writes the target)",
     **STORAGE_OPTIONS,
 }
 

@@ -25,8 +25,9 @@ import org.apache.spark.util.SerializableConfiguration;
 
 /** {@code spark.read.format("kafka-log")}, {@code readStream}, {@code df.write} and {@code CREATE TABLE ... USING
  * kafka-log}: kfmt's one Spark source. Reads are planned by kfmt's planner on the driver ({@link Planner}) and decoded
- * here, into Spark's columns, building only the columns a query reads. What the JVM engine does not decode yet
- * (the planner says which) and writes go to kfmt's Python data source, registered by kfmt.spark.register. */
+ * here, into Spark's columns, building only the columns a query reads; writes are encoded here ({@link LogWrite}) and
+ * committed by kfmt's commit on the driver. What the JVM engine does not read or write yet (the planner says which)
+ * goes to kfmt's Python data source, registered by kfmt.spark.register. */
 public final class KafkaLog implements TableProvider, DataSourceRegister {
     static final String NAME = "kafka-log";
     private static final Properties SCHEMAS = schemas();

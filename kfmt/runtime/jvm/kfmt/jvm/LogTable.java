@@ -20,9 +20,9 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The kafka-log table: reads and streams planned by kfmt's planner and decoded by the JVM engine; what that engine
- * does not decode yet (the planner's answer "python") and writes handed to kfmt's Python data source (registered as
- * {@value #PYTHON} by kfmt.spark.register). */
+/** The kafka-log table: reads and streams planned by kfmt's planner and decoded by the JVM engine, writes encoded by
+ * it ({@link LogWrite}); what that engine does not read or write yet (the planner's answer "python") handed to kfmt's
+ * Python data source (registered as {@value #PYTHON} by kfmt.spark.register). */
 final class LogTable implements SupportsRead, SupportsWrite {
     static final String PYTHON = "kafka-log-python";
     private final StructType schema;
@@ -51,7 +51,7 @@ final class LogTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return ((SupportsWrite) python("writing", schema)).newWriteBuilder(info);
+        return new LogWrite(this, info, withTable(info.options()));
     }
 
     /** kfmt's Python data source for this table, reading {@code columns} (why: what it is needed for, said if it
@@ -68,7 +68,7 @@ final class LogTable implements SupportsRead, SupportsWrite {
     }
 
     /** A read's options over the table's own (a catalog table's OPTIONS and path, say). */
-    private CaseInsensitiveStringMap withTable(CaseInsensitiveStringMap options) {
+    CaseInsensitiveStringMap withTable(CaseInsensitiveStringMap options) {
         java.util.Map<String, String> all = new java.util.HashMap<>(properties);
         String location = all.get(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_LOCATION);
         // a catalog's own properties (location, owner, provider, ...) are not the source's options

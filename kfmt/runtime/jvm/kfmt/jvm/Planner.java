@@ -35,9 +35,39 @@ public final class Planner {
 
     /** The answer to a stream's call ({@code stream}: its id, the call and its offsets; see kfmt.spark.planner). */
     static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
+        return send(request(options, userSchema, stream));
+    }
+
+    /** The answer to a write's call ({@code write}: the call and what it carries; see kfmt.spark.planner). */
+    static JsonNode write(CaseInsensitiveStringMap options, ObjectNode write) {
+        ObjectNode req = request(options, null, null);
+        req.set("write", write);
+        return send(req);
+    }
+
+    static ObjectNode object() {
+        return JSON.createObjectNode();
+    }
+
+    static JsonNode parse(byte[] json) {
+        try {
+            return JSON.readTree(json);
+        } catch (IOException e) {
+            throw new IllegalStateException("kafka-log: not JSON: " + e.getMessage(), e);
+        }
+    }
+
+    static byte[] bytes(JsonNode node) {
+        try {
+            return JSON.writeValueAsBytes(node);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static JsonNode send(ObjectNode req) {
         String answer;
         try {
-            ObjectNode req = request(options, userSchema, stream);
             String request = JSON.writeValueAsString(req);
             PlanCallback c = callback;
             answer = c != null ? c.plan(request) : subprocess(request, req.path("jvm_schemes").size() > 0);
