@@ -11,8 +11,9 @@ finds in the damaged log, or not. Both
 engines read it as the Spark source does, with ``on_corrupt`` fail, skip and quarantine (the slice is the
 partition's last, so an entry cut short at its end is a batch being written): the Python engine through
 ``kfmt.table.slices.read_slice`` (the executors' code), the JVM engine through ``kfmt.jvm.Check`` (its reader
-without Spark, one JVM for every input). They must agree: both fail, or both give the same rows (a digest over
-offset, timestamp, key, value and headers, and each quarantine row's position and raw bytes); once with CRCs
+without Spark, one JVM for every input). They must agree word for word: both fail with the same one-line error,
+or both give the same rows (a digest over offset, timestamp, key, value and headers, and each quarantine row's
+position, raw bytes and error text); once with CRCs
 checked and once without, so that the mutations reach the decoders' structural checks. The default, 17,000
 inputs, reads 102,000 logs. A disagreement is saved under tests/vectors/regressions/jvm/ and the run exits 1.
 """
@@ -198,7 +199,7 @@ def compare(logs: list, verify_crc: bool, keep: bool = True, on_corrupt: str = "
                                      "txns": txns, "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
         for (fmt, path, size, seen, t), theirs in zip(read, jvm.check(*plans)):
             ours = python_engine(path, size, verify_crc, on_corrupt, fmt, seen, t)
-            if (ours == theirs) if ours[0] == "ok" else theirs[0] == "error":
+            if ours == theirs:  # the same rows, or the same one-line error, word for word
                 clean += ours[0] == "ok"
                 continue
             found.append(_keep(Path(path).read_bytes(), fmt, seen, keep) + f" ({on_corrupt}, {seen}): python "

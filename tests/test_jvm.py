@@ -259,7 +259,9 @@ def test_jvm_regressions_replayed():
     whose record below it the Python engine kept (it looked at the first and last record only); a 5-byte
     unsigned varint whose fifth byte set bits past 32, which the JVM engine kept (Kafka's int drops them); a zstd
     frame whose window is over 2^27 + 1 bytes, which the JVM engine's one-shot call read and zstd's streaming
-    reader refuses): both engines agree on each now, read with the view it was found with."""
+    reader refuses; and one log for each kind of error whose words or place differed: where a CRC, a count, a
+    region, a varint, a compressed stream or a wrapper's inner message is damaged): both engines agree on each
+    now, the one-line error and the quarantine rows' errors word for word, read with the view it was found with."""
     import sys
 
     sys.path.insert(0, str(ROOT))

@@ -153,13 +153,14 @@ def _wanted(buf, total: int | None, search) -> int:
 class _Search:
     """A damaged region being crossed in a stream: where it starts (relative to the buffer until ``moved``),
     the error that began it, where the search goes on, whether its bytes so far are all zero (judged up to
-    ``judged``), and whether it began at an incomplete tail that ends quietly if nothing follows."""
+    ``judged``), whether it began at an incomplete tail (``tail``) and whether that ends quietly if nothing
+    follows."""
 
-    __slots__ = ("start", "err", "at", "zero", "judged", "quiet")
+    __slots__ = ("start", "err", "at", "zero", "judged", "quiet", "tail")
 
-    def __init__(self, start: int, err: CodecError, quiet: bool = False):
+    def __init__(self, start: int, err: CodecError, quiet: bool = False, tail: bool = False):
         self.start, self.err, self.at = start, err, start + 1
-        self.zero, self.judged, self.quiet = True, start, quiet
+        self.zero, self.judged, self.quiet, self.tail = True, start, quiet, tail
 
     def searched(self, buf, hold: int) -> _Search:
         """Searched up to ``hold`` of ``buf`` (nothing there); the search goes on from there."""
@@ -186,7 +187,9 @@ class _Search:
         """The item reporting the region, which ends at ``base + q`` (the next valid entry, or the end)."""
         self._judge(buf, base, q)
         end = base + q
-        if eof and q >= len(buf) and not self.zero and type(self.err) is TruncatedError:
+        # an incomplete tail with nothing valid after it is the tail (as _cross says when the data is at hand);
+        # an entry that does not decode is a damaged region whichever chunk the search ends in
+        if eof and q >= len(buf) and not self.zero and self.tail:
             if self.quiet:
                 return None
             return self.start, end, self.err  # an incomplete tail and nothing valid after it
@@ -469,7 +472,7 @@ def _cross(buf, pos: int, n: int, e: CodecError, eof: bool, check, base: int, ta
     q, hold = find_entry(buf, pos + 1, n, eof, check)
     if q >= n:
         if not eof:
-            return _Search(pos, e, bool(tail_quiet)).searched(buf, hold)
+            return _Search(pos, e, bool(tail_quiet), tail_quiet is not None).searched(buf, hold)
         if tail_quiet is not None:
             return None
     yield pos, q, _damaged(e, pos, q, zero_run_end(buf, pos, q) >= q, base)

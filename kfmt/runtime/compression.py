@@ -258,7 +258,10 @@ def _raw_snappy_length(block: bytes) -> int:
 def _snappy_block(block: bytes, room: int, limit: int) -> bytes:
     if _raw_snappy_length(block) > room:
         raise _too_big(limit)
-    return _snappy().uncompress(block)
+    try:
+        return _snappy().uncompress(block)
+    except Exception:  # the library's words (empty, with cramjam) differ from snappy-java's: kfmt's, in both engines
+        raise InvalidValueError("corrupt snappy stream: a block does not decompress") from None
 
 
 def _xerial_blocks(data: bytes) -> list[tuple[int, int]]:
@@ -397,7 +400,8 @@ def _lz4_block(out: _Out, block: bytes, raw: bool, room: int, max_block: int, li
         except Exception:
             if room < max_block:
                 raise _too_big(limit) from None
-            raise
+            # the libraries' words differ (python-lz4's, lz4-java's): kfmt's, in both engines
+            raise InvalidValueError("corrupt lz4 stream: a block does not decompress") from None
     if out.size > limit:
         raise _too_big(limit)
 

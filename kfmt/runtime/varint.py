@@ -39,7 +39,10 @@ def _read(buf, pos, end, max_len, mask, path):
     if pos - start >= max_len:
         kind = "varint" if max_len == 5 else "varlong"
         raise InvalidValueError(f"{kind} is too long: continuation bit set on byte {max_len}", offset=start, path=path)
-    raise TruncatedError("input ends inside a varint", offset=start, path=path)
+    # (the generated decoders' words: no byte of it there, or some)
+    raise TruncatedError(
+        "input ends before a varint" if pos == start else "input ends inside a varint", offset=start, path=path
+    )
 
 
 def zigzag32(v: int) -> int:

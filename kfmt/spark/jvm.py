@@ -298,11 +298,12 @@ def encode_check(batches: list) -> list:
     return [line[1:] if line.startswith("!") else bytes.fromhex(line) for line in out]
 
 
-def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tuple]:
+def check(*plans, hadoop: dict | None = None, classpath: tuple = (), errors: bool = False) -> list[tuple]:
     """Each group of each plan, in order, read by the JVM engine's reader without Spark (``kfmt.jvm.Check``, one
     JVM for all): ``("ok", rows, digest)`` or ``("error", message)``, the digest as :func:`row_digest` computes it.
     ``hadoop``: Hadoop settings for stores by URI (as a session's ``spark.hadoop.*``); a plan given as ``(plan,
-    settings)`` is read with those settings changed from then on; ``classpath``: more jars."""
+    settings)`` is read with those settings changed from then on; ``classpath``: more jars; ``errors``: an "ok"
+    also gives its quarantine rows' errors, ``("ok", rows, digest, [error, ...])``."""
     import subprocess
     import tempfile
 
@@ -311,7 +312,9 @@ def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tup
     jars = os.pathsep.join(
         [str(JAR), *map(str, classpath), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")]
     )
-    props = [f"-Dkfmt.hadoop.{k}={v}" for k, v in (hadoop or {}).items()]
+    props = [f"-Dkfmt.hadoop.{k}={v}" for k, v in (hadoop or {}).items()] + [
+        f"-Dkfmt.check.errors={str(errors).lower()}"
+    ]
     with tempfile.TemporaryDirectory() as d:
         files: list[str] = []
         for i, given in enumerate(plans):
@@ -327,13 +330,16 @@ def check(*plans, hadoop: dict | None = None, classpath: tuple = ()) -> list[tup
     out: list[tuple] = []
     for line in r.stdout.splitlines():
         kind, *rest = line.split("\t")
-        out.append(("ok", int(rest[0]), int(rest[1])) if kind == "ok" else ("error", rest[0] if rest else ""))
+        if kind != "ok":
+            out.append(("error", rest[0] if rest else ""))
+        else:
+            out.append(("ok", int(rest[0]), int(rest[1]), rest[2:]) if errors else ("ok", int(rest[0]), int(rest[1])))
     return out
 
 
 def row_digest(batches) -> tuple[int, int]:
     """(rows, CRC-32) over Arrow batches' offset, timestamp_ms, key, value and headers (a quarantine row: its
-    position and raw bytes), serialized as ``kfmt.jvm.Check`` serializes them."""
+    position, raw bytes and error), serialized as ``kfmt.jvm.Check`` serializes them."""
     import struct
     import zlib
 
@@ -344,8 +350,11 @@ def row_digest(batches) -> tuple[int, int]:
     for b in batches:
         d = b.to_pydict()
         for i in range(b.num_rows):
-            if (d.get("error") or [None] * b.num_rows)[i] is not None:  # a quarantine row: its position and raw bytes
-                crc = zlib.crc32(b"Q" + struct.pack(">q", d["position"][i]) + blob(d["raw"][i]), crc)
+            error = (d.get("error") or [None] * b.num_rows)[i]
+            if error is not None:  # a quarantine row: its position, raw bytes and error
+                crc = zlib.crc32(
+                    b"Q" + struct.pack(">q", d["position"][i]) + blob(d["raw"][i]) + blob(error.encode()), crc
+                )
                 continue
             ts = d["timestamp_ms"][i]
             parts = [

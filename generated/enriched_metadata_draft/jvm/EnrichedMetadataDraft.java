@@ -43,24 +43,33 @@ public final class EnrichedMetadataDraft implements kfmt.jvm.Decoder {
             cx.rows.record(m.v_offset, m.v_timestamp, m.key_b, m.key_p, m.key_n, m.value_b, m.value_p, m.value_n);
             return next;
         }
-        if (m.value_n < 0) throw cx.bad("message.value", pos, "found a compressed message set with a null value");
-        cx.codecs.decompress((int) m.v_codec, 1, m.value_b, m.value_p, m.value_n, "message.value");
+        if (m.value_n < 0) throw cx.bad("message.value", Bad.NOWHERE, "found a compressed message set with a null value");
+        try {
+            cx.codecs.decompress((int) m.v_codec, 1, m.value_b, m.value_p, m.value_n, "message.value");
+        } catch (Bad e_) {
+            throw new Bad(e_.path, Bad.NOWHERE, e_.getMessage()); // (a wrapper's value: located by its path)
+        }
+        String codec_ = kfmt.jvm.Codecs.name((int) m.v_codec);
         byte[] d = cx.codecs.out;
         int dp = 0, de = cx.codecs.size, k = 0;
         while (de - dp >= 12) {
             long sz = Ctx.i32(d, dp + 8);
             if (sz >= 0 && dp + 12 + sz > de) break; // Kafka drops a truncated inner tail
-            if (k >= cx.maxRecords) throw cx.bad("message.value", pos, "more than " + cx.maxRecords + " inner messages");
+            if (k >= cx.maxRecords) throw cx.bad("message.value", Bad.NOWHERE, "more than " + cx.maxRecords + " inner messages");
             if (k == inner.length) inner = java.util.Arrays.copyOf(inner, k * 2);
             if (inner[k] == null) inner[k] = new Msg();
-            dp = d_message(cx, d, dp, de, inner[k]);
-            if ((inner[k].v_codec != 0L)) throw cx.bad("message.value", pos, "inner messages must not be compressed (nesting deeper than 1)");
+            try {
+                dp = d_message(cx, d, dp, de, inner[k]);
+            } catch (Bad e_) {
+                throw e_.within("message.value.messages", k, "message").inStream(codec_, Bad.NOWHERE);
+            }
+            if ((inner[k].v_codec != 0L)) throw cx.bad("message.value.messages" + "[" + k + "].value", Bad.NOWHERE, "inner messages must not be compressed (nesting deeper than 1)");
             k++;
         }
-        if (k == 0) throw cx.bad("message.value", pos, "found a compressed message set with no inner records");
+        if (k == 0) throw cx.bad("message.value", Bad.NOWHERE, "found a compressed message set with no inner records");
         long base = m.v_offset;
         for (int i = 0; i < k; i++) if ((inner[i].v_offset > 0 && base > Long.MAX_VALUE - inner[i].v_offset) || (inner[i].v_offset < 0 && base < Long.MIN_VALUE - inner[i].v_offset))
-            throw cx.bad("message.value", pos, "inner offset " + inner[i].v_offset + " past the wrapper's " + base + " overflows int64");
+            throw cx.bad("message.value", Bad.NOWHERE, "inner offset " + inner[i].v_offset + " past the wrapper's " + base + " overflows int64");
         boolean restamp = false;
         for (int i = 0; i < k; i++) {
             Msg x = inner[i];
@@ -77,7 +86,7 @@ public final class EnrichedMetadataDraft implements kfmt.jvm.Decoder {
     }
 
     int d_kafka_tag(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 1) throw cx.bad("kafka_tag.tag_id", pos, "needs 1 bytes, " + (end - pos) + " left");
+        if (end - pos < 1) throw cx.bad("kafka_tag", pos, "needs 1 bytes, " + (end - pos) + " left");
         long v_tag_id = Ctx.i8(b, pos + 0);
         pos += 1;
         byte[] tag_value_b = b; int tag_value_p = pos, tag_value_n;
@@ -119,52 +128,57 @@ public final class EnrichedMetadataDraft implements kfmt.jvm.Decoder {
     }
 
     int d_message(Ctx cx, byte[] b, int pos, int end, Msg m) throws Bad {
-        if (end - pos < 12) throw cx.bad("message.offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("message", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos + 0);
         long v_size = Ctx.i32(b, pos + 8);
         pos += 12;
+        if (v_size < 22) throw cx.bad("message.size", pos, "size " + v_size + " is below the minimum of 22");
         int e_size = pos + (int) v_size;
-        if (v_size < 0 || v_size > end - pos) throw cx.past("message.size", pos, v_size, end);
-        if (e_size - pos < 14) throw cx.bad("message.crc", pos, "needs 14 bytes, " + (e_size - pos) + " left");
+        if (v_size > end - pos) throw cx.bad("message.size", pos, "size " + v_size + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        if (e_size - pos < 4) throw cx.bad("message", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long v_crc = Ctx.u32(b, pos + 0);
-        int p_magic = pos + 4;
-        long v_magic = Ctx.i8(b, pos + 4);
-        long v_attributes = Ctx.i8(b, pos + 5);
-        long v_timestamp = Ctx.i64(b, pos + 6);
-        pos += 14;
-        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", pos, "CRC32 mismatch: stored " + v_crc + ", computed " + cx.crc32(b, p_magic, e_size));
-        if (v_magic != 1L) throw cx.bad("message.magic", pos, "is " + v_magic + ", not 1");
+        pos += 4;
+        int p_magic = pos;
+        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", p_magic, "stored crc32 " + Ctx.hex32(v_crc) + " != computed " + Ctx.hex32(cx.crc32(b, p_magic, e_size)) + " (corrupt data)");
+        if (e_size - pos < 10) throw cx.bad("message", pos, "needs 10 bytes, " + (e_size - pos) + " left");
+        long v_magic = Ctx.i8(b, pos + 0);
+        long v_attributes = Ctx.i8(b, pos + 1);
+        long v_timestamp = Ctx.i64(b, pos + 2);
+        pos += 10;
+        if (v_magic != 1L) throw cx.bad("message.magic", pos, "magic is " + v_magic + ", expected 1");
         long v_codec = (v_attributes & 15L) >>> 0;
-        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.codec", pos, "unsupported compression codec id " + v_codec);
+        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.attributes", pos, "unknown codec id " + v_codec);
         if (e_size - pos < 4) throw cx.bad("message.kafka_tags", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long s_kafka_tags = Ctx.i32(b, pos);
         pos += 4;
         int se_kafka_tags;
         if (s_kafka_tags < 0) se_kafka_tags = pos; else {
-            if (s_kafka_tags > e_size - pos) throw cx.past("message.kafka_tags", pos, s_kafka_tags, e_size);
+            if (s_kafka_tags > e_size - pos) throw cx.bad("message.kafka_tags", pos, "length " + s_kafka_tags + " runs past the end");
             se_kafka_tags = pos + (int) s_kafka_tags;
         }
         byte[] d_kafka_tags = b; int dp_kafka_tags = pos, ds_kafka_tags = pos, de_kafka_tags = se_kafka_tags;
-        for (long i_ = 0; dp_kafka_tags < de_kafka_tags; i_++) {
-            if (i_ >= cx.maxHeaders) throw cx.bad("message.kafka_tags", dp_kafka_tags, "more than " + cx.maxHeaders + " elements");
-            dp_kafka_tags = d_kafka_tag(cx, d_kafka_tags, dp_kafka_tags, de_kafka_tags);
+        long i_kafka_tags = 0;
+        for (; dp_kafka_tags < de_kafka_tags; i_kafka_tags++) {
+            if (i_kafka_tags >= cx.maxHeaders) throw cx.bad("message.kafka_tags", dp_kafka_tags, "more than " + cx.maxHeaders + " elements");
+            try { dp_kafka_tags = d_kafka_tag(cx, d_kafka_tags, dp_kafka_tags, de_kafka_tags); } catch (Bad e_) { throw e_.within("message.kafka_tags", i_kafka_tags, "kafka_tag"); }
         }
-        if (dp_kafka_tags != de_kafka_tags) throw cx.bad("message.kafka_tags", dp_kafka_tags, (de_kafka_tags - dp_kafka_tags) + " bytes after the last element");
+        if (dp_kafka_tags != de_kafka_tags) throw cx.bad("message.kafka_tags", dp_kafka_tags, "length " + s_kafka_tags + " does not match the content");
         pos = d_kafka_tags == b ? dp_kafka_tags : e_size;
         if (e_size - pos < 4) throw cx.bad("message.headers", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long s_headers = Ctx.i32(b, pos);
         pos += 4;
         int se_headers;
         if (s_headers < 0) se_headers = pos; else {
-            if (s_headers > e_size - pos) throw cx.past("message.headers", pos, s_headers, e_size);
+            if (s_headers > e_size - pos) throw cx.bad("message.headers", pos, "length " + s_headers + " runs past the end");
             se_headers = pos + (int) s_headers;
         }
         byte[] d_headers = b; int dp_headers = pos, ds_headers = pos, de_headers = se_headers;
-        for (long i_ = 0; dp_headers < de_headers; i_++) {
-            if (i_ >= cx.maxHeaders) throw cx.bad("message.headers", dp_headers, "more than " + cx.maxHeaders + " elements");
-            dp_headers = d_app_tag(cx, d_headers, dp_headers, de_headers, false);
+        long i_headers = 0;
+        for (; dp_headers < de_headers; i_headers++) {
+            if (i_headers >= cx.maxHeaders) throw cx.bad("message.headers", dp_headers, "more than " + cx.maxHeaders + " elements");
+            try { dp_headers = d_app_tag(cx, d_headers, dp_headers, de_headers, false); } catch (Bad e_) { throw e_.within("message.headers", i_headers, "app_tag"); }
         }
-        if (dp_headers != de_headers) throw cx.bad("message.headers", dp_headers, (de_headers - dp_headers) + " bytes after the last element");
+        if (dp_headers != de_headers) throw cx.bad("message.headers", dp_headers, "length " + s_headers + " does not match the content");
         pos = d_headers == b ? dp_headers : e_size;
         byte[] key_b = b; int key_p = pos, key_n;
         if (e_size - pos < 4) throw cx.bad("message.key", pos, "needs 4 bytes, " + (e_size - pos) + " left");
@@ -186,7 +200,7 @@ public final class EnrichedMetadataDraft implements kfmt.jvm.Decoder {
             if (n_value > e_size - pos) throw cx.past("message.value", pos, n_value, e_size);
             value_n = (int) n_value; pos += value_n;
         }
-        if (pos != e_size) throw cx.bad("message.size", pos, "the length field declares " + (e_size - pos) + " more bytes than the fields hold");
+        if (pos != e_size) throw cx.bad("message.size", pos, "size declares " + v_size + " bytes but the fields end " + (pos - e_size) + " bytes from there");
         m.v_offset = v_offset;
         m.v_size = v_size;
         m.v_crc = v_crc;

@@ -41,21 +41,30 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
             cx.rows.record(m.v_offset, -1L, m.key_b, m.key_p, m.key_n, m.value_b, m.value_p, m.value_n);
             return next;
         }
-        if (m.value_n < 0) throw cx.bad("message.value", pos, "found a compressed message set with a null value");
-        cx.codecs.decompress((int) m.v_codec, 0, m.value_b, m.value_p, m.value_n, "message.value");
+        if (m.value_n < 0) throw cx.bad("message.value", Bad.NOWHERE, "found a compressed message set with a null value");
+        try {
+            cx.codecs.decompress((int) m.v_codec, 0, m.value_b, m.value_p, m.value_n, "message.value");
+        } catch (Bad e_) {
+            throw new Bad(e_.path, Bad.NOWHERE, e_.getMessage()); // (a wrapper's value: located by its path)
+        }
+        String codec_ = kfmt.jvm.Codecs.name((int) m.v_codec);
         byte[] d = cx.codecs.out;
         int dp = 0, de = cx.codecs.size, k = 0;
         while (de - dp >= 12) {
             long sz = Ctx.i32(d, dp + 8);
             if (sz >= 0 && dp + 12 + sz > de) break; // Kafka drops a truncated inner tail
-            if (k >= cx.maxRecords) throw cx.bad("message.value", pos, "more than " + cx.maxRecords + " inner messages");
+            if (k >= cx.maxRecords) throw cx.bad("message.value", Bad.NOWHERE, "more than " + cx.maxRecords + " inner messages");
             if (k == inner.length) inner = java.util.Arrays.copyOf(inner, k * 2);
             if (inner[k] == null) inner[k] = new Msg();
-            dp = d_message(cx, d, dp, de, inner[k]);
-            if ((inner[k].v_codec != 0L)) throw cx.bad("message.value", pos, "inner messages must not be compressed (nesting deeper than 1)");
+            try {
+                dp = d_message(cx, d, dp, de, inner[k]);
+            } catch (Bad e_) {
+                throw e_.within("message.value.messages", k, "message").inStream(codec_, Bad.NOWHERE);
+            }
+            if ((inner[k].v_codec != 0L)) throw cx.bad("message.value.messages" + "[" + k + "].value", Bad.NOWHERE, "inner messages must not be compressed (nesting deeper than 1)");
             k++;
         }
-        if (k == 0) throw cx.bad("message.value", pos, "found a compressed message set with no inner records");
+        if (k == 0) throw cx.bad("message.value", Bad.NOWHERE, "found a compressed message set with no inner records");
         long base = 0;
         boolean restamp = false;
         for (int i = 0; i < k; i++) {
@@ -72,22 +81,25 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
     }
 
     int d_message(Ctx cx, byte[] b, int pos, int end, Msg m) throws Bad {
-        if (end - pos < 12) throw cx.bad("message.offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("message", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos + 0);
         long v_size = Ctx.i32(b, pos + 8);
         pos += 12;
+        if (v_size < 14) throw cx.bad("message.size", pos, "size " + v_size + " is below the minimum of 14");
         int e_size = pos + (int) v_size;
-        if (v_size < 0 || v_size > end - pos) throw cx.past("message.size", pos, v_size, end);
-        if (e_size - pos < 6) throw cx.bad("message.crc", pos, "needs 6 bytes, " + (e_size - pos) + " left");
+        if (v_size > end - pos) throw cx.bad("message.size", pos, "size " + v_size + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        if (e_size - pos < 4) throw cx.bad("message", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long v_crc = Ctx.u32(b, pos + 0);
-        int p_magic = pos + 4;
-        long v_magic = Ctx.i8(b, pos + 4);
-        long v_attributes = Ctx.i8(b, pos + 5);
-        pos += 6;
-        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", pos, "CRC32 mismatch: stored " + v_crc + ", computed " + cx.crc32(b, p_magic, e_size));
-        if (v_magic != 0L) throw cx.bad("message.magic", pos, "is " + v_magic + ", not 0");
+        pos += 4;
+        int p_magic = pos;
+        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", p_magic, "stored crc32 " + Ctx.hex32(v_crc) + " != computed " + Ctx.hex32(cx.crc32(b, p_magic, e_size)) + " (corrupt data)");
+        if (e_size - pos < 2) throw cx.bad("message", pos, "needs 2 bytes, " + (e_size - pos) + " left");
+        long v_magic = Ctx.i8(b, pos + 0);
+        long v_attributes = Ctx.i8(b, pos + 1);
+        pos += 2;
+        if (v_magic != 0L) throw cx.bad("message.magic", pos, "magic is " + v_magic + ", expected 0");
         long v_codec = (v_attributes & 7L) >>> 0;
-        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.codec", pos, "unsupported compression codec id " + v_codec);
+        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.attributes", pos, "unknown codec id " + v_codec);
         byte[] key_b = b; int key_p = pos, key_n;
         if (e_size - pos < 4) throw cx.bad("message.key", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long n_key = Ctx.i32(b, pos);
@@ -108,7 +120,7 @@ public final class KafkaV0 implements kfmt.jvm.Decoder {
             if (n_value > e_size - pos) throw cx.past("message.value", pos, n_value, e_size);
             value_n = (int) n_value; pos += value_n;
         }
-        if (pos != e_size) throw cx.bad("message.size", pos, "the length field declares " + (e_size - pos) + " more bytes than the fields hold");
+        if (pos != e_size) throw cx.bad("message.size", pos, "size declares " + v_size + " bytes but the fields end " + (pos - e_size) + " bytes from there");
         m.v_offset = v_offset;
         m.v_size = v_size;
         m.v_crc = v_crc;

@@ -53,7 +53,7 @@ public final class Kip82HeaderWrapper implements kfmt.jvm.Decoder {
     }
 
     int d_int_header(Ctx cx, byte[] b, int pos, int end, boolean emit) throws Bad {
-        if (end - pos < 4) throw cx.bad("int_header.key", pos, "needs 4 bytes, " + (end - pos) + " left");
+        if (end - pos < 4) throw cx.bad("int_header", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_key = Ctx.i32(b, pos + 0);
         pos += 4;
         byte[] value_b = b; int value_p = pos, value_n;
@@ -71,24 +71,27 @@ public final class Kip82HeaderWrapper implements kfmt.jvm.Decoder {
     }
 
     int d_message(Ctx cx, byte[] b, int pos, int end, Msg m) throws Bad {
-        if (end - pos < 12) throw cx.bad("message.offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("message", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_offset = Ctx.i64(b, pos + 0);
         long v_size = Ctx.i32(b, pos + 8);
         pos += 12;
+        if (v_size < 27) throw cx.bad("message.size", pos, "size " + v_size + " is below the minimum of 27");
         int e_size = pos + (int) v_size;
-        if (v_size < 0 || v_size > end - pos) throw cx.past("message.size", pos, v_size, end);
-        if (e_size - pos < 14) throw cx.bad("message.crc", pos, "needs 14 bytes, " + (e_size - pos) + " left");
+        if (v_size > end - pos) throw cx.bad("message.size", pos, "size " + v_size + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        if (e_size - pos < 4) throw cx.bad("message", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long v_crc = Ctx.u32(b, pos + 0);
-        int p_magic = pos + 4;
-        long v_magic = Ctx.i8(b, pos + 4);
-        long v_attributes = Ctx.i8(b, pos + 5);
-        long v_timestamp = Ctx.i64(b, pos + 6);
-        pos += 14;
-        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", pos, "CRC32 mismatch: stored " + v_crc + ", computed " + cx.crc32(b, p_magic, e_size));
-        if (v_magic != 2L) throw cx.bad("message.magic", pos, "is " + v_magic + ", not 2");
+        pos += 4;
+        int p_magic = pos;
+        if (cx.verifyCrc && cx.crc32(b, p_magic, e_size) != v_crc) throw cx.bad("message.crc", p_magic, "stored crc32 " + Ctx.hex32(v_crc) + " != computed " + Ctx.hex32(cx.crc32(b, p_magic, e_size)) + " (corrupt data)");
+        if (e_size - pos < 10) throw cx.bad("message", pos, "needs 10 bytes, " + (e_size - pos) + " left");
+        long v_magic = Ctx.i8(b, pos + 0);
+        long v_attributes = Ctx.i8(b, pos + 1);
+        long v_timestamp = Ctx.i64(b, pos + 2);
+        pos += 10;
+        if (v_magic != 2L) throw cx.bad("message.magic", pos, "magic is " + v_magic + ", expected 2");
         long v_codec = (v_attributes & 7L) >>> 0;
-        if (v_codec != 0L) throw cx.bad("message.codec", pos, "is " + v_codec + ", not 0");
-        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.codec", pos, "unknown codec " + v_codec);
+        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message.attributes", pos, "unknown codec id " + v_codec);
+        if (v_codec != 0L) throw cx.bad("message.attributes", pos, "codec must be 0 in this format");
         long v_timestamp_type = (v_attributes & 8L) >>> 3;
         long v_is_tombstone = (v_attributes & 16L) >>> 4;
         v_is_tombstone = v_is_tombstone != 0 ? 1L : 0L;
@@ -102,29 +105,31 @@ public final class Kip82HeaderWrapper implements kfmt.jvm.Decoder {
             if (n_key > e_size - pos) throw cx.past("message.key", pos, n_key, e_size);
             key_n = (int) n_key; pos += key_n;
         }
-        if (e_size - pos < 4) throw cx.bad("message.len_wrapper", pos, "needs 4 bytes, " + (e_size - pos) + " left");
+        if (e_size - pos < 4) throw cx.bad("message", pos, "needs 4 bytes, " + (e_size - pos) + " left");
         long v_len_wrapper = Ctx.i32(b, pos + 0);
         pos += 4;
+        if (v_len_wrapper < 5) throw cx.bad("message.len_wrapper", pos, "len_wrapper " + v_len_wrapper + " is below the minimum of 5");
         int e_len_wrapper = pos + (int) v_len_wrapper;
-        if (v_len_wrapper < 0 || v_len_wrapper > e_size - pos) throw cx.past("message.len_wrapper", pos, v_len_wrapper, e_size);
-        if (e_len_wrapper - pos < 1) throw cx.bad("message.wrapper_magic", pos, "needs 1 bytes, " + (e_len_wrapper - pos) + " left");
+        if (v_len_wrapper > e_size - pos) throw cx.bad("message.len_wrapper", pos, "len_wrapper " + v_len_wrapper + " runs past the end of the input (" + (e_size - pos) + " bytes left)");
+        if (e_len_wrapper - pos < 1) throw cx.bad("message", pos, "needs 1 bytes, " + (e_len_wrapper - pos) + " left");
         long v_wrapper_magic = Ctx.i8(b, pos + 0);
         pos += 1;
-        if (v_wrapper_magic != 0L) throw cx.bad("message.wrapper_magic", pos, "is " + v_wrapper_magic + ", not 0");
+        if (v_wrapper_magic != 0L) throw cx.bad("message.wrapper_magic", pos, "wrapper_magic is " + v_wrapper_magic + ", expected 0");
         if (e_len_wrapper - pos < 4) throw cx.bad("message.headers", pos, "needs 4 bytes, " + (e_len_wrapper - pos) + " left");
         long s_headers = Ctx.i32(b, pos);
         pos += 4;
         int se_headers;
         if (s_headers < 0) throw cx.bad("message.headers", pos, "negative length " + s_headers); else {
-            if (s_headers > e_len_wrapper - pos) throw cx.past("message.headers", pos, s_headers, e_len_wrapper);
+            if (s_headers > e_len_wrapper - pos) throw cx.bad("message.headers", pos, "length " + s_headers + " runs past the end");
             se_headers = pos + (int) s_headers;
         }
         byte[] d_headers = b; int dp_headers = pos, ds_headers = pos, de_headers = se_headers;
-        for (long i_ = 0; dp_headers < de_headers; i_++) {
-            if (i_ >= cx.maxHeaders) throw cx.bad("message.headers", dp_headers, "more than " + cx.maxHeaders + " elements");
-            dp_headers = d_int_header(cx, d_headers, dp_headers, de_headers, false);
+        long i_headers = 0;
+        for (; dp_headers < de_headers; i_headers++) {
+            if (i_headers >= cx.maxHeaders) throw cx.bad("message.headers", dp_headers, "more than " + cx.maxHeaders + " elements");
+            try { dp_headers = d_int_header(cx, d_headers, dp_headers, de_headers, false); } catch (Bad e_) { throw e_.within("message.headers", i_headers, "int_header"); }
         }
-        if (dp_headers != de_headers) throw cx.bad("message.headers", dp_headers, (de_headers - dp_headers) + " bytes after the last element");
+        if (dp_headers != de_headers) throw cx.bad("message.headers", dp_headers, "length " + s_headers + " does not match the content");
         pos = d_headers == b ? dp_headers : e_len_wrapper;
         byte[] value_b = b; int value_p = pos, value_n;
         if (e_len_wrapper - pos < 4) throw cx.bad("message.value", pos, "needs 4 bytes, " + (e_len_wrapper - pos) + " left");
@@ -136,8 +141,8 @@ public final class Kip82HeaderWrapper implements kfmt.jvm.Decoder {
             if (n_value > e_len_wrapper - pos) throw cx.past("message.value", pos, n_value, e_len_wrapper);
             value_n = (int) n_value; pos += value_n;
         }
-        if (pos != e_len_wrapper) throw cx.bad("message.len_wrapper", pos, "the length field declares " + (e_len_wrapper - pos) + " more bytes than the fields hold");
-        if (pos != e_size) throw cx.bad("message.size", pos, "the length field declares " + (e_size - pos) + " more bytes than the fields hold");
+        if (pos != e_len_wrapper) throw cx.bad("message.len_wrapper", pos, "len_wrapper declares " + v_len_wrapper + " bytes but the fields end " + (pos - e_len_wrapper) + " bytes from there");
+        if (pos != e_size) throw cx.bad("message.size", pos, "size declares " + v_size + " bytes but the fields end " + (pos - e_size) + " bytes from there");
         m.v_offset = v_offset;
         m.v_size = v_size;
         m.v_crc = v_crc;

@@ -21,10 +21,11 @@ public final class Kip98Draft implements kfmt.jvm.Decoder {
     int d_message(Ctx cx, byte[] b, int pos, int end, long a_base_offset) throws Bad {
         long v_length = (cx.uvarint(b, pos, end, 5, "message.length"));
         pos = cx.p;
+        if (v_length < 14) throw cx.bad("message.length", pos, "length " + v_length + " is below the minimum of 14");
         int e_length = pos + (int) v_length;
-        if (v_length < 0 || v_length > end - pos) throw cx.past("message.length", pos, v_length, end);
-        if (e_length - pos < 9) throw cx.bad("message.attributes", pos, "needs 9 bytes, " + (e_length - pos) + " left");
-        int p_attributes = pos + 0;
+        if (v_length > end - pos) throw cx.bad("message.length", pos, "length " + v_length + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        int p_attributes = pos;
+        if (e_length - pos < 9) throw cx.bad("message", pos, "needs 9 bytes, " + (e_length - pos) + " left");
         long v_attributes = Ctx.i8(b, pos + 0);
         long v_timestamp = Ctx.i64(b, pos + 1);
         pos += 9;
@@ -51,45 +52,48 @@ public final class Kip98Draft implements kfmt.jvm.Decoder {
         if ((v_null_value == 0L)) {
         long n_value = e_length - 4 - pos;
         value_p = pos;
-        if (n_value < 0) throw cx.bad("message.value", pos, "negative length " + n_value); else {
+        if (n_value < 0) throw cx.bad("message.value", pos, "no room for value"); else {
             if (n_value > cx.maxBytes) throw cx.bad("message.value", pos, "length " + n_value + " exceeds the limit");
             if (n_value > e_length - pos) throw cx.past("message.value", pos, n_value, e_length);
             value_n = (int) n_value; pos += value_n;
         }
         }
-        if (e_length - pos < 4) throw cx.bad("message.message_crc", pos, "needs 4 bytes, " + (e_length - pos) + " left");
-        int p_message_crc = pos + 0;
+        int p_message_crc = pos;
+        if (e_length - pos < 4) throw cx.bad("message", pos, "needs 4 bytes, " + (e_length - pos) + " left");
         long v_message_crc = Ctx.u32(b, pos + 0);
         pos += 4;
-        if (cx.verifyCrc && cx.crc32(b, p_attributes, p_message_crc) != v_message_crc) throw cx.bad("message.message_crc", pos, "CRC32 mismatch: stored " + v_message_crc + ", computed " + cx.crc32(b, p_attributes, p_message_crc));
-        if (pos != e_length) throw cx.bad("message.length", pos, "the length field declares " + (e_length - pos) + " more bytes than the fields hold");
+        if (cx.verifyCrc && cx.crc32(b, p_attributes, p_message_crc) != v_message_crc) throw cx.bad("message.message_crc", p_attributes, "stored crc32 " + Ctx.hex32(v_message_crc) + " != computed " + Ctx.hex32(cx.crc32(b, p_attributes, p_message_crc)) + " (corrupt data)");
+        if (pos != e_length) throw cx.bad("message.length", pos, "length declares " + v_length + " bytes but the fields end " + (pos - e_length) + " bytes from there");
         long v_offset = (a_base_offset + v_offset_delta);
         cx.rows.record(v_offset, v_timestamp, key_b, key_p, key_n, value_b, value_p, value_n);
         return pos;
     }
 
     int d_message_set(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 12) throw cx.bad("message_set.base_offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("message_set", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_base_offset = Ctx.i64(b, pos + 0);
         long v_length = Ctx.i32(b, pos + 8);
         pos += 12;
+        if (v_length < 33) throw cx.bad("message_set.length", pos, "length " + v_length + " is below the minimum of 33");
         int e_length = pos + (int) v_length;
-        if (v_length < 0 || v_length > end - pos) throw cx.past("message_set.length", pos, v_length, end);
-        if (e_length - pos < 33) throw cx.bad("message_set.crc", pos, "needs 33 bytes, " + (e_length - pos) + " left");
+        if (v_length > end - pos) throw cx.bad("message_set.length", pos, "length " + v_length + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        if (e_length - pos < 4) throw cx.bad("message_set", pos, "needs 4 bytes, " + (e_length - pos) + " left");
         long v_crc = Ctx.u32(b, pos + 0);
-        int p_magic = pos + 4;
-        long v_magic = Ctx.i8(b, pos + 4);
-        long v_attributes = Ctx.i16(b, pos + 5);
-        long v_last_offset_delta = Ctx.i32(b, pos + 7);
-        long v_max_timestamp = Ctx.i64(b, pos + 11);
-        long v_producer_id = Ctx.i64(b, pos + 19);
-        long v_producer_epoch = Ctx.i16(b, pos + 27);
-        long v_base_sequence = Ctx.i32(b, pos + 29);
-        pos += 33;
-        if (cx.verifyCrc && cx.crc32(b, p_magic, e_length) != v_crc) throw cx.bad("message_set.crc", pos, "CRC32 mismatch: stored " + v_crc + ", computed " + cx.crc32(b, p_magic, e_length));
-        if (v_magic != 2L) throw cx.bad("message_set.magic", pos, "is " + v_magic + ", not 2");
+        pos += 4;
+        int p_magic = pos;
+        if (cx.verifyCrc && cx.crc32(b, p_magic, e_length) != v_crc) throw cx.bad("message_set.crc", p_magic, "stored crc32 " + Ctx.hex32(v_crc) + " != computed " + Ctx.hex32(cx.crc32(b, p_magic, e_length)) + " (corrupt data)");
+        if (e_length - pos < 29) throw cx.bad("message_set", pos, "needs 29 bytes, " + (e_length - pos) + " left");
+        long v_magic = Ctx.i8(b, pos + 0);
+        long v_attributes = Ctx.i16(b, pos + 1);
+        long v_last_offset_delta = Ctx.i32(b, pos + 3);
+        long v_max_timestamp = Ctx.i64(b, pos + 7);
+        long v_producer_id = Ctx.i64(b, pos + 15);
+        long v_producer_epoch = Ctx.i16(b, pos + 23);
+        long v_base_sequence = Ctx.i32(b, pos + 25);
+        pos += 29;
+        if (v_magic != 2L) throw cx.bad("message_set.magic", pos, "magic is " + v_magic + ", expected 2");
         long v_codec = (v_attributes & 7L) >>> 0;
-        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message_set.codec", pos, "unsupported compression codec id " + v_codec);
+        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("message_set.attributes", pos, "unknown codec id " + v_codec);
         long v_timestamp_type = (v_attributes & 8L) >>> 3;
         long v_is_transactional = (v_attributes & 16L) >>> 4;
         v_is_transactional = v_is_transactional != 0 ? 1L : 0L;
@@ -98,13 +102,16 @@ public final class Kip98Draft implements kfmt.jvm.Decoder {
             cx.codecs.decompress((int) v_codec, 2, b, pos, e_length - pos, "message_set.records");
             d_records = cx.codecs.out; dp_records = 0; ds_records = 0; de_records = cx.codecs.size;
         }
-        for (long i_ = 0; dp_records < de_records; i_++) {
-            if (i_ >= cx.maxRecords) throw cx.bad("message_set.records", dp_records, "more than " + cx.maxRecords + " elements");
-            dp_records = d_message(cx, d_records, dp_records, de_records, v_base_offset);
-        }
-        if (dp_records != de_records) throw cx.bad("message_set.records", dp_records, (de_records - dp_records) + " bytes after the last element");
+        long i_records = 0;
+        try {
+            for (; dp_records < de_records; i_records++) {
+                if (i_records >= cx.maxRecords) throw cx.bad("message_set.records", dp_records, "more than " + cx.maxRecords + " elements");
+                try { dp_records = d_message(cx, d_records, dp_records, de_records, v_base_offset); } catch (Bad e_) { throw e_.within("message_set.records", i_records, "message"); }
+            }
+        } catch (Bad e_) { throw d_records != b ? e_.inStream(kfmt.jvm.Codecs.name((int) v_codec), pos) : e_; }
+        if (d_records != b && dp_records != de_records) throw cx.bad("message_set.records", pos, (de_records - dp_records) + " bytes remain after the last element of the decompressed stream");
         pos = d_records == b ? dp_records : e_length;
-        if (pos != e_length) throw cx.bad("message_set.length", pos, "the length field declares " + (e_length - pos) + " more bytes than the fields hold");
+        if (pos != e_length) throw cx.bad("message_set.length", pos, "length declares " + v_length + " bytes but the fields end " + (pos - e_length) + " bytes from there");
         long v_last_offset = (v_base_offset + v_last_offset_delta);
         cx.batch.magic = (int) v_magic;
         cx.batch.codec = (int) v_codec;

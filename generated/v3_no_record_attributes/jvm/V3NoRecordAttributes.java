@@ -42,7 +42,7 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
     }
 
     int d_control_key(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 4) throw cx.bad("control_key.version", pos, "needs 4 bytes, " + (end - pos) + " left");
+        if (end - pos < 4) throw cx.bad("control_key", pos, "needs 4 bytes, " + (end - pos) + " left");
         long v_version = Ctx.i16(b, pos + 0);
         long v_control_type = Ctx.i16(b, pos + 2);
         pos += 4;
@@ -52,8 +52,9 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
     int d_record(Ctx cx, byte[] b, int pos, int end, long a_base_timestamp, long a_timestamp_type, long a_max_timestamp, long a_base_offset, long a_is_control) throws Bad {
         long v_length = Ctx.zigzag32(cx.uvarint(b, pos, end, 5, "record.length"));
         pos = cx.p;
+        if (v_length < 5) throw cx.bad("record.length", pos, "length " + v_length + " is below the minimum of 5");
         int e_length = pos + (int) v_length;
-        if (v_length < 0 || v_length > end - pos) throw cx.past("record.length", pos, v_length, end);
+        if (v_length > end - pos) throw cx.bad("record.length", pos, "length " + v_length + " runs past the end of the input (" + (end - pos) + " bytes left)");
         long v_timestamp_delta = Ctx.zigzag64(cx.uvarint(b, pos, e_length, 10, "record.timestamp_delta"));
         pos = cx.p;
         long v_offset_delta = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.offset_delta"));
@@ -78,14 +79,15 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
         }
         long n_headers = Ctx.zigzag32(cx.uvarint(b, pos, e_length, 5, "record.headers"));
         pos = cx.p;
-        if (n_headers < 0 || n_headers > cx.maxHeaders) throw cx.bad("record.headers", pos, "count " + n_headers + " is out of range");
+        if (n_headers < 0) throw cx.bad("record.headers", pos, "negative count " + n_headers);
+        if (n_headers > cx.maxHeaders) throw cx.bad("record.headers", pos, "count " + n_headers + " exceeds the limit of " + cx.maxHeaders);
         byte[] d_headers = b; int dp_headers = pos, ds_headers = pos, de_headers = e_length;
-        if (n_headers * 2 > de_headers - dp_headers) throw cx.bad("record.headers", pos, "count " + n_headers + " needs at least " + n_headers * 2 + " bytes, " + (de_headers - dp_headers) + " left");
-        for (long i_ = 0; i_ < n_headers; i_++) dp_headers = d_header(cx, d_headers, dp_headers, de_headers);
-        if (dp_headers != de_headers) throw cx.bad("record.headers", dp_headers, (de_headers - dp_headers) + " bytes after the last element");
+        long i_headers = 0;
+        if (n_headers * 2 > de_headers - dp_headers) throw cx.bad("record.headers", dp_headers, "count " + n_headers + " needs at least " + n_headers * 2 + " bytes, " + (de_headers - dp_headers) + " left");
+        for (; i_headers < n_headers; i_headers++) try { dp_headers = d_header(cx, d_headers, dp_headers, de_headers); } catch (Bad e_) { throw e_.within("record.headers", i_headers, "header"); }
         pos = d_headers == b ? dp_headers : e_length;
-        if (pos != e_length) throw cx.bad("record.length", pos, "the length field declares " + (e_length - pos) + " more bytes than the fields hold");
-        if ((a_is_control != 0) && key_n < 4) throw cx.bad("record.control", pos, "key must hold a control_key of at least 4 bytes");
+        if (pos != e_length) throw cx.bad("record.length", pos, "length declares " + v_length + " bytes but the fields end " + (pos - e_length) + " bytes from there");
+        if ((a_is_control != 0) && key_n < 4) throw cx.bad("record.control", Bad.NOWHERE, "key must hold a control_key of at least 4 bytes");
         long v_timestamp = ((a_timestamp_type == 1L) ? a_max_timestamp : (a_base_timestamp + v_timestamp_delta));
         long v_offset = (a_base_offset + v_offset_delta);
         cx.rows.record(v_offset, v_timestamp, key_b, key_p, key_n, value_b, value_p, value_n);
@@ -93,30 +95,33 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
     }
 
     int d_batch(Ctx cx, byte[] b, int pos, int end) throws Bad {
-        if (end - pos < 12) throw cx.bad("batch.base_offset", pos, "needs 12 bytes, " + (end - pos) + " left");
+        if (end - pos < 12) throw cx.bad("batch", pos, "needs 12 bytes, " + (end - pos) + " left");
         long v_base_offset = Ctx.i64(b, pos + 0);
         long v_batch_length = Ctx.i32(b, pos + 8);
         pos += 12;
+        if (v_batch_length < 49) throw cx.bad("batch.batch_length", pos, "batch_length " + v_batch_length + " is below the minimum of 49");
         int e_batch_length = pos + (int) v_batch_length;
-        if (v_batch_length < 0 || v_batch_length > end - pos) throw cx.past("batch.batch_length", pos, v_batch_length, end);
-        if (e_batch_length - pos < 49) throw cx.bad("batch.partition_leader_epoch", pos, "needs 49 bytes, " + (e_batch_length - pos) + " left");
+        if (v_batch_length > end - pos) throw cx.bad("batch.batch_length", pos, "batch_length " + v_batch_length + " runs past the end of the input (" + (end - pos) + " bytes left)");
+        if (e_batch_length - pos < 9) throw cx.bad("batch", pos, "needs 9 bytes, " + (e_batch_length - pos) + " left");
         long v_partition_leader_epoch = Ctx.i32(b, pos + 0);
         long v_magic = Ctx.i8(b, pos + 4);
         long v_crc = Ctx.u32(b, pos + 5);
-        int p_attributes = pos + 9;
-        long v_attributes = Ctx.i16(b, pos + 9);
-        long v_last_offset_delta = Ctx.i32(b, pos + 11);
-        long v_base_timestamp = Ctx.i64(b, pos + 15);
-        long v_max_timestamp = Ctx.i64(b, pos + 23);
-        long v_producer_id = Ctx.i64(b, pos + 31);
-        long v_producer_epoch = Ctx.i16(b, pos + 39);
-        long v_base_sequence = Ctx.i32(b, pos + 41);
-        long v_num_records = Ctx.i32(b, pos + 45);
-        pos += 49;
-        if (v_magic != 3L) throw cx.bad("batch.magic", pos, "is " + v_magic + ", not 3");
-        if (cx.verifyCrc && cx.crc32c(b, p_attributes, e_batch_length) != v_crc) throw cx.bad("batch.crc", pos, "CRC32C mismatch: stored " + v_crc + ", computed " + cx.crc32c(b, p_attributes, e_batch_length));
+        pos += 9;
+        if (v_magic != 3L) throw cx.bad("batch.magic", pos, "magic is " + v_magic + ", expected 3");
+        int p_attributes = pos;
+        if (cx.verifyCrc && cx.crc32c(b, p_attributes, e_batch_length) != v_crc) throw cx.bad("batch.crc", p_attributes, "stored crc32c " + Ctx.hex32(v_crc) + " != computed " + Ctx.hex32(cx.crc32c(b, p_attributes, e_batch_length)) + " (corrupt data)");
+        if (e_batch_length - pos < 40) throw cx.bad("batch", pos, "needs 40 bytes, " + (e_batch_length - pos) + " left");
+        long v_attributes = Ctx.i16(b, pos + 0);
+        long v_last_offset_delta = Ctx.i32(b, pos + 2);
+        long v_base_timestamp = Ctx.i64(b, pos + 6);
+        long v_max_timestamp = Ctx.i64(b, pos + 14);
+        long v_producer_id = Ctx.i64(b, pos + 22);
+        long v_producer_epoch = Ctx.i16(b, pos + 30);
+        long v_base_sequence = Ctx.i32(b, pos + 32);
+        long v_num_records = Ctx.i32(b, pos + 36);
+        pos += 40;
         long v_codec = (v_attributes & 7L) >>> 0;
-        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("batch.codec", pos, "unsupported compression codec id " + v_codec);
+        if (v_codec != 0L && v_codec != 1L && v_codec != 2L && v_codec != 3L && v_codec != 4L) throw cx.bad("batch.attributes", pos, "unknown codec id " + v_codec);
         long v_timestamp_type = (v_attributes & 8L) >>> 3;
         long v_is_transactional = (v_attributes & 16L) >>> 4;
         v_is_transactional = v_is_transactional != 0 ? 1L : 0L;
@@ -126,9 +131,10 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
         v_has_delete_horizon = v_has_delete_horizon != 0 ? 1L : 0L;
         long v_ignore_record_attributes = (v_attributes & 128L) >>> 7;
         v_ignore_record_attributes = v_ignore_record_attributes != 0 ? 1L : 0L;
-        if (v_ignore_record_attributes != 1L) throw cx.bad("batch.ignore_record_attributes", pos, "is " + v_ignore_record_attributes + ", not 1");
+        if (v_ignore_record_attributes != 1L) throw cx.bad("batch.attributes", pos, "ignore_record_attributes must be 1 in this format");
         long n_records = v_num_records;
-        if (n_records < 0 || n_records > cx.maxRecords) throw cx.bad("batch.records", pos, "count " + n_records + " is out of range");
+        if (n_records < 0) throw cx.bad("batch.records", pos, "negative count " + n_records);
+        if (n_records > cx.maxRecords) throw cx.bad("batch.records", pos, "count " + n_records + " exceeds the limit of " + cx.maxRecords);
         int ds_records = pos, de_records = e_batch_length; byte[] d_records = b;
         if (n_records == 0) pos = e_batch_length; else {
         int dp_records = pos;
@@ -136,12 +142,15 @@ public final class V3NoRecordAttributes implements kfmt.jvm.Decoder {
             cx.codecs.decompress((int) v_codec, 3, b, pos, e_batch_length - pos, "batch.records");
             d_records = cx.codecs.out; dp_records = 0; ds_records = 0; de_records = cx.codecs.size;
         }
-        if (n_records * 6 > de_records - dp_records) throw cx.bad("batch.records", pos, "count " + n_records + " needs at least " + n_records * 6 + " bytes, " + (de_records - dp_records) + " left");
-        for (long i_ = 0; i_ < n_records; i_++) dp_records = d_record(cx, d_records, dp_records, de_records, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control);
-        if (dp_records != de_records) throw cx.bad("batch.records", dp_records, (de_records - dp_records) + " bytes after the last element");
+        long i_records = 0;
+        try {
+            if (n_records * 6 > de_records - dp_records) throw cx.bad("batch.records", dp_records, "count " + n_records + " needs at least " + n_records * 6 + " bytes, " + (de_records - dp_records) + " left");
+            for (; i_records < n_records; i_records++) try { dp_records = d_record(cx, d_records, dp_records, de_records, v_base_timestamp, v_timestamp_type, v_max_timestamp, v_base_offset, v_is_control); } catch (Bad e_) { throw e_.within("batch.records", i_records, "record"); }
+        } catch (Bad e_) { throw d_records != b ? e_.inStream(kfmt.jvm.Codecs.name((int) v_codec), pos) : e_; }
+        if (d_records != b && dp_records != de_records) throw cx.bad("batch.records", pos, (de_records - dp_records) + " bytes remain after the last element of the decompressed stream");
         pos = d_records == b ? dp_records : e_batch_length;
         }
-        if (pos != e_batch_length) throw cx.bad("batch.batch_length", pos, "the length field declares " + (e_batch_length - pos) + " more bytes than the fields hold");
+        if (pos != e_batch_length) throw cx.bad("batch.batch_length", pos, "batch_length declares " + v_batch_length + " bytes but the fields end " + (pos - e_batch_length) + " bytes from there");
         long v_last_offset = (v_base_offset + v_last_offset_delta);
         cx.batch.magic = (int) v_magic;
         cx.batch.codec = (int) v_codec;

@@ -99,11 +99,12 @@ class MessageEntry:
         assert w is not None
         src = w.source
         path = jstr(f"{name}.{src}")
+        inner = jstr(f"{name}.{src}.{w.into}")  # an inner message's errors: located as the python backend locates them
         if w.offsets == "relative_to_last":
             base = [
                 "        long last = inner[k - 1].v_offset, base;",
                 "        if (m.v_offset == 0) base = 0; // some producers write wrapper offset 0: inner offsets as they are",
-                f'        else if (m.v_offset < last) throw cx.bad({path}, pos, "invalid wrapper offset " + m.v_offset + '
+                f'        else if (m.v_offset < last) throw cx.bad({path}, Bad.NOWHERE, "invalid wrapper offset " + m.v_offset + '
                 '" in compressed v1 message set (last inner offset " + last + ")");',
                 "        else base = m.v_offset - last;",
             ]  # fmt: skip
@@ -114,7 +115,7 @@ class MessageEntry:
                 "        long base = m.v_offset;",
                 "        for (int i = 0; i < k; i++) if ((inner[i].v_offset > 0 && base > Long.MAX_VALUE - inner[i].v_offset)"
                 " || (inner[i].v_offset < 0 && base < Long.MIN_VALUE - inner[i].v_offset))",
-                f'            throw cx.bad({path}, pos, "inner offset " + inner[i].v_offset + " past the wrapper\'s " + base + '
+                f'            throw cx.bad({path}, Bad.NOWHERE, "inner offset " + inner[i].v_offset + " past the wrapper\'s " + base + '
                 '" overflows int64");',
             ]  # fmt: skip
         else:
@@ -123,22 +124,31 @@ class MessageEntry:
         its = f"m.v_{w.timestamps_from}" if w.timestamps_from else "-1L"
         inner_ts = "x.v_timestamp" if ts != "-1L" else "-1L"
         return [
-            f'        if (m.{src}_n < 0) throw cx.bad({path}, pos, "found a compressed message set with a null value");',
-            f"        cx.codecs.decompress((int) m.v_{w.codec.name}, {self.g.f.magic}, m.{src}_b, m.{src}_p, m.{src}_n, {path});",
+            f'        if (m.{src}_n < 0) throw cx.bad({path}, Bad.NOWHERE, "found a compressed message set with a null value");',
+            "        try {",
+            f"            cx.codecs.decompress((int) m.v_{w.codec.name}, {self.g.f.magic}, m.{src}_b, m.{src}_p, m.{src}_n, {path});",
+            "        } catch (Bad e_) {",
+            "            throw new Bad(e_.path, Bad.NOWHERE, e_.getMessage()); // (a wrapper's value: located by its path)",
+            "        }",
+            f"        String codec_ = kfmt.jvm.Codecs.name((int) m.v_{w.codec.name});",
             "        byte[] d = cx.codecs.out;",
             "        int dp = 0, de = cx.codecs.size, k = 0;",
             "        while (de - dp >= 12) {",
             "            long sz = Ctx.i32(d, dp + 8);",
             "            if (sz >= 0 && dp + 12 + sz > de) break; // Kafka drops a truncated inner tail",
-            f'            if (k >= cx.maxRecords) throw cx.bad({path}, pos, "more than " + cx.maxRecords + " inner messages");',
+            f'            if (k >= cx.maxRecords) throw cx.bad({path}, Bad.NOWHERE, "more than " + cx.maxRecords + " inner messages");',
             "            if (k == inner.length) inner = java.util.Arrays.copyOf(inner, k * 2);",
             "            if (inner[k] == null) inner[k] = new Msg();",
-            f"            dp = d_{name}(cx, d, dp, de, inner[k]);",
-            f"            if ({self._on_msg(self.g.bool_expr(w.condition, name)).replace('m.v_', 'inner[k].v_')}) throw cx.bad({path}, pos, "
-            '"inner messages must not be compressed (nesting deeper than 1)");',
+            "            try {",
+            f"                dp = d_{name}(cx, d, dp, de, inner[k]);",
+            "            } catch (Bad e_) {",
+            f"                throw e_.within({inner}, k, {jstr(name)}).inStream(codec_, Bad.NOWHERE);",
+            "            }",
+            f"            if ({self._on_msg(self.g.bool_expr(w.condition, name)).replace('m.v_', 'inner[k].v_')}) throw cx.bad("
+            f'{inner} + "[" + k + "].{src}", Bad.NOWHERE, "inner messages must not be compressed (nesting deeper than 1)");',
             "            k++;",
             "        }",
-            f'        if (k == 0) throw cx.bad({path}, pos, "found a compressed message set with no inner records");',
+            f'        if (k == 0) throw cx.bad({path}, Bad.NOWHERE, "found a compressed message set with no inner records");',
             *base,
             f"        boolean restamp = {when};",
             "        for (int i = 0; i < k; i++) {",

@@ -23,6 +23,7 @@ class StructGen:
         self.end = "end"
         self.regions: list[tuple[str, str]] = []  # (length field, the name of its region's end), outermost first
         self.starts: set[str] = set()
+        self.pending: dict[str, tuple[n.Field, n.Checksum]] = {}  # CRC checks made where their range starts
         for f in st.fields:
             c = f.derived
             if isinstance(c, n.Checksum):
@@ -59,9 +60,9 @@ class StructGen:
                 continue
             self._field(fields[i])
             i += 1
-        for length_field, e in reversed(self.regions):
-            self.say(f'if (pos != {e}) throw cx.bad({self.path(length_field)}, pos, "the length field '
-                     f'declares " + ({e} - pos) + " more bytes than the fields hold");')  # fmt: skip
+        for length_field, e in reversed(self.regions):  # (the python backend's words)
+            self.say(f'if (pos != {e}) throw cx.bad({self.path(length_field)}, pos, "{length_field} declares " + '
+                     f'v_{length_field} + " bytes but the fields end " + (pos - {e}) + " bytes from there");')  # fmt: skip
         for v in st.views:
             self._view(v)
         for f in st.fields:
@@ -75,26 +76,35 @@ class StructGen:
 
     # ------------------------------------------------------------------ fixed-width runs
     def _fixed_run(self, fields, i) -> list[n.Field]:
-        run = []
+        run: list[n.Field] = []
         for f in fields[i:]:
             if not isinstance(f.wire, n.Int) or f.condition is not None:
                 break
+            if run and f.name in self.starts:
+                break  # a range starts there: its position is marked, and its CRC checked, before it is read
             run.append(f)
             if isinstance(f.derived, n.LengthOf):
                 break  # the region it opens starts after it
         return run
 
+    def _mark(self, f: n.Field) -> None:
+        """The position of a field a range starts at, and the CRC check over that range (the python backend's
+        order: checked before the range's fields are read)."""
+        self.say(f"int p_{f.name} = pos;")
+        if f.name in self.pending:
+            self._checksum(*self.pending.pop(f.name))
+
     def _fixed(self, run: list[n.Field]) -> None:
         wires = [f.wire for f in run if isinstance(f.wire, n.Int)]
         size = sum(w.width for w in wires)
-        self.say(f"if ({self.end} - pos < {size}) throw cx.bad({self.path(run[0].name)}, pos, "
+        if run[0].name in self.starts:
+            self._mark(run[0])
+        self.say(f"if ({self.end} - pos < {size}) throw cx.bad({jstr(self.st.name)}, pos, "
                  f'"needs {size} bytes, " + ({self.end} - pos) + " left");')  # fmt: skip
         at = 0
         for f, w in zip(run, wires):
             if w.kind != "int":
                 raise Unsupported(f"an {w.kind} field")
-            if f.name in self.starts:
-                self.say(f"int p_{f.name} = pos + {at};")
             self.say(f"long v_{f.name} = Ctx.{READ[(w.width, w.signed)]}(b, pos + {at});")
             at += w.width
         self.say(f"pos += {size};")
@@ -104,31 +114,57 @@ class StructGen:
     def _after_scalar(self, f: n.Field) -> None:
         if f.const is not None:
             self.say(f"if (v_{f.name} != {f.const}L) throw cx.bad({self.path(f.name)}, pos, "
-                     f'"is " + v_{f.name} + ", not {f.const}");')  # fmt: skip
+                     f'"{f.name} is " + v_{f.name} + ", expected {f.const}");')  # fmt: skip
         for bv in f.bits:
             self._bit_view(f, bv)
         d = f.derived
-        if isinstance(d, n.LengthOf):
-            e = f"e_{f.name}"
+        if isinstance(d, n.LengthOf):  # (the python backend's checks, in its order and words)
+            e, least = f"e_{f.name}", self._min_from(d.start)
+            self.say(f"if (v_{f.name} < {least}) throw cx.bad({self.path(f.name)}, pos, "
+                     f'"{f.name} " + v_{f.name} + " is below the minimum of {least}");')  # fmt: skip
             self.say(f"int {e} = pos + (int) v_{f.name};")
-            self.say(f"if (v_{f.name} < 0 || v_{f.name} > {self.end} - pos) throw cx.past({self.path(f.name)}, pos, "
-                     f"v_{f.name}, {self.end});")  # fmt: skip
+            self.say(f"if (v_{f.name} > {self.end} - pos) throw cx.bad({self.path(f.name)}, pos, "
+                     f'"{f.name} " + v_{f.name} + " runs past the end of the input (" + ({self.end} - pos) + " bytes left)");')  # fmt: skip
             self.regions.append((f.name, e))
             self.end = e
         if isinstance(d, n.Checksum):
-            self._checksum(f, d)
+            if d.end is None and not d.trailing:
+                self.pending[d.start] = (f, d)  # checked where its range starts
+            else:
+                self._checksum(f, d)
 
     def _bit_view(self, f: n.Field, bv: n.BitView) -> None:
         self.say(f"long v_{bv.name} = (v_{f.name} & {bv.mask}L) >>> {bv.shift};")
         if bv.kind == "flag":
             self.say(f"v_{bv.name} = v_{bv.name} != 0 ? 1L : 0L;")
-        if bv.const is not None:
-            self.say(f"if (v_{bv.name} != {bv.const}L) throw cx.bad({self.path(bv.name)}, pos, "
-                     f'"is " + v_{bv.name} + ", not {bv.const}");')  # fmt: skip
-        if bv.enum:
+        if bv.enum:  # (an unknown id first, then a constant: the python backend's order)
             ids = " && ".join(f"v_{bv.name} != {k}L" for k, _ in self.g.enums[bv.enum].values)
-            what = "unsupported compression codec id " if bv.selects_codec else f"unknown {bv.enum} "
-            self.say(f'if ({ids}) throw cx.bad({self.path(bv.name)}, pos, "{what}" + v_{bv.name});')
+            self.say(f'if ({ids}) throw cx.bad({self.path(f.name)}, pos, "unknown {bv.name} id " + v_{bv.name});')
+        if bv.const is not None:
+            self.say(f"if (v_{bv.name} != {bv.const}L) throw cx.bad({self.path(f.name)}, pos, "
+                     f'"{bv.name} must be {bv.const} in this format");')  # fmt: skip
+
+    def _min_from(self, start: str) -> int:
+        """The fewest bytes the fields from ``start`` to the struct's end take (the python lowering's min_size)."""
+
+        def prefix(x: object) -> int:
+            return x.width if isinstance(x, n.Int) else 1 if isinstance(x, n.Varint) else 0
+
+        names = [f.name for f in self.st.fields]
+        total = 0
+        for f in self.st.fields[names.index(start) :]:
+            w = f.wire
+            if f.condition is not None:
+                continue
+            if isinstance(w, (n.Int, n.Varint)):
+                total += prefix(w)
+            elif isinstance(w, n.Blob):
+                total += prefix(w.length)
+            elif isinstance(w, n.ArrayType):
+                total += prefix(w.count)
+            else:
+                raise Unsupported(f"the least size of a {type(w).__name__}")
+        return total
 
     def _checksum(self, f: n.Field, d: n.Checksum) -> None:
         """The CRC over [start, end): the end of the region, the start of a bounding field, or (trailing) of the
@@ -139,16 +175,16 @@ class StructGen:
             to = f"p_{f.name}"
         else:
             to = self.end
-        algo = d.algo
+        algo = d.algo  # (the python backend's words, located at the start of the bytes it covers)
         self.say(f"if (cx.verifyCrc && cx.{algo}(b, p_{d.start}, {to}) != v_{f.name}) throw cx.bad("
-                 f'{self.path(f.name)}, pos, "{algo.upper()} mismatch: stored " + v_{f.name} + ", computed " '
-                 f"+ cx.{algo}(b, p_{d.start}, {to}));")  # fmt: skip
+                 f'{self.path(f.name)}, p_{d.start}, "stored {algo} " + Ctx.hex32(v_{f.name}) + " != computed " '
+                 f'+ Ctx.hex32(cx.{algo}(b, p_{d.start}, {to})) + " (corrupt data)");')  # fmt: skip
 
     # ------------------------------------------------------------------ other fields
     def _field(self, f: n.Field) -> None:
         w = f.wire
         if f.name in self.starts:
-            self.say(f"int p_{f.name} = pos;")
+            self._mark(f)
         if f.condition is not None:
             self._conditional(f)
         elif isinstance(w, n.Varint):
@@ -205,7 +241,10 @@ class StructGen:
         nm = f.name
         self._prefix(f"n_{nm}", w.length, nm)
         self.say(f"{nm}_p = pos;")
-        self.negative(f"n_{nm}", nm, f"{nm}_n = -1;" if w.nullable else None)
+        if isinstance(w.length, n.Rest):  # (the python backend's words: the fields after it left no room)
+            self.say(f'if (n_{nm} < 0) throw cx.bad({self.path(nm)}, pos, "no room for {nm}"); else {{')
+        else:
+            self.negative(f"n_{nm}", nm, f"{nm}_n = -1;" if w.nullable else None)
         cap = f"Math.min(cx.maxBytes, {w.max})" if w.max is not None else "cx.maxBytes"
         self.say(
             f'    if (n_{nm} > {cap}) throw cx.bad({self.path(nm)}, pos, "length " + n_{nm} + " exceeds the limit");'
@@ -224,7 +263,7 @@ class StructGen:
         if st.fixed_size is None:
             raise Unsupported("a view of a struct that is not fixed-size")
         cond = self.g.bool_expr(v.condition, self.st.name) if v.condition is not None else "true"
-        self.say(f"if ({cond} && {v.source}_n < {st.fixed_size}) throw cx.bad({self.path(v.name)}, pos, "
+        self.say(f"if ({cond} && {v.source}_n < {st.fixed_size}) throw cx.bad({self.path(v.name)}, Bad.NOWHERE, "
                  f'"{v.source} must hold a {v.struct} of at least {st.fixed_size} bytes");')  # fmt: skip
 
     # ------------------------------------------------------------------ what the struct gives
@@ -302,8 +341,14 @@ class ArrayGen:
         if w.compressed_by is not None:
             self._decompress()
         self._elements(counted)
-        bounded = w.size is not None or w.compressed_by is not None or self.f is sg.st.fields[-1]
-        if bounded:
+        # what is left after the elements: as the python backend says it (a region's end is checked by its length)
+        if w.compressed_by is not None:
+            sg.say(f"if (d_{nm} != b && dp_{nm} != de_{nm}) throw cx.bad({sg.path(nm)}, pos, (de_{nm} - dp_{nm}) + "
+                   '" bytes remain after the last element of the decompressed stream");')  # fmt: skip
+        if w.size is not None:
+            sg.say(f'if (dp_{nm} != de_{nm}) throw cx.bad({sg.path(nm)}, dp_{nm}, "length " + s_{nm} + " does not '
+                   'match the content");')  # fmt: skip
+        elif w.compressed_by is None and self.f is sg.st.fields[-1] and sg.end == "end":
             sg.say(f"if (dp_{nm} != de_{nm}) throw cx.bad({sg.path(nm)}, dp_{nm}, (de_{nm} - dp_{nm}) + "
                    '" bytes after the last element");')  # fmt: skip
         sg.say(f"pos = d_{nm} == b ? dp_{nm} : {sg.end};")
@@ -318,7 +363,9 @@ class ArrayGen:
         sg._prefix(f"s_{nm}", w.size, nm)
         sg.say(f"int se_{nm};")
         sg.negative(f"s_{nm}", nm, f"se_{nm} = pos;" if w.nullable else None)
-        sg.say(f"    if (s_{nm} > {sg.end} - pos) throw cx.past({sg.path(nm)}, pos, s_{nm}, {sg.end});")
+        sg.say(
+            f'    if (s_{nm} > {sg.end} - pos) throw cx.bad({sg.path(nm)}, pos, "length " + s_{nm} + " runs past the end");'
+        )
         sg.say(f"    se_{nm} = pos + (int) s_{nm};")
         sg.say("}")
         return f"se_{nm}"
@@ -332,8 +379,9 @@ class ArrayGen:
             sg.say(f"long n_{nm} = {self.g.long_expr(w.count.field, sg.st.name)};")
         else:
             sg._prefix(f"n_{nm}", w.count, nm)
-        sg.say(f"if (n_{nm} < 0 || n_{nm} > {self._limit()}) throw cx.bad({sg.path(nm)}, pos, "
-               f'"count " + n_{nm} + " is out of range");')  # fmt: skip
+        sg.say(f'if (n_{nm} < 0) throw cx.bad({sg.path(nm)}, pos, "negative count " + n_{nm});')
+        sg.say(f"if (n_{nm} > {self._limit()}) throw cx.bad({sg.path(nm)}, pos, "
+               f'"count " + n_{nm} + " exceeds the limit of " + {self._limit()});')  # fmt: skip
 
     def _decompress(self) -> None:
         sg, w, nm = self.sg, self.w, self.nm
@@ -345,20 +393,34 @@ class ArrayGen:
         sg.say("}")
 
     def _elements(self, counted: bool) -> None:
+        """The elements, each one's error located in it (``path[i]``, CodecError.within) and, read from a
+        decompressed stream, at the compressed bytes (CodecError.in_stream), as the python backend locates them."""
         sg, w, nm = self.sg, self.w, self.nm
         elem = self.g.by_name[w.elem]
         args = "".join(f", {self.g.long_expr(p, sg.st.name)}" for p in elem.params)
         if self.g.roles.get(w.elem) == "header" and self.g.root.role == "message":
             args += ", false"  # checked now, put out with the message's row
-        call = f"dp_{nm} = d_{w.elem}(cx, d_{nm}, dp_{nm}, de_{nm}{args});"
+        call = (f"try {{ dp_{nm} = d_{w.elem}(cx, d_{nm}, dp_{nm}, de_{nm}{args}); }} catch (Bad e_) {{ throw "
+                f"e_.within({sg.path(nm)}, i_{nm}, {jstr(w.elem)}); }}")  # fmt: skip
+        stream = w.compressed_by is not None
+        pad = "    " if stream else ""
+        sg.say(f"long i_{nm} = 0;")
+        if stream:
+            sg.say("try {")
         if counted:
-            sg.say(f"if (n_{nm} * {w.min_elem_size} > de_{nm} - dp_{nm}) throw cx.bad({sg.path(nm)}, pos, "
+            sg.say(f"{pad}if (n_{nm} * {w.min_elem_size} > de_{nm} - dp_{nm}) throw cx.bad({sg.path(nm)}, dp_{nm}, "
                    f'"count " + n_{nm} + " needs at least " + n_{nm} * {w.min_elem_size} + " bytes, " + '
                    f'(de_{nm} - dp_{nm}) + " left");')  # fmt: skip
-            sg.say(f"for (long i_ = 0; i_ < n_{nm}; i_++) {call}")
-            return
-        sg.say(f"for (long i_ = 0; dp_{nm} < de_{nm}; i_++) {{")
-        sg.say(f"    if (i_ >= {self._limit()}) throw cx.bad({sg.path(nm)}, dp_{nm}, "
-               f'"more than " + {self._limit()} + " elements");')  # fmt: skip
-        sg.say(f"    {call}")
-        sg.say("}")
+            sg.say(f"{pad}for (; i_{nm} < n_{nm}; i_{nm}++) {call}")
+        else:
+            sg.say(f"{pad}for (; dp_{nm} < de_{nm}; i_{nm}++) {{")
+            sg.say(f"{pad}    if (i_{nm} >= {self._limit()}) throw cx.bad({sg.path(nm)}, dp_{nm}, "
+                   f'"more than " + {self._limit()} + " elements");')  # fmt: skip
+            sg.say(f"{pad}    {call}")
+            sg.say(f"{pad}}}")
+        if stream:
+            assert w.compressed_by is not None
+            codec = self.g.long_expr(w.compressed_by, sg.st.name)
+            sg.say(
+                f"}} catch (Bad e_) {{ throw d_{nm} != b ? e_.inStream(kfmt.jvm.Codecs.name((int) {codec}), pos) : e_; }}"
+            )

@@ -24,6 +24,13 @@ public final class Bad extends Exception {
         return new Bad(path + "[" + index + "]" + rest, at, getMessage());
     }
 
+    /** An error raised reading a decompressed stream, located at {@code where} (the compressed bytes' start, or
+     * nowhere) and saying where in the stream it was (kfmt.runtime.errors.CodecError.in_stream). */
+    public Bad inStream(String codec, long where) {
+        String said = at == NOWHERE ? "" : " (at byte " + at + " of the decompressed " + codec + " stream)";
+        return new Bad(path, where, getMessage() + said);
+    }
+
     /** Its byte counted from {@code base} (a payload's or a message's first byte). */
     public Bad from(long base) {
         return at == NOWHERE ? this : new Bad(path, at - base, getMessage());

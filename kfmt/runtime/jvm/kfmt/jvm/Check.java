@@ -12,7 +12,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** The JVM engine's reader without Spark, for differential checks (fuzz/jvm_differential.py) and fault tests: reads
  * each group of each plan file named (one JVM for all) and prints one line per group, in order, "ok rows digest" (a CRC-32 over every row's offset,
- * timestamp_ms, key, value and headers, or a quarantine row's position and raw bytes, serialized as
+ * timestamp_ms, key, value and headers, or a quarantine row's position, raw bytes and error, serialized as
  * kfmt.spark.jvm.row_digest does) or "error message". */
 public final class Check {
     static final StructType SCHEMA = StructType.fromDDL(
@@ -52,12 +52,18 @@ public final class Check {
             try (KafkaLog.GroupReader r = new KafkaLog.GroupReader(new SliceReader(plan, SCHEMA, conf), group, conf)) {
                 CRC32 crc = new CRC32();
                 long rows = 0;
+                StringBuilder errors = new StringBuilder(); // the quarantine rows' errors, with -Dkfmt.check.errors=true
                 while (r.next()) {
                     ColumnarBatch b = r.get();
-                    for (int i = 0; i < b.numRows(); i++) row(b, i, crc);
+                    for (int i = 0; i < b.numRows(); i++) {
+                        row(b, i, crc);
+                        if (!b.column(6).isNullAt(i)) errors.append('\t').append(b.column(6).getUTF8String(i).toString().replace('\n', ' '));
+                    }
                     rows += b.numRows();
                 }
-                out.append("ok\t").append(rows).append('\t').append(crc.getValue()).append('\n');
+                out.append("ok\t").append(rows).append('\t').append(crc.getValue());
+                if (Boolean.getBoolean("kfmt.check.errors")) out.append(errors);
+                out.append('\n');
             } catch (Exception e) {
                 out.append("error\t").append(String.valueOf(e.getMessage()).replace('\n', ' ')).append('\n');
             }
@@ -65,9 +71,10 @@ public final class Check {
     }
 
     private static void row(ColumnarBatch b, int i, CRC32 crc) {
-        if (!b.column(6).isNullAt(i)) { // a quarantine row: where its region starts and its raw bytes
+        if (!b.column(6).isNullAt(i)) { // a quarantine row: where its region starts, its raw bytes and its error
             crc.update(ByteBuffer.allocate(9).put((byte) 'Q').putLong(b.column(5).getLong(i)).array());
             blob(crc, b.column(7).getBinary(i));
+            blob(crc, b.column(6).getUTF8String(i).getBytes());
             return;
         }
         ByteBuffer head = ByteBuffer.allocate(17);

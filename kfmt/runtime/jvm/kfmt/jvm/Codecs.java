@@ -25,6 +25,7 @@ public final class Codecs implements AutoCloseable {
     private static final LZ4SafeDecompressor LZ4 = LZ4Factory.fastestInstance().safeDecompressor();
     private static final XXHash32 XXH = XXHashFactory.fastestInstance().hash32();
     private static final String[] NAMES = {"none", "gzip", "snappy", "lz4", "zstd"};
+    private static final String Z = "corrupt gzip stream: Error -3 while decompressing data: "; // zlib's Z_DATA_ERROR
 
     private final Limits limits;
     public byte[] out = new byte[1 << 16];
@@ -56,8 +57,10 @@ public final class Codecs implements AutoCloseable {
                 default -> throw new Bad(path, pos, "unknown compression codec " + codec);
             }
         } catch (Bad e) {
-            throw e;
-        } catch (IOException | DataFormatException | RuntimeException e) {
+            throw e.at == pos ? e : new Bad(e.path, pos, e.getMessage()); // located at the payload, as Python's
+        } catch (DataFormatException e) {
+            throw new Bad(path, pos, Z + e.getMessage());
+        } catch (RuntimeException e) {
             throw new Bad(path, pos, "corrupt " + name(codec) + " stream: " + e.getMessage());
         }
     }
@@ -76,10 +79,14 @@ public final class Codecs implements AutoCloseable {
      * input, so a damaged one cannot make a large buffer). A frame cut short, bytes after the last frame that are not
      * one and a wrong checksum are errors, as in zstd's streaming reader. */
     private void zstd(byte[] b, int pos, int n, long limit, String path) throws Bad {
+        zstdFramesEnd(b, pos, n, path);
         zstdWindows(b, pos, n, path);
         if (zstd == null) zstd = new ZstdDecompressCtx();
         long stated = Zstd.getFrameContentSize(b, pos, n); // trusted up to 16 times the input: memory follows output
-        if (stated > limit) throw tooBig(limit, path, pos);
+        if (stated > limit) {
+            zstdStreamed(b, pos, n, limit, path);
+            throw tooBig(limit, path, pos);
+        }
         room(Math.min(limit, Math.max(stated <= 16L * n ? stated : 0, 4L * n)));
         while (true) {
             int cap = (int) Math.min(limit, out.length);
@@ -88,10 +95,26 @@ public final class Codecs implements AutoCloseable {
                 return;
             } catch (ZstdException e) {
                 zstd.reset();
-                if (e.getErrorCode() != Zstd.errDstSizeTooSmall()) throw e;
-                if (cap >= limit) throw tooBig(limit, path, pos);
+                if (e.getErrorCode() != Zstd.errDstSizeTooSmall()) throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: " + e.getMessage());
+                if (cap >= limit) {
+                    zstdStreamed(b, pos, n, limit, path); // a damaged frame may say so before the limit
+                    throw tooBig(limit, path, pos);
+                }
                 room(Math.min(limit, 2L * out.length));
             }
+        }
+    }
+
+    /** The verdict of zstd's streaming reader (kfmt.runtime.compression's, Kafka's) on a stream the one-shot call
+     * could not fit in the limit: damage it finds before giving that much is the error, as that reader says it. */
+    private static void zstdStreamed(byte[] b, int pos, int n, long limit, String path) throws Bad {
+        byte[] sink = new byte[1 << 16];
+        long got = 0;
+        try (var in = new com.github.luben.zstd.ZstdInputStreamNoFinalizer(new java.io.ByteArrayInputStream(b, pos, n))) {
+            in.setContinuous(false);
+            for (int k; got <= limit && (k = in.read(sink)) >= 0; ) got += k;
+        } catch (IOException e) {
+            throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: " + e.getMessage());
         }
     }
 
@@ -108,8 +131,11 @@ public final class Codecs implements AutoCloseable {
                 p += 8 + (Integer.reverseBytes((int) Ctx.i32(b, at + 4)) & 0xFFFFFFFFL);
                 continue;
             }
-            if (magic != 0xFD2FB528) return;
+            if (magic != 0xFD2FB528) { // what zstd's streaming reader says of bytes that are no frame
+                throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: Unknown frame descriptor");
+            }
             int fhd = b[at + 4] & 0xFF, q = at + 5;
+            if ((fhd & 0x08) != 0) throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: Unsupported frame parameter");
             boolean single = (fhd & 0x20) != 0;
             long window = 0;
             if (!single) {
@@ -121,10 +147,38 @@ public final class Codecs implements AutoCloseable {
             int fcs = (fhd >>> 6) == 0 ? (single ? 1 : 0) : 1 << (fhd >>> 6);
             if (q + fcs > end) return;
             if (single) window = frameContentSize(b, q, fcs);
-            if (window < 0 || window > (1L << 27) + 1) throw new Bad(path, pos, "corrupt zstd stream: Frame requires too much memory for decoding");
+            if (window < 0 || window > (1L << 27) + 1) throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: Frame requires too much memory for decoding");
             long stop = blocksEnd(b, q + fcs, end);
             if (stop < 0) return;
             p = stop + ((fhd & 0x04) != 0 ? 4 : 0);
+        }
+    }
+
+    /** A zstd stream whose last frame is cut short is refused, as kfmt.runtime.compression._zstd_frames_end refuses it
+     * (its walk and its words): the library would give back what such a frame decodes to without a word. */
+    private static void zstdFramesEnd(byte[] b, int pos, int n, String path) throws Bad {
+        long p = pos, end = pos + (long) n;
+        while (p < end) {
+            if (end - p < 8) throw new Bad(path, pos, "zstd stream ends inside a frame header (" + (end - p) + " bytes left)");
+            int at = (int) p, magic = Integer.reverseBytes((int) Ctx.i32(b, at));
+            if ((magic & 0xFFFFFFF0) == 0x184D2A50) {
+                p += 8 + (Integer.reverseBytes((int) Ctx.i32(b, at + 4)) & 0xFFFFFFFFL);
+                if (p > end) throw new Bad(path, pos, "zstd stream ends inside a skippable frame");
+                continue;
+            }
+            if (magic != 0xFD2FB528) return;
+            int fhd = b[at + 4] & 0xFF, single = (fhd >> 5) & 1, fcs = fhd >> 6;
+            p += 5 + (1 - single) + new int[] {0, 1, 2, 4}[fhd & 3] + (fcs == 0 ? single : new int[] {0, 2, 4, 8}[fcs]);
+            while (true) { // the blocks (kfmt.runtime.compression._zstd_blocks_end)
+                if (p + 3 > end) throw new Bad(path, pos, "zstd frame ends early: no last block");
+                int q = (int) p, h = (b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8 | (b[q + 2] & 0xFF) << 16, kind = (h >> 1) & 3;
+                p += 3 + (kind == 1 ? 1 : h >>> 3);
+                if (kind == 3) return; // a reserved block type: the library reports it
+                if (p > end) throw new Bad(path, pos, "zstd frame ends early: inside a block");
+                if ((h & 1) != 0) break;
+            }
+            p += (fhd & 0x04) != 0 ? 4 : 0;
+            if (p > end) throw new Bad(path, pos, "zstd frame ends early: its checksum is missing");
         }
     }
 
@@ -175,14 +229,15 @@ public final class Codecs implements AutoCloseable {
                     size += got;
                     long limit = limits.allowance((p - pos) + inf.getBytesRead());
                     if (size > limit) throw tooBig(limit, path, pos);
-                    if (got == 0 && (inf.needsInput() || inf.needsDictionary())) throw new Bad(path, pos, "corrupt gzip stream: the stream ends early");
+                    if (got == 0 && (inf.needsInput() || inf.needsDictionary())) throw new Bad(path, pos, "gzip stream ends early");
                 }
                 p += (int) inf.getBytesRead();
-                if (end - p < 8) throw new Bad(path, pos, "corrupt gzip stream: the trailer is missing");
+                if (end - p < 4) throw new Bad(path, pos, "gzip stream ends early");
                 crc.reset();
-                crc.update(out, from, size - from);
-                if ((int) crc.getValue() != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, pos, "corrupt gzip stream: incorrect data check");
-                if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, "corrupt gzip stream: incorrect length check");
+                crc.update(out, from, size - from); // (zlib judges the CRC as soon as it has it, the length after)
+                if ((int) crc.getValue() != Integer.reverseBytes((int) Ctx.i32(b, p))) throw new Bad(path, pos, Z + "incorrect data check");
+                if (end - p < 8) throw new Bad(path, pos, "gzip stream ends early");
+                if ((size - from) != Integer.reverseBytes((int) Ctx.i32(b, p + 4))) throw new Bad(path, pos, Z + "incorrect length check");
                 p += 8;
             } while (end - p >= 2 && (b[p] & 0xFF) == 0x1f && (b[p + 1] & 0xFF) == 0x8b);
         }
@@ -190,13 +245,15 @@ public final class Codecs implements AutoCloseable {
 
     /** The position after a gzip member's header at p. */
     private static int gzipHeader(byte[] b, int p, int end, String path) throws Bad {
-        if (end - p < 10 || (b[p] & 0xFF) != 0x1f || (b[p + 1] & 0xFF) != 0x8b) throw new Bad(path, p, "corrupt gzip stream: incorrect header check");
-        if (b[p + 2] != 8) throw new Bad(path, p, "corrupt gzip stream: unknown compression method");
+        // (zlib's words, as Python's zlib reports them: a header byte is judged when it arrives)
+        if ((end - p >= 1 && (b[p] & 0xFF) != 0x1f) || (end - p >= 2 && (b[p + 1] & 0xFF) != 0x8b)) throw new Bad(path, p, Z + "incorrect header check");
+        if (end - p >= 3 && b[p + 2] != 8) throw new Bad(path, p, Z + "unknown compression method");
+        if (end - p >= 4 && (b[p + 3] & 0xE0) != 0) throw new Bad(path, p, Z + "unknown header flags set");
+        if (end - p < 10) throw new Bad(path, p, "gzip stream ends early");
         int flg = b[p + 3] & 0xFF;
-        if ((flg & 0xE0) != 0) throw new Bad(path, p, "corrupt gzip stream: unknown header flags set");
         int q = p + 10;
         if ((flg & 0x04) != 0) { // FEXTRA
-            if (end - q < 2) throw new Bad(path, p, "corrupt gzip stream: the header ends early");
+            if (end - q < 2) throw new Bad(path, p, "gzip stream ends early");
             q += 2 + ((b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8);
         }
         for (int bit : new int[] {0x08, 0x10}) { // FNAME, FCOMMENT: zero-terminated
@@ -204,12 +261,17 @@ public final class Codecs implements AutoCloseable {
             while (q < end && b[q] != 0) q++;
             q++;
         }
-        if ((flg & 0x02) != 0) q += 2; // FHCRC
-        if (q > end) throw new Bad(path, p, "corrupt gzip stream: the header ends early");
+        if (q > end || ((flg & 0x02) != 0 && q + 2 > end)) throw new Bad(path, p, "gzip stream ends early");
+        if ((flg & 0x02) != 0) { // FHCRC: the low 16 bits of the header's CRC-32
+            CRC32 h = new CRC32();
+            h.update(b, p, q - p);
+            if ((h.getValue() & 0xFFFF) != ((b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8)) throw new Bad(path, p, Z + "header crc mismatch");
+            q += 2;
+        }
         return q;
     }
 
-    private static int rawLength(byte[] b, int pos, int end) throws IOException {
+    private static int rawLength(byte[] b, int pos, int end, String path) throws Bad {
         int result = 0, shift = 0;
         for (int i = 0; i < 5 && pos + i < end; i++) {
             int x = b[pos + i];
@@ -217,17 +279,20 @@ public final class Codecs implements AutoCloseable {
             if (x >= 0) return result;
             shift += 7;
         }
-        throw new IOException("bad length preamble");
+        throw new Bad(path, pos, "corrupt snappy block: bad length preamble");
     }
 
-    private void snappy(byte[] b, int pos, int n, long limit, String path) throws IOException, Bad {
+    /** A xerial snappy stream as kfmt.runtime.compression reads it, in its order: the blocks walked first (the
+     * stream's framing), then their stated sizes summed against the limit (nothing is inflated past it), then
+     * inflated; a payload without the xerial magic is one raw block. */
+    private void snappy(byte[] b, int pos, int n, long limit, String path) throws Bad {
         int end = pos + n;
         if (n < 16 || !Arrays.equals(b, pos, pos + 8, XERIAL, 0, 8)) {
             block(b, pos, n, limit, path);
             return;
         }
-        long total = 0;
-        for (int p = pos + 16; p < end; ) { // the stated sizes first: nothing is inflated past the limit
+        java.util.List<int[]> blocks = new java.util.ArrayList<>();
+        for (int p = pos + 16; p < end; ) {
             if (p + 4 > end) throw new Bad(path, p, "xerial snappy stream ends inside a block length");
             if (p + 8 <= end && Arrays.equals(b, p, p + 8, XERIAL, 0, 8)) {
                 p += 16;
@@ -236,27 +301,26 @@ public final class Codecs implements AutoCloseable {
             int len = (int) Ctx.i32(b, p);
             p += 4;
             if (len < 0 || p + len > end) throw new Bad(path, p, "xerial snappy block length " + len + " is out of range");
-            total += rawLength(b, p, p + len);
-            if (total > limit) throw tooBig(limit, path, p);
+            blocks.add(new int[] {p, len});
             p += len;
         }
-        for (int p = pos + 16; p < end; ) {
-            if (Arrays.equals(b, p, Math.min(p + 8, end), XERIAL, 0, Math.min(8, end - p)) && p + 8 <= end) {
-                p += 16;
-                continue;
-            }
-            int len = (int) Ctx.i32(b, p);
-            p += 4;
-            block(b, p, len, limit, path);
-            p += len;
+        long total = 0;
+        for (int[] k : blocks) {
+            total += rawLength(b, k[0], end, path);
+            if (total > limit) throw tooBig(limit, path, k[0]);
         }
+        for (int[] k : blocks) block(b, k[0], k[1], limit, path);
     }
 
-    private void block(byte[] b, int pos, int n, long limit, String path) throws IOException, Bad {
-        int len = rawLength(b, pos, pos + n);
+    private void block(byte[] b, int pos, int n, long limit, String path) throws Bad {
+        int len = rawLength(b, pos, pos + n, path);
         if (size + (long) len > limit) throw tooBig(limit, path, pos);
         room(size + (long) len);
-        size += Snappy.uncompress(b, pos, n, out, size);
+        try {
+            size += Snappy.uncompress(b, pos, n, out, size);
+        } catch (IOException e) { // (the libraries' own words differ: kfmt's, in both engines)
+            throw new Bad(path, pos, "corrupt snappy stream: a block does not decompress");
+        }
     }
 
     private void lz4(byte[] b, int pos, int n, boolean verifyHc, String path) throws Bad {
@@ -306,7 +370,7 @@ public final class Codecs implements AutoCloseable {
                     size += LZ4.decompress(b, at, len, out, size, (int) Math.max(roomLeft, 1));
                 } catch (LZ4Exception e) {
                     if (roomLeft < maxBlock) throw tooBig(limit, path, at);
-                    throw new Bad(path, at, "corrupt lz4 stream: " + e.getMessage());
+                    throw new Bad(path, at, "corrupt lz4 stream: a block does not decompress"); // (kfmt's words, both engines)
                 }
             }
             if (size > limit) throw tooBig(limit, path, at);

@@ -69,7 +69,7 @@ public final class Ctx {
         long v = 0;
         int shift = 0, start = pos;
         for (int i = 0; i < maxBytes; i++) {
-            if (pos >= end) throw new Bad(path, start, "input ends inside a varint"); // (kfmt.runtime.varint's words)
+            if (pos >= end) throw new Bad(path, start, i == 0 ? "input ends before a varint" : "input ends inside a varint"); // (the python backend's words)
             int x = b[pos++];
             v |= (long) (x & 0x7F) << shift;
             if (x >= 0) {
@@ -102,8 +102,13 @@ public final class Ctx {
         return crc32.getValue();
     }
 
-    public Bad bad(String path, int at, String why) {
+    public Bad bad(String path, long at, String why) {
         return new Bad(path, at, why);
+    }
+
+    /** A CRC as Python's {@code :#010x} writes it. */
+    public static String hex32(long v) {
+        return String.format("0x%08x", v);
     }
 
     /** A length running past the end of its region. */

@@ -178,7 +178,7 @@ public final class SliceReader {
         int at = pos, stop = pos + 12 + size;
         kfmt.jvm.Decoder d = forced != null ? forced : byMagic[buf[at + 16] & 0xFF];
         if (d == null) {
-            corrupt(at, stop, "log.entry.magic", "invalid magic " + buf[at + 16] + " found in record (a format that is not auto-detected needs option format)");
+            corrupt(at, stop, "log.entry.magic", at + 16, "invalid magic " + (buf[at + 16] & 0xFF) + " found in record");
             return;
         }
         long mark = sink.mark();
@@ -187,7 +187,7 @@ public final class SliceReader {
             if (got != stop) throw new Bad("entry", got, (stop - got) + " bytes after the entry's fields");
         } catch (Bad e) {
             sink.rollback(mark);
-            corrupt(at, stop, e.path, e.getMessage());
+            corrupt(at, stop, e.path, e.at, e.getMessage());
             return;
         }
         Batch b = cx.batch;
@@ -205,7 +205,7 @@ public final class SliceReader {
     /** A size below the smallest entry: the next valid entry is searched for. */
     private void brokenFraming(long size) throws IOException {
         long a = winStart + pos;
-        String why = "log.entry.size: entry size " + size + " is less than the minimum record overhead (14)";
+        String why = "log.entry.size at byte " + (a + 8) + ": entry size " + size + " is less than the minimum record overhead (14)";
         if (!skipping) throw fail(a, why);
         cross(a, why, false);
     }
@@ -213,9 +213,9 @@ public final class SliceReader {
     /** An entry whose framing holds but which does not decode: alone when a valid entry follows it (or nothing
      * does), else its size may be damaged too and the region is crossed. Written whole, it is never a batch being
      * written, whatever its fields say (CodecError.cut_entry). */
-    private void corrupt(int at, int stop, String field, String why) throws IOException {
+    private void corrupt(int at, int stop, String field, long where, String why) throws IOException {
         long a = winStart + at, e = winStart + stop;
-        String what = field + ": " + why;
+        String what = new Bad(field, where == Bad.NOWHERE ? where : winStart + where, why).text(null);
         if (!skipping) throw fail(a, what);
         if (e >= slice.end || checkedEntryAt(e)) {
             region(a, e, what, false);
@@ -264,7 +264,7 @@ public final class SliceReader {
         int i = window(a, 17);
         String why = len - i < 17 ? "too short for an entry header (17 bytes up to the magic)"
                 : "the entry there declares size " + Ctx.i32(buf, i + 8) + ", which runs " + (12 + Ctx.i32(buf, i + 8) - unread) + " bytes past the end";
-        return "log.entry: " + unread + " byte(s) not read: " + why;
+        return "log.entry at byte " + a + ": " + unread + " byte(s) not read: " + why;
     }
 
     /** The damaged region from a, crossed: reported up to the next valid entry (or the slice's end); {@code cut}:
