@@ -249,7 +249,7 @@ SAVE_MODES = ("errorifexists", "error", "ignore", "append", "overwrite")
 def save(df, path: str, mode: str = "errorifexists", **options) -> bool:
     """Write ``df`` as a Kafka log directory with any of Spark's save modes.
 
-    Spark runs Python data sources only in ``append`` and ``overwrite`` mode (``df.write.save()`` with the
+    Spark writes a source given by path (no catalog) only in ``append`` and ``overwrite`` mode (``df.write.save()`` with the
     default mode, or ``mode("ignore")``, fails with UNSUPPORTED_DATA_SOURCE_SAVE_MODE before writing). This
     gives the other two their usual meaning, decided on the driver: ``errorifexists`` (the default) refuses a
     target that already holds segments, ``ignore`` leaves such a target alone and writes nothing. Returns
