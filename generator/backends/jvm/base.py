@@ -28,6 +28,16 @@ READ = {(1, True): "i8", (1, False): "u8", (2, True): "i16", (2, False): "u16", 
          (4, False): "u32", (8, True): "i64"}  # fmt: skip
 
 
+def blob_bounds(say, path: str, n_: str, nm: str, end: str, cap: str = "cx.maxBytes") -> None:
+    """The rest of a blob whose length ``n_`` was read and whose ``if (<n_> < 0) ... else {`` is open: the length
+    within the limit and the region (``end``), then ``<nm>_n`` and the position past it. One emitter for the log
+    formats' decoders and the payload decoders."""
+    say(f'    if ({n_} > {cap}) throw cx.bad({path}, pos, "length " + {n_} + " exceeds the limit");')
+    say(f"    if ({n_} > {end} - pos) throw cx.past({path}, pos, {n_}, {end});")
+    say(f"    {nm}_n = (int) {n_}; pos += {nm}_n;")
+    say("}")
+
+
 class Unsupported(Exception):
     """A language feature this backend does not lower (the format then has no Java decoder)."""
 

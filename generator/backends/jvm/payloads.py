@@ -14,7 +14,7 @@ The JSON a struct's fields make (Kafka's names, kinds, versions, tagged defaults
 
 from __future__ import annotations
 
-from generator.backends.jvm.base import READ, JavaExpr, Unsupported, class_name, doc, jstr
+from generator.backends.jvm.base import READ, JavaExpr, Unsupported, blob_bounds, class_name, doc, jstr
 from generator.backends.jvm.tagged import NONE, TaggedJson
 from generator.ir import nodes as n
 
@@ -366,12 +366,7 @@ class StructJson(TaggedJson):
             self.say(f"if ({n_} < 0) {nm}_n = -1; else {{")
         else:
             self.say(f'if ({n_} < 0) throw cx.bad({self.path(nm)}, pos, "negative length " + {n_}); else {{')
-        self.say(
-            f'    if ({n_} > cx.maxBytes) throw cx.bad({self.path(nm)}, pos, "length " + {n_} + " exceeds the limit");'
-        )
-        self.say(f"    if ({n_} > end - pos) throw cx.past({self.path(nm)}, pos, {n_}, end);")
-        self.say(f"    {nm}_n = (int) {n_}; pos += {nm}_n;")
-        self.say("}")
+        blob_bounds(self.say, self.path(nm), n_, nm, "end")
 
     def _blob_json(self, f: n.Field, w: n.Blob) -> None:
         entry = self._json_of(f.name)

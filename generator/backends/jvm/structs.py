@@ -9,7 +9,7 @@ three locals (``<field>_b`` array, ``_p`` position, ``_n`` length, -1 for null),
 
 from __future__ import annotations
 
-from generator.backends.jvm.base import BATCH_FIELDS, READ, Lowering, Unsupported, jstr
+from generator.backends.jvm.base import BATCH_FIELDS, READ, Lowering, Unsupported, blob_bounds, jstr
 from generator.ir import nodes as n
 
 
@@ -246,12 +246,7 @@ class StructGen:
         else:
             self.negative(f"n_{nm}", nm, f"{nm}_n = -1;" if w.nullable else None)
         cap = f"Math.min(cx.maxBytes, {w.max})" if w.max is not None else "cx.maxBytes"
-        self.say(
-            f'    if (n_{nm} > {cap}) throw cx.bad({self.path(nm)}, pos, "length " + n_{nm} + " exceeds the limit");'
-        )
-        self.say(f"    if (n_{nm} > {self.end} - pos) throw cx.past({self.path(nm)}, pos, n_{nm}, {self.end});")
-        self.say(f"    {nm}_n = (int) n_{nm}; pos += {nm}_n;")
-        self.say("}")
+        blob_bounds(self.say, self.path(nm), f"n_{nm}", nm, self.end, cap)
 
     def _array(self, f: n.Field, w: n.ArrayType) -> None:
         ArrayGen(self, f, w).emit()
