@@ -356,6 +356,25 @@ def test_a_staged_file_short_of_what_its_task_wrote_fails_the_commit(tmp_path):
     assert not any(out.rglob("*.log"))
 
 
+@pytest.mark.parametrize("magic,codec", [(2, "zstd"), (1, "gzip")])
+def test_a_staged_file_with_a_byte_changed_fails_the_commit(tmp_path, magic, codec):
+    """The same size, one byte changed (a store handing back other bytes): the commit's check of each written batch
+    (a v2 batch's CRC-32C, without decoding its records again; a legacy entry decoded) refuses it, nothing lands."""
+    from kfmt.log.batches import written_entries
+
+    recs = [kfmt.Record(key=b"k%d" % i, value=b"v" * 50, timestamp=1000 + i) for i in range(20)]
+    blob = kfmt.encode_batch(recs, magic=magic, codec=codec, base_offset=0)
+    facts = written_entries(blob)
+    assert [(f.base_offset, f.last_offset, f.records, f.magic) for _, _, f in facts] == [(0, 19, 20, magic)]
+    changed = bytearray(blob)
+    changed[len(blob) - 3] ^= 0x40
+    out = tmp_path / "out"
+    piece = _stage(tmp_path / "st", "p", bytes(changed), 20)
+    with pytest.raises(kfmt.CodecError, match="crc"):
+        commit_partitions(out, {("orders", 0): [piece]})
+    assert not any(out.rglob("*.log"))
+
+
 def test_kafka_written_folders_read_as_before_and_appends_continue(tmp_path):
     out = tmp_path / "out"
     (out / "orders-0").mkdir(parents=True)

@@ -173,3 +173,59 @@ def _closing(items, f):
 
 
 __all__ = ["ISOLATION_LEVELS", "ColumnsSink", "read_batches", "scan"]
+
+
+class Written(NamedTuple):
+    """What a writer's check needs of an entry it wrote: its offsets, records and leader epoch."""
+
+    magic: int
+    base_offset: int
+    last_offset: int
+    records: int
+    partition_leader_epoch: int
+
+
+def written_entries(data) -> list[tuple[int, int, Written]]:
+    """``(start, end, facts)`` of every entry of bytes a writer wrote (staged files, segments being published),
+    each checked whole: v2 batches by their CRC-32C over everything after the CRC, and their headers (the bytes
+    are the ones encoded: their records need not be decoded again); anything else decoded. Raises the
+    :class:`CodecError` of the first entry that is not so."""
+    v2 = _v2_written(data)
+    if v2 is not None:
+        return v2
+    out = []
+    for pos, end, b in scan(data):
+        if isinstance(b, CodecError):  # (scan without skip_corrupt raises; kept for the type checker)
+            raise b
+        magic = -1 if b.magic is None else b.magic
+        out.append((pos, end, Written(magic, b.base_offset, b.last_offset, len(b.records), b.partition_leader_epoch)))
+    return out
+
+
+def _v2_written(data) -> list[tuple[int, int, Written]] | None:
+    """The entries of ``data`` when every one is a v2 batch (None when one is not: it is decoded instead)."""
+    import struct
+
+    from crc32c import crc32c
+
+    from kfmt.runtime.errors import ChecksumError, TruncatedError
+
+    out: list[tuple[int, int, Written]] = []
+    pos, n = 0, len(data)
+    view = memoryview(data)
+    while pos < n:
+        if n - pos < 61 or data[pos + 16] != 2:
+            return None
+        base, length, epoch, _, crc = struct.unpack_from(">qiibI", data, pos)
+        end = pos + 12 + length
+        if length < 49 or end > n:
+            raise TruncatedError(f"batch_length {length} runs past the end ({n - pos - 12} bytes left)", offset=pos + 8,
+                                 path="batch.batch_length")  # fmt: skip
+        computed = crc32c(view[pos + 21 : end])
+        if computed != crc:
+            raise ChecksumError(f"stored crc32c {crc:#010x} != computed {computed:#010x} (corrupt data)", offset=pos + 21,
+                                path="batch.crc")  # fmt: skip
+        delta, records = struct.unpack_from(">i", data, pos + 23)[0], struct.unpack_from(">i", data, pos + 57)[0]
+        out.append((pos, end, Written(2, base, base + delta, records, epoch)))
+        pos = end
+    return out

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import kfmt
-from kfmt.runtime.errors import CodecError
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
 _V2_KEPT = ("partition_leader_epoch", "timestamp_type")
@@ -179,7 +178,7 @@ def _staged_entries(tree, files) -> list:
     """The batches of a partition's staged files, ordered by offset, each file checked against what its task
     reported (``(path, records, bytes)``; a bare path reports nothing): a store that acknowledged an upload
     it did not keep fails the job here."""
-    from kfmt.log.batches import scan
+    from kfmt.log.batches import written_entries
     from kfmt.table.commit import CommitError
 
     entries = []
@@ -187,11 +186,9 @@ def _staged_entries(tree, files) -> list:
         path, rows, nbytes = (f, None, None) if isinstance(f, str) else (tuple(f) + (None,))[:3]
         data = tree.read(path)
         got = 0
-        for pos, end, b in scan(data):
-            if isinstance(b, CodecError):  # scan without skip_corrupt raises; staged batches are ours
-                raise b
+        for pos, end, b in written_entries(data):  # each batch checked whole (its CRC), its records counted
             entries.append((b.base_offset, b.last_offset, data[pos:end], b))
-            got += len(b.records)
+            got += b.records
         if (nbytes is not None and len(data) != nbytes) or (rows is not None and got != rows):
             raise CommitError(f"kafka-log writer: {tree.uri(path)} holds {len(data)} bytes and {got} record(s); its "
                               f"task wrote {nbytes} bytes and {rows} record(s); nothing was committed")  # fmt: skip
@@ -213,12 +210,19 @@ def _blobs(entries) -> list[tuple[int, bytes, tuple[int, int, int]]]:
             continue
         if len(cluster) == 1:
             b = cluster[0][3]
-            blobs.append((cluster[0][0], cluster[0][2], (1, len(b.records), b.last_offset)))
+            blobs.append((cluster[0][0], cluster[0][2], (1, b.records, b.last_offset)))
         elif cluster:
-            blobs.append((cluster[0][0], *_facts(_merged([c[3] for c in cluster]))))
+            blobs.append((cluster[0][0], *_facts(_merged([_decoded(c[2]) for c in cluster]))))
         if e is not None:
             cluster, top = [e], e[1]
     return blobs
+
+
+def _decoded(blob: bytes):
+    """The one batch ``blob`` holds, decoded (batches to merge)."""
+    from kfmt.log.batches import scan
+
+    return next(b for _, _, b in scan(blob))
 
 
 def _facts(blob: bytes) -> tuple[bytes, tuple[int, int, int]]:

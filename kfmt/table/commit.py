@@ -213,15 +213,18 @@ def verify(tree, path: str, p: Put) -> None:
                           "keep the upload whole); nothing was committed")  # fmt: skip
     if p.batches is None:
         return
-    from kfmt.log.batches import scan
+    from kfmt.log.batches import written_entries
+    from kfmt.runtime.errors import CodecError
 
     batches = records = 0
     last = None
-    for _, _, b in scan(tree.read(path)):
-        if isinstance(b, Exception):
-            raise CommitError(f"{tree.uri(path)}: not readable back ({b}); nothing was committed")
+    try:
+        entries = written_entries(tree.read(path))  # each batch checked whole: its CRC, or decoded
+    except CodecError as e:
+        raise CommitError(f"{tree.uri(path)}: not readable back ({e}); nothing was committed") from None
+    for _, _, b in entries:
         batches += 1
-        records += len(b.records)
+        records += b.records
         last = b.last_offset
     if (batches, records, last) != (p.batches, p.records, p.last_offset):
         raise CommitError(f"{tree.uri(path)}: holds {batches} batch(es), {records} record(s) up to offset {last}; "

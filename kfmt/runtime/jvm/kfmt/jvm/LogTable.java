@@ -25,6 +25,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Python data source (registered as {@value #PYTHON} by kfmt.spark.register). */
 final class LogTable implements SupportsRead, SupportsWrite {
     static final String PYTHON = "kafka-log-python";
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("kfmt");
+    /** The reasons said so far: a read or write handed to the Python data source says why, once per reason. */
+    private static final Set<String> SAID = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final StructType schema;
     private final Transform[] partitioning;
     private final Map<String, String> properties;
@@ -57,6 +60,7 @@ final class LogTable implements SupportsRead, SupportsWrite {
     /** kfmt's Python data source for this table, reading {@code columns} (why: what it is needed for, said if it
      * is not registered). */
     Table python(String why, StructType columns) {
+        if (SAID.add(why)) LOG.warn("kfmt: {} goes to kfmt's Python data source (said once)", why);
         try {
             PythonDataSourceV2 p = new PythonDataSourceV2();
             p.setShortName(PYTHON);
