@@ -206,21 +206,21 @@ def _v2_written(data) -> list[tuple[int, int, Written]] | None:
     """The entries of ``data`` when every one is a v2 batch (None when one is not: it is decoded instead)."""
     import struct
 
-    from crc32c import crc32c
-
+    from kfmt.log.resync import LOG_OVERHEAD, MIN_SIZE
+    from kfmt.runtime.checksums import crc32c
     from kfmt.runtime.errors import ChecksumError, TruncatedError
 
     out: list[tuple[int, int, Written]] = []
     pos, n = 0, len(data)
     view = memoryview(data)
     while pos < n:
-        if n - pos < 61 or data[pos + 16] != 2:
+        if n - pos < LOG_OVERHEAD + MIN_SIZE[2] or data[pos + 16] != 2:
             return None
         base, length, epoch, _, crc = struct.unpack_from(">qiibI", data, pos)
-        end = pos + 12 + length
-        if length < 49 or end > n:
-            raise TruncatedError(f"batch_length {length} runs past the end ({n - pos - 12} bytes left)", offset=pos + 8,
-                                 path="batch.batch_length")  # fmt: skip
+        end = pos + LOG_OVERHEAD + length
+        if length < MIN_SIZE[2] or end > n:
+            raise TruncatedError(f"batch_length {length} runs past the end ({n - pos - LOG_OVERHEAD} bytes left)",
+                                 offset=pos + 8, path="batch.batch_length")  # fmt: skip
         computed = crc32c(view[pos + 21 : end])
         if computed != crc:
             raise ChecksumError(f"stored crc32c {crc:#010x} != computed {computed:#010x} (corrupt data)", offset=pos + 21,

@@ -113,6 +113,7 @@ def _write(ask: dict, options: dict, engine: str) -> dict:
     commit (kfmt.spark.writer.commit_partitions) whichever engine encoded it."""
     from types import SimpleNamespace
 
+    from kfmt.codec.formats import by_magic
     from kfmt.storage import is_uri
 
     call = str(ask.get("call"))
@@ -126,8 +127,8 @@ def _write(ask: dict, options: dict, engine: str) -> dict:
                     "kafka-log: the jvm engine does not write to a store by URI yet; use engine=auto or python"
                 )
             return {"python": "writing to a store by URI"}
-        return {"write": {"path": os.path.abspath(w.path), "magic": w.magic, "codec": w.codec,
-                          "batch_records": w.batch_records, "keep_batches": w.keep_batches}}  # fmt: skip
+        return {"write": {"path": os.path.abspath(w.path), "format": by_magic()[w.magic].FORMAT_ID, "magic": w.magic,
+                          "codec": w.codec, "batch_records": w.batch_records, "keep_batches": w.keep_batches}}  # fmt: skip
     messages = [SimpleNamespace(files=[tuple(f) for f in m["files"]], skipped=int(m.get("skipped", 0)))
                 for m in ask.get("messages") or []]  # fmt: skip
     if call == "commit":

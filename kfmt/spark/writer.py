@@ -226,10 +226,10 @@ def _decoded(blob: bytes):
 
 
 def _facts(blob: bytes) -> tuple[bytes, tuple[int, int, int]]:
-    from kfmt.log.batches import scan
+    from kfmt.log.batches import written_entries
 
-    bs: list = [b for _, _, b in scan(blob)]
-    return blob, (len(bs), sum(len(b.records) for b in bs), bs[-1].last_offset)
+    bs = [b for _, _, b in written_entries(blob)]
+    return blob, (len(bs), sum(b.records for b in bs), bs[-1].last_offset)
 
 
 def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, dict]]:

@@ -249,7 +249,7 @@ class StructEnc:
         col, minus = fold.member, ""
         if member is not None and isinstance(member.derived, n.DeltaOf):  # offset_delta: offset - base
             col = member.derived.logical
-            minus = f" - {self._in_batch(member.derived.base)}"
+            minus = f" - {self.g.long_expr(member.derived.base, self.st.name)}"
         if col not in ROW_LONGS:
             raise Unsupported(f"a fold of {fold.member}")
         dflt = self.g.long_expr(fold.default, self.st.name)
@@ -259,12 +259,6 @@ class StructEnc:
             return f"r.max(r.{col}, from, to, {dflt})"
         at = "from" if fold.func == "first" else "to - 1"
         return f"(to > from ? r.{col}[{at}]{minus} : {dflt})"
-
-    def _in_batch(self, e: n.Expr) -> str:
-        """An expression over an element's values handed from the batch (its params), in the batch's method."""
-        if isinstance(e, n.Ref):
-            return f"v_{e.name}"
-        raise Unsupported(f"a delta base {type(e).__name__}")
 
     def _wrapper(self, w: n.Wrapper) -> None:
         """A legacy wrapper's value: the inner messages (``in``), compressed."""
@@ -375,7 +369,7 @@ class StructEnc:
             codec = self.g.long_expr(w.compressed_by, self.st.name)
             target = f"c_{f.name}"
             self.say(f"Out {target} = {codec} != 0 ? x.scratch() : {self.buf};")
-        args = "".join(f", {self._in_batch(p)}" for p in elem.params)
+        args = "".join(f", {self.g.long_expr(p, self.st.name)}" for p in elem.params)
         if self.kind == "batch":
             self.say(f"for (int i = from; i < to; i++) e_{w.elem}(x, {target}, r, i, f{args});")
         else:

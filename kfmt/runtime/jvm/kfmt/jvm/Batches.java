@@ -2,6 +2,7 @@ package kfmt.jvm;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Predicate;
 
 /** A topic-partition's rows (in offset order) as batches: kfmt.spark.writer.encode_rows' rules, followed here for
  * the JVM's writer and held to them by the differential test. Rows of one input batch stay one batch (with
@@ -51,29 +52,25 @@ final class Batches {
         if (w.deleteHorizon != null) f.put("has_delete_horizon", 1).put("base_timestamp", w.deleteHorizon);
     }
 
-    private static final String[] WHAT = {"headers", "control records", "transactional records", "producer state",
-        "partition leader epochs", "delete horizons"};
+    /** What a row carries that magic 0 and 1 cannot (kfmt.spark.writer._NOT_BELOW_V2): what, and whether it is there. */
+    private record Uncarried(String what, Predicate<LogWriter.Row> there) {}
 
-    /** What magic 0 and 1 cannot carry (kfmt.spark.writer._NOT_BELOW_V2), refused with the count of rows. */
+    private static final List<Uncarried> NOT_BELOW_V2 = List.of(
+            new Uncarried("headers", w -> w.hk != null && w.hk.length > 0),
+            new Uncarried("control records", w -> Boolean.TRUE.equals(w.control)),
+            new Uncarried("transactional records", w -> Boolean.TRUE.equals(w.transactional)),
+            new Uncarried("producer state", w -> w.producerId != null && w.producerId != -1),
+            new Uncarried("partition leader epochs", w -> w.leaderEpoch != null && w.leaderEpoch != -1),
+            new Uncarried("delete horizons", w -> w.deleteHorizon != null));
+
+    /** What magic 0 and 1 cannot carry, refused with the count of rows. */
     private static void refuse(List<LogWriter.Row> rows, int from, int to, int magic) {
-        for (int k = 0; k < WHAT.length; k++) {
-            int n = 0;
-            for (int i = from; i < to; i++) if (carries(rows.get(i), k)) n++;
+        for (Uncarried u : NOT_BELOW_V2) {
+            long n = rows.subList(from, to).stream().filter(u.there()).count();
             if (n > 0) {
-                throw new IllegalArgumentException("kafka-log writer: magic " + magic + " cannot carry " + WHAT[k] + " (" + n
+                throw new IllegalArgumentException("kafka-log writer: magic " + magic + " cannot carry " + u.what() + " (" + n
                         + " row(s) from offset " + rows.get(from).offset + "); drop or filter them, or write magic 2");
             }
         }
-    }
-
-    private static boolean carries(LogWriter.Row w, int k) {
-        return switch (k) {
-            case 0 -> w.hk != null && w.hk.length > 0;
-            case 1 -> Boolean.TRUE.equals(w.control);
-            case 2 -> Boolean.TRUE.equals(w.transactional);
-            case 3 -> w.producerId != null && w.producerId != -1;
-            case 4 -> w.leaderEpoch != null && w.leaderEpoch != -1;
-            default -> w.deleteHorizon != null;
-        };
     }
 }

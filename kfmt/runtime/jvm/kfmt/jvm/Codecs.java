@@ -38,6 +38,11 @@ public final class Codecs implements AutoCloseable {
         this.limits = limits;
     }
 
+    /** The id of the codec named {@code name} (-1: none such). */
+    public static int id(String name) {
+        return Arrays.asList(NAMES).indexOf(name);
+    }
+
     public static String name(int codec) {
         return codec >= 0 && codec < NAMES.length ? NAMES[codec] : "codec " + codec;
     }
@@ -148,7 +153,7 @@ public final class Codecs implements AutoCloseable {
             if (q + fcs > end) return;
             if (single) window = frameContentSize(b, q, fcs);
             if (window < 0 || window > (1L << 27) + 1) throw new Bad(path, pos, "corrupt zstd stream: zstd decompress error: Frame requires too much memory for decoding");
-            long stop = blocksEnd(b, q + fcs, end);
+            long stop = blocksEnd(b, headerEnd(b, at), end);
             if (stop < 0) return;
             p = stop + ((fhd & 0x04) != 0 ? 4 : 0);
         }
@@ -167,17 +172,11 @@ public final class Codecs implements AutoCloseable {
                 continue;
             }
             if (magic != 0xFD2FB528) return;
-            int fhd = b[at + 4] & 0xFF, single = (fhd >> 5) & 1, fcs = fhd >> 6;
-            p += 5 + (1 - single) + new int[] {0, 1, 2, 4}[fhd & 3] + (fcs == 0 ? single : new int[] {0, 2, 4, 8}[fcs]);
-            while (true) { // the blocks (kfmt.runtime.compression._zstd_blocks_end)
-                if (p + 3 > end) throw new Bad(path, pos, "zstd frame ends early: no last block");
-                int q = (int) p, h = (b[q] & 0xFF) | (b[q + 1] & 0xFF) << 8 | (b[q + 2] & 0xFF) << 16, kind = (h >> 1) & 3;
-                p += 3 + (kind == 1 ? 1 : h >>> 3);
-                if (kind == 3) return; // a reserved block type: the library reports it
-                if (p > end) throw new Bad(path, pos, "zstd frame ends early: inside a block");
-                if ((h & 1) != 0) break;
-            }
-            p += (fhd & 0x04) != 0 ? 4 : 0;
+            p = blocksEnd(b, headerEnd(b, at), (int) end);
+            if (p == RESERVED) return; // a reserved block type: the library reports it
+            if (p == NO_LAST_BLOCK) throw new Bad(path, pos, "zstd frame ends early: no last block");
+            if (p == PAST_END) throw new Bad(path, pos, "zstd frame ends early: inside a block");
+            p += (b[at + 4] & 0x04) != 0 ? 4 : 0;
             if (p > end) throw new Bad(path, pos, "zstd frame ends early: its checksum is missing");
         }
     }
@@ -189,15 +188,26 @@ public final class Codecs implements AutoCloseable {
         return len == 2 ? v + 256 : v;
     }
 
-    /** The end of the blocks of a zstd frame whose first block header is at q, or -1 where they cannot be walked
-     * (a block runs past the end, a reserved block type): the library reports those. */
+    private static final long RESERVED = -1, NO_LAST_BLOCK = -2, PAST_END = -3;
+
+    /** Where the block headers of the zstd frame whose header starts at {@code at} begin: past its magic, descriptor,
+     * window descriptor, dictionary id and content size (as they are laid out; not checked against the end). */
+    private static int headerEnd(byte[] b, int at) {
+        int fhd = b[at + 4] & 0xFF, single = (fhd >> 5) & 1, fcs = fhd >> 6;
+        return at + 5 + (1 - single) + new int[] {0, 1, 2, 4}[fhd & 3] + (fcs == 0 ? single : new int[] {0, 2, 4, 8}[fcs]);
+    }
+
+    /** The end of the blocks of a zstd frame whose first block header is at q (kfmt.runtime.compression._zstd_blocks_end,
+     * in its order), or where they cannot be walked: {@link #RESERVED} (a reserved block type), {@link #NO_LAST_BLOCK}
+     * (the data ends before a block header), {@link #PAST_END} (a block runs past the end). */
     private static long blocksEnd(byte[] b, long q, int end) {
         while (true) {
-            if (q + 3 > end) return -1;
+            if (q + 3 > end) return NO_LAST_BLOCK;
             int at = (int) q, h = (b[at] & 0xFF) | (b[at + 1] & 0xFF) << 8 | (b[at + 2] & 0xFF) << 16;
             int kind = (h >>> 1) & 3;
             q += 3 + (kind == 1 ? 1 : h >>> 3);
-            if (kind == 3 || q > end) return -1;
+            if (kind == 3) return RESERVED;
+            if (q > end) return PAST_END;
             if ((h & 1) != 0) return q;
         }
     }

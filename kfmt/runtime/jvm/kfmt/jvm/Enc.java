@@ -21,7 +21,6 @@ import org.xerial.snappy.Snappy;
 public final class Enc {
     private static final byte[] XERIAL = {(byte) 0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1};
     private static final byte[] GZIP_HEADER = {0x1f, (byte) 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
-    private static final byte[] LZ4_MAGIC = {0x04, 0x22, 0x4d, 0x18};
     private static final LZ4Compressor LZ4 = LZ4Factory.fastestInstance().fastCompressor();
 
     public final Out out = new Out(1 << 16);
@@ -113,12 +112,18 @@ public final class Enc {
         }
     }
 
+    /** Kafka's LZ4 frame header (FLG 0x60, BD 0x40) and its checksum byte: over the descriptor, or (KAFKA-1493, magic
+     * 0) over the magic number too. */
+    private static final byte[] LZ4_FRAME = {0x04, 0x22, 0x4d, 0x18, 0x60, 0x40};
+    private static final int LZ4_HC = headerChecksum(4), LZ4_HC_BROKEN = headerChecksum(0);
+
+    private static int headerChecksum(int from) {
+        return (XXHashFactory.fastestInstance().hash32().hash(LZ4_FRAME, from, LZ4_FRAME.length - from, 0) >>> 8) & 0xFF;
+    }
+
     private void lz4(Out src, Out o, boolean brokenChecksum) {
-        byte[] desc = {0x60, 0x40};
-        o.bytes(LZ4_MAGIC);
-        o.bytes(desc);
-        byte[] hashed = brokenChecksum ? new byte[] {0x04, 0x22, 0x4d, 0x18, 0x60, 0x40} : desc;
-        o.i8((XXHashFactory.fastestInstance().hash32().hash(hashed, 0, hashed.length, 0) >>> 8) & 0xFF);
+        o.bytes(LZ4_FRAME);
+        o.i8(brokenChecksum ? LZ4_HC_BROKEN : LZ4_HC);
         for (int i = 0; i < src.n; i += 64 * 1024) {
             int len = Math.min(64 * 1024, src.n - i);
             int room = LZ4.maxCompressedLength(len);

@@ -48,44 +48,42 @@ final class LogWrite implements WriteBuilder, SupportsTruncate {
         return new Write() {
             @Override
             public BatchWrite toBatch() {
-                Settings s = open(false);
-                return s == null ? python(false).toBatch() : new Job(s);
+                JsonNode a = open(false);
+                return a.has("python") ? python(a).toBatch() : new Job(settings(a, false));
             }
 
             @Override
             public StreamingWrite toStreaming() {
-                Settings s = open(true);
-                return s == null ? python(true).toStreaming() : new Job(s);
+                JsonNode a = open(true);
+                return a.has("python") ? python(a).toStreaming() : new Job(settings(a, true));
             }
         };
     }
 
-    private String why;
+    /** The planner's answer for this write: {"write": settings}, or {"python": why} (kfmt's Python data source
+     * writes it). */
+    private JsonNode open(boolean stream) {
+        return Planner.write(options, Planner.object().put("call", "open").put("overwrite", truncate).put("stream", stream));
+    }
 
-    /** The planner's settings for this write, or null: kfmt's Python data source writes it ({@link #why}). */
-    private Settings open(boolean stream) {
-        ObjectNode ask = Planner.object().put("call", "open").put("overwrite", truncate).put("stream", stream);
-        JsonNode a = Planner.write(options, ask);
-        if (a.has("python")) {
-            why = a.get("python").asText();
-            return null;
-        }
+    private Settings settings(JsonNode a, boolean stream) {
         JsonNode w = a.get("write");
         String staging = java.nio.file.Paths.get(w.get("path").asText(), ".kfmt-staging-" + ProcessHandle.current().pid()
                 + "-" + java.util.UUID.randomUUID().toString().replace("-", "")).toString();
-        return new Settings(info.schema(), staging, w.get("magic").asInt(), w.get("codec").asText(),
+        return new Settings(info.schema(), staging, w.get("format").asText(), w.get("magic").asInt(), w.get("codec").asText(),
                 w.get("batch_records").asInt(), w.get("keep_batches").asBoolean(), stream, truncate);
     }
 
-    private Write python(boolean stream) {
-        WriteBuilder b = ((SupportsWrite) table.python("writing (" + why + ")", table.schema())).newWriteBuilder(info);
+    private Write python(JsonNode a) {
+        String why = "writing (" + a.get("python").asText() + ")";
+        WriteBuilder b = ((SupportsWrite) table.python(why, table.schema())).newWriteBuilder(info);
         if (truncate) b = ((SupportsTruncate) b).truncate();
         return b.build();
     }
 
-    /** What the executors need: the rows' schema and how to encode them. */
-    record Settings(StructType schema, String staging, int magic, String codec, int batchRecords, boolean keepBatches,
-            boolean stream, boolean overwrite) implements Serializable {}
+    /** What the executors need: the rows' schema and how to encode them (the format of the magic, by id). */
+    record Settings(StructType schema, String staging, String format, int magic, String codec, int batchRecords,
+            boolean keepBatches, boolean stream, boolean overwrite) implements Serializable {}
 
     /** What a task tells the driver: the JSON {@code {"files": [[topic, partition, path, records, bytes], ...],
      * "skipped": quarantined rows not written}}, in a class of Spark's own (a task's result is read on the driver by

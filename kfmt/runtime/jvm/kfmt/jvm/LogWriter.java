@@ -26,7 +26,6 @@ import org.apache.spark.sql.types.StructType;
  * a batch, which batch values a row carries, what an old magic refuses, with its words); the differential test
  * (tests/test_jvm.py) holds the two engines' staged bytes equal. */
 final class LogWriter implements DataWriter<InternalRow> {
-    private static final String[] CODECS = {"none", "gzip", "snappy", "lz4", "zstd"};
     private final LogWrite.Settings s;
     private final Cols c;
     private final Map<Part, List<Row>> groups = new LinkedHashMap<>();
@@ -174,8 +173,9 @@ final class LogWriter implements DataWriter<InternalRow> {
         com.fasterxml.jackson.databind.node.ObjectNode msg = Planner.object();
         com.fasterxml.jackson.databind.node.ArrayNode files = msg.putArray("files");
         Enc x = new Enc();
-        Encoder e = encoder(s.magic());
-        int codec = java.util.Arrays.asList(CODECS).indexOf(s.codec());
+        Encoder e = kfmt.jvm.gen.Encoders.of(s.format());
+        if (e == null) throw new IllegalStateException("kafka-log writer: no Java encoder for " + s.format());
+        int codec = Codecs.id(s.codec());
         try {
             for (Map.Entry<Part, List<Row>> g : groups.entrySet()) {
                 List<Row> rows = g.getValue();
@@ -199,12 +199,6 @@ final class LogWriter implements DataWriter<InternalRow> {
             x.close();
         }
         return LogWrite.staged(Planner.bytes(msg.put("skipped", skipped)));
-    }
-
-    private static Encoder encoder(int magic) {
-        Encoder e = kfmt.jvm.gen.Encoders.of(new String[] {"kafka_v0", "kafka_v1", "kafka_v2"}[magic]);
-        if (e == null) throw new IllegalStateException("kafka-log writer: no Java encoder for magic " + magic);
-        return e;
     }
 
     /** A failed task: its staged files go (the job's abort removes the staging folder too). */
