@@ -28,7 +28,7 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 # the kafka-log Spark source's jar: the jvm backend's generated decoders and the runtime in kfmt/runtime/jvm,
 # compiled against the pyspark jars, with the source's columns (kfmt/log/arrow.py) (optional: without a JDK
 # kafka-log is kfmt's Python data source alone)
-JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py
+JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py kfmt/logdir/names.py
 $(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
 	$(PY) -c 'import sys; from kfmt.spark.jvm import main; sys.exit(main(["build"]))' || true
 	touch $@
@@ -74,7 +74,7 @@ test: setup check-generated lint
 NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_interrupted_writes test_fuzz_slice \
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties \
-	test_bench_slices
+	test_bench_slices test_writer_names
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.

@@ -84,6 +84,22 @@ def test_kfmt_is_a_few_rooms_with_their_import_rules():
     assert {"kfmt.tools.cli", "kfmt.spark.source", "kfmt.codec.formats", "kfmt.log.scanner"} <= set(g)
 
 
+def test_no_lower_room_imports_the_package_face():
+    """``import kfmt`` (the public face, which reaches every room) from a library room, at module level or inside a
+    function, makes that room depend on the top: lower rooms import what they use from where it lives."""
+    bad = []
+    for p in (ROOT / "kfmt").rglob("*.py"):
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        if _room(name) not in LIBRARY:
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Import) and any(a.name == "kfmt" for a in node.names):
+                bad.append(f"{name}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "kfmt" and node.level == 0:
+                bad.append(f"{name}:{node.lineno}")
+    assert not bad, bad
+
+
 def test_the_public_api_is_unchanged():
     """Every name ``import kfmt`` gave before the rooms were made still comes from ``kfmt``."""
     import kfmt

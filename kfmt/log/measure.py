@@ -13,11 +13,13 @@ from functools import lru_cache
 
 import construct as c
 
-import kfmt
+from kfmt.codec.encode import encode_batch
 from kfmt.codec.formats import get_format
 from kfmt.log.batches import scan
 from kfmt.log.scanner import iter_entries
 from kfmt.runtime.constructs import CrcGuarded, KafkaCompressed, KBytes, Region, SubStream
+from kfmt.runtime.errors import CodecError
+from kfmt.runtime.model import Record
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
 LEVELS = ("batch", "record", "header")
@@ -69,7 +71,7 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None =
         acct.setdefault(k, 0)
     for seg in find_segments(paths):
         for pos, end, batch in scan(seg.path, skip_corrupt=True):
-            if isinstance(batch, kfmt.CodecError):
+            if isinstance(batch, CodecError):
                 acct["unread_bytes"] += end - pos
                 acct["corrupt_batches"] += getattr(batch, "unread", None) is None
                 continue
@@ -80,9 +82,7 @@ def corpus_sizes(formats, paths, codecs=("none", "zstd"), account: dict | None =
                 continue
             if not batch.records:
                 continue
-            recs = [
-                kfmt.Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records
-            ]
+            recs = [Record(key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp) for r in batch.records]
             add_batch(out, mods, codecs, recs)
     return finish_totals(out)
 
@@ -103,8 +103,8 @@ def add_batch(out: dict, mods, codecs, recs, fields=None) -> None:
         for codec in codecs:
             acc = out[fid(m)][codec]
             try:
-                blob = kfmt.encode_batch(_fit(m, recs), format=m, codec=codec)
-            except kfmt.CodecError:
+                blob = encode_batch(_fit(m, recs), format=m, codec=codec)
+            except CodecError:
                 acc["skipped"] += 1  # a codec the format cannot carry (zstd below magic 2 ...)
                 acc["skipped_records"] += len(recs)
                 continue
@@ -127,9 +127,9 @@ def finish_totals(out: dict) -> dict:
 def _fit(mod, recs):
     """Records as the format can carry them: header keys converted for int-keyed formats, dropped if none."""
     if not levels(mod)["header"]:
-        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs]
+        return [Record(key=r.key, value=r.value, timestamp=r.timestamp) for r in recs]
     if _header_key(mod, 0) == 0:
-        return [kfmt.Record(key=r.key, value=r.value, timestamp=r.timestamp,
+        return [Record(key=r.key, value=r.value, timestamp=r.timestamp,
                             headers=[(i, v) for i, (_, v) in enumerate(r.headers)]) for r in recs]  # fmt: skip
     return recs
 

@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kfmt.logdir.names import parse_folder
 from kfmt.storage import COMPRESSED_OBJECTS, compressed_object, is_uri, list_logs  # noqa: F401 - re-exported
 
 #: a segment's name: ``<base offset>.log``, or ``<base offset>-<segmentId>.log`` in tiered storage
 SEGMENT_NAME = re.compile(r"^(\d{1,20})(?:-([A-Za-z0-9_-]+))?\.log$")
-_PARTITION = re.compile(r"^(.+)-(\d+)$")
 #: a topic id as text: Kafka's Uuid in 22 characters of URL-safe base64
 TOPIC_ID = r"[A-Za-z0-9_-]{22}"
 _PARTITION_ID = re.compile(rf"^(.+)-(\d+)-{TOPIC_ID}$")  # LocalTieredStorage: <topic>-<partition>-<topicId>
@@ -87,11 +87,51 @@ def topic_partition(d: Path | PurePosixPath) -> tuple[str, int]:
     if name.isdigit():
         t = _TOPIC_WITH_ID.match(d.parent.name)
         return (t.group(1) if t else d.parent.name), int(name)
-    m = _PARTITION.match(name)
-    return (m.group(1), int(m.group(2))) if m else (name, -1)
+    return parse_folder(name) or (name, -1)
+
+
+def unmapped_note(d: Path | PurePosixPath) -> str | None:
+    """What to say of a folder holding segments whose name does not map back to a topic and partition as Kafka's
+    log loader maps one (read as topic <name>, partition -1; never renamed into another), else None."""
+    if topic_partition(d)[1] >= 0:
+        return None
+    return (f"'{d.name}' is not a partition folder's name (<topic>-<partition>, the partition an int32), which Kafka's "
+            f"log loader refuses to load; read as topic '{d.name}', partition -1")  # fmt: skip
 
 
 GLOB_CHARS = re.compile(r"[*?\[]")
+
+#: names tar archives go by, plain or compressed whole
+TAR_NAMES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".tar.lz4")
+
+
+def _ustar(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes, gzip's decompressed) is a tar archive's first header (POSIX
+    ``ustar`` magic at byte 257)."""
+    if head[:2] == b"\x1f\x8b":
+        import zlib
+
+        try:
+            head = zlib.decompressobj(31).decompress(head, 512)
+        except zlib.error:
+            return False
+    return head[257:262] == b"ustar"
+
+
+def tar_problem(name: str, head: bytes = b"") -> str | None:
+    """The one line every reader says of a tar archive given to it (by its name, or by its first bytes ``head``),
+    which holds a log directory but is not one; None for anything else."""
+    if not (name.lower().endswith(TAR_NAMES) or _ustar(head)):
+        return None
+    return f"{name}: a tar archive, not a Kafka log file; unpack it (tar -xf {name}) and read the folder it holds"
+
+
+def _given_local(p: Path) -> None:
+    """Refuse a tar archive given as a file (ValueError, its one line)."""
+    with open(p, "rb") as f:
+        why = tar_problem(str(p), f.read(1 << 16))
+    if why:
+        raise ValueError(why)
 
 
 def _matches(pattern: str, path: str) -> bool:
@@ -141,6 +181,9 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
                 scheme, rest = uri.split("://", 1)
                 head = rest[: GLOB_CHARS.search(rest).start()].rsplit("/", 1)[0]  # type: ignore[union-attr]
                 uri, pattern = f"{scheme}://{head}", rest
+            why = tar_problem(uri)
+            if why:
+                raise ValueError(why)
             listed = list_logs(uri, options)
             if pattern is not None:
                 listed = [(u, n) for u, n in listed if _matches(pattern, u.split("://", 1)[1])]
@@ -160,6 +203,7 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
             continue
         p = Path(raw)
         if p.is_file():
+            _given_local(p)
             topic, part = topic_partition(p.parent)
             out.append(_segment(p, topic, part))
         elif p.is_dir():

@@ -73,6 +73,7 @@ def build(out: Path = JAR) -> Path:
             z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", "kfmt.jvm.KafkaLog\n")
             z.writestr("kfmt/jvm/schema.properties", _schemas())
             z.writestr("kfmt/jvm/bindings.properties", _bindings())
+            z.writestr("kfmt/jvm/names.json", _names())
             for p in sorted(Path(tmp).rglob("*.class")):
                 z.write(p, p.relative_to(tmp).as_posix())
         os.replace(part, out)  # a reader never sees half a jar
@@ -92,6 +93,15 @@ def _bindings() -> str:
     from kfmt.payloads import BINDINGS
 
     return "".join(f"{t}={b.key or ''},{b.value},{b.param or ''}\n" for t, b in sorted(BINDINGS.items()))
+
+
+def _names() -> str:
+    """The words of a write's refusals of topics and partitions (kfmt.jvm.Names): kfmt.logdir.names.TEXTS."""
+    import json
+
+    from kfmt.logdir.names import TEXTS
+
+    return json.dumps(TEXTS)
 
 
 def refusal_by_options(options: dict) -> str | None:

@@ -130,6 +130,42 @@ def _remove_dead_staging(path: str) -> None:
             shutil.rmtree(os.path.join(path, name), ignore_errors=True)
 
 
+def as_written(batch):
+    """A batch of rows to write with its text read as the bytes it holds: the topic (checked by Kafka's rules, so
+    text that is not UTF-8 is refused in one line) and header keys (written as they are, as the JVM engine writes
+    them). Columns a write needs and cannot use are refused in one line."""
+    import pyarrow as pa
+
+    from kfmt.logdir.names import NEED_COLUMNS
+
+    names = batch.schema.names
+    if "topic" not in names or "partition" not in names:
+        raise ValueError(NEED_COLUMNS)
+    problem = column_problem(batch.schema.field("topic").type, batch.schema.field("partition").type)
+    if problem:
+        raise ValueError(problem)
+    cols = []
+    for f, col in zip(batch.schema, batch.columns, strict=True):
+        if f.name == "topic":
+            col = col.cast(pa.binary())
+        elif f.name == "headers" and pa.types.is_list(f.type):
+            raw = pa.list_(pa.struct([(g.name, pa.binary()) for g in f.type.value_type]))
+            col = col.cast(raw)
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def column_problem(topic_type, partition_type) -> str | None:
+    """Why a write cannot name folders from these column types (Arrow's), or None."""
+    import pyarrow as pa
+
+    from kfmt.logdir.names import PARTITION_COLUMN, TOPIC_COLUMN
+
+    if not (pa.types.is_string(topic_type) or pa.types.is_large_string(topic_type)):
+        return TOPIC_COLUMN
+    return None if pa.types.is_integer(partition_type) else PARTITION_COLUMN
+
+
 class KafkaLogWriter(DataSourceArrowWriter):
     """Writes a log directory, local or in a store, as one job: tasks encode their rows into batches under a
     staging folder (``<path>/.kfmt-staging-<job>``), and only the job's commit, on the driver, puts segments
@@ -180,24 +216,29 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
         import pyarrow as pa
 
+        from kfmt.logdir.names import folder_name
         from kfmt.spark.writer import encode_rows
 
         groups: dict = {}
         skipped = 0
         for batch in iterator:
-            d = pa.Table.from_batches([batch]).to_pydict()
+            d = pa.Table.from_batches([as_written(batch)]).to_pydict()
             errors = d.get("error")
             for i in range(batch.num_rows):
                 if errors and errors[i] is not None:
                     skipped += 1  # quarantined rows carry no record: counted and reported at commit
                     continue
-                groups.setdefault((d["topic"][i], d["partition"][i]), []).append({c: d[c][i] for c in d})
+                if d["offset"][i] is None:
+                    raise ValueError("kafka-log writer: rows need an 'offset' column")
+                name = folder_name(d["topic"][i], d["partition"][i], d["offset"][i])  # before any byte is written
+                groups.setdefault(name, []).append({c: d[c][i] for c in d})
         pieces = []
         tree = self._tree()
-        for (topic, part), rows in groups.items():
+        for name, rows in groups.items():
             blob = encode_rows(rows, magic=self.magic, codec=self.codec, batch_records=self.batch_records,
                                keep_batches=self.keep_batches)  # fmt: skip
-            path = tree.join(f"{topic}-{part}", f"{uuid.uuid4().hex}.part")
+            topic, part = rows[0]["topic"].decode(), rows[0]["partition"]
+            path = tree.join(name, f"{uuid.uuid4().hex}.part")
             tree.write(path, blob)
             pieces.append((topic, part, path, len(rows), len(blob)))
         return WrittenFiles(pieces, skipped)

@@ -371,12 +371,13 @@ class KafkaLogStreamWriter(KafkaLogWriter, _StreamWriterBase):
     def _in_place(self, messages) -> bool:
         """Whether every staged batch's offsets are already in the target's partitions."""
         from kfmt.log.batches import scan
+        from kfmt.logdir.names import folder_name
         from kfmt.spark.writer import folder_last_offset
         from kfmt.storage import Tree
 
         staging, target = self._tree(), Tree(self.path, self.storage)
         for (topic, part), files in self._pieces(messages).items():
-            there = folder_last_offset(target, target.join(f"{topic}-{part}"), self.storage)
+            there = folder_last_offset(target, target.join(folder_name(topic, part)), self.storage)
             if there is None:
                 return False
             for f in files:

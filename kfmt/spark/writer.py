@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import kfmt
+from kfmt.logdir.names import folder_name
 
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control")
 _V2_KEPT = ("partition_leader_epoch", "timestamp_type")
@@ -80,12 +81,18 @@ def encode_rows(rows: list[dict], *, magic=2, codec="none", batch_records=500, k
         recs = []
         for r in g:
             ts = _timestamp_ms(r)
-            hs = [(h["key"], h["value"]) for h in (r.get("headers") or [])]
+            hs = [(_text(h["key"]), h["value"]) for h in (r.get("headers") or [])]
             recs.append(kfmt.Record(key=r.get("key"), value=r.get("value"), headers=hs,
                                     timestamp=-1 if ts is None else ts, offset=r["offset"]))  # fmt: skip
         out += kfmt.encode_batch(recs, magic=magic, codec=codec if not fields.get("is_control") else "none",
                                  base_offset=recs[0].offset, keep_offsets=True, **fields)  # fmt: skip
     return bytes(out)
+
+
+def _text(key):
+    """A header key as kfmt's encoders take it: text, or bytes that are not UTF-8 kept as they are (surrogateescape),
+    as the JVM engine writes a string column's bytes."""
+    return key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
 
 
 def _timestamp_ms(r) -> int | None:
@@ -254,12 +261,54 @@ def _segments(folder: str, blobs, segment_bytes: int) -> list[tuple[str, bytes, 
     return out
 
 
-def _partition_files(tree, folder, topic, entries, ids, replace, segment_bytes):
+def table_topic_ids(tree) -> dict[str, dict[str, list[str]]]:
+    """``{topic: {topic id: [partition folders]}}`` of a table's partition folders (their ``partition.metadata``;
+    folders whose name Kafka would not load, and unreadable files, left out)."""
+    from kfmt.logdir.files import parse_partition_metadata
+    from kfmt.logdir.names import parse_folder
+
+    found: dict[str, dict[str, list[str]]] = {}
+    try:
+        listed = tree.listdir(tree.root)
+    except FileNotFoundError:
+        return found
+    for name, is_dir in listed:
+        tp = parse_folder(name) if is_dir and not name.startswith(".") else None
+        meta = f"{tree.join(name)}/partition.metadata"
+        if tp is None or not tree.is_file(meta):
+            continue
+        fields, problems = parse_partition_metadata(tree.read(meta))
+        if not problems:
+            found.setdefault(tp[0], {}).setdefault(fields[0]["topic_id"], []).append(name)
+    return found
+
+
+def _ids_to_write(tree, topics, given: dict, replace: bool) -> dict[str, str]:
+    """The topic id each topic written gets: the one given (``topic_ids``), else the one the table's folders of
+    that topic hold (a topic keeps its id across writes), else a new one shared by its partitions. An append that
+    would give a topic a second id in the table is refused."""
+    have = table_topic_ids(tree)
+    ids = {}
+    for topic in sorted(set(topics)):
+        held = have.get(topic, {})
+        if len(held) > 1 and not replace:
+            raise ValueError(f"kafka-log writer: topic {topic} already has {len(held)} topic ids in "
+                             f"{tree.uri(tree.root)} ({_listed(held)}); a broker would refuse the table")  # fmt: skip
+        if topic in given and held and set(held) != {given[topic]} and not replace:
+            raise ValueError(f"kafka-log writer: topic_ids gives {topic} the id {given[topic]}, but its folders in "
+                             f"{tree.uri(tree.root)} hold {_listed(held)}; one topic has one id (mode('overwrite') "
+                             "replaces the table)")  # fmt: skip
+        ids[topic] = given.get(topic) or (next(iter(held)) if held else new_topic_id())
+    return ids
+
+
+def _listed(held: dict) -> str:
+    return ", ".join(f"{i} in {', '.join(folders)}" for i, folders in sorted(held.items()))
+
+
+def _partition_files(tree, folder, entries, topic_id, replace, segment_bytes):
     """Every file a partition's commit writes (segments, indexes, broker files) and its first offset."""
-    existing = tree.is_file(f"{folder}/partition.metadata") and not replace
-    if topic not in ids and not existing:
-        ids[topic] = new_topic_id()  # one id per topic, shared by its partitions
-    made = broker_files(tree, folder, [e[3] for e in entries], ids.get(topic, ""), replace)
+    made = broker_files(tree, folder, [e[3] for e in entries], topic_id, replace)
     files: list[tuple[str, bytes, dict]] = [(p, d, {}) for p, d in made]
     blobs = _blobs(entries)
     return files + _segments(folder, blobs, segment_bytes), (blobs[0][0] if blobs else None)
@@ -278,19 +327,21 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     from kfmt.table import commit
 
     tree = Tree(str(root), storage)
-    ids = dict(topic_ids or {})
+    names = {tp: folder_name(*tp) for tp in pieces}  # Kafka's names only: nothing outside the table, never renamed
+    ids = _ids_to_write(tree, [t for t, _ in pieces], dict(topic_ids or {}), replace)
     files: list[tuple[str, bytes, dict]] = []
     starts: dict[str, int] = {}
     for (topic, part), staged in sorted(pieces.items()):
-        folder = tree.join(f"{topic}-{part}")
-        out, first = _partition_files(tree, folder, topic, _staged_entries(tree, staged), ids, replace, segment_bytes)
+        folder = tree.join(names[(topic, part)])
+        out, first = _partition_files(tree, folder, _staged_entries(tree, staged), ids[topic], replace, segment_bytes)
         files += out
         if first is not None:
             starts[folder] = first
 
     def check() -> list[str]:
         if replace:
-            return _old_segments(tree)
+            return _old_files(tree)
+        _same_ids(tree, ids)
         for folder, first in starts.items():
             last_old = folder_last_offset(tree, folder, storage)
             if last_old is not None and first <= last_old:
@@ -304,12 +355,28 @@ def commit_partitions(root, pieces: dict, *, segment_bytes=1024**3, replace=Fals
     return written
 
 
-def _old_segments(tree) -> list[str]:
-    """Every partition folder's segment files (an overwrite replaces the whole target)."""
+def _same_ids(tree, ids: dict) -> None:
+    """Under the table's lock: refuse an append whose topic got another id from a write committed since this one
+    chose (two writers giving a new topic its first partitions at once)."""
+    have = table_topic_ids(tree)
+    for topic, chosen in sorted(ids.items()):
+        other = sorted(set(have.get(topic, {})) - {chosen})
+        if other:
+            raise ValueError(f"kafka-log writer: topic {topic} got the id {other[0]} from a write committed "
+                             f"meanwhile in {tree.uri(tree.root)}; this write was not committed: write again")  # fmt: skip
+
+
+_KAFKA_FILES = ("log", "index", "timeindex", "txnindex")
+_BROKER_FILES = ("partition.metadata", "leader-epoch-checkpoint")
+
+
+def _old_files(tree) -> list[str]:
+    """Every partition folder's segment files and broker files (an overwrite replaces the whole target: a
+    folder it does not write again keeps no segment and no topic id of the old table)."""
     out = []
     for name, is_dir in tree.listdir(tree.root):
         if is_dir and "-" in name and not name.startswith("."):
             folder = tree.join(name)
             out += [f"{folder}/{n}" for n, d in tree.listdir(folder)
-                    if not d and n.rsplit(".", 1)[-1] in ("log", "index", "timeindex", "txnindex")]  # fmt: skip
+                    if not d and (n.rsplit(".", 1)[-1] in _KAFKA_FILES or n in _BROKER_FILES)]  # fmt: skip
     return out

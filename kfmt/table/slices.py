@@ -69,8 +69,8 @@ def _read_range(
     ValueError naming the file for Spark, or with ``raw_errors`` the :class:`kfmt.CodecError` itself (``read_arrow``)."""
     import pyarrow as pa
 
-    import kfmt
     from kfmt.log.arrow import Reading, rows
+    from kfmt.runtime.errors import CodecError
 
     dropped = None
     if part.aborted is not None:
@@ -81,7 +81,7 @@ def _read_range(
                       include_control, dropped, part.first_offset, part.stop_offset, part.start, part.live_end)  # fmt: skip
     try:
         yield from rows(_Range(f, part.start, part.end), part, reading)
-    except kfmt.CodecError as e:
+    except CodecError as e:
         if raw_errors:
             raise
         at = part.start + (getattr(e, "batch_position", None) or 0)

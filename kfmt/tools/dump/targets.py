@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from kfmt.logdir.files import OFFSET_CHECKPOINTS, kind_of, not_read, snapshot_id
-from kfmt.logdir.layout import SUFFIXES, Segment, find_segments, topic_partition, walk_folder
+from kfmt.logdir.layout import (
+    SUFFIXES,
+    Segment,
+    find_segments,
+    tar_problem,
+    topic_partition,
+    unmapped_note,
+    walk_folder,
+)
 
 
 def _looks_like_segment(path: Path) -> bool:
@@ -99,6 +107,11 @@ def _classify(f: Path, t: Targets) -> None:
 
 def _given_file(p: Path, t: Targets, err) -> list[Segment] | None:
     kind = kind_of(p)
+    with open(p, "rb") as f:
+        tar = tar_problem(str(p), f.read(1 << 16))
+    if tar:
+        print(f"kfmt dump: {tar}", file=err)
+        return None
     if kind is None:
         print(f"kfmt dump: {p}: not a Kafka log file (.log, .index, .timeindex, .txnindex, .snapshot, "
               "*.checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state, "
@@ -159,5 +172,8 @@ def _targets(paths, err, include=()) -> Targets | None:
         ).append(s)
     for folder, group in folders.items():
         t.logs.append(Log(folder, group, None, True if folder in walked else None))
+        note = unmapped_note(Path(folder)) if folder in walked else None
+        if note:
+            t.notes.append((folder, note))
     t.logs.sort(key=lambda log: (log.segments[0].topic, log.segments[0].partition, log.folder, log.label))
     return t

@@ -2,6 +2,7 @@ package kfmt.jvm;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -83,7 +84,11 @@ final class LogWriter implements DataWriter<InternalRow> {
             leaderEpoch = at("partition_leader_epoch");
             deleteHorizon = at("delete_horizon");
             error = at("error");
-            if (topic < 0 || partition < 0) throw new IllegalArgumentException("kafka-log writer: rows need 'topic' and 'partition' columns");
+            if (topic < 0 || partition < 0) throw new IllegalArgumentException(Names.text("need_columns"));
+            if (type(topic) != DataTypes.StringType) throw new IllegalArgumentException(Names.text("topic_column"));
+            DataType p = type(partition);
+            if (p != DataTypes.IntegerType && p != DataTypes.LongType && p != DataTypes.ShortType && p != DataTypes.ByteType)
+                throw new IllegalArgumentException(Names.text("partition_column"));
         }
 
         private int at(String name) {
@@ -139,8 +144,11 @@ final class LogWriter implements DataWriter<InternalRow> {
         w.timestampType = c.anint(r, c.timestampType);
         w.leaderEpoch = c.anint(r, c.leaderEpoch);
         w.deleteHorizon = c.along(r, c.deleteHorizon);
-        if (r.isNullAt(c.topic) || r.isNullAt(c.partition)) throw new IllegalArgumentException("kafka-log writer: a row without a topic or partition (offset " + w.offset + ")");
-        groups.computeIfAbsent(new Part(r.getUTF8String(c.topic).toString(), c.anint(r, c.partition)), k -> new ArrayList<>()).add(w);
+        byte[] topic = r.isNullAt(c.topic) ? null : r.getUTF8String(c.topic).getBytes();
+        Long partition = c.along(r, c.partition);
+        String refused = Names.rowProblem(topic, partition, w.offset); // before a byte is written: Kafka's names only
+        if (refused != null) throw new IllegalArgumentException(refused);
+        groups.computeIfAbsent(new Part(new String(topic, StandardCharsets.US_ASCII), (int) (long) partition), k -> new ArrayList<>()).add(w);
     }
 
     /** A row's Kafka timestamp in milliseconds: {@code timestamp} (microseconds, rounded as kfmt.spark.writer rounds

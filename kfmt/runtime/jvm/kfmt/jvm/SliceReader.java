@@ -300,7 +300,7 @@ public final class SliceReader {
     }
 
     private RuntimeException fail(long a, String what) {
-        return new Damage("kafka-log: corrupt batch in " + slice.path + " at byte " + a + ": " + what
+        return Damage.of("kafka-log: corrupt batch in " + slice.path + " at byte " + a + ": " + what
                 + " (option on_corrupt=skip or quarantine to go on)"); // as kfmt.table.slices says it
     }
 

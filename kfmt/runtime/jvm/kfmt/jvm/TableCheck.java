@@ -31,7 +31,7 @@ public final class TableCheck implements Serializable {
     /** Throws the one-line failure if the table is not as the plan saw it. */
     void unchanged(Configuration conf) {
         String why = problem(read(pending, conf), read(marker, conf));
-        if (why != null) throw new Damage("kafka-log: " + why);
+        if (why != null) throw Damage.of("kafka-log: " + why);
     }
 
     /** A small file's bytes (null: there is none). */
@@ -39,7 +39,7 @@ public final class TableCheck implements Serializable {
         try {
             return Source.readAll(path, conf, timeoutMs);
         } catch (IOException e) {
-            throw new Damage("kafka-log: reading " + path + " failed: " + e.getMessage());
+            throw Damage.of("kafka-log: reading " + path + " failed: " + e.getMessage());
         }
     }
 
