@@ -86,9 +86,9 @@ test-backends: setup
 	echo "== KFMT_BACKEND=construct (exit $$c)"; tail -n 40 $(VENV)/pass-construct.log; \
 	test $$a -eq 0 -a $$c -eq 0
 
-# the README's cluster recipes on a standalone master and two workers on 127.0.0.1 (also part of `make test`)
+# the README's cluster recipes on a standalone master and two workers on 127.0.0.1 (`make test` runs one of them)
 test-cluster: setup
-	$(PY) -m pytest tests/test_cluster.py
+	KFMT_ALL_CLUSTER_RECIPES=1 $(PY) -m pytest tests/test_cluster.py
 
 demo: setup $(VENV)/.generated
 	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm

@@ -23,6 +23,9 @@ pytest.importorskip("pyspark")
 pytestmark = pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"), reason="needs Java")
 
 ROOT = Path(__file__).resolve().parent.parent
+#: `make test` runs one recipe (kfmt installed on every node); `make test-cluster` runs them all (the zip and the
+#: packed environment take about 4 minutes more)
+ALL_RECIPES = pytest.mark.skipif(not os.environ.get("KFMT_ALL_CLUSTER_RECIPES"), reason="make test-cluster runs it")
 SITE = sysconfig.get_paths()["purelib"]
 TOPIC_IDS = {"orders": "A" * 22, "clicks": "B" * 22, "legacy": "C" * 22}
 
@@ -129,6 +132,7 @@ def _check(report: dict, files: dict, local: tuple[dict, dict], corpus: Path, pa
     assert report["input_partitions"] == local[0]["input_partitions"] >= parallelism
 
 
+@ALL_RECIPES
 def test_zip_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
     from test_readme import _block, _commands
 
@@ -151,6 +155,7 @@ def test_zip_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path):
     assert got["executors"] and all("kfmt.zip" in f and backend == "python" for f, backend in got["executors"])
 
 
+@ALL_RECIPES
 def test_packed_env_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path, local_reference):
     """The packed environment: an interpreter under ./environment/bin/python whose kfmt (with the native
     extensions: a real folder, not a zip) exists only inside the archive; client mode, the archive

@@ -772,6 +772,15 @@ def test_offsets_command(spark, capfd, tmp_path):
     assert "__consumer_offsets-0 offset 3: value" in err and "1 record(s) did not decode whole" in err
 
 
+def test_offsets_command_prints_a_table_with_a_header_and_utc_times(spark, capfd, tmp_path):
+    rc, out, err = _cli_in_session(spark, capfd, "offsets", str(_offsets_dir(tmp_path)))
+    lines = out.splitlines()
+    assert rc == 1 and lines[0].split()[:4] == ["group", "topic-partition", "offset", "committed"], out
+    assert "read at (__consumer_offsets partition@offset)" in lines[0]
+    assert len(lines) == 2 and lines[1].split()[2] == "deleted" and lines[1].split()[-1] == "0@2", out
+    assert lines[1].split()[3].endswith("Z") or lines[1].split()[3] == "-", out  # as dump prints times
+
+
 def test_real_brokers_log_dirs(spark):
     """#34: the six real brokers' log dirs (one folder of log dirs) through the Spark source and, where it is
     built, the JVM engine: every record kafka-python reads (tests/test_real_brokers.py), by file and offset."""

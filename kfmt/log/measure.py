@@ -188,7 +188,46 @@ def _label(path: str, name: str) -> str:
     return ".".join(dedup)
 
 
-def _claims(mod, data: bytes):
+def byte_values(mod, data: bytes) -> list[tuple[str | None, str]]:
+    """``(field, value)`` for each byte of one entry (``data``), innermost field winning as in :func:`byte_labels`:
+    the value the Construct backend decoded for that field, said short (an integer; a length or count for the prefix
+    of a blob or array; the payload's bytes as Python writes them, cut at 32)."""
+    out: list[tuple[str | None, str]] = [(None, "")] * len(data)
+    for a, b, label, obj in _claims(mod, data, with_values=True):
+        own = [i for i in range(a, b) if out[i][0] is None]
+        said = _said(label, obj)
+        if isinstance(obj, dict) and not said:  # a region: its length prefix, or the CRC over it
+            said = _region(label, data[own[0] : own[-1] + 1] if own else b"", b - a - len(own))
+        for i in own:
+            out[i] = (label, said)
+    return out
+
+
+def _region(label: str, own: bytes, inside: int) -> str:
+    """What the bytes a region's field holds itself say: a CRC's stored value, or the length of what follows."""
+    if label.rsplit(".", 1)[-1] == "crc" and len(own) == 4:
+        return f"0x{int.from_bytes(own, 'big'):08x}"
+    return f"{inside} bytes follow" if label.endswith("length") else ""
+
+
+def _said(label: str, obj) -> str:
+    if label.endswith("[payload]"):
+        text = repr(obj)
+        return text if len(text) <= 34 else text[:32] + "..."
+    if isinstance(obj, bool) or obj is None:
+        return "null" if obj is None else str(obj).lower()
+    if isinstance(obj, int):
+        return f"0x{obj & 0xFFFFFFFF:08x}" if label.rsplit(".", 1)[-1] == "crc" else str(obj)
+    if isinstance(obj, (bytes, str)):
+        return f"length {len(obj.encode('utf-8', 'surrogateescape') if isinstance(obj, str) else obj)}"
+    if isinstance(obj, list):
+        return f"count {len(obj)}"
+    if isinstance(obj, dict) and obj and all(isinstance(v, (int, str, bool)) for k, v in obj.items() if k != "_io"):
+        return " ".join(f"{k}={v}" for k, v in obj.items() if k != "_io" and not k.startswith("_"))
+    return ""
+
+
+def _claims(mod, data: bytes, with_values: bool = False):
     """``(start, end, label)`` of each field of one entry (``data``) as the Construct backend parses it, in the
     order they complete: children before their parents, so the first claim on a byte is its innermost field
     (a string's or blob's payload bytes are claimed as ``[payload]`` first)."""
@@ -204,10 +243,10 @@ def _claims(mod, data: bytes):
         b = _absolute(st, end)
         if isinstance(obj, (bytes, str)) and isinstance(_unwrap(sub), KBytes):
             payload = len(obj.encode("utf-8", "surrogateescape") if isinstance(obj, str) else obj)
-            yield b - payload, b, f"{label} [payload]"
+            yield (b - payload, b, f"{label} [payload]", obj) if with_values else (b - payload, b, f"{label} [payload]")
         if _compressed_under(events, sub, st):
             label += " (compressed)"
-        yield a, b, label
+        yield (a, b, label, obj) if with_values else (a, b, label)
 
 
 def byte_labels(mod, data: bytes) -> list[str | None]:

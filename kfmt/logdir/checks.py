@@ -77,10 +77,19 @@ def offset_checkpoint_problems(name: str, entries: list[dict], ends: dict) -> tu
 
 def topic_id_problems(ids: dict[str, dict[str, list[str]]]) -> list[str]:
     """``partition.metadata`` topic ids per topic (``{topic: {id: [folders]}}``): one topic has one id in a
-    log dir; partitions that disagree were written by different topics of the same name."""
+    log dir (partitions that disagree were written by different topics of the same name), and one id names one
+    topic."""
     out = []
     for topic, by_id in sorted(ids.items()):
         if len(by_id) > 1:
             said = "; ".join(f"{i} in {', '.join(sorted(fs))}" for i, fs in sorted(by_id.items()))
             out.append(f"topic {topic} has {len(by_id)} topic ids across its partition folders: {said}")
+    topics_of: dict[str, list[str]] = {}
+    for topic, by_id in ids.items():
+        for i in by_id:
+            topics_of.setdefault(i, []).append(topic)
+    for i, topics in sorted(topics_of.items()):
+        if len(topics) > 1:
+            out.append(f"topic id {i} is the id of {len(topics)} topics ({', '.join(sorted(topics))}): a topic id "
+                       "names one topic, and Kafka's metadata never gives two topics one id")  # fmt: skip
     return out

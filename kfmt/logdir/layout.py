@@ -213,17 +213,39 @@ def find_segments(paths, options: dict | None = None, *, include_suffixed=(), le
     return sorted(set(out))
 
 
-def walk_folder(p: Path, include=frozenset(), skipped: list | None = None) -> tuple[list[Segment], list[Path]]:
+class UnreadableFolder(PermissionError):
+    """A folder of a log directory the reader may not list or enter: its segments cannot be read, so they are
+    reported, never taken as absent (the message is one line with the OS's reason)."""
+
+    def __init__(self, e: OSError):
+        super().__init__(e.errno, e.strerror, e.filename)
+        self.reason = f"{e.strerror}: the folder cannot be listed, so its segments, if any, were not read"
+        self.line = f"cannot read folder {e.filename}: {self.reason}"
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def unreadable(e: OSError) -> UnreadableFolder:
+    """What every reader says of a folder it could not list (``e``: the OS's error)."""
+    return UnreadableFolder(e)
+
+
+def walk_folder(p: Path, include=frozenset(), skipped: list | None = None,
+                unread: list | None = None) -> tuple[list[Segment], list[Path]]:  # fmt: skip
     """What a folder given holds, at any depth: a partition folder, a log directory, a tiered-storage prefix
     (``<topic>-<topicId>/<partition>/``), or a folder of any of these (a broker's JBOD ``log.dirs``, copies
     of several brokers' log dirs), as an object store's prefix is listed. Returns the segments (every
     ``.log`` file) and the folders walked (each holding files a dump checks). kfmt writers' staging folders
     are not walked; Kafka's suffixed folders below ``p`` are left out unless their suffix is in ``include``
-    (each noted in ``skipped``). Every reader and tool walks a folder by this one rule."""
+    (each noted in ``skipped``). A folder that cannot be listed or entered (permissions) is an error
+    (:class:`UnreadableFolder`), or with ``unread`` (a list) appended to it as one and the walk goes on. Every reader
+    and tool walks a folder by this one rule."""
     segs: list[Segment] = []
     folders: list[Path] = []
     notes: list = skipped if skipped is not None else []
-    for root, dirs, files in os.walk(p):
+    errors: list[OSError] = []
+    for root, dirs, files in os.walk(p, onerror=errors.append):
         here = Path(root)
         dirs[:] = sorted(d for d in dirs if not d.startswith(WRITER_PREFIX)
                          and not _left_out(here / d, 1, include, notes))  # fmt: skip
@@ -232,6 +254,10 @@ def walk_folder(p: Path, include=frozenset(), skipped: list | None = None) -> tu
         if logs:
             topic, part = topic_partition(here)
             segs.extend(_segment(here / f, topic, part) for f in logs)
+    if errors and unread is None:
+        raise unreadable(errors[0])
+    if unread is not None:
+        unread.extend(unreadable(e) for e in errors)
     return segs, folders
 
 

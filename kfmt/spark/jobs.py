@@ -350,6 +350,20 @@ def _print_jar(args) -> int:
     return 0
 
 
+def _print_options(args) -> int:
+    """``kfmt spark options``: the kafka-log source's read and write options, one line each."""
+    from kfmt.spark.source import WRITE_OPTIONS
+    from kfmt.table.options import READ_OPTIONS
+
+    for what, known in (("read", READ_OPTIONS), ("write", WRITE_OPTIONS)):
+        if args.which in (what, "all"):
+            print(f"# {what} options (spark.read / df.write .format('kafka-log').option(name, value))")
+            width = max(map(len, known))
+            for name, said in known.items():
+                print(f"{name:<{width}}  {said}")
+    return 0
+
+
 def run(args) -> int:
     problem = _check_args(args)
     if problem:
@@ -426,6 +440,28 @@ def _run(args, out: _Messages) -> int:
     return 0
 
 
+def _utc(t) -> str:
+    """A timestamp Spark gave (naive, in the session's local time) as dump prints one: UTC, milliseconds, ``Z``."""
+    from datetime import timezone
+
+    if t is None:
+        return "-"
+    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _offsets_table(rows: list[dict]) -> None:
+    """The last commit per group and partition as a table with a header; ``read at`` is where that commit record
+    is in the log read (``__consumer_offsets`` partition ``@`` offset)."""
+    table = [("group", "topic-partition", "offset", "committed (UTC)", "read at (__consumer_offsets partition@offset)")]
+    for d in rows:
+        offset = "deleted" if d["deleted"] else str(d["offset"])
+        table.append((d["group"], f"{d['topic']}-{d['partition']}", offset, _utc(d["commit_time"]),
+                      f"{d['log_partition']}@{d['log_offset']}"))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    for r in table:
+        print("  ".join(c.rjust(w) if i == 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) + f"  {r[4]}")
+
+
 def _offsets_job(spark, args, out: _Messages, t0: float) -> int:
     """`kfmt spark offsets`: the last committed offset of every group, topic and partition (table or JSON
     lines), the full histories written to --out as Parquet; exit 1 if a record did not decode."""
@@ -446,14 +482,12 @@ def _offsets_job(spark, args, out: _Messages, t0: float) -> int:
             groups.write.mode("errorifexists").parquet(os.path.join(args.out, "groups"))
     except Exception as e:
         return out.fail(f"kfmt spark offsets: {_reason(e)}")
-    for r in rows:
-        d = r.asDict()
-        if args.json:
+    if args.json:
+        for r in rows:
+            d = r.asDict()
             print(json.dumps({k: (str(x) if k.endswith("time") and x is not None else x) for k, x in d.items()}))
-        else:
-            when = d["commit_time"].isoformat(timespec="milliseconds") if d["commit_time"] else "-"
-            state = "deleted" if d["deleted"] else f"offset {d['offset']} committed {when}"
-            print(f"{d['group']}  {d['topic']}-{d['partition']}  {state}  (log {d['log_partition']}@{d['log_offset']})")
+    else:
+        _offsets_table([r.asDict() for r in rows])
     out.say(f"kfmt spark offsets: {n_commits} offset commit(s) of {len(rows)} group partition(s), {n_groups} group "
             f"metadata record(s) ({changes} membership change(s)){' written to ' + args.out if args.out else ''}")  # fmt: skip
     for r in bad[:20]:
@@ -509,3 +543,8 @@ def add_parser(sub) -> None:
                         "spark-sql puts it on the classpath with --jars). Exit status: 0, or 1 when it is not built "
                         "(make setup builds it where a JDK is installed).")  # fmt: skip
     j.set_defaults(func=_print_jar)
+    p = jobs.add_parser("options", help="list the kafka-log source's read and write options, one line each",
+                        description="List the options of spark.read.format('kafka-log') and df.write.format("
+                        "'kafka-log'), with what each does; starts no Spark. Exit status: 0.")  # fmt: skip
+    p.add_argument("which", nargs="?", default="all", choices=("read", "write", "all"))
+    p.set_defaults(func=_print_options)

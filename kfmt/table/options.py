@@ -79,8 +79,18 @@ def check_options(options: dict, known: dict, what: str) -> None:
     lowered = {x.lower() for x in known}
     unknown = sorted(k for k in options if k.lower() not in lowered)
     if unknown:
-        valid = "; ".join(f"{k}: {v}" for k, v in known.items())
-        raise ValueError(f"kafka-log: unknown {what} option(s) {', '.join(unknown)}. Valid options: {valid}")
+        said = ", ".join(_with_closest(k, known) for k in unknown)
+        raise ValueError(f"kafka-log: unknown {what} option(s) {said}; the {what} options are listed by "
+                         "`kfmt spark options` and in the docs")  # fmt: skip
+
+
+def _with_closest(name: str, known: dict) -> str:
+    """An unknown option's name, with the known option it most looks like (a typo), if one does."""
+    import difflib
+
+    lowered = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"{name} (did you mean {lowered[close[0]]}?)" if close else name
 
 
 def _opt(options: dict, name: str):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from kfmt.log.conversion import UNREAD_KINDS, convert
-from kfmt.logdir.layout import find_segments
+from kfmt.logdir.layout import UnreadableFolder, find_segments
 from kfmt.runtime.errors import CodecError
 
 
@@ -37,6 +37,9 @@ def convert_paths(src, dst, *, to_magic: int, codec=None, strict=False, err=None
                    verbose, err)  # fmt: skip
         if not job.run(segments, overwrite):
             return 1  # the staging folder, with the partial segment, is removed on the way out
+    except UnreadableFolder as e:  # an input folder it may not list: its records would be missing
+        print(f"kfmt convert: {e}; nothing written", file=err)
+        return 1
     except (_Refused, FileExistsError) as e:
         print(f"kfmt convert: {e}", file=err)
         return 2
@@ -52,6 +55,8 @@ def _paths(src, dst, to_magic: int, codec) -> tuple[Path, Path, list, bool]:
     src_p, dst_p = Path(src).resolve(), Path(dst).resolve()
     try:
         segments = find_segments(src_p)
+    except UnreadableFolder:
+        raise
     except (FileNotFoundError, NotADirectoryError, PermissionError) as e:
         raise _Refused(str(e)) from None
     if not segments:

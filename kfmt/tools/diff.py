@@ -224,20 +224,44 @@ def _print_json(args, mods, rows, want_structure: bool, account: dict) -> None:
 
 def _print_corpus(res: dict, account: dict, md: bool) -> None:
     """The corpus table (totals per format and codec), then bytes by schema field (uncompressed)."""
+    first = next(iter(res), None)
     body = []
     for f, per in res.items():
         for c, acc in per.items():
             bpr = f"{acc['bytes_per_record']:.1f}" if acc["bytes_per_record"] else "n/a"
             body.append([f, c, acc["bytes"], acc["records"], bpr, acc["bytes"] - acc["payload"],
-                         acc["skipped_records"], acc["headers_dropped"]])  # fmt: skip
+                         _versus(acc, res[first].get(c)), acc["skipped_records"], acc["headers_dropped"]])  # fmt: skip
     print(("## Corpus\n\n" if md else "== corpus ==\n") + _account_line(account) + "\n\n" + table(
-        ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes", "records not carried",
-         "headers dropped"], body, md) + "\n")  # fmt: skip
-    fields = [[f, k, v] for f, per in res.items()
-              for k, v in sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1])]  # fmt: skip
-    if fields:
+        ["format", "codec", "total bytes", "records", "bytes/record", "overhead bytes", f"vs {first}",
+         "records not carried", "headers dropped"], body, md) + "\n")  # fmt: skip
+    per_format = {
+        f: sorted(per.get("none", {}).get("fields", {}).items(), key=lambda kv: -kv[1]) for f, per in res.items()
+    }
+    if any(per_format.values()):
         print(("### Bytes by schema field (uncompressed)\n\n" if md else "== bytes by schema field (uncompressed) ==\n")
-              + table(["format", "field", "bytes"], fields, md) + "\n")  # fmt: skip
+              + _side_by_side(per_format, md) + "\n")  # fmt: skip
+
+
+def _versus(acc: dict, base: dict | None) -> str:
+    """A format's total against the first format's with the same codec: the difference in bytes and percent (n/a
+    when either left records out, so the two totals hold different records)."""
+    if base is None or acc["skipped_records"] or base["skipped_records"] or not base["bytes"]:
+        return "n/a"
+    d = acc["bytes"] - base["bytes"]
+    return f"{d:+d} ({100 * d / base['bytes']:+.1f}%)" if d else "="
+
+
+def _side_by_side(per_format: dict, md: bool) -> str:
+    """Each format's fields by bytes, largest first, formats side by side (a field and its bytes per format)."""
+    names = list(per_format)
+    depth = max(len(v) for v in per_format.values())
+    rows = []
+    for i in range(depth):
+        row: list = []
+        for f in names:
+            row += list(per_format[f][i]) if i < len(per_format[f]) else ["", ""]
+        rows.append(row)
+    return table([h for f in names for h in (f"{f} field", "bytes")], rows, md)
 
 
 def _account_line(a: dict) -> str:

@@ -15,7 +15,7 @@ import construct as c
 
 import kfmt
 from kfmt.codec.formats import get_format
-from kfmt.log.measure import byte_labels
+from kfmt.log.measure import byte_values
 from kfmt.log.scanner import iter_entries
 from kfmt.tools.args import existing_file, positive_int
 
@@ -31,13 +31,16 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         if fmt is None:
             raise kfmt.InvalidValueError(f"invalid magic {magic}", offset=pos + 16, path="log.entry.magic")
         entry = data[pos:end]
-        labels = byte_labels(fmt, entry)
+        cells = byte_values(fmt, entry)
         i = 0
         while i < len(entry):
             j = i
-            while j < len(entry) and labels[j] == labels[i] and j - i < 16:
+            while j < len(entry) and cells[j] == cells[i] and j - i < 16:
                 j += 1
-            out.write(f"{pos + i:08x}  {entry[i:j].hex(' '):<47}  {labels[i] or '?'}\n")
+            label, value = cells[i]
+            first = i == 0 or cells[i - 1] != cells[i]  # a field's value beside its first line of bytes
+            said = f"{label or '?':<32} {value}" if value and first else (label or "?")
+            out.write(f"{pos + i:08x}  {entry[i:j].hex(' '):<47}  {said}".rstrip() + "\n")
             i = j
         out.write("\n")
         shown += 1
@@ -108,6 +111,19 @@ def _units(f) -> int:
     return f.width or 3
 
 
+def _stem(out: str | None, format_id: str) -> str:
+    """Where the diagrams go: ``--out`` as a stem (``diagrams/v2`` -> diagrams/v2.svg, .png), or a folder (one that
+    exists, or a path ending in ``/``) to write ``<format>-layout.svg`` in; by default ./out/<format>-layout."""
+    import os
+
+    name = f"{format_id}-layout"
+    if not out:
+        return os.path.join("out", name)
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return os.path.join(out, name)
+    return out
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -129,7 +145,7 @@ def run(args) -> int:
     except kfmt.CodecError as e:
         print(f"kfmt explain: {e}", file=sys.stderr)
         return 2
-    stem = args.out or f"out/{mod.FORMAT_ID}-layout"
+    stem = _stem(args.out, mod.FORMAT_ID)
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     for p in draw(mod, stem):
         print(f"wrote {p}")
@@ -147,5 +163,9 @@ def add_parser(sub) -> None:
     e.add_argument("--bytes", action="store_true", help="annotate the bytes of TARGET (a log file)")
     e.add_argument("--format", help="with --bytes: the format to read (default: by magic, Kafka formats)")
     e.add_argument("--limit", type=positive_int, default=1, help="with --bytes: entries to show (default 1)")
-    e.add_argument("--out", help="output stem for diagrams (default out/<format>-layout)")
+    e.add_argument(
+        "--out",
+        help="where the diagrams go: a stem (DIR/NAME gives DIR/NAME.svg and .png) or a folder "
+        "(existing, or ending in /); default ./out/<format>-layout",
+    )
     e.set_defaults(func=run)

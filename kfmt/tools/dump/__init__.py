@@ -62,7 +62,7 @@ def _run(args, out, err) -> int:
     from kfmt.table.commit import CommitError
 
     try:
-        found = _targets(args.paths, err, include)
+        found = _targets(args.paths, err, include, args.stdin_as)
     except CommitError as e:
         print(f"kfmt dump: {e}", file=err)
         return 1
@@ -84,7 +84,11 @@ def _dump(args, t: Targets, out, err) -> int:
         d.names[t.stdin.name] = "-"
     for path, msg in t.notes:
         d.note(path, msg)
+    for e in t.unread:
+        d.problem(e.filename, "unreadable", e.reason)
     if not t.logs and not t.files and not t.log_dir_files:
+        if t.unread:
+            return 1
         print("kfmt dump: no Kafka log file found", file=err)
         return 2
     logs = [log for log in t.logs if args.filters.wants_segment(log.segments[0])]
@@ -108,19 +112,19 @@ def _dump(args, t: Targets, out, err) -> int:
         d.log_dir_files(t.log_dir_files)
     d.repeated()
     if args.summary:
-        _print_summary(d.counts, out, args.json)
+        _print_summary(d.counts, out, args.json, verdict(d, len(logs)))
     if d.problems:
         kinds = ", ".join(f"{k} {n}" for (g, k), n in sorted(d.counts.items()) if g == "problems")
         print(f"kfmt dump: {d.problems} problem(s) found: {kinds}", file=err)
     return 1 if d.problems else 0
 
 
-def _print_summary(counts: Counter, out, as_json: bool) -> None:
+def _print_summary(counts: Counter, out, as_json: bool, total: dict) -> None:
     groups: dict[str, dict] = {}
     for (kind, key), n in sorted(counts.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         groups.setdefault(kind, {})[str(key)] = n
     if as_json:
-        out.write(json.dumps(groups) + "\n")
+        out.write(json.dumps(groups | {"total": total}) + "\n")
         return
     labels = {"batches": "batches per log", "records": "records per log", "bytes": "bytes per log",
               "magic": "batches per magic", "codec": "batches per codec", "offset_gaps": "offset gaps per log",
@@ -132,6 +136,21 @@ def _print_summary(counts: Counter, out, as_json: bool) -> None:
             out.write(f"{labels.get(kind, kind)}:\n")
             for k, n in groups[kind].items():
                 out.write(f"  {k:30} {n}\n")
+    _print_verdict(total, out)
+
+
+def verdict(d: Dump, n_logs: int) -> dict:
+    """What a summary ends with: what was read and checked, and how many problems."""
+    total = {k: sum(n for (g, _), n in d.counts.items() if g == k) for k in ("batches", "records", "bytes")}
+    return {"logs": n_logs, "segments": d.checked["segments"], **total, "crcs_checked": not d.args.no_verify_crc,
+            "index_files_checked": d.checked["index files"], "problems": d.problems}  # fmt: skip
+
+
+def _print_verdict(v: dict, out) -> None:
+    crcs = "CRCs checked" if v["crcs_checked"] else "CRCs not checked (--no-verify-crc)"
+    said = "no problems" if not v["problems"] else f"{v['problems']} problem(s), each reported on stderr"
+    out.write(f"total: {v['logs']:,} log(s), {v['segments']:,} segment(s), {v['batches']:,} batches, {v['records']:,} "
+              f"records, {v['bytes']:,} bytes; {crcs}, {v['index_files_checked']:,} index file(s) checked; {said}\n")  # fmt: skip
 
 
 def add_parser(sub) -> None:
@@ -224,7 +243,30 @@ def add_parser(sub) -> None:
         help="compare two copies of a partition (two replicas' folders): the first offset where they diverge",
     )
     d.add_argument("--verbose", action="store_true", help="also note each non-consecutive offset")
+    d.add_argument(
+        "--stdin-as",
+        metavar="TOPIC-PARTITION",
+        type=stdin_partition,
+        help="the topic-partition of what comes on stdin (-), named as its partition folder is "
+        "(__consumer_offsets-7): its records are labelled with it, --topic/--partition select it, and Kafka's own "
+        "topics' payloads are decoded (default: topic -, partition -1)",
+    )
     d.set_defaults(func=run)
+
+
+def stdin_partition(text: str) -> tuple[str, int]:
+    """``--stdin-as``: a partition folder's name, read as Kafka's log loader reads one, of a topic Kafka takes."""
+    import argparse
+
+    from kfmt.logdir.names import parse_folder, topic_problem
+
+    tp = parse_folder(text)
+    if tp is None or tp[1] < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not <topic>-<partition> (as __consumer_offsets-7)")
+    why = topic_problem(tp[0])
+    if why:
+        raise argparse.ArgumentTypeError(f"{tp[0]!r} is not a Kafka topic name: {why}")
+    return tp
 
 
 __all__ = ["add_parser", "check_offset_index", "check_time_index", "run"]

@@ -57,6 +57,7 @@ class Dump:
     names: dict = field(default_factory=dict)  # file paths shown under another name (stdin's spool file: "-")
     ends: dict = field(default_factory=dict)  # (log dir, topic, partition) -> log end offset, of logs read whole
     topic_ids: dict = field(default_factory=dict)  # log dir -> {topic: {topic id: [folders]}}
+    checked: Counter = field(default_factory=Counter)  # logs, segments and index files read, for the verdict
     _live: Any = None  # the log's last segment, being read: a batch cut short at its end is being written
 
     def name(self, path) -> str:
@@ -151,6 +152,7 @@ class Dump:
             self.problem(seg.path, "offset_order", f"segment base offset {seg.base_offset} is not above the last "
                          f"offset {prev_last} of the segment before it")  # fmt: skip
         last = prev_last
+        self.checked["segments"] += 1
         budget = filt.max_bytes
         stop = None  # where reading stopped early (a corrupt batch, unread bytes, --max-bytes)
         damaged: set[int] = set()  # positions of corrupt batches (their offsets are unknown)
@@ -344,6 +346,7 @@ class Dump:
             p = Path(f"{stem}{suffix}")
             if not p.is_file():
                 continue
+            self.checked["index files"] += 1
             _, problems = READERS[suffix[1:]](p)
             for msg in problems + check(p, facts, stop, damaged):
                 self.counts["index_mismatch", str(p.parent)] += 1

@@ -67,6 +67,7 @@ class Targets:
     files: list = field(default_factory=list)  # (path, kind): given alone, printed
     log_dir_files: list = field(default_factory=list)  # (path, kind): found in a log dir, checked
     notes: list = field(default_factory=list)  # (path, note): left out, said
+    unread: list = field(default_factory=list)  # folders that could not be listed (UnreadableFolder): problems
     stdin: Any = None  # the spool file holding stdin (``-``)
 
 
@@ -74,7 +75,7 @@ def _walk(p: Path, t: Targets, include) -> list[Segment]:
     """A folder given: its segments (suffixed folders left out, each noted), its KRaft snapshots, and every
     other file of it and of its partition folders, each checked or named as skipped."""
     left: list = []
-    segs, folders = walk_folder(p, include, left)
+    segs, folders = walk_folder(p, include, left, t.unread)
     for folder, suffix in left:
         t.notes.append((folder, f"left out: {SUFFIXES[suffix]}; give the folder itself (or --include-suffixed "
                         f"{suffix}) to read it"))  # fmt: skip
@@ -90,6 +91,9 @@ def _classify(f: Path, t: Targets) -> None:
     kind = kind_of(f)
     if kind == "log" and f.suffix == ".log":
         return  # a segment: found already
+    if kind in ("index", "timeindex", "txnindex") and not f.with_suffix(".log").is_file():
+        t.notes.append((str(f), f"an orphaned index: no {f.with_suffix('.log').name} beside it (Kafka's log loader "
+                        "deletes it at start-up: \"Found an orphaned index file\")"))  # fmt: skip
     snap = snapshot_id(f)
     if snap is not None:
         topic, part = topic_partition(f.parent)
@@ -128,8 +132,9 @@ def _given_file(p: Path, t: Targets, err) -> list[Segment] | None:
     return []
 
 
-def _stdin(t: Targets) -> list[Segment]:
-    """``-``: stdin, spooled to a temporary file (indexes and offsets need to read it more than once)."""
+def _stdin(t: Targets, name: tuple[str, int] | None = None) -> list[Segment]:
+    """``-``: stdin, spooled to a temporary file (indexes and offsets need to read it more than once), labelled
+    with the topic-partition ``name`` (``--stdin-as``), else topic ``-``, partition -1."""
     import shutil
     import tempfile
 
@@ -137,10 +142,11 @@ def _stdin(t: Targets) -> list[Segment]:
     shutil.copyfileobj(sys.stdin.buffer, f)
     f.flush()
     t.stdin = f
-    return [Segment("-", -1, 0, f.name, f.tell())]
+    topic, part = name or ("-", -1)
+    return [Segment(topic, part, 0, f.name, f.tell())]
 
 
-def _targets(paths, err, include=()) -> Targets | None:
+def _targets(paths, err, include=(), stdin_as=None) -> Targets | None:
     """The logs (one per partition folder, file given alone, or snapshot) and other files to dump, or None
     after a usage error."""
     t = Targets()
@@ -149,7 +155,7 @@ def _targets(paths, err, include=()) -> Targets | None:
     for raw in paths:
         p = Path(raw)
         if raw == "-":
-            segs += _stdin(t)
+            segs += _stdin(t, stdin_as)
         elif p.is_dir():
             found = _walk(p, t, include)
             walked |= {str(Path(s.path).parent) for s in found}
