@@ -7,14 +7,14 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
+.PHONY: docs setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress]'
+	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress,docs]'
 	touch $@
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
@@ -134,6 +134,11 @@ fuzz-jvm: setup
 
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)
+
+# the documentation (docs/, the schema language's reference, the changelog) as a site in site/, offline, strict:
+# a warning (a broken link or anchor) fails the build
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 lint: setup
 	$(VENV)/bin/ruff check kfmt generator tests bench fuzz

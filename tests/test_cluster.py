@@ -1,5 +1,5 @@
-"""The README's cluster recipes on a real Spark standalone cluster: a master and two workers on 127.0.0.1
-(``tests/sparkcluster.py``), jobs sent with ``spark-submit`` exactly as the README writes them, with a Python
+"""The cluster recipes of docs/clusters.md on a real Spark standalone cluster: a master and two workers on 127.0.0.1
+(``tests/sparkcluster.py``), jobs sent with ``spark-submit`` exactly as the docs write them, with a Python
 that can import every dependency but not kfmt (so the job finds kfmt only where the recipe puts it). A
 read-aggregate-write job must give the aggregates and the segment bytes that the same job gives in local
 mode, and its input partitions must follow ``spark.default.parallelism``."""

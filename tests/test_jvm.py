@@ -421,7 +421,6 @@ def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
     """The README's Java recipe, run as written: spark-submit --jars with kfmt's jar, no PySpark in the application
     (tests/jvm_app/ReadLogs.java): the source plans through `python -m kfmt.spark.planner` (spark.kfmt.python) and
     decodes in the JVM; SQL's CREATE TABLE ... USING kafka-log too; and it writes, committed by the planner process."""
-    import re
     import subprocess
     import sys
     import zipfile
@@ -435,7 +434,9 @@ def test_a_java_application_reads_with_the_jar_alone(tmp_path, corpus):
     with zipfile.ZipFile(tmp_path / "read-logs.jar", "w") as z:
         for p in classes.rglob("*.class"):
             z.write(p, p.relative_to(classes).as_posix())
-    block = re.search(r"```bash\n(spark-submit --jars.*?)```", (ROOT / "README.md").read_text(), re.S)[1]
+    from test_readme import _block
+
+    block = "spark-submit --jars" + _block("bash", "spark-submit --jars").split("spark-submit --jars", 1)[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.path.join(home, "bin"), env.get("PATH", "")])
     env["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -19,12 +19,34 @@ import kfmt
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-BLOCKS = [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w*)\n(.*?)```", README, re.S)]
+
+
+def doc_pages() -> list[Path]:
+    """The README, then the documentation's pages in the site's order (mkdocs.yml's nav; the schema language's
+    reference and the changelog are pages of their own, held by their own tests)."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    names = [next(iter(entry.values())) for entry in nav]
+    return [ROOT / "README.md", *(ROOT / "docs" / n for n in names if (ROOT / "docs" / n).is_file())]
+
+
+def doc_blocks(lang: str | None = None) -> list[tuple[str, str, Path]]:
+    """``(language, text, page)`` of every fenced code block of the README and the docs."""
+    out = []
+    for page in doc_pages():
+        for m in re.finditer(r"```(\w*)\n(.*?)```", page.read_text(), re.S):
+            if lang is None or m.group(1) == lang:
+                out.append((m.group(1), m.group(2), page))
+    return out
+
+
+BLOCKS = [(lg, text) for lg, text, _ in doc_blocks()]
 
 
 def _block(lang: str, first: str) -> str:
     found = [text for lg, text in BLOCKS if lg == lang and text.lstrip().startswith(first)]
-    assert len(found) == 1, f"README block ```{lang} starting {first!r}: found {len(found)}"
+    assert len(found) == 1, f"docs block ```{lang} starting {first!r}: found {len(found)}"
     return found[0]
 
 
@@ -42,6 +64,10 @@ CLAIMS = [
     ("text", "offset 1 2026-01-30", "test_internal_topics_block"),
     ("bash", "spark-submit --jars", "tests/test_jvm.py::test_a_java_application_reads_with_the_jar_alone"),
     ("python", "", "tests/test_spark.py::test_readme_python_blocks_run"),
+    ("sql", "", "tests/test_spark.py::test_docs_sql_blocks_run"),
+    ("bash", "kfmt dump --summary /data/kafka-logs", "test_dump_summary_block"),
+    ("text", "batches per magic:", "test_dump_summary_block"),
+    ("bash", "make docs", "test_docs_build_offline_with_no_warning"),
 ]
 
 
@@ -49,7 +75,7 @@ def test_every_block_is_claimed():
     assert len(BLOCKS) >= 10
     for lang, text in BLOCKS:
         claims = [c for c in CLAIMS if c[0] == lang and text.lstrip().startswith(c[1])]
-        assert claims, f"no test executes the README block ```{lang}\n{text[:80]}"
+        assert claims, f"no test executes the docs block ```{lang}\n{text[:80]}"
     for _, _, name in CLAIMS:
         if "::" not in name:
             assert callable(globals().get(name)), name
@@ -203,3 +229,50 @@ def test_internal_topics_block(tmp_path):
     assert shown in [ln.strip() for ln in outputs[0].splitlines()]
     row = json.loads(outputs[1].splitlines()[-1])
     assert row["key_decoded"]["type"] == "OffsetCommitKey" and row["value_decoded"]["version"] == 3
+
+
+def test_the_readme_is_a_front_page():
+    """At most 300 lines: what kfmt is, the two commands, a real dump, Spark and Python in five lines each, the
+    formats, the commands in one-line rows, links; the rest lives in docs/."""
+    lines = README.splitlines()
+    assert len(lines) <= 300, len(lines)
+    rows = [ln for ln in lines if ln.startswith("| `")]
+    assert rows and all(len(ln) < 200 for ln in rows), max(rows, key=len)
+    for page in doc_pages()[1:]:
+        assert f"docs/{page.name}" in README, page.name  # every page linked from the front page
+
+
+def test_dump_summary_block():
+    """The README's dump of a real broker's log directory is what `kfmt dump --summary` prints for it (the folder
+    named /data/kafka-logs in the README; runs of spaces that pad the folder's name are not compared)."""
+    fixture = ROOT.parent / "shared" / "fixtures" / "real-broker" / "zk-3.9snap-gzip-BiggerBrain"
+    if not fixture.is_dir():
+        pytest.skip("needs ../shared/fixtures")
+    (cmd,) = _commands(_block("bash", "kfmt dump --summary /data/kafka-logs"))
+    r = _kfmt(*shlex.split(cmd.replace("/data/kafka-logs", str(fixture)))[1:])
+    assert r.returncode == 0, r.stderr
+
+    def words(text):
+        return [ln.split() for ln in text.replace(str(fixture), "/data/kafka-logs").strip().splitlines()]
+
+    assert words(r.stdout) == words(_block("text", "batches per magic:"))
+
+
+def test_docs_build_offline_with_no_warning(tmp_path):
+    """`make docs`: mkdocs (mkdocs-material) builds the site from docs/, the schema language's reference and the
+    changelog, strict (a broken link or anchor is an error), with no warning at all."""
+    import os
+
+    pytest.importorskip("mkdocs")
+    cmds = _commands(_block("bash", "make docs"))
+    assert cmds[0] == "make docs"
+    dry = subprocess.run(["make", "-n", "docs"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "mkdocs build --strict" in dry
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    r = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                       capture_output=True, text=True, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "WARNING" not in r.stdout + r.stderr, r.stdout + r.stderr
+    for page in ("index", "cli", "spark", "schema-language", "changelog"):
+        assert (tmp_path / "site" / f"{page}.html").is_file(), page

@@ -495,11 +495,10 @@ def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
 
 
 def _readme_python_blocks():
-    import re
-    from pathlib import Path
+    """Every Python block of the README and the docs, in the site's order."""
+    from test_readme import doc_blocks
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+    return [text for _, text, _ in doc_blocks("python")]
 
 
 def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
@@ -531,6 +530,26 @@ def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
     total = spark.read.format("kafka-log").load(str(corpus)).count()
     assert sum(1 for k in archived if k.endswith(".log")) and any(k.endswith(".timeindex") for k in archived)
     assert spark.read.parquet(str(tmp_path / "out-stream")).count() == total  # the streaming block, once each
+
+
+def test_docs_sql_blocks_run(spark, corpus, tmp_path, monkeypatch):
+    """Every SQL statement of the README's and the docs' ```sql blocks runs in Spark as written (/data/kafka-logs is
+    the synthesized corpus), and the query gives the source's rows."""
+    from test_readme import doc_blocks
+
+    monkeypatch.chdir(tmp_path)  # a managed table's warehouse, if any, goes here
+    blocks = [text for _, text, _ in doc_blocks("sql")]
+    assert blocks
+    spark.sql("DROP TABLE IF EXISTS logs")
+    try:
+        for block in blocks:
+            for statement in (x.strip() for x in block.split(";")):
+                if statement:
+                    got = spark.sql(statement.replace("/data/kafka-logs", str(corpus))).collect()
+        want = spark.read.format("kafka-log").load(str(corpus)).groupBy("topic").count().orderBy("topic").collect()
+        assert [tuple(r) for r in got] == [tuple(r) for r in want] and got
+    finally:
+        spark.sql("DROP TABLE IF EXISTS logs")
 
 
 def test_reading_from_an_s3_server_equals_local(spark, corpus):
