@@ -12,8 +12,10 @@ export SPARK_LOCAL_IP := 127.0.0.1
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
 $(VENV)/.installed: pyproject.toml setup.py
+	@echo "== kfmt set-up (once; 2-3 minutes): a virtual environment in $(VENV), then the project and its extras"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@echo "== installing kfmt with its dependencies from PyPI (PySpark is the largest) ..."
 	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress,docs]'
 	touch $@
 
@@ -21,6 +23,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 # changes (optional: without a C compiler kfmt uses the python backend, and says so in kfmt --version)
 NATIVE_SRC := $(wildcard generated/*/_native.c generated/messages/*/_native.c) kfmt/runtime/native/kfmt_native.h
 $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
+	@echo "== building the native backend (one C extension per format) ..."
 	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -iE "error|warning: [^S]" || true
 	$(PY) -c "from kfmt.codec.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
 	touch $@
@@ -30,6 +33,7 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 # kafka-log is kfmt's Python data source alone)
 JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py kfmt/logdir/names.py
 $(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
+	@echo "== building the JVM engine's jar (the kafka-log Spark source) ..."
 	$(PY) -c 'import sys; from kfmt.spark.jvm import main; sys.exit(main(["build"]))' || true
 	touch $@
 

@@ -108,6 +108,12 @@ def test_setup_block():
     for f, c, total, bpr, ovh in quoted:
         assert by_key[(f, c)] == (total, bpr, ovh), f"README's demo row for {f}/{c} is out of date"
     assert f"({int(next(iter(records))):,} records" in README
+    # the corpus as it is on disk, the first row, and the report's opening conclusion, quoted as they are
+    disk = re.search(r"^\| \(on disk, as written\) \| mixed \| (\d+) \| \d+ \| ([\d.]+) \| ([\d.-]+) \|$", report, re.M)
+    said = re.search(r"^\| \(on disk, as written\) \| mixed \| (\d+) \| ([\d.]+) \| ([\d.-]+) \|$", README, re.M)
+    assert disk and said and disk.groups() == said.groups(), "README's on-disk row is out of date"
+    opening = next(ln for ln in report.splitlines() if ln.startswith("On this corpus"))
+    assert opening in README.replace("\n", " "), "README's conclusion is not the report's"
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "kfmt generate --check" in dry and "-m pytest" in dry
 

@@ -93,3 +93,37 @@ def test_the_one_line_reaches_a_spark_submit_jars_session(tmp_path, inputs):
     cmd = [submit, "--master", "local[2]", "--jars", jar(), "--conf", f"spark.pyspark.python={sys.executable}",
            str(tmp_path / "s.py"), "submit", json.dumps(inputs)]  # fmt: skip
     _check(_run(cmd, tmp_path))
+
+
+STOP = r"""
+import sys, time
+import kfmt, kfmt.spark
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[2]").getOrCreate()
+kfmt.spark.register(spark)
+q = (spark.readStream.format("kafka-log").option("engine", sys.argv[1]).option("startingOffsets", "earliest")
+     .load(sys.argv[2]).writeStream.format("memory").queryName("x").option("checkpointLocation", sys.argv[3])
+     .trigger(processingTime="100 milliseconds").start())
+q.processAllAvailable()
+time.sleep(1.5)  # the query polls the log between triggers
+spark.stop()
+print("STOPPED", q.isActive)
+"""
+
+
+@pytest.mark.parametrize("engine", ["jvm", "python"])
+def test_stopping_a_session_stops_its_kafka_log_streams_cleanly(tmp_path, inputs, engine):
+    """spark.stop() with a kafka-log stream running: the query stops with its session, without Spark's
+    "[INTERNAL_ERROR] No active or default Spark session found" or "Resources may have leaked" (issue 46, item 10)."""
+    logs = tmp_path / "logs" / "t-0"
+    logs.mkdir(parents=True)
+    (logs / "00000000000000000000.log").write_bytes(kfmt.encode_batch([kfmt.Record(value=b"v", timestamp=1)]))
+    (tmp_path / "s.py").write_text(STOP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    r = subprocess.run([sys.executable, str(tmp_path / "s.py"), engine, str(logs.parent), str(tmp_path / "ck")],
+                       capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)  # fmt: skip
+    text = r.stdout + r.stderr
+    assert r.returncode == 0 and "STOPPED False" in r.stdout, text[-3000:]
+    for bad in ("INTERNAL_ERROR", "Resources may have leaked", " ERROR ", "Traceback"):
+        assert bad not in text, text[-3000:]

@@ -40,6 +40,7 @@ def register(spark) -> None:
 
     _local_workers_on_this_python(spark)
     one_line_errors()
+    _streams_stop_with_their_session(type(spark))
     name = PYTHON_NAME if on_classpath(spark) and _resolves(spark) and install(spark) else "kafka-log"
     if name == "kafka-log":
         why = (
@@ -53,6 +54,32 @@ def register(spark) -> None:
 
 
 PYTHON_NAME = "kafka-log-python"
+
+
+def _streams_stop_with_their_session(cls) -> None:
+    """``spark.stop()`` stops the session's streaming queries first, each as ``query.stop()`` does, so a running
+    ``kafka-log`` stream ends cleanly: Spark would stop the context under it, and the query's next call would fail
+    with "No active or default Spark session found" and "Resources may have leaked". Installed once per session
+    class (idempotent)."""
+    stop = cls.stop
+    if getattr(stop, "_kfmt", False):
+        return
+
+    def stop_streams_first(self, *args, **kwargs):
+        try:
+            queries = list(self.streams.active)
+        except Exception:  # a session already stopped, or one without streams (Spark Connect)
+            queries = []
+        for q in queries:
+            try:
+                q.stop()
+            except Exception as e:  # a query that fails to stop must not keep the session from stopping
+                logging.getLogger("kfmt.spark").warning("kfmt: stopping query %s with its session: %s", q.name, e)
+        return stop(self, *args, **kwargs)
+
+    stop_streams_first._kfmt = True  # type: ignore[attr-defined]
+    stop_streams_first.__doc__ = stop.__doc__
+    cls.stop = stop_streams_first
 
 
 def _resolves(spark) -> bool:

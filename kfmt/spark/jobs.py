@@ -263,10 +263,15 @@ def offsets(spark, path: str):
     return commits, groups, undecoded
 
 
-def render_compare(res: dict, markdown=True) -> str:
+def render_compare(res: dict, markdown=True, on_disk: dict | None = None) -> str:
+    """The comparison as a table; ``on_disk`` (bytes, records, payload of the corpus as written) its first row."""
     from kfmt.log.measure import table
 
     body = []
+    if on_disk:
+        n = on_disk["records"]
+        body.append(["(on disk, as written)", "mixed", on_disk["bytes"], n, f"{on_disk['bytes'] / n:.2f}",
+                     f"{(on_disk['bytes'] - on_disk['payload']) / n:.2f}"])  # fmt: skip
     for f, per in res.items():
         for c, acc in per.items():
             if not acc["records"]:

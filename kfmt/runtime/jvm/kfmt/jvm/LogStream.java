@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.UUID;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
@@ -21,6 +22,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code {"topic": {"partition": next offset}}}. */
 final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
     private final String id;
+    /** the session the stream was started in: its thread asks the planner through it, also once it is no longer the
+     * active one, and stops quietly when it was stopped */
+    private final SparkSession spark;
     private final CaseInsensitiveStringMap options;
     private final StructType userSchema;
     private final StructType columns;
@@ -31,8 +35,9 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
 
     /** {@code settings} and {@code maxOffsets} (0: none): the planner's answer to the stream's "open" call (the read's
      * options, no slices; maxOffsetsPerTrigger as kfmt.spark.stream took it). */
-    private LogStream(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String id, Plan settings,
-                      long maxOffsets) {
+    private LogStream(SparkSession spark, CaseInsensitiveStringMap options, StructType userSchema, StructType columns,
+                      String id, Plan settings, long maxOffsets) {
+        this.spark = spark;
         this.options = options;
         this.userSchema = userSchema;
         this.columns = columns;
@@ -45,13 +50,14 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
      * {@code why[0]} (the source then hands the stream to kfmt's Python data source). */
     static LogStream open(CaseInsensitiveStringMap options, StructType userSchema, StructType columns, String[] why) {
         String id = UUID.randomUUID().toString();
-        JsonNode a = Planner.ask(options, userSchema, call(id, "open"));
+        SparkSession spark = SparkSession.active();
+        JsonNode a = Planner.ask(spark, options, userSchema, call(id, "open"));
         if (!a.has("plan")) {
             why[0] = a.get("python").asText();
             return null;
         }
         JsonNode max = a.get("max_offsets");
-        return new LogStream(options, userSchema, columns, id, Plan.parse(a.get("plan").asText()),
+        return new LogStream(spark, options, userSchema, columns, id, Plan.parse(a.get("plan").asText()),
                 max == null || max.isNull() ? 0 : max.asLong());
     }
 
@@ -72,7 +78,19 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
         if (end != null) c.put("end", end.json());
         if (limit != null) c.put("limit", limit);
         if (until != null) c.put("until", until.json());
-        return Planner.ask(options, userSchema, c);
+        if (spark.sparkContext().isStopped()) throw stopped();
+        try {
+            return Planner.ask(spark, options, userSchema, c);
+        } catch (RuntimeException e) {
+            if (spark.sparkContext().isStopped()) throw stopped(); // the planner went with the session
+            throw e;
+        }
+    }
+
+    /** The session was stopped under a running query: an interruption, which Spark takes as the query's stop (not an
+     * error: a stream stops with its session). */
+    private static java.io.UncheckedIOException stopped() {
+        return new java.io.UncheckedIOException(new java.io.InterruptedIOException("kafka-log: the Spark session was stopped; the stream stops with it"));
     }
 
     @Override
@@ -134,7 +152,7 @@ final class LogStream implements MicroBatchStream, SupportsTriggerAvailableNow {
 
     @Override
     public void stop() {
-        ask("close", null, null, null);
+        if (!spark.sparkContext().isStopped()) ask("close", null, null, null); // else the planner's state went with it
     }
 
     @Override

@@ -35,14 +35,20 @@ public final class Planner {
 
     /** The answer to a stream's call ({@code stream}: its id, the call and its offsets; see kfmt.spark.planner). */
     static JsonNode ask(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
-        return send(request(options, userSchema, stream));
+        return ask(SparkSession.active(), options, userSchema, stream);
+    }
+
+    /** The same, for a session held (a stream's: its thread may outlive the session's being active). */
+    static JsonNode ask(SparkSession spark, CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
+        return send(spark, request(spark, options, userSchema, stream));
     }
 
     /** The answer to a write's call ({@code write}: the call and what it carries; see kfmt.spark.planner). */
     static JsonNode write(CaseInsensitiveStringMap options, ObjectNode write) {
-        ObjectNode req = request(options, null, null);
+        SparkSession spark = SparkSession.active();
+        ObjectNode req = request(spark, options, null, null);
         req.set("write", write);
-        return send(req);
+        return send(spark, req);
     }
 
     static ObjectNode object() {
@@ -65,12 +71,12 @@ public final class Planner {
         }
     }
 
-    private static JsonNode send(ObjectNode req) {
+    private static JsonNode send(SparkSession spark, ObjectNode req) {
         String answer;
         try {
             String request = JSON.writeValueAsString(req);
             PlanCallback c = callback;
-            answer = c != null ? c.plan(request) : subprocess(request, req.path("jvm_schemes").size() > 0);
+            answer = c != null ? c.plan(request) : subprocess(python(spark), request, req.path("jvm_schemes").size() > 0);
         } catch (IOException e) {
             throw new IllegalStateException("kafka-log: kfmt's planner did not answer: " + e.getMessage(), e);
         }
@@ -84,13 +90,12 @@ public final class Planner {
         return node;
     }
 
-    static ObjectNode request(CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
+    static ObjectNode request(SparkSession spark, CaseInsensitiveStringMap options, StructType userSchema, ObjectNode stream) {
         ObjectNode req = JSON.createObjectNode();
         if (stream != null) req.set("stream", stream);
         ObjectNode opts = req.putObject("options");
         for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) opts.put(e.getKey(), e.getValue());
         ObjectNode defaults = req.putObject("defaults");
-        SparkSession spark = SparkSession.active();
         defaults.put("min_partitions", spark.sparkContext().defaultParallelism());
         SQLConf conf = spark.sessionState().conf();
         defaults.put("split_bytes", conf.filesMaxPartitionBytes());
@@ -122,8 +127,8 @@ public final class Planner {
         return out;
     }
 
-    private static String python() {
-        String conf = SparkSession.active().conf().get("spark.kfmt.python", "");
+    private static String python(SparkSession spark) {
+        String conf = spark.conf().get("spark.kfmt.python", "");
         if (!conf.isEmpty()) return conf;
         String env = System.getenv("KFMT_PYTHON");
         return env != null && !env.isEmpty() ? env : "python3";
@@ -132,8 +137,7 @@ public final class Planner {
     /** Runs the planner as a process. {@code stores}: the read names stores by URI, which the process may need to
      * list and read through this JVM's Hadoop FileSystems (a store only a Hadoop connector reaches): it gets a Py4J
      * gateway on 127.0.0.1 to a {@link Stores} of the session, with a token of its own, for that one request. */
-    private static String subprocess(String request, boolean stores) throws IOException {
-        String python = python();
+    private static String subprocess(String python, String request, boolean stores) throws IOException {
         java.io.File errors = java.io.File.createTempFile("kfmt-planner", ".err");
         py4j.GatewayServer gateway = null;
         try {
