@@ -151,7 +151,7 @@ def conclusion(res: dict, disk: dict) -> list[str]:
     """What the figures say, in sentences: v2 against the older formats, the smallest proposal, compression."""
     none = {f: per["none"] for f, per in res.items() if per.get("none", {}).get("records")}
     v2 = none["kafka_v2"]
-    per = {f: overhead(a) for f, a in none.items()}
+    per = {f: (a["bytes"] - a["payload"]) / a["records"] for f, a in none.items()}  # each carries the codec
     out = [f"On this corpus ({v2['records']:,} records, {v2['payload'] / v2['records']:.1f} bytes of key and value "
            f"each), Kafka's v2 record batch spends {per['kafka_v2']:.1f} bytes per record on framing beyond the key "
            f"and value, uncompressed."]  # fmt: skip
