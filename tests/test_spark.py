@@ -190,6 +190,22 @@ def test_on_corrupt_modes(spark, corrupt_dir):
     assert len([r for r in q if r.error is None]) == 6
 
 
+def test_a_failure_is_one_line_in_a_session_with_the_jar_at_start(spark, corrupt_dir, tmp_path):
+    """The suite's session has kfmt's jar in spark.jars from its start: a damaged segment and a tar archive each
+    fail as kfmt's one line (tests/test_spark_sessions.py makes the sessions that add the jar later)."""
+    import tarfile
+
+    from kfmt.spark.errors import KafkaLogError
+
+    d, _ = corrupt_dir
+    with pytest.raises(KafkaLogError, match=r"^kafka-log: corrupt batch in .* at byte \d+"):
+        spark.read.format("kafka-log").load(str(d)).count()
+    with tarfile.open(tmp_path / "logs.tgz", "w:gz") as t:
+        t.add(d, arcname="logs")
+    with pytest.raises(KafkaLogError, match="a tar archive, not a Kafka log file"):
+        spark.read.format("kafka-log").load(str(tmp_path / "logs.tgz")).count()
+
+
 def test_write_then_read(spark, corpus, tmp_path):
     df = spark.read.format("kafka-log").load(str(corpus))
     out = tmp_path / "out"

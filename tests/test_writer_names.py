@@ -70,6 +70,24 @@ HOSTILE = [
     (None, 0),
     ("t", None),
 ]
+#: what Spark strings may hold and Python's str cannot say: bytes that are not UTF-8, an encoded surrogate
+RAW_TOPICS = [b"\xc3\xffA", b"\xed\xa0\x80", b"t\x00", "\U0001f600".encode()]
+
+
+def test_the_jvm_engine_judges_every_name_as_kfmt_logdir_names_does():
+    """The differential: kfmt.jvm.Names (the JVM engine's writer) against kfmt.logdir.names on every hostile row and
+    on names Kafka takes, word for word."""
+    from kfmt.spark.jvm import jar, name_check
+
+    if jar() is None:
+        pytest.skip("the JVM engine is not built")
+    rows = [(None if t is None else t.encode("utf-8", "surrogatepass"), p, 7) for t, p in HOSTILE]
+    rows += [(t, 0, 9) for t in RAW_TOPICS]
+    rows += [(n.encode(), p, 3) for n in KAFKA_TAKES for p in (0, 2**31 - 1)]
+    rows += [(n.encode("utf-8", "surrogatepass"), 0, -1) for n in KAFKA_REFUSES]
+    want = [row_problem(t, p, o) for t, p, o in rows]
+    assert name_check(rows) == want
+    assert all(w is not None for w in want[: len(HOSTILE) + len(RAW_TOPICS)])
 
 
 def _tree(root):
@@ -85,12 +103,16 @@ def _write(spark, df, target, engine, mode="overwrite", **options):
     return None
 
 
-def test_both_engines_refuse_each_hostile_row_in_kafkas_words_writing_nothing(spark, tmp_path):
+#: the rows written through Spark by both engines (each kind of refusal; every hostile row is judged above)
+WRITTEN = [("../../../escaped", 0), ("/abs/t", 0), ("t", -1), ("t", 2**31), (None, 0), ("t", None)]
+
+
+def test_both_engines_refuse_hostile_rows_in_kafkas_words_writing_nothing(spark, tmp_path):
     parent = tmp_path / "deep" / "er" / "parent"
     table = parent / "T"
     table.mkdir(parents=True)
     before = _tree(tmp_path)
-    for topic, part in HOSTILE:
+    for topic, part in WRITTEN:
         expected = row_problem(topic, part, 7)
         assert expected is not None
         df = spark.createDataFrame([(topic, part, 7, b"v")], "topic string, partition long, offset long, value binary")

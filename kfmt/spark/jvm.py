@@ -274,6 +274,14 @@ def _java_main(main: str, given: str) -> str:
     return r.stdout
 
 
+def name_check(rows: list) -> list:
+    """Rows' topics and partitions as the JVM engine's writer judges them (``kfmt.jvm.NameCheck``, one JVM for all),
+    for the differential with kfmt.logdir.names: each of ``rows`` is ``(topic bytes or None, partition or None,
+    offset)``; each answer the refusal's line, or None."""
+    given = "".join(f"{'-' if t is None else bytes(t).hex()}\t{'-' if p is None else p}\t{o}\n" for t, p, o in rows)
+    return [None if line == "ok" else line for line in _java_main("NameCheck", given).splitlines()]
+
+
 def payload_check(records: list) -> list[tuple]:
     """Records of Kafka's own topics (``(topic, key, value)``, bytes or None) decoded as option decode_payloads
     decodes them in the JVM (``kfmt.jvm.PayloadCheck``, one JVM for all): ``(key_decoded, value_decoded,

@@ -186,21 +186,27 @@ def _bar_plot(res: dict, stem: str) -> list[str]:
     codecs = list(next(iter(res.values())))
     fig, ax = plt.subplots(figsize=(9, 4.6))
     w = 0.8 / len(codecs)
+    from matplotlib.patches import Patch
+
+    handles = []
     for j, c in enumerate(codecs):
-        vals = [overhead(res[f][c]) or 0 for f in fmts]
-        bars = ax.bar([i + j * w for i in range(len(fmts))], vals, width=w, label=c)
+        got = [overhead(res[f][c]) for f in fmts]
+        vals = [v or 0 for v in got]
+        bars = ax.bar([i + j * w for i in range(len(fmts))], vals, width=w)
+        handles.append(Patch(facecolor=bars[0].get_facecolor(), label=c))
         for b, f in zip(bars, fmts, strict=True):
             if not _carries_headers(f):
                 b.set_hatch("//")
-        for x, v in zip([i + j * w for i in range(len(fmts))], vals, strict=True):
-            ax.annotate(f"{v:.1f}", (x, v), ha="center", va="bottom" if v >= 0 else "top", fontsize=6)
+        for x, v in zip([i + j * w for i in range(len(fmts))], got, strict=True):
+            said = "n/a" if v is None else f"{v:.1f}"
+            ax.annotate(said, (x, v or 0), ha="center", va="bottom" if (v or 0) >= 0 else "top", fontsize=6)
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="cannot carry headers"))
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks([i + w * (len(codecs) - 1) / 2 for i in range(len(fmts))])
     ax.set_xticklabels([f if _carries_headers(f) else f"{f}\n(no headers)" for f in fmts], rotation=25, ha="right",
                        fontsize=8)  # fmt: skip
     ax.set_ylabel("overhead per record beyond key and value (bytes)")
-    ax.set_title("Corpus re-encoded in each format (hatched: cannot carry headers; 0: cannot carry the codec)",
-                 fontsize=9)  # fmt: skip
-    ax.legend()
+    ax.set_title("Corpus re-encoded in each format (n/a: the format cannot carry the codec)", fontsize=9)
+    ax.legend(handles=handles, fontsize=8)
     fig.tight_layout()
     return save_figure(fig, stem)
