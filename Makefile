@@ -78,7 +78,7 @@ test: setup check-generated lint
 NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_interrupted_writes test_fuzz_slice \
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties \
-	test_bench_slices test_writer_names test_spark_sessions test_unreadable
+	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.
@@ -90,9 +90,10 @@ test-backends: setup
 	echo "== KFMT_BACKEND=construct (exit $$c)"; tail -n 40 $(VENV)/pass-construct.log; \
 	test $$a -eq 0 -a $$c -eq 0
 
-# the README's cluster recipes on a standalone master and two workers on 127.0.0.1 (`make test` runs one of them)
+# the cluster recipes on a standalone master and two workers on 127.0.0.1 (`make test` runs one of them), and the
+# spark-submit --jars session
 test-cluster: setup
-	KFMT_ALL_CLUSTER_RECIPES=1 $(PY) -m pytest tests/test_cluster.py
+	KFMT_ALL_CLUSTER_RECIPES=1 $(PY) -m pytest tests/test_cluster.py tests/test_spark_sessions.py
 
 demo: setup $(VENV)/.generated
 	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm

@@ -170,9 +170,9 @@ def generate(schema_dir: Path, out_dir: Path, *, check: bool = False) -> list[st
 
     Only files this generator wrote (they start with its header) are replaced or removed: a file of the same
     name without the header is refused, and anything else under ``out_dir`` is left alone."""
-    files = _format(_package(schema_dir))
-    if out_dir.exists() and not out_dir.is_dir():
+    if out_dir.exists() and not out_dir.is_dir():  # said before the minute generation takes
         raise SchemaError(f"{out_dir}: --out is not a directory")
+    files = _format(_package(schema_dir))
     if out_dir.is_dir() and any(out_dir.iterdir()) and not _generated_by_us(out_dir / "__init__.py"):
         raise SchemaError(
             f"{out_dir}: not empty and not a package this generator wrote (no generated __init__.py); "

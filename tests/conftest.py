@@ -163,20 +163,25 @@ def same_outcomes(a, b, data: bytes, **kw) -> int:
 
 
 # With pytest-xdist (`make test` runs the suite on two workers, ``--dist loadgroup``), tests that must share one
-# worker: those with a Spark session (one session, started once), the standalone-cluster recipes (one cluster
-# at a time), and those that run make in the source tree (one make at a time).
+# worker: those with the Spark session fixture, in two groups (a session per group, started once: one group's Spark tests
+# are about half the suite's time, too much for one worker), the standalone-cluster recipes (one cluster at a time),
+# and those that run make in the source tree (one make at a time).
 WORKER_GROUPS = {
-    "spark": ("test_spark.py", "test_jvm.py", "test_streaming.py", "test_tiered.py"),
+    "spark": ("test_spark.py", "test_streaming.py", "test_tiered.py"),
+    "spark-jvm": ("test_jvm.py", "test_writer_names.py"),
     "cluster": ("test_cluster.py",),
     "make": ("test_readme.py", "test_generated.py", "test_packaging.py"),
 }
 
 
 def _group(item) -> str | None:
-    if "spark" in getattr(item, "fixturenames", ()):
-        return "spark"
     name = item.path.name
-    return next((g for g, files in WORKER_GROUPS.items() if name in files), None)
+    found = next((g for g, files in WORKER_GROUPS.items() if name in files), None)
+    if found is not None and found.startswith("spark"):  # only what uses the session shares its worker
+        return found if "spark" in getattr(item, "fixturenames", ()) else None
+    if found is None and "spark" in getattr(item, "fixturenames", ()):
+        return "spark"
+    return found
 
 
 def pytest_collection_modifyitems(config, items):

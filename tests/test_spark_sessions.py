@@ -29,11 +29,17 @@ spark = SparkSession.builder.master("local[2]").getOrCreate()
 kfmt.spark.register(spark)
 given = json.loads(sys.argv[2])
 out = {}
-for name in ("damaged", "tar"):
+reads = [("damaged", "auto"), ("tar", "auto")]
+if "unreadable" in given:  # a partition folder this user may not list (tests/test_unreadable.py), each engine
+    reads += [("unreadable", "jvm"), ("unreadable", "python")]
+for name, engine in reads:
     try:
-        out[name] = ["ok", spark.read.format("kafka-log").load(given[name]).count()]
+        out[f"{name}/{engine}"] = ["ok", spark.read.format("kafka-log").option("engine", engine).load(given[name]).count()]
     except Exception as e:
-        out[name] = [type(e).__name__, str(e)]
+        out[f"{name}/{engine}"] = [type(e).__name__, str(e)]
+if "unreadable" in given:
+    from kfmt.tools.cli import main
+    out["offsets"] = main(["spark", "offsets", given["unreadable"]])
 if sys.argv[1] == "streams":  # spark.stop() with a stream of each engine running
     queries = [spark.readStream.format("kafka-log").option("engine", engine).option("startingOffsets", "earliest")
                .load(given["logs"]).writeStream.format("memory").queryName(f"q_{engine}")
@@ -46,6 +52,14 @@ if sys.argv[1] == "streams":  # spark.stop() with a stream of each engine runnin
     out["active_after_stop"] = [q.isActive for q in queries]
 print("RESULT " + json.dumps(out))
 """
+
+
+@pytest.fixture
+def unreadable_logs(tmp_path):
+    from test_unreadable import unreadable_log_dir
+
+    with unreadable_log_dir(tmp_path) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -77,25 +91,37 @@ def _run(cmd, tmp_path):
 
 
 def _check(got):
-    kind, text = got["damaged"]
-    assert kind == "KafkaLogError", got["damaged"]
+    kind, text = got["damaged/auto"]
+    assert kind == "KafkaLogError", got["damaged/auto"]
     assert text.startswith("kafka-log: corrupt batch in ") and "\n" not in text and "crc" in text, text
-    kind, text = got["tar"]
-    assert kind == "KafkaLogError" and "a tar archive, not a Kafka log file" in text and "\n" not in text, got["tar"]
+    kind, text = got["tar/auto"]
+    assert kind == "KafkaLogError" and "a tar archive, not a Kafka log file" in text and "\n" not in text, got[
+        "tar/auto"
+    ]
 
 
-def test_the_readme_session_gets_the_one_line_and_stops_its_streams_cleanly(tmp_path, inputs):
-    """Built as the README shows: the jar added to a running session. Then spark.stop() with a kafka-log stream of
-    each engine running: both stop with the session, without Spark's "[INTERNAL_ERROR] No active or default Spark
-    session found" or "Resources may have leaked"."""
+def test_the_readme_session_gets_the_one_line_and_stops_its_streams_cleanly(tmp_path, inputs, unreadable_logs):
+    """Built as the README shows: the jar added to a running session. Run as a user whom mode bits bind, a log dir
+    with a partition folder that user may not list fails in each engine, and `kfmt spark offsets` exits 1, with
+    the OS's reason (issue 46, item 2). Then spark.stop() with a kafka-log stream of each engine running: both stop
+    with the session, without Spark's "[INTERNAL_ERROR] No active or default Spark session found" or "Resources
+    may have leaked"."""
+    from test_unreadable import as_reader
+
     (tmp_path / "s.py").write_text(SCRIPT)
-    got, text = _run([sys.executable, str(tmp_path / "s.py"), "streams", json.dumps(inputs)], tmp_path)
+    given = {**inputs, "unreadable": str(unreadable_logs)}
+    got, text = _run(as_reader([sys.executable, str(tmp_path / "s.py"), "streams", json.dumps(given)]), tmp_path)
     _check(got)
+    for engine in ("jvm", "python"):
+        kind, said = got[f"unreadable/{engine}"]
+        assert kind == "KafkaLogError" and "Permission denied" in said and "\n" not in said, (engine, said)
+    assert got["offsets"] == 1
     assert got["active_after_stop"] == [False, False]
     for bad in ("INTERNAL_ERROR", "Resources may have leaked", "Traceback"):
         assert bad not in text, text[-3000:]
 
 
+@pytest.mark.skipif(not os.environ.get("KFMT_ALL_CLUSTER_RECIPES"), reason="make test-cluster runs it")
 def test_the_one_line_reaches_a_spark_submit_jars_session(tmp_path, inputs):
     import pyspark
 

@@ -4,12 +4,12 @@ mode bits, so as root the commands run under ``capsh`` with the capabilities tha
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -22,26 +22,37 @@ if os.geteuid() == 0 and shutil.which("capsh") is None:
     pytest.skip("running as root without capsh: mode bits cannot be made to hold", allow_module_level=True)
 
 
+def as_reader(argv: list[str]) -> list[str]:
+    """``argv`` as a command run as a user whom mode bits bind (as root: under capsh, the capabilities that bypass
+    them dropped)."""
+    return ["capsh", f"--drop={DROP}", "--", "-c", shlex.join(argv)] if os.geteuid() == 0 else argv
+
+
 def _as_reader(argv: list[str], **kw) -> subprocess.CompletedProcess:
-    """``argv`` run as a user whom mode bits bind."""
-    if os.geteuid() == 0:
-        argv = ["capsh", f"--drop={DROP}", "--", "-c", shlex.join(argv)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env.update(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=ROOT)
-    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, **kw)
+    return subprocess.run(as_reader(argv), capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, **kw)
 
 
-@pytest.fixture
-def logs(tmp_path):
+@contextmanager
+def unreadable_log_dir(where):
     """A log dir of two partitions, one of them a folder nobody but its owner may enter."""
-    d = tmp_path / "logs"
+    d = where / "logs-unreadable"
     for name in ("orders-0", "orders-1"):
         (d / name).mkdir(parents=True)
         recs = [kfmt.Record(value=b"v%d" % i, timestamp=1) for i in range(14)]
         (d / name / "00000000000000000000.log").write_bytes(kfmt.encode_batch(recs))
     (d / "orders-1").chmod(0)
-    yield d
-    (d / "orders-1").chmod(0o755)
+    try:
+        yield d
+    finally:
+        (d / "orders-1").chmod(0o755)
+
+
+@pytest.fixture
+def logs(tmp_path):
+    with unreadable_log_dir(tmp_path) as d:
+        yield d
 
 
 def test_the_folder_is_really_unreadable_to_the_reader(logs):
@@ -71,31 +82,5 @@ def test_library_readers_and_convert_refuse_rather_than_return_half(logs, tmp_pa
     assert r.returncode == 1 and "Permission denied" in r.stderr and not (tmp_path / "out").exists(), r.stderr
 
 
-SPARK = r"""
-import json, sys
-import kfmt.spark
-from kfmt.spark.jobs import session
-spark = session("local[2]", "unreadable")
-kfmt.spark.register(spark)
-out = {}
-for engine in ("jvm", "python"):
-    try:
-        out[engine] = ["ok", spark.read.format("kafka-log").option("engine", engine).load(sys.argv[1]).count()]
-    except Exception as e:
-        out[engine] = [type(e).__name__, str(e)]
-from kfmt.tools.cli import main
-out["offsets"] = main(["spark", "offsets", sys.argv[1]])
-print("RESULT " + json.dumps(out))
-"""
-
-
-def test_spark_both_engines_and_offsets_refuse_an_unreadable_partition(logs, tmp_path):
-    (tmp_path / "s.py").write_text(SPARK)
-    r = _as_reader([sys.executable, str(tmp_path / "s.py"), str(logs)])
-    found = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert found, r.stderr[-3000:]
-    got = json.loads(found[-1][7:])
-    for engine in ("jvm", "python"):
-        kind, text = got[engine]
-        assert kind == "KafkaLogError" and "Permission denied" in text and "\n" not in text, (engine, got[engine])
-    assert got["offsets"] == 1
+# Spark, both engines and `kfmt spark offsets`, run as such a user: tests/test_spark_sessions.py (one session for
+# that and the README's way of making one)
