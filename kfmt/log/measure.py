@@ -117,6 +117,12 @@ def add_batch(out: dict, mods, codecs, recs, fields=None) -> None:
                     acc["fields"][k] = acc["fields"].get(k, 0) + v
 
 
+def overhead_per_record(acc: dict) -> float | None:
+    """Bytes per record beyond the key and value bytes of one format and codec's totals (None: it carried no
+    record, as a format that cannot carry that codec)."""
+    return (acc["bytes"] - acc["payload"]) / acc["records"] if acc["records"] else None
+
+
 def finish_totals(out: dict) -> dict:
     for per in out.values():
         for acc in per.values():

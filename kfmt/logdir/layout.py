@@ -126,10 +126,16 @@ def tar_problem(name: str, head: bytes = b"") -> str | None:
     return f"{name}: a tar archive, not a Kafka log file; unpack it (tar -xf {name}) and read the folder it holds"
 
 
-def _given_local(p: Path) -> None:
-    """Refuse a tar archive given as a file (ValueError, its one line)."""
+def given_file_problem(p: Path) -> str | None:
+    """What every reader says of a local file given to it that is not a log although it may hold one (a tar
+    archive: :func:`tar_problem` on its name and first bytes), else None."""
     with open(p, "rb") as f:
-        why = tar_problem(str(p), f.read(1 << 16))
+        return tar_problem(str(p), f.read(1 << 16))
+
+
+def _given_local(p: Path) -> None:
+    """Refuse a file given that holds no log to read (ValueError, its one line)."""
+    why = given_file_problem(p)
     if why:
         raise ValueError(why)
 

@@ -6,7 +6,7 @@ a name Kafka itself would create (``org.apache.kafka.common.internals.Topic.vali
 letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``; a partition an int32 from 0. Anything else is refused
 before a byte is written, in one line naming the row, the value and the rule (:func:`row_problem`), so no name can
 reach outside the table or come back as another topic or partition. The JVM engine follows this module
-(``kfmt.jvm.Names``) and tests/test_jvm.py holds the two to the same words on a table of hostile rows.
+(``kfmt.jvm.Names``) and tests/test_writer_names.py holds the two to the same words on a table of hostile rows.
 
 Readers map a folder's name back as Kafka's log loader does (``UnifiedLog.parseTopicPartitionName``: the text
 after the last ``-`` is the partition, an int32; the topic before it is not empty): :func:`parse_folder`.

@@ -265,20 +265,17 @@ def offsets(spark, path: str):
 
 def render_compare(res: dict, markdown=True, on_disk: dict | None = None) -> str:
     """The comparison as a table; ``on_disk`` (bytes, records, payload of the corpus as written) its first row."""
-    from kfmt.log.measure import table
+    from kfmt.log.measure import overhead_per_record, table
 
+    rows = [("(on disk, as written)", "mixed", on_disk)] if on_disk else []
+    rows += [(f, c, acc) for f, per in res.items() for c, acc in per.items()]
     body = []
-    if on_disk:
-        n = on_disk["records"]
-        body.append(["(on disk, as written)", "mixed", on_disk["bytes"], n, f"{on_disk['bytes'] / n:.2f}",
-                     f"{(on_disk['bytes'] - on_disk['payload']) / n:.2f}"])  # fmt: skip
-    for f, per in res.items():
-        for c, acc in per.items():
-            if not acc["records"]:
-                body.append([f, c, "n/a", "", "", "cannot carry this codec"])
-                continue
-            body.append([f, c, acc["bytes"], acc["records"], f"{acc['bytes_per_record']:.2f}",
-                         f"{(acc['bytes'] - acc['payload']) / acc['records']:.2f}"])  # fmt: skip
+    for f, c, acc in rows:
+        ovh = overhead_per_record(acc)
+        if ovh is None:
+            body.append([f, c, "n/a", "", "", "cannot carry this codec"])
+            continue
+        body.append([f, c, acc["bytes"], acc["records"], f"{acc['bytes'] / acc['records']:.2f}", f"{ovh:.2f}"])
     return table(["format", "codec", "total bytes", "records", "bytes/record", "overhead/record"], body, markdown)
 
 

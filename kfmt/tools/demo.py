@@ -142,16 +142,12 @@ def _on_disk(corpus: str, res: dict) -> dict:
     return {"bytes": sum(s.size for s in find_segments(corpus)), "records": v2["records"], "payload": v2["payload"]}
 
 
-def overhead(acc: dict) -> float | None:
-    """Bytes per record beyond the key and value bytes (None: the format cannot carry that codec)."""
-    return (acc["bytes"] - acc["payload"]) / acc["records"] if acc["records"] else None
-
-
 def conclusion(res: dict, disk: dict) -> list[str]:
     """What the figures say, in sentences: v2 against the older formats, the smallest proposal, compression."""
-    none = {f: per["none"] for f, per in res.items() if per.get("none", {}).get("records")}
-    v2 = none["kafka_v2"]
-    per = {f: (a["bytes"] - a["payload"]) / a["records"] for f, a in none.items()}  # each carries the codec
+    from kfmt.log.measure import overhead_per_record
+
+    v2 = res["kafka_v2"]["none"]
+    per = {f: o for f, p in res.items() if (o := overhead_per_record(p.get("none", {"records": 0}))) is not None}
     out = [f"On this corpus ({v2['records']:,} records, {v2['payload'] / v2['records']:.1f} bytes of key and value "
            f"each), Kafka's v2 record batch spends {per['kafka_v2']:.1f} bytes per record on framing beyond the key "
            f"and value, uncompressed."]  # fmt: skip
@@ -179,6 +175,7 @@ def _bar_plot(res: dict, stem: str) -> list[str]:
     """Overhead per record beyond key and value, per format and codec: the bytes the formats differ by (bytes per
     record would bury a few bytes of difference under a few hundred of payload). Formats that cannot carry
     headers are hatched and marked."""
+    from kfmt.log.measure import overhead_per_record
     from kfmt.tools.plotting import pyplot, save_figure
 
     plt = pyplot()
@@ -190,7 +187,7 @@ def _bar_plot(res: dict, stem: str) -> list[str]:
 
     handles = []
     for j, c in enumerate(codecs):
-        got = [overhead(res[f][c]) for f in fmts]
+        got = [overhead_per_record(res[f][c]) for f in fmts]
         vals = [v or 0 for v in got]
         bars = ax.bar([i + j * w for i in range(len(fmts))], vals, width=w)
         handles.append(Patch(facecolor=bars[0].get_facecolor(), label=c))

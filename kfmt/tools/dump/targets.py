@@ -13,7 +13,7 @@ from kfmt.logdir.layout import (
     SUFFIXES,
     Segment,
     find_segments,
-    tar_problem,
+    given_file_problem,
     topic_partition,
     unmapped_note,
     walk_folder,
@@ -111,8 +111,7 @@ def _classify(f: Path, t: Targets) -> None:
 
 def _given_file(p: Path, t: Targets, err) -> list[Segment] | None:
     kind = kind_of(p)
-    with open(p, "rb") as f:
-        tar = tar_problem(str(p), f.read(1 << 16))
+    tar = given_file_problem(p)
     if tar:
         print(f"kfmt dump: {tar}", file=err)
         return None
