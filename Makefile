@@ -21,10 +21,10 @@ $(VENV)/.installed: pyproject.toml setup.py
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
 # changes (optional: without a C compiler kfmt uses the python backend, and says so in kfmt --version)
-NATIVE_SRC := $(wildcard generated/*/_native.c generated/messages/*/_native.c) kfmt/runtime/native/kfmt_native.h
+NATIVE_SRC := $(wildcard generated/*/_native.c generated/*/*/_native.c) kfmt/runtime/native/kfmt_native.h
 $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 	@echo "== building the native backend (one C extension per format) ..."
-	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -iE "error|warning: [^S]" || true
+	$(PY) setup.py -q build_ext --inplace --parallel $(shell nproc 2>/dev/null || echo 2) 2>&1 | grep -iE "error|warning: [^S]" || true
 	$(PY) -c "from kfmt.codec.formats import available_backends as a; print('kfmt backends built here:', ', '.join(a()))"
 	touch $@
 
@@ -56,10 +56,14 @@ check-generated: setup
 # schemas/messages from Kafka's JSON message specs: by default the pinned copies under tests/fixtures/kafka;
 # KAFKA=<a Kafka source tree> KAFKA_CHECK=1 says what a newer Kafka changes instead of writing
 KAFKA ?= tests/fixtures/kafka
+# the protocol's versions the tree lacks: Kafka 4.1's specs, as kafka-python 3.0.12 ships them
+KAFKA_NEWER ?= tests/fixtures/kafka-4.1
 KAFKA_COMMIT ?= $(shell cat $(KAFKA)/COMMIT 2>/dev/null || git -C $(KAFKA) rev-parse HEAD 2>/dev/null)
 import-kafka-specs: setup
 	$(VENV)/bin/kfmt import-kafka-spec --kafka-tree $(KAFKA) --kafka-commit "$(KAFKA_COMMIT)" \
 		$(if $(KAFKA_CHECK),--check schemas/messages,--out schemas/messages)
+	$(VENV)/bin/kfmt import-kafka-spec --protocol --kafka-tree $(KAFKA) --kafka-commit "$(KAFKA_COMMIT)" \
+		--newer-specs $(KAFKA_NEWER) $(if $(KAFKA_CHECK),--check schemas/protocol,--out schemas/protocol)
 	$(if $(KAFKA_CHECK),,$(MAKE) --no-print-directory generate)
 
 test: setup check-generated lint

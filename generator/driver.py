@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from generator import ir
@@ -86,32 +87,27 @@ def ruff_format(files: dict[str, str]) -> dict[str, str]:
         raise SchemaError(
             "ruff is not installed: the generator formats its output with it (pip install 'kfmt[generate]')"
         )
-    out = {}
-    for name, src in files.items():
-        # unused imports out first (a template imports what some format needs), then the formatting
-        r = subprocess.run(
-            [exe, "check", "--isolated", "--select", "F401", "--fix", "--exit-zero", "--quiet"]
-            + ["--target-version", "py311", "--stdin-filename", name, "-"],
-            input=src,
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode != 0:
-            raise SchemaError(f"ruff could not check generated {name}:\n{r.stderr}")
-        src = r.stdout
-        r = subprocess.run(
-            # the settings themselves, not a pyproject path: an installed generator has no project file
-            [exe, "format", "--isolated", "--line-length", "120", "--target-version", "py311"]
-            + ["--stdin-filename", name, "-"],
-            input=src,
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode != 0:
-            raise SchemaError(f"ruff could not format generated {name}:\n{r.stderr}")
-        compile(r.stdout, name, "exec")
-        out[name] = r.stdout
+    with tempfile.TemporaryDirectory(prefix="kfmt-generate-") as tmp:
+        root = Path(tmp)
+        for name, src in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(src, encoding="utf-8")
+        # unused imports out first (a template imports what some format needs), then the formatting; one run of
+        # each over every file (ruff works through them in parallel)
+        _ruff(exe, "check", ["--select", "F401", "--fix", "--exit-zero", "--quiet"], root)
+        # the settings themselves, not a pyproject path: an installed generator has no project file
+        _ruff(exe, "format", ["--line-length", "120", "--quiet"], root)
+        out = {name: (root / name).read_text(encoding="utf-8") for name in files}
+    for name, src in out.items():
+        compile(src, name, "exec")
     return out
+
+
+def _ruff(exe: str, command: str, args: list[str], root: Path) -> None:
+    r = subprocess.run([exe, command, "--isolated", "--target-version", "py311", *args, "--no-cache", "."],
+                       cwd=root, capture_output=True, text=True)  # fmt: skip
+    if r.returncode != 0:
+        raise SchemaError(f"ruff could not {command} the generated code:\n{r.stdout}{r.stderr}")
 
 
 def backends(names: list[str] | None = None) -> list[Backend]:
@@ -132,27 +128,59 @@ def render_format(schema: Schema, *, only: list[str] | None = None) -> dict[str,
     return _emit([fmt], backends(only), index=False)
 
 
-def _emit(formats: list[Format], chosen: list[Backend], *, index: bool, sdir: str = "") -> dict[str, str]:
+def _emit(formats: list[Format], chosen: list[Backend], *, index: bool, sdir: str = "",
+          paths: list[Path] | None = None) -> dict[str, str]:  # fmt: skip
+    """Every backend's files for ``formats`` (and each backend's index of them); with the formats' ``paths``, the
+    formats are emitted by a pool of processes (one per core), each loading its schema again."""
     files: dict[str, str] = {}
-    for b in chosen:
-        for fmt in formats:
-            for rel, text in b.emit(fmt).items():
-                path = f"{fmt.id}/{rel}"
-                if path in files:
-                    raise SchemaError(f"backend {b.name} writes {path}, which another backend writes too")
-                files[path] = text
-        if index and b.emit_index is not None:
+    made = _in_pool(paths, chosen) if paths is not None else [_emitted(fmt, chosen) for fmt in formats]
+    for fmt, out in zip(formats, made):
+        for bname, rel, text in out:
+            path = f"{fmt.id}/{rel}"
+            if path in files:
+                raise SchemaError(f"backend {bname} writes {path}, which another backend writes too")
+            files[path] = text
+    for b in chosen if index else []:
+        if b.emit_index is not None:
             files.update(b.emit_index(formats, sdir))
     return files
+
+
+def _emitted(fmt: Format, chosen: list[Backend]) -> list[tuple[str, str, str]]:
+    return [(b.name, rel, text) for b in chosen for rel, text in b.emit(fmt).items()]
+
+
+def _emit_path(job: tuple[Path, Path, list[str]]) -> list[tuple[str, str, str]]:
+    """One format's files, in a worker process: its schema loaded and built there."""
+    path, schema_dir, names = job
+    schema = load(path, schema_dir)
+    return _emitted(Format(schema, ir.build(schema)), backends(names))
+
+
+#: below this many formats a folder is emitted in this process (a pool costs more than it saves)
+POOL_FROM = 16
+
+
+def _in_pool(paths: list[Path], chosen: list[Backend]) -> list[list[tuple[str, str, str]]]:
+    import multiprocessing
+    import os
+
+    names = [b.name for b in chosen]
+    workers = min(len(paths), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if len(paths) < POOL_FROM or workers < 2:
+        return [_emit_path((p, p.parent, names)) for p in paths]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(_emit_path, [(p, p.parent, names) for p in paths], chunksize=4)
 
 
 def _package(schema_dir: Path) -> dict[str, str]:
     """The files of a generated package: a subpackage per schema file, and one per folder of schema files
     beside them (``schemas/messages`` -> ``generated/messages``: Kafka's own payloads, a registry of their own)."""
-    schemas = [load(p, schema_dir) for p in format_ids(schema_dir)]
+    paths = format_ids(schema_dir)
+    schemas = [load(p, schema_dir) for p in paths]
     check_registry(schemas)
     formats = [Format(s, ir.build(s)) for s in schemas]
-    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir))
+    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir), paths=paths)
     for sub in sorted(d for d in schema_dir.iterdir() if d.is_dir() and any(d.glob("*.yaml"))):
         if sub.name in {fmt.id for fmt in formats}:
             raise SchemaError(f"{display_dir(schema_dir)}/{sub.name}: a folder and a schema of the same name")

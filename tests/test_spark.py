@@ -510,6 +510,10 @@ def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
     assert "no such file" in err and "kafka_v9" in err and "zstd" in err
 
 
+#: Fetch responses real brokers sent (kafka-rust's test data, MIT): the README's protocol example reads one
+RAW_FETCH = Path(__file__).resolve().parent.parent.parent / "shared/fixtures/wire-captures/kafka-rust+kafka-rust/raw-fetch-responses-not-pcap"
+
+
 def _readme_python_blocks():
     """Every Python block of the README and the docs, in the site's order."""
     from test_readme import doc_blocks
@@ -531,6 +535,7 @@ def test_readme_python_blocks_run(spark, corpus, tmp_path, monkeypatch):
     assert len(blocks) >= 6
     monkeypatch.chdir(tmp_path)
     shutil.copy(sorted(corpus.glob("orders-0/*.log"))[0], tmp_path / "00000000000000000000.log")
+    shutil.copy(RAW_FETCH / "fetch2.mytopic.nocompression.kafka.0900", tmp_path)  # the protocol's example frame
     with s3_server() as (endpoint, s3):
         s3.create_bucket(Bucket="tiered")
         s3.create_bucket(Bucket="archive")

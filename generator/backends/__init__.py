@@ -8,6 +8,7 @@ Adding a backend is adding a folder.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Callable
@@ -78,10 +79,11 @@ def discover() -> list[Backend]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def template_env(*folders: Path) -> jinja2.Environment:
     """A Jinja2 environment over backends' ``templates`` folders (the first is the backend's own): undefined
     names fail, nothing is escaped (every schema string reaches code through the ``py`` filter as a Python
-    literal, or ``pydoc``)."""
+    literal, or ``pydoc``). One per set of folders, so each template is compiled once per run, not per format."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(f / "templates") for f in folders]),
         undefined=jinja2.StrictUndefined,

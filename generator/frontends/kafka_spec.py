@@ -116,14 +116,26 @@ def snake(name: str) -> str:
     return s.lower()
 
 
+def field_name(name: str) -> str:
+    """A Kafka field's name as a schema field: snake case, ``_field`` appended where the generated code keeps
+    the name for itself (``index``, ``data``...: Kafka's JSON names the field as Kafka does, ``orig_name``)."""
+    from generator.loader.spec import ENTRY_POINTS, RESERVED, RESERVED_PREFIX
+
+    s = snake(name)
+    return f"{s}_field" if s in RESERVED or s in ENTRY_POINTS or RESERVED_PREFIX.match(s) else s
+
+
 class Lowering:
     """One spec file lowered into ``structs`` (shared with the other specs of a family: a struct of the same
     name and body is declared once, one of the same name and another body is prefixed with its message's
     name). :meth:`message` gives the message's own struct; :meth:`run` a standalone schema of it."""
 
     def __init__(self, spec: dict, where: str, structs: dict[str, dict] | None = None, version: str = "version",
-                 flexible_part: bool = False):  # fmt: skip
+                 flexible_part: bool = False, suffix: str | None = None):  # fmt: skip
         self.spec, self.where = spec, where
+        self.suffix = (
+            suffix  # a struct whose name another body has: suffixed with this (else prefixed with the message)
+        )
         self.version = version  # the field conditions on versions read (the family root's, or the record's)
         name = spec.get("name")
         if not isinstance(name, str) or not isinstance(spec.get("fields"), list):
@@ -194,6 +206,8 @@ class Lowering:
             return ident
         if _wire(self.structs[ident]) == _wire(body):  # the same struct (its docs may differ): declared once
             return ident
+        if self.suffix and not ident.endswith(f"_{self.suffix}"):
+            return self.declare(f"{ident}_{self.suffix}", body)
         return self.declare(f"{snake(self.name)}_{ident}", body)
 
     def fields(self, specs: list, owner: str) -> list[dict]:
@@ -208,7 +222,7 @@ class Lowering:
         versions = Versions.parse(f.get("versions", f.get("taggedVersions")), where)
         if versions.within(self.valid).lo is None:
             return None  # a field of flexible (or no valid) versions only
-        out: dict = {"name": snake(f["name"]), "orig_name": f["name"]}
+        out: dict = {"name": field_name(f["name"]), "orig_name": f["name"]}
         out.update(self.wire(str(f.get("type", "")), f, where))
         derived = DERIVED.get((self.name, f["name"]))
         if derived is not None:
@@ -249,22 +263,22 @@ class Lowering:
         if t in INTS:
             return {"type": t}
         if t == "string":
-            return {"type": "string", "length": self.prefix(f, "int16")}
-        if t in ("bytes", "records"):
-            return {"type": "bytes", "length": self.prefix(f, "int32")}
+            return {"type": "string", "length": self.length(f, "int16")}
+        if t in ("bytes", "records"):  # records: a record set, which readers decode with the record formats
+            return {"type": "bytes", "length": self.length(f, "int32")} | ({"records": True} if t == "records" else {})
         if t.startswith("[]"):
             elem, count = t[2:], "compact" if self.flexible else "int32"
             if elem in INTS:
                 return {"type": {"array": elem}, "count": count}
             if elem in ("string", "bytes"):
-                return {"type": {"array": elem}, "count": count, "length": self.prefix(f, "int16" if elem == "string"
+                return {"type": {"array": elem}, "count": count, "length": self.length(f, "int16" if elem == "string"
                                                                                       else "int32")}  # fmt: skip
             return {"type": {"array": self.struct(elem, f, where)}, "count": count}
         if t:  # a struct; nullable: behind a null marker (int8, or an unsigned varint when tagged: the loader's)
             return {"type": self.struct(t, f, where)}
         raise SpecError(f"{where}: no type")
 
-    def prefix(self, f: dict, classic: str) -> str:
+    def length(self, f: dict, classic: str) -> str:
         """A string's or bytes' length: compact in flexible versions unless the field says it is not
         (Kafka's field-level ``flexibleVersions``, ``"none"`` in RequestHeader's ClientId)."""
         if not self.flexible:
@@ -275,11 +289,19 @@ class Lowering:
         )
 
     def struct(self, name: str, f: dict, where: str) -> str:
-        """The schema struct for Kafka struct ``name``: inline (the field's own ``fields``) or common."""
+        """The schema struct for Kafka struct ``name``: inline (the field's own ``fields``) or common. Its fields
+        are lowered for the versions the field holding it is in (as Kafka's generator reads them), so a field of
+        the struct present in all of those has no condition."""
         body = f.get("fields") if isinstance(f.get("fields"), list) else self.common.get(name, {}).get("fields")
         if not isinstance(body, list):
             raise SpecError(f"{where}: struct {name} is neither inline nor in commonStructs")
-        return self.declare(snake(name), {"orig_name": name, "fields": self.fields(body, name)})
+        outer, inner = self.valid, Versions.parse(f.get("versions", f.get("taggedVersions")), where).within(self.valid)
+        self.valid = inner if inner.lo is not None else outer
+        try:
+            fields = self.fields(body, name)
+        finally:
+            self.valid = outer
+        return self.declare(snake(name), {"orig_name": name, "fields": fields})
 
     @staticmethod
     def default(f: dict, out: dict):

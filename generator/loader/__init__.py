@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,44 @@ def _params(loc: _Located | None, ctx: _Ctx) -> tuple[tuple[str, str], ...]:
             raise c.error(f"a parameter is an integer type, not {pv.value!r}")
         out.append((pname, pv.value))
     return tuple(out)
+
+
+_API_KEYS = {"key": int, "kind": str, "name": str, "versions": str, "flexible": str, "unstable": list,
+             "sources": dict, "listeners": list}  # fmt: skip
+
+
+def _api(loc: _Located | None, ctx: _Ctx) -> dict | None:
+    """``api:``: the schema is part of Kafka's protocol: a ``kind`` of body (request or response, with the API's
+    ``key``, an int16) or a ``header``; Kafka's ``name`` (``Produce``, ``RequestHeader``), the ``versions`` it
+    reads (``N-M``), the ``flexible`` ones (``N+``, or ``none``), those Kafka marks ``unstable``, which ``sources``
+    give which versions, and the ``listeners`` that take it."""
+    if loc is None:
+        return None
+    m = _mapping(loc, ctx, _API_KEYS, required=("kind", "name", "versions"))
+    out = {k: _plain(v) for k, v in m.items()}
+    if out["kind"] not in ("request", "response", "header"):
+        raise ctx.sub("kind", m["kind"]).error(f"an API's kind is request, response or header, not {out['kind']!r}")
+    if (out["kind"] == "header") == ("key" in out):
+        raise ctx.error("a request or response has an API key (key: N), a header none")
+    if "key" in out:
+        _int(out["key"], ctx.sub("key", m["key"]), 0, 2**15 - 1)
+    for k in ("versions", "flexible"):
+        if k in out and not re.fullmatch(r"none|[0-9]+(\+|-[0-9]+)?", str(out[k])):
+            raise ctx.sub(k, m[k]).error(f"{k} is N, N+, N-M or none, not {out[k]!r}")
+    if any(type(v) is not int for v in out.get("unstable", [])):
+        raise ctx.sub("unstable", m["unstable"]).error("unstable is a list of versions")
+    out["sources"] = {str(k): str(v) for k, v in out.get("sources", {}).items()}
+    return out
+
+
+def _plain(loc):
+    """A located YAML value as plain data (lists and mappings of their values)."""
+    v = loc.value if isinstance(loc, _Located) else loc
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
 
 
 def _enums(loc: _Located | None, ctx: _Ctx) -> dict[str, Enum]:
@@ -233,6 +272,7 @@ def load(path: str | Path, schema_dir: str | Path | None = None, _chain: tuple[s
         sources=tuple(parts.sources),
         params=_params(m.get("params"), ctx0.sub("params", m.get("params"))),
         trailing=_trailing(top_value("trailing", "exact"), ctx0.sub("trailing", m.get("trailing"))),
+        api=_api(m.get("api"), ctx0.sub("api", m.get("api"))),
     )
     schema._types = parts.types  # type: ignore[attr-defined]
     schema._raw_structs = parts.raw  # type: ignore[attr-defined]
@@ -361,6 +401,8 @@ def wire_fingerprint(schema: Schema) -> str:
                 d.pop("keep_raw")
             if isinstance(o, Field) and o.enum is None:
                 d.pop("enum")
+            if isinstance(o, Field) and not o.records:
+                d.pop("records")
             return d
         if isinstance(o, bytes):
             return o.hex()

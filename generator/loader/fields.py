@@ -34,7 +34,7 @@ LIBRARY_KEYS = {"library": bool, "doc": str, "doc_ref": str, "types": dict, "enu
 _TOP_KEYS = {
     "doc": str, "doc_ref": str, "magic": int, "auto_detect": bool, "imports": list, "root": str,
     "structs": dict, "types": dict, "enums": dict, "extends": str, "override": dict, "params": dict,
-    "trailing": str,
+    "trailing": str, "api": dict,
 }  # fmt: skip
 
 
@@ -42,6 +42,7 @@ _FIELD_KEYS = {
     "name": str, "type": (str, dict), "orig_name": str, "doc": str, "length": str, "nullable": bool,
     "count": str, "default": (int, str, bool, float), "const": int, "derive": dict, "bits": list,
     "compressed_by": str, "if": dict, "max": int, "wraps": dict, "tag": int, "marker": str, "enum": str,
+    "records": bool,
 }  # fmt: skip
 
 
@@ -248,7 +249,20 @@ def _field(loc: _Located, ctx: _Ctx, types: dict, owner: str = "", synth: dict |
         tag=_int(get["tag"], ctx.sub("tag", m["tag"]), 0, 2**31 - 1) if "tag" in get else None,
         marker=_marker(get, ctx),
         enum=get.get("enum"),
+        records=_records(t, array, get, ctx),
     )
+
+
+def _records(t: str, array: bool, get: dict, ctx: _Ctx) -> bool:
+    """``records: true``: the bytes hold a record set (Kafka's ``records`` type: message sets or record batches),
+    which readers decode with the record formats; only on a bytes field."""
+    if not get.get("records", False):
+        return False
+    if t != "bytes" or array:
+        raise ctx.error(
+            "records: true is for a bytes field (a record set), not " + (f"an array of {t}" if array else t)
+        )
+    return True
 
 
 def _enum_field(name: str, t: str, array: bool, m: dict, ctx: _Ctx) -> tuple[str, list[Bit]]:
@@ -355,8 +369,8 @@ def _struct(name, loc: _Located, ctx: _Ctx, types: dict, synth: dict | None = No
         raise ctx.sub("repr", m["repr"]).error(f"unknown repr {rep!r}{_suggest(rep, REPRS)}")
     fields = tuple(_field(f, ctx.sub("fields", m["fields"]).sub(i, f), types, name, synth)
                    for i, f in enumerate(m["fields"].value))  # fmt: skip
-    if not fields:
-        raise ctx.error("a struct needs at least one field")
+    if not fields and rep != "object":
+        raise ctx.error(f"a struct of repr {rep!r} needs a field (only an object may have none: an empty message)")
     if rep == "value" and len(fields) != 1:
         raise ctx.sub("repr", m["repr"]).error(f"repr 'value' is for a struct of one field, not {len(fields)}")
     fields = _tagged(name, fields, ctx, synth if synth is not None else {})

@@ -185,6 +185,7 @@ class Field:
     absent: Any = None  # a tagged field: its value when its tag is not written (never written when equal)
     marker: str | None = None  # a nullable struct without a length: its null marker, int8 (-1/1) or uvarint (0/1)
     enum: str | None = None  # an enum-typed whole field: read as its one bit view <name> over every bit
+    records: bool = False  # a bytes field holding a record set (Kafka's records type), decoded by the readers
 
 
 @dataclass(frozen=True)
@@ -234,3 +235,4 @@ class Schema:
     sources: tuple[bytes, ...] = ()
     params: tuple[tuple[str, str], ...] = ()  # (name, integer type): values the caller passes to decode and encode
     trailing: str = "exact"  # bytes after the root: an error (exact), or what Kafka's reader ignores (ignore)
+    api: dict | None = None  # a protocol message: its API (key, kind, name, versions...; see _api)

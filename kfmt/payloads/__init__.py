@@ -107,30 +107,31 @@ def binding(topic_or_kind: str) -> Binding | None:
     return BINDINGS.get(topic_or_kind)
 
 
-def _codec(schema: str, backend: str | None = None):
+def _codec(schema: str, backend: str | None = None, package: str = "generated.messages"):
     """A message schema's codec in ``backend``; None: the default backend (native where its extension was
-    built, else python, as for the record formats; ``KFMT_BACKEND`` read on each call)."""
+    built, else python, as for the record formats; ``KFMT_BACKEND`` read on each call). ``package``: the
+    generated package holding the schema (``generated.protocol`` for the protocol's)."""
     if backend is not None:
-        return _module(schema, backend)
-    return _default_codec(schema, os.environ.get("KFMT_BACKEND"))
+        return _module(schema, backend, package)
+    return _default_codec(schema, os.environ.get("KFMT_BACKEND"), package)
 
 
 @functools.lru_cache(maxsize=None)
-def _default_codec(schema: str, _env: str | None):
-    return of_default_backend(lambda name: _module(schema, name))
+def _default_codec(schema: str, _env: str | None, package: str = "generated.messages"):
+    return of_default_backend(lambda name: _module(schema, name, package))
 
 
-def _module(schema: str, backend: str):
+def _module(schema: str, backend: str, package: str = "generated.messages"):
     """A message schema's module in ``backend``, the name checked by the rule every reader uses
     (kfmt.codec.formats: an unknown or unbuilt backend is a one-line UnsupportedCodecError)."""
     from kfmt.codec.formats import _checked
 
-    return _imported(schema, _checked(backend))
+    return _imported(schema, _checked(backend), package)
 
 
 @functools.lru_cache(maxsize=None)
-def _imported(schema: str, backend: str):
-    return importlib.import_module(f"generated.messages.{schema}.{backend}")
+def _imported(schema: str, backend: str, package: str = "generated.messages"):
+    return importlib.import_module(f"{package}.{schema}.{backend}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -199,7 +200,7 @@ def _uuid(v: bytes) -> str:
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
-def _value(v, kind: str, version: int | None = None):
+def _value(v, kind: str, version: int | None = None, hook=None, path: str = ""):
     if v is None:
         return None
     if kind == "float64":  # Jackson (Kafka's converters) quotes what JSON has no number for
@@ -215,8 +216,8 @@ def _value(v, kind: str, version: int | None = None):
     if kind == "bytes[]":
         return [bytes(x).hex() for x in v]
     if isinstance(v, list):  # structs (kind struct[]:...) and values
-        return [kafka_json(x, version) for x in v]
-    return kafka_json(v, version)
+        return [kafka_json(x, version, hook, f"{path}[{i}]") for i, x in enumerate(v)]
+    return kafka_json(v, version, hook, path)
 
 
 def _view_errors(obj, path: str) -> list[str]:
@@ -234,10 +235,11 @@ def _view_errors(obj, path: str) -> list[str]:
     return out
 
 
-def kafka_json(obj, version: int | None = None):
+def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
     """A decoded message as JSON data, fields named as Kafka names them; with its ``version``, only the fields
     that version has (as Kafka's JSON converters write them; a message read from bytes, such as a consumer
-    group member's subscription, has its own version)."""
+    group member's subscription, has its own version). ``hook(value, path)``: what a field holding a record set
+    (kind ``records``) adds beside its hex (``path``: where it is, Kafka's names from the root ``path``)."""
     fields = getattr(type(obj), "_kafka_fields", None)
     if fields is None:
         return obj if not isinstance(obj, (bytes, bytearray)) else bytes(obj).hex()
@@ -262,7 +264,11 @@ def kafka_json(obj, version: int | None = None):
             inner = getattr(obj, kind.split(":")[1])
             out[kafka] = kafka_json(inner) if inner is not None else _value(v, "bytes")
             continue
-        out[kafka] = _value(v, kind, version)
+        if kind == "records":  # a record set: its bytes, and what the hook reads in them beside
+            out[kafka] = _value(v, "bytes")
+            out.update(hook(v, f"{path}.{kafka}") if hook is not None and v is not None else {})
+            continue
+        out[kafka] = _value(v, kind, version, hook, f"{path}.{kafka}")
     return out
 
 
@@ -349,6 +355,8 @@ def _from_value(v, kind: str, module):
         return bytes.fromhex(v)
     if kind in ("uuid[]", "bytes[]"):
         return [_from_value(x, kind[:-2], module) for x in v]
+    if kind == "records":
+        return bytes.fromhex(v)
     if kind.startswith("struct[]:"):
         return [from_kafka_json(getattr(module, kind[9:]), x) for x in v]
     if kind.startswith("struct:"):

@@ -162,8 +162,8 @@ class _Elements(c.Construct):
                     _check_budget(budget, opts, path)
             item = self.subcon._parsereport(stream, context, path)
             out.append(item)
-            for name, cost in self.nested:
-                budget -= len(_member(item, name)) * cost
+            for name, cost in self.nested:  # an array absent at this version (None) holds nothing
+                budget -= len(_member(item, name) or ()) * cost
             if self.nested:
                 _check_budget(budget, opts, path)
         return out

@@ -74,6 +74,19 @@ def _add_import_spec(sub) -> None:
     s.add_argument("--kafka-tree", metavar="DIR", help="lower every family kfmt ships from this Kafka source tree "
                    "(the schemas of schemas/messages)")  # fmt: skip
     s.add_argument("--kafka-commit", metavar="SHA", default="", help="the tree's commit, named in the YAML headers")
+    s.add_argument(
+        "--protocol",
+        action="store_true",
+        help="with --kafka-tree: lower the protocol instead (every "
+        "*Request.json and *Response.json and the two headers: a schema each, the version a parameter; "
+        "the schemas of schemas/protocol)",
+    )
+    s.add_argument(
+        "--newer-specs",
+        metavar="DIR",
+        help="with --protocol: a folder of newer specs (its SOURCE file's "
+        "first line names it) giving the versions the tree lacks",
+    )
     s.add_argument("--out", help="write <schema>.yaml files here (default: print the YAML)")
     s.add_argument("--check", metavar="DIR", help="compare with the schemas in DIR instead of writing: say what "
                    "changed (exit 1 if anything did)")  # fmt: skip
@@ -109,7 +122,9 @@ def _import_spec(args) -> int:
     schemas: list[tuple[str, dict, str]] = []
     refused = 0
     try:
-        if args.kafka_tree:
+        if args.kafka_tree and args.protocol:
+            schemas = _protocol(args)
+        elif args.kafka_tree:
             schemas = [(stem, sc, src) for stem, (sc, src) in from_tree(args.kafka_tree, args.kafka_commit).items()]
         elif args.family:
             specs = [(parse(f.read_text(encoding="utf-8"), str(f)), str(f)) for f in files]
@@ -137,6 +152,23 @@ def _import_spec(args) -> int:
         if args.emit_yaml or not args.out:
             print(text)
     return 2 if invalid else 1 if refused else 0
+
+
+def _protocol(args) -> list[tuple[str, dict, str]]:
+    """The protocol's schemas from ``--kafka-tree`` (and ``--newer-specs``)."""
+    from pathlib import Path
+
+    from generator.frontends.kafka_protocol import FOLDER, Source, protocol_schemas
+    from generator.frontends.kafka_spec import SpecError
+
+    base = Source(Path(args.kafka_tree) / FOLDER, f"apache/kafka {args.kafka_commit or '(no commit given)'} {FOLDER}")
+    newer = None
+    if args.newer_specs:
+        label = Path(args.newer_specs) / "SOURCE"
+        if not label.is_file():
+            raise SpecError(f"{args.newer_specs}: no SOURCE file naming where these specs come from")
+        newer = Source(Path(args.newer_specs), label.read_text(encoding="utf-8").splitlines()[0].strip())
+    return [(stem, sc, src) for stem, (sc, src) in protocol_schemas(base, newer).items()]
 
 
 def _check_schemas(folder: str, texts: list[tuple[str, str]]) -> int:

@@ -40,6 +40,8 @@ def _encoder(fmt: Format) -> str | Unsupported:
 
 
 def _lower(fmt: Format) -> str | Unsupported:
+    if fmt.schema.api is not None:
+        return Unsupported("Kafka's protocol (its requests, responses and headers)")
     if "jvm" not in fmt.cache:
         try:
             fmt.cache["jvm"] = _payload(fmt) if is_payload(fmt) else JavaGen(fmt.ir, PACKAGE).emit()
@@ -76,7 +78,9 @@ def emit(fmt: Format) -> dict[str, str]:
 
 def emit_index(formats: list[Format], sdir: str) -> dict[str, str]:
     """``jvm/Formats.java``: every format with a Java decoder, and why the others have none; for a folder of
-    message schemas, ``jvm/Payloads.java``."""
+    message schemas, ``jvm/Payloads.java``; for the protocol's schemas, nothing yet."""
+    if formats and all(f.schema.api is not None for f in formats):
+        return {}
     if formats and all(is_payload(f) for f in formats):
         return _payload_index(formats, sdir)
     made = [f for f in formats if not isinstance(_lower(f), Unsupported)]

@@ -18,6 +18,7 @@ from generator.backends.native.clower import (
     absent,
     c_bytes,
     c_str,
+    is_scalar,
     load,
     own_requires,
     py_new,
@@ -211,7 +212,7 @@ class _StructGen(_WireReads):
             self.open_region(f)
         if f.name in self.positions:
             self.w(f"{self.pos_var(f.name)} = pos;")
-        if f.condition is not None and isinstance(wire, (n.Int, n.Varint)):
+        if f.condition is not None and isinstance(wire, (n.Int, n.Varint)) and is_scalar(wire):  # not a uuid
             # present only when the condition holds; absent, the value is None (h_: whether it was read)
             self.scalar(f"h_{f.name}")
             self.w(f"if ({self.low.expr(f.condition, self.st)}) {{")

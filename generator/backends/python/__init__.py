@@ -13,6 +13,7 @@ from pathlib import Path
 
 import generator.ir.nodes as n
 from generator.backends import Backend, Format, stamp, template_env
+from generator.backends.python import lowered as lowered_mod
 from generator.backends.python import lowering
 from generator.backends.python.inline import inline_module
 
@@ -119,6 +120,13 @@ def emit(fmt: Format) -> dict[str, str]:
     return files
 
 
+def _api(fmt: Format) -> dict:
+    """A protocol schema's ``api:``, with the value class of each version (its root's switch cases)."""
+    root = fmt.schema.structs[fmt.schema.root or ""]
+    cases = root.fields[0].cases if len(root.fields) == 1 and root.repr == "value" else ()
+    return fmt.schema.api | {"classes": {v: lowered_mod._camel(s) for v, s in cases}}  # type: ignore[operator]
+
+
 def emit_index(formats: list[Format], sdir: str) -> dict[str, str]:
     ids = [f.id for f in formats]
     src = (
@@ -128,6 +136,7 @@ def emit_index(formats: list[Format], sdir: str) -> dict[str, str]:
             ids=ids,
             sdir=sdir,
             docs={f.id: f.schema.doc for f in formats},
+            apis={f.id: _api(f) for f in formats if f.schema.api is not None},
             digest=hashlib.sha256("".join(ids).encode()).hexdigest(),
         )
     )

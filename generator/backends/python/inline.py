@@ -96,6 +96,21 @@ class _Fold(ast.NodeTransformer):
         return node
 
 
+def _memo(f):
+    """``f(fn)`` kept on the function's node: asked of a callee at each of its call sites, after the callee was
+    finished (functions are rewritten bottom-up, each before its callers)."""
+    attr = f"_kfmt_{f.__name__}"
+
+    def memoised(fn: ast.FunctionDef):
+        if attr not in fn.__dict__:
+            fn.__dict__[attr] = f(fn)
+        return fn.__dict__[attr]
+
+    memoised.__wrapped__ = f  # type: ignore[attr-defined]  # what a caller still being rewritten asks
+    return memoised
+
+
+@_memo
 def _stored(fn: ast.FunctionDef) -> set[str]:
     names = set()
     for node in ast.walk(fn):
@@ -129,6 +144,7 @@ def _calls(fn: ast.FunctionDef) -> set[str]:
     return {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
+@_memo
 def _inlinable(fn: ast.FunctionDef) -> bool:
     if fn.name in _calls(fn) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
         return False
@@ -210,7 +226,7 @@ class _Inliner(_LoopAware):
         self.caller = caller
         self.changed = False
         self.names = _all_names(caller)  # before any inlining: sites in sibling branches may share names
-        self.locals = {a.arg for a in caller.args.args} | _stored(caller)
+        self.locals = {a.arg for a in caller.args.args} | _stored.__wrapped__(caller)
 
     def _site(self, node: ast.stmt):
         """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_fencode_x(...)``."""

@@ -12,7 +12,11 @@ from generator.loader.spec import Field
 
 MASK64 = "0xFFFFFFFFFFFFFFFF"
 
-VERSION_FIELDS = ("version", "record_type")  # the fields a struct version is compared through (Kafka's versions)
+VERSION_FIELDS = (
+    "version",
+    "record_type",
+    "api_version",
+)  # the fields a struct version is compared through (Kafka's versions)
 
 
 BIAS64 = "0x8000000000000000"

@@ -323,6 +323,8 @@ class Builder(EncodeLowering, Validator):
 
     def _bytes_kind(self, f: Field) -> str:
         """How a field reads in Kafka's JSON: uuid, bytes (or arrays of them), struct:<Class> / struct[]:<Class>."""
+        if f.records:
+            return "records"
         st = self.s.structs.get(f.type)
         if f.array and st is not None and st.repr == "value":
             inner = st.fields[0].type

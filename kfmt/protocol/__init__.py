@@ -1,0 +1,244 @@
+"""Kafka's network protocol: every request and response of every API and version, read and written by the
+codecs generated from Kafka's own message specs (``schemas/protocol``), byte for byte.
+
+    >>> m = read_request(frame)                  # the bytes after the frame's 4-byte size
+    >>> m.api_name, m.api_version, m.correlation_id, m.client_id
+    ('Metadata', 12, 7, 'rdkafka')
+    >>> m.to_json()["body"]["Topics"]            # fields named and valued as Kafka's JSON converters write them
+    >>> m.encode() == frame                      # unknown tags, their order and what follows kept
+    True
+    >>> r = read_response(frame, api_key=3, api_version=12)   # a response does not say its API: pair it by id
+    >>> write_request(3, 12, body_json, correlation_id=7, client_id="me")
+
+A frame is a header (request header v0-v2, response header v0-v1, as Kafka chooses them by the API's version:
+:mod:`kfmt.protocol.apis`) and a body. Record sets inside (Produce requests, Fetch responses...) are decoded
+by the record codecs in ``to_json``; bytes after the body, which Kafka's parsers leave unread, are kept and
+noted. Everything else wrong is one :class:`~kfmt.runtime.errors.CodecError`, located.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
+from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
+from kfmt.runtime.options import DEFAULT_OPTIONS
+
+__all__ = ["Api", "Message", "apis", "read_request", "read_response", "write_request", "write_response"]
+
+#: the generated package holding the protocol's schemas
+PACKAGE = "generated.protocol"
+#: Kafka's error code for a version the broker does not support (KIP-511's ApiVersions answer carries it)
+UNSUPPORTED_VERSION = 35
+
+
+def _codec(schema: str, backend: str | None):
+    from kfmt.payloads import _codec as payload_codec
+
+    return payload_codec(schema, backend, PACKAGE)
+
+
+@dataclass
+class Message:
+    """One request or response: its header's facts, the body (a generated value object: None only for an
+    ApiVersions request of a version Kafka does not know, whose body Kafka does not read), the header value,
+    and bytes after the body that Kafka's parsers leave unread (``trailing``), with ``notes`` saying so."""
+
+    kind: str
+    api_key: int
+    api_name: str
+    api_version: int
+    header_version: int
+    correlation_id: int
+    client_id: str | None
+    body: object
+    header: object
+    trailing: bytes = b""
+    notes: list[str] = field(default_factory=list)
+    backend: str | None = None
+
+    def encode(self) -> bytes:
+        """The frame's bytes again (without the 4-byte size): header, body, and what followed them."""
+        head = _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
+        if self.body is None:
+            return head + self.trailing
+        schema = _api(self.api_key).request if self.kind == "request" else _api(self.api_key).response
+        return head + _codec(schema, self.backend).encode(self.body, api_version=self.api_version) + self.trailing
+
+    def to_json(self) -> dict:
+        """``{"kind", "api", "api_key", "version", "header", "body"}``: fields as Kafka's JSON converters name and
+        value them (bytes as hex, uuids in Kafka's base64, unknown tags under ``_unknownTaggedFields``); a record
+        set as its hex with ``_batches`` beside it (and ``_partial``, ``_damage``); ``trailing`` (hex) and
+        ``notes`` when there are any."""
+        from kfmt.payloads import kafka_json
+        from kfmt.protocol.records import RecordSets
+
+        sets = RecordSets(self.backend)
+        out = {
+            "kind": self.kind, "api": self.api_name, "api_key": self.api_key, "version": self.api_version,
+            "header": kafka_json(self.header, self.header_version),
+            "body": None if self.body is None else kafka_json(self.body, self.api_version, sets, "body"),
+        }  # fmt: skip
+        if self.trailing:
+            out["trailing"] = self.trailing.hex()
+        notes = self.notes + sets.problems
+        return out | ({"notes": notes} if notes else {})
+
+    def problems(self) -> list[str]:
+        """What did not decode inside the message although the message did: damaged record sets, each with its
+        field path and byte."""
+        return [n for n in self.to_json().get("notes", []) if n.startswith("body.")]
+
+
+def _api(key: int) -> Api:
+    a = api(key)
+    if a is None:
+        known = apis()
+        raise InvalidValueError(f"api_key {key}: Kafka has no such API (its keys: {known[0].key}-{known[-1].key})",
+                                offset=0, path="header.RequestApiKey")  # fmt: skip
+    return a
+
+
+def _version_error(a: Api, version: int, kind: str) -> CodecError:
+    lo, hi = a.versions.start, a.versions.stop - 1
+    return InvalidValueError(f"{a.name} v{version}: not a version of the {a.name} {kind} Kafka has (v{lo}-v{hi})",
+                             offset=2 if kind == "request" else None, path="header.RequestApiVersion")  # fmt: skip
+
+
+def _data(frame) -> bytes:
+    try:
+        return bytes(frame)
+    except TypeError:
+        raise TypeError(f"a frame is bytes-like, not {type(frame).__name__}") from None
+
+
+def read_request(frame, *, backend: str | None = None) -> Message:
+    """A request frame (the bytes after its 4-byte size) read: its header by the version Kafka gives the API's
+    version, then the body. An ApiVersions request of a version newer than Kafka's is read as Kafka's broker
+    reads it (KIP-511): its header only, the body kept unread, and a note."""
+    data = _data(frame)
+    if len(data) < 4:
+        raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
+                             offset=0, path="header")  # fmt: skip
+    key, version = struct.unpack_from(">hh", data)
+    a = _api(key)
+    kip_511 = key == API_VERSIONS and version > a.versions.stop - 1
+    if version not in a.versions and not kip_511:
+        raise _version_error(a, version, "request")
+    hv = a.request_header_version(version)
+    header, pos = _read(_codec("request_header", backend), data, 0, "header", header_version=hv)
+    common = dict(kind="request", api_key=key, api_name=a.name, api_version=version, header_version=hv,
+                  correlation_id=header.correlation_id, client_id=getattr(header, "client_id", None), header=header,
+                  backend=backend)  # fmt: skip
+    if kip_511:
+        note = (f"ApiVersions v{version} is newer than Kafka's newest (v{a.versions.stop - 1}): its body is not "
+                f"read, as Kafka's broker does not read it (KIP-511: it answers with a v0 response, error 35)")  # fmt: skip
+        return Message(body=None, trailing=data[pos:], notes=[note], **common)
+    body, end = _read(_codec(a.request, backend), data, pos, "body", api_version=version)
+    return _with_trailing(Message(body=body, **common), data, end)
+
+
+def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
+    """A response frame (the bytes after its 4-byte size) read as the response to a request of ``api_key`` at
+    ``api_version`` (a response does not carry its API: pair it with its request by correlation id). An
+    ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
+    back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
+    data = _data(frame)
+    a = _api(api_key)
+    if api_version not in a.versions:
+        raise _version_error(a, api_version, "response")
+    hv = a.response_header_version(api_version)
+    header, pos = _read(_codec("response_header", backend), data, 0, "header", header_version=hv)
+    common = dict(kind="response", api_key=api_key, api_name=a.name, header_version=hv, client_id=None,
+                  correlation_id=header.correlation_id, header=header, backend=backend)  # fmt: skip
+    codec = _codec(a.response, backend)
+    try:
+        body, end = _read(codec, data, pos, "body", api_version=api_version)
+    except CodecError:
+        if api_key != API_VERSIONS or api_version == 0:
+            raise
+        body, end = _read(codec, data, pos, "body", api_version=0)
+        m = Message(body=body, api_version=0, **common)
+        m.notes.append(f"ApiVersions response read at v0, not v{api_version}, as Kafka's client falls back "
+                       f"(error code {getattr(body, 'error_code', '?')}; KIP-511)")  # fmt: skip
+        return _with_trailing(m, data, end)
+    return _with_trailing(Message(body=body, api_version=api_version, **common), data, end)
+
+
+def _read(codec, data: bytes, pos: int, where: str, **param):
+    """One part of a frame decoded from ``pos``: (value, where it ends); an error located in the frame."""
+    try:
+        return codec.decode_from(data, pos, len(data), DEFAULT_OPTIONS, **param)
+    except CodecError as e:
+        raise e.under(where) from None
+
+
+def _with_trailing(m: Message, data: bytes, end: int) -> Message:
+    if end < len(data):
+        m.trailing = data[end:]
+        m.notes.append(f"{len(m.trailing)} byte(s) follow the {m.api_name} {m.kind} v{m.api_version} at byte {end} "
+                       "(Kafka's parser leaves them unread; kept)")  # fmt: skip
+    return m
+
+
+def write_request(api_key: int, api_version: int, body: dict, *, correlation_id: int = 0,
+                  client_id: str | None = None, backend: str | None = None) -> bytes:  # fmt: skip
+    """A request frame (without its 4-byte size) from ``body`` as ``to_json()["body"]`` gives it. A field given a
+    value other than its default at a version that lacks it is refused, naming it, as Kafka's writers refuse it."""
+    a = _writable(api_key, api_version, "request")
+    hv = a.request_header_version(api_version)
+    header: dict = {"RequestApiKey": api_key, "RequestApiVersion": api_version, "CorrelationId": correlation_id}
+    if hv >= 1:
+        header["ClientId"] = client_id
+    elif client_id is not None:
+        raise InvalidValueError(f"{a.name} v{api_version} has request header v0, which carries no client id",
+                                path="header.ClientId")  # fmt: skip
+    return _written("request_header", header, hv, "header_version", backend) + _body_bytes(a, "request", api_version,
+                                                                                          body, backend)  # fmt: skip
+
+
+def write_response(api_key: int, api_version: int, body: dict, *, correlation_id: int = 0,
+                   backend: str | None = None) -> bytes:  # fmt: skip
+    """A response frame (without its 4-byte size) from ``body`` as ``to_json()["body"]`` gives it (refusals as
+    :func:`write_request`'s)."""
+    a = _writable(api_key, api_version, "response")
+    hv = a.response_header_version(api_version)
+    return _written("response_header", {"CorrelationId": correlation_id}, hv, "header_version", backend) + _body_bytes(
+        a, "response", api_version, body, backend
+    )
+
+
+def _writable(api_key: int, api_version: int, kind: str) -> Api:
+    a = _api(api_key)
+    if api_version not in a.versions:
+        raise _version_error(a, api_version, kind)
+    return a
+
+
+def _body_bytes(a: Api, kind: str, version: int, body: dict, backend: str | None) -> bytes:
+    schema = a.request if kind == "request" else a.response
+    return _written(schema, body, version, "api_version", backend, a.classes[kind][version])
+
+
+def _written(schema: str, data: dict, version: int, param: str, backend: str | None, cls_name: str | None = None):
+    """``data`` (Kafka's JSON of a message) encoded at ``version``."""
+    import importlib
+
+    from kfmt.protocol.values import from_json
+
+    codec = _codec(schema, backend)
+    model = importlib.import_module(f"{PACKAGE}.{schema}.model")  # the value classes every backend shares
+    if cls_name is None:
+        cls_name = _header_class(schema, version)
+    value = from_json(getattr(model, cls_name), data, version, "body" if param == "api_version" else "header")
+    try:
+        return codec.encode(value, **{param: version})
+    except CodecError as e:
+        raise e.under("body" if param == "api_version" else "header") from None
+
+
+def _header_class(schema: str, version: int) -> str:
+    from generated.protocol import APIS
+
+    return APIS[schema]["classes"][version]

@@ -1,0 +1,59 @@
+"""The record sets inside protocol messages (Produce requests' and Fetch responses' ``Records``, and every other
+field of Kafka's ``records`` type), read by the record codecs: any magic, any codec, CRCs checked, transactions
+and control batches as ``kfmt dump --json`` shows them. A last batch cut short is what a broker sends when a
+partition's byte limit ends inside it: shown as ``partial``, as Kafka's consumer skips it, not as damage.
+Damage is reported at the field's path, and the message around it is kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfmt.runtime.errors import CodecError, TruncatedError
+
+
+@dataclass
+class RecordSets:
+    """What :func:`records_json` found, message by message: each damaged record set's one line."""
+
+    backend: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def __call__(self, data, path: str) -> dict:
+        return records_json(bytes(data), path, self)
+
+
+class _At:
+    """What ``kfmt dump``'s batch and record shapes name a segment by: none, for a record set on the wire."""
+
+    path = None
+    topic = None
+    partition = None
+
+
+_WIRE_ONLY = ("type", "file", "topic", "partition")
+
+
+def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
+    """``{"_batches": [...]}`` beside a record set's hex: each batch (with its ``records``) as ``kfmt dump --json``
+    shapes them, positions from the set's first byte; ``_partial``: the cut last batch; ``_damage``: what did not
+    decode, which also goes to ``sets.problems`` with where it is."""
+    from kfmt.log.batches import scan
+    from kfmt.tools.dump.show import batch_dict, record_dict
+
+    batches: list[dict] = []
+    out: dict = {}
+    for pos, end, b in scan(data, skip_corrupt=True, backend=sets.backend):
+        if isinstance(b, CodecError):
+            if isinstance(b, TruncatedError) and b.cut_entry and end == len(data):
+                out["_partial"] = {"position": pos, "bytes": end - pos}
+                continue
+            line = f"{path} at byte {b.batch_position if b.batch_position is not None else pos}: {b.reason}"
+            out.setdefault("_damage", []).append(line)
+            sets.problems.append(line)
+            continue
+        d = {k: v for k, v in batch_dict(_At, pos, end, b).items() if k not in _WIRE_ONLY}
+        d["records"] = [
+            {k: v for k, v in record_dict(_At, pos, b, r, "utf8").items() if k not in _WIRE_ONLY} for r in b.records
+        ]
+        batches.append(d)
+    return {"_batches": batches, **out}

@@ -1,0 +1,332 @@
+"""Kafka's network protocol (kfmt.protocol): every request and response of every API and version, from Kafka's
+JSON message specs (tests/fixtures/kafka: apache/kafka at the commit in its COMMIT file; tests/fixtures/kafka-4.1:
+Kafka 4.1's specs as kafka-python 3.0.12 ships them; Apache License 2.0, see NOTICE).
+
+The independent sources: the spec files themselves (a sample message of every API and version is built from
+them, not from kfmt's schemas), kafka-python 3.0.12's protocol classes (they read every frame kfmt writes of the
+APIs they cover and write it back to the same bytes), and Kafka's rules as its source states them."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import importlib
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import kfmt
+import kfmt.protocol as P
+from generator.frontends.kafka_protocol import FOLDER, Source, parts, protocol_files, protocol_schemas
+from generator.frontends.kafka_spec import Versions, parse, to_yaml
+from kfmt.codec.formats import available_backends
+from kfmt.runtime.errors import CodecError
+
+ROOT = Path(__file__).resolve().parent.parent
+TREE = ROOT / "tests" / "fixtures" / "kafka"
+NEWER = ROOT / "tests" / "fixtures" / "kafka-4.1"
+COMMIT = (TREE / "COMMIT").read_text().strip()
+BACKENDS = [b for b in ("python", "construct", "native") if b in available_backends()]
+#: spec files of the newer folder that are not the protocol's (the consumer protocol's, which schemas/messages
+#: lowers from the pinned tree)
+NOT_PROTOCOL = {"ConsumerProtocolAssignment.json", "ConsumerProtocolSubscription.json"}
+
+
+def _sources():
+    base = Source(TREE / FOLDER, f"apache/kafka {COMMIT} {FOLDER}")
+    newer = Source(NEWER, (NEWER / "SOURCE").read_text().splitlines()[0].strip())
+    return base, newer
+
+
+def test_the_protocol_schemas_are_kafkas_specs_lowered():
+    """`make import-kafka-specs` reproduces schemas/protocol exactly, and every spec file of both folders is
+    lowered (or is not a protocol message)."""
+    lowered = protocol_schemas(*_sources())
+    committed = {p.stem: p.read_text() for p in (ROOT / "schemas" / "protocol").glob("*.yaml")}
+    assert set(lowered) == set(committed)
+    for stem, (schema, source) in lowered.items():
+        assert to_yaml(schema, source) == committed[stem], stem
+    newer = {p.name for p in NEWER.glob("*.json")}
+    assert newer - protocol_files(NEWER) == NOT_PROTOCOL
+    pinned = {p.name for p in (TREE / FOLDER).glob("*Re*.json") if p.stem.endswith(("Request", "Response"))}
+    assert pinned <= protocol_files(TREE / FOLDER) and len(pinned) == 176
+
+
+@functools.lru_cache(maxsize=1)
+def _spec_files():
+    """Every protocol spec of both sources, by (apiKey, type): [(spec, where)] oldest source first."""
+    out: dict = {}
+    for folder in (TREE / FOLDER, NEWER):
+        for name in sorted(protocol_files(folder)):
+            spec = parse((folder / name).read_text(), name)
+            if spec["type"] in ("request", "response"):
+                out.setdefault((spec["apiKey"], spec["type"]), []).append((spec, name))
+    return out
+
+
+def test_every_api_and_version_of_both_sources():
+    """apis(): the 88 APIs of the pinned tree and Kafka 4.1 (ListConfigResources, 4.1's name for key 74), each
+    from the oldest version either source has to the newest; Kafka's unstable versions marked."""
+    specs = _spec_files()
+    keys = {k for k, _ in specs}
+    got = {a.key: a for a in P.apis()}
+    assert set(got) == keys and len(got) == 88
+    for key, a in got.items():
+        for kind in ("request", "response"):
+            ranges = [Versions.parse(s["validVersions"], w) for s, w in specs[(key, kind)]]
+            assert a.versions == range(min(r.lo for r in ranges), max(r.hi for r in ranges) + 1), (a.name, kind)
+        newest = specs[(key, "request")][-1][0]
+        assert a.name == newest["name"][: -len("Request")]
+        if newest.get("latestVersionUnstable"):
+            assert a.versions.stop - 1 in a.unstable
+    assert got[0].versions == range(0, 14) and got[1].versions == range(0, 19)  # Produce 0-13, Fetch 0-18
+    assert got[74].name == "ListConfigResources"
+    assert not got[0].flexible(8) and got[0].flexible(9) and got[1].flexible_from == 12
+
+
+def test_header_versions_are_kafkas():
+    """ApiMessageType's rules: request header 2 when flexible else 1 (ControlledShutdown v0: 0); response header
+    1 when flexible else 0, ApiVersions' always 0."""
+    produce, cs, av = P.api(0), P.api(7), P.api(18)
+    assert [produce.request_header_version(v) for v in (8, 9)] == [1, 2]
+    assert [produce.response_header_version(v) for v in (8, 9)] == [0, 1]
+    assert cs.request_header_version(0) == 0 and cs.request_header_version(1) == 1
+    assert [av.response_header_version(v) for v in av.versions] == [0] * len(av.versions)
+    assert av.request_header_version(3) == 2
+
+
+# ------------------------------------------------------------------ sample messages, from the spec files
+BATCH = kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v", timestamp=1000, headers=[("h", b"x")])], magic=2)
+SAMPLES = {"int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint16": 5, "uint32": 6, "float64": 1.5, "bool": True,
+           "string": "s", "bytes": "0102", "records": BATCH.hex(),
+           "uuid": base64.urlsafe_b64encode(bytes(range(1, 17))).rstrip(b"=").decode()}  # fmt: skip
+
+
+def _spec_for(key: int, kind: str, version: int):
+    """The spec (and its common structs) that gives ``version``, as kfmt chose it (the newer source above the
+    pinned one's versions)."""
+    specs = _spec_files()[(key, kind)]
+    old = specs[0] if specs[0][1] and (TREE / FOLDER / specs[0][1]).exists() else None
+    new = specs[-1] if len(specs) > 1 or old is None else None
+    for p in parts(old, new, ("old", "new")):
+        if p.lo <= version <= p.hi:
+            return p.spec
+    raise AssertionError(f"{key} {kind} v{version}")
+
+
+def _sample(fields: list, spec: dict, version: int) -> dict:
+    """A body with every field ``version`` has set (tagged ones too, so they are written), from the spec."""
+    common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
+    out = {}
+    for f in fields:
+        v = Versions.parse(f.get("versions"), f["name"])
+        if v.lo is None or version < v.lo or (v.hi is not None and version > v.hi):
+            continue
+        out[f["name"]] = _value(f, spec, version, common)
+    return out
+
+
+def _value(f: dict, spec: dict, version: int, common: dict):
+    t = f["type"]
+    elem = t[2:] if t.startswith("[]") else t
+    if elem in SAMPLES:
+        one = SAMPLES[elem]
+    else:
+        one = _sample(f.get("fields") or common[elem], spec, version)
+    return [one] if t.startswith("[]") else one
+
+
+def _kafka_python_classes() -> dict:
+    import kafka.protocol as kp
+    from kafka.protocol.api_message import ApiMessage
+
+    for m in pkgutil.walk_packages(kp.__path__, "kafka.protocol."):
+        if not m.name.split(".")[-1].startswith(("old", "generate", "schemas")):
+            try:
+                importlib.import_module(m.name)
+            except ImportError:
+                pass
+    out, todo = {}, list(ApiMessage.__subclasses__())
+    while todo:
+        c = todo.pop()
+        todo += c.__subclasses__()
+        if getattr(c, "_class_version", None) is None and getattr(c, "_json", None):
+            out[(c._json["apiKey"], c._json["type"])] = c
+    return out
+
+
+def _cases():
+    for a in P.apis():
+        for v in a.versions:
+            yield a.key, v
+
+
+@pytest.mark.parametrize("kind", ["request", "response"])
+def test_every_api_and_version_writes_what_kafka_python_reads_and_writes_back(kind):
+    """A sample of every API x version x kind, built from the spec file: kfmt writes it; kafka-python 3.0.12
+    reads the frame and writes the same bytes (every API and version it has); kfmt reads it in every backend
+    to the same JSON and re-encodes it byte for byte."""
+    kp = _kafka_python_classes()
+    covered = 0
+    for key, v in _cases():
+        a = P.api(key)
+        spec = _spec_for(key, kind, v)
+        body = _sample(spec["fields"], spec, v)
+        if (key, kind) == (18, "response"):  # kafka-python reads an ApiVersions response with an error as v0
+            body["ErrorCode"] = 0
+        write = P.write_request if kind == "request" else P.write_response
+        extra = {"client_id": "kfmt"} if kind == "request" and a.request_header_version(v) > 0 else {}
+        frame = write(key, v, body, correlation_id=42, **extra)
+        for backend in BACKENDS:
+            m = P.read_request(frame, backend=backend) if kind == "request" else P.read_response(frame, key, v,
+                                                                                             backend=backend)  # fmt: skip
+            assert m.encode() == frame, (a.name, v, backend)
+            got = m.to_json()["body"]
+            assert _plain(got) == body, (a.name, v, backend)
+        cls = kp.get((key, kind))
+        if cls is None or not cls._valid_versions[0] <= v <= cls._valid_versions[1] or v < _min(cls):
+            continue
+        if kind == "request":
+            theirs = cls.decode(frame, version=v, header=True)
+            assert theirs.encode(version=v, header=True) == frame, (a.name, kind, v)
+        else:  # kafka-python 3.0.12 reads a response's header only with its client state: the body alone
+            body_at = 4 + (a.response_header_version(v) == 1)  # correlation id (and no tags)
+            assert cls.decode(frame[body_at:], version=v).encode() == frame[body_at:], (a.name, kind, v)
+        covered += 1
+    assert covered >= 239  # kafka-python's 52 APIs at every version it reads (a test fails if that shrinks)
+
+
+def _min(cls) -> int:
+    return Versions.parse(cls._json["validVersions"], "kp").lo or 0
+
+
+def _plain(j):
+    """kfmt's JSON without what kfmt adds beside Kafka's (decoded record sets)."""
+    if isinstance(j, dict):
+        return {k: _plain(v) for k, v in j.items() if not k.startswith("_batches")}
+    if isinstance(j, list):
+        return [_plain(x) for x in j]
+    return j
+
+
+# ------------------------------------------------------------------ frames as Kafka and its clients have them
+def test_records_inside_a_produce_request_are_decoded_and_a_cut_batch_is_partial():
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000,
+            "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": (BATCH * 2).hex()}]}]}  # fmt: skip
+    frame = P.write_request(0, 9, body, correlation_id=1, client_id="c")
+    m = P.read_request(frame)
+    part = m.to_json()["body"]["TopicData"][0]["PartitionData"][0]
+    assert [b["base_offset"] for b in part["_batches"]] == [0, 0]
+    assert part["_batches"][0]["records"][0]["value"] == "v" and "_partial" not in part
+    # a Fetch response's last batch cut at the partition's byte limit: partial, not damage
+    resp = {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": 0, "Responses": [{"Topic": "t", "Partitions": [{
+        "PartitionIndex": 0, "ErrorCode": 0, "HighWatermark": 2, "LastStableOffset": 2, "LogStartOffset": 0,
+        "AbortedTransactions": [], "PreferredReadReplica": -1, "Records": (BATCH + BATCH[:30]).hex()}]}]}  # fmt: skip
+    r = P.read_response(P.write_response(1, 11, resp, correlation_id=5), 1, 11)
+    p = r.to_json()["body"]["Responses"][0]["Partitions"][0]
+    assert len(p["_batches"]) == 1 and p["_partial"] == {"position": len(BATCH), "bytes": 30}
+    assert r.problems() == []
+    # a damaged batch: located at its field path, the message around it kept
+    bad = bytearray(BATCH)
+    bad[-2] ^= 0xFF
+    resp["Responses"][0]["Partitions"][0]["Records"] = bytes(bad).hex()
+    r = P.read_response(P.write_response(1, 11, resp), 1, 11)
+    assert r.problems() and r.problems()[0].startswith("body.Responses[0].Partitions[0].Records at byte 0: ")
+    assert r.to_json()["body"]["Responses"][0]["Partitions"][0]["HighWatermark"] == 2
+
+
+def test_unknown_tags_their_order_and_trailing_bytes_are_kept():
+    """A flexible frame with a tag Kafka's spec does not name, tags out of order, and a byte after the body (as
+    librdkafka's mock cluster sends after a Metadata v13 response): each re-encodes to its own bytes."""
+    frame = P.write_request(3, 12, {"Topics": None, "AllowAutoTopicCreation": True,
+                                    "IncludeTopicAuthorizedOperations": False}, client_id="c")  # fmt: skip
+    assert frame.endswith(b"\x00")  # the body's empty tag section
+    tagged = frame[:-1] + bytes([2, 9, 1, 0xAA, 3, 0])  # tags 9 then 3: unknown, and out of order
+    for backend in BACKENDS:
+        m = P.read_request(tagged + b"\x07", backend=backend)
+        assert m.encode() == tagged + b"\x07"
+        assert m.trailing == b"\x07" and "follow" in m.to_json()["notes"][0]
+        assert m.to_json()["body"]["_unknownTaggedFields"] == [{"tag": 9, "data": "aa"}, {"tag": 3, "data": ""}]
+
+
+def test_kafkas_refusals_are_one_located_line():
+    with pytest.raises(CodecError, match=r"header.RequestApiKey at byte 0: api_key 999"):
+        P.read_request(b"\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00")
+    with pytest.raises(CodecError, match=r"Produce v99: not a version"):
+        P.read_request(b"\x00\x00\x00\x63\x00\x00\x00\x01\x00\x00")
+    with pytest.raises(CodecError, match=r"^body"):
+        P.read_request(P.write_request(3, 4, {"Topics": [{"Name": "t"}], "AllowAutoTopicCreation": True})[:-3])
+    # a field a version lacks holds only its default: Kafka's writers refuse anything else
+    with pytest.raises(CodecError, match=r"body.AllowAutoTopicCreation: False at version 3, which has no such field"):
+        P.write_request(3, 3, {"Topics": [], "AllowAutoTopicCreation": False})
+    P.write_request(3, 3, {"Topics": [], "AllowAutoTopicCreation": True})  # its default: taken
+    with pytest.raises(CodecError, match=r"has no field 'Topix'"):
+        P.write_request(3, 3, {"Topix": []})
+    # a count of 2^31 elements in a short frame is an error at once, not an allocation
+    huge = P.write_request(3, 4, {"Topics": [], "AllowAutoTopicCreation": True})
+    at = len(huge) - 5
+    with pytest.raises(CodecError):
+        P.read_request(huge[:at] + b"\x7f\xff\xff\xff\x01")
+
+
+def test_kip_511_apiversions_of_a_version_kafka_does_not_know():
+    """A request of ApiVersions v9: its header read, its body not (as Kafka's broker); the broker's v0 answer
+    with error 35 read at v0 as Kafka's client falls back."""
+    head = P.write_request(18, 3, {"ClientSoftwareName": "x", "ClientSoftwareVersion": "1"}, correlation_id=3,
+                           client_id="c")  # fmt: skip
+    frame = b"\x00\x12\x00\x09" + head[4:]
+    m = P.read_request(frame)
+    assert m.body is None and m.api_version == 9 and m.correlation_id == 3 and "KIP-511" in m.notes[0]
+    assert m.encode() == frame
+    v0 = P.write_response(18, 0, {"ErrorCode": 35, "ApiKeys": [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 3}]},
+                          correlation_id=3)  # fmt: skip
+    r = P.read_response(v0, 18, 3)
+    assert r.api_version == 0 and r.body.error_code == 35 and "falls back" in r.notes[0]
+    assert r.encode() == v0
+
+
+def test_the_json_round_trips_and_names_fields_as_kafka_does():
+    frame = P.write_request(3, 12, {"Topics": [{"TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Name": "t1"}],
+                                    "AllowAutoTopicCreation": True, "IncludeTopicAuthorizedOperations": False},
+                            correlation_id=7, client_id="me")  # fmt: skip
+    j = P.read_request(frame).to_json()
+    assert j["api"] == "Metadata" and j["version"] == 12 and j["header"]["ClientId"] == "me"
+    assert P.write_request(3, 12, j["body"], correlation_id=7, client_id="me") == frame
+    assert json.loads(json.dumps(j)) == j
+    assert re.fullmatch(r"[0-9a-f]+", P.read_request(frame).encode().hex())
+
+
+# ------------------------------------------------------------------ frames real brokers sent
+RAW_FETCH = (
+    ROOT.parent / "shared" / "fixtures" / "wire-captures" / "kafka-rust+kafka-rust" / "raw-fetch-responses-not-pcap"
+)
+
+
+@pytest.mark.parametrize("name", ["fetch1.mytopic.1p.nocompression.kafka.0821", "fetch1.mytopic.1p.gzip.kafka.0821",
+                                  "fetch1.mytopic.1p.snappy.kafka.0821", "fetch1.mytopic.1p.snappy.kafka.0822",
+                                  "fetch2.mytopic.nocompression.kafka.0900"])  # fmt: skip
+def test_fetch_responses_real_brokers_sent(name):
+    """Fetch v0 responses from Kafka 0.8.2.1, 0.8.2.2 and 0.9.0 brokers (kafka-rust's test data, MIT): read in
+    every backend, written back byte for byte, and their records (magic 0; plain, gzip and snappy wrappers) are
+    the lines the producer sent (fetch1.txt, fetch2.txt)."""
+    frame = (RAW_FETCH / name).read_bytes()
+    sent = (RAW_FETCH / f"{name.split('.')[0]}.txt").read_text().splitlines()
+    for backend in BACKENDS:
+        m = P.read_response(frame, 1, 0, backend=backend)
+        assert m.encode() == frame and m.correlation_id >= 0 and not m.notes
+        (topic,) = m.to_json()["body"]["Responses"]
+        (part,) = topic["Partitions"]
+        assert topic["Topic"] == "my-topic" and "_partial" not in part and "_damage" not in part
+        assert [r["value"] for b in part["_batches"] for r in b["records"]] == sent
+
+
+def test_a_real_fetch_response_with_a_bad_crc_is_damage_at_its_field_path():
+    frame = (RAW_FETCH / "fetch2.mytopic.nocompression.invalid_crc.kafka.0900").read_bytes()
+    m = P.read_response(frame, 1, 0)
+    assert m.encode() == frame
+    (line,) = m.problems()
+    assert line.startswith("body.Responses[0].Partitions[0].Records at byte 0: stored crc32 0x58585858 != computed")
+    assert m.to_json()["body"]["Responses"][0]["Partitions"][0]["HighWatermark"] == 1
