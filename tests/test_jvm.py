@@ -234,7 +234,7 @@ def test_jar_holds_every_source():
     assert os.path.getmtime(jvm.jar()) >= max(os.path.getmtime(s) for s in jvm.sources()) - 1
 
 
-@pytest.mark.parametrize("on_corrupt,inputs", [("fail", 250), ("skip", 100), ("quarantine", 250)])
+@pytest.mark.parametrize("on_corrupt,inputs", [("fail", 120), ("skip", 50), ("quarantine", 120)])
 def test_differential_slice(on_corrupt, inputs):
     """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs and proposals' logs read by both engines agree (both fail, or the
     same rows: records, and quarantine rows' positions and raw bytes), with CRCs checked and without; with fail

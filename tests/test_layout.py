@@ -43,7 +43,8 @@ def _cycles(graph):
     return found
 
 
-LIBRARY = ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads", "kfmt.logdir", "kfmt.log", "kfmt.table")
+LIBRARY = ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads", "kfmt.logdir", "kfmt.log", "kfmt.table",
+           "kfmt.protocol")  # fmt: skip
 #: kfmt's rooms, lowest first, and the rooms each may import (its own always): the library's rooms each import
 #: only those below them; the tools and Spark sit on top (Spark takes from the tools only their argument types)
 ROOMS = {
@@ -53,7 +54,8 @@ ROOMS = {
     "kfmt.payloads": ("kfmt.runtime", "kfmt.codec"),
     "kfmt.logdir": ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads"),
     "kfmt.log": ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads", "kfmt.logdir"),
-    "kfmt.table": LIBRARY,
+    "kfmt.table": LIBRARY[:-1],
+    "kfmt.protocol": ("kfmt.runtime", "kfmt.codec", "kfmt.payloads", "kfmt.log"),
     "kfmt.tools": (*LIBRARY, "kfmt.spark"),
     "kfmt.spark": (*LIBRARY, "kfmt.tools.args"),
 }

@@ -511,7 +511,10 @@ def test_spark_cli_checks_arguments_before_starting_spark(corpus, capsys):
 
 
 #: Fetch responses real brokers sent (kafka-rust's test data, MIT): the README's protocol example reads one
-RAW_FETCH = Path(__file__).resolve().parent.parent.parent / "shared/fixtures/wire-captures/kafka-rust+kafka-rust/raw-fetch-responses-not-pcap"
+RAW_FETCH = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared/fixtures/wire-captures/kafka-rust+kafka-rust/raw-fetch-responses-not-pcap"
+)
 
 
 def _readme_python_blocks():

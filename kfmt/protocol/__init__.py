@@ -14,6 +14,8 @@ A frame is a header (request header v0-v2, response header v0-v1, as Kafka choos
 :mod:`kfmt.protocol.apis`) and a body. Record sets inside (Produce requests, Fetch responses...) are decoded
 by the record codecs in ``to_json``; bytes after the body, which Kafka's parsers leave unread, are kept and
 noted. Everything else wrong is one :class:`~kfmt.runtime.errors.CodecError`, located.
+May import: kfmt.runtime, kfmt.codec, kfmt.payloads (Kafka's JSON), kfmt.log (the record sets inside) and the
+generated protocol package.
 """
 
 from __future__ import annotations

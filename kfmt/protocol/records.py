@@ -38,7 +38,7 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
     shapes them, positions from the set's first byte; ``_partial``: the cut last batch; ``_damage``: what did not
     decode, which also goes to ``sets.problems`` with where it is."""
     from kfmt.log.batches import scan
-    from kfmt.tools.dump.show import batch_dict, record_dict
+    from kfmt.log.shapes import batch_dict, record_dict
 
     batches: list[dict] = []
     out: dict = {}

@@ -1,0 +1,126 @@
+"""How a batch and a record read as JSON, one definition for ``kfmt dump --json`` and the record sets
+``kfmt.protocol`` decodes inside messages: text as text, bytes never confused with it, Kafka's derived values
+(a record's sequence, a batch's delete horizon, a control record's kind) as Kafka computes them."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import struct
+
+from kfmt.log.txn import CONTROL_TYPES
+
+
+def payload(b, how: str):
+    """A key, value or header value for JSON: text as a string, anything else as ``{"hex": ...}``
+    (``--payload hex/base64``: always encoded), so bytes are never confused with text."""
+    if b is None:
+        return None
+    if how == "hex":
+        return b.hex()
+    if how == "base64":
+        return base64.b64encode(b).decode("ascii")
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
+
+
+def _key_bytes(k: str) -> bytes:
+    """A header key's bytes as written (kfmt keeps bytes that are not UTF-8 as surrogate escapes)."""
+    return k.encode("utf-8", "surrogateescape")
+
+
+def header_key(k: str, how: str):
+    """A header key for JSON: its text; a key that is not UTF-8 as ``{"hex": ..., "kafka": ...}``, its bytes and
+    the text Kafka's Java consumer reads (each ill-formed sequence a U+FFFD, by Java's decoder's rules)."""
+    if not isinstance(k, str):  # a proposal's integer header key
+        return k
+    raw = _key_bytes(k)
+    got = payload(raw, "utf8")
+    if isinstance(got, dict):
+        from kfmt.runtime.text import java_utf8
+
+        got["kafka"] = java_utf8(raw)
+    return got
+
+
+def shown(b, how: str) -> str:
+    """A key, value or header value for the table: quoted text, ``0x...`` for bytes that are not UTF-8."""
+    if b is None:
+        return "null"
+    if how == "hex":
+        return "0x" + b.hex()
+    if how == "base64":
+        return "base64:" + base64.b64encode(b).decode("ascii")
+    try:
+        return json.dumps(b.decode("utf-8"), ensure_ascii=False)
+    except UnicodeDecodeError:
+        return "0x" + b.hex()
+
+
+TS_TYPES = {0: "CreateTime", 1: "LogAppendTime", None: "NoTimestampType"}
+
+
+def iso(ts) -> str | None:
+    if ts is None or ts < 0:
+        return None
+    try:
+        return _dt.datetime.fromtimestamp(ts / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def control_text(r) -> str | None:
+    """``COMMIT coordinatorEpoch 5``, ``LEADER_CHANGE``... for a control record, else None."""
+    if not r.control:
+        return None
+    version, kind = r.control
+    name = CONTROL_TYPES.get(kind, f"UNKNOWN({kind})")
+    if kind in (0, 1) and r.value is not None and len(r.value) >= 6:
+        _, epoch = struct.unpack_from(">hi", r.value)
+        return f"{name} coordinatorEpoch {epoch}"
+    return name
+
+
+def sequence_at(b, offset: int) -> int:
+    """The producer sequence of the record at ``offset`` (-1 without one), wrapping at Int32.MAX_VALUE as
+    Kafka's DefaultRecordBatch.incrementSequence does."""
+    if b.base_sequence < 0:
+        return -1
+    return (b.base_sequence + offset - b.base_offset) % 0x80000000
+
+
+def delete_horizon(b) -> int | None:
+    """A compacted v2 batch's deleteHorizonMs (its base timestamp when attribute bit 6 is set), else None."""
+    return b.base_timestamp if getattr(b, "has_delete_horizon", False) else None
+
+
+def batch_dict(seg, pos, end, b, verified: bool = True) -> dict:
+    return {
+        "type": "batch", "file": seg.path, "topic": seg.topic, "partition": seg.partition, "position": pos,
+        "size": end - pos, "magic": b.magic, "base_offset": b.base_offset, "last_offset": b.last_offset,
+        "count": len(b.records), "codec": b.codec, "timestamp_type": b.timestamp_type,
+        "base_timestamp": b.base_timestamp, "max_timestamp": b.max_timestamp, "max_time": iso(b.max_timestamp),
+        "crc": b.crc, "is_valid": True if verified else None, "partition_leader_epoch": b.partition_leader_epoch,
+        "producer_id": b.producer_id, "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+        "last_sequence": sequence_at(b, b.last_offset), "is_transactional": b.is_transactional,
+        "is_control": b.is_control, "delete_horizon_ms": delete_horizon(b),
+    }  # fmt: skip
+
+
+def record_dict(seg, pos, b, r, how: str) -> dict:
+    return {
+        "type": "record", "file": seg.path, "topic": seg.topic, "partition": seg.partition, "position": pos,
+        "magic": b.magic, "batch_base_offset": b.base_offset, "offset": r.offset, "timestamp": r.timestamp,
+        "time": iso(r.timestamp), "timestamp_type": b.timestamp_type, "sequence": sequence_at(b, r.offset),
+        "key_size": _size(r.key), "value_size": _size(r.value), "key": payload(r.key, how),
+        "value": payload(r.value, how), "headers": [[header_key(k, how), payload(v, how)] for k, v in r.headers],
+        "control": list(r.control) if r.control else None, "control_type": control_text(r),
+    }  # fmt: skip
+
+
+def _size(b) -> int:
+    """A key's or value's size as Kafka prints it: -1 for null."""
+    return -1 if b is None else len(b)
