@@ -115,7 +115,10 @@ def test_setup_block():
     opening = next(ln for ln in report.splitlines() if ln.startswith("On this corpus"))
     assert opening in README.replace("\n", " "), "README's conclusion is not the report's"
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True).stdout
-    assert "kfmt generate --check" in dry and "-m pytest" in dry
+    assert "ruff check" in dry and "-m pytest" in dry  # generated/'s freshness: tests/test_generated.py
+    assert (
+        "def test_generated_is_fresh_and_generation_is_deterministic(" in (ROOT / "tests/test_generated.py").read_text()
+    )
 
 
 def _regex(line: str) -> str:

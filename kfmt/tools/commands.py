@@ -57,7 +57,8 @@ def register(sub) -> None:
 def _add_import_spec(sub) -> None:
     s = sub.add_parser(
         "import-kafka-spec",
-        help="lower Kafka's JSON message specs into the schema language (printed as YAML, or written to --out)",
+        help="lower Kafka's JSON message specs into the schema language (its payloads, or with --protocol every "
+        "request and response; printed as YAML, or written to --out)",
         description="Read Kafka's JSON message specs (files or folders of *.json, e.g. a Kafka source tree's "
         "group-coordinator/src/main/resources/common/message) and lower them into the schema language, Kafka's "
         "names kept as orig_name. Each spec alone: the record's int16 version (KRaft records: MetadataRecordSerde's "
