@@ -330,3 +330,20 @@ def test_a_real_fetch_response_with_a_bad_crc_is_damage_at_its_field_path():
     (line,) = m.problems()
     assert line.startswith("body.Responses[0].Partitions[0].Records at byte 0: stored crc32 0x58585858 != computed")
     assert m.to_json()["body"]["Responses"][0]["Partitions"][0]["HighWatermark"] == 1
+
+
+def test_a_tag_a_version_cannot_carry_is_refused_as_kafka_refuses_it():
+    """Kafka's generated readers throw "Tag 1 is not valid for version 12" for a known tag read at a version
+    whose field is not there (Fetch's ReplicaState, tag 1, is in v15+); every backend refuses it, located."""
+    body = {"ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 1000, "IsolationLevel": 0, "SessionId": 0,
+            "SessionEpoch": -1, "Topics": [], "ForgottenTopicsData": [], "RackId": ""}  # fmt: skip
+    frame = P.write_request(1, 12, body, client_id="c")
+    assert frame.endswith(b"\x00")
+    state = bytes([0xFF] * 4 + [0xFF] * 8 + [0])  # a ReplicaState (id -1, epoch -1, no tags)
+    bad = frame[:-1] + bytes([1, 1, len(state)]) + state
+    for backend in BACKENDS:
+        with pytest.raises(CodecError, match=r"^body\..*tag 1 \(replica_state\) is not valid at this version"):
+            P.read_request(bad, backend=backend)
+    at15 = P.write_request(1, 15, {k: v for k, v in body.items() if k != "ReplicaId"} | {"ReplicaState": {
+        "ReplicaId": 5, "ReplicaEpoch": 7}})  # fmt: skip
+    assert P.read_request(at15).to_json()["body"]["ReplicaState"] == {"ReplicaId": 5, "ReplicaEpoch": 7}
