@@ -128,13 +128,11 @@ def render_format(schema: Schema, *, only: list[str] | None = None) -> dict[str,
     return _emit([fmt], backends(only), index=False)
 
 
-def _emit(formats: list[Format], chosen: list[Backend], *, index: bool, sdir: str = "",
-          paths: list[Path] | None = None) -> dict[str, str]:  # fmt: skip
-    """Every backend's files for ``formats`` (and each backend's index of them); with the formats' ``paths``, the
-    formats are emitted by a pool of processes (one per core), each loading its schema again."""
+def _emit(formats: list[Format], chosen: list[Backend], *, index: bool, sdir: str = "") -> dict[str, str]:
+    """Every backend's files for ``formats`` (and each backend's index of them); a folder of many formats is
+    emitted by a pool of forked processes (one per core), which inherit the formats already built here."""
     files: dict[str, str] = {}
-    made = _in_pool(paths, chosen) if paths is not None else [_emitted(fmt, chosen) for fmt in formats]
-    for fmt, out in zip(formats, made):
+    for fmt, out in zip(formats, _in_pool(formats, chosen)):
         for bname, rel, text in out:
             path = f"{fmt.id}/{rel}"
             if path in files:
@@ -150,37 +148,42 @@ def _emitted(fmt: Format, chosen: list[Backend]) -> list[tuple[str, str, str]]:
     return [(b.name, rel, text) for b in chosen for rel, text in b.emit(fmt).items()]
 
 
-def _emit_path(job: tuple[Path, Path, list[str]]) -> list[tuple[str, str, str]]:
-    """One format's files, in a worker process: its schema loaded and built there."""
-    path, schema_dir, names = job
-    schema = load(path, schema_dir)
-    return _emitted(Format(schema, ir.build(schema)), backends(names))
-
-
 #: below this many formats a folder is emitted in this process (a pool costs more than it saves)
 POOL_FROM = 16
+#: what the pool's workers emit: set before they are forked, so each inherits the formats rather than a copy
+_JOB: tuple[list[Format], list[Backend]] = ([], [])
 
 
-def _in_pool(paths: list[Path], chosen: list[Backend]) -> list[list[tuple[str, str, str]]]:
+def _emit_one(i: int) -> list[tuple[str, str, str]]:
+    formats, chosen = _JOB
+    return _emitted(formats[i], chosen)
+
+
+def _in_pool(formats: list[Format], chosen: list[Backend]) -> list[list[tuple[str, str, str]]]:
     import multiprocessing
     import os
 
-    names = [b.name for b in chosen]
-    workers = min(len(paths), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if len(paths) < POOL_FROM or workers < 2:
-        return [_emit_path((p, p.parent, names)) for p in paths]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return pool.map(_emit_path, [(p, p.parent, names) for p in paths], chunksize=4)
+    global _JOB
+    workers = min(
+        len(formats), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
+    if len(formats) < POOL_FROM or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_emitted(fmt, chosen) for fmt in formats]
+    _JOB = (formats, chosen)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_emit_one, range(len(formats)), chunksize=4)
+    finally:
+        _JOB = ([], [])
 
 
 def _package(schema_dir: Path) -> dict[str, str]:
     """The files of a generated package: a subpackage per schema file, and one per folder of schema files
     beside them (``schemas/messages`` -> ``generated/messages``: Kafka's own payloads, a registry of their own)."""
-    paths = format_ids(schema_dir)
-    schemas = [load(p, schema_dir) for p in paths]
+    schemas = [load(p, schema_dir) for p in format_ids(schema_dir)]
     check_registry(schemas)
     formats = [Format(s, ir.build(s)) for s in schemas]
-    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir), paths=paths)
+    files = _emit(formats, backends(), index=True, sdir=display_dir(schema_dir))
     for sub in sorted(d for d in schema_dir.iterdir() if d.is_dir() and any(d.glob("*.yaml"))):
         if sub.name in {fmt.id for fmt in formats}:
             raise SchemaError(f"{display_dir(schema_dir)}/{sub.name}: a folder and a schema of the same name")

@@ -57,13 +57,14 @@ def test_the_protocol_schemas_are_kafkas_specs_lowered():
 
 @functools.lru_cache(maxsize=1)
 def _spec_files():
-    """Every protocol spec of both sources, by (apiKey, type): [(spec, where)] oldest source first."""
+    """Every protocol spec of both sources, by (apiKey, type): {"tree" and/or "newer": (spec, where)}, the tree's
+    first."""
     out: dict = {}
-    for folder in (TREE / FOLDER, NEWER):
+    for source, folder in (("tree", TREE / FOLDER), ("newer", NEWER)):
         for name in sorted(protocol_files(folder)):
             spec = parse((folder / name).read_text(), name)
             if spec["type"] in ("request", "response"):
-                out.setdefault((spec["apiKey"], spec["type"]), []).append((spec, name))
+                out.setdefault((spec["apiKey"], spec["type"]), {})[source] = (spec, name)
     return out
 
 
@@ -76,9 +77,9 @@ def test_every_api_and_version_of_both_sources():
     assert set(got) == keys and len(got) == 88
     for key, a in got.items():
         for kind in ("request", "response"):
-            ranges = [Versions.parse(s["validVersions"], w) for s, w in specs[(key, kind)]]
+            ranges = [Versions.parse(s["validVersions"], w) for s, w in specs[(key, kind)].values()]
             assert a.versions == range(min(r.lo for r in ranges), max(r.hi for r in ranges) + 1), (a.name, kind)
-        newest = specs[(key, "request")][-1][0]
+        newest = list(specs[(key, "request")].values())[-1][0]
         assert a.name == newest["name"][: -len("Request")]
         if newest.get("latestVersionUnstable"):
             assert a.versions.stop - 1 in a.unstable
@@ -109,9 +110,7 @@ def _spec_for(key: int, kind: str, version: int):
     """The spec (and its common structs) that gives ``version``, as kfmt chose it (the newer source above the
     pinned one's versions)."""
     specs = _spec_files()[(key, kind)]
-    old = specs[0] if specs[0][1] and (TREE / FOLDER / specs[0][1]).exists() else None
-    new = specs[-1] if len(specs) > 1 or old is None else None
-    for p in parts(old, new, ("old", "new")):
+    for p in parts(specs.get("tree"), specs.get("newer"), ("tree", "newer")):
         if p.lo <= version <= p.hi:
             return p.spec
     raise AssertionError(f"{key} {kind} v{version}")
