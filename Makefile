@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: docs setup generate check-generated import-kafka-specs test test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
+.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
@@ -95,6 +95,13 @@ test-backends: setup
 	echo "== without the native backend (exit $$a)"; tail -n 40 $(VENV)/pass-python.log; \
 	echo "== KFMT_BACKEND=construct (exit $$c)"; tail -n 40 $(VENV)/pass-construct.log; \
 	test $$a -eq 0 -a $$c -eq 0
+
+# every case the suite has, the further cases marked `full` included (make test runs one case of each of those
+# capabilities: the JVM engine's option sets beyond read_committed, the differential's fail and quarantine
+# inputs, the overwrite commit killed at every step, two appenders racing on S3)
+test-full: setup lint
+	KFMT_FULL=1 $(PY) -m pytest -n 2 --dist loadgroup --durations=25
+	$(MAKE) --no-print-directory test-backends
 
 # the cluster recipes on a standalone master and two workers on 127.0.0.1 (`make test` runs one of them), and the
 # spark-submit --jars session

@@ -185,14 +185,18 @@ def _group(item) -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`). In the suite's passes per other backend
-    (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names its backend (the ``backend`` fixture: it ran
-    once per backend in the main pass) is left out: what it checks does not depend on the default backend, which
-    is all such a pass changes."""
+    """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`). A test marked ``full`` (a further case
+    of a capability another test checks in every run) runs only with KFMT_FULL set (``make test-full``).
+    In the suite's passes per other backend (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names its
+    backend (the ``backend`` fixture: it ran once per backend in the main pass) is left out: what it checks does
+    not depend on the default backend, which is all such a pass changes."""
+    full = pytest.mark.skip(reason="a further case of what make test checks once: make test-full runs it")
     for item in items:
         group = _group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("full") and not os.environ.get("KFMT_FULL"):
+            item.add_marker(full)
     if not os.environ.get("KFMT_SUITE_AGAIN"):
         return
     named = [i for i in items if "backend" in getattr(i, "fixturenames", ())]

@@ -53,12 +53,12 @@ def test_generated_decoders():
         assert f"new {''.join(w.capitalize() for w in f.split('_'))}()" in registry
 
 
-OPTION_SETS = [
+OPTION_SETS = [  # make test runs the first two; make test-full every one
     {},
     {"isolation": "read_committed"},
-    {"include_control": "true"},
-    {"includeHeaders": "true"},
-    {"verify_crc": "false"},
+    pytest.param({"include_control": "true"}, marks=pytest.mark.full),
+    pytest.param({"includeHeaders": "true"}, marks=pytest.mark.full),
+    pytest.param({"verify_crc": "false"}, marks=pytest.mark.full),
 ]
 
 
@@ -234,7 +234,14 @@ def test_jar_holds_every_source():
     assert os.path.getmtime(jvm.jar()) >= max(os.path.getmtime(s) for s in jvm.sources()) - 1
 
 
-@pytest.mark.parametrize("on_corrupt,inputs", [("fail", 120), ("skip", 50), ("quarantine", 120)])
+@pytest.mark.parametrize(
+    "on_corrupt,inputs",
+    [
+        pytest.param("fail", 120, marks=pytest.mark.full),
+        ("skip", 50),
+        pytest.param("quarantine", 120, marks=pytest.mark.full),
+    ],
+)
 def test_differential_slice(on_corrupt, inputs):
     """A slice of `make fuzz-jvm`: damaged mixed v0/v1/v2 logs and proposals' logs read by both engines agree (both fail, or the
     same rows: records, and quarantine rows' positions and raw bytes), with CRCs checked and without; with fail
