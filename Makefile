@@ -115,6 +115,7 @@ demo: setup $(VENV)/.generated
 bench: setup
 	$(PY) bench/bench_codecs.py
 	$(PY) bench/bench_payloads.py
+	$(PY) bench/bench_protocol.py
 
 # instructions per record under valgrind's callgrind: deterministic on a busy machine (needs valgrind)
 bench-callgrind: setup
