@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native clean
+.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
 
@@ -150,6 +150,10 @@ test-streams: setup
 # the JVM engine against the Python engine on damaged logs (one JVM for every input; a slice runs in the suite)
 fuzz-jvm: setup
 	$(PY) fuzz/jvm_differential.py $(FUZZ_ARGS)
+
+# every API's reader on mutated frames of every API x version x kind (FRAMES=N, default 1,000,000)
+fuzz-protocol: setup
+	$(PY) fuzz/protocol.py --frames $(or $(FRAMES),1000000) $(FUZZ_ARGS)
 
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)

@@ -359,3 +359,21 @@ def test_a_null_where_kafka_allows_none_is_refused_both_ways():
             P.read_request(bad, backend=backend)
     with pytest.raises(CodecError, match=r"^body\..*topics\[0\]\.name: may not be null"):
         P.write_request(3, 4, {"Topics": [{"Name": None}], "AllowAutoTopicCreation": True})
+
+
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_null_records_stay_null_in_every_backend(version):
+    """A Fetch response partition whose Records is null (found by `make fuzz-protocol`: the value classes read a
+    null `records` as [], the list kfmt.Batch promises, and could not write it back): null in every backend,
+    as kafka-python reads it, and the frame written again byte for byte."""
+    spec = _spec_for(1, "response", version)
+    body = _sample(spec["fields"], spec, version)
+    body["Responses"][0]["Partitions"][0]["Records"] = None
+    frame = P.write_response(1, version, body, correlation_id=9)
+    for backend in BACKENDS:
+        m = P.read_response(frame, 1, version, backend=backend)
+        assert m.body.responses[0].partitions[0].records is None, backend
+        assert m.encode() == frame and m.to_json()["body"]["Responses"][0]["Partitions"][0]["Records"] is None
+    cls = _kafka_python_classes()[(1, "response")]
+    body = frame[4 + (version >= 12) :]
+    assert cls.decode(body, version=version).responses[0].partitions[0].records is None

@@ -303,8 +303,6 @@ static int d_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_data[7], x_);
     }
     if (kf_fill_extra(v_, X_partition_data, NX_partition_data) < 0) { Py_DECREF(v_); ERROR; }
@@ -910,8 +908,6 @@ static int d_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_data_flexible[7], x_);
     }
     {
@@ -1608,8 +1604,6 @@ static int d_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_data_v18[7], x_);
     }
     {

@@ -80,7 +80,7 @@ class PartitionData(_Struct):
         self.log_start_offset = log_start_offset
         self.aborted_transactions = aborted_transactions
         self.preferred_read_replica = preferred_read_replica
-        self.records = [] if records is None else records
+        self.records = records
 
 
 class FetchableTopicResponse(_Struct):
@@ -327,7 +327,7 @@ class PartitionDataFlexible(_Struct):
         self.log_start_offset = log_start_offset
         self.aborted_transactions = aborted_transactions
         self.preferred_read_replica = preferred_read_replica
-        self.records = [] if records is None else records
+        self.records = records
         self.tagged_fields = tagged_fields
         self.diverging_epoch = diverging_epoch
         self.current_leader = current_leader
@@ -561,7 +561,7 @@ class PartitionDataV18(_Struct):
         self.log_start_offset = log_start_offset
         self.aborted_transactions = aborted_transactions
         self.preferred_read_replica = preferred_read_replica
-        self.records = [] if records is None else records
+        self.records = records
         self.tagged_fields = tagged_fields
         self.diverging_epoch = diverging_epoch
         self.current_leader = current_leader

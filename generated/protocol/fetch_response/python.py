@@ -573,11 +573,7 @@ def _fdecode_fetch_response(buf, pos, end, opts, api_version):
             value__partition_data__fetchable_topic_response_.preferred_read_replica = (
                 preferred_read_replica_partition_data__fetchable_topic_response_
             )
-            value__partition_data__fetchable_topic_response_.records = (
-                []
-                if records_partition_data__fetchable_topic_response_ is None
-                else records_partition_data__fetchable_topic_response_
-            )
+            value__partition_data__fetchable_topic_response_.records = records_partition_data__fetchable_topic_response_
             item__fetchable_topic_response_ = value__partition_data__fetchable_topic_response_
             append_partitions_fetchable_topic_response_(item__fetchable_topic_response_)
         value__fetchable_topic_response_ = _new_object(FetchableTopicResponse)
@@ -2506,9 +2502,7 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 preferred_read_replica_partition_data_flexible__fetchable_topic_response_flexible_
             )
             value__partition_data_flexible__fetchable_topic_response_flexible_.records = (
-                []
-                if records_partition_data_flexible__fetchable_topic_response_flexible_ is None
-                else records_partition_data_flexible__fetchable_topic_response_flexible_
+                records_partition_data_flexible__fetchable_topic_response_flexible_
             )
             value__partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields = (
                 tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_
@@ -4151,9 +4145,7 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 preferred_read_replica_partition_data_v18__fetchable_topic_response_v18_
             )
             value__partition_data_v18__fetchable_topic_response_v18_.records = (
-                []
-                if records_partition_data_v18__fetchable_topic_response_v18_ is None
-                else records_partition_data_v18__fetchable_topic_response_v18_
+                records_partition_data_v18__fetchable_topic_response_v18_
             )
             value__partition_data_v18__fetchable_topic_response_v18_.tagged_fields = (
                 tagged_fields_partition_data_v18__fetchable_topic_response_v18_

@@ -124,8 +124,6 @@ static int d_partition_produce_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_produce_data[1], x_);
     }
     if (kf_fill_extra(v_, X_partition_produce_data, NX_partition_produce_data) < 0) { Py_DECREF(v_); ERROR; }
@@ -356,8 +354,6 @@ static int d_partition_produce_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_produce_data_flexible[1], x_);
     }
     {
@@ -644,8 +640,6 @@ static int d_partition_produce_data_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_t
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_produce_data_v12[1], x_);
     }
     {

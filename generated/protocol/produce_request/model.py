@@ -24,7 +24,7 @@ class PartitionProduceData(_Struct):
 
     def __init__(self, index_field=None, records=None):
         self.index_field = index_field
-        self.records = [] if records is None else records
+        self.records = records
 
 
 class TopicProduceData(_Struct):
@@ -101,7 +101,7 @@ class PartitionProduceDataFlexible(_Struct):
 
     def __init__(self, index_field=None, records=None, tagged_fields=None):
         self.index_field = index_field
-        self.records = [] if records is None else records
+        self.records = records
         self.tagged_fields = tagged_fields
 
 
@@ -187,7 +187,7 @@ class PartitionProduceDataV12(_Struct):
 
     def __init__(self, index_field=None, records=None, tagged_fields=None):
         self.index_field = index_field
-        self.records = [] if records is None else records
+        self.records = records
         self.tagged_fields = tagged_fields
 
 

@@ -370,9 +370,7 @@ def _fdecode_produce_request(buf, pos, end, opts, api_version):
                 index_field_partition_produce_data__topic_produce_data_
             )
             value__partition_produce_data__topic_produce_data_.records = (
-                []
-                if records_partition_produce_data__topic_produce_data_ is None
-                else records_partition_produce_data__topic_produce_data_
+                records_partition_produce_data__topic_produce_data_
             )
             item__topic_produce_data_ = value__partition_produce_data__topic_produce_data_
             append_partition_data_topic_produce_data_(item__topic_produce_data_)
@@ -1043,9 +1041,7 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
                 index_field_partition_produce_data_flexible__topic_produce_data_flexible_
             )
             value__partition_produce_data_flexible__topic_produce_data_flexible_.records = (
-                []
-                if records_partition_produce_data_flexible__topic_produce_data_flexible_ is None
-                else records_partition_produce_data_flexible__topic_produce_data_flexible_
+                records_partition_produce_data_flexible__topic_produce_data_flexible_
             )
             value__partition_produce_data_flexible__topic_produce_data_flexible_.tagged_fields = (
                 tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_
@@ -1865,9 +1861,7 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
                 index_field_partition_produce_data_v12__topic_produce_data_v12_
             )
             value__partition_produce_data_v12__topic_produce_data_v12_.records = (
-                []
-                if records_partition_produce_data_v12__topic_produce_data_v12_ is None
-                else records_partition_produce_data_v12__topic_produce_data_v12_
+                records_partition_produce_data_v12__topic_produce_data_v12_
             )
             value__partition_produce_data_v12__topic_produce_data_v12_.tagged_fields = (
                 tagged_fields_partition_produce_data_v12__topic_produce_data_v12_

@@ -337,8 +337,6 @@ static int d_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
     {
     PyObject *x_ = o_records;
     o_records = NULL;
-    if (x_ == Py_None) { Py_DECREF(x_); x_ = PyList_New(0); }
-    if (x_ == NULL) { Py_DECREF(v_); ERROR; }
     kf_set_slot(v_, OFF_partition_data[6], x_);
     }
     {

@@ -120,7 +120,7 @@ class PartitionData(_Struct):
         self.acknowledge_error_code = acknowledge_error_code
         self.acknowledge_error_message = acknowledge_error_message
         self.current_leader = current_leader
-        self.records = [] if records is None else records
+        self.records = records
         self.acquired_records = acquired_records
         self.tagged_fields = tagged_fields
 

@@ -1234,9 +1234,7 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
                 current_leader_partition_data__share_fetchable_topic_response_
             )
             value__partition_data__share_fetchable_topic_response_.records = (
-                []
-                if records_partition_data__share_fetchable_topic_response_ is None
-                else records_partition_data__share_fetchable_topic_response_
+                records_partition_data__share_fetchable_topic_response_
             )
             value__partition_data__share_fetchable_topic_response_.acquired_records = (
                 acquired_records_partition_data__share_fetchable_topic_response_

@@ -532,7 +532,7 @@ class _StructGen(_WireReads):
         return lines
 
     def take(self, s: Slot, store: str, release: str = "Py_DECREF(v_); ") -> list[str]:
-        if s.value.startswith("o_") and s.name in LIST_SLOTS:  # an absent (null) list reads as [], as in python
+        if s.value.startswith("o_") and s.name in LIST_SLOTS and not s.blob:  # a null list reads as [], as in python
             return [
                 "    {",
                 f"    PyObject *x_ = {s.value};",

@@ -42,6 +42,7 @@ class Slot:
 
     name: str
     value: str
+    blob: bool = False  # bytes or text: a null stays None (a list slot of kfmt.Record/Batch reads null as [])
 
 
 @dataclass
@@ -208,7 +209,7 @@ class Lowering:
                 out.append(Slot(f.name, f"o_{f.name}"))
                 out += [Slot(t.name, f"o_{t.name}") for t in f.wire.fields]
             else:
-                out.append(Slot(f.name, f"o_{f.name}"))
+                out.append(Slot(f.name, f"o_{f.name}", isinstance(f.wire, n.Blob)))
         for f in st.fields:
             if isinstance(f.derived, n.DeltaOf):
                 out.append(Slot(f.derived.logical, f"PyLong_FromLongLong(v_{f.derived.logical})"))

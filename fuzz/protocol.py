@@ -1,0 +1,134 @@
+"""`make fuzz-protocol`: hostile frames for every API's reader. Seeds are a sample of every API x version x kind
+built from Kafka's spec files (the suite's builder, tests/test_protocol.py, one definition), each written by
+kfmt; every seed is mutated (bit flips, cuts, insertions, a count or length claiming anything) and read by
+every backend built here (python, construct for a share, native).
+
+What counts as a crash: an exception other than kfmt's CodecError; an error of more than one line; a message
+read that does not re-encode to the frame's bytes; the native and python backends reading different JSON or one
+failing where the other reads; a frame that grows the process by more than the frame could explain (a count of
+2^31 in a 20-byte frame must be refused at once, as Kafka refuses it since KAFKA-14063). Crashes are saved
+under fuzz/found/protocol/ (the frame and why) and the run exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import kfmt  # noqa: E402
+import kfmt.protocol as P  # noqa: E402
+from fuzz.campaign import mutate  # noqa: E402
+
+FOUND = ROOT / "fuzz" / "found" / "protocol"  # frames that crashed, kept until a fix replays them in the suite
+
+
+def seeds() -> list[tuple[str, int, int, bytes]]:
+    """``(kind, api key, version, frame)``: every API x version x kind, every field its version has set."""
+    import test_protocol as T
+
+    out = []
+    for key, v in T._cases():
+        a = P.api(key)
+        for kind in ("request", "response"):
+            spec = T._spec_for(key, kind, v)
+            body = T._sample(spec["fields"], spec, v)
+            if kind == "request":
+                extra = {"client_id": "kfmt"} if a.request_header_version(v) > 0 else {}
+                out.append((kind, key, v, P.write_request(key, v, body, correlation_id=42, **extra)))
+            else:
+                out.append((kind, key, v, P.write_response(key, v, body, correlation_id=42)))
+    return out
+
+
+def save(name: str, data: bytes, why: str) -> Path:
+    FOUND.mkdir(parents=True, exist_ok=True)
+    p = FOUND / f"protocol-{name}-{hashlib.sha256(data).hexdigest()[:16]}.bin"
+    p.write_bytes(data)
+    p.with_suffix(".txt").write_text(f"found by: fuzz/protocol.py\n\n{why}\n")
+    return p
+
+
+def _read(kind: str, key: int, version: int, data: bytes, backend: str):
+    if kind == "request":
+        return P.read_request(data, backend=backend)
+    return P.read_response(data, key, version, backend=backend)
+
+
+def one(kind: str, key: int, version: int, data: bytes, backends: tuple[str, ...]) -> str | None:
+    """Read ``data`` with each backend: a crash described, or None."""
+    said = {}
+    for backend in backends:
+        try:
+            m = _read(kind, key, version, data, backend)
+        except kfmt.CodecError as e:
+            if "\n" in str(e) or "internal" in str(e):
+                return f"{backend}: an error of more than one line, or an internal failure: {e!r:.300}"
+            said[backend] = ("error", type(e).__name__)
+            continue
+        except Exception as e:  # noqa: BLE001 - what the campaign looks for
+            return f"{backend}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+        try:
+            again = m.encode()
+            text = m.to_json()
+        except Exception as e:  # noqa: BLE001 - a message read must write and show
+            return f"{backend}: read, then encode/to_json failed: {type(e).__name__}: {e}"
+        if again != data:
+            return f"{backend}: read, re-encoded to other bytes ({len(again)} vs {len(data)})"
+        said[backend] = ("ok", repr(text))
+    if "native" in said and "python" in said and said["native"][0] != said["python"][0]:
+        return f"native and python disagree: {said['native'][0]} / {said['python'][0]}"
+    if "native" in said and said["native"][0] == "ok" and said["native"] != said["python"]:
+        return "native and python read different JSON"
+    return None
+
+
+def _rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def campaign(n: int, seed: int, construct_share: float) -> tuple[int, int, float, float]:
+    """``n`` mutated frames: (inputs, crashes, seconds, peak RSS growth in MB)."""
+    from kfmt.codec.formats import available_backends
+
+    rng = random.Random(f"{seed}/protocol")
+    pool = seeds()
+    base = ("python",) + (("native",) if "native" in available_backends() else ())
+    start_kb, t0, crashes = _rss_kb(), time.time(), 0
+    for i in range(n):
+        kind, key, version, frame = rng.choice(pool)
+        data = mutate(frame, rng) if rng.random() < 0.97 else rng.randbytes(rng.randrange(0, 40))
+        backends = base + (("construct",) if rng.random() < construct_share else ())
+        why = one(kind, key, version, data, backends)
+        if why:
+            crashes += 1
+            if crashes <= 5:
+                where = save(f"{key}-{kind}-v{version}", data, why)
+                print(f"CRASH {P.api(key).name} {kind} v{version}: {where}\n{why}", file=sys.stderr)
+        if i and i % 100_000 == 0:
+            print(f"{i:,} frames, {crashes} crashes, {time.time() - t0:.0f}s", file=sys.stderr)
+    return n, crashes, time.time() - t0, (_rss_kb() - start_kb) / 1024
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--frames", type=int, default=1_000_000, help="mutated frames (default 1,000,000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--construct-share", type=float, default=0.02, help="share of frames also read by construct")
+    args = p.parse_args(argv)
+    n, crashes, secs, grown = campaign(args.frames, args.seed, args.construct_share)
+    print(f"\n## protocol fuzz: {n:,} frames of {len(P.apis())} APIs in {secs:.0f}s, {crashes} crashes, "
+          f"peak RSS growth {grown:.0f} MB")  # fmt: skip
+    return 1 if crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
