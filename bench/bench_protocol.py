@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import kfmt
 import kfmt.protocol as P
@@ -98,26 +99,11 @@ def messages() -> dict[str, tuple[str, int, int, bytes]]:
 
 
 def _kafka_python(kind: str, key: int):
-    import importlib
-    import pkgutil
+    """kafka-python's protocol class for the API's ``kind``, found as the suite finds it (tests/test_protocol.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import test_protocol
 
-    import kafka.protocol as kp
-    from kafka.protocol.api_message import ApiMessage
-
-    for m in pkgutil.walk_packages(kp.__path__, "kafka.protocol."):
-        if not m.name.split(".")[-1].startswith(("old", "generate", "schemas")):
-            try:
-                importlib.import_module(m.name)
-            except ImportError:
-                pass
-    todo = list(ApiMessage.__subclasses__())
-    while todo:
-        c = todo.pop()
-        todo += c.__subclasses__()
-        if getattr(c, "_class_version", None) is None and (c._json or {}).get("apiKey") == key:
-            if c._json["type"] == kind:
-                return c
-    raise SystemExit(f"kafka-python has no {kind} class for API key {key}")
+    return test_protocol._kafka_python_classes()[(key, kind)]
 
 
 def job(impl: str, message: str):
