@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import os
 import re
 import statistics
@@ -49,8 +50,9 @@ def _uuid(n: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(16, "big")).decode().rstrip("=")
 
 
+@functools.cache
 def messages() -> dict[str, tuple[str, int, int, bytes]]:
-    """Each message: (kind, api key, version, frame)."""
+    """Each message: (kind, api key, version, frame); built once."""
     produce = {
         "TransactionalId": None,
         "Acks": -1,

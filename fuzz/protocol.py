@@ -5,9 +5,9 @@ every backend built here (python, construct for a share, native).
 
 What counts as a crash: an exception other than kfmt's CodecError; an error of more than one line; a message
 read that does not re-encode to the frame's bytes; the native and python backends reading different JSON or one
-failing where the other reads; a frame that grows the process by more than the frame could explain (a count of
-2^31 in a 20-byte frame must be refused at once, as Kafka refuses it since KAFKA-14063). Crashes are saved
-under fuzz/found/protocol/ (the frame and why) and the run exits 1.
+failing where the other reads. The run reports how far the process grew (a count of 2^31 in a 20-byte frame
+must be refused at once, as Kafka refuses it since KAFKA-14063). Crashes are saved under fuzz/found/protocol/
+(the frame and why) and the run exits 1.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import test_protocol as T  # noqa: E402  (the suite's sample messages and frame helpers)
+
 import kfmt  # noqa: E402
 import kfmt.protocol as P  # noqa: E402
 from fuzz.campaign import mutate  # noqa: E402
@@ -33,20 +35,8 @@ FOUND = ROOT / "fuzz" / "found" / "protocol"  # frames that crashed, kept until 
 
 def seeds() -> list[tuple[str, int, int, bytes]]:
     """``(kind, api key, version, frame)``: every API x version x kind, every field its version has set."""
-    import test_protocol as T
-
-    out = []
-    for key, v in T._cases():
-        a = P.api(key)
-        for kind in ("request", "response"):
-            spec = T._spec_for(key, kind, v)
-            body = T._sample(spec["fields"], spec, v)
-            if kind == "request":
-                extra = {"client_id": "kfmt"} if a.request_header_version(v) > 0 else {}
-                out.append((kind, key, v, P.write_request(key, v, body, correlation_id=42, **extra)))
-            else:
-                out.append((kind, key, v, P.write_response(key, v, body, correlation_id=42)))
-    return out
+    return [(kind, key, v, T._write(key, kind, v, T._sample_body(key, kind, v)))
+            for key, v in T._cases() for kind in ("request", "response")]  # fmt: skip
 
 
 def save(name: str, data: bytes, why: str) -> Path:
@@ -57,18 +47,12 @@ def save(name: str, data: bytes, why: str) -> Path:
     return p
 
 
-def _read(kind: str, key: int, version: int, data: bytes, backend: str):
-    if kind == "request":
-        return P.read_request(data, backend=backend)
-    return P.read_response(data, key, version, backend=backend)
-
-
 def one(kind: str, key: int, version: int, data: bytes, backends: tuple[str, ...]) -> str | None:
     """Read ``data`` with each backend: a crash described, or None."""
     said = {}
     for backend in backends:
         try:
-            m = _read(kind, key, version, data, backend)
+            m = T._read(data, kind, key, version, backend)
         except kfmt.CodecError as e:
             if "\n" in str(e) or "internal" in str(e):
                 return f"{backend}: an error of more than one line, or an internal failure: {e!r:.300}"

@@ -128,6 +128,27 @@ def _sample(fields: list, spec: dict, version: int) -> dict:
     return out
 
 
+def _sample_body(key: int, kind: str, version: int) -> dict:
+    """The sample body of an API's request or response at ``version``, from its spec file."""
+    spec = _spec_for(key, kind, version)
+    return _sample(spec["fields"], spec, version)
+
+
+def _write(key: int, kind: str, version: int, body: dict) -> bytes:
+    """``body`` as a frame of correlation id 42 (a request's client id "kfmt" where its header has one)."""
+    if kind == "response":
+        return P.write_response(key, version, body, correlation_id=42)
+    extra = {"client_id": "kfmt"} if P.api(key).request_header_version(version) > 0 else {}
+    return P.write_request(key, version, body, correlation_id=42, **extra)
+
+
+def _read(frame: bytes, kind: str, key: int, version: int, backend: str):
+    """A frame read as a request, or as the response to ``key`` at ``version``."""
+    if kind == "request":
+        return P.read_request(frame, backend=backend)
+    return P.read_response(frame, key, version, backend=backend)
+
+
 def _value(f: dict, spec: dict, version: int, common: dict):
     t = f["type"]
     elem = t[2:] if t.startswith("[]") else t
@@ -172,16 +193,12 @@ def test_every_api_and_version_writes_what_kafka_python_reads_and_writes_back(ki
     covered = 0
     for key, v in _cases():
         a = P.api(key)
-        spec = _spec_for(key, kind, v)
-        body = _sample(spec["fields"], spec, v)
+        body = _sample_body(key, kind, v)
         if (key, kind) == (18, "response"):  # kafka-python reads an ApiVersions response with an error as v0
             body["ErrorCode"] = 0
-        write = P.write_request if kind == "request" else P.write_response
-        extra = {"client_id": "kfmt"} if kind == "request" and a.request_header_version(v) > 0 else {}
-        frame = write(key, v, body, correlation_id=42, **extra)
+        frame = _write(key, kind, v, body)
         for backend in BACKENDS:
-            m = P.read_request(frame, backend=backend) if kind == "request" else P.read_response(frame, key, v,
-                                                                                             backend=backend)  # fmt: skip
+            m = _read(frame, kind, key, v, backend)
             assert m.encode() == frame, (a.name, v, backend)
             got = m.to_json()["body"]
             assert _plain(got) == body, (a.name, v, backend)
@@ -366,10 +383,9 @@ def test_null_records_stay_null_in_every_backend(version):
     """A Fetch response partition whose Records is null (found by `make fuzz-protocol`: the value classes read a
     null `records` as [], the list kfmt.Batch promises, and could not write it back): null in every backend,
     as kafka-python reads it, and the frame written again byte for byte."""
-    spec = _spec_for(1, "response", version)
-    body = _sample(spec["fields"], spec, version)
+    body = _sample_body(1, "response", version)
     body["Responses"][0]["Partitions"][0]["Records"] = None
-    frame = P.write_response(1, version, body, correlation_id=9)
+    frame = _write(1, "response", version, body)
     for backend in BACKENDS:
         m = P.read_response(frame, 1, version, backend=backend)
         assert m.body.responses[0].partitions[0].records is None, backend

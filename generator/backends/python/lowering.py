@@ -34,7 +34,7 @@ from generator.loader.spec import FIXED, PRIMITIVES, VAR_PREFIXES, Field, Schema
 
 
 #: the fields kfmt.Record (headers) and kfmt.Batch (records) promise as lists: a value class of theirs sets [] for
-#: None (a field of another struct so named, a Kafka message's nullable records bytes, keeps its None)
+#: None (a bytes field so named, a Kafka message's nullable records, keeps its None; as in the native backend)
 LIST_SLOTS = ("records", "headers")
 
 
@@ -149,7 +149,7 @@ class Builder(EncodeLowering, Validator):
         loads = max((i + 1 for i, op in enumerate(enc) if op.kind == "load"), default=0) if own else 0
         enc[loads:loads] = requires  # an own field's value is loaded first
         base = self.base_slots.get(st.role, ()) if st.repr == "object" else ()
-        record_sets = {f.name for f in st.fields if f.records}  # bytes, not a list: null stays None
+        blobs = {f.name for f in st.fields if self.kind(f) == "blob"}  # bytes, not a list: null stays None
         empty_lists = {t.name for f in st.fields if self.kind(f) == "tagged" for t in f.tags if t.absent == []}
         return StructIR(
             name=name,
@@ -180,7 +180,7 @@ class Builder(EncodeLowering, Validator):
                 if slot not in [m for m, _ in model]
             ],
             dec_extra=", depth_=0" if any(f.wraps for f in st.fields) else "",
-            lists=tuple(m for m, _ in model if (m in LIST_SLOTS and m not in record_sets) or m in empty_lists),
+            lists=tuple(m for m, _ in model if (m in LIST_SLOTS and m not in blobs) or m in empty_lists),
             enc_extra=", rebase_=0, restamp_=False" if wrapped_by else "",
         )
 
