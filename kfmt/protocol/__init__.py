@@ -21,7 +21,9 @@ generated protocol package.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
@@ -59,9 +61,22 @@ class Message:
     trailing: bytes = b""
     notes: list[str] = field(default_factory=list)
     backend: str | None = None
+    frame: bytes | None = field(default=None, repr=False, compare=False)  # the bytes read, if read
+    again: Callable[[], Message] | None = field(default=None, repr=False, compare=False)  # reads them again
 
     def encode(self) -> bytes:
-        """The frame's bytes again (without the 4-byte size): header, body, and what followed them."""
+        """The frame's bytes again (without the 4-byte size): header, body, and what followed them.
+
+        A frame Kafka reads but would not write so (a bool byte other than 0 and 1, read as true; a negative
+        length other than -1, read as null; a varint longer than it needs) is written back as it was read while
+        the values it decodes to are unchanged; once a value changes, the message is written in Kafka's own form
+        (as tagged-field sections are, kfmt.runtime.tagged)."""
+        out = self._written()
+        if self.frame is None or self.again is None or out == self.frame:
+            return out
+        return self.frame if self.again()._written() == out else out
+
+    def _written(self) -> bytes:
         head = _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
         if self.body is None:
             return head + self.trailing
@@ -136,9 +151,9 @@ def read_request(frame, *, backend: str | None = None) -> Message:
     if kip_511:
         note = (f"ApiVersions v{version} is newer than Kafka's newest (v{a.versions.stop - 1}): its body is not "
                 f"read, as Kafka's broker does not read it (KIP-511: it answers with a v0 response, error 35)")  # fmt: skip
-        return Message(body=None, trailing=data[pos:], notes=[note], **common)
+        return _kept(Message(body=None, trailing=data[pos:], notes=[note], **common), data)
     body, end = _read(_codec(a.request, backend), data, pos, "body", api_version=version)
-    return _with_trailing(Message(body=body, **common), data, end)
+    return _kept(_with_trailing(Message(body=body, **common), data, end), data)
 
 
 def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
@@ -164,8 +179,9 @@ def read_response(frame, api_key: int, api_version: int, *, backend: str | None 
         m = Message(body=body, api_version=0, **common)
         m.notes.append(f"ApiVersions response read at v0, not v{api_version}, as Kafka's client falls back "
                        f"(error code {getattr(body, 'error_code', '?')}; KIP-511)")  # fmt: skip
-        return _with_trailing(m, data, end)
-    return _with_trailing(Message(body=body, api_version=api_version, **common), data, end)
+        return _kept(_with_trailing(m, data, end), data, api_key, api_version)
+    return _kept(_with_trailing(Message(body=body, api_version=api_version, **common), data, end), data, api_key,
+                 api_version)  # fmt: skip
 
 
 def _read(codec, data: bytes, pos: int, where: str, **param):
@@ -174,6 +190,16 @@ def _read(codec, data: bytes, pos: int, where: str, **param):
         return codec.decode_from(data, pos, len(data), DEFAULT_OPTIONS, **param)
     except CodecError as e:
         raise e.under(where) from None
+
+
+def _kept(m: Message, data: bytes, *response_of: int) -> Message:
+    """``m`` with the frame it was read from, and how to read it again (see :meth:`Message.encode`)."""
+    m.frame = data
+    if response_of:
+        m.again = partial(read_response, data, *response_of, backend=m.backend)
+    else:
+        m.again = partial(read_request, data, backend=m.backend)
+    return m
 
 
 def _with_trailing(m: Message, data: bytes, end: int) -> Message:
