@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m pip install -q --upgrade pip
 	@echo "== installing kfmt with its dependencies from PyPI (PySpark is the largest) ..."
 	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress,docs]'
+	test -e $(VENV)/.generated || touch $(VENV)/.generated  # a fresh set-up: generated/ is the committed one
 	touch $@
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
@@ -43,7 +44,8 @@ generate: setup
 	$(MAKE) --no-print-directory $(VENV)/.native $(VENV)/.jvm
 
 # generated/ as of the schemas and the generator: rendered again (by the demo) only when one of them changed
-# since it was last generated or checked
+# since it was last generated or checked, or since the set-up (a clone's generated/ is the committed one, which
+# the suite holds fresh: tests/test_generated.py)
 GEN_INPUTS := $(shell find schemas generator -type f \( -name '*.yaml' -o -name '*.py' -o -name '*.j2' \) 2>/dev/null)
 $(VENV)/.generated: $(GEN_INPUTS) | $(VENV)/.installed
 	$(VENV)/bin/kfmt generate

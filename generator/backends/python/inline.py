@@ -24,7 +24,7 @@ module (comments included) is untouched.
 from __future__ import annotations
 
 import ast
-import copy
+import re
 
 INLINE_PREFIXES = ("_fdecode_", "_fencode_")
 #: public loops over optimistic decoders (a run of legacy log entries): rewritten too, and always kept
@@ -45,7 +45,7 @@ class _Rename(ast.NodeTransformer):
             return node
         if isinstance(new, str):
             return ast.copy_location(ast.Name(id=new, ctx=node.ctx), node)
-        return ast.copy_location(copy.deepcopy(new), node)
+        return ast.copy_location(_clone(new), node)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler):
         self.generic_visit(node)
@@ -110,59 +110,87 @@ def _memo(f):
     return memoised
 
 
+class _Facts:
+    """What the pass asks of a function, gathered in one walk: the names it stores (``stored``), every name it
+    uses with its parameters (``names``), those it stores other than by ``+=`` (``rebound``), the functions it
+    calls by name (``calls``), its ``return`` statements, whether it has a loop, and whether it holds a nested
+    function, lambda, ``global``, ``nonlocal`` or ``yield`` (``nested``)."""
+
+    __slots__ = ("stored", "names", "rebound", "calls", "returns", "loops", "nested")
+
+    def __init__(self, fn: ast.FunctionDef):
+        self.stored: set[str] = set()
+        self.names: set[str] = {a.arg for a in fn.args.args}
+        self.calls: set[str] = set()
+        self.returns: list[ast.Return] = []
+        self.loops = self.nested = False
+        stores: list[ast.Name] = []
+        aug: set[int] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name):
+                self.names.add(node.id)
+                if isinstance(node.ctx, ast.Store):
+                    self.stored.add(node.id)
+                    stores.append(node)
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name):
+                    self.calls.add(node.func.id)
+            elif isinstance(node, ast.ExceptHandler):
+                if node.name:
+                    self.names.add(node.name)
+                    self.stored.add(node.name)
+            elif isinstance(node, ast.AugAssign):
+                aug.add(id(node.target))
+            elif isinstance(node, ast.Return):
+                self.returns.append(node)
+            elif isinstance(node, (ast.For, ast.While)):
+                self.loops = True
+            elif isinstance(node, _NESTED) and node is not fn:
+                self.nested = True
+        self.rebound = {n.id for n in stores if id(n) not in aug}
+
+
+_NESTED = (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal, ast.Yield)
+
+
 @_memo
+def _facts(fn: ast.FunctionDef) -> _Facts:
+    return _Facts(fn)
+
+
+_FACTS = "_kfmt__facts"  # where _memo keeps _facts on a function's node
+
+
 def _stored(fn: ast.FunctionDef) -> set[str]:
-    names = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
-
-
-def _aug_only(fn: ast.FunctionDef, name: str) -> bool:
-    """True if ``name`` is only ever rebound by ``name += ...`` (in-place on a bytearray)."""
-    aug = {id(n.target) for n in ast.walk(fn) if isinstance(n, ast.AugAssign)}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) and id(node) not in aug:
-            return False
-    return True
-
-
-def _all_names(fn: ast.FunctionDef) -> set[str]:
-    out = {a.arg for a in fn.args.args}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name):
-            out.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.add(node.name)
-    return out
-
-
-def _calls(fn: ast.FunctionDef) -> set[str]:
-    return {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return _facts(fn).stored
 
 
 @_memo
 def _inlinable(fn: ast.FunctionDef) -> bool:
-    if fn.name in _calls(fn) or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
-        return False
-    body = fn.body
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal, ast.Yield)) for n in ast.walk(fn)
-           if n is not fn):  # fmt: skip
+    facts = _facts(fn)
+    if fn.name in facts.calls or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or facts.nested:
         return False
     if fn.name.startswith("_fdecode_"):
-        last = body[-1]
+        last = fn.body[-1]
         return (
-            len(returns) == 1
+            len(facts.returns) == 1
             and isinstance(last, ast.Return)
             and isinstance(last.value, ast.Tuple)
             and len(last.value.elts) == 2
             and isinstance(last.value.elts[1], ast.Name)
         )
-    return not returns
+    return not facts.returns
+
+
+def _clone(node):
+    """A deep copy of an AST (faster than copy.deepcopy, without the pass's notes on function nodes)."""
+    if isinstance(node, list):
+        return [_clone(x) for x in node]
+    if not isinstance(node, ast.AST) or isinstance(node, ast.expr_context):
+        return node
+    new = node.__class__.__new__(node.__class__)
+    new.__dict__.update({k: _clone(v) for k, v in node.__dict__.items() if not k.startswith("_kfmt_")})
+    return new
 
 
 def _body_for(
@@ -174,7 +202,8 @@ def _body_for(
     if len(args) > len(params) or any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await)) for a in args
                                       for n in ast.walk(a)):  # fmt: skip
         return None
-    stored = _stored(callee)
+    facts = _facts(callee)
+    stored = facts.stored
     suffix = callee.name.split("_", 2)[-1]
     mapping: dict[str, ast.expr | str] = {}
     prologue: list[ast.stmt] = []
@@ -190,12 +219,12 @@ def _body_for(
         if arg is None:
             return None
         simple = isinstance(arg, (ast.Name, ast.Constant))
-        if simple and (p not in stored or (isinstance(arg, ast.Name) and (p == pos_param or _aug_only(callee, p)))):
+        if simple and (p not in stored or (isinstance(arg, ast.Name) and (p == pos_param or p not in facts.rebound))):
             mapping[p] = arg.id if isinstance(arg, ast.Name) else arg
         else:
             local = f"{p}_{suffix}_"
             mapping[p] = local
-            prologue.append(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())], value=copy.deepcopy(arg),
+            prologue.append(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())], value=_clone(arg),
                                        lineno=0))  # fmt: skip
     used = set(caller_names)
     for name in sorted(stored - set(params)):
@@ -205,10 +234,10 @@ def _body_for(
         mapping[name] = new
         used.add(new)
     # a global the callee reads must not be shadowed by a local of the caller
-    loads = {n.id for n in ast.walk(callee) if isinstance(n, ast.Name)} - set(params) - stored
+    loads = facts.names - set(params) - stored
     if loads & caller_locals:
         return None
-    fn = _Rename(mapping).visit(copy.deepcopy(callee))
+    fn = _Rename(mapping).visit(_clone(callee))
     body = fn.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # docstring
@@ -221,12 +250,14 @@ def _body_for(
 
 
 class _Inliner(_LoopAware):
-    def __init__(self, funcs: dict[str, ast.FunctionDef], caller: ast.FunctionDef):
+    def __init__(self, funcs: dict[str, ast.FunctionDef], caller: ast.FunctionDef, facts: _Facts):
         self.funcs = funcs
         self.caller = caller
         self.changed = False
-        self.names = _all_names(caller)  # before any inlining: sites in sibling branches may share names
-        self.locals = {a.arg for a in caller.args.args} | _stored.__wrapped__(caller)
+        # ``facts``: the caller's before any inlining: sites in sibling branches may share names
+        self.names = facts.names
+        self.locals = {a.arg for a in caller.args.args} | facts.stored
+        self.loops = facts.loops
 
     def _site(self, node: ast.stmt):
         """(callee, args, result var) for ``r, pos = _fdecode_x(...)`` or ``_fencode_x(...)``."""
@@ -257,11 +288,9 @@ class _Inliner(_LoopAware):
         return None
 
     def generic_visit(self, node):
+        """Statements only: a call site is a statement, and no statement is inside an expression."""
         for fieldname, old in ast.iter_fields(node):
-            if not isinstance(old, list):
-                if isinstance(old, ast.AST):
-                    new = self.visit(old)
-                    setattr(node, fieldname, new)
+            if not isinstance(old, list) or not old or isinstance(old[0], ast.expr):
                 continue
             out = []
             for item in old:
@@ -324,21 +353,26 @@ def _hoist_options(fn: ast.FunctionDef) -> bool:
 
 def inline_module(source: str) -> str:
     """Inline the hot per-element calls of a generated codec module; returns the new source."""
-    tree = ast.parse(source)
+    skeleton, used = _split(source)
+    tree = ast.parse(skeleton)  # the rewritable functions alone: most of a module is checked code, left as it is
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    order = _bottom_up(funcs)
+    before = {name: _Facts(f) for name, f in funcs.items() if _rewritable(name)}  # one walk each, as rendered
+    order = _bottom_up(funcs, before)
     changed: set[str] = set()
     for f in order:
-        inl = _Inliner(funcs, f)
-        inl.visit(f)
+        inl = _Inliner(funcs, f, before[f.name])
+        if inl.loops:  # call sites are inlined only inside loops
+            inl.visit(f)
         if inl.changed:
             changed.add(f.name)
+        else:  # as rendered: what its callers ask of it is what was gathered
+            f.__dict__.setdefault(_FACTS, before[f.name])
     for f in order:  # after all inlining: a callee's hoisted reads would land back inside its caller's loop
-        if _hoist_options(f):
+        if before[f.name].loops and _hoist_options(f):  # inlining adds no loop to a function without one
             changed.add(f.name)
     if not changed:
         return source
-    live = _live(tree, funcs)
+    live = _live(tree, funcs, lambda name: _facts(funcs[name]).calls, used)
     lines = source.splitlines(keepends=True)
     edits = []
     for node in tree.body:
@@ -355,7 +389,7 @@ def inline_module(source: str) -> str:
     return "".join(lines)
 
 
-def _bottom_up(funcs: dict) -> list[ast.FunctionDef]:
+def _bottom_up(funcs: dict, facts: dict[str, _Facts]) -> list[ast.FunctionDef]:
     """The rewritable functions, each after everything it calls."""
     order: list[ast.FunctionDef] = []
     seen: set[str] = set()
@@ -363,7 +397,7 @@ def _bottom_up(funcs: dict) -> list[ast.FunctionDef]:
     def visit(f: ast.FunctionDef, stack: tuple = ()):
         if f.name in seen or f.name in stack:
             return
-        for c in sorted(_calls(f)):
+        for c in sorted(facts[f.name].calls):
             if c in funcs and c.startswith(INLINE_PREFIXES):
                 visit(funcs[c], stack + (f.name,))
         seen.add(f.name)
@@ -375,9 +409,30 @@ def _bottom_up(funcs: dict) -> list[ast.FunctionDef]:
     return order
 
 
-def _live(tree: ast.Module, funcs: dict) -> set[str]:
-    """Functions reachable from the code that is kept (entry points and everything not inlinable)."""
-    called: set[str] = set(INLINE_ROOTS)
+def _split(source: str) -> tuple[str, set[str]]:
+    """The module's rewritable top-level functions, every other line blank (line numbers kept), and every
+    identifier the other lines hold (what they may call)."""
+    kept, rest = [], []
+    keep = False
+    for line in source.splitlines(keepends=True):
+        if _TOP.match(line):  # a top-level statement starts (not a continuation, a comment or a blank line)
+            m = _DEF.match(line)
+            keep = m is not None and _rewritable(m.group(1))
+        kept.append(line if keep else "\n")
+        if not keep:
+            rest.append(line)
+    return "".join(kept), set(_NAME.findall("".join(rest)))
+
+
+_TOP = re.compile(r"[A-Za-z_@]")
+_DEF = re.compile(r"def (\w+)\(")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _live(tree: ast.Module, funcs: dict, calls, used: set[str]) -> set[str]:
+    """Functions reachable from the code that is kept (entry points, everything not inlinable, and ``used``: the
+    names the module's other code holds); ``calls(name)``: what a function calls by name now."""
+    called: set[str] = set(INLINE_ROOTS) | used
     for node in tree.body:
         if not (isinstance(node, ast.FunctionDef) and node.name.startswith(INLINE_PREFIXES)):
             called |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -388,5 +443,5 @@ def _live(tree: ast.Module, funcs: dict) -> set[str]:
         if n in live:
             continue
         live.add(n)
-        todo.extend(c for c in _calls(funcs[n]) if c in funcs)
+        todo.extend(c for c in calls(n) if c in funcs)
     return live
