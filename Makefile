@@ -81,12 +81,12 @@ test: setup lint
 # pass (KFMT_SUITE_AGAIN leaves them out, tests/conftest.py), and these files do not read or write through the
 # default: generation and the IR, the schema language and the spec importer, the layout, the README (its own
 # pass), CLI usage, Java's UTF-8, Kafka's payloads and protocol (every backend by name), what measures or times a backend
-# (memory probes, kill timing, the fuzz and bench slices), packaging, Spark and the standalone cluster, and the
+# (memory probes, kill timing, the fuzz and bench slices), the native backend against python (each by name), packaging, Spark and the standalone cluster, and the
 # writers' commit campaign (storage steps, not decoding)
 NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_interrupted_writes test_fuzz_slice \
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties test_protocol \
-	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer
+	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer test_native
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.

@@ -610,22 +610,24 @@ def _one_line_naming_the_object(error, why: str, store: str = "s3://logs/kafka/"
     assert error.startswith(f"kafka-log: reading {store}") and " failed at byte " in error and why in error
 
 
-@pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy"])
-def test_a_segment_stored_compressed_whole_is_read_in_the_jvm(spark, tmp_path, corpus, codec):
+def test_a_segment_stored_compressed_whole_is_read_in_the_jvm(spark, tmp_path, corpus):
     """A segment stored compressed whole (as a remote storage plugin with compression on stores it: zstd frames,
-    gzip members, LZ4 frames, framed snappy) is decompressed by the JVM engine as kfmt.storage.open_segment
-    decompresses it: the rows of the Python engine, every column; compressed_objects=fail reads its bytes as
-    they are, damage then, in both engines."""
+    gzip members, LZ4 frames, framed snappy; one partition each, read in one job) is decompressed by the JVM engine
+    as kfmt.storage.open_segment decompresses it: the rows of the Python engine, every column;
+    compressed_objects=fail reads its bytes as they are, damage then, in both engines."""
     from test_tiered import _pack
 
     seg = sorted((corpus / "orders-0").glob("*.log"))[0]
-    folder = tmp_path / "orders-0"
-    folder.mkdir()
-    (folder / seg.name).write_bytes(_pack(seg.read_bytes(), codec))
+    for partition, codec in enumerate(["zstd", "gzip", "lz4", "snappy"]):
+        folder = tmp_path / f"orders-{partition}"
+        folder.mkdir()
+        (folder / seg.name).write_bytes(_pack(seg.read_bytes(), codec))
     a = kfmt.spark.read(spark, str(tmp_path), engine="jvm")
     b = kfmt.spark.read(spark, str(tmp_path), engine="python")
     plain = kfmt.spark.read(spark, str(seg), engine="jvm")
-    assert _engine(a) == "jvm" and _rows(a) == _rows(b) and len(_rows(a)) == plain.count() > 0
+    rows = _rows(a)
+    assert _engine(a) == "jvm" and rows == _rows(b) and len(rows) == 4 * plain.count() > 0
+    assert {r[COLUMNS.index("partition")] for r in rows} == {0, 1, 2, 3}
     for engine in ("jvm", "python"):
         with pytest.raises(Exception, match="kafka-log: corrupt batch in"):
             kfmt.spark.read(spark, str(tmp_path), engine=engine, compressed_objects="fail").count()
