@@ -9,7 +9,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 .PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol clean
 
-setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm
+setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm $(VENV)/.capture
 
 $(VENV)/.installed: pyproject.toml setup.py
 	@echo "== kfmt set-up (once; 2-3 minutes): a virtual environment in $(VENV), then the project and its extras"
@@ -18,6 +18,18 @@ $(VENV)/.installed: pyproject.toml setup.py
 	@echo "== installing kfmt with its dependencies from PyPI (PySpark is the largest) ..."
 	$(PY) -m pip install -q -e '.[generate,test,spark,plot,progress,docs]'
 	test -e $(VENV)/.generated || touch $(VENV)/.generated  # a fresh set-up: generated/ is the committed one
+	touch $@
+
+# Debian's tshark (dumpcap and tshark: Wireshark's capture and dissector), for the tests that capture real clients'
+# traffic against librdkafka's mock cluster (tests/wire.py): installed where apt-get may run, else they skip, saying so
+$(VENV)/.capture: | $(VENV)/.installed
+	@if ! command -v dumpcap >/dev/null || ! command -v tshark >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "== installing Debian's tshark (dumpcap) for the captured-traffic tests ..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tshark >/dev/null \
+	      || echo "== apt-get could not install tshark: the captured-traffic tests will skip"; \
+	  else echo "== tshark is not installed (and apt-get may not run here): the captured-traffic tests will skip"; fi; \
+	fi
 	touch $@
 
 # the native backend: one C extension per format, rebuilt whenever a generated source or the runtime header
@@ -86,7 +98,7 @@ test: setup lint
 NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_interrupted_writes test_fuzz_slice \
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties test_protocol \
-	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer test_native
+	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer test_native test_wire_clients
 SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.

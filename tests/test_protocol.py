@@ -440,3 +440,33 @@ def test_a_varint_longer_than_it_needs_is_kept_until_a_value_changes():
         assert m.to_json()["body"] == body and m.encode() == long, backend
         m.body.client_software_version = "2"
         assert m.encode() == frame[:-3] + b"\x022\x00", backend
+
+
+def _sized(*frames: bytes) -> bytes:
+    return b"".join(len(f).to_bytes(4, "big") + f for f in frames)
+
+
+def test_sasl_tokens_after_a_handshake_v0_are_recognised_not_misread():
+    """SaslHandshake v0 (Kafka before KIP-152) is followed by raw SASL tokens with a 4-byte size and no header, in
+    both directions, until the mechanism is done: read_conversation names them tokens, pairs every request with its
+    response around them, and accounts for every byte (a frame cut at the end is said, with its byte)."""
+    from kfmt.protocol.conversation import read_conversation
+
+    hs = P.write_request(17, 0, {"Mechanism": "PLAIN"}, correlation_id=1, client_id="old")
+    hs_r = P.write_response(17, 0, {"ErrorCode": 0, "Mechanisms": ["PLAIN"]}, correlation_id=1)
+    md = P.write_request(3, 1, {"Topics": None}, correlation_id=2, client_id="old")
+    md_r = P.write_response(3, 1, {"Brokers": [], "ControllerId": 1, "Topics": []}, correlation_id=2)
+    token = b"\x00alice\x00secret"
+    client, server = _sized(hs, token, md) + b"\x00\x00", _sized(hs_r, b"", md_r)
+    for backend in BACKENDS:
+        conv = read_conversation(client, server, backend=backend)
+        assert [(x.request.api_name, x.response.api_name) for x in conv.exchanges] == [("SaslHandshake",) * 2,
+                                                                                      ("Metadata",) * 2]  # fmt: skip
+        assert conv.tokens == [("client", 4 + len(hs), token), ("server", 4 + len(hs_r), b"")]
+        assert conv.tails == {"client": b"\x00\x00", "server": b""}
+        assert conv.problems == [f"client byte {len(client) - 2}: 2 byte(s) after the last whole frame (the "
+                                 "connection ends mid-frame)"]  # fmt: skip
+    # without the handshake, the same token is a frame that does not read: said, located, the rest still read
+    conv = read_conversation(_sized(token, md), _sized(md_r))
+    assert [x.request.api_name for x in conv.exchanges] == ["Metadata"] and conv.exchanges[0].response is not None
+    assert len(conv.problems) == 1 and conv.problems[0].startswith("client byte 4: ") and not conv.tokens

@@ -1,0 +1,125 @@
+"""One TCP connection to a Kafka broker, both directions, read as Kafka's peers read it: size-prefixed frames,
+requests in the client's order, each response paired with its request by correlation id (a response does not
+say its API), and the raw SASL tokens that follow a SaslHandshake v0 request recognised as tokens, not misread as
+frames (Kafka before KIP-152 sends them with a 4-byte size and no header, until the mechanism is done).
+
+Every byte is accounted for: a direction is its whole frames and what follows the last one (a capture that ends
+mid-frame); a frame that does not read is a problem with its direction and byte, and the frames after it are
+still read."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kfmt.protocol.apis import api
+from kfmt.runtime.errors import CodecError
+
+if TYPE_CHECKING:
+    from kfmt.protocol import Message
+
+SASL_HANDSHAKE = 17
+
+
+@dataclass
+class Frame:
+    """A frame of one direction: where its 4-byte size starts, and its bytes after the size."""
+
+    position: int
+    data: bytes
+
+
+@dataclass
+class Exchange:
+    """A request and its response (None: none came before the connection's bytes end), with where each starts."""
+
+    request: Message
+    response: Message | None
+    request_position: int
+    response_position: int | None = None
+
+
+@dataclass
+class Conversation:
+    exchanges: list[Exchange] = field(default_factory=list)
+    #: raw SASL tokens after a SaslHandshake v0: ("client" or "server", position, bytes)
+    tokens: list[tuple[str, int, bytes]] = field(default_factory=list)
+    #: one line per thing that did not read, each with its direction and byte
+    problems: list[str] = field(default_factory=list)
+    #: bytes after the last whole frame of each direction (a connection or capture cut mid-frame)
+    tails: dict[str, bytes] = field(default_factory=dict)
+
+
+def split_frames(data: bytes) -> tuple[list[Frame], bytes]:
+    """The whole frames of one direction, and the bytes after the last one."""
+    out, pos = [], 0
+    while pos + 4 <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        if size < 0 or pos + 4 + size > len(data):
+            break
+        out.append(Frame(pos, data[pos + 4 : pos + 4 + size]))
+        pos += 4 + size
+    return out, data[pos:]
+
+
+def _is_request(data: bytes) -> bool:
+    """Whether a frame starts as a request of an API and version Kafka has (a raw SASL token does not: PLAIN's
+    starts with a NUL and a letter, SCRAM's with "n,", GSSAPI's with an ASN.1 tag)."""
+    if len(data) < 8:
+        return False
+    key, version = struct.unpack_from(">hh", data)
+    a = api(key)
+    return a is not None and version in a.versions
+
+
+def read_conversation(client: bytes, server: bytes, *, backend: str | None = None) -> Conversation:
+    """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's."""
+    from kfmt.protocol import read_request
+
+    conv = Conversation()
+    sent, conv.tails["client"] = split_frames(client)
+    answered, conv.tails["server"] = split_frames(server)
+    sasl_raw = False
+    for f in sent:
+        if sasl_raw and not _is_request(f.data):
+            conv.tokens.append(("client", f.position, f.data))
+            continue
+        try:
+            m = read_request(f.data, backend=backend)
+        except CodecError as e:
+            conv.problems.append(f"client byte {f.position + 4}: {e}")
+            continue
+        sasl_raw = m.api_key == SASL_HANDSHAKE and m.api_version == 0
+        conv.exchanges.append(Exchange(m, None, f.position))
+    _pair(conv, answered, backend)
+    for side, tail in conv.tails.items():
+        if tail:
+            conv.problems.append(f"{side} byte {len(client if side == 'client' else server) - len(tail)}: "
+                                 f"{len(tail)} byte(s) after the last whole frame (the connection ends mid-frame)")  # fmt: skip
+    return conv
+
+
+def _pair(conv: Conversation, answered: list[Frame], backend: str | None) -> None:
+    from kfmt.protocol import read_response
+
+    pending = {x.request.correlation_id: x for x in conv.exchanges}
+    sasl_raw = False
+    for f in answered:
+        cid = struct.unpack_from(">i", f.data)[0] if len(f.data) >= 4 else None
+        x = pending.pop(cid, None) if cid is not None else None
+        if x is None:
+            if sasl_raw:
+                conv.tokens.append(("server", f.position, f.data))
+            else:
+                conv.problems.append(f"server byte {f.position + 4}: a response to correlation id {cid}, which no "
+                                     "request of this connection carries")  # fmt: skip
+            continue
+        req = x.request
+        try:
+            x.response = read_response(f.data, req.api_key, req.api_version, backend=backend)
+            x.response_position = f.position
+        except CodecError as e:
+            conv.problems.append(f"server byte {f.position + 4}: {req.api_name} v{req.api_version} response "
+                                 f"(correlation id {cid}): {e}")  # fmt: skip
+        sasl_raw = req.api_key == SASL_HANDSHAKE and req.api_version == 0
