@@ -68,13 +68,16 @@ def capture(port: int, path: Path):
         p.wait(timeout=30)
 
 
-def tcp_streams(pcap: Path, port: int) -> list[tuple[bytes, bytes]]:
-    """Each TCP connection the capture saw opened, as (client to broker bytes, broker to client bytes), reassembled
-    by tshark ("follow,tcp,raw": every payload byte once, in sequence order)."""
-    opened = subprocess.run(["tshark", "-r", str(pcap), "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T",
-                             "fields", "-e", "tcp.stream"], capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
-    streams = sorted({int(i) for i in opened if i})  # connections opened while capturing (the mock's own client
-    # connected before the capture began: its streams start mid-frame)
+def tcp_streams(pcap: Path, port: int | set[int], opened_only: bool = True) -> list[tuple[bytes, bytes]]:
+    """Each TCP connection of the capture (``opened_only``: those it saw opened) as (client to broker bytes, broker to
+    client bytes), reassembled by tshark ("follow,tcp,raw": every payload byte once, in sequence order); the broker
+    is the side on ``port`` (or one of them)."""
+    ports = {port} if isinstance(port, int) else port
+    shown = "tcp.flags.syn == 1 && tcp.flags.ack == 0" if opened_only else "tcp"
+    ids = subprocess.run(["tshark", "-r", str(pcap), "-Y", shown, "-T", "fields", "-e", "tcp.stream"],
+                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    streams = sorted({int(i) for i in ids if i})  # (the mock's own client connected before the capture began: its
+    # connections start mid-frame, and are left out)
     if not streams:
         return []
     args = [a for s in streams for a in ("-z", f"follow,tcp,raw,{s}")]
@@ -88,6 +91,6 @@ def tcp_streams(pcap: Path, port: int) -> list[tuple[bytes, bytes]]:
         for line in block.splitlines():
             if re.fullmatch(r"\t?[0-9a-f]+", line):
                 (second if line.startswith("\t") else first).extend(bytes.fromhex(line.strip()))
-        node0_is_broker = int(nodes[0][1]) == port
+        node0_is_broker = int(nodes[0][1]) in ports
         result.append((bytes(second), bytes(first)) if node0_is_broker else (bytes(first), bytes(second)))
     return result
