@@ -470,3 +470,121 @@ def test_sasl_tokens_after_a_handshake_v0_are_recognised_not_misread():
     conv = read_conversation(_sized(token, md), _sized(md_r))
     assert [x.request.api_name for x in conv.exchanges] == ["Metadata"] and conv.exchanges[0].response is not None
     assert len(conv.problems) == 1 and conv.problems[0].startswith("client byte 4: ") and not conv.tokens
+
+
+def _expected_layout(fields: list, spec: dict, version: int, flexible: bool, depth: int = 1) -> list[str]:
+    """The names `kfmt explain --api` should list for ``fields`` at ``version``, from Kafka's spec file: the fields
+    in order, then (flexible versions) the tagged section: the spec's tagged fields by tag, then any other tag."""
+    common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
+    normal, tagged = [], []
+    for f in fields:
+        v = Versions.parse(f.get("versions"), f["name"])
+        if v.lo is None or version < v.lo or (v.hi is not None and version > v.hi):
+            continue
+        t = Versions.parse(f.get("taggedVersions"), f["name"]) if "taggedVersions" in f else None
+        is_tagged = t is not None and t.lo is not None and version >= t.lo and (t.hi is None or version <= t.hi)
+        elem = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+        inner = f.get("fields") or common.get(elem)
+        sub = _expected_layout(inner, spec, version, flexible, depth + (2 if is_tagged else 1)) if inner else []
+        if is_tagged:
+            tagged.append((f["tag"], ["  " * (depth + 1) + f"tag {f['tag']}: {f['name']}", *sub]))
+        else:
+            normal += ["  " * depth + f["name"], *sub]
+    if flexible:
+        normal.append("  " * depth + "(tagged fields)")
+        for _, lines in sorted(tagged):
+            normal += lines
+        normal.append("  " * (depth + 1) + "_unknownTaggedFields")
+    return normal
+
+
+def test_explain_draws_every_message_as_kafkas_spec_has_it():
+    """`kfmt explain --api`: for every API, kind and version, the fields in wire order (nested under their arrays
+    and structs, tagged ones by tag), as Kafka's spec file lists them at that version."""
+    from kfmt.tools.explain_protocol import layout
+
+    checked = 0
+    for key, v in _cases():
+        a = P.api(key)
+        for kind in ("request", "response"):
+            spec = _spec_for(key, kind, v)
+            got = [ln[: ln.index("  ", len(ln) - len(ln.lstrip()))].rstrip() if "  " in ln.strip() else ln.rstrip()
+                   for ln in layout(a, kind, v)[1:]]  # fmt: skip
+            assert got == _expected_layout(spec["fields"], spec, v, a.flexible(v)), (a.name, kind, v)
+            checked += 1
+    assert checked >= 686  # 88 APIs, every version, both kinds
+
+
+def test_explain_annotates_a_frame_byte_by_byte(tmp_path, capsys):
+    """`kfmt explain --api NAME --version V --bytes FRAME`: every byte of a real frame with its field (header, body,
+    and what Kafka's parser leaves unread); a frame that does not read is exit 1, an unknown API exit 2."""
+    from kfmt.tools.cli import main
+
+    body = {"ThrottleTimeMs": 0, "Brokers": [{"NodeId": 1, "Host": "h", "Port": 9092, "Rack": None}],
+            "ClusterId": "c", "ControllerId": 1, "Topics": []}  # fmt: skip
+    frame = P.write_response(3, 12, body, correlation_id=7) + b"\x00"
+    path = tmp_path / "frame"
+    path.write_bytes(len(frame).to_bytes(4, "big") + frame)
+    assert main(["explain", "--api", "Metadata", "--version", "12", "--response", "--bytes", str(path)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    covered = b"".join(bytes.fromhex(r[10:57].replace(" ", "")) for r in rows)
+    assert covered == frame and not any(r[59:].startswith("?") for r in rows)
+    assert rows[0].endswith("header.correlation_id                    7") and "body.brokers.port" in rows[7]
+    assert rows[-1].endswith("(after the body: 1 byte(s) Kafka's parser leaves unread)")
+    path.write_bytes(frame[:20])
+    assert main(["explain", "--api", "Metadata", "--version", "12", "--response", "--bytes", str(path)]) == 1
+    assert main(["explain", "--api", "NoSuchApi"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "'NoSuchApi': Kafka has no such API" in err
+
+
+def test_diff_writes_one_message_at_each_version_bytes_by_field(tmp_path, capsys):
+    """`kfmt diff Metadata@8 Metadata@12 --message BODY.json`: the body written at each version, its bytes by field
+    adding up to the message's size, which is the size kafka-python's classes write for the same body; a field a
+    version lacks, holding a value, is said (that version cannot carry it) and the exit is 1."""
+    import json as _json
+
+    from kfmt.tools.cli import main
+    from kfmt.tools.diff_protocol import fit, measure
+
+    body = {"Topics": [{"TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Name": "orders"}], "AllowAutoTopicCreation": False,
+            "IncludeClusterAuthorizedOperations": True, "IncludeTopicAuthorizedOperations": False}  # fmt: skip
+    res = measure(P.api(3), "request", [8, 12], body)
+    cls = _kafka_python_classes()[(3, "request")]
+    for v in (8, 12):
+        assert sum(res[v]["fields"].values()) == res[v]["bytes"]
+        model = importlib.import_module("generated.protocol.metadata_request.model")
+        frame = P.write_request(3, v, fit(getattr(model, P.api(3).classes["request"][v]), body, v, "body", []))
+        theirs = cls.decode(frame, version=v, header=True)
+        assert len(theirs.encode(version=v, header=False)) == res[v]["bytes"], v
+    assert res[8]["cannot_carry"] == [] and res[12]["cannot_carry"] == ["body.IncludeClusterAuthorizedOperations"]
+    assert res[8]["fields"]["message.topics.topic_id"] == 0 and res[12]["fields"]["message.topics.topic_id"] == 16
+    path = tmp_path / "body.json"
+    path.write_text(_json.dumps(body))
+    assert main(["diff", "Metadata@8", "Metadata@12", "--message", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "v12 cannot carry body.IncludeClusterAuthorizedOperations" in out and err.count("\n") == 1
+    assert re.search(rf"^\(total\) +{res[8]['bytes']} +{res[12]['bytes']}$", out, re.M), out
+    assert main(["diff", "Metadata@8", "Metadata@99", "--message", str(path)]) == 2
+
+
+def test_docs_explain_and_diff_block(tmp_path):
+    """docs/protocol.md's explain and diff commands, run as written (its files made here): each line's exit and
+    what it prints."""
+    import subprocess
+    import sys
+
+    from test_readme import _block, _commands
+
+    frame = P.write_response(3, 12, {"ThrottleTimeMs": 0, "Brokers": [], "ClusterId": "c", "ControllerId": 1,
+                                     "Topics": []}, correlation_id=3)  # fmt: skip
+    (tmp_path / "metadata-response.bin").write_bytes(len(frame).to_bytes(4, "big") + frame)
+    (tmp_path / "body.json").write_text(json.dumps({"Topics": [{"Name": "orders"}], "AllowAutoTopicCreation": False,
+                                                    "IncludeTopicAuthorizedOperations": False}))  # fmt: skip
+    cmds = _commands(_block("bash", "kfmt explain --api Metadata"))
+    assert len(cmds) == 3
+    kfmt_exe = str(Path(sys.executable).parent / "kfmt")
+    outs = [subprocess.run([kfmt_exe, *c.split()[1:]], cwd=tmp_path, capture_output=True, text=True) for c in cmds]
+    assert [o.returncode for o in outs] == [0, 0, 0], [o.stderr for o in outs]
+    assert outs[0].stdout.startswith("Metadata request v12 (key 3; flexible; request header v2)")
+    assert "body.controller_id" in outs[1].stdout and outs[2].stdout.splitlines()[-1].startswith("(total)")

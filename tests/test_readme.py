@@ -68,6 +68,7 @@ CLAIMS = [
     ("bash", "kfmt dump --summary /data/kafka-logs", "test_dump_summary_block"),
     ("text", "batches per magic:", "test_dump_summary_block"),
     ("bash", "make docs", "test_docs_build_offline_with_no_warning"),
+    ("bash", "kfmt explain --api Metadata", "tests/test_protocol.py::test_docs_explain_and_diff_block"),
 ]
 
 

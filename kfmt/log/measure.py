@@ -194,12 +194,13 @@ def _label(path: str, name: str) -> str:
     return ".".join(dedup)
 
 
-def byte_values(mod, data: bytes) -> list[tuple[str | None, str]]:
+def byte_values(mod, data: bytes, **params) -> list[tuple[str | None, str]]:
     """``(field, value)`` for each byte of one entry (``data``), innermost field winning as in :func:`byte_labels`:
     the value the Construct backend decoded for that field, said short (an integer; a length or count for the prefix
-    of a blob or array; the payload's bytes as Python writes them, cut at 32)."""
+    of a blob or array; the payload's bytes as Python writes them, cut at 32). ``params``: the schema's parameters
+    (a protocol message's ``api_version``)."""
     out: list[tuple[str | None, str]] = [(None, "")] * len(data)
-    for a, b, label, obj in _claims(mod, data, with_values=True):
+    for a, b, label, obj in _claims(mod, data, with_values=True, **params):
         own = [i for i in range(a, b) if out[i][0] is None]
         said = _said(label, obj)
         if isinstance(obj, dict) and not said:  # a region: its length prefix, or the CRC over it
@@ -233,14 +234,14 @@ def _said(label: str, obj) -> str:
     return ""
 
 
-def _claims(mod, data: bytes, with_values: bool = False):
+def _claims(mod, data: bytes, with_values: bool = False, **params):
     """``(start, end, label)`` of each field of one entry (``data``) as the Construct backend parses it, in the
     order they complete: children before their parents, so the first claim on a byte is its innermost field
     (a string's or blob's payload bytes are claimed as ``[payload]`` first)."""
     con = importlib.import_module(f"{mod.__name__}.construct")
     events: list = []
     with _tracing(events):
-        con.CONSTRUCT.parse_stream(io.BytesIO(data), verify_crc=False, opts=DEFAULT_OPTIONS)
+        con.CONSTRUCT.parse_stream(io.BytesIO(data), verify_crc=False, opts=DEFAULT_OPTIONS, **params)
     for path, name, sub, st, start, end, obj in events:
         a = _absolute(st, start)
         if a is None:
@@ -265,13 +266,13 @@ def byte_labels(mod, data: bytes) -> list[str | None]:
     return labels
 
 
-def label_counts(mod, data: bytes) -> Counter:
+def label_counts(mod, data: bytes, **params) -> Counter:
     """Bytes of one entry by field label, as :func:`byte_labels` gives them (unlabelled ones as
     ``(unattributed)``), counted over the claimed intervals rather than byte by byte."""
     counts: Counter = Counter()
     starts: list[int] = []  # the bytes claimed so far, as disjoint intervals in order
     ends: list[int] = []
-    for a, b, label in _claims(mod, data):
+    for a, b, label in _claims(mod, data, **params):
         if a >= b:
             continue
         i, j = bisect.bisect_right(ends, a), bisect.bisect_left(starts, b)  # the intervals [a, b) overlaps

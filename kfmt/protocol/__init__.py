@@ -76,8 +76,12 @@ class Message:
             return out
         return self.frame if self.again()._written() == out else out
 
+    def encode_header(self) -> bytes:
+        """The header's bytes as written (in Kafka's own form)."""
+        return _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
+
     def _written(self) -> bytes:
-        head = _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
+        head = self.encode_header()
         if self.body is None:
             return head + self.trailing
         schema = _api(self.api_key).request if self.kind == "request" else _api(self.api_key).response

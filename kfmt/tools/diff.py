@@ -163,8 +163,12 @@ def plot(rows, formats, stem: str) -> list[str]:
 
 
 def run(args) -> int:
-    if any("@" in f for f in args.formats):  # versions of one of Kafka's own messages
-        from kfmt.tools import diff_messages
+    if any("@" in f for f in args.formats):  # versions of a protocol API's message, or of one of Kafka's own
+        from kfmt.tools import diff_messages, diff_protocol
+
+        rc = diff_protocol.run(args)
+        if rc >= 0:
+            return rc
 
         return diff_messages.run(args)
     try:
@@ -284,7 +288,10 @@ def add_parser(sub) -> None:
         description="Compare wire formats (ids from `kfmt formats`). Without --structure/--workload/--corpus, "
         "shows structure and the workload table. Sizes come from encoding with the generated codecs. "
         "SCHEMA@VERSION arguments (e.g. group_coordinator_value@3 group_coordinator_value@4) compare versions of "
-        "Kafka's own messages instead: with --corpus, every record of their topic re-encoded at each version.",
+        "Kafka's own messages instead: with --corpus, every record of their topic re-encoded at each version. "
+        "API@VERSION arguments (e.g. Metadata@8 Metadata@12) write one protocol request (--response: response) "
+        "given as Kafka's JSON of its body (--message FILE) at each version: bytes by field, and what a version "
+        "cannot carry.",
     )
     d.add_argument("formats", nargs="+", metavar="FORMAT")
     d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")
@@ -306,6 +313,8 @@ def add_parser(sub) -> None:
         "--timestamp-step", type=non_negative_int, default=0, help="ms between records of a batch (default 0)"
     )
     d.add_argument("--codec", choices=CODECS, default="none", help="codec for the workload (default none)")
+    d.add_argument("--message", metavar="FILE", help="with API@VERSION: the body to write, as Kafka's JSON")
+    d.add_argument("--response", action="store_true", help="with API@VERSION: the message is a response")
     d.add_argument("--markdown", action="store_true", help="Markdown tables")
     d.add_argument(
         "--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}'

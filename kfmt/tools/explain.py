@@ -3,6 +3,8 @@
 * ``kfmt explain FORMAT`` draws a packet diagram per level (fields with offsets and sizes) to SVG/PNG;
 * ``kfmt explain --bytes FILE`` annotates each byte of a real batch with the field it belongs to,
   hexdump style, by tracing the Construct parser;
+* ``kfmt explain --api NAME --version V`` draws a protocol request or response at a version, and with
+  ``--bytes FRAME`` annotates a real frame (kfmt.tools.explain_protocol);
 * :func:`attribute` sums the bytes of an encoding by schema field (used by ``kfmt diff --corpus``).
 """
 
@@ -127,6 +129,11 @@ def _stem(out: str | None, format_id: str) -> str:
 def run(args) -> int:
     from pathlib import Path
 
+    if args.api:
+        return _run_protocol(args)
+    if args.target is None:
+        print("kfmt explain: name a format (kfmt formats lists them), or a protocol API with --api", file=sys.stderr)
+        return 2
     if args.bytes:
         try:
             mod = get_format(args.format) if args.format else None
@@ -152,17 +159,50 @@ def run(args) -> int:
     return 0
 
 
+def _run_protocol(args) -> int:
+    """``--api NAME --version V [--response]``: the message's fields at that version; with ``--bytes FILE`` a frame's
+    bytes annotated (FILE holds one frame, with or without its 4-byte size)."""
+    from kfmt.tools import explain_protocol as ep
+
+    kind = "response" if args.response else "request"
+    try:
+        a = ep.find_api(args.api)
+        version = a.versions.stop - 1 if args.version is None else args.version
+        if not args.bytes:
+            print("\n".join(ep.layout(a, kind, version)))
+            return 0
+        if args.target is None:
+            raise kfmt.InvalidValueError("--bytes needs a file holding one frame")
+        frame = existing_file(args.target).read_bytes()
+    except (kfmt.CodecError, argparse.ArgumentTypeError, OSError) as e:
+        print(f"kfmt explain: {e}", file=sys.stderr)
+        return 2
+    if len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4:
+        frame = frame[4:]  # the frame's size, as on the wire
+    try:
+        ep.annotate(a, kind, version, frame)
+    except (kfmt.CodecError, c.ConstructError) as e:
+        print(f"kfmt explain: {args.target}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def add_parser(sub) -> None:
     e = sub.add_parser(
         "explain",
         help="draw a format's byte layout, or annotate the bytes of a real batch",
         description="kfmt explain FORMAT: packet diagrams (SVG and PNG) of each level. "
-        "kfmt explain --bytes FILE: every byte of the batches in FILE, hexdump style, with its field.",
+        "kfmt explain --bytes FILE: every byte of the batches in FILE, hexdump style, with its field. "
+        "kfmt explain --api NAME [--version V] [--response]: a request or response of Kafka's protocol, its fields "
+        "at that version in wire order; with --bytes FRAME, a frame's bytes field by field.",
     )
-    e.add_argument("target", help="a format id, or with --bytes a log file")
+    e.add_argument("target", nargs="?", help="a format id, or with --bytes a log file (with --api: a frame)")
     e.add_argument("--bytes", action="store_true", help="annotate the bytes of TARGET (a log file)")
     e.add_argument("--format", help="with --bytes: the format to read (default: by magic, Kafka formats)")
     e.add_argument("--limit", type=positive_int, default=1, help="with --bytes: entries to show (default 1)")
+    e.add_argument("--api", help="a protocol API by Kafka's name (Produce, Metadata...) or key")
+    e.add_argument("--version", type=int, help="with --api: the API version (default: the newest)")
+    e.add_argument("--response", action="store_true", help="with --api: the response (default: the request)")
     e.add_argument(
         "--out",
         help="where the diagrams go: a stem (DIR/NAME gives DIR/NAME.svg and .png) or a folder "
