@@ -85,7 +85,9 @@ def test_plain_install_does_not_pull_in_the_generator_dependencies(wheel):
 def test_generate_from_an_installed_wheel(installed, tmp_path):
     schemas = tmp_path / "myschemas"
     # the record formats (Kafka's payloads and protocol, folders of their own, change nothing here)
-    shutil.copytree(SCHEMAS, schemas, ignore=shutil.ignore_patterns("README.md", "messages", "protocol"))
+    shutil.copytree(
+        SCHEMAS, schemas, ignore=shutil.ignore_patterns("README.md", "messages", "protocol", "protocol_proposals")
+    )
     # a new proposal: v2 under another id, made only of a schema file
     (schemas / "my_v2_copy.yaml").write_text(
         "doc: A copy of the v2 batch under another id.\nextends: kafka_v2\nauto_detect: false\n"

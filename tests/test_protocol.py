@@ -549,7 +549,7 @@ def test_diff_writes_one_message_at_each_version_bytes_by_field(tmp_path, capsys
 
     body = {"Topics": [{"TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Name": "orders"}], "AllowAutoTopicCreation": False,
             "IncludeClusterAuthorizedOperations": True, "IncludeTopicAuthorizedOperations": False}  # fmt: skip
-    res = measure(P.api(3), "request", [8, 12], body)
+    res = {v: r for v, r in zip((8, 12), measure([(P.api(3), 8), (P.api(3), 12)], "request", body).values())}
     cls = _kafka_python_classes()[(3, "request")]
     for v in (8, 12):
         assert sum(res[v]["fields"].values()) == res[v]["bytes"]
@@ -563,7 +563,7 @@ def test_diff_writes_one_message_at_each_version_bytes_by_field(tmp_path, capsys
     path.write_text(_json.dumps(body))
     assert main(["diff", "Metadata@8", "Metadata@12", "--message", str(path)]) == 1
     out, err = capsys.readouterr()
-    assert "v12 cannot carry body.IncludeClusterAuthorizedOperations" in out and err.count("\n") == 1
+    assert "Metadata v12 cannot carry body.IncludeClusterAuthorizedOperations" in out and err.count("\n") == 1
     assert re.search(rf"^\(total\) +{res[8]['bytes']} +{res[12]['bytes']}$", out, re.M), out
     assert main(["diff", "Metadata@8", "Metadata@99", "--message", str(path)]) == 2
 
@@ -588,3 +588,38 @@ def test_docs_explain_and_diff_block(tmp_path):
     assert [o.returncode for o in outs] == [0, 0, 0], [o.stderr for o in outs]
     assert outs[0].stdout.startswith("Metadata request v12 (key 3; flexible; request header v2)")
     assert "body.controller_id" in outs[1].stdout and outs[2].stdout.splitlines()[-1].startswith("(total)")
+
+
+def test_a_protocol_proposal_is_one_schema_file_drawn_and_measured(tmp_path, capsys):
+    """schemas/protocol_proposals/metadata_request_by_topic_id.yaml (an example, not a KIP) extends Kafka's Metadata
+    request with a v14: it is drawn by kfmt explain and measured by kfmt diff beside Kafka's versions, its v0-13 are
+    Kafka's own, and it never reads Kafka's frames (key 3 is still Kafka's Metadata, v14 refused)."""
+    import json as _json
+
+    from kfmt.protocol.apis import proposals
+    from kfmt.tools.cli import main
+    from kfmt.tools.diff_protocol import measure
+    from kfmt.tools.explain_protocol import find_api, layout
+
+    (p,) = [a for a in proposals() if a.name == "MetadataByTopicId"]
+    assert p.proposal and p.versions == range(0, 15) and P.api(3).name == "Metadata" and p not in P.apis()
+    assert find_api("MetadataByTopicId") is p and find_api("3") is P.api(3)
+    assert layout(p, "request", 13)[1:] == layout(P.api(3), "request", 13)[1:]  # Kafka's v13, inherited
+    drawn = [ln.split()[0] for ln in layout(p, "request", 14)[1:]]
+    assert drawn[:2] == ["Topics", "TopicId"] and "Name" not in drawn
+    frame = P.write_request(
+        3, 13, {"Topics": [], "AllowAutoTopicCreation": True, "IncludeTopicAuthorizedOperations": False}
+    )
+    with pytest.raises(CodecError, match="not a version of the Metadata request"):
+        P.read_request(frame[:2] + b"\x00\x0e" + frame[4:])
+    body = {"Topics": [{"TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Name": "orders"}], "AllowAutoTopicCreation": False,
+            "IncludeTopicAuthorizedOperations": False}  # fmt: skip
+    res = measure([(P.api(3), 13), (p, 14)], "request", body)
+    v13, v14 = res["Metadata v13"], res["MetadataByTopicId v14"]
+    assert v13["bytes"] - v14["bytes"] == 1 + len("orders") and v14["cannot_carry"] == ["body.Topics[0].Name"]
+    path = tmp_path / "body.json"
+    path.write_text(_json.dumps(body))
+    assert main(["diff", "Metadata@13", "MetadataByTopicId@14", "--message", str(path)]) == 1
+    assert "MetadataByTopicId v14 cannot carry body.Topics[0].Name" in capsys.readouterr().out
+    assert main(["explain", "--api", "MetadataByTopicId", "--version", "14"]) == 0
+    assert "[a proposal, not Kafka's: " in capsys.readouterr().out

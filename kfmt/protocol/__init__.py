@@ -29,7 +29,7 @@ from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
-__all__ = ["Api", "Message", "apis", "read_request", "read_response", "write_request", "write_response"]
+__all__ = ["Api", "Message", "apis", "read_request", "read_response", "write_body", "write_request", "write_response"]
 
 #: the generated package holding the protocol's schemas
 PACKAGE = "generated.protocol"
@@ -37,10 +37,10 @@ PACKAGE = "generated.protocol"
 UNSUPPORTED_VERSION = 35
 
 
-def _codec(schema: str, backend: str | None):
+def _codec(schema: str, backend: str | None, package: str = PACKAGE):
     from kfmt.payloads import _codec as payload_codec
 
-    return payload_codec(schema, backend, PACKAGE)
+    return payload_codec(schema, backend, package)
 
 
 @dataclass
@@ -250,17 +250,26 @@ def _writable(api_key: int, api_version: int, kind: str) -> Api:
 
 def _body_bytes(a: Api, kind: str, version: int, body: dict, backend: str | None) -> bytes:
     schema = a.request if kind == "request" else a.response
-    return _written(schema, body, version, "api_version", backend, a.classes[kind][version])
+    return _written(schema, body, version, "api_version", backend, a.classes[kind][version], a.package)
 
 
-def _written(schema: str, data: dict, version: int, param: str, backend: str | None, cls_name: str | None = None):
+def write_body(a: Api, kind: str, version: int, body: dict, *, backend: str | None = None) -> bytes:
+    """The body of a request or response of ``a`` (an API, or a proposal: kfmt.protocol.apis.proposals) at
+    ``version``, without a header, from ``body`` as ``to_json()["body"]`` gives it (refusals as write_request's)."""
+    if version not in a.versions or not (a.request if kind == "request" else a.response):
+        raise _version_error(a, version, kind)
+    return _body_bytes(a, kind, version, body, backend)
+
+
+def _written(schema: str, data: dict, version: int, param: str, backend: str | None, cls_name: str | None = None,
+             package: str = PACKAGE):  # fmt: skip
     """``data`` (Kafka's JSON of a message) encoded at ``version``."""
     import importlib
 
     from kfmt.protocol.values import from_json
 
-    codec = _codec(schema, backend)
-    model = importlib.import_module(f"{PACKAGE}.{schema}.model")  # the value classes every backend shares
+    codec = _codec(schema, backend, package)
+    model = importlib.import_module(f"{package}.{schema}.model")  # the value classes every backend shares
     if cls_name is None:
         cls_name = _header_class(schema, version)
     value = from_json(getattr(model, cls_name), data, version, "body" if param == "api_version" else "header")

@@ -29,6 +29,8 @@ class Api:
     sources: dict
     listeners: tuple[str, ...]
     classes: dict  # kind -> {version: value class name}
+    package: str = "generated.protocol"  # the generated package of its schemas
+    proposal: str | None = None  # a message Kafka does not have: what proposes it (its other kind may be "")
 
     def flexible(self, version: int) -> bool:
         return self.flexible_from is not None and version >= self.flexible_from
@@ -66,18 +68,36 @@ def _table() -> dict[int, Api]:
     for schema, a in APIS.items():
         if a["kind"] in ("request", "response"):
             by_key.setdefault(a["key"], {})[a["kind"]] = (schema, a)
-    out = {}
-    for key, kinds in sorted(by_key.items()):
-        (req, a), (resp, b) = kinds["request"], kinds["response"]
-        flexible = a["flexible"]
-        out[key] = Api(
-            key=key, name=a["name"], versions=_versions(a["versions"]),
-            flexible_from=None if flexible == "none" else int(flexible.rstrip("+")),
-            unstable=tuple(sorted(set(a.get("unstable", [])) | set(b.get("unstable", [])))),
-            request=req, response=resp, sources=dict(a.get("sources", {})),
-            listeners=tuple(a.get("listeners", ())), classes={"request": a["classes"], "response": b["classes"]},
-        )  # fmt: skip
-    return out
+    return {key: _api(kinds, "generated.protocol") for key, kinds in sorted(by_key.items())}
+
+
+def _api(kinds: dict, package: str) -> Api:
+    """One API from its request's and response's registry entries (a proposal may have only one of them)."""
+    (req, a), (resp, b) = kinds.get("request", ("", None)), kinds.get("response", ("", None))
+    first = a or b
+    flexible = first["flexible"]
+    return Api(
+        key=first["key"], name=first["name"], versions=_versions(first["versions"]),
+        flexible_from=None if flexible == "none" else int(flexible.rstrip("+")),
+        unstable=tuple(sorted(set((a or {}).get("unstable", [])) | set((b or {}).get("unstable", [])))),
+        request=req, response=resp, sources=dict(first.get("sources", {})), listeners=tuple(first.get("listeners", ())),
+        classes={"request": (a or {}).get("classes", {}), "response": (b or {}).get("classes", {})},
+        package=package, proposal=first.get("proposal"),
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def proposals() -> list[Api]:
+    """The protocol proposals (``schemas/protocol_proposals``: messages Kafka does not have, e.g. a KIP's new version),
+    by name: they are drawn and measured (kfmt explain, kfmt diff), never used to read Kafka's frames."""
+    try:
+        from generated.protocol_proposals import APIS
+    except ImportError:
+        return []
+    by_name: dict[str, dict] = {}
+    for schema, a in APIS.items():
+        by_name.setdefault(a["name"], {})[a["kind"]] = (schema, a)
+    return [_api(kinds, "generated.protocol_proposals") for _, kinds in sorted(by_name.items())]
 
 
 def apis() -> list[Api]:

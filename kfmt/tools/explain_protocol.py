@@ -10,20 +10,25 @@ import sys
 
 import kfmt
 from kfmt.protocol import PACKAGE
-from kfmt.protocol.apis import Api, apis
+from kfmt.protocol.apis import Api, apis, proposals
 
 
 def find_api(name: str) -> Api:
-    """An API by Kafka's name (``Produce``, any case) or key."""
-    for a in apis():
-        if name.isdigit() and a.key == int(name) or a.name.lower() == name.lower():
+    """An API by Kafka's name (``Produce``, any case) or key, or a proposal by its name (``schemas/protocol_proposals``)."""
+    for a in apis() + proposals():
+        if name.isdigit() and a.key == int(name) and a.proposal is None or a.name.lower() == name.lower():
             return a
     names = ", ".join(a.name for a in apis()[:6])
     raise kfmt.InvalidValueError(f"{name!r}: Kafka has no such API (a key 0-{apis()[-1].key}, or a name: {names}, ...)")
 
 
 def _schema(a: Api, kind: str) -> str:
-    return a.request if kind == "request" else a.response
+    schema = a.request if kind == "request" else a.response
+    if not schema:
+        raise kfmt.InvalidValueError(
+            f"{a.name} is a proposal of a {'response' if kind == 'request' else 'request'} only"
+        )
+    return schema
 
 
 def _struct_of(class_name: str) -> str:
@@ -36,12 +41,14 @@ def layout(a: Api, kind: str, version: int) -> list[str]:
         lo, hi = a.versions.start, a.versions.stop - 1
         raise kfmt.InvalidValueError(f"{a.name} v{version}: not a version of the {a.name} {kind} (v{lo}-v{hi})")
     schema = _schema(a, kind)
-    pkg = importlib.import_module(f"{PACKAGE}.{schema}")
-    model = importlib.import_module(f"{PACKAGE}.{schema}.model")
+    pkg = importlib.import_module(f"{a.package}.{schema}")
+    model = importlib.import_module(f"{a.package}.{schema}.model")
     cls = a.classes[kind][version]
     header = a.request_header_version(version) if kind == "request" else a.response_header_version(version)
     flexible = "flexible" if a.flexible(version) else "not flexible"
     lines = [f"{a.name} {kind} v{version} (key {a.key}; {flexible}; {kind} header v{header}): {cls}"]
+    if a.proposal:
+        lines[0] += f" [a proposal, not Kafka's: {a.proposal}]"
     _fields(pkg.FIELDS, model, cls, version, 1, lines)
     return lines
 
@@ -78,6 +85,8 @@ def annotate(a: Api, kind: str, version: int, frame: bytes, out=None) -> None:
     from kfmt.log.measure import byte_values
 
     out = out or sys.stdout
+    if a.proposal:
+        raise kfmt.InvalidValueError(f"{a.name} is a proposal: Kafka sends no such frame (draw it without --bytes)")
     hv = a.request_header_version(version) if kind == "request" else a.response_header_version(version)
     head_mod = importlib.import_module(f"{PACKAGE}.{kind}_header")
     body_mod = importlib.import_module(f"{PACKAGE}.{_schema(a, kind)}")
