@@ -71,14 +71,15 @@ def _params(loc: _Located | None, ctx: _Ctx) -> tuple[tuple[str, str], ...]:
 
 
 _API_KEYS = {"key": int, "kind": str, "name": str, "versions": str, "flexible": str, "unstable": list,
-             "sources": dict, "listeners": list}  # fmt: skip
+             "sources": dict, "listeners": list, "proposal": str}  # fmt: skip
 
 
 def _api(loc: _Located | None, ctx: _Ctx) -> dict | None:
     """``api:``: the schema is part of Kafka's protocol: a ``kind`` of body (request or response, with the API's
     ``key``, an int16) or a ``header``; Kafka's ``name`` (``Produce``, ``RequestHeader``), the ``versions`` it
     reads (``N-M``), the ``flexible`` ones (``N+``, or ``none``), those Kafka marks ``unstable``, which ``sources``
-    give which versions, and the ``listeners`` that take it."""
+    give which versions, the ``listeners`` that take it, and for a message Kafka does not have (a ``proposal``,
+    e.g. a KIP's new version) what proposes it."""
     if loc is None:
         return None
     m = _mapping(loc, ctx, _API_KEYS, required=("kind", "name", "versions"))
@@ -95,6 +96,8 @@ def _api(loc: _Located | None, ctx: _Ctx) -> dict | None:
     if any(type(v) is not int for v in out.get("unstable", [])):
         raise ctx.sub("unstable", m["unstable"]).error("unstable is a list of versions")
     out["sources"] = {str(k): str(v) for k, v in out.get("sources", {}).items()}
+    if "proposal" in out and (out["kind"] == "header" or not str(out["proposal"]).strip()):
+        raise ctx.sub("proposal", m["proposal"]).error("a proposal is a request or response, and says what proposes it")
     return out
 
 
@@ -175,13 +178,14 @@ def _imports(m: dict, ctx0: _Ctx, schema_dir: Path, sdir: str, parts: _Parts) ->
 def _extends(m: dict, ctx0: _Ctx, sid: str, schema_dir: Path, chain: tuple[str, ...], parts: _Parts) -> None:
     """The schema this one extends: everything inherited, then overridden struct by struct or field by field."""
     ectx = ctx0.sub("extends", m["extends"])
-    ename = _ident(m["extends"].value, ectx, "extends")
-    epath = schema_dir / f"{ename}.yaml"
-    if ename == sid or ename in chain:
-        raise ectx.error(f"extends cycle: {' -> '.join((*chain, sid, ename))}")
+    folder, ename = _extended(m["extends"].value, ectx)
+    edir = schema_dir.parent / folder if folder else schema_dir
+    epath = edir / f"{ename}.yaml"
+    if (folder, ename) == ("", sid) or m["extends"].value in chain:
+        raise ectx.error(f"extends cycle: {' -> '.join((*chain, sid, m['extends'].value))}")
     if not epath.is_file():
-        raise ectx.error(f"extended schema {ename!r} not found")
-    parent = load(epath, schema_dir, (*chain, sid))
+        raise ectx.error(f"extended schema {m['extends'].value!r} not found")
+    parent = load(epath, edir, (*chain, sid))
     parts.types.update(parent._types)  # type: ignore[attr-defined]
     parts.enums.update(parent.enums)
     parts.raw.update(parent._raw_structs)  # type: ignore[attr-defined]
@@ -189,6 +193,15 @@ def _extends(m: dict, ctx0: _Ctx, sid: str, schema_dir: Path, chain: tuple[str, 
     parts.sources.extend(parent.sources)
     parts.inherited = {"doc": parent.doc, "doc_ref": parent.doc_ref, "magic": parent.magic,
                        "auto_detect": parent.auto_detect, "root": parent.root, "trailing": parent.trailing}  # fmt: skip
+
+
+def _extended(value, ctx: _Ctx) -> tuple[str, str]:
+    """``extends: NAME`` (a schema of this folder) or ``../FOLDER/NAME`` (of a sibling folder: a protocol proposal in
+    ``schemas/protocol_proposals`` extends Kafka's message in ``schemas/protocol``): (folder, name)."""
+    if isinstance(value, str) and value.startswith("../") and value.count("/") == 2:
+        _, folder, name = value.split("/")
+        return _ident(folder, ctx, "extended folder"), _ident(name, ctx, "extends")
+    return "", _ident(value, ctx, "extends")
 
 
 def _structs(m: dict, ctx0: _Ctx, parts: _Parts) -> dict[str, Struct]:

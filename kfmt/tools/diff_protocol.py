@@ -76,7 +76,7 @@ def _default_elsewhere(cls, kafka: str, value) -> bool:
     module = sys.modules[cls.__module__]
     for other in vars(module).values():
         if isinstance(other, type) and getattr(other, "_kafka_name", None) == cls._kafka_name:
-            for name, k, kind, _ in other._kafka_fields:
+            for name, k, kind, _ in getattr(other, "_kafka_fields", ()):
                 if k == kafka:
                     default = _value(getattr(other(), name), kind)
                     return value == default or (default is None and value in ([], ""))
