@@ -284,7 +284,7 @@ def _corpus_status(account: dict) -> int:
 def add_parser(sub) -> None:
     d = sub.add_parser(
         "diff",
-        help="compare formats: structure side by side, and bytes measured by encoding",
+        help="compare formats (or versions of a protocol message, API@V): structure, and bytes measured by encoding",
         description="Compare wire formats (ids from `kfmt formats`). Without --structure/--workload/--corpus, "
         "shows structure and the workload table. Sizes come from encoding with the generated codecs. "
         "SCHEMA@VERSION arguments (e.g. group_coordinator_value@3 group_coordinator_value@4) compare versions of "

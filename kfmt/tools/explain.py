@@ -190,7 +190,7 @@ def _run_protocol(args) -> int:
 def add_parser(sub) -> None:
     e = sub.add_parser(
         "explain",
-        help="draw a format's byte layout, or annotate the bytes of a real batch",
+        help="draw a format's byte layout (or a protocol message's, --api), or annotate the bytes of a real batch or frame",
         description="kfmt explain FORMAT: packet diagrams (SVG and PNG) of each level. "
         "kfmt explain --bytes FILE: every byte of the batches in FILE, hexdump style, with its field. "
         "kfmt explain --api NAME [--version V] [--response]: a request or response of Kafka's protocol, its fields "
