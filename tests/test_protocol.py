@@ -579,7 +579,9 @@ def test_docs_explain_and_diff_block(tmp_path):
     frame = P.write_response(3, 12, {"ThrottleTimeMs": 0, "Brokers": [], "ClusterId": "c", "ControllerId": 1,
                                      "Topics": []}, correlation_id=3)  # fmt: skip
     (tmp_path / "metadata-response.bin").write_bytes(len(frame).to_bytes(4, "big") + frame)
-    (tmp_path / "body.json").write_text(json.dumps({"Topics": [{"Name": "orders"}], "AllowAutoTopicCreation": False,
+    (tmp_path / "body.json").write_text(json.dumps({"Topics": [{"Name": "orders", "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}],
+                                                    "AllowAutoTopicCreation": False,
+                                                    "IncludeClusterAuthorizedOperations": False,
                                                     "IncludeTopicAuthorizedOperations": False}))  # fmt: skip
     cmds = _commands(_block("bash", "kfmt explain --api Metadata"))
     assert len(cmds) == 3

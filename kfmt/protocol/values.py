@@ -19,7 +19,8 @@ def from_json(cls, data, version: int, path: str):
 
 
 def check(cls, data, version: int, path: str) -> None:
-    """Refuse keys that name no field, and a value other than the default in a field ``version`` lacks."""
+    """Refuse keys that name no field, a field ``version`` has left out (Kafka's JSON reader requires every field
+    but the tagged ones), and a value other than the default in a field ``version`` lacks."""
     import sys
 
     if not isinstance(data, dict):
@@ -30,8 +31,13 @@ def check(cls, data, version: int, path: str) -> None:
             raise InvalidValueError(f"{cls._kafka_name} has no field {key!r} (its fields: {', '.join(fields)})",
                                     path=path)  # fmt: skip
     module = sys.modules[cls.__module__]
+    tagged = {name for name, _ in getattr(cls, "_kafka_tagged", ())}
     for key, (name, kind, versions) in fields.items():
+        present = versions is None or versions[0] <= version <= versions[1]
         if key not in data:
+            if present and kind != "tags" and name not in tagged and path.startswith("body"):  # Kafka's JSON reader
+                raise InvalidValueError(f"missing: {cls._kafka_name} has {key} at version {version}, and Kafka's JSON "
+                                        "reader requires it (only tagged fields may be left out)", path=f"{path}.{key}")  # fmt: skip
             continue
         where = f"{path}.{key}"
         if versions is not None and not versions[0] <= version <= versions[1]:
