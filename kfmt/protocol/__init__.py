@@ -189,11 +189,25 @@ def read_response(frame, api_key: int, api_version: int, *, backend: str | None 
 
 
 def _read(codec, data: bytes, pos: int, where: str, **param):
-    """One part of a frame decoded from ``pos``: (value, where it ends); an error located in the frame."""
+    """One part of a frame decoded from ``pos``: (value, where it ends); an error located in the frame, at its
+    field path in Kafka's names."""
     try:
         return codec.decode_from(data, pos, len(data), DEFAULT_OPTIONS, **param)
     except CodecError as e:
-        raise e.under(where) from None
+        raise _in_kafkas_names(e, codec, param).under(where) from None
+
+
+def _in_kafkas_names(e: CodecError, codec, param: dict) -> CodecError:
+    """``e`` located at the field path Kafka's names give (kfmt.protocol.paths)."""
+    from kfmt.protocol.paths import kafka_path
+
+    package, schema = codec.__name__.rsplit(".", 2)[:2]
+    try:
+        cls = _header_class(schema, param["header_version"], package) if "header_version" in param else (
+            _registry(package)[schema]["classes"][param["api_version"]])  # fmt: skip
+    except (KeyError, ImportError):
+        return e
+    return type(e)(e.reason, offset=e.offset, path=kafka_path(package, schema, cls, e.path))
 
 
 def _kept(m: Message, data: bytes, *response_of: int) -> Message:
@@ -276,10 +290,16 @@ def _written(schema: str, data: dict, version: int, param: str, backend: str | N
     try:
         return codec.encode(value, **{param: version})
     except CodecError as e:
-        raise e.under("body" if param == "api_version" else "header") from None
+        raise _in_kafkas_names(e, codec, {param: version}).under(
+            "body" if param == "api_version" else "header"
+        ) from None
 
 
-def _header_class(schema: str, version: int) -> str:
-    from generated.protocol import APIS
+def _registry(package: str) -> dict:
+    import importlib
 
-    return APIS[schema]["classes"][version]
+    return importlib.import_module(package).APIS
+
+
+def _header_class(schema: str, version: int, package: str = PACKAGE) -> str:
+    return _registry(package)[schema]["classes"][version]
