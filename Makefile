@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol clean
+.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol fuzz-protocol-native clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm $(VENV)/.capture
 
@@ -168,6 +168,11 @@ fuzz-jvm: setup
 # every API's reader on mutated frames of every API x version x kind (FRAMES=N, default 1,000,000)
 fuzz-protocol: setup
 	$(PY) fuzz/protocol.py --frames $(or $(FRAMES),1000000) $(FUZZ_ARGS)
+
+# the protocol's readers on mutated frames with the native decoders built with ASan and UBSan (APIS=keys or all,
+# default all; FRAMES=N, default 200,000), held to the python backend
+fuzz-protocol-native: setup
+	$(PY) fuzz/sanitized.py --inputs 200 --framing 20 --payloads 200 --protocol $(or $(FRAMES),200000) --apis $(or $(APIS),all)
 
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)

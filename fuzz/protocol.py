@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import random
 import resource
 import sys
@@ -22,7 +23,8 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+# after what PYTHONPATH names: fuzz/sanitized.py puts its sanitized copy of kfmt and generated/ first
+sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(ROOT), str(ROOT / "tests")]
 
 import test_protocol as T  # noqa: E402  (the suite's sample messages and frame helpers)
 
@@ -33,10 +35,10 @@ from fuzz.campaign import mutate  # noqa: E402
 FOUND = ROOT / "fuzz" / "found" / "protocol"  # frames that crashed, kept until a fix replays them in the suite
 
 
-def seeds() -> list[tuple[str, int, int, bytes]]:
-    """``(kind, api key, version, frame)``: every API x version x kind, every field its version has set."""
+def seeds(apis: set[int] | None = None) -> list[tuple[str, int, int, bytes]]:
+    """``(kind, api key, version, frame)``: every API (of ``apis``) x version x kind, every field its version has set."""
     return [(kind, key, v, T._write(key, kind, v, T._sample_body(key, kind, v)))
-            for key, v in T._cases() for kind in ("request", "response")]  # fmt: skip
+            for key, v in T._cases() if apis is None or key in apis for kind in ("request", "response")]  # fmt: skip
 
 
 def save(name: str, data: bytes, why: str) -> Path:
@@ -79,18 +81,20 @@ def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def campaign(n: int, seed: int, construct_share: float) -> tuple[int, int, float, float]:
+def campaign(n: int, seed: int, construct_share: float, apis: set[int] | None = None) -> tuple[int, int, float, float]:
     """``n`` mutated frames: (inputs, crashes, seconds, peak RSS growth in MB)."""
     from kfmt.codec.formats import available_backends
 
     rng = random.Random(f"{seed}/protocol")
-    pool = seeds()
+    pool = seeds(apis)
     base = ("python",) + (("native",) if "native" in available_backends() else ())
     start_kb, t0, crashes = _rss_kb(), time.time(), 0
     for i in range(n):
         kind, key, version, frame = rng.choice(pool)
         data = mutate(frame, rng) if rng.random() < 0.97 else rng.randbytes(rng.randrange(0, 40))
         backends = base + (("construct",) if rng.random() < construct_share else ())
+        if apis is not None and kind == "request" and int.from_bytes(data[:2], "big", signed=True) not in apis:
+            backends = ("python",)  # a mutated key names an API whose native decoder this build left out
         why = one(kind, key, version, data, backends)
         if why:
             crashes += 1
@@ -107,9 +111,19 @@ def main(argv=None) -> int:
     p.add_argument("--frames", type=int, default=1_000_000, help="mutated frames (default 1,000,000)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--construct-share", type=float, default=0.02, help="share of frames also read by construct")
+    p.add_argument("--apis", help="API keys to mutate (default: every API)")
+    p.add_argument("--sanitized", metavar="DIR", help="(fuzz/sanitized.py) the sanitized build the native backend "
+                   "must come from: the run stops if it does not")  # fmt: skip
     args = p.parse_args(argv)
-    n, crashes, secs, grown = campaign(args.frames, args.seed, args.construct_share)
-    print(f"\n## protocol fuzz: {n:,} frames of {len(P.apis())} APIs in {secs:.0f}s, {crashes} crashes, "
+    apis = {int(k) for k in args.apis.split(",")} if args.apis and args.apis != "all" else None
+    if args.sanitized:
+        import generated.protocol.request_header._native as m
+
+        if not m.__file__.startswith(args.sanitized):
+            print(f"the native protocol decoders are not the sanitized build: {m.__file__}", file=sys.stderr)
+            return 2
+    n, crashes, secs, grown = campaign(args.frames, args.seed, args.construct_share, apis)
+    print(f"\n## protocol fuzz: {n:,} frames of {len(apis) if apis else len(P.apis())} APIs in {secs:.0f}s, {crashes} crashes, "
           f"peak RSS growth {grown:.0f} MB")  # fmt: skip
     return 1 if crashes else 0
 

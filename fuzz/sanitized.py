@@ -30,15 +30,26 @@ def runtime(name: str) -> str:
     ).stdout.strip()
 
 
-def build(dest: Path, opt: int = 1) -> None:
+def build(dest: Path, opt: int = 1, apis: list[int] | None = None) -> None:
     """Copy kfmt/ and generated/ into ``dest`` and compile every format's _native.c there, sanitized, at -O``opt``:
-    the record formats and Kafka's payloads this campaign mutates (the protocol's 178 schemas, which it does not
-    reach, are left out: compiling them would be most of the build)."""
+    the record formats and Kafka's payloads this campaign mutates, and the protocol schemas of ``apis`` (their
+    requests, responses and the two headers; all 178 would be most of the build)."""
     from kfmt.runtime.native import compile_package
 
     for pkg in ("kfmt", "generated"):
-        skip = ("*.so", "__pycache__", "protocol") if pkg == "generated" else ("*.so", "__pycache__")
+        skip = (
+            ("*.so", "__pycache__", "protocol", "protocol_proposals") if pkg == "generated" else ("*.so", "__pycache__")
+        )
         shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns(*skip))
+    if apis:
+        from kfmt.protocol import api
+
+        keep = {"request_header", "response_header"} | {s for k in apis for s in (api(k).request, api(k).response)}
+        src = ROOT / "generated" / "protocol"
+        shutil.copytree(src, dest / "generated" / "protocol", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+        for c_file in (dest / "generated" / "protocol").glob("*/_native.c"):
+            if c_file.parent.name not in keep:
+                c_file.unlink()  # the python backend only (a mutated API key reaches any schema)
     flags = ("-shared", "-fPIC", "-std=c11", *FLAGS, f"-O{opt}")
     compile_package(dest / "generated", flags, columns=dest / "kfmt/runtime/native")
 
@@ -48,13 +59,30 @@ def main(argv=None) -> int:
     p.add_argument("--inputs", type=int, default=20_000, help="mutated inputs per format and backend")
     p.add_argument("--framing", type=int, default=1_000, help="damaged mixed logs read through scan()")
     p.add_argument("--payloads", type=int, default=5_000, help="mutated keys and values of Kafka's own topics")
+    p.add_argument(
+        "--protocol",
+        type=int,
+        default=0,
+        help="mutated protocol frames (fuzz/protocol.py) read by the "
+        "sanitized protocol decoders of --apis, then held to the python backend (default 0: none)",
+    )
+    p.add_argument(
+        "--apis",
+        default="0,1,3,18",
+        help="API keys whose protocol decoders are built sanitized for "
+        "--protocol (all: every API; a mutated key naming another API is read by the python backend)",
+    )
     p.add_argument("--opt", type=int, choices=(0, 1), default=1,
                    help="optimisation of the sanitized build: 1 (default) runs a long campaign faster; 0 builds in "
                         "a fifth of the time (every access still checked), for short slices")  # fmt: skip
     args, rest = p.parse_known_args(argv)
     with tempfile.TemporaryDirectory(prefix="kfmt-asan-") as d:
         dest = Path(d)
-        build(dest, args.opt)
+        from kfmt.protocol import apis as every_api
+
+        keys = [a.key for a in every_api()] if args.apis == "all" else [int(k) for k in args.apis.split(",")]
+        apis = keys if args.protocol else []
+        build(dest, args.opt, apis)
         env = dict(
             os.environ,
             PYTHONPATH=str(dest),
@@ -83,6 +111,9 @@ def main(argv=None) -> int:
         for f in found.glob("*") if found.is_dir() else []:
             shutil.copy2(f, ROOT / "tests/vectors/regressions" / f.name)
             print(f"saved {ROOT / 'tests/vectors/regressions' / f.name}")
+        if args.protocol and r.returncode == 0:  # the protocol's readers, from the source tree, on the sanitized build
+            r = subprocess.run([sys.executable, str(ROOT / "fuzz/protocol.py"), "--frames", str(args.protocol),
+                                "--apis", args.apis, "--sanitized", str(dest)], env=env, cwd=ROOT)  # fmt: skip
         symbols = subprocess.run(["nm", "-D", str(next((dest / "generated").glob("kafka_v2/_native*.so")))],
                                  capture_output=True, text=True).stdout  # fmt: skip
         asan = "__asan_report_load" in symbols and "__ubsan_handle" in symbols

@@ -33,7 +33,8 @@ def test_short_fuzz_campaign_finds_no_crash():
 def test_short_sanitized_native_campaign():
     """A slice of `make fuzz-native`: the C extensions built with AddressSanitizer and UBSan, mutated entries of
     every format decoded with them and compared with the python backend, damaged logs through scan, mutated
-    payloads of Kafka's own topics through the message schemas' C decoders. Built at -O0 (a fifth of -O1's
+    payloads of Kafka's own topics through the message schemas' C decoders, mutated Produce and Fetch frames
+    through the protocol's. Built at -O0 (a fifth of -O1's
     build time, every access still instrumented); the full campaign builds at -O1."""
     import pytest
 
@@ -42,7 +43,7 @@ def test_short_sanitized_native_campaign():
     if "native" not in available_backends():
         pytest.skip("the native backend is not built here")
     r = subprocess.run([sys.executable, "fuzz/sanitized.py", "--inputs", "600", "--framing", "200", "--payloads",
-                        "600", "--opt", "0"], cwd=ROOT,
+                        "600", "--opt", "0", "--protocol", "5000", "--apis", "0,1"], cwd=ROOT,
                        capture_output=True, text=True, timeout=900)  # fmt: skip
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     assert ", 0 crashes, peak RSS" in r.stdout
@@ -50,6 +51,8 @@ def test_short_sanitized_native_campaign():
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| ") and "| native | 600 | 0 |" in ln]
     assert len(rows) == len(kfmt.format_ids()), r.stdout
     assert "| kafka payloads (messages schemas) | python, construct, native | 600 | 0 |" in r.stdout
+    assert "## protocol fuzz: 5,000 frames of 2 APIs in " in r.stdout  # Produce and Fetch, sanitized
+    assert r.stdout.count(", 0 crashes, peak RSS") == 2
 
 
 def test_short_protocol_fuzz_campaign():
