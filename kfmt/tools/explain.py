@@ -33,17 +33,7 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         if fmt is None:
             raise kfmt.InvalidValueError(f"invalid magic {magic}", offset=pos + 16, path="log.entry.magic")
         entry = data[pos:end]
-        cells = byte_values(fmt, entry)
-        i = 0
-        while i < len(entry):
-            j = i
-            while j < len(entry) and cells[j] == cells[i] and j - i < 16:
-                j += 1
-            label, value = cells[i]
-            first = i == 0 or cells[i - 1] != cells[i]  # a field's value beside its first line of bytes
-            said = f"{label or '?':<32} {value}" if value and first else (label or "?")
-            out.write(f"{pos + i:08x}  {entry[i:j].hex(' '):<47}  {said}".rstrip() + "\n")
-            i = j
+        write_rows(entry, byte_values(fmt, entry), pos, out)
         out.write("\n")
         shown += 1
         if limit and shown >= limit:
@@ -54,6 +44,21 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         if not data:
             raise kfmt.TruncatedError("the file is empty: no log entry to explain", offset=0, path="log.entry")
         raise tail_error(data, 0, len(data))
+
+
+def write_rows(data: bytes, cells, base: int, out, name=lambda label: label or "?", width: int = 32) -> None:
+    """Hexdump rows of ``data`` (at ``base``): up to 16 bytes of one field a row, the field (``name`` of its label)
+    beside them, and its value beside its first row (``cells``: (label, value) per byte, as byte_values gives)."""
+    i = 0
+    while i < len(data):
+        j = i
+        while j < len(data) and cells[j] == cells[i] and j - i < 16:
+            j += 1
+        label, value = cells[i]
+        first = i == 0 or cells[i - 1] != cells[i]  # a field's value beside its first line of bytes
+        said = f"{name(label):<{width}} {value}" if value and first else name(label)
+        out.write(f"{base + i:08x}  {data[i:j].hex(' '):<47}  {said}".rstrip() + "\n")
+        i = j
 
 
 # ------------------------------------------------------------------ packet diagrams

@@ -83,6 +83,7 @@ def _nested(fields: dict, model, kind: str, version: int, depth: int, lines: lis
 def annotate(a: Api, kind: str, version: int, frame: bytes, out=None) -> None:
     """Every byte of a frame (without its 4-byte size) with its field, hexdump style: the header, then the body."""
     from kfmt.log.measure import byte_values
+    from kfmt.tools.explain import write_rows
 
     out = out or sys.stdout
     if a.proposal:
@@ -95,25 +96,11 @@ def annotate(a: Api, kind: str, version: int, frame: bytes, out=None) -> None:
     parts = [("header", head_mod, frame[:body_at], 0, {"header_version": hv}),
              ("body", body_mod, frame[body_at : len(frame) - len(m.trailing)], body_at, {"api_version": m.api_version})]  # fmt: skip
     for part, mod, data, base, params in parts:
-        cells = byte_values(mod, data, **params)
-        _rows(part, data, cells, base, out)
+        write_rows(data, byte_values(mod, data, **params), base, out,
+                   lambda label, part=part: f"{part}.{_kafka_path(label)}" if label else "?", 40)  # fmt: skip
     if m.trailing:
         out.write(f"{len(frame) - len(m.trailing):08x}  {m.trailing[:16].hex(' '):<47}  (after the body: "
                   f"{len(m.trailing)} byte(s) Kafka's parser leaves unread)\n")  # fmt: skip
-
-
-def _rows(part: str, data: bytes, cells, base: int, out) -> None:
-    i = 0
-    while i < len(data):
-        j = i
-        while j < len(data) and cells[j] == cells[i] and j - i < 16:
-            j += 1
-        label, value = cells[i]
-        first = i == 0 or cells[i - 1] != cells[i]
-        name = f"{part}.{_kafka_path(label)}" if label else "?"
-        said = f"{name:<40} {value}" if value and first else name
-        out.write(f"{base + i:08x}  {data[i:j].hex(' '):<47}  {said}".rstrip() + "\n")
-        i = j
 
 
 def _kafka_path(label: str) -> str:
