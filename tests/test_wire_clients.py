@@ -229,3 +229,20 @@ def test_public_captures_read_and_write_back_byte_for_byte(name):
         assert (len(requests), len(responses), len(problems)) == PUBLIC[name], (backend, problems)
         assert all(re.fullmatch(r"server byte \d+: a response to correlation id \d+, which no request of this "
                                 r"connection carries", p) for p in problems), problems  # fmt: skip
+
+
+def test_connections_are_put_back_together_as_tshark_does(traffic):
+    """kfmt.capture reads the captures itself (pcap, nanosecond pcap, Linux cooked, pcapng; dpkt for the packet
+    headers) and puts each TCP connection back together: every connection's two directions byte for byte what
+    tshark's "follow" gives, on the public captures and on the one made here; no hole, nothing repeated unsaid."""
+    from kfmt.capture import connections
+
+    pcap, port, _ = traffic
+    for path, ports, opened_only in [(pcap, {port}, True)] + [(CAPTURES / n, {9092, 36333}, False) for n in PUBLIC]:
+        conns = connections(path)
+        if opened_only:
+            conns = [c for c in conns if c.opened]
+        ours = sorted((c.to_server.data, c.to_client.data) for c in conns)
+        assert ours == sorted(tcp_streams(path, ports, opened_only)), path
+        assert all(c.to_server.hole_at is None and c.to_client.hole_at is None for c in conns), path
+        assert all(c.server[1] in ports for c in conns if c.to_server.data or c.to_client.data), path

@@ -1,0 +1,87 @@
+"""kfmt.capture on captures written here with dpkt's writer: TCP segments out of order, sent twice, or missing
+(a hole), and a file that is not a capture."""
+
+from __future__ import annotations
+
+import socket
+
+import dpkt
+import pytest
+
+import kfmt
+from kfmt.capture import connections
+
+
+def _pcap(path, segments) -> None:
+    """``segments``: (from the client?, sequence offset, flags, payload) of one connection 10.0.0.1:5000 ->
+    10.0.0.2:9092 (client ISN 1000, server ISN 5000)."""
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, (up, off, flags, payload) in enumerate(segments):
+            tcp = dpkt.tcp.TCP(sport=5000 if up else 9092, dport=9092 if up else 5000, flags=flags,
+                               seq=(1000 if up else 5000) + off, data=payload)  # fmt: skip
+            a, b = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
+            ip = dpkt.ip.IP(src=a if up else b, dst=b if up else a, p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+            ip.len = len(ip)
+            w.writepkt(bytes(dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)), ts=i)
+
+
+SYN, ACK, PSH = dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK, dpkt.tcp.TH_PUSH
+
+
+def test_segments_out_of_order_and_sent_twice_give_each_byte_once(tmp_path):
+    path = tmp_path / "c.pcap"
+    _pcap(path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 6, ACK | PSH, b"world"),
+                 (True, 1, ACK | PSH, b"hello"), (True, 1, ACK | PSH, b"hello"), (False, 1, ACK, b"ok")])  # fmt: skip
+    (c,) = connections(path)
+    assert c.opened and c.client == ("10.0.0.1", 5000) and c.server == ("10.0.0.2", 9092)
+    assert (c.to_server.data, c.to_client.data, c.to_server.repeated, c.to_server.hole_at) == (b"helloworld", b"ok",
+                                                                                               1, None)  # fmt: skip
+
+
+def test_a_hole_stops_the_stream_and_what_follows_is_counted(tmp_path):
+    path = tmp_path / "c.pcap"
+    _pcap(path, [(True, 0, SYN, b""), (True, 1, ACK | PSH, b"abc"), (True, 9, ACK | PSH, b"xyz"),
+                 (True, 10, ACK | PSH, b"yz!")])  # fmt: skip
+    (c,) = connections(path)
+    assert (c.to_server.data, c.to_server.hole_at, c.to_server.after_hole) == (b"abc", 3, 4)
+
+
+def test_without_the_opening_the_client_is_the_side_that_sends_a_request(tmp_path):
+    import kfmt.protocol as P
+
+    req = P.write_request(18, 0, {}, correlation_id=1, client_id="c")
+    path = tmp_path / "c.pcap"
+    _pcap(path, [(False, 1, ACK | PSH, b"\x00\x00\x00\x02xx"), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req)])
+    (c,) = connections(path)
+    assert not c.opened and c.client == ("10.0.0.1", 5000) and c.to_server.data.endswith(req)
+
+
+def test_a_file_that_is_not_a_capture_is_one_line(tmp_path):
+    path = tmp_path / "x.pcap"
+    path.write_bytes(b"not a capture")
+    with pytest.raises(kfmt.CodecError, match=r"not a pcap or pcapng capture \(its first bytes are 6e6f7420\)"):
+        connections(path)
+
+
+@pytest.mark.parametrize("name", ["deepflowio+deepflow/00-produce-v9.pcap", "ntop+nDPI/kafka.pcapng"])
+def test_a_capture_cut_inside_a_record_is_said_and_the_cut_record_not_read(tmp_path, name):
+    """A file that ends inside a packet record (a capture still being written, a copy cut short): the records
+    before it are read, the cut one is not (dpkt's pcap reader gives it as it is), and the loss is said with its
+    byte; whole, the same file has no problem."""
+    from pathlib import Path
+
+    data = (Path(__file__).resolve().parent.parent.parent / "shared/fixtures/wire-captures" / name).read_bytes()
+    whole = read_bytes_as(tmp_path / "whole", data)
+    cut = read_bytes_as(tmp_path / "cut", data[:-5])
+    assert not whole.problems and len(cut.problems) == 1 and "ends inside a packet record" in cut.problems[0]
+    before = b"".join(c.to_server.data + c.to_client.data for c in whole.connections)
+    after = b"".join(c.to_server.data + c.to_client.data for c in cut.connections)
+    assert len(after) <= len(before) and before.startswith(after[:100])
+
+
+def read_bytes_as(path, data: bytes):
+    from kfmt.capture import read
+
+    path.write_bytes(data)
+    return read(path)
