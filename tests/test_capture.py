@@ -85,3 +85,44 @@ def read_bytes_as(path, data: bytes):
 
     path.write_bytes(data)
     return read(path)
+
+
+def test_dump_reads_every_public_capture(capsys):
+    """`kfmt dump CAPTURE`: every message of the public captures, one JSON object each (the requests and responses
+    tests/test_wire_clients.py counts), exit 0; responses whose request came before a capture began are notes."""
+    import json
+
+    from test_wire_clients import CAPTURES, PUBLIC
+
+    from kfmt.tools.cli import main
+
+    for name, (requests, responses, unasked) in PUBLIC.items():
+        assert main(["dump", "--json", str(CAPTURES / name)]) == 0, name
+        out, err = capsys.readouterr()
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert [r["kind"] for r in rows].count("request") == requests and len(rows) == requests + responses, name
+        assert all(r["client"] != r["broker"] and r["api"] and "body" in r for r in rows)
+        assert err.count("kfmt dump: note: ") == unasked and "problem" not in err, name
+    assert main(["dump", str(CAPTURES / "ntop+nDPI/kafka.pcapng")]) == 0
+    out, _ = capsys.readouterr()
+    assert out.splitlines()[-1] == "0 problem(s), 3 note(s)" and "request  Produce v3  correlation_id 2  " in out
+
+
+def test_dump_says_a_cut_capture_and_refuses_mixing_captures_with_logs(tmp_path, capsys):
+    from pathlib import Path
+
+    from test_wire_clients import CAPTURES
+
+    from kfmt.tools.cli import main
+
+    data = (CAPTURES / "deepflowio+deepflow/00-produce-v9.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-5])
+    assert main(["dump", str(cut)]) == 1
+    out, err = capsys.readouterr()
+    assert "kfmt dump: problem: " in err and "ends inside a packet record" in err and "request  Produce v9" in out
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(kfmt.encode_batch([kfmt.Record(value=b"v", timestamp=1)]))
+    assert main(["dump", str(cut), str(log)]) == 2
+    assert "not both at once" in capsys.readouterr().err
+    assert Path(cut).is_file()

@@ -44,7 +44,7 @@ def _cycles(graph):
 
 
 LIBRARY = ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads", "kfmt.logdir", "kfmt.log", "kfmt.table",
-           "kfmt.protocol")  # fmt: skip
+           "kfmt.protocol", "kfmt.capture")  # fmt: skip
 #: kfmt's rooms, lowest first, and the rooms each may import (its own always): the library's rooms each import
 #: only those below them; the tools and Spark sit on top (Spark takes from the tools only their argument types)
 ROOMS = {
@@ -54,8 +54,9 @@ ROOMS = {
     "kfmt.payloads": ("kfmt.runtime", "kfmt.codec"),
     "kfmt.logdir": ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads"),
     "kfmt.log": ("kfmt.runtime", "kfmt.codec", "kfmt.storage", "kfmt.payloads", "kfmt.logdir"),
-    "kfmt.table": LIBRARY[:-1],
+    "kfmt.table": LIBRARY[:-2],
     "kfmt.protocol": ("kfmt.runtime", "kfmt.codec", "kfmt.payloads", "kfmt.log"),
+    "kfmt.capture": ("kfmt.runtime", "kfmt.protocol"),
     "kfmt.tools": (*LIBRARY, "kfmt.spark"),
     "kfmt.spark": (*LIBRARY, "kfmt.tools.args"),
 }

@@ -4,7 +4,8 @@ them (kfmt.protocol.conversation).
 
 Nothing is lost or hidden: a direction is the bytes of its segments in sequence order, once each; where a segment
 the capture lacks leaves a hole, the bytes after it are counted as unread (a frame cannot be found across a hole),
-and said with where the hole is."""
+and said with where the hole is.
+May import: kfmt.runtime, kfmt.protocol (which side of a connection opened before the capture sends requests)."""
 
 from __future__ import annotations
 
@@ -157,7 +158,9 @@ def _segments(path: Path, problems: list[str]):
                 fam = socket.AF_INET6 if isinstance(ip, dpkt.ip6.IP6) else socket.AF_INET
                 yield (socket.inet_ntop(fam, ip.src), tcp.sport), (socket.inet_ntop(fam, ip.dst), tcp.dport), tcp.seq, \
                     tcp.flags, bytes(tcp.data)  # fmt: skip
-            cut = done < whole or whole < size  # (a pcapng reader raises at a cut block instead)
+            # a pcap's records end where its last whole one does; a pcapng reader raises at a cut block instead
+            # (and blocks after the last packet, interface statistics, are not a cut)
+            cut = magic != b"\x0a\x0d\x0d\x0a" and (done < whole or whole < size)
         except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError):
             cut = True
         if cut:

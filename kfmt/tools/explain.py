@@ -20,6 +20,7 @@ from kfmt.codec.formats import get_format
 from kfmt.log.measure import byte_values
 from kfmt.log.scanner import iter_entries
 from kfmt.tools.args import existing_file, positive_int
+from kfmt.tools.hexrows import write_rows
 
 
 def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
@@ -44,21 +45,6 @@ def hexdump(mod, data: bytes, out=None, limit: int | None = None) -> None:
         if not data:
             raise kfmt.TruncatedError("the file is empty: no log entry to explain", offset=0, path="log.entry")
         raise tail_error(data, 0, len(data))
-
-
-def write_rows(data: bytes, cells, base: int, out, name=lambda label: label or "?", width: int = 32) -> None:
-    """Hexdump rows of ``data`` (at ``base``): up to 16 bytes of one field a row, the field (``name`` of its label)
-    beside them, and its value beside its first row (``cells``: (label, value) per byte, as byte_values gives)."""
-    i = 0
-    while i < len(data):
-        j = i
-        while j < len(data) and cells[j] == cells[i] and j - i < 16:
-            j += 1
-        label, value = cells[i]
-        first = i == 0 or cells[i - 1] != cells[i]  # a field's value beside its first line of bytes
-        said = f"{name(label):<{width}} {value}" if value and first else name(label)
-        out.write(f"{base + i:08x}  {data[i:j].hex(' '):<47}  {said}".rstrip() + "\n")
-        i = j
 
 
 # ------------------------------------------------------------------ packet diagrams

@@ -83,7 +83,7 @@ def _nested(fields: dict, model, kind: str, version: int, depth: int, lines: lis
 def annotate(a: Api, kind: str, version: int, frame: bytes, out=None) -> None:
     """Every byte of a frame (without its 4-byte size) with its field, hexdump style: the header, then the body."""
     from kfmt.log.measure import byte_values
-    from kfmt.tools.explain import write_rows
+    from kfmt.tools.hexrows import write_rows
 
     out = out or sys.stdout
     if a.proposal:

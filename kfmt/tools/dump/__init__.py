@@ -59,6 +59,14 @@ def _run(args, out, err) -> int:
         from kfmt.tools.compare import compare
 
         return compare(args, out, err)
+    from kfmt.tools.dump import capture
+
+    captures = [p for p in args.paths if capture.is_capture(p)]
+    if captures and len(captures) < len(args.paths):
+        print("kfmt dump: give captures (pcap, pcapng) or Kafka log files, not both at once", file=err)
+        return 2
+    if captures:
+        return capture.run(args, out, err)
     from kfmt.table.commit import CommitError
 
     try:
@@ -156,8 +164,13 @@ def _print_verdict(v: dict, out) -> None:
 def add_parser(sub) -> None:
     d = sub.add_parser(
         "dump",
-        help="print and check segments, partition folders, log directories, indexes, snapshots and checkpoints",
-        description="Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs and offset order, check "
+        help="print and check segments, partition folders, log directories, indexes, snapshots and checkpoints; "
+        "or the Kafka traffic of pcap/pcapng captures",
+        description="A pcap or pcapng capture (by its first bytes) is read as Kafka traffic instead: its TCP "
+        "connections put back together, one line (--json: one object) per request and response, a response "
+        "paired with its request by correlation id; what hides bytes (a missing segment, a frame that does not "
+        "read, a file cut inside a record) is a problem and exit 1. "
+        "Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs and offset order, check "
         ".index/.timeindex against their segments (as kafka-dump-log does, timestamp mismatches included); files "
         "are read by their name (.log, .index, .timeindex, .txnindex, .snapshot, KRaft snapshots "
         "<offset>-<epoch>.checkpoint, leader-epoch-checkpoint, partition.metadata, meta.properties, quorum-state, "
