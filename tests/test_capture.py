@@ -12,13 +12,14 @@ import kfmt
 from kfmt.capture import connections
 
 
-def _pcap(path, segments) -> None:
+def _pcap(path, segments, port: int = 9092, more=()) -> None:
     """``segments``: (from the client?, sequence offset, flags, payload) of one connection 10.0.0.1:5000 ->
-    10.0.0.2:9092 (client ISN 1000, server ISN 5000)."""
+    10.0.0.2:``port`` (client ISN 1000, server ISN 5000); ``more``: another connection's, to port 80."""
     with open(path, "wb") as f:
         w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
-        for i, (up, off, flags, payload) in enumerate(segments):
-            tcp = dpkt.tcp.TCP(sport=5000 if up else 9092, dport=9092 if up else 5000, flags=flags,
+        both = [(s, port) for s in segments] + [(s, 80) for s in more]
+        for i, ((up, off, flags, payload), port) in enumerate(both):
+            tcp = dpkt.tcp.TCP(sport=5000 if up else port, dport=port if up else 5000, flags=flags,
                                seq=(1000 if up else 5000) + off, data=payload)  # fmt: skip
             a, b = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
             ip = dpkt.ip.IP(src=a if up else b, dst=b if up else a, p=dpkt.ip.IP_PROTO_TCP, data=tcp)
@@ -126,3 +127,30 @@ def test_dump_says_a_cut_capture_and_refuses_mixing_captures_with_logs(tmp_path,
     assert main(["dump", str(cut), str(log)]) == 2
     assert "not both at once" in capsys.readouterr().err
     assert Path(cut).is_file()
+
+
+def test_dump_leaves_other_protocols_aside_and_port_says_which_connections_are_kafka(tmp_path, capsys):
+    """A connection whose bytes read as no Kafka request (HTTP here) is a note, not a problem; --port reads only
+    the connections of that port, and reads them as Kafka's even when they are not (then problems, exit 1)."""
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    req = P.write_request(18, 0, {}, correlation_id=1, client_id="c")
+    resp = P.write_response(18, 0, {"ErrorCode": 0, "ApiKeys": []}, correlation_id=1)
+    path = tmp_path / "two.pcap"
+    _pcap(path, [(True, 0, SYN, b""), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req),
+                 (False, 1, ACK | PSH, len(resp).to_bytes(4, "big") + resp)],
+          more=[(True, 0, SYN, b""), (True, 1, ACK | PSH, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")])  # fmt: skip
+    assert main(["dump", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "request  ApiVersions v0  correlation_id 1  client_id 'c'" in out and out.endswith(
+        "0 problem(s), 1 note(s)\n"
+    )
+    assert "10.0.0.1:5000 -> 10.0.0.2:80: not Kafka traffic (no frame reads as a request; 27 byte(s))" in err
+    assert main(["dump", "--port", "9092", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "10.0.0.2:80" not in out + err and out.endswith("0 problem(s), 0 note(s)\n")
+    assert main(["dump", "--port", "80", str(path)]) == 1
+    assert "problem: 10.0.0.1:5000 -> 10.0.0.2:80: client byte 0: 27 byte(s) after the last whole frame" in (
+        capsys.readouterr().err
+    )

@@ -256,6 +256,8 @@ def add_parser(sub) -> None:
         help="compare two copies of a partition (two replicas' folders): the first offset where they diverge",
     )
     d.add_argument("--verbose", action="store_true", help="also note each non-consecutive offset")
+    d.add_argument("--port", type=positive_int, help="with captures: the brokers' port (default: every connection "
+                   "whose traffic reads as Kafka's)")  # fmt: skip
     d.add_argument(
         "--stdin-as",
         metavar="TOPIC-PARTITION",

@@ -40,6 +40,8 @@ def run(args, out, err) -> int:
             print(f"kfmt dump: problem: {line}", file=err)
         problems += len(cap.problems)
         for conn in cap.connections:
+            if args.port is not None and args.port not in (conn.server[1], conn.client[1]):
+                continue  # another service's traffic: not asked for
             p, n = _connection(conn, args, out, err)
             problems, notes = problems + p, notes + n
     if not args.json:
@@ -51,8 +53,20 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     """One connection's messages printed; (problems, notes) said."""
     from kfmt.protocol.conversation import read_conversation
 
+    if args.port is not None and conn.client[1] == args.port:  # opened before the capture, its sides by the port
+        conn.client, conn.server, conn.to_server, conn.to_client = (
+            conn.server,
+            conn.client,
+            conn.to_client,
+            conn.to_server,
+        )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
     conv = read_conversation(conn.to_server.data, conn.to_client.data)
+    if args.port is None and not conv.exchanges and not conv.tokens:  # nothing reads as Kafka's: another protocol
+        size = len(conn.to_server.data) + len(conn.to_client.data)
+        print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
+              "byte(s)); --port says which connections are", file=err)  # fmt: skip
+        return 0, 1
     if not args.json:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     for x in conv.exchanges:
