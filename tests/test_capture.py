@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import dpkt
@@ -154,3 +155,25 @@ def test_dump_leaves_other_protocols_aside_and_port_says_which_connections_are_k
     assert "problem: 10.0.0.1:5000 -> 10.0.0.2:80: client byte 0: 27 byte(s) after the last whole frame" in (
         capsys.readouterr().err
     )
+
+
+def test_dump_summary_of_a_capture(capsys):
+    """`kfmt dump --summary CAPTURE`: per API its requests, responses, bytes, versions and error codes; the topics
+    each client id produced to; in JSON the same counts, which add up to the messages the capture holds."""
+    import json
+
+    from test_wire_clients import CAPTURES
+
+    from kfmt.tools.cli import main
+
+    path = str(CAPTURES / "ntop+nDPI/kafka.pcapng")
+    assert main(["dump", "--summary", path]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("9 connection(s)\n") and "client 'rdkafka' produced to: LB_MAIN_LOG_INPUT" in out
+    assert re.search(r"^Produce +3 +3 +1129 +3,9 +-$", out, re.M), out
+    assert main(["dump", "--summary", "--json", path]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (
+        sum(a["requests"] for a in s["apis"].values()) == 14 and sum(a["responses"] for a in s["apis"].values()) == 11
+    )
+    assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 3, ["sampleTopic"])

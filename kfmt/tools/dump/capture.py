@@ -26,10 +26,59 @@ def is_capture(path: str) -> bool:
         return False
 
 
+class Summary:
+    """What ``--summary`` counts: per API its requests, responses, bytes, versions and error codes; per client id
+    the APIs it called; the topics each client id produced to and fetched from."""
+
+    def __init__(self):
+        from collections import Counter, defaultdict
+
+        self.apis: dict = defaultdict(lambda: {"requests": 0, "responses": 0, "bytes": 0, "versions": set(),
+                                               "errors": Counter()})  # fmt: skip
+        self.produced: dict = defaultdict(set)
+        self.fetched: dict = defaultdict(set)
+        self.connections = 0
+
+    def add(self, m, size: int) -> None:
+        a = self.apis[m.api_name]
+        a["requests" if m.kind == "request" else "responses"] += 1
+        a["bytes"] += size
+        a["versions"].add(m.api_version)
+        if m.kind == "response":
+            a["errors"].update(_error_codes(m.to_json()["body"]))
+            return
+        body = m.to_json()["body"] or {}
+        if m.api_name == "Produce":
+            self.produced[m.client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
+        elif m.api_name == "Fetch":
+            self.fetched[m.client_id].update(t.get("Topic") or t.get("TopicId") for t in body.get("Topics") or [])
+
+    def as_dict(self) -> dict:
+        return {"connections": self.connections,
+                "apis": {n: {**a, "versions": sorted(a["versions"]), "errors": dict(a["errors"])}
+                         for n, a in sorted(self.apis.items())},
+                "produced": {str(k): sorted(map(str, v)) for k, v in self.produced.items()},
+                "fetched": {str(k): sorted(map(str, v)) for k, v in self.fetched.items()}}  # fmt: skip
+
+    def text(self) -> str:
+        from kfmt.log.measure import table
+
+        rows = [[n, a["requests"], a["responses"], a["bytes"], ",".join(map(str, sorted(a["versions"]))),
+                 ",".join(f"{c}x{k}" for k, c in sorted(a["errors"].items())) or "-"]
+                for n, a in sorted(self.apis.items())]  # fmt: skip
+        lines = [f"{self.connections} connection(s)", table(["api", "requests", "responses", "bytes", "versions",
+                                                             "errors (count x code)"], rows, False)]  # fmt: skip
+        for what, by in (("produced to", self.produced), ("fetched from", self.fetched)):
+            for client, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
+                lines.append(f"client {client!r} {what}: {', '.join(sorted(map(str, topics)))}")
+        return "\n".join(lines)
+
+
 def run(args, out, err) -> int:
     from kfmt.capture import read
 
     problems = notes = 0
+    args.capture_summary = Summary() if args.summary else None
     for path in args.paths:
         try:
             cap = read(path)
@@ -44,6 +93,10 @@ def run(args, out, err) -> int:
                 continue  # another service's traffic: not asked for
             p, n = _connection(conn, args, out, err)
             problems, notes = problems + p, notes + n
+    summary = args.capture_summary
+    if summary is not None:
+        print(json.dumps(summary.as_dict() | {"problems": problems, "notes": notes}) if args.json else summary.text(),
+              file=out)  # fmt: skip
     if not args.json:
         print(f"{problems} problem(s), {notes} note(s)", file=out)
     return 1 if problems else 0
@@ -62,12 +115,14 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
         )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
     conv = read_conversation(conn.to_server.data, conn.to_client.data)
+    if args.capture_summary is not None:
+        args.capture_summary.connections += 1
     if args.port is None and not conv.exchanges and not conv.tokens:  # nothing reads as Kafka's: another protocol
         size = len(conn.to_server.data) + len(conn.to_client.data)
         print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
               "byte(s)); --port says which connections are", file=err)  # fmt: skip
         return 0, 1
-    if not args.json:
+    if not args.json and args.capture_summary is None:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     for x in conv.exchanges:
         for m in (x.request, x.response):
@@ -91,6 +146,9 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
 
 
 def _message(m, client: str, broker: str, args, out) -> None:
+    if args.capture_summary is not None:
+        args.capture_summary.add(m, len(m.encode()))
+        return
     if args.json:
         j = m.to_json()
         print(json.dumps({"client": client, "broker": broker, **j}, default=str), file=out)
