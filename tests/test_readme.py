@@ -69,6 +69,8 @@ CLAIMS = [
     ("text", "batches per magic:", "test_dump_summary_block"),
     ("bash", "make docs", "test_docs_build_offline_with_no_warning"),
     ("bash", "kfmt explain --api Metadata", "tests/test_protocol.py::test_docs_explain_and_diff_block"),
+    ("bash", "kfmt dump --summary kafka.pcapng", "test_capture_summary_block"),
+    ("text", "9 connection(s)", "test_capture_summary_block"),
 ]
 
 
@@ -268,6 +270,16 @@ def test_dump_summary_block():
         return [ln.split() for ln in text.replace(str(fixture), "/data/kafka-logs").strip().splitlines()]
 
     assert words(r.stdout) == words(_block("text", "batches per magic:"))
+
+
+def test_capture_summary_block():
+    """The README's capture summary is what `kfmt dump --summary` prints for ntop/nDPI's public capture
+    (../shared/fixtures/wire-captures)."""
+    capture = ROOT.parent / "shared" / "fixtures" / "wire-captures" / "ntop+nDPI" / "kafka.pcapng"
+    (cmd,) = _commands(_block("bash", "kfmt dump --summary kafka.pcapng"))
+    r = _kfmt(*shlex.split(cmd.replace("kafka.pcapng", str(capture)))[1:])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == _block("text", "9 connection(s)").strip()
 
 
 def test_docs_build_offline_with_no_warning(tmp_path):
