@@ -17,6 +17,21 @@ from pathlib import Path
 from kfmt.runtime.errors import InvalidValueError
 
 SEQ = 1 << 32
+#: a pcapng file's first block type (a section header)
+PCAPNG = b"\x0a\x0d\x0d\x0a"
+#: a pcap file's magic numbers: microseconds and nanoseconds, little-endian first
+PCAP_LE = (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
+PCAP = (*PCAP_LE, b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d")
+
+
+def is_capture(path: str | Path) -> bool:
+    """Whether ``path`` is a pcap or pcapng file (by its first four bytes)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            return p.is_file() and f.read(4) in (PCAPNG, *PCAP)
+    except OSError:
+        return False
 
 
 @dataclass
@@ -84,7 +99,7 @@ def read(path: str | Path) -> Capture:
 
 
 def _connection(a, b, flow: dict, back: dict) -> Connection:
-    from kfmt.protocol.conversation import _is_request, split_frames
+    from kfmt.protocol.conversation import looks_like_request, split_frames
 
     one, other = _reassemble(flow), _reassemble(back)
     if flow["syn"] is not None or back["syn"] is not None:
@@ -92,7 +107,7 @@ def _connection(a, b, flow: dict, back: dict) -> Connection:
         opened = True
     else:  # opened before the capture: the client is the side whose first frame reads as a request
         frames = split_frames(one.data)[0]
-        a_opened = bool(frames) and _is_request(frames[0].data)
+        a_opened = bool(frames) and looks_like_request(frames[0].data)
         opened = False
     if a_opened:
         return Connection(a, b, one, other, opened)
@@ -136,16 +151,16 @@ def _segments(path: Path, problems: list[str]):
     with path.open("rb") as f:
         magic = f.read(4)
         f.seek(0)
-        if magic == b"\x0a\x0d\x0d\x0a":
+        if magic == PCAPNG:
             reader = dpkt.pcapng.Reader(f)
-        elif magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+        elif magic in PCAP:
             reader = dpkt.pcap.Reader(f)
         else:
             raise InvalidValueError(f"{path}: not a pcap or pcapng capture (its first bytes are {magic.hex()})",
                                     offset=0)  # fmt: skip
         link = reader.datalink()
         size, done = path.stat().st_size, f.tell()
-        whole = size if magic == b"\x0a\x0d\x0d\x0a" else _whole_records_end(path, magic)
+        whole = size if magic == PCAPNG else _whole_records_end(path, magic)
         try:
             for _, frame in reader:
                 if f.tell() > whole:
@@ -160,7 +175,7 @@ def _segments(path: Path, problems: list[str]):
                     tcp.flags, bytes(tcp.data)  # fmt: skip
             # a pcap's records end where its last whole one does; a pcapng reader raises at a cut block instead
             # (and blocks after the last packet, interface statistics, are not a cut)
-            cut = magic != b"\x0a\x0d\x0d\x0a" and (done < whole or whole < size)
+            cut = magic != PCAPNG and (done < whole or whole < size)
         except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError):
             cut = True
         if cut:
@@ -172,7 +187,7 @@ def _whole_records_end(path: Path, magic: bytes) -> int:
     """Where the last whole packet record of a pcap file ends (its 24-byte header, then records of a 16-byte
     header whose third field is the bytes captured)."""
     data = path.read_bytes()
-    order = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    order = "<" if magic in PCAP_LE else ">"
     pos = 24
     while pos + 16 <= len(data):
         (caplen,) = struct.unpack_from(order + "I", data, pos + 8)

@@ -63,7 +63,7 @@ def split_frames(data: bytes) -> tuple[list[Frame], bytes]:
     return out, data[pos:]
 
 
-def _is_request(data: bytes) -> bool:
+def looks_like_request(data: bytes) -> bool:
     """Whether a frame starts as a request of an API and version Kafka has (a raw SASL token does not: PLAIN's
     starts with a NUL and a letter, SCRAM's with "n,", GSSAPI's with an ASN.1 tag)."""
     if len(data) < 8:
@@ -71,6 +71,11 @@ def _is_request(data: bytes) -> bool:
     key, version = struct.unpack_from(">hh", data)
     a = api(key)
     return a is not None and version in a.versions
+
+
+def _raw_sasl_follows(request: Message) -> bool:
+    """Whether raw SASL tokens follow this request (and its response): a SaslHandshake v0 (before KIP-152)."""
+    return request.api_key == SASL_HANDSHAKE and request.api_version == 0
 
 
 def read_conversation(client: bytes, server: bytes, *, backend: str | None = None) -> Conversation:
@@ -82,7 +87,7 @@ def read_conversation(client: bytes, server: bytes, *, backend: str | None = Non
     answered, conv.tails["server"] = split_frames(server)
     sasl_raw = False
     for f in sent:
-        if sasl_raw and not _is_request(f.data):
+        if sasl_raw and not looks_like_request(f.data):
             conv.tokens.append(("client", f.position, f.data))
             continue
         try:
@@ -90,7 +95,7 @@ def read_conversation(client: bytes, server: bytes, *, backend: str | None = Non
         except CodecError as e:
             conv.problems.append(f"client byte {f.position + 4}: {e}")
             continue
-        sasl_raw = m.api_key == SASL_HANDSHAKE and m.api_version == 0
+        sasl_raw = _raw_sasl_follows(m)
         conv.exchanges.append(Exchange(m, None, f.position))
     _pair(conv, answered, backend)
     for side, tail in conv.tails.items():
@@ -122,4 +127,4 @@ def _pair(conv: Conversation, answered: list[Frame], backend: str | None) -> Non
         except CodecError as e:
             conv.problems.append(f"server byte {f.position + 4}: {req.api_name} v{req.api_version} response "
                                  f"(correlation id {cid}): {e}")  # fmt: skip
-        sasl_raw = req.api_key == SASL_HANDSHAKE and req.api_version == 0
+        sasl_raw = _raw_sasl_follows(req)

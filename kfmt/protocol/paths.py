@@ -18,7 +18,11 @@ def kafka_path(package: str, schema: str, class_name: str, path: str | None) -> 
     model = importlib.import_module(f"{package}.{schema}.model")
     cls = getattr(model, class_name, None)
     parts = path.split(".")
-    if parts and cls is not None and (parts[0] == "message" or parts[0].endswith(("_by_version", _snake(class_name)))):
+    if (
+        parts
+        and cls is not None
+        and (parts[0] == "message" or parts[0].endswith(("_by_version", struct_of(class_name))))
+    ):
         parts = parts[1:]  # the version switch's own level, or the message's struct
     out = []
     while parts and cls is not None:
@@ -33,5 +37,6 @@ def kafka_path(package: str, schema: str, class_name: str, path: str | None) -> 
     return ".".join(out + parts)
 
 
-def _snake(class_name: str) -> str:
+def struct_of(class_name: str) -> str:
+    """The struct a generated value class is made from (``MetadataRequestTopicV13`` -> ``metadata_request_topic_v13``)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()

@@ -49,13 +49,22 @@ def check(cls, data, version: int, path: str) -> None:
                 check(getattr(module, kind[9:]), x, version, f"{where}[{i}]")
 
 
+def at_default(cls, name: str, kind: str, value) -> bool:
+    """Whether ``value`` (JSON) is field ``name``'s default in generated class ``cls``, as Kafka's writer takes it
+    where a version lacks the field (an empty list or string stands for a null default)."""
+    from kfmt.payloads import _value
+
+    default = _value(getattr(cls(), name), kind)
+    return value == default or (default is None and value in ([], ""))
+
+
 def _absent(cls, name: str, kind: str, value, version: int, versions: tuple[int, int], where: str) -> None:
     """A field ``version`` lacks: its default (as JSON) is what Kafka's writer takes; anything else is refused."""
     from kfmt.payloads import _value
 
-    default = _value(getattr(cls(), name), kind)
-    if value == default or (default is None and value in ([], "")):
+    if at_default(cls, name, kind, value):
         return
+    default = _value(getattr(cls(), name), kind)
     lo, hi = versions
     have = f"v{lo}+" if hi >= 1 << 15 else f"v{lo}-v{hi}"
     raise InvalidValueError(f"{value!r} at version {version}, which has no such field ({have} have it); Kafka's "

@@ -16,6 +16,7 @@ import sys
 import kfmt
 import kfmt.protocol as P
 from kfmt.protocol.apis import Api
+from kfmt.protocol.values import at_default
 
 
 def parse(specs: list[str]) -> list[tuple[Api, int]] | None:
@@ -40,8 +41,6 @@ def parse(specs: list[str]) -> list[tuple[Api, int]] | None:
 def fit(cls, data: dict, version: int, path: str, dropped: list[str]) -> dict:
     """``data`` (Kafka's JSON of a ``cls``) without the fields ``version`` lacks; those that held a value other than
     their default go to ``dropped`` (with their path)."""
-    from kfmt.payloads import _value
-
     module = sys.modules[cls.__module__]
     out = {}
     for name, kafka, kind, versions in cls._kafka_fields:
@@ -49,8 +48,7 @@ def fit(cls, data: dict, version: int, path: str, dropped: list[str]) -> dict:
             continue
         value, where = data[kafka], f"{path}.{kafka}"
         if versions is not None and not versions[0] <= version <= versions[1]:
-            default = _value(getattr(cls(), name), kind)
-            if value != default and not (default is None and value in ([], "")):
+            if not at_default(cls, name, kind, value):
                 dropped.append(where)
             continue
         if kind.startswith("struct:") and isinstance(value, dict):
@@ -71,15 +69,12 @@ def fit(cls, data: dict, version: int, path: str, dropped: list[str]) -> dict:
 
 def _default_elsewhere(cls, kafka: str, value) -> bool:
     """Whether ``value`` is the default of field ``kafka`` where another version's struct of the message has it."""
-    from kfmt.payloads import _value
-
     module = sys.modules[cls.__module__]
     for other in vars(module).values():
         if isinstance(other, type) and getattr(other, "_kafka_name", None) == cls._kafka_name:
             for name, k, kind, _ in getattr(other, "_kafka_fields", ()):
                 if k == kafka:
-                    default = _value(getattr(other(), name), kind)
-                    return value == default or (default is None and value in ([], ""))
+                    return at_default(other, name, kind, value)
     return value in (None, [], "")
 
 
@@ -105,11 +100,12 @@ def measure(pairs: list[tuple[Api, int]], kind: str, body: dict) -> dict:
 
 def render(kind: str, res: dict, markdown: bool) -> str:
     from kfmt.log.measure import table
+    from kfmt.tools.explain_protocol import without_switch
 
     labels = sorted(
         {k for r in res.values() for k in r["fields"]}, key=lambda k: -max(r["fields"].get(k, 0) for r in res.values())
     )
-    rows = [[k.replace("message.", "", 1), *(r["fields"].get(k, 0) for r in res.values())] for k in labels]
+    rows = [[without_switch(k), *(r["fields"].get(k, 0) for r in res.values())] for k in labels]
     rows.append(["(total)", *(r["bytes"] for r in res.values())])
     lines = [table(["field", *(f"{name} {kind}" for name in res)], rows, markdown)]
     for name, r in res.items():

@@ -11,6 +11,7 @@ import sys
 import kfmt
 from kfmt.protocol import PACKAGE
 from kfmt.protocol.apis import Api, apis, proposals
+from kfmt.protocol.paths import struct_of
 
 
 def find_api(name: str) -> Api:
@@ -29,10 +30,6 @@ def _schema(a: Api, kind: str) -> str:
             f"{a.name} is a proposal of a {'response' if kind == 'request' else 'request'} only"
         )
     return schema
-
-
-def _struct_of(class_name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()
 
 
 def layout(a: Api, kind: str, version: int) -> list[str]:
@@ -57,7 +54,7 @@ def _fields(fields: dict, model, cls_name: str, version: int, depth: int, lines:
     cls = getattr(model, cls_name)
     kafka = {name: (orig, kind, versions) for name, orig, kind, versions in cls._kafka_fields}
     pad = max(40 - 2 * depth, 8)
-    for f in fields[_struct_of(cls_name)]:
+    for f in fields[struct_of(cls_name)]:
         orig, kind, versions = kafka.get(f.name, (f.orig_name or f.name, "", None))
         if versions is not None and not versions[0] <= version <= versions[1]:
             continue
@@ -97,12 +94,12 @@ def annotate(a: Api, kind: str, version: int, frame: bytes, out=None) -> None:
              ("body", body_mod, frame[body_at : len(frame) - len(m.trailing)], body_at, {"api_version": m.api_version})]  # fmt: skip
     for part, mod, data, base, params in parts:
         write_rows(data, byte_values(mod, data, **params), base, out,
-                   lambda label, part=part: f"{part}.{_kafka_path(label)}" if label else "?", 40)  # fmt: skip
+                   lambda label, part=part: f"{part}.{without_switch(label)}" if label else "?", 40)  # fmt: skip
     if m.trailing:
         out.write(f"{len(frame) - len(m.trailing):08x}  {m.trailing[:16].hex(' '):<47}  (after the body: "
                   f"{len(m.trailing)} byte(s) Kafka's parser leaves unread)\n")  # fmt: skip
 
 
-def _kafka_path(label: str) -> str:
-    """A field label as the Construct trace gives it, without the version switch's own level."""
+def without_switch(label: str) -> str:
+    """A field label as the Construct trace gives it, without the version switch's own level (``message.``)."""
     return label.replace("message.", "", 1) if label.startswith("message.") else label

@@ -107,6 +107,7 @@ def _memo(f):
         return fn.__dict__[attr]
 
     memoised.__wrapped__ = f  # type: ignore[attr-defined]  # what a caller still being rewritten asks
+    memoised.attr = attr  # type: ignore[attr-defined]  # where it is kept (a caller may seed it)
     return memoised
 
 
@@ -156,9 +157,6 @@ _NESTED = (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal, ast.Yield)
 @_memo
 def _facts(fn: ast.FunctionDef) -> _Facts:
     return _Facts(fn)
-
-
-_FACTS = "_kfmt__facts"  # where _memo keeps _facts on a function's node
 
 
 def _stored(fn: ast.FunctionDef) -> set[str]:
@@ -366,7 +364,7 @@ def inline_module(source: str) -> str:
         if inl.changed:
             changed.add(f.name)
         else:  # as rendered: what its callers ask of it is what was gathered
-            f.__dict__.setdefault(_FACTS, before[f.name])
+            f.__dict__.setdefault(_facts.attr, before[f.name])
     for f in order:  # after all inlining: a callee's hoisted reads would land back inside its caller's loop
         if before[f.name].loops and _hoist_options(f):  # inlining adds no loop to a function without one
             changed.add(f.name)

@@ -59,9 +59,10 @@ def _run(args, out, err) -> int:
         from kfmt.tools.compare import compare
 
         return compare(args, out, err)
+    from kfmt.capture import is_capture
     from kfmt.tools.dump import capture
 
-    captures = [p for p in args.paths if capture.is_capture(p)]
+    captures = [p for p in args.paths if is_capture(p)]
     if captures and len(captures) < len(args.paths):
         print("kfmt dump: give captures (pcap, pcapng) or Kafka log files, not both at once", file=err)
         return 2

@@ -9,21 +9,8 @@ that does not read, a file cut inside a packet record, a response no request of 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from kfmt.runtime.errors import CodecError
-
-PCAP_MAGICS = (b"\x0a\x0d\x0d\x0a", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
-
-
-def is_capture(path: str) -> bool:
-    """Whether ``path`` is a pcap or pcapng file (by its first four bytes)."""
-    p = Path(path)
-    try:
-        with p.open("rb") as f:
-            return p.is_file() and f.read(4) in PCAP_MAGICS
-    except OSError:
-        return False
 
 
 class Summary:
@@ -147,13 +134,13 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
 
 def _message(m, client: str, broker: str, args, out) -> None:
     if args.capture_summary is not None:
-        args.capture_summary.add(m, len(m.encode()))
+        args.capture_summary.add(m, len(m.frame))
         return
     if args.json:
         j = m.to_json()
         print(json.dumps({"client": client, "broker": broker, **j}, default=str), file=out)
         return
-    size = len(m.encode())
+    size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
     errors = sorted(set(_error_codes(m.to_json()["body"]))) if m.kind == "response" else []
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
