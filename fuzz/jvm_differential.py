@@ -174,37 +174,47 @@ def compare(logs: list, verify_crc: bool, keep: bool = True, on_corrupt: str = "
     entry), the Python engine one by one.
     Returns how many both read alike, and the disagreements, each kept under FINDINGS (a proposal's as
     ``<hash>.<format>.log``)."""
+    return compare_ways(logs, [(verify_crc, on_corrupt)], keep)[0]
+
+
+def compare_ways(logs: list, ways: list[tuple[bool, str]], keep: bool = True) -> list[tuple[int, list[str]]]:
+    """:func:`compare` for each ``(verify_crc, on_corrupt)`` of ``ways``, the JVM engine reading them all in one
+    run (one JVM start): a ``(read alike, disagreements)`` per way."""
     by_plan: dict[tuple, list] = {}  # one plan per format and include_control (a plan's options)
     for x in logs:
         fmt, data, seen = _item(x)
         by_plan.setdefault((fmt, bool(seen.get("include_control"))), []).append((data, seen))
-    found, clean = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         read, plans = [], []
-        for (fmt, control), group in by_plan.items():
-            groups, txns = [], []
-            for data, seen in group:
-                p = Path(tmp) / f"t-{len(read)}" / "00000000000000000000.log"
-                p.parent.mkdir()
-                p.write_bytes(data)
-                t = transactions(str(p), fmt) if seen.get("committed") else None
-                read.append((fmt, str(p), len(data), seen, t))
-                if t is not None:
-                    txns.append({"aborted": [list(a) for a in t.aborted], "open": [list(o) for o in t.open.items()]})
-                groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
-                                "first": seen.get("first"), "stop": seen.get("stop"), "live_end": True,
-                                "txn": None if t is None else len(txns) - 1}])  # fmt: skip
-            plans.append(json.dumps({"limits": jvm.limits(verify_crc), "include_control": control, "format": fmt,
-                                     "null_empty_headers": False, "groups": groups, "on_corrupt": on_corrupt,
-                                     "txns": txns, "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
-        for (fmt, path, size, seen, t), theirs in zip(read, jvm.check(*plans)):
+        for verify_crc, on_corrupt in ways:
+            for (fmt, control), group in by_plan.items():
+                groups, txns = [], []
+                for data, seen in group:
+                    p = Path(tmp) / f"t-{len(read)}" / "00000000000000000000.log"
+                    p.parent.mkdir()
+                    p.write_bytes(data)
+                    t = transactions(str(p), fmt) if seen.get("committed") else None
+                    read.append((verify_crc, on_corrupt, fmt, str(p), len(data), seen, t))
+                    if t is not None:
+                        txns.append(
+                            {"aborted": [list(a) for a in t.aborted], "open": [list(o) for o in t.open.items()]}
+                        )
+                    groups.append([{"path": str(p), "topic": "t", "partition": 0, "start": 0, "end": len(data),
+                                    "first": seen.get("first"), "stop": seen.get("stop"), "live_end": True,
+                                    "txn": None if t is None else len(txns) - 1}])  # fmt: skip
+                plans.append(json.dumps({"limits": jvm.limits(verify_crc), "include_control": control, "format": fmt,
+                                         "null_empty_headers": False, "groups": groups, "on_corrupt": on_corrupt,
+                                         "txns": txns, "chunk_bytes": (8 << 20) if verify_crc else 100}))  # fmt: skip
+        out = {way: (0, []) for way in ways}
+        for (verify_crc, on_corrupt, fmt, path, size, seen, t), theirs in zip(read, jvm.check(*plans)):
+            clean, found = out[verify_crc, on_corrupt]
             ours = python_engine(path, size, verify_crc, on_corrupt, fmt, seen, t)
             if ours == theirs:  # the same rows, or the same one-line error, word for word
-                clean += ours[0] == "ok"
+                out[verify_crc, on_corrupt] = (clean + (ours[0] == "ok"), found)
                 continue
             found.append(_keep(Path(path).read_bytes(), fmt, seen, keep) + f" ({on_corrupt}, {seen}): python "
                          f"{ours[:2]} vs jvm {theirs[:2]}")  # fmt: skip
-    return clean, found
+    return [out[way] for way in ways]
 
 
 def _item(x) -> tuple:

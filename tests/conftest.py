@@ -17,6 +17,8 @@ VECTORS = Path(__file__).parent / "vectors"
 # "the usual way" (the README's blocks) runs as written. A developer's own AWS settings are left alone.
 for _k, _v in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1")):
     os.environ.setdefault(_k, _v)
+# The Spark JVMs the tests start read tests/spark-conf (the JIT's first tier only: see its spark-defaults.conf).
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).parent / "spark-conf"))
 
 
 @contextlib.contextmanager

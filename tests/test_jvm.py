@@ -249,10 +249,11 @@ def test_differential_slice(on_corrupt, inputs):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from fuzz.jvm_differential import run
+    from fuzz.jvm_differential import compare_ways
+    from fuzz.jvm_differential import inputs as damaged
 
-    for verify_crc in (True, False):
-        n, clean, found = run(inputs, 20261125, verify_crc, on_corrupt, keep=False)
+    n, ways = inputs, [(True, on_corrupt), (False, on_corrupt)]  # with CRCs checked and without, in one JVM
+    for (verify_crc, _), (clean, found) in zip(ways, compare_ways(damaged(n, 20261125), ways, keep=False)):
         assert found == [] and 0 < clean <= n and (clean < n) == (on_corrupt == "fail"), (verify_crc, clean, found)
 
 
@@ -272,14 +273,15 @@ def test_jvm_regressions_replayed():
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from fuzz.jvm_differential import compare, findings
+    from fuzz.jvm_differential import compare_ways, findings
 
     logs = findings()
     assert len(logs) >= 8 and {f for f, _, _ in logs} >= {None, "kip82_header_wrapper", "enriched_metadata_draft"}
     assert any(seen.get("first") == 0 for _, _, seen in logs)
-    for on_corrupt in ("fail", "quarantine"):  # quarantine's regions are skip's, with their rows checked too
-        for verify_crc in (True, False):
-            assert compare(logs, verify_crc, keep=False, on_corrupt=on_corrupt)[1] == []
+    # quarantine's regions are skip's, with their rows checked too
+    ways = [(verify_crc, on_corrupt) for on_corrupt in ("fail", "quarantine") for verify_crc in (True, False)]
+    for way, (_, found) in zip(ways, compare_ways(logs, ways, keep=False)):
+        assert found == [], (way, found)
 
 
 def _with_zstd_payload(records: list, compress) -> bytes:
@@ -307,7 +309,7 @@ def test_zstd_frames_read_as_zstds_streaming_reader_reads_them():
     (refused), a frame cut short. Read by both engines, with on_corrupt fail and skip."""
     import zstandard
 
-    from fuzz.jvm_differential import compare
+    from fuzz.jvm_differential import compare_ways
 
     def rec(i, size):
         return kfmt.Record(key=b"k%d" % i, value=bytes(size) + b"v%d" % i, timestamp=1_700_000_000_000 + i)
@@ -329,10 +331,9 @@ def test_zstd_frames_read_as_zstds_streaming_reader_reads_them():
     for records, compress, _ in shapes.values():
         payload = _with_zstd_payload(records, compress)
         logs.append(payload + kfmt.encode_batch(records[:3], codec="none", base_offset=len(records)))
-    clean, found = compare(logs, verify_crc=True, keep=False, on_corrupt="fail")
+    (clean, found), (clean_skip, found_skip) = compare_ways(logs, [(True, "fail"), (True, "skip")], keep=False)
     assert found == [] and clean == sum(ok for _, _, ok in shapes.values()), (clean, found)
-    clean, found = compare(logs, verify_crc=True, keep=False, on_corrupt="skip")
-    assert found == [] and clean == len(logs), found
+    assert found_skip == [] and clean_skip == len(logs), found_skip
 
 
 def test_kfmt_formats_names_the_engines(capsys):
