@@ -20,6 +20,9 @@ generated protocol package.
 
 from __future__ import annotations
 
+import functools
+import gc
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,10 +40,38 @@ PACKAGE = "generated.protocol"
 UNSUPPORTED_VERSION = 35
 
 
-def _codec(schema: str, backend: str | None, package: str = PACKAGE):
-    from kfmt.payloads import _codec as payload_codec
+_FOUND: dict = {}  # (schema, backend, package, KFMT_BACKEND where backend is None) -> codec module, once found
 
-    return payload_codec(schema, backend, package)
+
+def _codec(schema: str, backend: str | None, package: str = PACKAGE):
+    """The codec of one of the protocol's schemas (kfmt.payloads' rule: None is the default backend, KFMT_BACKEND
+    read on each call), remembered once found: a message is read and written with a lookup, not a search."""
+    key = (schema, backend, package, os.environ.get("KFMT_BACKEND") if backend is None else None)
+    found = _FOUND.get(key)
+    if found is None:
+        from kfmt.payloads import _codec as payload_codec
+
+        found = _FOUND[key] = payload_codec(schema, backend, package)
+    return found
+
+
+def _without_collection(fn):
+    """``fn`` run with the cyclic garbage collector held off: one message's values are built or written at once and
+    hold no cycles, and a large response (a Metadata answer of a thousand partitions: some 5,000 lists and objects)
+    set off collections of every generation over all that the process holds, several per message, which took most
+    of the time of reading one. The collector is put back as it was (it runs at the next allocation)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return run
 
 
 @dataclass
@@ -64,6 +95,7 @@ class Message:
     frame: bytes | None = field(default=None, repr=False, compare=False)  # the bytes read, if read
     again: Callable[[], Message] | None = field(default=None, repr=False, compare=False)  # reads them again
 
+    @_without_collection
     def encode(self) -> bytes:
         """The frame's bytes again (without the 4-byte size): header, body, and what followed them.
 
@@ -84,7 +116,8 @@ class Message:
         head = self.encode_header()
         if self.body is None:
             return head + self.trailing
-        schema = _api(self.api_key).request if self.kind == "request" else _api(self.api_key).response
+        a = _api(self.api_key)
+        schema = a.request if self.kind == "request" else a.response
         return head + _codec(schema, self.backend).encode(self.body, api_version=self.api_version) + self.trailing
 
     def to_json(self) -> dict:
@@ -128,12 +161,15 @@ def _version_error(a: Api, version: int, kind: str) -> CodecError:
 
 
 def _data(frame) -> bytes:
+    if type(frame) is bytes:
+        return frame
     try:
         return bytes(frame)
     except TypeError:
         raise TypeError(f"a frame is bytes-like, not {type(frame).__name__}") from None
 
 
+@_without_collection
 def read_request(frame, *, backend: str | None = None) -> Message:
     """A request frame (the bytes after its 4-byte size) read: its header by the version Kafka gives the API's
     version, then the body. An ApiVersions request of a version newer than Kafka's is read as Kafka's broker
@@ -160,6 +196,7 @@ def read_request(frame, *, backend: str | None = None) -> Message:
     return _kept(_with_trailing(Message(body=body, **common), data, end), data)
 
 
+@_without_collection
 def read_response(frame, api_key: int, api_version: int, *, backend: str | None = None) -> Message:
     """A response frame (the bytes after its 4-byte size) read as the response to a request of ``api_key`` at
     ``api_version`` (a response does not carry its API: pair it with its request by correlation id). An
