@@ -177,3 +177,83 @@ def test_dump_summary_of_a_capture(capsys):
         sum(a["requests"] for a in s["apis"].values()) == 14 and sum(a["responses"] for a in s["apis"].values()) == 11
     )
     assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 3, ["sampleTopic"])
+
+
+def test_each_message_says_its_packet_time_and_latency(tmp_path, capsys):
+    """--json gives each message the number and time of the packet holding its first byte (Wireshark's numbering,
+    from 1 over every packet), its correlation and client ids, and a response its latency: from its request's
+    packet to its own. The response here starts in a packet sent before the one ending the request's segment
+    retransmitted: the first captured copy counts."""
+    import json
+
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    req = P.write_request(18, 0, {}, correlation_id=1, client_id="c")
+    resp = P.write_response(18, 0, {"ErrorCode": 0, "ApiKeys": []}, correlation_id=1)
+    framed_req, framed_resp = len(req).to_bytes(4, "big") + req, len(resp).to_bytes(4, "big") + resp
+    path = tmp_path / "t.pcap"
+    _pcap(
+        path,
+        [
+            (True, 0, SYN, b""),
+            (False, 0, SYN | ACK, b""),
+            (True, 1, ACK | PSH, framed_req[:5]),
+            (True, 6, ACK | PSH, framed_req[5:]),
+            (True, 1, ACK | PSH, framed_req[:5]),
+            (False, 1, ACK | PSH, framed_resp),
+        ],
+    )  # fmt: skip  (packet i is sent at i seconds)
+    assert main(["dump", "--json", str(path)]) == 0
+    request, response = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert (request["frame"], request["time"], request["client_id"], request["correlation_id"]) == (3, 2.0, "c", 1)
+    assert (response["frame"], response["time"], response["latency_ms"], response["correlation_id"]) == (6, 5.0,
+                                                                                                         3000.0, 1)  # fmt: skip
+    assert "latency_ms" not in request and "client_id" not in response
+    assert list(request)[:10] == ["time", "frame", "client", "broker", "kind", "api", "api_key", "version",
+                                  "correlation_id", "client_id"]  # fmt: skip
+    assert main(["dump", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("00:00:02.000000 #3  request  ApiVersions v0  correlation_id 1  client_id 'c'")
+    assert lines[2].startswith("00:00:05.000000 #6  response ApiVersions v0  correlation_id 1") and lines[2].endswith(
+        " B  3000.0 ms"
+    )
+
+
+def test_packet_numbers_and_times_are_tsharks(tmp_path, capsys):
+    """On the public captures, each message's packet (its number and time) is the packet tshark numbers so, whose
+    TCP payload holds the message's correlation id; on a file of two sections too."""
+    import json
+
+    from test_wire_clients import CAPTURES, PUBLIC
+    from wire import tools_missing
+
+    from kfmt.tools.cli import main
+
+    if tools_missing():
+        pytest.skip(tools_missing())
+    import subprocess
+
+    # a file of two sections (a capture appended to another, as `cat a.pcapng b.pcapng` makes one): a microsecond
+    # and a nanosecond interface in the first, its own in the second; its packets numbered on across both
+    two = tmp_path / "two-sections.pcapng"
+    subprocess.run(["editcap", "-F", "pcapng", str(CAPTURES / "deepflowio+deepflow/00-produce-v9.pcap"),
+                    str(tmp_path / "second.pcapng")], check=True, capture_output=True)  # fmt: skip
+    two.write_bytes((CAPTURES / "ntop+nDPI/kafka.pcapng").read_bytes() + (tmp_path / "second.pcapng").read_bytes())
+    checked, expected = 0, sum(r + s for r, s, _ in PUBLIC.values())
+    for name in [*PUBLIC, two]:
+        fields = subprocess.run(["tshark", "-r", str(CAPTURES / name), "-T", "fields", "-e", "frame.number", "-e",
+                                 "frame.time_epoch", "-e", "tcp.payload"], capture_output=True, text=True,
+                                check=True).stdout  # fmt: skip
+        packets = {int(n): (float(t), bytes.fromhex(p.replace(":", ""))) for n, t, p in
+                   (ln.split("\t") for ln in fields.splitlines())}  # fmt: skip
+        main(["dump", "--json", str(CAPTURES / name)])
+        for row in map(json.loads, capsys.readouterr().out.splitlines()):
+            when, payload = packets[row["frame"]]
+            assert abs(when - row["time"]) < 1e-6, (name, row["frame"])
+            size = row["correlation_id"].to_bytes(4, "big", signed=True)  # the header's correlation id follows
+            first = payload.find(size)
+            assert first >= 4 or (0 <= first < 4 and row["kind"] == "response"), (name, row["frame"], payload[:16])
+            checked += 1
+    assert checked == expected + sum(PUBLIC["ntop+nDPI/kafka.pcapng"][:2]) + 2  # the second section: Produce v9
+    assert row["frame"] == 43 and row["api"] == "Produce"

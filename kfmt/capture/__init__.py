@@ -45,6 +45,18 @@ class Direction:
     hole_at: int | None = None
     #: segments seen again (retransmissions), their bytes kept once
     repeated: int = 0
+    #: where each packet's new bytes begin: (byte of this direction's stream, the packet's number in the capture
+    #: counting from 1 as Wireshark numbers them, its time in seconds since the epoch), in stream order
+    marks: list[tuple[int, int, float]] = field(default_factory=list)
+
+    def packet_at(self, position: int) -> tuple[int, float] | None:
+        """The number and time of the packet holding byte ``position`` of this direction (None: no packet does)."""
+        import bisect
+
+        i = bisect.bisect_right(self.marks, (position, float("inf"))) - 1
+        if i < 0 or position >= len(self.data):
+            return None
+        return self.marks[i][1], self.marks[i][2]
 
 
 @dataclass
@@ -77,7 +89,7 @@ def read(path: str | Path) -> Capture:
     """The capture at ``path`` read: its connections, and a capture that ends inside a packet record said."""
     problems: list[str] = []
     flows: dict[tuple, dict] = {}
-    for src, dst, seq, flags, payload in _segments(Path(path), problems):
+    for src, dst, seq, flags, payload, packet in _segments(Path(path), problems):
         key = (src, dst)
         flow = flows.setdefault(key, {"segments": [], "syn": None})
         if flags & 0x02 and not flags & 0x10:  # SYN without ACK: this side opened the connection
@@ -85,7 +97,7 @@ def read(path: str | Path) -> Capture:
         elif flags & 0x02:  # SYN-ACK: its sequence number starts the other direction
             flow["synack"] = seq
         if payload:
-            flow["segments"].append((seq, payload))
+            flow["segments"].append((seq, payload, packet))
     out, seen = [], set()
     for (a, b), flow in flows.items():
         if (a, b) in seen or (b, a) in seen:
@@ -121,15 +133,17 @@ def _reassemble(flow: dict) -> Direction:
     if not segs:
         return Direction()
     start = (flow["syn"] + 1) % SEQ if flow.get("syn") is not None else (
-        (flow["synack"] + 1) % SEQ if flow.get("synack") is not None else min(s for s, _ in segs))  # fmt: skip
+        (flow["synack"] + 1) % SEQ if flow.get("synack") is not None else min(s for s, _, _ in segs))  # fmt: skip
     d = Direction()
     buf = bytearray()
     beyond: list[tuple[int, int]] = []  # what the capture holds after the first hole
-    for off, payload in sorted(((s - start) % SEQ, p) for s, p in segs):
+    # in stream order; of two packets with the same bytes (a retransmission), the first captured gives them
+    for off, packet, payload in sorted(((s - start) % SEQ, k, p) for s, p, k in segs):
         end = off + len(payload)
         if d.hole_at is None and end <= len(buf):
             d.repeated += 1
         elif d.hole_at is None and off <= len(buf):
+            d.marks.append((len(buf), *packet))
             buf += payload[len(buf) - off :]
         else:
             if d.hole_at is None:
@@ -144,43 +158,105 @@ def _reassemble(flow: dict) -> Direction:
 
 
 def _segments(path: Path, problems: list[str]):
-    """(source, destination, sequence number, flags, payload) of each TCP segment of the capture; a file that
-    ends inside a record goes to ``problems`` with the byte where the last whole record ends."""
+    """(source, destination, sequence number, flags, payload, (packet number, time)) of each TCP segment of the
+    capture (packets numbered from 1 over every packet, as Wireshark numbers them); a file that ends inside a
+    record goes to ``problems`` with the byte where the last whole record ends."""
     import dpkt
 
     with path.open("rb") as f:
         magic = f.read(4)
         f.seek(0)
-        if magic == PCAPNG:
-            reader = dpkt.pcapng.Reader(f)
-        elif magic in PCAP:
-            reader = dpkt.pcap.Reader(f)
-        else:
+        if magic not in (PCAPNG, *PCAP):
             raise InvalidValueError(f"{path}: not a pcap or pcapng capture (its first bytes are {magic.hex()})",
                                     offset=0)  # fmt: skip
-        link = reader.datalink()
-        size, done = path.stat().st_size, f.tell()
-        whole = size if magic == PCAPNG else _whole_records_end(path, magic)
+        done = [0]  # where the last whole record read ends
+        packets = _pcapng(f, done) if magic == PCAPNG else _pcap(f, path, magic, done)
         try:
-            for _, frame in reader:
-                if f.tell() > whole:
-                    break  # a cut last record (dpkt's pcap reader gives it as it is, unsaid): not read, said below
-                done = f.tell()
+            for number, (link, ts, frame) in enumerate(packets, 1):
                 ip = _ip(link, frame)
                 if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
                     continue
                 tcp = ip.data
                 fam = socket.AF_INET6 if isinstance(ip, dpkt.ip6.IP6) else socket.AF_INET
                 yield (socket.inet_ntop(fam, ip.src), tcp.sport), (socket.inet_ntop(fam, ip.dst), tcp.dport), tcp.seq, \
-                    tcp.flags, bytes(tcp.data)  # fmt: skip
-            # a pcap's records end where its last whole one does; a pcapng reader raises at a cut block instead
-            # (and blocks after the last packet, interface statistics, are not a cut)
-            cut = magic != PCAPNG and (done < whole or whole < size)
-        except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError):
+                    tcp.flags, bytes(tcp.data), (number, ts)  # fmt: skip
+            cut = done[0] < path.stat().st_size
+        except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError, IndexError):
             cut = True
         if cut:
-            problems.append(f"{path}: the capture ends inside a packet record: {size - done} byte(s) after byte {done} "
-                            "unread")  # fmt: skip
+            size = path.stat().st_size
+            problems.append(f"{path}: the capture ends inside a packet record: {size - done[0]} byte(s) after byte "
+                            f"{done[0]} unread")  # fmt: skip
+
+
+def _pcap(f, path: Path, magic: bytes, done: list[int]):
+    """(link type, time, frame) of each whole record of a pcap file (dpkt's reader: microsecond and nanosecond
+    files); ``done[0]``: where the last one read ends."""
+    import dpkt
+
+    reader = dpkt.pcap.Reader(f)
+    link, whole = reader.datalink(), _whole_records_end(path, magic)
+    done[0] = f.tell()
+    for ts, frame in reader:
+        if f.tell() > whole:
+            return  # a cut last record (dpkt's pcap reader gives it as it is, unsaid): not read, said by the caller
+        done[0] = f.tell()
+        yield link, float(ts), frame
+
+
+def _pcapng(f, done: list[int]):
+    """(link type, time, frame) of each packet of a pcapng file, block by block with dpkt's block classes: every
+    section (a file merged from several has one each, each with its byte order) and its interfaces, each with its
+    own link type, timestamp resolution and offset (dpkt's own reader takes the first interface's for all);
+    ``done[0]``: where the last whole block read ends. Blocks that hold no packet (statistics, names) are passed."""
+    from dpkt import pcapng as ng
+
+    le = True
+    interfaces: list[tuple[int, float, int]] = []
+    while True:
+        head = f.read(8)
+        if len(head) < 8:
+            if head:
+                raise ValueError("a block header cut short")
+            return
+        if head[:4] == PCAPNG:  # a section begins: its byte order mark says how it is written
+            bom = f.read(4)
+            le, head = bom == b"\x4d\x3c\x2b\x1a", head + bom
+            interfaces = []
+        kind, size = struct.unpack("<II" if le else ">II", head[:8])
+        if size < len(head) or size % 4:
+            raise ValueError(f"a block of {size} bytes")
+        buf = head + f.read(size - len(head))
+        if len(buf) < size:
+            raise ValueError("a block cut short")
+        done[0] = f.tell()
+        if kind == ng.PCAPNG_BT_IDB:
+            interfaces.append(_interface((ng.InterfaceDescriptionBlockLE if le else ng.InterfaceDescriptionBlock)(buf),
+                                         le))  # fmt: skip
+        elif kind in (ng.PCAPNG_BT_EPB, ng.PCAPNG_BT_PB):
+            cls = {ng.PCAPNG_BT_EPB: (ng.EnhancedPacketBlockLE, ng.EnhancedPacketBlock),
+                   ng.PCAPNG_BT_PB: (ng.PacketBlockLE, ng.PacketBlock)}[kind][0 if le else 1]  # fmt: skip
+            blk = cls(buf)
+            link, divisor, offset = interfaces[blk.iface_id]
+            yield link, offset + ((blk.ts_high << 32) | blk.ts_low) / divisor, blk.pkt_data
+        elif kind == ng.PCAPNG_BT_SPB:  # no time, no interface id: the section's first interface
+            (length,) = struct.unpack_from("<I" if le else ">I", buf, 8)
+            yield interfaces[0][0], None, buf[12 : 12 + min(length, size - 16)]
+
+
+def _interface(idb, le: bool) -> tuple[int, float, int]:
+    """An interface's (link type, timestamp units per second, offset in seconds), by its options (microseconds and
+    no offset unless it says otherwise)."""
+    from dpkt import pcapng as ng
+
+    divisor, offset = 1e6, 0
+    for opt in idb.opts:
+        if opt.code == ng.PCAPNG_OPT_IF_TSRESOL:
+            v = opt.data[0]
+            divisor = float((2 if v & 0x80 else 10) ** (v & 0x7F))
+        elif opt.code == ng.PCAPNG_OPT_IF_TSOFFSET:
+            (offset,) = struct.unpack("<q" if le else ">q", opt.data[:8])
+    return idb.linktype, divisor, offset
 
 
 def _whole_records_end(path: Path, magic: bytes) -> int:

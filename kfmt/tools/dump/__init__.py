@@ -168,8 +168,9 @@ def add_parser(sub) -> None:
         help="print and check segments, partition folders, log directories, indexes, snapshots and checkpoints; "
         "or the Kafka traffic of pcap/pcapng captures",
         description="A pcap or pcapng capture (by its first bytes) is read as Kafka traffic instead: its TCP "
-        "connections put back together, one line (--json: one object) per request and response, a response "
-        "paired with its request by correlation id; what hides bytes (a missing segment, a frame that does not "
+        "connections put back together, one line (--json: one object) per request and response with the time "
+        "and number of the packet where it starts, a response paired with its request by correlation id and its "
+        "latency given; what hides bytes (a missing segment, a frame that does not "
         "read, a file cut inside a record) is a problem and exit 1. "
         "Read Kafka log segments of any magic (v0, v1, v2, mixed), verify CRCs and offset order, check "
         ".index/.timeindex against their segments (as kafka-dump-log does, timestamp mismatches included); files "

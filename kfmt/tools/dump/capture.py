@@ -112,9 +112,13 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     if not args.json and args.capture_summary is None:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     for x in conv.exchanges:
-        for m in (x.request, x.response):
-            if m is not None:
-                _message(m, client, broker, args, out)
+        asked = conn.to_server.packet_at(x.request_position)
+        _message(x.request, client, broker, asked, None, args, out)
+        if x.response is not None:
+            answered = conn.to_client.packet_at(x.response_position)
+            latency = None if None in (asked, answered) or None in (asked[1], answered[1]) else (
+                (answered[1] - asked[1]) * 1000)  # fmt: skip
+            _message(x.response, client, broker, answered, latency, args, out)
     problems = notes = 0
     for line in conv.problems:
         unasked = "which no request of this connection carries" in line
@@ -132,20 +136,40 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     return problems, notes
 
 
-def _message(m, client: str, broker: str, args, out) -> None:
+def _message(m, client: str, broker: str, packet, latency: float | None, args, out) -> None:
+    """One message printed: ``packet`` (number, time) of the packet where it starts, ``latency`` in milliseconds
+    from its request's first packet to this response's (None for requests)."""
     if args.capture_summary is not None:
         args.capture_summary.add(m, len(m.frame))
         return
+    number, when = packet if packet is not None else (None, None)
     if args.json:
         j = m.to_json()
-        print(json.dumps({"client": client, "broker": broker, **j}, default=str), file=out)
+        head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
+                "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
+        head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
+        print(json.dumps(head | j, default=str), file=out)
         return
     size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
     errors = sorted(set(_error_codes(m.to_json()["body"]))) if m.kind == "response" else []
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
-    print(f"{m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  {who}{size} B{said}",
-          file=out)  # fmt: skip
+    took = f"  {_ms(latency)} ms" if latency is not None else ""
+    print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
+          f"{who}{size} B{took}{said}", file=out)  # fmt: skip
+
+
+def _ms(latency: float | None) -> float | None:
+    return None if latency is None else round(latency, 3)
+
+
+def _clock(when: float | None) -> str:
+    """A packet's time as the text lines give it: UTC, to the microsecond."""
+    import datetime
+
+    if when is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime("%H:%M:%S.%f")
 
 
 def _error_codes(node):
