@@ -257,3 +257,36 @@ def test_packet_numbers_and_times_are_tsharks(tmp_path, capsys):
             checked += 1
     assert checked == expected + sum(PUBLIC["ntop+nDPI/kafka.pcapng"][:2]) + 2  # the second section: Produce v9
     assert row["frame"] == 43 and row["api"] == "Produce"
+
+
+def test_a_capture_begun_inside_a_message_is_read_from_the_first_whole_frame(tmp_path, capsys):
+    """A connection already open whose captured bytes begin inside a message (each side the end of a Metadata
+    request or response, then an ApiVersions exchange): the bytes before each side's first whole frame are counted
+    in a note, the exchange after them read; exit 0. The same bytes of a connection the capture saw opened, read
+    as Kafka's (--port), are a problem: there they hide a message."""
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    def framed(b: bytes) -> bytes:
+        return len(b).to_bytes(4, "big") + b
+
+    before_req = framed(P.write_request(3, 1, {"Topics": [{"Name": "orders"}]}, correlation_id=1, client_id="c"))
+    before_resp = framed(P.write_response(3, 1, {"Brokers": [], "ControllerId": 0, "Topics": []}, correlation_id=1))
+    req = framed(P.write_request(18, 0, {}, correlation_id=2, client_id="c"))
+    resp = framed(P.write_response(18, 0, {"ErrorCode": 0, "ApiKeys": [{"ApiKey": 3, "MinVersion": 0,
+                                                                           "MaxVersion": 12}]}, correlation_id=2))  # fmt: skip
+    client, server = before_req[9:] + req, before_resp[6:] + resp
+    path = tmp_path / "mid.pcap"
+    _pcap(path, [(True, 1, ACK | PSH, client), (False, 1, ACK | PSH, server)])
+    assert main(["dump", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "request  ApiVersions v0  correlation_id 2  client_id 'c'" in out and "response ApiVersions v0" in out
+    assert f"the client's first {len(before_req) - 9} byte(s) are the end of a message" in err
+    assert f"the broker's first {len(before_resp) - 6} byte(s)" not in err  # (the side is named as the reader's)
+    assert f"the server's first {len(before_resp) - 6} byte(s) are the end of a message" in err
+    assert out.endswith("0 problem(s), 2 note(s)\n")
+    opened = tmp_path / "opened.pcap"
+    _pcap(opened, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, client),
+                   (False, 1, ACK | PSH, server)])  # fmt: skip
+    assert main(["dump", "--port", "9092", str(opened)]) == 1  # (without --port: no frame reads, another protocol)
+    assert "problem: 10.0.0.1:5000 -> 10.0.0.2:9092: client byte 0: " in capsys.readouterr().err

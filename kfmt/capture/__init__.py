@@ -111,19 +111,42 @@ def read(path: str | Path) -> Capture:
 
 
 def _connection(a, b, flow: dict, back: dict) -> Connection:
-    from kfmt.protocol.conversation import looks_like_request, split_frames
 
     one, other = _reassemble(flow), _reassemble(back)
     if flow["syn"] is not None or back["syn"] is not None:
         a_opened = flow["syn"] is not None
         opened = True
-    else:  # opened before the capture: the client is the side whose first frame reads as a request
-        frames = split_frames(one.data)[0]
-        a_opened = bool(frames) and looks_like_request(frames[0].data)
-        opened = False
+    else:  # opened before the capture
+        a_opened, opened = _sends_requests(one.data, other.data), False
     if a_opened:
         return Connection(a, b, one, other, opened)
     return Connection(b, a, other, one, opened)
+
+
+def _sends_requests(one: bytes, other: bytes) -> bool:
+    """Whether ``one`` is the client's side of a connection opened before the capture: the side whose first frame
+    reads as a request; where neither's does (the capture began inside a message), the side whose requests the
+    other side's frames answer (by correlation id) the more: a response with a small correlation id reads as a
+    request too (id 2 as Produce v2)."""
+    from kfmt.protocol.conversation import looks_like_request, split_frames
+
+    starts = [split_frames(d)[0][:1] for d in (one, other)]
+    at_once = [bool(f) and looks_like_request(f[0].data) for f in starts]
+    if any(at_once):
+        return at_once[0]
+    mine, theirs = _answered(one, other), _answered(other, one)
+    return mine > (0, 0) and mine >= theirs
+
+
+def _answered(client: bytes, server: bytes) -> tuple[int, int]:
+    """(how many of ``server``'s frames answer a request of ``client`` by correlation id, how many requests), the
+    two read from their first whole frames."""
+    from kfmt.protocol.conversation import first_frame, looks_like_request, split_frames
+
+    asked = {struct.unpack_from(">i", f.data, 4)[0] for f in split_frames(client, first_frame(client, True))[0]
+             if looks_like_request(f.data)}  # fmt: skip
+    frames = split_frames(server, first_frame(server, False))[0]
+    return sum(len(f.data) >= 4 and struct.unpack_from(">i", f.data)[0] in asked for f in frames), len(asked)
 
 
 def _reassemble(flow: dict) -> Direction:

@@ -49,11 +49,18 @@ class Conversation:
     problems: list[str] = field(default_factory=list)
     #: bytes after the last whole frame of each direction (a connection or capture cut mid-frame)
     tails: dict[str, bytes] = field(default_factory=dict)
+    #: bytes before the first whole frame of each direction of a stream read from its middle (``mid_stream``)
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
-def split_frames(data: bytes) -> tuple[list[Frame], bytes]:
-    """The whole frames of one direction, and the bytes after the last one."""
-    out, pos = [], 0
+#: the largest frame the search for the first whole frame of a stream read from its middle believes (Kafka's
+#: socket.request.max.bytes defaults to 100 MiB; a fetch answer is bounded by fetch.max.bytes, 50 MiB)
+LARGEST_FRAME = 100 << 20
+
+
+def split_frames(data: bytes, start: int = 0) -> tuple[list[Frame], bytes]:
+    """The whole frames of one direction from byte ``start``, and the bytes after the last one."""
+    out, pos = [], start
     while pos + 4 <= len(data):
         (size,) = struct.unpack_from(">i", data, pos)
         if size < 0 or pos + 4 + size > len(data):
@@ -61,6 +68,27 @@ def split_frames(data: bytes) -> tuple[list[Frame], bytes]:
         out.append(Frame(pos, data[pos + 4 : pos + 4 + size]))
         pos += 4 + size
     return out, data[pos:]
+
+
+def first_frame(data: bytes, requests: bool) -> int:
+    """Where the first whole frame of a direction read from its middle begins (a capture that began inside a
+    message): the first byte from which whole frames follow one another to the end of the bytes (the last one may
+    be cut where the capture ends), at least one of them, each of a size Kafka takes (a header's 4 bytes at least,
+    :data:`LARGEST_FRAME` at most), and,
+    for the client's side (``requests``), the first reading as a request of an API and version Kafka has.
+    ``len(data)`` where none does."""
+    for k in range(len(data) - 3):
+        (size,) = struct.unpack_from(">i", data, k)
+        if not 4 <= size <= LARGEST_FRAME or k + 4 + size > len(data):
+            continue
+        if requests and not looks_like_request(data[k + 4 : k + 4 + size]):
+            continue
+        frames, tail = split_frames(data, k)
+        if all(len(f.data) >= 4 for f in frames) and (
+            len(tail) < 4 or 4 <= struct.unpack_from(">i", tail)[0] <= LARGEST_FRAME
+        ):
+            return k
+    return len(data)
 
 
 def looks_like_request(data: bytes) -> bool:
@@ -78,13 +106,19 @@ def _raw_sasl_follows(request: Message) -> bool:
     return request.api_key == SASL_HANDSHAKE and request.api_version == 0
 
 
-def read_conversation(client: bytes, server: bytes, *, backend: str | None = None) -> Conversation:
-    """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's."""
+def read_conversation(client: bytes, server: bytes, *, backend: str | None = None,
+                      mid_stream: bool = False) -> Conversation:  # fmt: skip
+    """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's.
+    ``mid_stream``: the bytes may begin inside a message (a capture that began after the connection opened): each
+    direction is read from its first whole frame (:func:`first_frame`), the bytes before it counted in
+    ``skipped``."""
     from kfmt.protocol import read_request
 
     conv = Conversation()
-    sent, conv.tails["client"] = split_frames(client)
-    answered, conv.tails["server"] = split_frames(server)
+    for side, data in (("client", client), ("server", server)):
+        conv.skipped[side] = first_frame(data, side == "client") if mid_stream else 0
+    sent, conv.tails["client"] = split_frames(client, conv.skipped["client"])
+    answered, conv.tails["server"] = split_frames(server, conv.skipped["server"])
     sasl_raw = False
     for f in sent:
         if sasl_raw and not looks_like_request(f.data):

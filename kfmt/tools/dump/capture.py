@@ -101,7 +101,7 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
             conn.to_server,
         )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
-    conv = read_conversation(conn.to_server.data, conn.to_client.data)
+    conv = read_conversation(conn.to_server.data, conn.to_client.data, mid_stream=not conn.opened)
     if args.capture_summary is not None:
         args.capture_summary.connections += 1
     if args.port is None and not conv.exchanges and not conv.tokens:  # nothing reads as Kafka's: another protocol
@@ -120,6 +120,11 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
                 (answered[1] - asked[1]) * 1000)  # fmt: skip
             _message(x.response, client, broker, answered, latency, args, out)
     problems = notes = 0
+    for side, n in conv.skipped.items():
+        if n:  # the capture began inside a message: what captures normally have
+            notes += 1
+            print(f"kfmt dump: note: {client} -> {broker}: the {side}'s first {n} byte(s) are the end of a message "
+                  "that began before the capture (skipped; read from the first whole frame)", file=err)  # fmt: skip
     for line in conv.problems:
         unasked = "which no request of this connection carries" in line
         if unasked and not conn.opened:  # its request went before the capture began
