@@ -44,7 +44,7 @@ $(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
 # the kafka-log Spark source's jar: the jvm backend's generated decoders and the runtime in kfmt/runtime/jvm,
 # compiled against the pyspark jars, with the source's columns (kfmt/log/arrow.py) (optional: without a JDK
 # kafka-log is kfmt's Python data source alone)
-JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py kfmt/logdir/names.py
+JVM_SRC := $(wildcard generated/jvm/*.java generated/*/jvm/*.java generated/*/*/jvm/*.java kfmt/runtime/jvm/kfmt/jvm/*.java) kfmt/log/arrow.py kfmt/logdir/names.py
 $(VENV)/.jvm: $(VENV)/.installed $(JVM_SRC)
 	@echo "== building the JVM engine's jar (the kafka-log Spark source) ..."
 	$(PY) -c 'import sys; from kfmt.spark.jvm import main; sys.exit(main(["build"]))' || true

@@ -297,6 +297,18 @@ def payload_check(records: list) -> list[tuple]:
     return [tuple(cell(c) for c in line.split("\t")) for line in _java_main("PayloadCheck", given).splitlines()]
 
 
+def protocol_check(parts: list) -> list:
+    """Parts of protocol frames decoded by the jvm backend's protocol decoders (``kfmt.jvm.ProtocolCheck``, one JVM
+    for all), for the differential with kfmt.protocol: each of ``parts`` is ``(schema, version, frame, start)`` (the
+    API's version for a body, the header's for a header); each answer ``(end, JSON text)``, or ``(None, error)``."""
+    given = "".join(f"{schema}\t{version}\t{bytes(frame).hex()}\t{start}\n" for schema, version, frame, start in parts)
+    out = []
+    for line in _java_main("ProtocolCheck", given).splitlines():
+        end, text = line.split("\t", 1)
+        out.append((None, text) if end == "!" else (int(end), text))
+    return out
+
+
 def encode_check(batches: list) -> list:
     """Batches encoded by the jvm backend's generated encoders (``kfmt.jvm.EncodeCheck``, one JVM for all), for the
     differential with kfmt.encode_batch: each of ``batches`` is ``(format id, {batch field: int}, records)``, a record

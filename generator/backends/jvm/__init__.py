@@ -40,8 +40,6 @@ def _encoder(fmt: Format) -> str | Unsupported:
 
 
 def _lower(fmt: Format) -> str | Unsupported:
-    if fmt.schema.api is not None:
-        return Unsupported("Kafka's protocol (its requests, responses and headers)")
     if "jvm" not in fmt.cache:
         try:
             fmt.cache["jvm"] = _payload(fmt) if is_payload(fmt) else JavaGen(fmt.ir, PACKAGE).emit()
@@ -79,8 +77,8 @@ def emit(fmt: Format) -> dict[str, str]:
 def emit_index(formats: list[Format], sdir: str) -> dict[str, str]:
     """``jvm/Formats.java``: every format with a Java decoder, and why the others have none; for a folder of
     message schemas, ``jvm/Payloads.java``; for the protocol's schemas, nothing yet."""
-    if formats and all(f.schema.api is not None for f in formats):
-        return {}
+    if formats and all(f.schema.api is not None or f.id.endswith("_header") for f in formats):
+        return _protocol_index(formats, sdir)
     if formats and all(is_payload(f) for f in formats):
         return _payload_index(formats, sdir)
     made = [f for f in formats if not isinstance(_lower(f), Unsupported)]
@@ -159,3 +157,14 @@ def _payload_index(formats: list[Format], sdir: str) -> dict[str, str]:
     return _by_id(formats, sdir, _lower, "", "Payloads", "kfmt.jvm.Payload",
                   "The payload decoders of Kafka's own topics' schemas (kfmt.payloads' JSON, decoded in the JVM).",
                   "payload decoder", "decoder of the schema")  # fmt: skip
+
+
+def _protocol_index(formats: list[Format], sdir: str) -> dict[str, str]:
+    """``jvm/<Folder>.java`` (``Protocol``, ``ProtocolProposals``): the decoder of each of the protocol's schemas of
+    the folder (a request's or response's body, a header) by id, writing the JSON of ``kfmt.protocol``'s
+    ``to_json()`` body or header."""
+    from pathlib import PurePath
+
+    return _by_id(formats, sdir, _lower, "", class_name(PurePath(sdir).name), "kfmt.jvm.Payload",
+                  "The decoders of Kafka's protocol: each request's and response's body and the headers, as the JSON "
+                  "kfmt.protocol writes of them.", "protocol decoder", "decoder of the schema")  # fmt: skip

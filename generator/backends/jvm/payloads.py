@@ -64,9 +64,11 @@ class PayloadGen:
         if len(root.params) > 1:
             raise Unsupported("a payload root with more than one parameter")
         params = "".join(", param" for _ in root.params)
+        # the protocol's bodies and headers: Kafka's JSON holds the fields of the version read (the parameter)
+        version = "param" if [p.name for p in root.params] in (["api_version"], ["header_version"]) else NONE
         return "\n".join([
             "    public int decode(Ctx cx, Js j, byte[] b, int pos, int end, long param) throws Bad {",
-            f"        return d_{root.name}(cx, j, b, pos, end, {NONE}{params});",
+            f"        return d_{root.name}(cx, j, b, pos, end, {version}{params});",
             "    }",
             "",
         ])  # fmt: skip
@@ -241,10 +243,11 @@ class StructJson(TaggedJson):
         cond = self.bool_expr(f.condition)
         if isinstance(w, (n.Int, n.Varint)):
             default = f.default.value if isinstance(f.default, (n.Const, n.EnumConst)) else None
-            if isinstance(w, n.Int) and w.kind in ("uuid", "float64"):
+            if isinstance(w, n.Int) and w.kind == "float64":
                 raise Unsupported(f"a conditional {w.kind} field")
-            if default is None and not f.bits:
-                raise Unsupported("a conditional scalar without a default")
+            if isinstance(w, n.Int) and w.kind == "uuid":  # absent: its position -1, written as the zero uuid
+                default = -1
+            # (a field of the protocol absent at a version: Kafka's JSON leaves it out there, and 0 otherwise)
             self.say(f"long v_{f.name} = {int(default or 0)}L;")
             self.say(f"if ({cond}) {{")
             self._read_scalar(f, w, declare=False)

@@ -115,4 +115,5 @@ class TaggedJson:
             return f"{const}(cx)"
         import json
 
-        return self.g.value(json.dumps(t.absent))
+        absent = t.absent.hex() if isinstance(t.absent, bytes) else t.absent  # bytes: Kafka's JSON (hex in kfmt's)
+        return self.g.value(json.dumps(absent))

@@ -228,9 +228,9 @@ public final class Js {
         buf[len++] = '"';
     }
 
-    public void uuid(byte[] b, int p) {
+    public void uuid(byte[] b, int p) { // p < 0: a field absent at its version, the zero uuid
         put('"');
-        put(UUID.encodeToString(java.util.Arrays.copyOfRange(b, p, p + 16)));
+        put(UUID.encodeToString(p < 0 ? new byte[16] : java.util.Arrays.copyOfRange(b, p, p + 16)));
         put('"');
     }
 
