@@ -292,7 +292,11 @@ def _decode_offset_commit_value_flexible(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -359,7 +363,11 @@ def _fdecode_offset_commit_value_flexible(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2176,7 +2184,11 @@ def _decode_group_metadata_value_member_metadata(buf, pos, end, opts, protocol_t
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2491,7 +2503,11 @@ def _decode_group_metadata_value_flexible(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2801,9 +2817,13 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
         tagged_fields_group_metadata_value_member_metadata_ = []
         sec__group_metadata_value_member_metadata_ = pos
         prev__group_metadata_value_member_metadata_, odd__group_metadata_value_member_metadata_ = (-1, False)
-        n_tags__group_metadata_value_member_metadata_, pos = _read_uvarint32(
-            buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__group_metadata_value_member_metadata_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__group_metadata_value_member_metadata_, pos = _read_uvarint32(
+                buf, pos, end, "group_metadata_value_member_metadata.tagged_fields"
+            )
         if n_tags__group_metadata_value_member_metadata_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__group_metadata_value_member_metadata_} tagged fields cannot fit in {end - pos} bytes",
@@ -2925,7 +2945,11 @@ def _fdecode_group_metadata_value_flexible(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "group_metadata_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3341,7 +3365,11 @@ def _decode_consumer_group_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3381,7 +3409,11 @@ def _fdecode_consumer_group_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3533,7 +3565,11 @@ def _decode_partition_metadata(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3664,7 +3700,11 @@ def _decode_topic_metadata(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_metadata.tagged_fields"
@@ -3797,7 +3837,11 @@ def _decode_consumer_group_partition_metadata_value(buf, pos, end, opts, version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3988,9 +4032,13 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
             tagged_fields_partition_metadata__topic_metadata_ = []
             sec__partition_metadata__topic_metadata_ = pos
             prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
-            n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                buf, pos, end, "partition_metadata.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_metadata__topic_metadata_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_metadata.tagged_fields"
+                )
             if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
@@ -4036,7 +4084,11 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
         tagged_fields_topic_metadata_ = []
         sec__topic_metadata_ = pos
         prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
-        n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_metadata_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
         if n_tags__topic_metadata_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
@@ -4075,7 +4127,11 @@ def _fdecode_consumer_group_partition_metadata_value(buf, pos, end, opts, versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -4370,7 +4426,11 @@ def _decode_classic_protocol(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -4487,7 +4547,11 @@ def _decode_classic_member_metadata(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -4588,7 +4652,11 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
         tagged_fields_classic_protocol_ = []
         sec__classic_protocol_ = pos
         prev__classic_protocol_, odd__classic_protocol_ = (-1, False)
-        n_tags__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__classic_protocol_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__classic_protocol_, pos = _read_uvarint32(buf, pos, end, "classic_protocol.tagged_fields")
         if n_tags__classic_protocol_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__classic_protocol_} tagged fields cannot fit in {end - pos} bytes",
@@ -4623,7 +4691,11 @@ def _fdecode_classic_member_metadata(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "classic_member_metadata.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -5049,7 +5121,11 @@ def _decode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     )[0]  # absent: new consumer_group_member_metadata_value_classic_member_metadata_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -5312,7 +5388,11 @@ def _fdecode_consumer_group_member_metadata_value(buf, pos, end, opts, version):
     )[0]
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -5618,7 +5698,11 @@ def _decode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts,
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -5658,7 +5742,11 @@ def _fdecode_consumer_group_target_assignment_metadata_value(buf, pos, end, opts
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -5780,7 +5868,11 @@ def _decode_topic_partition(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_partition.tagged_fields"
@@ -5906,7 +5998,11 @@ def _decode_consumer_group_target_assignment_member_value(buf, pos, end, opts, v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -6007,7 +6103,11 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
         tagged_fields_topic_partition_ = []
         sec__topic_partition_ = pos
         prev__topic_partition_, odd__topic_partition_ = (-1, False)
-        n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partition_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
         if n_tags__topic_partition_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
@@ -6046,7 +6146,11 @@ def _fdecode_consumer_group_target_assignment_member_value(buf, pos, end, opts, 
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -6213,7 +6317,11 @@ def _decode_topic_partitions(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -6421,7 +6529,11 @@ def _decode_consumer_group_current_member_assignment_value(buf, pos, end, opts, 
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -6526,7 +6638,11 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
         tagged_fields_topic_partitions_ = []
         sec__topic_partitions_ = pos
         prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
@@ -6627,7 +6743,11 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
         tagged_fields_topic_partitions_ = []
         sec__topic_partitions_ = pos
         prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
@@ -6666,7 +6786,11 @@ def _fdecode_consumer_group_current_member_assignment_value(buf, pos, end, opts,
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -6913,7 +7037,11 @@ def _decode_share_group_partition_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -7104,9 +7232,13 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
             tagged_fields_partition_metadata__topic_metadata_ = []
             sec__partition_metadata__topic_metadata_ = pos
             prev__partition_metadata__topic_metadata_, odd__partition_metadata__topic_metadata_ = (-1, False)
-            n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
-                buf, pos, end, "partition_metadata.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_metadata__topic_metadata_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_metadata__topic_metadata_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_metadata.tagged_fields"
+                )
             if n_tags__partition_metadata__topic_metadata_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_metadata__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
@@ -7152,7 +7284,11 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
         tagged_fields_topic_metadata_ = []
         sec__topic_metadata_ = pos
         prev__topic_metadata_, odd__topic_metadata_ = (-1, False)
-        n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_metadata_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_metadata_, pos = _read_uvarint32(buf, pos, end, "topic_metadata.tagged_fields")
         if n_tags__topic_metadata_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_metadata_} tagged fields cannot fit in {end - pos} bytes",
@@ -7191,7 +7327,11 @@ def _fdecode_share_group_partition_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -7590,7 +7730,11 @@ def _decode_share_group_member_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -7757,7 +7901,11 @@ def _fdecode_share_group_member_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_member_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -7952,7 +8100,11 @@ def _decode_share_group_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -7992,7 +8144,11 @@ def _fdecode_share_group_metadata_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8071,7 +8227,11 @@ def _decode_share_group_target_assignment_metadata_value(buf, pos, end, opts, ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8111,7 +8271,11 @@ def _fdecode_share_group_target_assignment_metadata_value(buf, pos, end, opts, v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8248,7 +8412,11 @@ def _decode_share_group_target_assignment_member_value(buf, pos, end, opts, vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8349,7 +8517,11 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
         tagged_fields_topic_partition_ = []
         sec__topic_partition_ = pos
         prev__topic_partition_, odd__topic_partition_ = (-1, False)
-        n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partition_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partition_, pos = _read_uvarint32(buf, pos, end, "topic_partition.tagged_fields")
         if n_tags__topic_partition_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partition_} tagged fields cannot fit in {end - pos} bytes",
@@ -8388,7 +8560,11 @@ def _fdecode_share_group_target_assignment_member_value(buf, pos, end, opts, ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_target_assignment_member_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8584,7 +8760,11 @@ def _decode_share_group_current_member_assignment_value(buf, pos, end, opts, ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8689,7 +8869,11 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
         tagged_fields_topic_partitions_ = []
         sec__topic_partitions_ = pos
         prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
@@ -8728,7 +8912,11 @@ def _fdecode_share_group_current_member_assignment_value(buf, pos, end, opts, ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_current_member_assignment_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -8939,7 +9127,11 @@ def _decode_topic_partitions_info(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -9043,7 +9235,11 @@ def _decode_topic_info(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_info.tagged_fields"
@@ -9219,7 +9415,11 @@ def _decode_share_group_state_partition_metadata_value(buf, pos, end, opts, vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -9352,7 +9552,11 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
         tagged_fields_topic_partitions_info_ = []
         sec__topic_partitions_info_ = pos
         prev__topic_partitions_info_, odd__topic_partitions_info_ = (-1, False)
-        n_tags__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_info_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_info_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_info.tagged_fields")
         if n_tags__topic_partitions_info_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_info_} tagged fields cannot fit in {end - pos} bytes",
@@ -9448,7 +9652,11 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
         tagged_fields_topic_info_ = []
         sec__topic_info_ = pos
         prev__topic_info_, odd__topic_info_ = (-1, False)
-        n_tags__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_info_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_info_, pos = _read_uvarint32(buf, pos, end, "topic_info.tagged_fields")
         if n_tags__topic_info_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_info_} tagged fields cannot fit in {end - pos} bytes",
@@ -9481,7 +9689,11 @@ def _fdecode_share_group_state_partition_metadata_value(buf, pos, end, opts, ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_group_state_partition_metadata_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -79,7 +79,11 @@ def _decode_voter(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voter.tagged_fields"
@@ -209,7 +213,11 @@ def _decode_leader_change_message(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -268,7 +276,11 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         tagged_fields_voter_ = []
         sec__voter_ = pos
         prev__voter_, odd__voter_ = (-1, False)
-        n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__voter_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
         if n_tags__voter_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
@@ -329,7 +341,11 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
         tagged_fields_voter_ = []
         sec__voter_ = pos
         prev__voter_, odd__voter_ = (-1, False)
-        n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__voter_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__voter_, pos = _read_uvarint32(buf, pos, end, "voter.tagged_fields")
         if n_tags__voter_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__voter_} tagged fields cannot fit in {end - pos} bytes",
@@ -361,7 +377,11 @@ def _fdecode_leader_change_message(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_change_message.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -492,7 +512,11 @@ def _decode_snapshot_header_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -529,7 +553,11 @@ def _fdecode_snapshot_header_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_header_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -597,7 +625,11 @@ def _decode_snapshot_footer_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -631,7 +663,11 @@ def _fdecode_snapshot_footer_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_footer_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -695,7 +731,11 @@ def _decode_k_raft_version_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -732,7 +772,11 @@ def _fdecode_k_raft_version_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -842,7 +886,11 @@ def _decode_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="endpoint.tagged_fields"
@@ -914,7 +962,11 @@ def _decode_k_raft_version_feature(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -951,7 +1003,11 @@ def _fdecode_k_raft_version_feature(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "k_raft_version_feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1053,7 +1109,11 @@ def _decode_voters_record_voter(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1170,7 +1230,11 @@ def _decode_voters_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"
@@ -1300,7 +1364,11 @@ def _fdecode_voters_record(buf, pos, end, opts):
             tagged_fields_endpoint__voters_record_voter_ = []
             sec__endpoint__voters_record_voter_ = pos
             prev__endpoint__voters_record_voter_, odd__endpoint__voters_record_voter_ = (-1, False)
-            n_tags__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__endpoint__voters_record_voter_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__endpoint__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "endpoint.tagged_fields")
             if n_tags__endpoint__voters_record_voter_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__endpoint__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
@@ -1339,7 +1407,11 @@ def _fdecode_voters_record(buf, pos, end, opts):
         tagged_fields_voters_record_voter_ = []
         sec__voters_record_voter_ = pos
         prev__voters_record_voter_, odd__voters_record_voter_ = (-1, False)
-        n_tags__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__voters_record_voter_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__voters_record_voter_, pos = _read_uvarint32(buf, pos, end, "voters_record_voter.tagged_fields")
         if n_tags__voters_record_voter_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__voters_record_voter_} tagged fields cannot fit in {end - pos} bytes",
@@ -1382,7 +1454,11 @@ def _fdecode_voters_record(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "voters_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="voters_record.tagged_fields"

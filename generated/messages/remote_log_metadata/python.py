@@ -112,7 +112,11 @@ def _decode_topic_id_partition_entry(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -171,7 +175,11 @@ def _fdecode_topic_id_partition_entry(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_id_partition_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -260,7 +268,11 @@ def _decode_remote_log_segment_id_entry(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -295,7 +307,11 @@ def _fdecode_remote_log_segment_id_entry(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_id_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -364,7 +380,11 @@ def _decode_segment_leader_epoch_entry(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "segment_leader_epoch_entry.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -520,7 +540,11 @@ def _decode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -606,9 +630,13 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
         tagged_fields_segment_leader_epoch_entry_ = []
         sec__segment_leader_epoch_entry_ = pos
         prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
-        n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
-            buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__segment_leader_epoch_entry_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+            )
         if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
@@ -675,7 +703,11 @@ def _fdecode_remote_log_segment_metadata_record(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -906,7 +938,11 @@ def _decode_remote_log_segment_metadata_update_record(buf, pos, end, opts, versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -977,7 +1013,11 @@ def _fdecode_remote_log_segment_metadata_update_record(buf, pos, end, opts, vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_update_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1111,7 +1151,11 @@ def _decode_remote_partition_delete_metadata_record(buf, pos, end, opts, version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1158,7 +1202,11 @@ def _fdecode_remote_partition_delete_metadata_record(buf, pos, end, opts, versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_partition_delete_metadata_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1362,7 +1410,11 @@ def _decode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1447,9 +1499,13 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
         tagged_fields_segment_leader_epoch_entry_ = []
         sec__segment_leader_epoch_entry_ = pos
         prev__segment_leader_epoch_entry_, odd__segment_leader_epoch_entry_ = (-1, False)
-        n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
-            buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__segment_leader_epoch_entry_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__segment_leader_epoch_entry_, pos = _read_uvarint32(
+                buf, pos, end, "segment_leader_epoch_entry.tagged_fields"
+            )
         if n_tags__segment_leader_epoch_entry_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__segment_leader_epoch_entry_} tagged fields cannot fit in {end - pos} bytes",
@@ -1516,7 +1572,11 @@ def _fdecode_remote_log_segment_metadata_snapshot_record(buf, pos, end, opts, ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remote_log_segment_metadata_snapshot_record.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -69,7 +69,11 @@ def _decode_state_batch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
@@ -170,7 +174,11 @@ def _decode_share_snapshot_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -246,7 +254,11 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
         tagged_fields_state_batch_ = []
         sec__state_batch_ = pos
         prev__state_batch_, odd__state_batch_ = (-1, False)
-        n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__state_batch_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
         if n_tags__state_batch_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
@@ -281,7 +293,11 @@ def _fdecode_share_snapshot_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_snapshot_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -461,7 +477,11 @@ def _decode_share_update_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -535,7 +555,11 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
         tagged_fields_state_batch_ = []
         sec__state_batch_ = pos
         prev__state_batch_, odd__state_batch_ = (-1, False)
-        n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__state_batch_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__state_batch_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
         if n_tags__state_batch_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__state_batch_} tagged fields cannot fit in {end - pos} bytes",
@@ -570,7 +594,11 @@ def _fdecode_share_update_value(buf, pos, end, opts, version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_update_value.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -569,7 +569,11 @@ def _decode_transaction_log_value_partitions_schema(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -835,7 +839,11 @@ def _decode_transaction_log_value_flexible(buf, pos, end, opts, version):
     client_transaction_version = 0
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1045,9 +1053,13 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
         tagged_fields_transaction_log_value_partitions_schema_ = []
         sec__transaction_log_value_partitions_schema_ = pos
         prev__transaction_log_value_partitions_schema_, odd__transaction_log_value_partitions_schema_ = (-1, False)
-        n_tags__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
-            buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__transaction_log_value_partitions_schema_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__transaction_log_value_partitions_schema_, pos = _read_uvarint32(
+                buf, pos, end, "transaction_log_value_partitions_schema.tagged_fields"
+            )
         if n_tags__transaction_log_value_partitions_schema_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__transaction_log_value_partitions_schema_} tagged fields cannot fit in {end - pos} bytes",
@@ -1108,7 +1120,11 @@ def _fdecode_transaction_log_value_flexible(buf, pos, end, opts, version):
     client_transaction_version = 0
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_log_value_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -557,7 +557,11 @@ def _decode_add_partitions_to_txn_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -714,7 +718,11 @@ def _decode_add_partitions_to_txn_transaction(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -995,7 +1003,11 @@ def _decode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1227,9 +1239,13 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
                     prev__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
                     odd__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_,
                 ) = (-1, False)
-                n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
-                    buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_, pos = (
+                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields")
+                    )
                 if n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__add_partitions_to_txn_topic_flexible__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
@@ -1296,9 +1312,13 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
             tagged_fields_add_partitions_to_txn_transaction_ = []
             sec__add_partitions_to_txn_transaction_ = pos
             prev__add_partitions_to_txn_transaction_, odd__add_partitions_to_txn_transaction_ = (-1, False)
-            n_tags__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
-                buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__add_partitions_to_txn_transaction_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__add_partitions_to_txn_transaction_, pos = _read_uvarint32(
+                    buf, pos, end, "add_partitions_to_txn_transaction.tagged_fields"
+                )
             if n_tags__add_partitions_to_txn_transaction_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__add_partitions_to_txn_transaction_} tagged fields cannot fit in {end - pos} bytes",
@@ -1488,9 +1508,13 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
             tagged_fields_add_partitions_to_txn_topic_flexible_ = []
             sec__add_partitions_to_txn_topic_flexible_ = pos
             prev__add_partitions_to_txn_topic_flexible_, odd__add_partitions_to_txn_topic_flexible_ = (-1, False)
-            n_tags__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__add_partitions_to_txn_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__add_partitions_to_txn_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "add_partitions_to_txn_topic_flexible.tagged_fields"
+                )
             if n_tags__add_partitions_to_txn_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__add_partitions_to_txn_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1544,7 +1568,11 @@ def _fdecode_add_partitions_to_txn_request_flexible(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

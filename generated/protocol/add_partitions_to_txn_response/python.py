@@ -458,7 +458,11 @@ def _decode_add_partitions_to_txn_partition_result_flexible(buf, pos, end, opts)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -583,7 +587,11 @@ def _decode_add_partitions_to_txn_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -734,7 +742,11 @@ def _decode_add_partitions_to_txn_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -966,7 +978,11 @@ def _decode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1194,10 +1210,18 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                         prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                         odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                     ) = (-1, False)
-                    (
-                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+                    if pos < end and buf[pos] < 128:
+                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
+                            pos,
+                        ) = _read_uvarint32(
+                            buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields"
+                        )
                     if (
                         n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                         > (end - pos) // 2
@@ -1276,9 +1300,13 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                     prev__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                     odd__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_,
                 ) = (-1, False)
-                n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
-                    _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_, pos = (
+                        _read_uvarint32(buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields")
+                    )
                 if (
                     n_tags__add_partitions_to_txn_topic_result_flexible__add_partitions_to_txn_result_
                     > (end - pos) // 2
@@ -1350,9 +1378,13 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
             tagged_fields_add_partitions_to_txn_result_ = []
             sec__add_partitions_to_txn_result_ = pos
             prev__add_partitions_to_txn_result_, odd__add_partitions_to_txn_result_ = (-1, False)
-            n_tags__add_partitions_to_txn_result_, pos = _read_uvarint32(
-                buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__add_partitions_to_txn_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__add_partitions_to_txn_result_, pos = _read_uvarint32(
+                    buf, pos, end, "add_partitions_to_txn_result.tagged_fields"
+                )
             if n_tags__add_partitions_to_txn_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__add_partitions_to_txn_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -1507,10 +1539,16 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                     prev__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
                     odd__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_partition_result_flexible.tagged_fields")
                 if (
                     n_tags__add_partitions_to_txn_partition_result_flexible__add_partitions_to_txn_topic_result_flexible_
                     > (end - pos) // 2
@@ -1589,9 +1627,13 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
                 -1,
                 False,
             )
-            n_tags__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__add_partitions_to_txn_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__add_partitions_to_txn_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "add_partitions_to_txn_topic_result_flexible.tagged_fields"
+                )
             if n_tags__add_partitions_to_txn_topic_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__add_partitions_to_txn_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1654,7 +1696,11 @@ def _fdecode_add_partitions_to_txn_response_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_partitions_to_txn_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -111,7 +111,11 @@ def _decode_listener(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
@@ -259,7 +263,11 @@ def _decode_add_raft_voter_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -390,7 +398,11 @@ def _fdecode_add_raft_voter_request(buf, pos, end, opts, api_version):
         tagged_fields_listener_ = []
         sec__listener_ = pos
         prev__listener_, odd__listener_ = (-1, False)
-        n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__listener_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
         if n_tags__listener_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
@@ -424,7 +436,11 @@ def _fdecode_add_raft_voter_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "add_raft_voter_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

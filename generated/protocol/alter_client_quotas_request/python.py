@@ -595,7 +595,11 @@ def _decode_entity_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -692,7 +696,11 @@ def _decode_op_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "op_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -813,7 +821,11 @@ def _decode_entry_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -956,7 +968,11 @@ def _decode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1115,9 +1131,13 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
                 -1,
                 False,
             )
-            n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "entity_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "entity_data_flexible.tagged_fields"
+                )
             if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1229,9 +1249,13 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
             tagged_fields_op_data_flexible__entry_data_flexible_ = []
             sec__op_data_flexible__entry_data_flexible_ = pos
             prev__op_data_flexible__entry_data_flexible_, odd__op_data_flexible__entry_data_flexible_ = (-1, False)
-            n_tags__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "op_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__op_data_flexible__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__op_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "op_data_flexible.tagged_fields"
+                )
             if n_tags__op_data_flexible__entry_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__op_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1280,7 +1304,11 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
         tagged_fields_entry_data_flexible_ = []
         sec__entry_data_flexible_ = pos
         prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
-        n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__entry_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
         if n_tags__entry_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1323,7 +1351,11 @@ def _fdecode_alter_client_quotas_request_flexible(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

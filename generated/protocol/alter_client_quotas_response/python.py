@@ -519,7 +519,11 @@ def _decode_entity_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -649,7 +653,11 @@ def _decode_entry_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -792,7 +800,11 @@ def _decode_alter_client_quotas_response_flexible(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -980,9 +992,13 @@ def _fdecode_alter_client_quotas_response_flexible(buf, pos, end, opts, api_vers
                 -1,
                 False,
             )
-            n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "entity_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "entity_data_flexible.tagged_fields"
+                )
             if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1038,7 +1054,11 @@ def _fdecode_alter_client_quotas_response_flexible(buf, pos, end, opts, api_vers
         tagged_fields_entry_data_flexible_ = []
         sec__entry_data_flexible_ = pos
         prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
-        n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__entry_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
         if n_tags__entry_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1080,7 +1100,11 @@ def _fdecode_alter_client_quotas_response_flexible(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_client_quotas_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

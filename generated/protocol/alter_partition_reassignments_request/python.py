@@ -124,7 +124,11 @@ def _decode_reassignable_partition(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -248,7 +252,11 @@ def _decode_reassignable_topic(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -387,7 +395,11 @@ def _decode_alter_partition_reassignments_request(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -553,9 +565,13 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
                 -1,
                 False,
             )
-            n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_partition.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_partition.tagged_fields"
+                )
             if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -614,7 +630,11 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
         tagged_fields_reassignable_topic_ = []
         sec__reassignable_topic_ = pos
         prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
-        n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__reassignable_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
         if n_tags__reassignable_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -655,7 +675,11 @@ def _fdecode_alter_partition_reassignments_request(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -901,7 +925,11 @@ def _decode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1067,9 +1095,13 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
                 -1,
                 False,
             )
-            n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_partition.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_partition__reassignable_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_partition__reassignable_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_partition.tagged_fields"
+                )
             if n_tags__reassignable_partition__reassignable_topic_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__reassignable_partition__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1128,7 +1160,11 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
         tagged_fields_reassignable_topic_ = []
         sec__reassignable_topic_ = pos
         prev__reassignable_topic_, odd__reassignable_topic_ = (-1, False)
-        n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__reassignable_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__reassignable_topic_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic.tagged_fields")
         if n_tags__reassignable_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__reassignable_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1169,7 +1205,11 @@ def _fdecode_alter_partition_reassignments_request_v1(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_request_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

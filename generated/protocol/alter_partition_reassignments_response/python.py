@@ -101,7 +101,11 @@ def _decode_reassignable_partition_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_partition_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -223,7 +227,11 @@ def _decode_reassignable_topic_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "reassignable_topic_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -398,7 +406,11 @@ def _decode_alter_partition_reassignments_response(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -588,9 +600,13 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
                 prev__reassignable_partition_response__reassignable_topic_response_,
                 odd__reassignable_partition_response__reassignable_topic_response_,
             ) = (-1, False)
-            n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_partition_response.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_partition_response.tagged_fields"
+                )
             if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -656,9 +672,13 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
         tagged_fields_reassignable_topic_response_ = []
         sec__reassignable_topic_response_ = pos
         prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
-        n_tags__reassignable_topic_response_, pos = _read_uvarint32(
-            buf, pos, end, "reassignable_topic_response.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__reassignable_topic_response_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__reassignable_topic_response_, pos = _read_uvarint32(
+                buf, pos, end, "reassignable_topic_response.tagged_fields"
+            )
         if n_tags__reassignable_topic_response_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -703,7 +723,11 @@ def _fdecode_alter_partition_reassignments_response(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1028,7 +1052,11 @@ def _decode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1218,9 +1246,13 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
                 prev__reassignable_partition_response__reassignable_topic_response_,
                 odd__reassignable_partition_response__reassignable_topic_response_,
             ) = (-1, False)
-            n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "reassignable_partition_response.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__reassignable_partition_response__reassignable_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__reassignable_partition_response__reassignable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "reassignable_partition_response.tagged_fields"
+                )
             if n_tags__reassignable_partition_response__reassignable_topic_response_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__reassignable_partition_response__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -1286,9 +1318,13 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
         tagged_fields_reassignable_topic_response_ = []
         sec__reassignable_topic_response_ = pos
         prev__reassignable_topic_response_, odd__reassignable_topic_response_ = (-1, False)
-        n_tags__reassignable_topic_response_, pos = _read_uvarint32(
-            buf, pos, end, "reassignable_topic_response.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__reassignable_topic_response_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__reassignable_topic_response_, pos = _read_uvarint32(
+                buf, pos, end, "reassignable_topic_response.tagged_fields"
+            )
         if n_tags__reassignable_topic_response_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__reassignable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -1333,7 +1369,11 @@ def _fdecode_alter_partition_reassignments_response_v1(buf, pos, end, opts, api_
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_reassignments_response_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -133,7 +133,11 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -273,7 +277,11 @@ def _decode_topic_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -409,7 +417,11 @@ def _decode_alter_partition_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -576,7 +588,13 @@ def _fdecode_alter_partition_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__topic_data_ = []
             sec__partition_data__topic_data_ = pos
             prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            n_tags__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__topic_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -618,7 +636,11 @@ def _fdecode_alter_partition_response(buf, pos, end, opts, api_version):
         tagged_fields_topic_data_ = []
         sec__topic_data_ = pos
         prev__topic_data_, odd__topic_data_ = (-1, False)
-        n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
         if n_tags__topic_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -656,7 +678,11 @@ def _fdecode_alter_partition_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_partition_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

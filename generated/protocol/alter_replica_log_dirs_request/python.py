@@ -600,7 +600,11 @@ def _decode_alter_replica_log_dir_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -743,7 +747,11 @@ def _decode_alter_replica_log_dir_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -880,7 +888,11 @@ def _decode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1081,9 +1093,13 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
                 prev__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
                 odd__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_,
             ) = (-1, False)
-            n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alter_replica_log_dir_topic_flexible.tagged_fields"
+                )
             if n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__alter_replica_log_dir_topic_flexible__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1148,9 +1164,13 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
         tagged_fields_alter_replica_log_dir_flexible_ = []
         sec__alter_replica_log_dir_flexible_ = pos
         prev__alter_replica_log_dir_flexible_, odd__alter_replica_log_dir_flexible_ = (-1, False)
-        n_tags__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__alter_replica_log_dir_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__alter_replica_log_dir_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "alter_replica_log_dir_flexible.tagged_fields"
+            )
         if n_tags__alter_replica_log_dir_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__alter_replica_log_dir_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1195,7 +1215,11 @@ def _fdecode_alter_replica_log_dirs_request_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

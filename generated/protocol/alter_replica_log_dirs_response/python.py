@@ -430,7 +430,11 @@ def _decode_alter_replica_log_dir_partition_result_flexible(buf, pos, end, opts)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -549,7 +553,11 @@ def _decode_alter_replica_log_dir_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -697,7 +705,11 @@ def _decode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -842,10 +854,16 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
                 prev__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
                 odd__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
             ) = (-1, False)
-            (
-                n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
-                pos,
-            ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_ = buf[
+                    pos
+                ]
+                pos += 1
+            else:
+                (
+                    n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_,
+                    pos,
+                ) = _read_uvarint32(buf, pos, end, "alter_replica_log_dir_partition_result_flexible.tagged_fields")
             if (
                 n_tags__alter_replica_log_dir_partition_result_flexible__alter_replica_log_dir_topic_result_flexible_
                 > (end - pos) // 2
@@ -928,9 +946,13 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
             -1,
             False,
         )
-        n_tags__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__alter_replica_log_dir_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__alter_replica_log_dir_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "alter_replica_log_dir_topic_result_flexible.tagged_fields"
+            )
         if n_tags__alter_replica_log_dir_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__alter_replica_log_dir_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -990,7 +1012,11 @@ def _fdecode_alter_replica_log_dirs_response_flexible(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_replica_log_dirs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -89,7 +89,11 @@ def _decode_scram_credential_deletion(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_deletion.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -242,7 +246,11 @@ def _decode_scram_credential_upsertion(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "scram_credential_upsertion.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -423,7 +431,11 @@ def _decode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -518,9 +530,13 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
         tagged_fields_scram_credential_deletion_ = []
         sec__scram_credential_deletion_ = pos
         prev__scram_credential_deletion_, odd__scram_credential_deletion_ = (-1, False)
-        n_tags__scram_credential_deletion_, pos = _read_uvarint32(
-            buf, pos, end, "scram_credential_deletion.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__scram_credential_deletion_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__scram_credential_deletion_, pos = _read_uvarint32(
+                buf, pos, end, "scram_credential_deletion.tagged_fields"
+            )
         if n_tags__scram_credential_deletion_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__scram_credential_deletion_} tagged fields cannot fit in {end - pos} bytes",
@@ -659,9 +675,13 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
         tagged_fields_scram_credential_upsertion_ = []
         sec__scram_credential_upsertion_ = pos
         prev__scram_credential_upsertion_, odd__scram_credential_upsertion_ = (-1, False)
-        n_tags__scram_credential_upsertion_, pos = _read_uvarint32(
-            buf, pos, end, "scram_credential_upsertion.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__scram_credential_upsertion_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__scram_credential_upsertion_, pos = _read_uvarint32(
+                buf, pos, end, "scram_credential_upsertion.tagged_fields"
+            )
         if n_tags__scram_credential_upsertion_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__scram_credential_upsertion_} tagged fields cannot fit in {end - pos} bytes",
@@ -705,7 +725,11 @@ def _fdecode_alter_user_scram_credentials_request(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

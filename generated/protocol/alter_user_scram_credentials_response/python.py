@@ -124,7 +124,11 @@ def _decode_alter_user_scram_credentials_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -253,7 +257,11 @@ def _decode_alter_user_scram_credentials_response(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -380,9 +388,13 @@ def _fdecode_alter_user_scram_credentials_response(buf, pos, end, opts, api_vers
         tagged_fields_alter_user_scram_credentials_result_ = []
         sec__alter_user_scram_credentials_result_ = pos
         prev__alter_user_scram_credentials_result_, odd__alter_user_scram_credentials_result_ = (-1, False)
-        n_tags__alter_user_scram_credentials_result_, pos = _read_uvarint32(
-            buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__alter_user_scram_credentials_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__alter_user_scram_credentials_result_, pos = _read_uvarint32(
+                buf, pos, end, "alter_user_scram_credentials_result.tagged_fields"
+            )
         if n_tags__alter_user_scram_credentials_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__alter_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -426,7 +438,11 @@ def _fdecode_alter_user_scram_credentials_response(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_user_scram_credentials_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

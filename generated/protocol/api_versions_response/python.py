@@ -253,7 +253,11 @@ def _decode_api_version_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -332,7 +336,11 @@ def _decode_supported_feature_key(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -493,7 +501,11 @@ def _fdecode_api_versions_response_flexible_supported_features_tag(buf, pos, end
         tagged_fields_supported_feature_key_ = []
         sec__supported_feature_key_ = pos
         prev__supported_feature_key_, odd__supported_feature_key_ = (-1, False)
-        n_tags__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__supported_feature_key_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__supported_feature_key_, pos = _read_uvarint32(buf, pos, end, "supported_feature_key.tagged_fields")
         if n_tags__supported_feature_key_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__supported_feature_key_} tagged fields cannot fit in {end - pos} bytes",
@@ -668,7 +680,11 @@ def _decode_finalized_feature_key(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -829,7 +845,11 @@ def _fdecode_api_versions_response_flexible_finalized_features_tag(buf, pos, end
         tagged_fields_finalized_feature_key_ = []
         sec__finalized_feature_key_ = pos
         prev__finalized_feature_key_, odd__finalized_feature_key_ = (-1, False)
-        n_tags__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__finalized_feature_key_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__finalized_feature_key_, pos = _read_uvarint32(buf, pos, end, "finalized_feature_key.tagged_fields")
         if n_tags__finalized_feature_key_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__finalized_feature_key_} tagged fields cannot fit in {end - pos} bytes",
@@ -1030,7 +1050,11 @@ def _decode_api_versions_response_flexible(buf, pos, end, opts, api_version):
     zk_migration_ready = False
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1170,7 +1194,11 @@ def _fdecode_api_versions_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_api_version_flexible_ = []
         sec__api_version_flexible_ = pos
         prev__api_version_flexible_, odd__api_version_flexible_ = (-1, False)
-        n_tags__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__api_version_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__api_version_flexible_, pos = _read_uvarint32(buf, pos, end, "api_version_flexible.tagged_fields")
         if n_tags__api_version_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__api_version_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1214,7 +1242,11 @@ def _fdecode_api_versions_response_flexible(buf, pos, end, opts, api_version):
     zk_migration_ready = False
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "api_versions_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

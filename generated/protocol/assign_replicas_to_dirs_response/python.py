@@ -64,7 +64,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -140,7 +144,11 @@ def _decode_topic_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -232,7 +240,11 @@ def _decode_directory_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="directory_data.tagged_fields"
@@ -357,7 +369,11 @@ def _decode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -492,9 +508,13 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
                     -1,
                     False,
                 )
-                n_tags__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
-                    buf, pos, end, "partition_data.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__partition_data__topic_data__directory_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__partition_data__topic_data__directory_data_, pos = _read_uvarint32(
+                        buf, pos, end, "partition_data.tagged_fields"
+                    )
                 if n_tags__partition_data__topic_data__directory_data_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__partition_data__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -553,7 +573,11 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
             tagged_fields_topic_data__directory_data_ = []
             sec__topic_data__directory_data_ = pos
             prev__topic_data__directory_data_, odd__topic_data__directory_data_ = (-1, False)
-            n_tags__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data__directory_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data__directory_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
             if n_tags__topic_data__directory_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__topic_data__directory_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -590,7 +614,11 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
         tagged_fields_directory_data_ = []
         sec__directory_data_ = pos
         prev__directory_data_, odd__directory_data_ = (-1, False)
-        n_tags__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__directory_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__directory_data_, pos = _read_uvarint32(buf, pos, end, "directory_data.tagged_fields")
         if n_tags__directory_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__directory_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -627,7 +655,11 @@ def _fdecode_assign_replicas_to_dirs_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "assign_replicas_to_dirs_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

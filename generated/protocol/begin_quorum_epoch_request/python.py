@@ -432,7 +432,11 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -539,7 +543,11 @@ def _decode_topic_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -660,7 +668,11 @@ def _decode_leader_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="leader_endpoint.tagged_fields"
@@ -874,7 +886,11 @@ def _decode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1028,9 +1044,13 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
                 -1,
                 False,
             )
-            n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data_flexible.tagged_fields"
+                )
             if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1095,7 +1115,11 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
         tagged_fields_topic_data_flexible_ = []
         sec__topic_data_flexible_ = pos
         prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
-        n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
         if n_tags__topic_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1211,7 +1235,11 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
         tagged_fields_leader_endpoint_ = []
         sec__leader_endpoint_ = pos
         prev__leader_endpoint_, odd__leader_endpoint_ = (-1, False)
-        n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__leader_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
         if n_tags__leader_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__leader_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -1247,7 +1275,11 @@ def _fdecode_begin_quorum_epoch_request_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -401,7 +401,11 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -508,7 +512,11 @@ def _decode_topic_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -610,7 +618,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -778,7 +790,11 @@ def _fdecode_begin_quorum_epoch_response_flexible_node_endpoints_tag(buf, pos, e
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -947,7 +963,11 @@ def _decode_begin_quorum_epoch_response_flexible(buf, pos, end, opts, api_versio
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1093,9 +1113,13 @@ def _fdecode_begin_quorum_epoch_response_flexible(buf, pos, end, opts, api_versi
                 -1,
                 False,
             )
-            n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data_flexible.tagged_fields"
+                )
             if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1160,7 +1184,11 @@ def _fdecode_begin_quorum_epoch_response_flexible(buf, pos, end, opts, api_versi
         tagged_fields_topic_data_flexible_ = []
         sec__topic_data_flexible_ = pos
         prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
-        n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
         if n_tags__topic_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1202,7 +1230,11 @@ def _fdecode_begin_quorum_epoch_response_flexible(buf, pos, end, opts, api_versi
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "begin_quorum_epoch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

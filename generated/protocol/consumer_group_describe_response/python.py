@@ -194,7 +194,11 @@ def _decode_topic_partitions(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -319,7 +323,11 @@ def _decode_assignment(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
@@ -426,7 +434,11 @@ def _fdecode_assignment(buf, pos, end, opts):
         tagged_fields_topic_partitions_ = []
         sec__topic_partitions_ = pos
         prev__topic_partitions_, odd__topic_partitions_ = (-1, False)
-        n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_, pos = _read_uvarint32(buf, pos, end, "topic_partitions.tagged_fields")
         if n_tags__topic_partitions_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_} tagged fields cannot fit in {end - pos} bytes",
@@ -466,7 +478,11 @@ def _fdecode_assignment(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "assignment.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="assignment.tagged_fields"
@@ -772,7 +788,11 @@ def _decode_member(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="member.tagged_fields"
@@ -1077,7 +1097,11 @@ def _decode_described_group(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="described_group.tagged_fields"
@@ -1265,7 +1289,11 @@ def _decode_consumer_group_describe_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1657,7 +1685,11 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
             tagged_fields_member__described_group_ = []
             sec__member__described_group_ = pos
             prev__member__described_group_, odd__member__described_group_ = (-1, False)
-            n_tags__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__member__described_group_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__member__described_group_, pos = _read_uvarint32(buf, pos, end, "member.tagged_fields")
             if n_tags__member__described_group_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__member__described_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -1704,7 +1736,11 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
         tagged_fields_described_group_ = []
         sec__described_group_ = pos
         prev__described_group_, odd__described_group_ = (-1, False)
-        n_tags__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__described_group_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__described_group_, pos = _read_uvarint32(buf, pos, end, "described_group.tagged_fields")
         if n_tags__described_group_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__described_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -1750,7 +1786,11 @@ def _fdecode_consumer_group_describe_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "consumer_group_describe_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

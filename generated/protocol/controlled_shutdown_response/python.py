@@ -312,7 +312,11 @@ def _decode_remaining_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "remaining_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -434,7 +438,11 @@ def _decode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -533,9 +541,13 @@ def _fdecode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_vers
         tagged_fields_remaining_partition_flexible_ = []
         sec__remaining_partition_flexible_ = pos
         prev__remaining_partition_flexible_, odd__remaining_partition_flexible_ = (-1, False)
-        n_tags__remaining_partition_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "remaining_partition_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__remaining_partition_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__remaining_partition_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "remaining_partition_flexible.tagged_fields"
+            )
         if n_tags__remaining_partition_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__remaining_partition_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -576,7 +588,11 @@ def _fdecode_controlled_shutdown_response_flexible(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "controlled_shutdown_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -115,7 +115,11 @@ def _decode_listener(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
@@ -211,7 +215,11 @@ def _decode_feature(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="feature.tagged_fields"
@@ -368,7 +376,11 @@ def _decode_controller_registration_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -482,7 +494,11 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
         tagged_fields_listener_ = []
         sec__listener_ = pos
         prev__listener_, odd__listener_ = (-1, False)
-        n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__listener_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__listener_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
         if n_tags__listener_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__listener_} tagged fields cannot fit in {end - pos} bytes",
@@ -567,7 +583,11 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
         tagged_fields_feature_ = []
         sec__feature_ = pos
         prev__feature_, odd__feature_ = (-1, False)
-        n_tags__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__feature_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__feature_, pos = _read_uvarint32(buf, pos, end, "feature.tagged_fields")
         if n_tags__feature_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__feature_} tagged fields cannot fit in {end - pos} bytes",
@@ -601,7 +621,11 @@ def _fdecode_controller_registration_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "controller_registration_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

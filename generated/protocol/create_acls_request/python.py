@@ -493,7 +493,11 @@ def _decode_acl_creation_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -640,7 +644,11 @@ def _decode_create_acls_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -787,7 +795,11 @@ def _fdecode_create_acls_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_acl_creation_flexible_ = []
         sec__acl_creation_flexible_ = pos
         prev__acl_creation_flexible_, odd__acl_creation_flexible_ = (-1, False)
-        n_tags__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__acl_creation_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__acl_creation_flexible_, pos = _read_uvarint32(buf, pos, end, "acl_creation_flexible.tagged_fields")
         if n_tags__acl_creation_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__acl_creation_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -829,7 +841,11 @@ def _fdecode_create_acls_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_acls_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

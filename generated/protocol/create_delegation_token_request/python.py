@@ -383,7 +383,11 @@ def _decode_creatable_renewers_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_renewers_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -586,7 +590,11 @@ def _decode_create_delegation_token_request_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -756,9 +764,13 @@ def _fdecode_create_delegation_token_request_flexible(buf, pos, end, opts, api_v
         tagged_fields_creatable_renewers_flexible_ = []
         sec__creatable_renewers_flexible_ = pos
         prev__creatable_renewers_flexible_, odd__creatable_renewers_flexible_ = (-1, False)
-        n_tags__creatable_renewers_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "creatable_renewers_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__creatable_renewers_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__creatable_renewers_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "creatable_renewers_flexible.tagged_fields"
+            )
         if n_tags__creatable_renewers_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__creatable_renewers_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -801,7 +813,11 @@ def _fdecode_create_delegation_token_request_flexible(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_delegation_token_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

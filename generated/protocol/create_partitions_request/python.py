@@ -546,7 +546,11 @@ def _decode_create_partitions_assignment_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_assignment_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -682,7 +686,11 @@ def _decode_create_partitions_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -832,7 +840,11 @@ def _decode_create_partitions_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1003,9 +1015,13 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
                 prev__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
                 odd__create_partitions_assignment_flexible__create_partitions_topic_flexible_,
             ) = (-1, False)
-            n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "create_partitions_assignment_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "create_partitions_assignment_flexible.tagged_fields"
+                )
             if n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__create_partitions_assignment_flexible__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1069,9 +1085,13 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
         tagged_fields_create_partitions_topic_flexible_ = []
         sec__create_partitions_topic_flexible_ = pos
         prev__create_partitions_topic_flexible_, odd__create_partitions_topic_flexible_ = (-1, False)
-        n_tags__create_partitions_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__create_partitions_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__create_partitions_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "create_partitions_topic_flexible.tagged_fields"
+            )
         if n_tags__create_partitions_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__create_partitions_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1119,7 +1139,11 @@ def _fdecode_create_partitions_request_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

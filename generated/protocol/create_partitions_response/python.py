@@ -398,7 +398,11 @@ def _decode_create_partitions_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -527,7 +531,11 @@ def _decode_create_partitions_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -659,9 +667,13 @@ def _fdecode_create_partitions_response_flexible(buf, pos, end, opts, api_versio
         tagged_fields_create_partitions_topic_result_flexible_ = []
         sec__create_partitions_topic_result_flexible_ = pos
         prev__create_partitions_topic_result_flexible_, odd__create_partitions_topic_result_flexible_ = (-1, False)
-        n_tags__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__create_partitions_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__create_partitions_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "create_partitions_topic_result_flexible.tagged_fields"
+            )
         if n_tags__create_partitions_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__create_partitions_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -712,7 +724,11 @@ def _fdecode_create_partitions_response_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_partitions_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -773,7 +773,11 @@ def _decode_creatable_replica_assignment_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -892,7 +896,11 @@ def _decode_creatable_topic_config_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_config_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1065,7 +1073,11 @@ def _decode_creatable_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1223,7 +1235,11 @@ def _decode_create_topics_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1396,9 +1412,13 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
                 prev__creatable_replica_assignment_flexible__creatable_topic_flexible_,
                 odd__creatable_replica_assignment_flexible__creatable_topic_flexible_,
             ) = (-1, False)
-            n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_replica_assignment_flexible.tagged_fields"
+                )
             if n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__creatable_replica_assignment_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1558,9 +1578,13 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
                 prev__creatable_topic_config_flexible__creatable_topic_flexible_,
                 odd__creatable_topic_config_flexible__creatable_topic_flexible_,
             ) = (-1, False)
-            n_tags__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_topic_config_flexible__creatable_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_config_flexible.tagged_fields"
+                )
             if n_tags__creatable_topic_config_flexible__creatable_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__creatable_topic_config_flexible__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1623,9 +1647,13 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_creatable_topic_flexible_ = []
         sec__creatable_topic_flexible_ = pos
         prev__creatable_topic_flexible_, odd__creatable_topic_flexible_ = (-1, False)
-        n_tags__creatable_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "creatable_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__creatable_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__creatable_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "creatable_topic_flexible.tagged_fields"
+            )
         if n_tags__creatable_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__creatable_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1675,7 +1703,11 @@ def _fdecode_create_topics_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

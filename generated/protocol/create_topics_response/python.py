@@ -405,7 +405,11 @@ def _decode_creatable_topic_configs(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_configs.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -625,7 +629,11 @@ def _decode_creatable_topic_result_flexible(buf, pos, end, opts, api_version):
     topic_config_error_code = 0
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "creatable_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -816,7 +824,11 @@ def _decode_create_topics_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1047,9 +1059,13 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
                 prev__creatable_topic_configs__creatable_topic_result_flexible_,
                 odd__creatable_topic_configs__creatable_topic_result_flexible_,
             ) = (-1, False)
-            n_tags__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "creatable_topic_configs.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__creatable_topic_configs__creatable_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__creatable_topic_configs__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "creatable_topic_configs.tagged_fields"
+                )
             if n_tags__creatable_topic_configs__creatable_topic_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__creatable_topic_configs__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1122,9 +1138,13 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
         topic_config_error_code_creatable_topic_result_flexible_ = 0
         sec__creatable_topic_result_flexible_ = pos
         prev__creatable_topic_result_flexible_, odd__creatable_topic_result_flexible_ = (-1, False)
-        n_tags__creatable_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__creatable_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__creatable_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "creatable_topic_result_flexible.tagged_fields"
+            )
         if n_tags__creatable_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__creatable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1203,7 +1223,11 @@ def _fdecode_create_topics_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "create_topics_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -391,7 +391,11 @@ def _decode_delete_records_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -500,7 +504,11 @@ def _decode_delete_records_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -639,7 +647,11 @@ def _decode_delete_records_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -770,9 +782,13 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
                 prev__delete_records_partition_flexible__delete_records_topic_flexible_,
                 odd__delete_records_partition_flexible__delete_records_topic_flexible_,
             ) = (-1, False)
-            n_tags__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "delete_records_partition_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_records_partition_flexible__delete_records_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "delete_records_partition_flexible.tagged_fields"
+                )
             if n_tags__delete_records_partition_flexible__delete_records_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__delete_records_partition_flexible__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -837,9 +853,13 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_delete_records_topic_flexible_ = []
         sec__delete_records_topic_flexible_ = pos
         prev__delete_records_topic_flexible_, odd__delete_records_topic_flexible_ = (-1, False)
-        n_tags__delete_records_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "delete_records_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__delete_records_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__delete_records_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "delete_records_topic_flexible.tagged_fields"
+            )
         if n_tags__delete_records_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__delete_records_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -886,7 +906,11 @@ def _fdecode_delete_records_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

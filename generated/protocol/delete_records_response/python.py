@@ -418,7 +418,11 @@ def _decode_delete_records_partition_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -536,7 +540,11 @@ def _decode_delete_records_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -676,7 +684,11 @@ def _decode_delete_records_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -813,9 +825,13 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
                 prev__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
                 odd__delete_records_partition_result_flexible__delete_records_topic_result_flexible_,
             ) = (-1, False)
-            n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "delete_records_partition_result_flexible.tagged_fields")
+                )
             if (
                 n_tags__delete_records_partition_result_flexible__delete_records_topic_result_flexible_
                 > (end - pos) // 2
@@ -892,9 +908,13 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_delete_records_topic_result_flexible_ = []
         sec__delete_records_topic_result_flexible_ = pos
         prev__delete_records_topic_result_flexible_, odd__delete_records_topic_result_flexible_ = (-1, False)
-        n_tags__delete_records_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__delete_records_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__delete_records_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "delete_records_topic_result_flexible.tagged_fields"
+            )
         if n_tags__delete_records_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__delete_records_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -944,7 +964,11 @@ def _fdecode_delete_records_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_records_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -65,7 +65,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -142,7 +146,11 @@ def _decode_delete_state_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_state_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_state_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -293,7 +301,11 @@ def _decode_delete_share_group_state_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -409,9 +421,13 @@ def _fdecode_delete_share_group_state_request(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__delete_state_data_ = []
             sec__partition_data__delete_state_data_ = pos
             prev__partition_data__delete_state_data_, odd__partition_data__delete_state_data_ = (-1, False)
-            n_tags__partition_data__delete_state_data_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__delete_state_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__delete_state_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__delete_state_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__delete_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -453,7 +469,11 @@ def _fdecode_delete_share_group_state_request(buf, pos, end, opts, api_version):
         tagged_fields_delete_state_data_ = []
         sec__delete_state_data_ = pos
         prev__delete_state_data_, odd__delete_state_data_ = (-1, False)
-        n_tags__delete_state_data_, pos = _read_uvarint32(buf, pos, end, "delete_state_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__delete_state_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__delete_state_data_, pos = _read_uvarint32(buf, pos, end, "delete_state_data.tagged_fields")
         if n_tags__delete_state_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__delete_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -492,7 +512,11 @@ def _fdecode_delete_share_group_state_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -285,7 +285,11 @@ def _decode_delete_topic_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -508,7 +512,11 @@ def _decode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -598,7 +606,11 @@ def _fdecode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
             tagged_fields_delete_topic_state_ = []
             sec__delete_topic_state_ = pos
             prev__delete_topic_state_, odd__delete_topic_state_ = (-1, False)
-            n_tags__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__delete_topic_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__delete_topic_state_, pos = _read_uvarint32(buf, pos, end, "delete_topic_state.tagged_fields")
             if n_tags__delete_topic_state_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__delete_topic_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -703,7 +715,11 @@ def _fdecode_delete_topics_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -348,7 +348,11 @@ def _decode_deletable_topic_result_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "deletable_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -479,7 +483,11 @@ def _decode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -608,9 +616,13 @@ def _fdecode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_deletable_topic_result_flexible_ = []
         sec__deletable_topic_result_flexible_ = pos
         prev__deletable_topic_result_flexible_, odd__deletable_topic_result_flexible_ = (-1, False)
-        n_tags__deletable_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__deletable_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__deletable_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "deletable_topic_result_flexible.tagged_fields"
+            )
         if n_tags__deletable_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__deletable_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -653,7 +665,11 @@ def _fdecode_delete_topics_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "delete_topics_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -677,7 +677,11 @@ def _decode_acl_description_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acl_description_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -822,7 +826,11 @@ def _decode_describe_acls_resource_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_resource_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1009,7 +1017,11 @@ def _decode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1235,9 +1247,13 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
                 prev__acl_description_flexible__describe_acls_resource_flexible_,
                 odd__acl_description_flexible__describe_acls_resource_flexible_,
             ) = (-1, False)
-            n_tags__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "acl_description_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__acl_description_flexible__describe_acls_resource_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__acl_description_flexible__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "acl_description_flexible.tagged_fields"
+                )
             if n_tags__acl_description_flexible__describe_acls_resource_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__acl_description_flexible__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1304,9 +1320,13 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_describe_acls_resource_flexible_ = []
         sec__describe_acls_resource_flexible_ = pos
         prev__describe_acls_resource_flexible_, odd__describe_acls_resource_flexible_ = (-1, False)
-        n_tags__describe_acls_resource_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_acls_resource_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_acls_resource_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describe_acls_resource_flexible.tagged_fields"
+            )
         if n_tags__describe_acls_resource_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_acls_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1353,7 +1373,11 @@ def _fdecode_describe_acls_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_acls_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -384,7 +384,11 @@ def _decode_component_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -516,7 +520,11 @@ def _decode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -634,7 +642,13 @@ def _fdecode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ve
         tagged_fields_component_data_flexible_ = []
         sec__component_data_flexible_ = pos
         prev__component_data_flexible_, odd__component_data_flexible_ = (-1, False)
-        n_tags__component_data_flexible_, pos = _read_uvarint32(buf, pos, end, "component_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__component_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__component_data_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "component_data_flexible.tagged_fields"
+            )
         if n_tags__component_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__component_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -676,7 +690,11 @@ def _fdecode_describe_client_quotas_request_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -664,7 +664,11 @@ def _decode_entity_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entity_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -758,7 +762,11 @@ def _decode_value_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "value_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -878,7 +886,11 @@ def _decode_entry_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1059,7 +1071,11 @@ def _decode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1244,9 +1260,13 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
                 -1,
                 False,
             )
-            n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "entity_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__entity_data_flexible__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__entity_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "entity_data_flexible.tagged_fields"
+                )
             if n_tags__entity_data_flexible__entry_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__entity_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1363,9 +1383,13 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
                 -1,
                 False,
             )
-            n_tags__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "value_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__value_data_flexible__entry_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__value_data_flexible__entry_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "value_data_flexible.tagged_fields"
+                )
             if n_tags__value_data_flexible__entry_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__value_data_flexible__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1413,7 +1437,11 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
         tagged_fields_entry_data_flexible_ = []
         sec__entry_data_flexible_ = pos
         prev__entry_data_flexible_, odd__entry_data_flexible_ = (-1, False)
-        n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__entry_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__entry_data_flexible_, pos = _read_uvarint32(buf, pos, end, "entry_data_flexible.tagged_fields")
         if n_tags__entry_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__entry_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1456,7 +1484,11 @@ def _fdecode_describe_client_quotas_response_flexible(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_client_quotas_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -124,7 +124,11 @@ def _decode_describe_cluster_broker(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -323,7 +327,11 @@ def _decode_describe_cluster_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -500,7 +508,13 @@ def _fdecode_describe_cluster_response(buf, pos, end, opts, api_version):
         tagged_fields_describe_cluster_broker_ = []
         sec__describe_cluster_broker_ = pos
         prev__describe_cluster_broker_, odd__describe_cluster_broker_ = (-1, False)
-        n_tags__describe_cluster_broker_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_cluster_broker_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_cluster_broker_, pos = _read_uvarint32(
+                buf, pos, end, "describe_cluster_broker.tagged_fields"
+            )
         if n_tags__describe_cluster_broker_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_cluster_broker_} tagged fields cannot fit in {end - pos} bytes",
@@ -543,7 +557,11 @@ def _fdecode_describe_cluster_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -832,7 +850,11 @@ def _decode_describe_cluster_broker_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_broker_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1032,7 +1054,11 @@ def _decode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1212,9 +1238,13 @@ def _fdecode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
         tagged_fields_describe_cluster_broker_v2_ = []
         sec__describe_cluster_broker_v2_ = pos
         prev__describe_cluster_broker_v2_, odd__describe_cluster_broker_v2_ = (-1, False)
-        n_tags__describe_cluster_broker_v2_, pos = _read_uvarint32(
-            buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_cluster_broker_v2_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_cluster_broker_v2_, pos = _read_uvarint32(
+                buf, pos, end, "describe_cluster_broker_v2.tagged_fields"
+            )
         if n_tags__describe_cluster_broker_v2_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_cluster_broker_v2_} tagged fields cannot fit in {end - pos} bytes",
@@ -1260,7 +1290,11 @@ def _fdecode_describe_cluster_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_cluster_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -644,7 +644,11 @@ def _decode_describe_configs_resource_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -801,7 +805,11 @@ def _decode_describe_configs_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -996,9 +1004,13 @@ def _fdecode_describe_configs_request_flexible(buf, pos, end, opts, api_version)
         tagged_fields_describe_configs_resource_flexible_ = []
         sec__describe_configs_resource_flexible_ = pos
         prev__describe_configs_resource_flexible_, odd__describe_configs_resource_flexible_ = (-1, False)
-        n_tags__describe_configs_resource_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_configs_resource_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_configs_resource_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describe_configs_resource_flexible.tagged_fields"
+            )
         if n_tags__describe_configs_resource_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1048,7 +1060,11 @@ def _fdecode_describe_configs_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

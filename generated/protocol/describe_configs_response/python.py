@@ -1194,7 +1194,11 @@ def _decode_describe_configs_synonym_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1415,7 +1419,11 @@ def _decode_describe_configs_resource_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1638,7 +1646,11 @@ def _decode_describe_configs_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1803,7 +1815,11 @@ def _decode_describe_configs_response_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2195,10 +2211,16 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
                     prev__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
                     odd__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_configs_synonym_flexible.tagged_fields")
                 if (
                     n_tags__describe_configs_synonym_flexible__describe_configs_resource_result_flexible__describe_configs_result_flexible_
                     > (end - pos) // 2
@@ -2316,9 +2338,13 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
                 prev__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
                 odd__describe_configs_resource_result_flexible__describe_configs_result_flexible_,
             ) = (-1, False)
-            n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "describe_configs_resource_result_flexible.tagged_fields")
+                )
             if n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__describe_configs_resource_result_flexible__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2403,9 +2429,13 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
         tagged_fields_describe_configs_result_flexible_ = []
         sec__describe_configs_result_flexible_ = pos
         prev__describe_configs_result_flexible_, odd__describe_configs_result_flexible_ = (-1, False)
-        n_tags__describe_configs_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describe_configs_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_configs_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_configs_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describe_configs_result_flexible.tagged_fields"
+            )
         if n_tags__describe_configs_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_configs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2453,7 +2483,11 @@ def _fdecode_describe_configs_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_configs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -403,7 +403,11 @@ def _decode_describe_delegation_token_owner_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -528,7 +532,11 @@ def _decode_describe_delegation_token_request_flexible(buf, pos, end, opts, api_
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -657,9 +665,13 @@ def _fdecode_describe_delegation_token_request_flexible(buf, pos, end, opts, api
         tagged_fields_describe_delegation_token_owner_flexible_ = []
         sec__describe_delegation_token_owner_flexible_ = pos
         prev__describe_delegation_token_owner_flexible_, odd__describe_delegation_token_owner_flexible_ = (-1, False)
-        n_tags__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_delegation_token_owner_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_delegation_token_owner_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describe_delegation_token_owner_flexible.tagged_fields"
+            )
         if n_tags__describe_delegation_token_owner_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_delegation_token_owner_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -713,7 +725,11 @@ def _fdecode_describe_delegation_token_request_flexible(buf, pos, end, opts, api
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -790,7 +790,11 @@ def _decode_described_delegation_token_renewer_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1125,7 +1129,11 @@ def _decode_described_delegation_token_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_delegation_token_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1364,7 +1372,11 @@ def _decode_describe_delegation_token_response_flexible(buf, pos, end, opts, api
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1752,9 +1764,13 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
                 prev__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
                 odd__described_delegation_token_renewer_flexible__described_delegation_token_flexible_,
             ) = (-1, False)
-            n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "described_delegation_token_renewer_flexible.tagged_fields")
+                )
             if (
                 n_tags__described_delegation_token_renewer_flexible__described_delegation_token_flexible_
                 > (end - pos) // 2
@@ -1828,9 +1844,13 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
         tagged_fields_described_delegation_token_flexible_ = []
         sec__described_delegation_token_flexible_ = pos
         prev__described_delegation_token_flexible_, odd__described_delegation_token_flexible_ = (-1, False)
-        n_tags__described_delegation_token_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "described_delegation_token_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__described_delegation_token_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__described_delegation_token_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "described_delegation_token_flexible.tagged_fields"
+            )
         if n_tags__described_delegation_token_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__described_delegation_token_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1895,7 +1915,11 @@ def _fdecode_describe_delegation_token_response_flexible(buf, pos, end, opts, ap
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_delegation_token_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -1101,7 +1101,11 @@ def _decode_described_group_member_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1374,7 +1378,11 @@ def _decode_described_group_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1554,7 +1562,11 @@ def _decode_describe_groups_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1937,9 +1949,13 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
                 prev__described_group_member_flexible__described_group_flexible_,
                 odd__described_group_member_flexible__described_group_flexible_,
             ) = (-1, False)
-            n_tags__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "described_group_member_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__described_group_member_flexible__described_group_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_group_member_flexible__described_group_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "described_group_member_flexible.tagged_fields"
+                )
             if n_tags__described_group_member_flexible__described_group_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__described_group_member_flexible__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2016,9 +2032,13 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
         tagged_fields_described_group_flexible_ = []
         sec__described_group_flexible_ = pos
         prev__described_group_flexible_, odd__described_group_flexible_ = (-1, False)
-        n_tags__described_group_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "described_group_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__described_group_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__described_group_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "described_group_flexible.tagged_fields"
+            )
         if n_tags__described_group_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__described_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2068,7 +2088,11 @@ def _fdecode_describe_groups_response_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2590,7 +2614,11 @@ def _decode_described_group_member_v6(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_member_v6.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2886,7 +2914,11 @@ def _decode_described_group_v6(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3085,7 +3117,11 @@ def _decode_describe_groups_response_v6(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3481,9 +3517,13 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
                 prev__described_group_member_v6__described_group_v6_,
                 odd__described_group_member_v6__described_group_v6_,
             ) = (-1, False)
-            n_tags__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
-                buf, pos, end, "described_group_member_v6.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__described_group_member_v6__described_group_v6_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__described_group_member_v6__described_group_v6_, pos = _read_uvarint32(
+                    buf, pos, end, "described_group_member_v6.tagged_fields"
+                )
             if n_tags__described_group_member_v6__described_group_v6_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__described_group_member_v6__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
@@ -3558,7 +3598,11 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
         tagged_fields_described_group_v6_ = []
         sec__described_group_v6_ = pos
         prev__described_group_v6_, odd__described_group_v6_ = (-1, False)
-        n_tags__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__described_group_v6_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__described_group_v6_, pos = _read_uvarint32(buf, pos, end, "described_group_v6.tagged_fields")
         if n_tags__described_group_v6_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__described_group_v6_} tagged fields cannot fit in {end - pos} bytes",
@@ -3605,7 +3649,11 @@ def _fdecode_describe_groups_response_v6(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_groups_response_v6.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -459,7 +459,11 @@ def _decode_describable_log_dir_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -601,7 +605,11 @@ def _decode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -731,9 +739,13 @@ def _fdecode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version
         tagged_fields_describable_log_dir_topic_flexible_ = []
         sec__describable_log_dir_topic_flexible_ = pos
         prev__describable_log_dir_topic_flexible_, odd__describable_log_dir_topic_flexible_ = (-1, False)
-        n_tags__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describable_log_dir_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describable_log_dir_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describable_log_dir_topic_flexible.tagged_fields"
+            )
         if n_tags__describable_log_dir_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describable_log_dir_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -780,7 +792,11 @@ def _fdecode_describe_log_dirs_request_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1007,7 +1023,11 @@ def _decode_describable_log_dir_topic_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describable_log_dir_topic_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1142,7 +1162,11 @@ def _decode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1272,9 +1296,13 @@ def _fdecode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
         tagged_fields_describable_log_dir_topic_v5_ = []
         sec__describable_log_dir_topic_v5_ = pos
         prev__describable_log_dir_topic_v5_, odd__describable_log_dir_topic_v5_ = (-1, False)
-        n_tags__describable_log_dir_topic_v5_, pos = _read_uvarint32(
-            buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describable_log_dir_topic_v5_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describable_log_dir_topic_v5_, pos = _read_uvarint32(
+                buf, pos, end, "describable_log_dir_topic_v5.tagged_fields"
+            )
         if n_tags__describable_log_dir_topic_v5_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describable_log_dir_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -1321,7 +1349,11 @@ def _fdecode_describe_log_dirs_request_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_request_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

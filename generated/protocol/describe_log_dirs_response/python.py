@@ -607,7 +607,11 @@ def _decode_describe_log_dirs_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -722,7 +726,11 @@ def _decode_describe_log_dirs_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -886,7 +894,11 @@ def _decode_describe_log_dirs_result_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1046,7 +1058,11 @@ def _decode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1255,10 +1271,16 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
                     prev__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                     odd__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_flexible.tagged_fields")
                 if (
                     n_tags__describe_log_dirs_partition_flexible__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_
                     > (end - pos) // 2
@@ -1335,9 +1357,13 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
                 prev__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
                 odd__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_,
             ) = (-1, False)
-            n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_topic_flexible.tagged_fields"
+                )
             if n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__describe_log_dirs_topic_flexible__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1412,9 +1438,13 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
         tagged_fields_describe_log_dirs_result_flexible_ = []
         sec__describe_log_dirs_result_flexible_ = pos
         prev__describe_log_dirs_result_flexible_, odd__describe_log_dirs_result_flexible_ = (-1, False)
-        n_tags__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_log_dirs_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_log_dirs_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "describe_log_dirs_result_flexible.tagged_fields"
+            )
         if n_tags__describe_log_dirs_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_log_dirs_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1462,7 +1492,11 @@ def _fdecode_describe_log_dirs_response_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1746,7 +1780,11 @@ def _decode_describe_log_dirs_partition_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1857,7 +1895,11 @@ def _decode_describe_log_dirs_topic_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2001,7 +2043,11 @@ def _decode_describe_log_dirs_result_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_result_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2149,7 +2195,11 @@ def _decode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2353,10 +2403,16 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
                     prev__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                     odd__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                 ) = (-1, False)
-                (
-                    n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = (
+                        buf[pos]
+                    )
+                    pos += 1
+                else:
+                    (
+                        n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "describe_log_dirs_partition_v5.tagged_fields")
                 if (
                     n_tags__describe_log_dirs_partition_v5__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_
                     > (end - pos) // 2
@@ -2437,9 +2493,13 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
                 prev__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
                 odd__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_,
             ) = (-1, False)
-            n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-                buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                    buf, pos, end, "describe_log_dirs_topic_v5.tagged_fields"
+                )
             if n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__describe_log_dirs_topic_v5__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -2506,9 +2566,13 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
         tagged_fields_describe_log_dirs_result_v5_ = []
         sec__describe_log_dirs_result_v5_ = pos
         prev__describe_log_dirs_result_v5_, odd__describe_log_dirs_result_v5_ = (-1, False)
-        n_tags__describe_log_dirs_result_v5_, pos = _read_uvarint32(
-            buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_log_dirs_result_v5_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_log_dirs_result_v5_, pos = _read_uvarint32(
+                buf, pos, end, "describe_log_dirs_result_v5.tagged_fields"
+            )
         if n_tags__describe_log_dirs_result_v5_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_log_dirs_result_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -2557,7 +2621,11 @@ def _fdecode_describe_log_dirs_response_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_log_dirs_response_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -74,7 +74,11 @@ def _decode_producer_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "producer_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="producer_state.tagged_fields"
@@ -198,7 +202,11 @@ def _decode_partition_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -329,7 +337,11 @@ def _decode_topic_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_response.tagged_fields"
@@ -458,7 +470,11 @@ def _decode_describe_producers_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -652,9 +668,13 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
                     prev__producer_state__partition_response__topic_response_,
                     odd__producer_state__partition_response__topic_response_,
                 ) = (-1, False)
-                n_tags__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "producer_state.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__producer_state__partition_response__topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__producer_state__partition_response__topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "producer_state.tagged_fields"
+                    )
                 if n_tags__producer_state__partition_response__topic_response_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__producer_state__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -727,9 +747,13 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_response__topic_response_ = []
             sec__partition_response__topic_response_ = pos
             prev__partition_response__topic_response_, odd__partition_response__topic_response_ = (-1, False)
-            n_tags__partition_response__topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "partition_response.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_response__topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_response__topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_response.tagged_fields"
+                )
             if n_tags__partition_response__topic_response_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_response__topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -781,7 +805,11 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
         tagged_fields_topic_response_ = []
         sec__topic_response_ = pos
         prev__topic_response_, odd__topic_response_ = (-1, False)
-        n_tags__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_response_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_response_, pos = _read_uvarint32(buf, pos, end, "topic_response.tagged_fields")
         if n_tags__topic_response_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -818,7 +846,11 @@ def _fdecode_describe_producers_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_producers_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -95,7 +95,11 @@ def _decode_replica_state(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
@@ -258,7 +262,11 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -419,7 +427,11 @@ def _decode_topic_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -536,7 +548,11 @@ def _decode_listener(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="listener.tagged_fields"
@@ -637,7 +653,11 @@ def _decode_node(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node.tagged_fields"
@@ -844,7 +864,11 @@ def _decode_describe_quorum_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1071,9 +1095,13 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                     -1,
                     False,
                 )
-                n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "replica_state.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "replica_state.tagged_fields"
+                    )
                 if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -1193,9 +1221,13 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                     -1,
                     False,
                 )
-                n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
-                    buf, pos, end, "replica_state.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__replica_state__partition_data__topic_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__replica_state__partition_data__topic_data_, pos = _read_uvarint32(
+                        buf, pos, end, "replica_state.tagged_fields"
+                    )
                 if n_tags__replica_state__partition_data__topic_data_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__replica_state__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -1263,7 +1295,13 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__topic_data_ = []
             sec__partition_data__topic_data_ = pos
             prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            n_tags__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__topic_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -1306,7 +1344,11 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
         tagged_fields_topic_data_ = []
         sec__topic_data_ = pos
         prev__topic_data_, odd__topic_data_ = (-1, False)
-        n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
         if n_tags__topic_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -1438,7 +1480,11 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
                 tagged_fields_listener__node_ = []
                 sec__listener__node_ = pos
                 prev__listener__node_, odd__listener__node_ = (-1, False)
-                n_tags__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__listener__node_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__listener__node_, pos = _read_uvarint32(buf, pos, end, "listener.tagged_fields")
                 if n_tags__listener__node_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__listener__node_} tagged fields cannot fit in {end - pos} bytes",
@@ -1474,7 +1520,11 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
             tagged_fields_node_ = []
             sec__node_ = pos
             prev__node_, odd__node_ = (-1, False)
-            n_tags__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__node_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__node_, pos = _read_uvarint32(buf, pos, end, "node.tagged_fields")
             if n_tags__node_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__node_} tagged fields cannot fit in {end - pos} bytes",
@@ -1513,7 +1563,11 @@ def _fdecode_describe_quorum_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_quorum_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -82,7 +82,11 @@ def _decode_topic_request(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_request.tagged_fields"
@@ -161,7 +165,11 @@ def _decode_cursor(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
@@ -213,7 +221,11 @@ def _fdecode_cursor(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
@@ -361,7 +373,11 @@ def _decode_describe_topic_partitions_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -448,7 +464,11 @@ def _fdecode_describe_topic_partitions_request(buf, pos, end, opts, api_version)
         tagged_fields_topic_request_ = []
         sec__topic_request_ = pos
         prev__topic_request_, odd__topic_request_ = (-1, False)
-        n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_request_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_request_, pos = _read_uvarint32(buf, pos, end, "topic_request.tagged_fields")
         if n_tags__topic_request_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_request_} tagged fields cannot fit in {end - pos} bytes",
@@ -498,7 +518,11 @@ def _fdecode_describe_topic_partitions_request(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

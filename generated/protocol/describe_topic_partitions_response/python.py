@@ -406,7 +406,11 @@ def _decode_describe_topic_partitions_response_partition(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -671,7 +675,11 @@ def _decode_describe_topic_partitions_response_topic(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -787,7 +795,11 @@ def _decode_cursor(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
@@ -839,7 +851,11 @@ def _fdecode_cursor(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "cursor.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="cursor.tagged_fields"
@@ -1001,7 +1017,11 @@ def _decode_describe_topic_partitions_response(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1438,9 +1458,15 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
                 prev__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
                 odd__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_,
             ) = (-1, False)
-            n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_, pos = (
-                _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_ = buf[
+                    pos
+                ]
+                pos += 1
+            else:
+                n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_, pos = (
+                    _read_uvarint32(buf, pos, end, "describe_topic_partitions_response_partition.tagged_fields")
+                )
             if (
                 n_tags__describe_topic_partitions_response_partition__describe_topic_partitions_response_topic_
                 > (end - pos) // 2
@@ -1524,9 +1550,13 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
         tagged_fields_describe_topic_partitions_response_topic_ = []
         sec__describe_topic_partitions_response_topic_ = pos
         prev__describe_topic_partitions_response_topic_, odd__describe_topic_partitions_response_topic_ = (-1, False)
-        n_tags__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
-            buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_topic_partitions_response_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_topic_partitions_response_topic_, pos = _read_uvarint32(
+                buf, pos, end, "describe_topic_partitions_response_topic.tagged_fields"
+            )
         if n_tags__describe_topic_partitions_response_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_topic_partitions_response_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1606,7 +1636,11 @@ def _fdecode_describe_topic_partitions_response(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_topic_partitions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -133,7 +133,11 @@ def _decode_topic_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -305,7 +309,11 @@ def _decode_transaction_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -478,7 +486,11 @@ def _decode_describe_transactions_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -692,7 +704,11 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
             tagged_fields_topic_data__transaction_state_ = []
             sec__topic_data__transaction_state_ = pos
             prev__topic_data__transaction_state_, odd__topic_data__transaction_state_ = (-1, False)
-            n_tags__topic_data__transaction_state_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__topic_data__transaction_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__topic_data__transaction_state_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
             if n_tags__topic_data__transaction_state_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__topic_data__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -729,7 +745,11 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
         tagged_fields_transaction_state_ = []
         sec__transaction_state_ = pos
         prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__transaction_state_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
         if n_tags__transaction_state_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -774,7 +794,11 @@ def _fdecode_describe_transactions_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_transactions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

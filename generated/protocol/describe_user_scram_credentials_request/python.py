@@ -77,7 +77,11 @@ def _decode_user_name(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="user_name.tagged_fields"
@@ -181,7 +185,11 @@ def _decode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -267,7 +275,11 @@ def _fdecode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ve
         tagged_fields_user_name_ = []
         sec__user_name_ = pos
         prev__user_name_, odd__user_name_ = (-1, False)
-        n_tags__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__user_name_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__user_name_, pos = _read_uvarint32(buf, pos, end, "user_name.tagged_fields")
         if n_tags__user_name_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__user_name_} tagged fields cannot fit in {end - pos} bytes",
@@ -301,7 +313,11 @@ def _fdecode_describe_user_scram_credentials_request(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -66,7 +66,11 @@ def _decode_credential_info(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "credential_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="credential_info.tagged_fields"
@@ -218,7 +222,11 @@ def _decode_describe_user_scram_credentials_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -409,7 +417,11 @@ def _decode_describe_user_scram_credentials_response(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -607,9 +619,13 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
                 prev__credential_info__describe_user_scram_credentials_result_,
                 odd__credential_info__describe_user_scram_credentials_result_,
             ) = (-1, False)
-            n_tags__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-                buf, pos, end, "credential_info.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__credential_info__describe_user_scram_credentials_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__credential_info__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                    buf, pos, end, "credential_info.tagged_fields"
+                )
             if n_tags__credential_info__describe_user_scram_credentials_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__credential_info__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -674,9 +690,13 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
         tagged_fields_describe_user_scram_credentials_result_ = []
         sec__describe_user_scram_credentials_result_ = pos
         prev__describe_user_scram_credentials_result_, odd__describe_user_scram_credentials_result_ = (-1, False)
-        n_tags__describe_user_scram_credentials_result_, pos = _read_uvarint32(
-            buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__describe_user_scram_credentials_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__describe_user_scram_credentials_result_, pos = _read_uvarint32(
+                buf, pos, end, "describe_user_scram_credentials_result.tagged_fields"
+            )
         if n_tags__describe_user_scram_credentials_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__describe_user_scram_credentials_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -734,7 +754,11 @@ def _fdecode_describe_user_scram_credentials_response(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "describe_user_scram_credentials_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

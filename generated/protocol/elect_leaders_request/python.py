@@ -465,7 +465,11 @@ def _decode_topic_partitions_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_partitions_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -612,7 +616,11 @@ def _decode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -744,9 +752,13 @@ def _fdecode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_topic_partitions_flexible_ = []
         sec__topic_partitions_flexible_ = pos
         prev__topic_partitions_flexible_, odd__topic_partitions_flexible_ = (-1, False)
-        n_tags__topic_partitions_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "topic_partitions_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_partitions_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_partitions_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "topic_partitions_flexible.tagged_fields"
+            )
         if n_tags__topic_partitions_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_partitions_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -795,7 +807,11 @@ def _fdecode_elect_leaders_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

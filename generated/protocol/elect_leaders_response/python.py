@@ -527,7 +527,11 @@ def _decode_partition_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -653,7 +657,11 @@ def _decode_replica_election_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_election_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -804,7 +812,11 @@ def _decode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -976,9 +988,13 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
                 prev__partition_result_flexible__replica_election_result_flexible_,
                 odd__partition_result_flexible__replica_election_result_flexible_,
             ) = (-1, False)
-            n_tags__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_result_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_result_flexible__replica_election_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_result_flexible__replica_election_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_result_flexible.tagged_fields"
+                )
             if n_tags__partition_result_flexible__replica_election_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_result_flexible__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1044,9 +1060,13 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_replica_election_result_flexible_ = []
         sec__replica_election_result_flexible_ = pos
         prev__replica_election_result_flexible_, odd__replica_election_result_flexible_ = (-1, False)
-        n_tags__replica_election_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "replica_election_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__replica_election_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__replica_election_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "replica_election_result_flexible.tagged_fields"
+            )
         if n_tags__replica_election_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__replica_election_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1091,7 +1111,11 @@ def _fdecode_elect_leaders_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "elect_leaders_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

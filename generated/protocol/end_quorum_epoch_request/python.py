@@ -537,7 +537,11 @@ def _decode_replica_info(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_info.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_info.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_info.tagged_fields"
@@ -625,7 +629,11 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -749,7 +757,11 @@ def _decode_topic_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -870,7 +882,11 @@ def _decode_leader_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="leader_endpoint.tagged_fields"
@@ -1076,7 +1092,11 @@ def _decode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1267,9 +1287,13 @@ def _fdecode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version)
                     prev__replica_info__partition_data_flexible__topic_data_flexible_,
                     odd__replica_info__partition_data_flexible__topic_data_flexible_,
                 ) = (-1, False)
-                n_tags__replica_info__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                    buf, pos, end, "replica_info.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__replica_info__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__replica_info__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                        buf, pos, end, "replica_info.tagged_fields"
+                    )
                 if n_tags__replica_info__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__replica_info__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1337,9 +1361,13 @@ def _fdecode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version)
                 -1,
                 False,
             )
-            n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data_flexible__topic_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data_flexible__topic_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data_flexible.tagged_fields"
+                )
             if n_tags__partition_data_flexible__topic_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data_flexible__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1404,7 +1432,11 @@ def _fdecode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version)
         tagged_fields_topic_data_flexible_ = []
         sec__topic_data_flexible_ = pos
         prev__topic_data_flexible_, odd__topic_data_flexible_ = (-1, False)
-        n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_flexible_, pos = _read_uvarint32(buf, pos, end, "topic_data_flexible.tagged_fields")
         if n_tags__topic_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1520,7 +1552,11 @@ def _fdecode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version)
         tagged_fields_leader_endpoint_ = []
         sec__leader_endpoint_ = pos
         prev__leader_endpoint_, odd__leader_endpoint_ = (-1, False)
-        n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__leader_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__leader_endpoint_, pos = _read_uvarint32(buf, pos, end, "leader_endpoint.tagged_fields")
         if n_tags__leader_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__leader_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -1556,7 +1592,11 @@ def _fdecode_end_quorum_epoch_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "end_quorum_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -879,7 +879,11 @@ def _decode_fetch_partition_flexible(buf, pos, end, opts, api_version):
     replica_directory_id = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1052,7 +1056,11 @@ def _decode_fetch_topic_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1219,7 +1227,11 @@ def _decode_forgotten_topic_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1398,7 +1410,11 @@ def _decode_replica_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
@@ -1431,7 +1447,11 @@ def _fdecode_replica_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "replica_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="replica_state.tagged_fields"
@@ -1679,7 +1699,11 @@ def _decode_fetch_request_flexible(buf, pos, end, opts, api_version):
     )[0]  # absent: new fetch_request_flexible_replica_state_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1876,9 +1900,13 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
                 prev__fetch_partition_flexible__fetch_topic_flexible_,
                 odd__fetch_partition_flexible__fetch_topic_flexible_,
             ) = (-1, False)
-            n_tags__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "fetch_partition_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_partition_flexible__fetch_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_partition_flexible__fetch_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "fetch_partition_flexible.tagged_fields"
+                )
             if n_tags__fetch_partition_flexible__fetch_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__fetch_partition_flexible__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1990,7 +2018,11 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_fetch_topic_flexible_ = []
         sec__fetch_topic_flexible_ = pos
         prev__fetch_topic_flexible_, odd__fetch_topic_flexible_ = (-1, False)
-        n_tags__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__fetch_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__fetch_topic_flexible_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_flexible.tagged_fields")
         if n_tags__fetch_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__fetch_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2129,9 +2161,13 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_forgotten_topic_flexible_ = []
         sec__forgotten_topic_flexible_ = pos
         prev__forgotten_topic_flexible_, odd__forgotten_topic_flexible_ = (-1, False)
-        n_tags__forgotten_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "forgotten_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__forgotten_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__forgotten_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "forgotten_topic_flexible.tagged_fields"
+            )
         if n_tags__forgotten_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__forgotten_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2205,7 +2241,11 @@ def _fdecode_fetch_request_flexible(buf, pos, end, opts, api_version):
     )[0]
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2670,7 +2710,11 @@ def _decode_fetch_partition_v18(buf, pos, end, opts):
     high_watermark = 9223372036854775807
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2820,7 +2864,11 @@ def _decode_fetch_topic_v18(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_topic_v18.tagged_fields"
@@ -2933,7 +2981,11 @@ def _decode_forgotten_topic_v18(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3267,7 +3319,11 @@ def _decode_fetch_request_v18(buf, pos, end, opts, api_version):
     )[0]  # absent: new fetch_request_v18_replica_state_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3414,9 +3470,13 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
             high_watermark_fetch_partition_v18__fetch_topic_v18_ = 9223372036854775807
             sec__fetch_partition_v18__fetch_topic_v18_ = pos
             prev__fetch_partition_v18__fetch_topic_v18_, odd__fetch_partition_v18__fetch_topic_v18_ = (-1, False)
-            n_tags__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
-                buf, pos, end, "fetch_partition_v18.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_partition_v18__fetch_topic_v18_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_partition_v18__fetch_topic_v18_, pos = _read_uvarint32(
+                    buf, pos, end, "fetch_partition_v18.tagged_fields"
+                )
             if n_tags__fetch_partition_v18__fetch_topic_v18_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__fetch_partition_v18__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
@@ -3533,7 +3593,11 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
         tagged_fields_fetch_topic_v18_ = []
         sec__fetch_topic_v18_ = pos
         prev__fetch_topic_v18_, odd__fetch_topic_v18_ = (-1, False)
-        n_tags__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__fetch_topic_v18_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__fetch_topic_v18_, pos = _read_uvarint32(buf, pos, end, "fetch_topic_v18.tagged_fields")
         if n_tags__fetch_topic_v18_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__fetch_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
@@ -3634,7 +3698,11 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
         tagged_fields_forgotten_topic_v18_ = []
         sec__forgotten_topic_v18_ = pos
         prev__forgotten_topic_v18_, odd__forgotten_topic_v18_ = (-1, False)
-        n_tags__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__forgotten_topic_v18_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__forgotten_topic_v18_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic_v18.tagged_fields")
         if n_tags__forgotten_topic_v18_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__forgotten_topic_v18_} tagged fields cannot fit in {end - pos} bytes",
@@ -3703,7 +3771,11 @@ def _fdecode_fetch_request_v18(buf, pos, end, opts, api_version):
     )[0]
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_request_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -757,7 +757,11 @@ def _decode_aborted_transaction_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -808,7 +812,11 @@ def _decode_epoch_end_offset(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -845,7 +853,11 @@ def _fdecode_epoch_end_offset(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -936,7 +948,11 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -973,7 +989,11 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1064,7 +1084,11 @@ def _decode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -1097,7 +1121,11 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -1275,7 +1303,11 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
     )[0]  # absent: new partition_data_flexible_snapshot_id_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1521,7 +1553,11 @@ def _decode_fetchable_topic_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1651,7 +1687,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -1843,7 +1883,11 @@ def _fdecode_fetch_response_flexible_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -2023,7 +2067,11 @@ def _decode_fetch_response_flexible(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2225,10 +2273,16 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                     prev__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
                     odd__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "aborted_transaction_flexible.tagged_fields")
                 if (
                     n_tags__aborted_transaction_flexible__partition_data_flexible__fetchable_topic_response_flexible_
                     > (end - pos) // 2
@@ -2363,9 +2417,13 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
                 prev__partition_data_flexible__fetchable_topic_response_flexible_,
                 odd__partition_data_flexible__fetchable_topic_response_flexible_,
             ) = (-1, False)
-            n_tags__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data_flexible__fetchable_topic_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data_flexible__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data_flexible.tagged_fields"
+                )
             if n_tags__partition_data_flexible__fetchable_topic_response_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data_flexible__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2523,9 +2581,13 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_fetchable_topic_response_flexible_ = []
         sec__fetchable_topic_response_flexible_ = pos
         prev__fetchable_topic_response_flexible_, odd__fetchable_topic_response_flexible_ = (-1, False)
-        n_tags__fetchable_topic_response_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__fetchable_topic_response_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__fetchable_topic_response_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "fetchable_topic_response_flexible.tagged_fields"
+            )
         if n_tags__fetchable_topic_response_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__fetchable_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2572,7 +2634,11 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2940,7 +3006,11 @@ def _decode_aborted_transaction_v18(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3152,7 +3222,11 @@ def _decode_partition_data_v18(buf, pos, end, opts):
     )[0]  # absent: new partition_data_v18_snapshot_id_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3352,7 +3426,11 @@ def _decode_fetchable_topic_response_v18(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetchable_topic_response_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3537,7 +3615,11 @@ def _fdecode_fetch_response_v18_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -3714,7 +3796,11 @@ def _decode_fetch_response_v18(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3877,9 +3963,13 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                     prev__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
                     odd__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_,
                 ) = (-1, False)
-                n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
-                    _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_, pos = (
+                        _read_uvarint32(buf, pos, end, "aborted_transaction_v18.tagged_fields")
+                    )
                 if (
                     n_tags__aborted_transaction_v18__partition_data_v18__fetchable_topic_response_v18_
                     > (end - pos) // 2
@@ -4006,9 +4096,13 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
                 prev__partition_data_v18__fetchable_topic_response_v18_,
                 odd__partition_data_v18__fetchable_topic_response_v18_,
             ) = (-1, False)
-            n_tags__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data_v18.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data_v18__fetchable_topic_response_v18_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data_v18__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data_v18.tagged_fields"
+                )
             if n_tags__partition_data_v18__fetchable_topic_response_v18_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data_v18__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
@@ -4164,9 +4258,13 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
         tagged_fields_fetchable_topic_response_v18_ = []
         sec__fetchable_topic_response_v18_ = pos
         prev__fetchable_topic_response_v18_, odd__fetchable_topic_response_v18_ = (-1, False)
-        n_tags__fetchable_topic_response_v18_, pos = _read_uvarint32(
-            buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__fetchable_topic_response_v18_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__fetchable_topic_response_v18_, pos = _read_uvarint32(
+                buf, pos, end, "fetchable_topic_response_v18.tagged_fields"
+            )
         if n_tags__fetchable_topic_response_v18_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__fetchable_topic_response_v18_} tagged fields cannot fit in {end - pos} bytes",
@@ -4212,7 +4310,11 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_response_v18.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

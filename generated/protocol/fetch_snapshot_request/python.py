@@ -71,7 +71,11 @@ def _decode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -104,7 +108,11 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -203,7 +211,11 @@ def _decode_partition_snapshot(buf, pos, end, opts, api_version):
     replica_directory_id = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -353,7 +365,11 @@ def _decode_topic_snapshot(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_snapshot.tagged_fields"
@@ -581,7 +597,11 @@ def _decode_fetch_snapshot_request(buf, pos, end, opts, api_version):
     cluster_id = None
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -715,9 +735,13 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
             )
             sec__partition_snapshot__topic_snapshot_ = pos
             prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
-            n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                buf, pos, end, "partition_snapshot.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_snapshot.tagged_fields"
+                )
             if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
@@ -802,7 +826,11 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
         tagged_fields_topic_snapshot_ = []
         sec__topic_snapshot_ = pos
         prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
-        n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_snapshot_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
         if n_tags__topic_snapshot_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
@@ -840,7 +868,11 @@ def _fdecode_fetch_snapshot_request(buf, pos, end, opts, api_version):
     cluster_id = None
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

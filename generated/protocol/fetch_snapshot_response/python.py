@@ -72,7 +72,11 @@ def _decode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -105,7 +109,11 @@ def _fdecode_snapshot_id(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "snapshot_id.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="snapshot_id.tagged_fields"
@@ -168,7 +176,11 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -205,7 +217,11 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -338,7 +354,11 @@ def _decode_partition_snapshot(buf, pos, end, opts):
     )[0]  # absent: new partition_snapshot_current_leader_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_snapshot.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -476,7 +496,11 @@ def _decode_topic_snapshot(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_snapshot.tagged_fields"
@@ -574,7 +598,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -732,7 +760,11 @@ def _fdecode_fetch_snapshot_response_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -896,7 +928,11 @@ def _decode_fetch_snapshot_response(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1065,9 +1101,13 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
             )[0]
             sec__partition_snapshot__topic_snapshot_ = pos
             prev__partition_snapshot__topic_snapshot_, odd__partition_snapshot__topic_snapshot_ = (-1, False)
-            n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
-                buf, pos, end, "partition_snapshot.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_snapshot__topic_snapshot_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_snapshot__topic_snapshot_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_snapshot.tagged_fields"
+                )
             if n_tags__partition_snapshot__topic_snapshot_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_snapshot__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
@@ -1137,7 +1177,11 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
         tagged_fields_topic_snapshot_ = []
         sec__topic_snapshot_ = pos
         prev__topic_snapshot_, odd__topic_snapshot_ = (-1, False)
-        n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_snapshot_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_snapshot_, pos = _read_uvarint32(buf, pos, end, "topic_snapshot.tagged_fields")
         if n_tags__topic_snapshot_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_snapshot_} tagged fields cannot fit in {end - pos} bytes",
@@ -1175,7 +1219,11 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_snapshot_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -347,7 +347,11 @@ def _decode_coordinator(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="coordinator.tagged_fields"
@@ -584,7 +588,11 @@ def _decode_find_coordinator_response_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -787,7 +795,11 @@ def _fdecode_find_coordinator_response_flexible(buf, pos, end, opts, api_version
             tagged_fields_coordinator_ = []
             sec__coordinator_ = pos
             prev__coordinator_, odd__coordinator_ = (-1, False)
-            n_tags__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__coordinator_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__coordinator_, pos = _read_uvarint32(buf, pos, end, "coordinator.tagged_fields")
             if n_tags__coordinator_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__coordinator_} tagged fields cannot fit in {end - pos} bytes",
@@ -826,7 +838,11 @@ def _fdecode_find_coordinator_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "find_coordinator_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

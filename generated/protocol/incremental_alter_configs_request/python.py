@@ -589,7 +589,11 @@ def _decode_alterable_config_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alterable_config_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -738,7 +742,11 @@ def _decode_alter_configs_resource_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -886,7 +894,11 @@ def _decode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api_
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1084,9 +1096,13 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
                 prev__alterable_config_flexible__alter_configs_resource_flexible_,
                 odd__alterable_config_flexible__alter_configs_resource_flexible_,
             ) = (-1, False)
-            n_tags__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "alterable_config_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__alterable_config_flexible__alter_configs_resource_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__alterable_config_flexible__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "alterable_config_flexible.tagged_fields"
+                )
             if n_tags__alterable_config_flexible__alter_configs_resource_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__alterable_config_flexible__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1150,9 +1166,13 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
         tagged_fields_alter_configs_resource_flexible_ = []
         sec__alter_configs_resource_flexible_ = pos
         prev__alter_configs_resource_flexible_, odd__alter_configs_resource_flexible_ = (-1, False)
-        n_tags__alter_configs_resource_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__alter_configs_resource_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__alter_configs_resource_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "alter_configs_resource_flexible.tagged_fields"
+            )
         if n_tags__alter_configs_resource_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__alter_configs_resource_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1200,7 +1220,11 @@ def _fdecode_incremental_alter_configs_request_flexible(buf, pos, end, opts, api
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

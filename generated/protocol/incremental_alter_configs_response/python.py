@@ -448,7 +448,11 @@ def _decode_alter_configs_resource_response_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -588,7 +592,11 @@ def _decode_incremental_alter_configs_response_flexible(buf, pos, end, opts, api
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -726,9 +734,13 @@ def _fdecode_incremental_alter_configs_response_flexible(buf, pos, end, opts, ap
         tagged_fields_alter_configs_resource_response_flexible_ = []
         sec__alter_configs_resource_response_flexible_ = pos
         prev__alter_configs_resource_response_flexible_, odd__alter_configs_resource_response_flexible_ = (-1, False)
-        n_tags__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__alter_configs_resource_response_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__alter_configs_resource_response_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "alter_configs_resource_response_flexible.tagged_fields"
+            )
         if n_tags__alter_configs_resource_response_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__alter_configs_resource_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -786,7 +798,11 @@ def _fdecode_incremental_alter_configs_response_flexible(buf, pos, end, opts, ap
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "incremental_alter_configs_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

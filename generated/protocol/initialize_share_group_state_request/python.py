@@ -67,7 +67,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -146,7 +150,11 @@ def _decode_initialize_state_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -301,7 +309,11 @@ def _decode_initialize_share_group_state_request(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -427,9 +439,13 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
             tagged_fields_partition_data__initialize_state_data_ = []
             sec__partition_data__initialize_state_data_ = pos
             prev__partition_data__initialize_state_data_, odd__partition_data__initialize_state_data_ = (-1, False)
-            n_tags__partition_data__initialize_state_data_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__initialize_state_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__initialize_state_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__initialize_state_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -482,7 +498,11 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
         tagged_fields_initialize_state_data_ = []
         sec__initialize_state_data_ = pos
         prev__initialize_state_data_, odd__initialize_state_data_ = (-1, False)
-        n_tags__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__initialize_state_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__initialize_state_data_, pos = _read_uvarint32(buf, pos, end, "initialize_state_data.tagged_fields")
         if n_tags__initialize_state_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__initialize_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -523,7 +543,11 @@ def _fdecode_initialize_share_group_state_request(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

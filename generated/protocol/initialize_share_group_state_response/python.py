@@ -93,7 +93,11 @@ def _decode_partition_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -190,7 +194,11 @@ def _decode_initialize_state_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -314,7 +322,11 @@ def _decode_initialize_share_group_state_response(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -454,9 +466,13 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
                 -1,
                 False,
             )
-            n_tags__partition_result__initialize_state_result_, pos = _read_uvarint32(
-                buf, pos, end, "partition_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_result__initialize_state_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_result__initialize_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_result.tagged_fields"
+                )
             if n_tags__partition_result__initialize_state_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_result__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -515,7 +531,13 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
         tagged_fields_initialize_state_result_ = []
         sec__initialize_state_result_ = pos
         prev__initialize_state_result_, odd__initialize_state_result_ = (-1, False)
-        n_tags__initialize_state_result_, pos = _read_uvarint32(buf, pos, end, "initialize_state_result.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__initialize_state_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__initialize_state_result_, pos = _read_uvarint32(
+                buf, pos, end, "initialize_state_result.tagged_fields"
+            )
         if n_tags__initialize_state_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__initialize_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -558,7 +580,11 @@ def _fdecode_initialize_share_group_state_response(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "initialize_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -578,7 +578,11 @@ def _decode_join_group_request_protocol_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_protocol_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -854,7 +858,11 @@ def _decode_join_group_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1066,9 +1074,13 @@ def _fdecode_join_group_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_join_group_request_protocol_flexible_ = []
         sec__join_group_request_protocol_flexible_ = pos
         prev__join_group_request_protocol_flexible_, odd__join_group_request_protocol_flexible_ = (-1, False)
-        n_tags__join_group_request_protocol_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__join_group_request_protocol_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__join_group_request_protocol_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "join_group_request_protocol_flexible.tagged_fields"
+            )
         if n_tags__join_group_request_protocol_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__join_group_request_protocol_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1138,7 +1150,11 @@ def _fdecode_join_group_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -627,7 +627,11 @@ def _decode_join_group_response_member_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_member_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -891,7 +895,11 @@ def _decode_join_group_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1142,9 +1150,13 @@ def _fdecode_join_group_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_join_group_response_member_flexible_ = []
         sec__join_group_response_member_flexible_ = pos
         prev__join_group_response_member_flexible_, odd__join_group_response_member_flexible_ = (-1, False)
-        n_tags__join_group_response_member_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "join_group_response_member_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__join_group_response_member_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__join_group_response_member_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "join_group_response_member_flexible.tagged_fields"
+            )
         if n_tags__join_group_response_member_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__join_group_response_member_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1190,7 +1202,11 @@ def _fdecode_join_group_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "join_group_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -2007,7 +2007,11 @@ def _decode_leader_and_isr_partition_state_flexible(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2250,7 +2254,11 @@ def _decode_leader_and_isr_topic_state_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2372,7 +2380,11 @@ def _decode_leader_and_isr_live_leader_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2571,7 +2583,11 @@ def _decode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2943,9 +2959,13 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
                 prev__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
                 odd__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_,
             ) = (-1, False)
-            n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "leader_and_isr_partition_state_flexible.tagged_fields")
+                )
             if n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__leader_and_isr_partition_state_flexible__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3039,9 +3059,13 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_leader_and_isr_topic_state_flexible_ = []
         sec__leader_and_isr_topic_state_flexible_ = pos
         prev__leader_and_isr_topic_state_flexible_, odd__leader_and_isr_topic_state_flexible_ = (-1, False)
-        n_tags__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__leader_and_isr_topic_state_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__leader_and_isr_topic_state_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "leader_and_isr_topic_state_flexible.tagged_fields"
+            )
         if n_tags__leader_and_isr_topic_state_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__leader_and_isr_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3148,9 +3172,13 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_leader_and_isr_live_leader_flexible_ = []
         sec__leader_and_isr_live_leader_flexible_ = pos
         prev__leader_and_isr_live_leader_flexible_, odd__leader_and_isr_live_leader_flexible_ = (-1, False)
-        n_tags__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__leader_and_isr_live_leader_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__leader_and_isr_live_leader_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "leader_and_isr_live_leader_flexible.tagged_fields"
+            )
         if n_tags__leader_and_isr_live_leader_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__leader_and_isr_live_leader_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3194,7 +3222,11 @@ def _fdecode_leader_and_isr_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -337,7 +337,11 @@ def _decode_leader_and_isr_partition_error_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -405,9 +409,13 @@ def _decode_leader_and_isr_response_leader_and_isr_partition_error_flexible(buf,
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(
-        buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-    )
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(
+            buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
+        )
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -507,7 +515,11 @@ def _decode_leader_and_isr_topic_error(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_topic_error.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -699,7 +711,11 @@ def _decode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -810,9 +826,13 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
             tagged_fields_leader_and_isr_partition_error_flexible_ = []
             sec__leader_and_isr_partition_error_flexible_ = pos
             prev__leader_and_isr_partition_error_flexible_, odd__leader_and_isr_partition_error_flexible_ = (-1, False)
-            n_tags__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_and_isr_partition_error_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_and_isr_partition_error_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_partition_error_flexible.tagged_fields"
+                )
             if n_tags__leader_and_isr_partition_error_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__leader_and_isr_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -938,12 +958,18 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
                     prev__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
                     odd__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
                 ) = (-1, False)
-                (
-                    n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
-                    pos,
-                ) = _read_uvarint32(
-                    buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_,
+                        pos,
+                    ) = _read_uvarint32(
+                        buf, pos, end, "leader_and_isr_response_leader_and_isr_partition_error_flexible.tagged_fields"
+                    )
                 if (
                     n_tags__leader_and_isr_response_leader_and_isr_partition_error_flexible__leader_and_isr_topic_error_
                     > (end - pos) // 2
@@ -1021,9 +1047,13 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
             tagged_fields_leader_and_isr_topic_error_ = []
             sec__leader_and_isr_topic_error_ = pos
             prev__leader_and_isr_topic_error_, odd__leader_and_isr_topic_error_ = (-1, False)
-            n_tags__leader_and_isr_topic_error_, pos = _read_uvarint32(
-                buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__leader_and_isr_topic_error_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__leader_and_isr_topic_error_, pos = _read_uvarint32(
+                    buf, pos, end, "leader_and_isr_topic_error.tagged_fields"
+                )
             if n_tags__leader_and_isr_topic_error_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__leader_and_isr_topic_error_} tagged fields cannot fit in {end - pos} bytes",
@@ -1070,7 +1100,11 @@ def _fdecode_leader_and_isr_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_and_isr_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -401,7 +401,11 @@ def _decode_member_response_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "member_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -527,7 +531,11 @@ def _decode_leave_group_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -647,9 +655,13 @@ def _fdecode_leave_group_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_member_response_flexible_ = []
         sec__member_response_flexible_ = pos
         prev__member_response_flexible_, odd__member_response_flexible_ = (-1, False)
-        n_tags__member_response_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "member_response_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__member_response_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__member_response_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "member_response_flexible.tagged_fields"
+            )
         if n_tags__member_response_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__member_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -691,7 +703,11 @@ def _fdecode_leave_group_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leave_group_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

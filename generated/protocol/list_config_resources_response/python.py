@@ -92,7 +92,11 @@ def _decode_client_metrics_resource(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -217,7 +221,11 @@ def _decode_list_client_metrics_resources_response(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -314,7 +322,13 @@ def _fdecode_list_client_metrics_resources_response(buf, pos, end, opts, api_ver
         tagged_fields_client_metrics_resource_ = []
         sec__client_metrics_resource_ = pos
         prev__client_metrics_resource_, odd__client_metrics_resource_ = (-1, False)
-        n_tags__client_metrics_resource_, pos = _read_uvarint32(buf, pos, end, "client_metrics_resource.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__client_metrics_resource_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__client_metrics_resource_, pos = _read_uvarint32(
+                buf, pos, end, "client_metrics_resource.tagged_fields"
+            )
         if n_tags__client_metrics_resource_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__client_metrics_resource_} tagged fields cannot fit in {end - pos} bytes",
@@ -352,7 +366,11 @@ def _fdecode_list_client_metrics_resources_response(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_client_metrics_resources_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -507,7 +525,11 @@ def _decode_config_resource(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="config_resource.tagged_fields"
@@ -625,7 +647,11 @@ def _decode_list_config_resources_response_v1(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -722,7 +748,11 @@ def _fdecode_list_config_resources_response_v1(buf, pos, end, opts, api_version)
         tagged_fields_config_resource_ = []
         sec__config_resource_ = pos
         prev__config_resource_, odd__config_resource_ = (-1, False)
-        n_tags__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__config_resource_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__config_resource_, pos = _read_uvarint32(buf, pos, end, "config_resource.tagged_fields")
         if n_tags__config_resource_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__config_resource_} tagged fields cannot fit in {end - pos} bytes",
@@ -757,7 +787,11 @@ def _fdecode_list_config_resources_response_v1(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_config_resources_response_v1.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

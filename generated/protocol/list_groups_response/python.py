@@ -425,7 +425,11 @@ def _decode_listed_group_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -575,7 +579,11 @@ def _decode_list_groups_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -747,7 +755,11 @@ def _fdecode_list_groups_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_listed_group_flexible_ = []
         sec__listed_group_flexible_ = pos
         prev__listed_group_flexible_, odd__listed_group_flexible_ = (-1, False)
-        n_tags__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__listed_group_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__listed_group_flexible_, pos = _read_uvarint32(buf, pos, end, "listed_group_flexible.tagged_fields")
         if n_tags__listed_group_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__listed_group_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -786,7 +798,11 @@ def _fdecode_list_groups_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_groups_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

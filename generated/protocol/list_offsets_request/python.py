@@ -464,7 +464,11 @@ def _decode_list_offsets_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -574,7 +578,11 @@ def _decode_list_offsets_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -717,7 +725,11 @@ def _decode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -849,9 +861,13 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
                 prev__list_offsets_partition_flexible__list_offsets_topic_flexible_,
                 odd__list_offsets_partition_flexible__list_offsets_topic_flexible_,
             ) = (-1, False)
-            n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_partition_flexible.tagged_fields"
+                )
             if n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__list_offsets_partition_flexible__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -917,9 +933,13 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_list_offsets_topic_flexible_ = []
         sec__list_offsets_topic_flexible_ = pos
         prev__list_offsets_topic_flexible_, odd__list_offsets_topic_flexible_ = (-1, False)
-        n_tags__list_offsets_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__list_offsets_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__list_offsets_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "list_offsets_topic_flexible.tagged_fields"
+            )
         if n_tags__list_offsets_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__list_offsets_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -969,7 +989,11 @@ def _fdecode_list_offsets_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1153,7 +1177,11 @@ def _decode_list_offsets_partition_v11(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1259,7 +1287,11 @@ def _decode_list_offsets_topic_v11(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1399,7 +1431,11 @@ def _decode_list_offsets_request_v11(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1527,9 +1563,13 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
                 prev__list_offsets_partition_v11__list_offsets_topic_v11_,
                 odd__list_offsets_partition_v11__list_offsets_topic_v11_,
             ) = (-1, False)
-            n_tags__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_partition_v11.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_partition_v11__list_offsets_topic_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_partition_v11.tagged_fields"
+                )
             if n_tags__list_offsets_partition_v11__list_offsets_topic_v11_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__list_offsets_partition_v11__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
@@ -1593,7 +1633,13 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
         tagged_fields_list_offsets_topic_v11_ = []
         sec__list_offsets_topic_v11_ = pos
         prev__list_offsets_topic_v11_, odd__list_offsets_topic_v11_ = (-1, False)
-        n_tags__list_offsets_topic_v11_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_v11.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__list_offsets_topic_v11_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__list_offsets_topic_v11_, pos = _read_uvarint32(
+                buf, pos, end, "list_offsets_topic_v11.tagged_fields"
+            )
         if n_tags__list_offsets_topic_v11_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__list_offsets_topic_v11_} tagged fields cannot fit in {end - pos} bytes",
@@ -1636,7 +1682,11 @@ def _fdecode_list_offsets_request_v11(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_request_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -638,7 +638,11 @@ def _decode_list_offsets_partition_response_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -760,7 +764,11 @@ def _decode_list_offsets_topic_response_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -898,7 +906,11 @@ def _decode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1035,9 +1047,13 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
                 prev__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
                 odd__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_,
             ) = (-1, False)
-            n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "list_offsets_partition_response_flexible.tagged_fields")
+                )
             if (
                 n_tags__list_offsets_partition_response_flexible__list_offsets_topic_response_flexible_
                 > (end - pos) // 2
@@ -1120,9 +1136,13 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_list_offsets_topic_response_flexible_ = []
         sec__list_offsets_topic_response_flexible_ = pos
         prev__list_offsets_topic_response_flexible_, odd__list_offsets_topic_response_flexible_ = (-1, False)
-        n_tags__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__list_offsets_topic_response_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__list_offsets_topic_response_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "list_offsets_topic_response_flexible.tagged_fields"
+            )
         if n_tags__list_offsets_topic_response_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__list_offsets_topic_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1172,7 +1192,11 @@ def _fdecode_list_offsets_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1368,7 +1392,11 @@ def _decode_list_offsets_partition_response_v11(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_partition_response_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1484,7 +1512,11 @@ def _decode_list_offsets_topic_response_v11(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_topic_response_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1619,7 +1651,11 @@ def _decode_list_offsets_response_v11(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1753,9 +1789,13 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
                 prev__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
                 odd__list_offsets_partition_response_v11__list_offsets_topic_response_v11_,
             ) = (-1, False)
-            n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-                buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                    buf, pos, end, "list_offsets_partition_response_v11.tagged_fields"
+                )
             if n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__list_offsets_partition_response_v11__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
@@ -1829,9 +1869,13 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
         tagged_fields_list_offsets_topic_response_v11_ = []
         sec__list_offsets_topic_response_v11_ = pos
         prev__list_offsets_topic_response_v11_, odd__list_offsets_topic_response_v11_ = (-1, False)
-        n_tags__list_offsets_topic_response_v11_, pos = _read_uvarint32(
-            buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__list_offsets_topic_response_v11_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__list_offsets_topic_response_v11_, pos = _read_uvarint32(
+                buf, pos, end, "list_offsets_topic_response_v11.tagged_fields"
+            )
         if n_tags__list_offsets_topic_response_v11_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__list_offsets_topic_response_v11_} tagged fields cannot fit in {end - pos} bytes",
@@ -1876,7 +1920,11 @@ def _fdecode_list_offsets_response_v11(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_offsets_response_v11.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

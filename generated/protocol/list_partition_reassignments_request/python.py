@@ -151,7 +151,11 @@ def _decode_list_partition_reassignments_topics(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_topics.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -299,7 +303,11 @@ def _decode_list_partition_reassignments_request(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -434,9 +442,13 @@ def _fdecode_list_partition_reassignments_request(buf, pos, end, opts, api_versi
         tagged_fields_list_partition_reassignments_topics_ = []
         sec__list_partition_reassignments_topics_ = pos
         prev__list_partition_reassignments_topics_, odd__list_partition_reassignments_topics_ = (-1, False)
-        n_tags__list_partition_reassignments_topics_, pos = _read_uvarint32(
-            buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__list_partition_reassignments_topics_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__list_partition_reassignments_topics_, pos = _read_uvarint32(
+                buf, pos, end, "list_partition_reassignments_topics.tagged_fields"
+            )
         if n_tags__list_partition_reassignments_topics_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__list_partition_reassignments_topics_} tagged fields cannot fit in {end - pos} bytes",
@@ -487,7 +499,11 @@ def _fdecode_list_partition_reassignments_request(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -235,7 +235,11 @@ def _decode_ongoing_partition_reassignment(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_partition_reassignment.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -408,7 +412,11 @@ def _decode_ongoing_topic_reassignment(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "ongoing_topic_reassignment.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -583,7 +591,11 @@ def _decode_list_partition_reassignments_response(buf, pos, end, opts, api_versi
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -863,9 +875,13 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
                 prev__ongoing_partition_reassignment__ongoing_topic_reassignment_,
                 odd__ongoing_partition_reassignment__ongoing_topic_reassignment_,
             ) = (-1, False)
-            n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
-                buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                    buf, pos, end, "ongoing_partition_reassignment.tagged_fields"
+                )
             if n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__ongoing_partition_reassignment__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
@@ -934,9 +950,13 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
         tagged_fields_ongoing_topic_reassignment_ = []
         sec__ongoing_topic_reassignment_ = pos
         prev__ongoing_topic_reassignment_, odd__ongoing_topic_reassignment_ = (-1, False)
-        n_tags__ongoing_topic_reassignment_, pos = _read_uvarint32(
-            buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__ongoing_topic_reassignment_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__ongoing_topic_reassignment_, pos = _read_uvarint32(
+                buf, pos, end, "ongoing_topic_reassignment.tagged_fields"
+            )
         if n_tags__ongoing_topic_reassignment_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__ongoing_topic_reassignment_} tagged fields cannot fit in {end - pos} bytes",
@@ -981,7 +1001,11 @@ def _fdecode_list_partition_reassignments_response(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_partition_reassignments_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

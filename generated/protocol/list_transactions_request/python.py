@@ -242,7 +242,11 @@ def _decode_list_transactions_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -378,7 +382,11 @@ def _fdecode_list_transactions_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -742,7 +750,11 @@ def _decode_list_transactions_request_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -904,7 +916,11 @@ def _fdecode_list_transactions_request_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_request_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

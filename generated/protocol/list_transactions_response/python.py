@@ -179,7 +179,11 @@ def _decode_transaction_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -363,7 +367,11 @@ def _decode_list_transactions_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -550,7 +558,11 @@ def _fdecode_list_transactions_response(buf, pos, end, opts, api_version):
         tagged_fields_transaction_state_ = []
         sec__transaction_state_ = pos
         prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__transaction_state_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
         if n_tags__transaction_state_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -586,7 +598,11 @@ def _fdecode_list_transactions_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -956,7 +972,11 @@ def _decode_list_transactions_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1147,7 +1167,11 @@ def _fdecode_list_transactions_response_v2(buf, pos, end, opts, api_version):
         tagged_fields_transaction_state_ = []
         sec__transaction_state_ = pos
         prev__transaction_state_, odd__transaction_state_ = (-1, False)
-        n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__transaction_state_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__transaction_state_, pos = _read_uvarint32(buf, pos, end, "transaction_state.tagged_fields")
         if n_tags__transaction_state_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__transaction_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -1183,7 +1207,11 @@ def _fdecode_list_transactions_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "list_transactions_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -362,7 +362,11 @@ def _decode_metadata_request_topic_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -486,7 +490,11 @@ def _decode_metadata_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -587,9 +595,13 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_metadata_request_topic_flexible_ = []
         sec__metadata_request_topic_flexible_ = pos
         prev__metadata_request_topic_flexible_, odd__metadata_request_topic_flexible_ = (-1, False)
-        n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_request_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
+            )
         if n_tags__metadata_request_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -641,7 +653,11 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -834,7 +850,11 @@ def _decode_metadata_request_topic_v13(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -947,7 +967,11 @@ def _decode_metadata_request_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1039,9 +1063,13 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
         tagged_fields_metadata_request_topic_v13_ = []
         sec__metadata_request_topic_v13_ = pos
         prev__metadata_request_topic_v13_, odd__metadata_request_topic_v13_ = (-1, False)
-        n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_request_topic_v13.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_request_topic_v13_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_request_topic_v13.tagged_fields"
+            )
         if n_tags__metadata_request_topic_v13_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_request_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
@@ -1086,7 +1114,11 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -1231,7 +1231,11 @@ def _decode_metadata_response_broker_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1498,7 +1502,11 @@ def _decode_metadata_response_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1700,7 +1708,11 @@ def _decode_metadata_response_topic_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1932,7 +1944,11 @@ def _decode_metadata_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2055,9 +2071,13 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_metadata_response_broker_flexible_ = []
         sec__metadata_response_broker_flexible_ = pos
         prev__metadata_response_broker_flexible_, odd__metadata_response_broker_flexible_ = (-1, False)
-        n_tags__metadata_response_broker_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_response_broker_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_response_broker_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_response_broker_flexible.tagged_fields"
+            )
         if n_tags__metadata_response_broker_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_response_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2358,9 +2378,13 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
                 prev__metadata_response_partition_flexible__metadata_response_topic_flexible_,
                 odd__metadata_response_partition_flexible__metadata_response_topic_flexible_,
             ) = (-1, False)
-            n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_partition_flexible.tagged_fields"
+                )
             if n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__metadata_response_partition_flexible__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2442,9 +2466,13 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_metadata_response_topic_flexible_ = []
         sec__metadata_response_topic_flexible_ = pos
         prev__metadata_response_topic_flexible_, odd__metadata_response_topic_flexible_ = (-1, False)
-        n_tags__metadata_response_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_response_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_response_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_response_topic_flexible.tagged_fields"
+            )
         if n_tags__metadata_response_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2500,7 +2528,11 @@ def _fdecode_metadata_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2946,7 +2978,11 @@ def _decode_metadata_response_broker_v13(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_broker_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3203,7 +3239,11 @@ def _decode_metadata_response_partition_v13(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_partition_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3394,7 +3434,11 @@ def _decode_metadata_response_topic_v13(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_topic_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3613,7 +3657,11 @@ def _decode_metadata_response_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3736,9 +3784,13 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
         tagged_fields_metadata_response_broker_v13_ = []
         sec__metadata_response_broker_v13_ = pos
         prev__metadata_response_broker_v13_, odd__metadata_response_broker_v13_ = (-1, False)
-        n_tags__metadata_response_broker_v13_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_response_broker_v13.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_response_broker_v13_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_response_broker_v13_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_response_broker_v13.tagged_fields"
+            )
         if n_tags__metadata_response_broker_v13_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_response_broker_v13_} tagged fields cannot fit in {end - pos} bytes",
@@ -4026,9 +4078,13 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
                 prev__metadata_response_partition_v13__metadata_response_topic_v13_,
                 odd__metadata_response_partition_v13__metadata_response_topic_v13_,
             ) = (-1, False)
-            n_tags__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
-                buf, pos, end, "metadata_response_partition_v13.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__metadata_response_partition_v13__metadata_response_topic_v13_, pos = _read_uvarint32(
+                    buf, pos, end, "metadata_response_partition_v13.tagged_fields"
+                )
             if n_tags__metadata_response_partition_v13__metadata_response_topic_v13_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__metadata_response_partition_v13__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
@@ -4108,9 +4164,13 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
         tagged_fields_metadata_response_topic_v13_ = []
         sec__metadata_response_topic_v13_ = pos
         prev__metadata_response_topic_v13_, odd__metadata_response_topic_v13_ = (-1, False)
-        n_tags__metadata_response_topic_v13_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_response_topic_v13.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_response_topic_v13_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_response_topic_v13_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_response_topic_v13.tagged_fields"
+            )
         if n_tags__metadata_response_topic_v13_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_response_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
@@ -4163,7 +4223,11 @@ def _fdecode_metadata_response_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_response_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

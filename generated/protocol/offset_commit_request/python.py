@@ -767,7 +767,11 @@ def _decode_offset_commit_request_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -900,7 +904,11 @@ def _decode_offset_commit_request_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1127,7 +1135,11 @@ def _decode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1379,9 +1391,13 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
                 prev__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
                 odd__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_,
             ) = (-1, False)
-            n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "offset_commit_request_partition_flexible.tagged_fields")
+                )
             if (
                 n_tags__offset_commit_request_partition_flexible__offset_commit_request_topic_flexible_
                 > (end - pos) // 2
@@ -1457,9 +1473,13 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_offset_commit_request_topic_flexible_ = []
         sec__offset_commit_request_topic_flexible_ = pos
         prev__offset_commit_request_topic_flexible_, odd__offset_commit_request_topic_flexible_ = (-1, False)
-        n_tags__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_commit_request_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "offset_commit_request_topic_flexible.tagged_fields"
+            )
         if n_tags__offset_commit_request_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1509,7 +1529,11 @@ def _fdecode_offset_commit_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1837,7 +1861,11 @@ def _decode_offset_commit_request_partition_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_partition_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1941,7 +1969,11 @@ def _decode_offset_commit_request_topic_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_topic_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2152,7 +2184,11 @@ def _decode_offset_commit_request_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2362,9 +2398,13 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
                 prev__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
                 odd__offset_commit_request_partition_v10__offset_commit_request_topic_v10_,
             ) = (-1, False)
-            n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_request_partition_v10.tagged_fields"
+                )
             if n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_commit_request_partition_v10__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -2435,9 +2475,13 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
         tagged_fields_offset_commit_request_topic_v10_ = []
         sec__offset_commit_request_topic_v10_ = pos
         prev__offset_commit_request_topic_v10_, odd__offset_commit_request_topic_v10_ = (-1, False)
-        n_tags__offset_commit_request_topic_v10_, pos = _read_uvarint32(
-            buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_commit_request_topic_v10_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_commit_request_topic_v10_, pos = _read_uvarint32(
+                buf, pos, end, "offset_commit_request_topic_v10.tagged_fields"
+            )
         if n_tags__offset_commit_request_topic_v10_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_commit_request_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -2482,7 +2526,11 @@ def _fdecode_offset_commit_request_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_request_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -420,7 +420,11 @@ def _decode_offset_commit_response_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -537,7 +541,11 @@ def _decode_offset_commit_response_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -677,7 +685,11 @@ def _decode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -813,9 +825,13 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
                 prev__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
                 odd__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_,
             ) = (-1, False)
-            n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "offset_commit_response_partition_flexible.tagged_fields")
+                )
             if (
                 n_tags__offset_commit_response_partition_flexible__offset_commit_response_topic_flexible_
                 > (end - pos) // 2
@@ -889,9 +905,13 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_offset_commit_response_topic_flexible_ = []
         sec__offset_commit_response_topic_flexible_ = pos
         prev__offset_commit_response_topic_flexible_, odd__offset_commit_response_topic_flexible_ = (-1, False)
-        n_tags__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_commit_response_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "offset_commit_response_topic_flexible.tagged_fields"
+            )
         if n_tags__offset_commit_response_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -943,7 +963,11 @@ def _fdecode_offset_commit_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1120,7 +1144,11 @@ def _decode_offset_commit_response_partition_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_partition_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1208,7 +1236,11 @@ def _decode_offset_commit_response_topic_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_topic_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1334,7 +1366,11 @@ def _decode_offset_commit_response_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1441,9 +1477,13 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
                 prev__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
                 odd__offset_commit_response_partition_v10__offset_commit_response_topic_v10_,
             ) = (-1, False)
-            n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_commit_response_partition_v10.tagged_fields"
+                )
             if n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_commit_response_partition_v10__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -1508,9 +1548,13 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
         tagged_fields_offset_commit_response_topic_v10_ = []
         sec__offset_commit_response_topic_v10_ = pos
         prev__offset_commit_response_topic_v10_, odd__offset_commit_response_topic_v10_ = (-1, False)
-        n_tags__offset_commit_response_topic_v10_, pos = _read_uvarint32(
-            buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_commit_response_topic_v10_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_commit_response_topic_v10_, pos = _read_uvarint32(
+                buf, pos, end, "offset_commit_response_topic_v10.tagged_fields"
+            )
         if n_tags__offset_commit_response_topic_v10_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_commit_response_topic_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -1555,7 +1599,11 @@ def _fdecode_offset_commit_response_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_commit_response_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

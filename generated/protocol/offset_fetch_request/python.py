@@ -519,7 +519,11 @@ def _decode_offset_fetch_request_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -681,7 +685,11 @@ def _decode_offset_fetch_request_topics(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -861,7 +869,11 @@ def _decode_offset_fetch_request_group(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1119,7 +1131,11 @@ def _decode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1279,9 +1295,13 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
             tagged_fields_offset_fetch_request_topic_flexible_ = []
             sec__offset_fetch_request_topic_flexible_ = pos
             prev__offset_fetch_request_topic_flexible_, odd__offset_fetch_request_topic_flexible_ = (-1, False)
-            n_tags__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_request_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_request_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_topic_flexible.tagged_fields"
+                )
             if n_tags__offset_fetch_request_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1531,9 +1551,13 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
                     prev__offset_fetch_request_topics__offset_fetch_request_group_,
                     odd__offset_fetch_request_topics__offset_fetch_request_group_,
                 ) = (-1, False)
-                n_tags__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_request_topics.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_request_topics__offset_fetch_request_group_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_request_topics__offset_fetch_request_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_request_topics.tagged_fields"
+                    )
                 if n_tags__offset_fetch_request_topics__offset_fetch_request_group_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__offset_fetch_request_topics__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -1596,9 +1620,13 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
             tagged_fields_offset_fetch_request_group_ = []
             sec__offset_fetch_request_group_ = pos
             prev__offset_fetch_request_group_, odd__offset_fetch_request_group_ = (-1, False)
-            n_tags__offset_fetch_request_group_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_group.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_request_group_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_request_group_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_group.tagged_fields"
+                )
             if n_tags__offset_fetch_request_group_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_request_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -1652,7 +1680,11 @@ def _fdecode_offset_fetch_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2058,7 +2090,11 @@ def _decode_offset_fetch_request_topics_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2223,7 +2259,11 @@ def _decode_offset_fetch_request_group_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_group_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2376,7 +2416,11 @@ def _decode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2569,9 +2613,13 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
                 prev__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
                 odd__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_,
             ) = (-1, False)
-            n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_request_topics_v10.tagged_fields"
+                )
             if n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_request_topics_v10__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -2638,9 +2686,13 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
         tagged_fields_offset_fetch_request_group_v10_ = []
         sec__offset_fetch_request_group_v10_ = pos
         prev__offset_fetch_request_group_v10_, odd__offset_fetch_request_group_v10_ = (-1, False)
-        n_tags__offset_fetch_request_group_v10_, pos = _read_uvarint32(
-            buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_fetch_request_group_v10_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_fetch_request_group_v10_, pos = _read_uvarint32(
+                buf, pos, end, "offset_fetch_request_group_v10.tagged_fields"
+            )
         if n_tags__offset_fetch_request_group_v10_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_fetch_request_group_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -2689,7 +2741,11 @@ def _fdecode_offset_fetch_request_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_request_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -589,7 +589,11 @@ def _decode_offset_fetch_response_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -724,7 +728,11 @@ def _decode_offset_fetch_response_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -839,7 +847,11 @@ def _decode_offset_fetch_response_partitions(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -966,7 +978,11 @@ def _decode_offset_fetch_response_topics(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1106,7 +1122,11 @@ def _decode_offset_fetch_response_group(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1318,7 +1338,11 @@ def _decode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1503,9 +1527,13 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                     prev__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
                     odd__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_,
                 ) = (-1, False)
-                n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
-                    _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_, pos = (
+                        _read_uvarint32(buf, pos, end, "offset_fetch_response_partition_flexible.tagged_fields")
+                    )
                 if (
                     n_tags__offset_fetch_response_partition_flexible__offset_fetch_response_topic_flexible_
                     > (end - pos) // 2
@@ -1583,9 +1611,13 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
             tagged_fields_offset_fetch_response_topic_flexible_ = []
             sec__offset_fetch_response_topic_flexible_ = pos
             prev__offset_fetch_response_topic_flexible_, odd__offset_fetch_response_topic_flexible_ = (-1, False)
-            n_tags__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_response_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_response_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_topic_flexible.tagged_fields"
+                )
             if n_tags__offset_fetch_response_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1863,10 +1895,16 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                         prev__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
                         odd__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
                     ) = (-1, False)
-                    (
-                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
-                        pos,
-                    ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                    if pos < end and buf[pos] < 128:
+                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_ = buf[
+                            pos
+                        ]
+                        pos += 1
+                    else:
+                        (
+                            n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_,
+                            pos,
+                        ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
                     if (
                         n_tags__offset_fetch_response_partitions__offset_fetch_response_topics__offset_fetch_response_group_
                         > (end - pos) // 2
@@ -1946,9 +1984,13 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
                     prev__offset_fetch_response_topics__offset_fetch_response_group_,
                     odd__offset_fetch_response_topics__offset_fetch_response_group_,
                 ) = (-1, False)
-                n_tags__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
-                    buf, pos, end, "offset_fetch_response_topics.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_topics__offset_fetch_response_group_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__offset_fetch_response_topics__offset_fetch_response_group_, pos = _read_uvarint32(
+                        buf, pos, end, "offset_fetch_response_topics.tagged_fields"
+                    )
                 if n_tags__offset_fetch_response_topics__offset_fetch_response_group_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__offset_fetch_response_topics__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -2013,9 +2055,13 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
             tagged_fields_offset_fetch_response_group_ = []
             sec__offset_fetch_response_group_ = pos
             prev__offset_fetch_response_group_, odd__offset_fetch_response_group_ = (-1, False)
-            n_tags__offset_fetch_response_group_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_group.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_response_group_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_response_group_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_group.tagged_fields"
+                )
             if n_tags__offset_fetch_response_group_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_response_group_} tagged fields cannot fit in {end - pos} bytes",
@@ -2063,7 +2109,11 @@ def _fdecode_offset_fetch_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2561,7 +2611,11 @@ def _decode_offset_fetch_response_topics_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2694,7 +2748,11 @@ def _decode_offset_fetch_response_group_v10(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_group_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2829,7 +2887,11 @@ def _decode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3057,10 +3119,16 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
                     prev__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
                     odd__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
                 ) = (-1, False)
-                (
-                    n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "offset_fetch_response_partitions.tagged_fields")
                 if (
                     n_tags__offset_fetch_response_partitions__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_
                     > (end - pos) // 2
@@ -3138,9 +3206,13 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
                 prev__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
                 odd__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_,
             ) = (-1, False)
-            n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-                buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_fetch_response_topics_v10.tagged_fields"
+                )
             if n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_fetch_response_topics_v10__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -3207,9 +3279,13 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
         tagged_fields_offset_fetch_response_group_v10_ = []
         sec__offset_fetch_response_group_v10_ = pos
         prev__offset_fetch_response_group_v10_, odd__offset_fetch_response_group_v10_ = (-1, False)
-        n_tags__offset_fetch_response_group_v10_, pos = _read_uvarint32(
-            buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_fetch_response_group_v10_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_fetch_response_group_v10_, pos = _read_uvarint32(
+                buf, pos, end, "offset_fetch_response_group_v10.tagged_fields"
+            )
         if n_tags__offset_fetch_response_group_v10_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_fetch_response_group_v10_} tagged fields cannot fit in {end - pos} bytes",
@@ -3255,7 +3331,11 @@ def _fdecode_offset_fetch_response_v10(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_fetch_response_v10.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

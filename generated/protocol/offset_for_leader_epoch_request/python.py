@@ -444,7 +444,11 @@ def _decode_offset_for_leader_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -558,7 +562,11 @@ def _decode_offset_for_leader_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -701,7 +709,11 @@ def _decode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -835,9 +847,13 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
                 prev__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
                 odd__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_,
             ) = (-1, False)
-            n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "offset_for_leader_partition_flexible.tagged_fields"
+                )
             if n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__offset_for_leader_partition_flexible__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -905,9 +921,13 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
         tagged_fields_offset_for_leader_topic_flexible_ = []
         sec__offset_for_leader_topic_flexible_ = pos
         prev__offset_for_leader_topic_flexible_, odd__offset_for_leader_topic_flexible_ = (-1, False)
-        n_tags__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_for_leader_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_for_leader_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "offset_for_leader_topic_flexible.tagged_fields"
+            )
         if n_tags__offset_for_leader_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_for_leader_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -952,7 +972,11 @@ def _fdecode_offset_for_leader_epoch_request_flexible(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -467,7 +467,11 @@ def _decode_epoch_end_offset_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "epoch_end_offset_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -584,7 +588,11 @@ def _decode_offset_for_leader_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -728,7 +736,11 @@ def _decode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_v
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -873,9 +885,13 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
                 prev__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
                 odd__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_,
             ) = (-1, False)
-            n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "epoch_end_offset_flexible.tagged_fields"
+                )
             if n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__epoch_end_offset_flexible__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -946,9 +962,13 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
         tagged_fields_offset_for_leader_topic_result_flexible_ = []
         sec__offset_for_leader_topic_result_flexible_ = pos
         prev__offset_for_leader_topic_result_flexible_, odd__offset_for_leader_topic_result_flexible_ = (-1, False)
-        n_tags__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__offset_for_leader_topic_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__offset_for_leader_topic_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "offset_for_leader_topic_result_flexible.tagged_fields"
+            )
         if n_tags__offset_for_leader_topic_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__offset_for_leader_topic_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1000,7 +1020,11 @@ def _fdecode_offset_for_leader_epoch_response_flexible(buf, pos, end, opts, api_
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "offset_for_leader_epoch_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

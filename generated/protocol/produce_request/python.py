@@ -516,7 +516,11 @@ def _decode_partition_produce_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -637,7 +641,11 @@ def _decode_topic_produce_data_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -810,7 +818,11 @@ def _decode_produce_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -986,9 +998,13 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
                 prev__partition_produce_data_flexible__topic_produce_data_flexible_,
                 odd__partition_produce_data_flexible__topic_produce_data_flexible_,
             ) = (-1, False)
-            n_tags__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_produce_data_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_produce_data_flexible__topic_produce_data_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_produce_data_flexible.tagged_fields"
+                )
             if n_tags__partition_produce_data_flexible__topic_produce_data_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_produce_data_flexible__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1051,9 +1067,13 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_topic_produce_data_flexible_ = []
         sec__topic_produce_data_flexible_ = pos
         prev__topic_produce_data_flexible_, odd__topic_produce_data_flexible_ = (-1, False)
-        n_tags__topic_produce_data_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "topic_produce_data_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_produce_data_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_produce_data_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "topic_produce_data_flexible.tagged_fields"
+            )
         if n_tags__topic_produce_data_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_produce_data_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1098,7 +1118,11 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1330,7 +1354,11 @@ def _decode_partition_produce_data_v12(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_data_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1459,7 +1487,11 @@ def _decode_topic_produce_data_v12(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1628,7 +1660,11 @@ def _decode_produce_request_v12(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1808,9 +1844,13 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
                 prev__partition_produce_data_v12__topic_produce_data_v12_,
                 odd__partition_produce_data_v12__topic_produce_data_v12_,
             ) = (-1, False)
-            n_tags__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
-                buf, pos, end, "partition_produce_data_v12.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_produce_data_v12__topic_produce_data_v12_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_produce_data_v12__topic_produce_data_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_produce_data_v12.tagged_fields"
+                )
             if n_tags__partition_produce_data_v12__topic_produce_data_v12_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_produce_data_v12__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
@@ -1871,7 +1911,13 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
         tagged_fields_topic_produce_data_v12_ = []
         sec__topic_produce_data_v12_ = pos
         prev__topic_produce_data_v12_, odd__topic_produce_data_v12_ = (-1, False)
-        n_tags__topic_produce_data_v12_, pos = _read_uvarint32(buf, pos, end, "topic_produce_data_v12.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_produce_data_v12_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_produce_data_v12_, pos = _read_uvarint32(
+                buf, pos, end, "topic_produce_data_v12.tagged_fields"
+            )
         if n_tags__topic_produce_data_v12_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_produce_data_v12_} tagged fields cannot fit in {end - pos} bytes",
@@ -1913,7 +1959,11 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_request_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

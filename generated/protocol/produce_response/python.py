@@ -825,7 +825,11 @@ def _decode_batch_index_and_error_message_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -890,7 +894,11 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -927,7 +935,11 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1099,7 +1111,11 @@ def _decode_partition_produce_response_flexible(buf, pos, end, opts, api_version
     )[0]  # absent: new partition_produce_response_flexible_current_leader_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1287,7 +1303,11 @@ def _decode_topic_produce_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1415,7 +1435,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -1607,7 +1631,11 @@ def _fdecode_produce_response_flexible_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -1785,7 +1813,11 @@ def _decode_produce_response_flexible(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2040,10 +2072,16 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
                     prev__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
                     odd__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_flexible.tagged_fields")
                 if (
                     n_tags__batch_index_and_error_message_flexible__partition_produce_response_flexible__topic_produce_response_flexible_
                     > (end - pos) // 2
@@ -2158,9 +2196,13 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
                 prev__partition_produce_response_flexible__topic_produce_response_flexible_,
                 odd__partition_produce_response_flexible__topic_produce_response_flexible_,
             ) = (-1, False)
-            n_tags__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "partition_produce_response_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_produce_response_flexible__topic_produce_response_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_produce_response_flexible.tagged_fields"
+                )
             if n_tags__partition_produce_response_flexible__topic_produce_response_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_produce_response_flexible__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2274,9 +2316,13 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_topic_produce_response_flexible_ = []
         sec__topic_produce_response_flexible_ = pos
         prev__topic_produce_response_flexible_, odd__topic_produce_response_flexible_ = (-1, False)
-        n_tags__topic_produce_response_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "topic_produce_response_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_produce_response_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_produce_response_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "topic_produce_response_flexible.tagged_fields"
+            )
         if n_tags__topic_produce_response_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_produce_response_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -2326,7 +2372,11 @@ def _fdecode_produce_response_flexible(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2720,7 +2770,11 @@ def _decode_batch_index_and_error_message_v12(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2886,7 +2940,11 @@ def _decode_partition_produce_response_v12(buf, pos, end, opts):
     )[0]  # absent: new partition_produce_response_v12_current_leader_tag()
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_produce_response_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3074,7 +3132,11 @@ def _decode_topic_produce_response_v12(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_produce_response_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3277,7 +3339,11 @@ def _fdecode_produce_response_v12_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -3451,7 +3517,11 @@ def _decode_produce_response_v12(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3702,10 +3772,16 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
                     prev__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
                     odd__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
                 ) = (-1, False)
-                (
-                    n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "batch_index_and_error_message_v12.tagged_fields")
                 if (
                     n_tags__batch_index_and_error_message_v12__partition_produce_response_v12__topic_produce_response_v12_
                     > (end - pos) // 2
@@ -3819,9 +3895,13 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
                 prev__partition_produce_response_v12__topic_produce_response_v12_,
                 odd__partition_produce_response_v12__topic_produce_response_v12_,
             ) = (-1, False)
-            n_tags__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
-                buf, pos, end, "partition_produce_response_v12.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_produce_response_v12__topic_produce_response_v12_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_produce_response_v12__topic_produce_response_v12_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_produce_response_v12.tagged_fields"
+                )
             if n_tags__partition_produce_response_v12__topic_produce_response_v12_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_produce_response_v12__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
@@ -3924,9 +4004,13 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
         tagged_fields_topic_produce_response_v12_ = []
         sec__topic_produce_response_v12_ = pos
         prev__topic_produce_response_v12_, odd__topic_produce_response_v12_ = (-1, False)
-        n_tags__topic_produce_response_v12_, pos = _read_uvarint32(
-            buf, pos, end, "topic_produce_response_v12.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_produce_response_v12_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_produce_response_v12_, pos = _read_uvarint32(
+                buf, pos, end, "topic_produce_response_v12.tagged_fields"
+            )
         if n_tags__topic_produce_response_v12_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_produce_response_v12_} tagged fields cannot fit in {end - pos} bytes",
@@ -3975,7 +4059,11 @@ def _fdecode_produce_response_v12(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "produce_response_v12.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -74,7 +74,11 @@ def _decode_state_batch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
@@ -191,7 +195,11 @@ def _decode_partition_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -308,7 +316,11 @@ def _decode_read_state_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -428,7 +440,11 @@ def _decode_read_share_group_state_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -605,9 +621,13 @@ def _fdecode_read_share_group_state_response(buf, pos, end, opts, api_version):
                     prev__state_batch__partition_result__read_state_result_,
                     odd__state_batch__partition_result__read_state_result_,
                 ) = (-1, False)
-                n_tags__state_batch__partition_result__read_state_result_, pos = _read_uvarint32(
-                    buf, pos, end, "state_batch.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__state_batch__partition_result__read_state_result_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__state_batch__partition_result__read_state_result_, pos = _read_uvarint32(
+                        buf, pos, end, "state_batch.tagged_fields"
+                    )
                 if n_tags__state_batch__partition_result__read_state_result_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__state_batch__partition_result__read_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -674,9 +694,13 @@ def _fdecode_read_share_group_state_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_result__read_state_result_ = []
             sec__partition_result__read_state_result_ = pos
             prev__partition_result__read_state_result_, odd__partition_result__read_state_result_ = (-1, False)
-            n_tags__partition_result__read_state_result_, pos = _read_uvarint32(
-                buf, pos, end, "partition_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_result__read_state_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_result__read_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_result.tagged_fields"
+                )
             if n_tags__partition_result__read_state_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_result__read_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -732,7 +756,11 @@ def _fdecode_read_share_group_state_response(buf, pos, end, opts, api_version):
         tagged_fields_read_state_result_ = []
         sec__read_state_result_ = pos
         prev__read_state_result_, odd__read_state_result_ = (-1, False)
-        n_tags__read_state_result_, pos = _read_uvarint32(buf, pos, end, "read_state_result.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__read_state_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__read_state_result_, pos = _read_uvarint32(buf, pos, end, "read_state_result.tagged_fields")
         if n_tags__read_state_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__read_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -771,7 +799,11 @@ def _fdecode_read_share_group_state_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -66,7 +66,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -146,7 +150,11 @@ def _decode_read_state_summary_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -303,7 +311,11 @@ def _decode_read_share_group_state_summary_request(buf, pos, end, opts, api_vers
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -428,9 +440,13 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
             tagged_fields_partition_data__read_state_summary_data_ = []
             sec__partition_data__read_state_summary_data_ = pos
             prev__partition_data__read_state_summary_data_, odd__partition_data__read_state_summary_data_ = (-1, False)
-            n_tags__partition_data__read_state_summary_data_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__read_state_summary_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__read_state_summary_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__read_state_summary_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -482,7 +498,13 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
         tagged_fields_read_state_summary_data_ = []
         sec__read_state_summary_data_ = pos
         prev__read_state_summary_data_, odd__read_state_summary_data_ = (-1, False)
-        n_tags__read_state_summary_data_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__read_state_summary_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__read_state_summary_data_, pos = _read_uvarint32(
+                buf, pos, end, "read_state_summary_data.tagged_fields"
+            )
         if n_tags__read_state_summary_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__read_state_summary_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -525,7 +547,11 @@ def _fdecode_read_share_group_state_summary_request(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

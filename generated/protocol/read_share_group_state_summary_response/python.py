@@ -101,7 +101,11 @@ def _decode_partition_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -201,7 +205,11 @@ def _decode_read_state_summary_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_state_summary_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -325,7 +333,11 @@ def _decode_read_share_group_state_summary_response(buf, pos, end, opts, api_ver
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -470,9 +482,13 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
                 -1,
                 False,
             )
-            n_tags__partition_result__read_state_summary_result_, pos = _read_uvarint32(
-                buf, pos, end, "partition_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_result__read_state_summary_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_result__read_state_summary_result_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_result.tagged_fields"
+                )
             if n_tags__partition_result__read_state_summary_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_result__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -540,9 +556,13 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
         tagged_fields_read_state_summary_result_ = []
         sec__read_state_summary_result_ = pos
         prev__read_state_summary_result_, odd__read_state_summary_result_ = (-1, False)
-        n_tags__read_state_summary_result_, pos = _read_uvarint32(
-            buf, pos, end, "read_state_summary_result.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__read_state_summary_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__read_state_summary_result_, pos = _read_uvarint32(
+                buf, pos, end, "read_state_summary_result.tagged_fields"
+            )
         if n_tags__read_state_summary_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__read_state_summary_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -587,7 +607,11 @@ def _fdecode_read_share_group_state_summary_response(buf, pos, end, opts, api_ve
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "read_share_group_state_summary_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

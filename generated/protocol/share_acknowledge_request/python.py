@@ -132,7 +132,11 @@ def _decode_acknowledgement_batch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -241,7 +245,11 @@ def _decode_acknowledge_partition(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -340,7 +348,11 @@ def _decode_acknowledge_topic(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -516,7 +528,11 @@ def _decode_share_acknowledge_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -747,9 +763,13 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
                     prev__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
                     odd__acknowledgement_batch__acknowledge_partition__acknowledge_topic_,
                 ) = (-1, False)
-                n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "acknowledgement_batch.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "acknowledgement_batch.tagged_fields"
+                    )
                 if n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__acknowledgement_batch__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -822,9 +842,13 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
                 -1,
                 False,
             )
-            n_tags__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
-                buf, pos, end, "acknowledge_partition.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__acknowledge_partition__acknowledge_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__acknowledge_partition__acknowledge_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "acknowledge_partition.tagged_fields"
+                )
             if n_tags__acknowledge_partition__acknowledge_topic_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__acknowledge_partition__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -876,7 +900,11 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
         tagged_fields_acknowledge_topic_ = []
         sec__acknowledge_topic_ = pos
         prev__acknowledge_topic_, odd__acknowledge_topic_ = (-1, False)
-        n_tags__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__acknowledge_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__acknowledge_topic_, pos = _read_uvarint32(buf, pos, end, "acknowledge_topic.tagged_fields")
         if n_tags__acknowledge_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__acknowledge_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -915,7 +943,11 @@ def _fdecode_share_acknowledge_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -76,7 +76,11 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -113,7 +117,11 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -208,7 +216,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -305,7 +317,11 @@ def _decode_share_acknowledge_topic_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_topic_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -419,7 +435,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -630,7 +650,11 @@ def _decode_share_acknowledge_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -798,9 +822,13 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
                 prev__partition_data__share_acknowledge_topic_response_,
                 odd__partition_data__share_acknowledge_topic_response_,
             ) = (-1, False)
-            n_tags__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__share_acknowledge_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__share_acknowledge_topic_response_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -867,9 +895,13 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
         tagged_fields_share_acknowledge_topic_response_ = []
         sec__share_acknowledge_topic_response_ = pos
         prev__share_acknowledge_topic_response_, odd__share_acknowledge_topic_response_ = (-1, False)
-        n_tags__share_acknowledge_topic_response_, pos = _read_uvarint32(
-            buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__share_acknowledge_topic_response_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__share_acknowledge_topic_response_, pos = _read_uvarint32(
+                buf, pos, end, "share_acknowledge_topic_response.tagged_fields"
+            )
         if n_tags__share_acknowledge_topic_response_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__share_acknowledge_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -987,7 +1019,11 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -1022,7 +1058,11 @@ def _fdecode_share_acknowledge_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_acknowledge_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

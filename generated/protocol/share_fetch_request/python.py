@@ -134,7 +134,11 @@ def _decode_acknowledgement_batch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acknowledgement_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -242,7 +246,11 @@ def _decode_fetch_partition(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_partition.tagged_fields"
@@ -335,7 +343,11 @@ def _decode_fetch_topic(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="fetch_topic.tagged_fields"
@@ -444,7 +456,11 @@ def _decode_forgotten_topic(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="forgotten_topic.tagged_fields"
@@ -677,7 +693,11 @@ def _decode_share_fetch_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -913,9 +933,13 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
                     prev__acknowledgement_batch__fetch_partition__fetch_topic_,
                     odd__acknowledgement_batch__fetch_partition__fetch_topic_,
                 ) = (-1, False)
-                n_tags__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
-                    buf, pos, end, "acknowledgement_batch.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__acknowledgement_batch__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                        buf, pos, end, "acknowledgement_batch.tagged_fields"
+                    )
                 if n_tags__acknowledgement_batch__fetch_partition__fetch_topic_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__acknowledgement_batch__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -979,7 +1003,13 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
             tagged_fields_fetch_partition__fetch_topic_ = []
             sec__fetch_partition__fetch_topic_ = pos
             prev__fetch_partition__fetch_topic_, odd__fetch_partition__fetch_topic_ = (-1, False)
-            n_tags__fetch_partition__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_partition.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__fetch_partition__fetch_topic_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__fetch_partition__fetch_topic_, pos = _read_uvarint32(
+                    buf, pos, end, "fetch_partition.tagged_fields"
+                )
             if n_tags__fetch_partition__fetch_topic_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__fetch_partition__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1023,7 +1053,11 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
         tagged_fields_fetch_topic_ = []
         sec__fetch_topic_ = pos
         prev__fetch_topic_, odd__fetch_topic_ = (-1, False)
-        n_tags__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__fetch_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__fetch_topic_, pos = _read_uvarint32(buf, pos, end, "fetch_topic.tagged_fields")
         if n_tags__fetch_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__fetch_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1118,7 +1152,11 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
         tagged_fields_forgotten_topic_ = []
         sec__forgotten_topic_ = pos
         prev__forgotten_topic_, odd__forgotten_topic_ = (-1, False)
-        n_tags__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__forgotten_topic_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__forgotten_topic_, pos = _read_uvarint32(buf, pos, end, "forgotten_topic.tagged_fields")
         if n_tags__forgotten_topic_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__forgotten_topic_} tagged fields cannot fit in {end - pos} bytes",
@@ -1157,7 +1195,11 @@ def _fdecode_share_fetch_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

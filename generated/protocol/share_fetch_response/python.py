@@ -77,7 +77,11 @@ def _decode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -114,7 +118,11 @@ def _fdecode_leader_id_and_epoch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "leader_id_and_epoch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -182,7 +190,11 @@ def _decode_acquired_records(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "acquired_records.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "acquired_records.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -358,7 +370,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -510,7 +526,11 @@ def _decode_share_fetchable_topic_response(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetchable_topic_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetchable_topic_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -624,7 +644,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -827,7 +851,11 @@ def _decode_share_fetch_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1093,9 +1121,13 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
                     prev__acquired_records__partition_data__share_fetchable_topic_response_,
                     odd__acquired_records__partition_data__share_fetchable_topic_response_,
                 ) = (-1, False)
-                n_tags__acquired_records__partition_data__share_fetchable_topic_response_, pos = _read_uvarint32(
-                    buf, pos, end, "acquired_records.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__acquired_records__partition_data__share_fetchable_topic_response_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__acquired_records__partition_data__share_fetchable_topic_response_, pos = _read_uvarint32(
+                        buf, pos, end, "acquired_records.tagged_fields"
+                    )
                 if n_tags__acquired_records__partition_data__share_fetchable_topic_response_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__acquired_records__partition_data__share_fetchable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -1166,9 +1198,13 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
                 prev__partition_data__share_fetchable_topic_response_,
                 odd__partition_data__share_fetchable_topic_response_,
             ) = (-1, False)
-            n_tags__partition_data__share_fetchable_topic_response_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__share_fetchable_topic_response_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__share_fetchable_topic_response_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__share_fetchable_topic_response_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__share_fetchable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -1247,9 +1283,13 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
         tagged_fields_share_fetchable_topic_response_ = []
         sec__share_fetchable_topic_response_ = pos
         prev__share_fetchable_topic_response_, odd__share_fetchable_topic_response_ = (-1, False)
-        n_tags__share_fetchable_topic_response_, pos = _read_uvarint32(
-            buf, pos, end, "share_fetchable_topic_response.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__share_fetchable_topic_response_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__share_fetchable_topic_response_, pos = _read_uvarint32(
+                buf, pos, end, "share_fetchable_topic_response.tagged_fields"
+            )
         if n_tags__share_fetchable_topic_response_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__share_fetchable_topic_response_} tagged fields cannot fit in {end - pos} bytes",
@@ -1367,7 +1407,11 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -1402,7 +1446,11 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "share_fetch_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

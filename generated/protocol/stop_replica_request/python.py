@@ -678,7 +678,11 @@ def _decode_stop_replica_topic_v1_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -762,7 +766,11 @@ def _decode_stop_replica_partition_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -876,7 +884,11 @@ def _decode_stop_replica_topic_state(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_topic_state.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1098,7 +1110,11 @@ def _decode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1256,9 +1272,13 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
             tagged_fields_stop_replica_topic_v1_flexible_ = []
             sec__stop_replica_topic_v1_flexible_ = pos
             prev__stop_replica_topic_v1_flexible_, odd__stop_replica_topic_v1_flexible_ = (-1, False)
-            n_tags__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__stop_replica_topic_v1_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__stop_replica_topic_v1_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "stop_replica_topic_v1_flexible.tagged_fields"
+                )
             if n_tags__stop_replica_topic_v1_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__stop_replica_topic_v1_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1398,9 +1418,13 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
                     prev__stop_replica_partition_state__stop_replica_topic_state_,
                     odd__stop_replica_partition_state__stop_replica_topic_state_,
                 ) = (-1, False)
-                n_tags__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
-                    buf, pos, end, "stop_replica_partition_state.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__stop_replica_partition_state__stop_replica_topic_state_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__stop_replica_partition_state__stop_replica_topic_state_, pos = _read_uvarint32(
+                        buf, pos, end, "stop_replica_partition_state.tagged_fields"
+                    )
                 if n_tags__stop_replica_partition_state__stop_replica_topic_state_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__stop_replica_partition_state__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -1464,9 +1488,13 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
             tagged_fields_stop_replica_topic_state_ = []
             sec__stop_replica_topic_state_ = pos
             prev__stop_replica_topic_state_, odd__stop_replica_topic_state_ = (-1, False)
-            n_tags__stop_replica_topic_state_, pos = _read_uvarint32(
-                buf, pos, end, "stop_replica_topic_state.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__stop_replica_topic_state_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__stop_replica_topic_state_, pos = _read_uvarint32(
+                    buf, pos, end, "stop_replica_topic_state.tagged_fields"
+                )
             if n_tags__stop_replica_topic_state_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__stop_replica_topic_state_} tagged fields cannot fit in {end - pos} bytes",
@@ -1513,7 +1541,11 @@ def _fdecode_stop_replica_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

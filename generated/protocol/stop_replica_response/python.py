@@ -331,7 +331,11 @@ def _decode_stop_replica_partition_error_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -448,7 +452,11 @@ def _decode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -552,9 +560,13 @@ def _fdecode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
         tagged_fields_stop_replica_partition_error_flexible_ = []
         sec__stop_replica_partition_error_flexible_ = pos
         prev__stop_replica_partition_error_flexible_, odd__stop_replica_partition_error_flexible_ = (-1, False)
-        n_tags__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__stop_replica_partition_error_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__stop_replica_partition_error_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "stop_replica_partition_error_flexible.tagged_fields"
+            )
         if n_tags__stop_replica_partition_error_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__stop_replica_partition_error_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -605,7 +617,11 @@ def _fdecode_stop_replica_response_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "stop_replica_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

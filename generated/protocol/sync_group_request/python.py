@@ -515,7 +515,11 @@ def _decode_sync_group_request_assignment_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -793,7 +797,11 @@ def _decode_sync_group_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1031,9 +1039,13 @@ def _fdecode_sync_group_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_sync_group_request_assignment_flexible_ = []
         sec__sync_group_request_assignment_flexible_ = pos
         prev__sync_group_request_assignment_flexible_, odd__sync_group_request_assignment_flexible_ = (-1, False)
-        n_tags__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__sync_group_request_assignment_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__sync_group_request_assignment_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "sync_group_request_assignment_flexible.tagged_fields"
+            )
         if n_tags__sync_group_request_assignment_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__sync_group_request_assignment_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1081,7 +1093,11 @@ def _fdecode_sync_group_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "sync_group_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

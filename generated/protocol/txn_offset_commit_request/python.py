@@ -672,7 +672,11 @@ def _decode_txn_offset_commit_request_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -805,7 +809,11 @@ def _decode_txn_offset_commit_request_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1087,7 +1095,11 @@ def _decode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1385,9 +1397,15 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
                 prev__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
                 odd__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_,
             ) = (-1, False)
-            n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_ = buf[
+                    pos
+                ]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_flexible.tagged_fields")
+                )
             if (
                 n_tags__txn_offset_commit_request_partition_flexible__txn_offset_commit_request_topic_flexible_
                 > (end - pos) // 2
@@ -1460,9 +1478,13 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
         tagged_fields_txn_offset_commit_request_topic_flexible_ = []
         sec__txn_offset_commit_request_topic_flexible_ = pos
         prev__txn_offset_commit_request_topic_flexible_, odd__txn_offset_commit_request_topic_flexible_ = (-1, False)
-        n_tags__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__txn_offset_commit_request_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__txn_offset_commit_request_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "txn_offset_commit_request_topic_flexible.tagged_fields"
+            )
         if n_tags__txn_offset_commit_request_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__txn_offset_commit_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1516,7 +1538,11 @@ def _fdecode_txn_offset_commit_request_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1876,7 +1902,11 @@ def _decode_txn_offset_commit_request_partition_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2005,7 +2035,11 @@ def _decode_txn_offset_commit_request_topic_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2269,7 +2303,11 @@ def _decode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2536,9 +2574,13 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
                 prev__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
                 odd__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_,
             ) = (-1, False)
-            n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-                buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_, pos = (
+                    _read_uvarint32(buf, pos, end, "txn_offset_commit_request_partition_v5.tagged_fields")
+                )
             if n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__txn_offset_commit_request_partition_v5__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -2609,9 +2651,13 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
         tagged_fields_txn_offset_commit_request_topic_v5_ = []
         sec__txn_offset_commit_request_topic_v5_ = pos
         prev__txn_offset_commit_request_topic_v5_, odd__txn_offset_commit_request_topic_v5_ = (-1, False)
-        n_tags__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
-            buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__txn_offset_commit_request_topic_v5_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__txn_offset_commit_request_topic_v5_, pos = _read_uvarint32(
+                buf, pos, end, "txn_offset_commit_request_topic_v5.tagged_fields"
+            )
         if n_tags__txn_offset_commit_request_topic_v5_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__txn_offset_commit_request_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -2656,7 +2702,11 @@ def _fdecode_txn_offset_commit_request_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_request_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -418,7 +418,11 @@ def _decode_txn_offset_commit_response_partition_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -535,7 +539,11 @@ def _decode_txn_offset_commit_response_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -681,7 +689,11 @@ def _decode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -826,9 +838,16 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
                 prev__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
                 odd__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
             ) = (-1, False)
-            n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_ = buf[
+                    pos
+                ]
+                pos += 1
+            else:
+                (
+                    n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_,
+                    pos,
+                ) = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_flexible.tagged_fields")
             if (
                 n_tags__txn_offset_commit_response_partition_flexible__txn_offset_commit_response_topic_flexible_
                 > (end - pos) // 2
@@ -904,9 +923,13 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
         tagged_fields_txn_offset_commit_response_topic_flexible_ = []
         sec__txn_offset_commit_response_topic_flexible_ = pos
         prev__txn_offset_commit_response_topic_flexible_, odd__txn_offset_commit_response_topic_flexible_ = (-1, False)
-        n_tags__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__txn_offset_commit_response_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__txn_offset_commit_response_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "txn_offset_commit_response_topic_flexible.tagged_fields"
+            )
         if n_tags__txn_offset_commit_response_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__txn_offset_commit_response_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -960,7 +983,11 @@ def _fdecode_txn_offset_commit_response_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1141,7 +1168,11 @@ def _decode_txn_offset_commit_response_partition_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1256,7 +1287,11 @@ def _decode_txn_offset_commit_response_topic_v5(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1394,7 +1429,11 @@ def _decode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1526,9 +1565,13 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
                 prev__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
                 odd__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_,
             ) = (-1, False)
-            n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
-                _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_, pos = (
+                    _read_uvarint32(buf, pos, end, "txn_offset_commit_response_partition_v5.tagged_fields")
+                )
             if n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__txn_offset_commit_response_partition_v5__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -1597,9 +1640,13 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
         tagged_fields_txn_offset_commit_response_topic_v5_ = []
         sec__txn_offset_commit_response_topic_v5_ = pos
         prev__txn_offset_commit_response_topic_v5_, odd__txn_offset_commit_response_topic_v5_ = (-1, False)
-        n_tags__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
-            buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__txn_offset_commit_response_topic_v5_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__txn_offset_commit_response_topic_v5_, pos = _read_uvarint32(
+                buf, pos, end, "txn_offset_commit_response_topic_v5.tagged_fields"
+            )
         if n_tags__txn_offset_commit_response_topic_v5_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__txn_offset_commit_response_topic_v5_} tagged fields cannot fit in {end - pos} bytes",
@@ -1646,7 +1693,11 @@ def _fdecode_txn_offset_commit_response_v5(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "txn_offset_commit_response_v5.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

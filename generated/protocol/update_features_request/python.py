@@ -107,7 +107,11 @@ def _decode_feature_update_key(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -235,7 +239,11 @@ def _decode_update_features_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -338,7 +346,11 @@ def _fdecode_update_features_request(buf, pos, end, opts, api_version):
         tagged_fields_feature_update_key_ = []
         sec__feature_update_key_ = pos
         prev__feature_update_key_, odd__feature_update_key_ = (-1, False)
-        n_tags__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__feature_update_key_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__feature_update_key_, pos = _read_uvarint32(buf, pos, end, "feature_update_key.tagged_fields")
         if n_tags__feature_update_key_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__feature_update_key_} tagged fields cannot fit in {end - pos} bytes",
@@ -382,7 +394,11 @@ def _fdecode_update_features_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -118,7 +118,11 @@ def _decode_updatable_feature_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "updatable_feature_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -272,7 +276,11 @@ def _decode_update_features_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -412,9 +420,13 @@ def _fdecode_update_features_response(buf, pos, end, opts, api_version):
             tagged_fields_updatable_feature_result_ = []
             sec__updatable_feature_result_ = pos
             prev__updatable_feature_result_, odd__updatable_feature_result_ = (-1, False)
-            n_tags__updatable_feature_result_, pos = _read_uvarint32(
-                buf, pos, end, "updatable_feature_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__updatable_feature_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__updatable_feature_result_, pos = _read_uvarint32(
+                    buf, pos, end, "updatable_feature_result.tagged_fields"
+                )
             if n_tags__updatable_feature_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__updatable_feature_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -458,7 +470,11 @@ def _fdecode_update_features_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_features_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

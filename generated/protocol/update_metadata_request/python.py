@@ -2219,7 +2219,11 @@ def _decode_update_metadata_partition_state_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2429,7 +2433,11 @@ def _decode_update_metadata_topic_state_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2572,7 +2580,11 @@ def _decode_update_metadata_endpoint_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2714,7 +2726,11 @@ def _decode_update_metadata_broker_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_broker_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2974,7 +2990,11 @@ def _decode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
     type_field = 0
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -3301,9 +3321,13 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                 prev__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
                 odd__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_,
             ) = (-1, False)
-            n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "update_metadata_partition_state_flexible.tagged_fields")
+                )
             if (
                 n_tags__update_metadata_partition_state_flexible__update_metadata_topic_state_flexible_
                 > (end - pos) // 2
@@ -3395,9 +3419,13 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_update_metadata_topic_state_flexible_ = []
         sec__update_metadata_topic_state_flexible_ = pos
         prev__update_metadata_topic_state_flexible_, odd__update_metadata_topic_state_flexible_ = (-1, False)
-        n_tags__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__update_metadata_topic_state_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__update_metadata_topic_state_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "update_metadata_topic_state_flexible.tagged_fields"
+            )
         if n_tags__update_metadata_topic_state_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__update_metadata_topic_state_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3583,9 +3611,13 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
                 prev__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
                 odd__update_metadata_endpoint_flexible__update_metadata_broker_flexible_,
             ) = (-1, False)
-            n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "update_metadata_endpoint_flexible.tagged_fields"
+                )
             if n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__update_metadata_endpoint_flexible__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3681,9 +3713,13 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_update_metadata_broker_flexible_ = []
         sec__update_metadata_broker_flexible_ = pos
         prev__update_metadata_broker_flexible_, odd__update_metadata_broker_flexible_ = (-1, False)
-        n_tags__update_metadata_broker_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__update_metadata_broker_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__update_metadata_broker_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "update_metadata_broker_flexible.tagged_fields"
+            )
         if n_tags__update_metadata_broker_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__update_metadata_broker_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -3730,7 +3766,11 @@ def _fdecode_update_metadata_request_flexible(buf, pos, end, opts, api_version):
     type_field = 0
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "update_metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -90,7 +90,11 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -208,7 +212,11 @@ def _decode_topic_data(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -365,7 +373,11 @@ def _decode_vote_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_request.tagged_fields"
@@ -516,7 +528,13 @@ def _fdecode_vote_request(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__topic_data_ = []
             sec__partition_data__topic_data_ = pos
             prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            n_tags__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__topic_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -560,7 +578,11 @@ def _fdecode_vote_request(buf, pos, end, opts, api_version):
         tagged_fields_topic_data_ = []
         sec__topic_data_ = pos
         prev__topic_data_, odd__topic_data_ = (-1, False)
-        n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
         if n_tags__topic_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -597,7 +619,11 @@ def _fdecode_vote_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_request.tagged_fields"

@@ -73,7 +73,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -175,7 +179,11 @@ def _decode_topic_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="topic_data.tagged_fields"
@@ -273,7 +281,11 @@ def _decode_node_endpoint(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="node_endpoint.tagged_fields"
@@ -425,7 +437,11 @@ def _fdecode_vote_response_node_endpoints_tag(buf, pos, end, opts):
         tagged_fields_node_endpoint_ = []
         sec__node_endpoint_ = pos
         prev__node_endpoint_, odd__node_endpoint_ = (-1, False)
-        n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__node_endpoint_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__node_endpoint_, pos = _read_uvarint32(buf, pos, end, "node_endpoint.tagged_fields")
         if n_tags__node_endpoint_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__node_endpoint_} tagged fields cannot fit in {end - pos} bytes",
@@ -583,7 +599,11 @@ def _decode_vote_response(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_response.tagged_fields"
@@ -717,7 +737,13 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__topic_data_ = []
             sec__partition_data__topic_data_ = pos
             prev__partition_data__topic_data_, odd__partition_data__topic_data_ = (-1, False)
-            n_tags__partition_data__topic_data_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__topic_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__topic_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__topic_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -757,7 +783,11 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
         tagged_fields_topic_data_ = []
         sec__topic_data_ = pos
         prev__topic_data_, odd__topic_data_ = (-1, False)
-        n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__topic_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__topic_data_, pos = _read_uvarint32(buf, pos, end, "topic_data.tagged_fields")
         if n_tags__topic_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__topic_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -795,7 +825,11 @@ def _fdecode_vote_response(buf, pos, end, opts, api_version):
     node_endpoints = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "vote_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="vote_response.tagged_fields"

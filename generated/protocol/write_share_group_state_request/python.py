@@ -73,7 +73,11 @@ def _decode_state_batch(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "state_batch.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="state_batch.tagged_fields"
@@ -158,7 +162,11 @@ def _decode_partition_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes", offset=pos, path="partition_data.tagged_fields"
@@ -255,7 +263,11 @@ def _decode_write_state_data(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -404,7 +416,11 @@ def _decode_write_share_group_state_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -568,9 +584,13 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
                     prev__state_batch__partition_data__write_state_data_,
                     odd__state_batch__partition_data__write_state_data_,
                 ) = (-1, False)
-                n_tags__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
-                    buf, pos, end, "state_batch.tagged_fields"
-                )
+                if pos < end and buf[pos] < 128:
+                    n_tags__state_batch__partition_data__write_state_data_ = buf[pos]
+                    pos += 1
+                else:
+                    n_tags__state_batch__partition_data__write_state_data_, pos = _read_uvarint32(
+                        buf, pos, end, "state_batch.tagged_fields"
+                    )
                 if n_tags__state_batch__partition_data__write_state_data_ > (end - pos) // 2:
                     raise _InvalidValueError(
                         f"{n_tags__state_batch__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -637,9 +657,13 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
             tagged_fields_partition_data__write_state_data_ = []
             sec__partition_data__write_state_data_ = pos
             prev__partition_data__write_state_data_, odd__partition_data__write_state_data_ = (-1, False)
-            n_tags__partition_data__write_state_data_, pos = _read_uvarint32(
-                buf, pos, end, "partition_data.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_data__write_state_data_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_data__write_state_data_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_data.tagged_fields"
+                )
             if n_tags__partition_data__write_state_data_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_data__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -683,7 +707,11 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
         tagged_fields_write_state_data_ = []
         sec__write_state_data_ = pos
         prev__write_state_data_, odd__write_state_data_ = (-1, False)
-        n_tags__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__write_state_data_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__write_state_data_, pos = _read_uvarint32(buf, pos, end, "write_state_data.tagged_fields")
         if n_tags__write_state_data_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__write_state_data_} tagged fields cannot fit in {end - pos} bytes",
@@ -722,7 +750,11 @@ def _fdecode_write_share_group_state_request(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_request.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

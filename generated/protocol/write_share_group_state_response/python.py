@@ -95,7 +95,11 @@ def _decode_partition_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "partition_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -190,7 +194,11 @@ def _decode_write_state_result(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -310,7 +318,11 @@ def _decode_write_share_group_state_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -440,9 +452,13 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
             tagged_fields_partition_result__write_state_result_ = []
             sec__partition_result__write_state_result_ = pos
             prev__partition_result__write_state_result_, odd__partition_result__write_state_result_ = (-1, False)
-            n_tags__partition_result__write_state_result_, pos = _read_uvarint32(
-                buf, pos, end, "partition_result.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__partition_result__write_state_result_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__partition_result__write_state_result_, pos = _read_uvarint32(
+                    buf, pos, end, "partition_result.tagged_fields"
+                )
             if n_tags__partition_result__write_state_result_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__partition_result__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -493,7 +509,11 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
         tagged_fields_write_state_result_ = []
         sec__write_state_result_ = pos
         prev__write_state_result_, odd__write_state_result_ = (-1, False)
-        n_tags__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__write_state_result_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__write_state_result_, pos = _read_uvarint32(buf, pos, end, "write_state_result.tagged_fields")
         if n_tags__write_state_result_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__write_state_result_} tagged fields cannot fit in {end - pos} bytes",
@@ -534,7 +554,11 @@ def _fdecode_write_share_group_state_response(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_share_group_state_response.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

@@ -604,7 +604,11 @@ def _decode_writable_txn_marker_topic_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -728,7 +732,11 @@ def _decode_writable_txn_marker_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -858,7 +866,11 @@ def _decode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version)
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1043,9 +1055,13 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
                 prev__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
                 odd__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_,
             ) = (-1, False)
-            n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_topic_flexible.tagged_fields"
+                )
             if n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__writable_txn_marker_topic_flexible__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1112,9 +1128,13 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
         tagged_fields_writable_txn_marker_flexible_ = []
         sec__writable_txn_marker_flexible_ = pos
         prev__writable_txn_marker_flexible_, odd__writable_txn_marker_flexible_ = (-1, False)
-        n_tags__writable_txn_marker_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__writable_txn_marker_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__writable_txn_marker_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "writable_txn_marker_flexible.tagged_fields"
+            )
         if n_tags__writable_txn_marker_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__writable_txn_marker_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1162,7 +1182,11 @@ def _fdecode_write_txn_markers_request_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1442,7 +1466,11 @@ def _decode_writable_txn_marker_topic_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1567,7 +1595,11 @@ def _decode_writable_txn_marker_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1692,7 +1724,11 @@ def _decode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1868,9 +1904,13 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
                 prev__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
                 odd__writable_txn_marker_topic_v2__writable_txn_marker_v2_,
             ) = (-1, False)
-            n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_topic_v2.tagged_fields"
+                )
             if n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__writable_txn_marker_topic_v2__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
@@ -1935,7 +1975,13 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
         tagged_fields_writable_txn_marker_v2_ = []
         sec__writable_txn_marker_v2_ = pos
         prev__writable_txn_marker_v2_, odd__writable_txn_marker_v2_ = (-1, False)
-        n_tags__writable_txn_marker_v2_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_v2.tagged_fields")
+        if pos < end and buf[pos] < 128:
+            n_tags__writable_txn_marker_v2_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__writable_txn_marker_v2_, pos = _read_uvarint32(
+                buf, pos, end, "writable_txn_marker_v2.tagged_fields"
+            )
         if n_tags__writable_txn_marker_v2_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__writable_txn_marker_v2_} tagged fields cannot fit in {end - pos} bytes",
@@ -1980,7 +2026,11 @@ def _fdecode_write_txn_markers_request_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_request_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

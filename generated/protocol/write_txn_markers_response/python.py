@@ -528,7 +528,11 @@ def _decode_writable_txn_marker_partition_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -645,7 +649,11 @@ def _decode_writable_txn_marker_topic_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -767,7 +775,11 @@ def _decode_writable_txn_marker_result_flexible(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -893,7 +905,11 @@ def _decode_write_txn_markers_response_flexible(buf, pos, end, opts, api_version
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1076,10 +1092,16 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
                     prev__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                     odd__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                 ) = (-1, False)
-                (
-                    n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_flexible.tagged_fields")
                 if (
                     n_tags__writable_txn_marker_partition_result_flexible__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
                     > (end - pos) // 2
@@ -1154,9 +1176,13 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
                 prev__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
                 odd__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_,
             ) = (-1, False)
-            n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
-                _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_, pos = (
+                    _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_flexible.tagged_fields")
+                )
             if (
                 n_tags__writable_txn_marker_topic_result_flexible__writable_txn_marker_result_flexible_
                 > (end - pos) // 2
@@ -1230,9 +1256,13 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
         tagged_fields_writable_txn_marker_result_flexible_ = []
         sec__writable_txn_marker_result_flexible_ = pos
         prev__writable_txn_marker_result_flexible_, odd__writable_txn_marker_result_flexible_ = (-1, False)
-        n_tags__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__writable_txn_marker_result_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__writable_txn_marker_result_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "writable_txn_marker_result_flexible.tagged_fields"
+            )
         if n_tags__writable_txn_marker_result_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__writable_txn_marker_result_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -1279,7 +1309,11 @@ def _fdecode_write_txn_markers_response_flexible(buf, pos, end, opts, api_versio
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1510,7 +1544,11 @@ def _decode_writable_txn_marker_partition_result_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1625,7 +1663,11 @@ def _decode_writable_txn_marker_topic_result_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1739,7 +1781,11 @@ def _decode_writable_txn_marker_result_v2(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "writable_txn_marker_result_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1863,7 +1909,11 @@ def _decode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -2038,10 +2088,16 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
                     prev__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
                     odd__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
                 ) = (-1, False)
-                (
-                    n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
-                    pos,
-                ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
+                if pos < end and buf[pos] < 128:
+                    n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[
+                        pos
+                    ]
+                    pos += 1
+                else:
+                    (
+                        n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
+                        pos,
+                    ) = _read_uvarint32(buf, pos, end, "writable_txn_marker_partition_result_v2.tagged_fields")
                 if (
                     n_tags__writable_txn_marker_partition_result_v2__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_
                     > (end - pos) // 2
@@ -2116,9 +2172,13 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
                 prev__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
                 odd__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_,
             ) = (-1, False)
-            n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-                buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
-            )
+            if pos < end and buf[pos] < 128:
+                n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ = buf[pos]
+                pos += 1
+            else:
+                n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                    buf, pos, end, "writable_txn_marker_topic_result_v2.tagged_fields"
+                )
             if n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_ > (end - pos) // 2:
                 raise _InvalidValueError(
                     f"{n_tags__writable_txn_marker_topic_result_v2__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
@@ -2183,9 +2243,13 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
         tagged_fields_writable_txn_marker_result_v2_ = []
         sec__writable_txn_marker_result_v2_ = pos
         prev__writable_txn_marker_result_v2_, odd__writable_txn_marker_result_v2_ = (-1, False)
-        n_tags__writable_txn_marker_result_v2_, pos = _read_uvarint32(
-            buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__writable_txn_marker_result_v2_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__writable_txn_marker_result_v2_, pos = _read_uvarint32(
+                buf, pos, end, "writable_txn_marker_result_v2.tagged_fields"
+            )
         if n_tags__writable_txn_marker_result_v2_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__writable_txn_marker_result_v2_} tagged fields cannot fit in {end - pos} bytes",
@@ -2230,7 +2294,11 @@ def _fdecode_write_txn_markers_response_v2(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "write_txn_markers_response_v2.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",

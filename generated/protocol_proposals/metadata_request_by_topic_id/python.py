@@ -364,7 +364,11 @@ def _decode_metadata_request_topic_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -488,7 +492,11 @@ def _decode_metadata_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -589,9 +597,13 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
         tagged_fields_metadata_request_topic_flexible_ = []
         sec__metadata_request_topic_flexible_ = pos
         prev__metadata_request_topic_flexible_, odd__metadata_request_topic_flexible_ = (-1, False)
-        n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_request_topic_flexible_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_request_topic_flexible_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_request_topic_flexible.tagged_fields"
+            )
         if n_tags__metadata_request_topic_flexible_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_request_topic_flexible_} tagged fields cannot fit in {end - pos} bytes",
@@ -643,7 +655,11 @@ def _fdecode_metadata_request_flexible(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_flexible.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -836,7 +852,11 @@ def _decode_metadata_request_topic_v13(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -949,7 +969,11 @@ def _decode_metadata_request_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1041,9 +1065,13 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
         tagged_fields_metadata_request_topic_v13_ = []
         sec__metadata_request_topic_v13_ = pos
         prev__metadata_request_topic_v13_, odd__metadata_request_topic_v13_ = (-1, False)
-        n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_request_topic_v13.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_request_topic_v13_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_request_topic_v13_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_request_topic_v13.tagged_fields"
+            )
         if n_tags__metadata_request_topic_v13_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_request_topic_v13_} tagged fields cannot fit in {end - pos} bytes",
@@ -1088,7 +1116,11 @@ def _fdecode_metadata_request_v13(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v13.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1236,7 +1268,11 @@ def _decode_metadata_request_topic_v14(buf, pos, end, opts):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v14.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_topic_v14.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1336,7 +1372,11 @@ def _decode_metadata_request_v14(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = -1, False
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v14.tagged_fields")
+    if pos < end and buf[pos] < 0x80:  # (a count below 128: one byte, the varint read inline)
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v14.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
@@ -1402,9 +1442,13 @@ def _fdecode_metadata_request_v14(buf, pos, end, opts, api_version):
         tagged_fields_metadata_request_topic_v14_ = []
         sec__metadata_request_topic_v14_ = pos
         prev__metadata_request_topic_v14_, odd__metadata_request_topic_v14_ = (-1, False)
-        n_tags__metadata_request_topic_v14_, pos = _read_uvarint32(
-            buf, pos, end, "metadata_request_topic_v14.tagged_fields"
-        )
+        if pos < end and buf[pos] < 128:
+            n_tags__metadata_request_topic_v14_ = buf[pos]
+            pos += 1
+        else:
+            n_tags__metadata_request_topic_v14_, pos = _read_uvarint32(
+                buf, pos, end, "metadata_request_topic_v14.tagged_fields"
+            )
         if n_tags__metadata_request_topic_v14_ > (end - pos) // 2:
             raise _InvalidValueError(
                 f"{n_tags__metadata_request_topic_v14_} tagged fields cannot fit in {end - pos} bytes",
@@ -1448,7 +1492,11 @@ def _fdecode_metadata_request_v14(buf, pos, end, opts, api_version):
     tagged_fields = []
     sec_ = pos
     prev_, odd_ = (-1, False)
-    n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v14.tagged_fields")
+    if pos < end and buf[pos] < 128:
+        n_tags_ = buf[pos]
+        pos += 1
+    else:
+        n_tags_, pos = _read_uvarint32(buf, pos, end, "metadata_request_v14.tagged_fields")
     if n_tags_ > (end - pos) // 2:
         raise _InvalidValueError(
             f"{n_tags_} tagged fields cannot fit in {end - pos} bytes",
