@@ -70,6 +70,7 @@ CLAIMS = [
     ("bash", "make docs", "test_docs_build_offline_with_no_warning"),
     ("bash", "kfmt explain --api Metadata", "tests/test_protocol.py::test_docs_explain_and_diff_block"),
     ("bash", "kfmt dump --summary kafka.pcapng", "test_capture_summary_block"),
+    ("bash", "kfmt dump capture.pcapng", "tests/test_capture.py::test_docs_capture_block"),
     ("text", "9 connection(s)", "test_capture_summary_block"),
 ]
 

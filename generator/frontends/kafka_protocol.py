@@ -106,11 +106,16 @@ def _lower_part(p: Part, structs: dict, version: str, first: bool) -> list[tuple
     """One part's structs: (lo, hi, struct) for its classic and its flexible versions."""
     spec, name = _narrowed(p), snake(str(p.spec["name"]))
     suffix = None if first else f"v{p.lo}"
-    classic = Lowering(spec, p.where, structs, version, suffix=suffix)
+    # a body's fields start at Kafka's defaults; a header's (kfmt.protocol reads a field a header version lacks, the
+    # request's client id at v0, as None: there is none)
+    implicit = version == "api_version"
+    classic = Lowering(spec, p.where, structs, version, suffix=suffix, implicit_defaults=implicit)
     ident = name if first else f"{name}_v{p.lo}"
     out = [(classic.valid.lo or 0, classic.valid.hi or 0, classic.declare_message(ident))]
     if classic.mixed:
-        flexible = Lowering(spec, p.where, structs, version, flexible_part=True, suffix=suffix or "flexible")
+        flexible = Lowering(
+            spec, p.where, structs, version, flexible_part=True, suffix=suffix or "flexible", implicit_defaults=implicit
+        )
         out.append((flexible.valid.lo or 0, flexible.valid.hi or 0, flexible.declare_message(f"{ident}_flexible")))
     return out
 

@@ -131,8 +131,11 @@ class Lowering:
     name). :meth:`message` gives the message's own struct; :meth:`run` a standalone schema of it."""
 
     def __init__(self, spec: dict, where: str, structs: dict[str, dict] | None = None, version: str = "version",
-                 flexible_part: bool = False, suffix: str | None = None):  # fmt: skip
+                 flexible_part: bool = False, suffix: str | None = None, implicit_defaults: bool = False):  # fmt: skip
         self.spec, self.where = spec, where
+        # a number, boolean or string without a default: Kafka's generated classes start it at 0, false or "" (FieldSpec),
+        # which the protocol's schemas say (a message written at a version that has it, from one that had not)
+        self.implicit_defaults = implicit_defaults
         self.suffix = (
             suffix  # a struct whose name another body has: suffixed with this (else prefixed with the message)
         )
@@ -239,6 +242,11 @@ class Lowering:
         if cond is not None:
             out["if"] = cond
         default = self.default(f, out)
+        if default is None and self.implicit_defaults and f.get("default") is None and "tag" not in out:
+            kind = out["type"] if isinstance(out["type"], str) else ""
+            default = {"bool": False, "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0}.get(kind)
+            if kind == "string":  # (nullable or not: FieldSpec takes a missing default as "")
+                default = ""
         if default is not None and enum is None:  # an enum field's default is its id 0
             out["default"] = default
         if f.get("about"):

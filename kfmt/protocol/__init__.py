@@ -32,7 +32,17 @@ from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
-__all__ = ["Api", "Message", "apis", "read_request", "read_response", "write_body", "write_request", "write_response"]
+__all__ = [
+    "Api",
+    "Message",
+    "apis",
+    "read_request",
+    "read_response",
+    "write_body",
+    "write_header",
+    "write_request",
+    "write_response",
+]
 
 #: the generated package holding the protocol's schemas
 PACKAGE = "generated.protocol"
@@ -270,15 +280,8 @@ def write_request(api_key: int, api_version: int, body: dict, *, correlation_id:
     """A request frame (without its 4-byte size) from ``body`` as ``to_json()["body"]`` gives it. A field given a
     value other than its default at a version that lacks it is refused, naming it, as Kafka's writers refuse it."""
     a = _writable(api_key, api_version, "request")
-    hv = a.request_header_version(api_version)
-    header: dict = {"RequestApiKey": api_key, "RequestApiVersion": api_version, "CorrelationId": correlation_id}
-    if hv >= 1:
-        header["ClientId"] = client_id
-    elif client_id is not None:
-        raise InvalidValueError(f"{a.name} v{api_version} has request header v0, which carries no client id",
-                                path="header.ClientId")  # fmt: skip
-    return _written("request_header", header, hv, "header_version", backend) + _body_bytes(a, "request", api_version,
-                                                                                          body, backend)  # fmt: skip
+    return write_header(a, "request", api_version, correlation_id=correlation_id, client_id=client_id,
+                        backend=backend) + _body_bytes(a, "request", api_version, body, backend)  # fmt: skip
 
 
 def write_response(api_key: int, api_version: int, body: dict, *, correlation_id: int = 0,
@@ -286,10 +289,26 @@ def write_response(api_key: int, api_version: int, body: dict, *, correlation_id
     """A response frame (without its 4-byte size) from ``body`` as ``to_json()["body"]`` gives it (refusals as
     :func:`write_request`'s)."""
     a = _writable(api_key, api_version, "response")
-    hv = a.response_header_version(api_version)
-    return _written("response_header", {"CorrelationId": correlation_id}, hv, "header_version", backend) + _body_bytes(
+    return write_header(a, "response", api_version, correlation_id=correlation_id, backend=backend) + _body_bytes(
         a, "response", api_version, body, backend
     )
+
+
+def write_header(a: Api, kind: str, api_version: int, *, correlation_id: int = 0, client_id: str | None = None,
+                 backend: str | None = None) -> bytes:  # fmt: skip
+    """The header of a request or response of ``a`` (an API, or a proposal) at ``api_version``: the header version
+    Kafka gives that version (a request's carries its API key, version, correlation id and client id)."""
+    if kind == "response":
+        hv = a.response_header_version(api_version)
+        return _written("response_header", {"CorrelationId": correlation_id}, hv, "header_version", backend)
+    hv = a.request_header_version(api_version)
+    header: dict = {"RequestApiKey": a.key, "RequestApiVersion": api_version, "CorrelationId": correlation_id}
+    if hv >= 1:
+        header["ClientId"] = client_id
+    elif client_id is not None:
+        raise InvalidValueError(f"{a.name} v{api_version} has request header v0, which carries no client id",
+                                path="header.ClientId")  # fmt: skip
+    return _written("request_header", header, hv, "header_version", backend)
 
 
 def _writable(api_key: int, api_version: int, kind: str) -> Api:

@@ -163,6 +163,12 @@ def plot(rows, formats, stem: str) -> list[str]:
 
 
 def run(args) -> int:
+    from kfmt.capture import is_capture
+
+    if any(is_capture(f) for f in args.formats):  # traffic: its messages written at every version of their API
+        from kfmt.tools import diff_capture
+
+        return diff_capture.run(args)
     if any("@" in f for f in args.formats):  # versions of a protocol API's message, or of one of Kafka's own
         from kfmt.tools import diff_messages, diff_protocol
 
@@ -291,7 +297,9 @@ def add_parser(sub) -> None:
         "Kafka's own messages instead: with --corpus, every record of their topic re-encoded at each version. "
         "API@VERSION arguments (e.g. Metadata@8 Metadata@12) write one protocol request (--response: response) "
         "given as Kafka's JSON of its body (--message FILE) at each version: bytes by field, and what a version "
-        "cannot carry.",
+        "cannot carry. A pcap or pcapng capture instead writes every request and response it holds at every "
+        "version of its API (and at each API@VERSION given, e.g. a proposal): bytes per API and version, and the "
+        "messages a version cannot carry.",
     )
     d.add_argument("formats", nargs="+", metavar="FORMAT")
     d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")

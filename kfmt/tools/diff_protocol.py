@@ -39,12 +39,20 @@ def parse(specs: list[str]) -> list[tuple[Api, int]] | None:
 
 
 def fit(cls, data: dict, version: int, path: str, dropped: list[str]) -> dict:
-    """``data`` (Kafka's JSON of a ``cls``) without the fields ``version`` lacks; those that held a value other than
-    their default go to ``dropped`` (with their path)."""
+    """``data`` (Kafka's JSON of a ``cls``) without the fields ``version`` lacks, and with those it has and ``data``
+    does not (a message of another version) at their defaults, as Kafka's ``new Xxx()`` has them; fields that held
+    a value other than their default and ``version`` lacks go to ``dropped`` (with their path)."""
+    from kfmt.payloads import _value
+
     module = sys.modules[cls.__module__]
     out = {}
+    tagged = {name for name, _ in getattr(cls, "_kafka_tagged", ())}
     for name, kafka, kind, versions in cls._kafka_fields:
         if kafka not in data:
+            present = versions is None or versions[0] <= version <= versions[1]
+            default = _value(getattr(cls(), name), kind)
+            if present and kind != "tags" and name not in tagged:  # (None: null, or no default kfmt knows)
+                out[kafka] = [] if default is None and kind.startswith("struct[]:") else default
             continue
         value, where = data[kafka], f"{path}.{kafka}"
         if versions is not None and not versions[0] <= version <= versions[1]:
