@@ -497,6 +497,8 @@ def main(argv=None) -> int:
     p.add_argument("--atheris", type=int, default=0, metavar="RUNS", help="also run atheris per format for RUNS inputs")
     p.add_argument("--framing", type=int, default=20_000, help="damaged mixed logs for the framing stage")
     p.add_argument("--no-bombs", action="store_true", help="skip the bomb stage (it allocates up to the 256 MiB cap)")
+    p.add_argument("--no-amplification", action="store_true",
+                   help="skip the amplification cases (tests/test_memory.py holds the same three in the suite)")  # fmt: skip
     p.add_argument("--payloads", type=int, default=20_000, help="mutated keys and values of Kafka's own topics")
     args = p.parse_args(argv)
     atheris_rows = []
@@ -522,7 +524,8 @@ def main(argv=None) -> int:
         rows.append(payloads(args.payloads, args.seed))
     if not args.no_bombs:
         rows.append(bombs())
-        rows += amplification()
+        if not args.no_amplification:
+            rows += amplification()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total = sum(r[2] for r in rows)
     crashes = sum(r[3] for r in rows)

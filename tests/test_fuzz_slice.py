@@ -13,8 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_short_fuzz_campaign_finds_no_crash():
-    r = subprocess.run([sys.executable, "fuzz/campaign.py", "--inputs", "150", "--framing", "200", "--payloads", "1500"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    """The campaign's stages at a slice of their inputs; its amplification cases are tests/test_memory.py's (the
+    same three, with their growth checked there)."""
+    r = subprocess.run([sys.executable, "fuzz/campaign.py", "--inputs", "150", "--framing", "200", "--payloads", "1500",
+                        "--no-amplification"], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert ", 0 crashes, peak RSS" in r.stdout
     from kfmt.codec.formats import available_backends
@@ -23,9 +25,8 @@ def test_short_fuzz_campaign_finds_no_crash():
     assert f"| kafka payloads (messages schemas) | {names} | 1,500 | 0 |" in r.stdout
     assert "| mixed logs, damaged framing | scan | 200 | 0 |" in r.stdout
     assert "| bombs (every codec) | read_batches | 24 | 0 |" in r.stdout
-    amplified = [ln for ln in r.stdout.splitlines() if ln.startswith("| amplification: ")]
-    assert len(amplified) == 3 and all("| read_batches | 1 | 0 |" in ln for ln in amplified), r.stdout
-    for ln in amplified + [ln for ln in r.stdout.splitlines() if ln.startswith("| bombs")]:
+    assert not [ln for ln in r.stdout.splitlines() if ln.startswith("| amplification: ")]
+    for ln in [ln for ln in r.stdout.splitlines() if ln.startswith("| bombs")]:
         grown = float(ln.rstrip(" |").rsplit("+", 1)[1].split()[0])
         assert grown < 256 + 60, ln  # MB: the 256 MiB limits plus a constant
 
