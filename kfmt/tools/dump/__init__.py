@@ -200,7 +200,8 @@ def add_parser(sub) -> None:
     d.add_argument(
         "--json", action="store_true", help="one JSON object per line (per batch, or per record with --records)"
     )
-    d.add_argument("--records", action="store_true", help="show every record (with key/value sizes and sequence)")
+    d.add_argument("--records", action="store_true", help="show every record (with key/value sizes and sequence); with "
+                   "captures, the records their Produce requests and Fetch responses carry")  # fmt: skip
     d.add_argument(
         "--template",
         metavar="FMT",

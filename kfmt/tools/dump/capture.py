@@ -148,6 +148,9 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
         args.capture_summary.add(m, len(m.frame))
         return
     number, when = packet if packet is not None else (None, None)
+    if args.records:
+        _records(m, client, broker, number, when, args, out)
+        return
     if args.json:
         j = m.to_json()
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
@@ -162,6 +165,42 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
     took = f"  {_ms(latency)} ms" if latency is not None else ""
     print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
           f"{who}{size} B{took}{said}", file=out)  # fmt: skip
+
+
+def record_sets(node, topic=None, partition=None):
+    """``(topic, partition, batches)`` of each record set in a message's JSON (``to_json()["body"]``), the batches
+    as ``_batches`` shapes them; the topic (a name, or a topic id) and partition from the structs around it."""
+    if isinstance(node, list):
+        for x in node:
+            yield from record_sets(x, topic, partition)
+        return
+    if not isinstance(node, dict):
+        return
+    topic = next((node[k] for k in ("Name", "Topic", "TopicName", "TopicId") if isinstance(node.get(k), str)), topic)
+    partition = next((node[k] for k in ("Index", "PartitionIndex", "Partition") if isinstance(node.get(k), int)),
+                     partition)  # fmt: skip
+    if "_batches" in node:
+        yield topic, partition, node["_batches"]
+    for k, v in node.items():
+        if not k.startswith("_"):
+            yield from record_sets(v, topic, partition)
+
+
+def _records(m, client: str, broker: str, number, when, args, out) -> None:
+    """``--records``: the records a message carries (Produce requests, Fetch responses...), a line each as ``kfmt
+    dump --records`` shows a log's (with --json, an object each: the capture's columns, its packet's time as
+    ``packet_time``, and the record's)."""
+    for topic, partition, batches in record_sets(m.to_json()["body"]):
+        for b in batches:
+            for r in b["records"]:
+                if args.json:
+                    head = {"packet_time": when, "frame": number, "client": client, "broker": broker, "kind": m.kind,
+                            "api": m.api_name, "version": m.api_version, "topic": topic, "partition": partition}  # fmt: skip
+                    print(json.dumps(head | r, default=str), file=out)
+                    continue
+                print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
+                      f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "
+                      f"{r['value_size']}  key {json.dumps(r['key'])} value {json.dumps(r['value'])}", file=out)  # fmt: skip
 
 
 def _ms(latency: float | None) -> float | None:
