@@ -41,12 +41,13 @@ def test_segments_out_of_order_and_sent_twice_give_each_byte_once(tmp_path):
                                                                                                1, None)  # fmt: skip
 
 
-def test_a_hole_stops_the_stream_and_what_follows_is_counted(tmp_path):
+def test_a_hole_ends_a_run_and_what_follows_is_the_next(tmp_path):
     path = tmp_path / "c.pcap"
     _pcap(path, [(True, 0, SYN, b""), (True, 1, ACK | PSH, b"abc"), (True, 9, ACK | PSH, b"xyz"),
                  (True, 10, ACK | PSH, b"yz!")])  # fmt: skip
     (c,) = connections(path)
     assert (c.to_server.data, c.to_server.hole_at, c.to_server.after_hole) == (b"abc", 3, 4)
+    assert c.to_server.runs == [(8, b"xyz!")] and c.to_server.packet_at(9) == (3, 2.0)
 
 
 def test_without_the_opening_the_client_is_the_side_that_sends_a_request(tmp_path):
@@ -398,3 +399,35 @@ def test_records_on_the_wire_are_the_ones_tshark_shows(capsys):
             assert ours.get(number) == values, (name, number)
             checked += len(values)
     assert checked >= 2
+
+
+def test_a_missing_segment_hides_one_message_and_the_stream_reads_on(tmp_path, capsys):
+    """Three ApiVersions exchanges on a connection whose capture lacks a segment inside the second request: the
+    problem says where the gap is and how many bytes of the message across it are unread, before and after it;
+    the first and third exchanges are read (the stream goes on from the first whole frame after the gap), and the
+    second response, whose request is lost, is said too. Exit 1."""
+    import json
+
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    def framed(b: bytes) -> bytes:
+        return len(b).to_bytes(4, "big") + b
+
+    reqs = [framed(P.write_request(18, 0, {}, correlation_id=i, client_id="client-" + "x" * 20)) for i in (1, 2, 3)]
+    resps = [framed(P.write_response(18, 0, {"ErrorCode": 0, "ApiKeys": []}, correlation_id=i)) for i in (1, 2, 3)]
+    n = len(reqs[0])
+    up = [(True, 1, ACK | PSH, reqs[0]), (True, 1 + n, ACK | PSH, reqs[1][:10]),  # then 8 bytes the capture lacks
+          (True, 1 + n + 18, ACK | PSH, reqs[1][18:]), (True, 1 + 2 * n, ACK | PSH, reqs[2])]  # fmt: skip
+    path = tmp_path / "gap.pcap"
+    _pcap(path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), *up, (False, 1, ACK | PSH, b"".join(resps))])
+    assert main(["dump", "--json", str(path)]) == 1
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["kind"], r["correlation_id"]) for r in rows] == [("request", 1), ("response", 1), ("request", 3),
+                                                                  ("response", 3)]  # fmt: skip
+    assert (
+        f"the client's bytes lack 8 byte(s) from byte {n + 10} (a segment the capture lacks): the message across "
+        f"the gap is unread (10 byte(s) of it before the gap, {n - 18} after it), read on from byte {2 * n}"
+    ) in err
+    assert "a response to correlation id 2, which no request of this connection carries" in err

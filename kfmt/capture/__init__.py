@@ -39,10 +39,13 @@ class Direction:
     """One direction of a connection: its bytes in order up to the first hole, and what is known after it."""
 
     data: bytes = b""
-    #: bytes the capture holds after a hole (a segment it lacks): not framed, counted
+    #: bytes the capture holds after the first hole (a segment it lacks), in ``runs``
     after_hole: int = 0
     #: where the first hole is (the byte of this direction's stream), None: none
     hole_at: int | None = None
+    #: what the capture holds after the first hole: (byte of the stream where a run of bytes begins, its bytes),
+    #: each run after a hole of its own; read from their first whole frame (kfmt.protocol.conversation)
+    runs: list[tuple[int, bytes]] = field(default_factory=list)
     #: segments seen again (retransmissions), their bytes kept once
     repeated: int = 0
     #: where each packet's new bytes begin: (byte of this direction's stream, the packet's number in the capture
@@ -54,7 +57,8 @@ class Direction:
         import bisect
 
         i = bisect.bisect_right(self.marks, (position, float("inf"))) - 1
-        if i < 0 or position >= len(self.data):
+        inside = position < len(self.data) or any(s <= position < s + len(b) for s, b in self.runs)
+        if i < 0 or not inside:
             return None
         return self.marks[i][1], self.marks[i][2]
 
@@ -151,32 +155,30 @@ def _answered(client: bytes, server: bytes) -> tuple[int, int]:
 
 def _reassemble(flow: dict) -> Direction:
     """The bytes of one direction in sequence order (from the SYN's next byte, or the lowest sequence number the
-    capture holds), each once; a hole stops the stream, what follows it counted."""
+    capture holds), each once; where a segment the capture lacks leaves a hole, the bytes up to it are ``data`` and
+    what follows goes on in ``runs``, a run per stretch between holes."""
     segs = flow["segments"]
     if not segs:
         return Direction()
     start = (flow["syn"] + 1) % SEQ if flow.get("syn") is not None else (
         (flow["synack"] + 1) % SEQ if flow.get("synack") is not None else min(s for s, _, _ in segs))  # fmt: skip
     d = Direction()
-    buf = bytearray()
-    beyond: list[tuple[int, int]] = []  # what the capture holds after the first hole
+    runs: list[tuple[int, bytearray]] = [(0, bytearray())]
     # in stream order; of two packets with the same bytes (a retransmission), the first captured gives them
     for off, packet, payload in sorted(((s - start) % SEQ, k, p) for s, p, k in segs):
-        end = off + len(payload)
-        if d.hole_at is None and end <= len(buf):
+        at, buf = runs[-1]
+        if off + len(payload) <= at + len(buf):
             d.repeated += 1
-        elif d.hole_at is None and off <= len(buf):
-            d.marks.append((len(buf), *packet))
-            buf += payload[len(buf) - off :]
-        else:
-            if d.hole_at is None:
-                d.hole_at = len(buf)
-            beyond.append((off, end))
-    reach = 0
-    for off, end in sorted(beyond):  # each byte after the hole counted once
-        d.after_hole += max(0, end - max(off, reach))
-        reach = max(reach, end)
-    d.data = bytes(buf)
+        elif off <= at + len(buf):
+            d.marks.append((at + len(buf), *packet))
+            buf += payload[at + len(buf) - off :]
+        else:  # a hole: the capture lacks the bytes before this segment
+            d.marks.append((off, *packet))
+            runs.append((off, bytearray(payload)))
+    d.data = bytes(runs[0][1])
+    d.runs = [(at, bytes(buf)) for at, buf in runs[1:]]
+    if d.runs:
+        d.hole_at, d.after_hole = len(d.data), sum(len(b) for _, b in d.runs)
     return d
 
 

@@ -10,6 +10,7 @@ still read."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,9 @@ class Conversation:
     tails: dict[str, bytes] = field(default_factory=dict)
     #: bytes before the first whole frame of each direction of a stream read from its middle (``mid_stream``)
     skipped: dict[str, int] = field(default_factory=dict)
+    #: where a direction with holes (bytes a capture lacks) went on: (side, byte where the hole begins, byte where the
+    #: bytes after it begin, bytes of the message cut by the hole before it, bytes after it up to the next whole frame)
+    resumed: list[tuple[str, int, int, int, int]] = field(default_factory=list)
 
 
 #: the largest frame the search for the first whole frame of a stream read from its middle believes (Kafka's
@@ -106,21 +110,32 @@ def _raw_sasl_follows(request: Message) -> bool:
     return request.api_key == SASL_HANDSHAKE and request.api_version == 0
 
 
-def read_conversation(client: bytes, server: bytes, *, backend: str | None = None,
-                      mid_stream: bool = False) -> Conversation:  # fmt: skip
+def read_conversation(client: bytes, server: bytes, *, backend: str | None = None, mid_stream: bool = False,
+                      client_runs: Sequence[tuple[int, bytes]] = (),
+                      server_runs: Sequence[tuple[int, bytes]] = ()) -> Conversation:  # fmt: skip
     """Both directions of one connection read: ``client`` the bytes the client sent, ``server`` the broker's.
     ``mid_stream``: the bytes may begin inside a message (a capture that began after the connection opened): each
     direction is read from its first whole frame (:func:`first_frame`), the bytes before it counted in
-    ``skipped``."""
+    ``skipped``. ``client_runs``, ``server_runs``: what a capture holds after holes in a direction (``(byte where
+    the run begins, its bytes)``, kfmt.capture.Direction.runs), each run read from its first whole frame, what the
+    hole cut said in ``resumed``."""
     from kfmt.protocol import read_request
 
     conv = Conversation()
-    for side, data in (("client", client), ("server", server)):
+    frames: dict[str, list[Frame]] = {}
+    for side, data, runs in (("client", client, client_runs), ("server", server, server_runs)):
         conv.skipped[side] = first_frame(data, side == "client") if mid_stream else 0
-    sent, conv.tails["client"] = split_frames(client, conv.skipped["client"])
-    answered, conv.tails["server"] = split_frames(server, conv.skipped["server"])
+        frames[side], tail = split_frames(data, conv.skipped[side])
+        reach = len(data)
+        for at, run in runs:  # the message the hole cut is unread: its bytes before and after the hole counted
+            k = first_frame(run, side == "client")
+            conv.resumed.append((side, reach, at, len(tail), k))
+            more, tail = split_frames(run, k)
+            frames[side] += [Frame(at + f.position, f.data) for f in more]
+            reach = at + len(run)
+        conv.tails[side] = tail
     sasl_raw = False
-    for f in sent:
+    for f in frames["client"]:
         if sasl_raw and not looks_like_request(f.data):
             conv.tokens.append(("client", f.position, f.data))
             continue
@@ -131,11 +146,13 @@ def read_conversation(client: bytes, server: bytes, *, backend: str | None = Non
             continue
         sasl_raw = _raw_sasl_follows(m)
         conv.exchanges.append(Exchange(m, None, f.position))
-    _pair(conv, answered, backend)
+    _pair(conv, frames["server"], backend)
     for side, tail in conv.tails.items():
         if tail:
-            conv.problems.append(f"{side} byte {len(client if side == 'client' else server) - len(tail)}: "
-                                 f"{len(tail)} byte(s) after the last whole frame (the connection ends mid-frame)")  # fmt: skip
+            data, runs = (client, client_runs) if side == "client" else (server, server_runs)
+            end = runs[-1][0] + len(runs[-1][1]) if runs else len(data)
+            conv.problems.append(f"{side} byte {end - len(tail)}: {len(tail)} byte(s) after the last whole frame (the "
+                                 "connection ends mid-frame)")  # fmt: skip
     return conv
 
 

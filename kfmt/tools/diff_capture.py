@@ -29,10 +29,11 @@ def messages(paths: list[str], problems: list[str]):
         cap = read(path)
         problems += cap.problems
         for c in cap.connections:
-            conv = read_conversation(c.to_server.data, c.to_client.data, mid_stream=not c.opened)
+            conv = read_conversation(c.to_server.data, c.to_client.data, mid_stream=not c.opened,
+                                     client_runs=c.to_server.runs, server_runs=c.to_client.runs)  # fmt: skip
             problems += [f"{c.client} -> {c.server}: {p}" for p in conv.problems if "which no request" not in p]
-            problems += [f"{c.client} -> {c.server}: a hole at byte {d.hole_at}" for d in (c.to_server, c.to_client)
-                         if d.hole_at is not None]  # fmt: skip
+            problems += [f"{c.client} -> {c.server}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole}"
+                         for side, hole, at, _, _ in conv.resumed]  # fmt: skip
             for x in conv.exchanges:
                 yield x.request
                 if x.response is not None:

@@ -101,7 +101,8 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
             conn.to_server,
         )
     client, broker = f"{conn.client[0]}:{conn.client[1]}", f"{conn.server[0]}:{conn.server[1]}"
-    conv = read_conversation(conn.to_server.data, conn.to_client.data, mid_stream=not conn.opened)
+    conv = read_conversation(conn.to_server.data, conn.to_client.data, mid_stream=not conn.opened,
+                             client_runs=conn.to_server.runs, server_runs=conn.to_client.runs)  # fmt: skip
     if args.capture_summary is not None:
         args.capture_summary.connections += 1
     if args.port is None and not conv.exchanges and not conv.tokens:  # nothing reads as Kafka's: another protocol
@@ -133,11 +134,11 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
         else:
             problems += 1
             print(f"kfmt dump: problem: {client} -> {broker}: {line}", file=err)
-    for side, d in (("client", conn.to_server), ("broker", conn.to_client)):
-        if d.hole_at is not None:
-            problems += 1
-            print(f"kfmt dump: problem: {client} -> {broker}: the {side}'s bytes have a hole at byte {d.hole_at} (a "
-                  f"segment the capture lacks): {d.after_hole} byte(s) after it unread", file=err)  # fmt: skip
+    for side, hole, at, before, after in conv.resumed:  # a segment the capture lacks: what it hides, said
+        problems += 1
+        print(f"kfmt dump: problem: {client} -> {broker}: the {side}'s bytes lack {at - hole} byte(s) from byte {hole} "
+              f"(a segment the capture lacks): the message across the gap is unread ({before} byte(s) of it before "
+              f"the gap, {after} after it), read on from byte {at + after}", file=err)  # fmt: skip
     return problems, notes
 
 
