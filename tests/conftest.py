@@ -190,8 +190,9 @@ def pytest_collection_modifyitems(config, items):
     """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`). A test marked ``full`` (a further case
     of a capability another test checks in every run) runs only with KFMT_FULL set (``make test-full``).
     In the suite's passes per other backend (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names its
-    backend (the ``backend`` fixture: it ran once per backend in the main pass) is left out: what it checks does
-    not depend on the default backend, which is all such a pass changes."""
+    backend (the ``backend`` fixture: it ran once per backend in the main pass; or marked ``named_backends``: it
+    checks the backends it names) is left out: what it checks does not depend on the default backend, which is all
+    such a pass changes."""
     full = pytest.mark.skip(reason="a further case of what make test checks once: make test-full runs it")
     for item in items:
         group = _group(item)
@@ -201,10 +202,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(full)
     if not os.environ.get("KFMT_SUITE_AGAIN"):
         return
-    named = [i for i in items if "backend" in getattr(i, "fixturenames", ())]
+    named = [i for i in items if "backend" in getattr(i, "fixturenames", ()) or i.get_closest_marker("named_backends")]
     if named:
         config.hook.pytest_deselected(items=named)
-        items[:] = [i for i in items if "backend" not in getattr(i, "fixturenames", ())]
+        items[:] = [i for i in items if i not in named]
 
 
 @pytest.fixture(scope="session")

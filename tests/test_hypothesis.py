@@ -206,6 +206,7 @@ def _run(fn, value):
     return bytes(out)
 
 
+@pytest.mark.named_backends
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_batch())
 def test_optimistic_encoder_never_disagrees_with_the_checked_one(b):

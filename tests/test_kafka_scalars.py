@@ -119,6 +119,7 @@ def test_a_non_zero_byte_reads_true_as_kafka_reads_it(gen):
         py.decode(bytes(data[:-1]))
 
 
+@pytest.mark.named_backends
 def test_native_decodes_and_encodes_them_in_c(tmp_path_factory):
     """The C decoder reads bool, float64, uuid and compact lengths itself (no hand-over to the python backend),
     to the python backend's values, and every damaged variant to its exact error; the C encoder writes

@@ -210,6 +210,7 @@ def test_tagged_fields(tmp_path):
                 codec.encode(v)
 
 
+@pytest.mark.named_backends
 def test_native_decodes_them_in_c_with_the_python_backends_errors(tmp_path):
     """Arrays of values, switches (on a field, on a parameter), string parameters and tagged sections are
     decoded and encoded by the C code itself (decode_from and encode answer a value, not None: no hand-over),

@@ -78,6 +78,7 @@ def test_view_on_condition_and_encodable(fmt):
     assert [r.control for r in d.records] == [(0, 1)] * 4 and d.records[0].key == b"\x00\x00\x00\x01"
 
 
+@pytest.mark.named_backends
 def test_native_backend_of_the_fixture_holds_to_python(fmt):
     """The native backend compiled for this fixture (conditions, a CRC ending at a field, a capped blob, a
     struct field, a view, uvarint counts): no per-format code, built where the package was generated,
