@@ -205,7 +205,8 @@ def pytest_collection_modifyitems(config, items):
     named = [i for i in items if "backend" in getattr(i, "fixturenames", ()) or i.get_closest_marker("named_backends")]
     if named:
         config.hook.pytest_deselected(items=named)
-        items[:] = [i for i in items if i not in named]
+        left_out = set(map(id, named))
+        items[:] = [i for i in items if id(i) not in left_out]
 
 
 @pytest.fixture(scope="session")

@@ -132,10 +132,9 @@ def _sends_requests(one: bytes, other: bytes) -> bool:
     reads as a request; where neither's does (the capture began inside a message), the side whose requests the
     other side's frames answer (by correlation id) the more: a response with a small correlation id reads as a
     request too (id 2 as Produce v2)."""
-    from kfmt.protocol.conversation import looks_like_request, split_frames
+    from kfmt.protocol.conversation import first_frame_data, looks_like_request
 
-    starts = [split_frames(d)[0][:1] for d in (one, other)]
-    at_once = [bool(f) and looks_like_request(f[0].data) for f in starts]
+    at_once = [(f := first_frame_data(d)) is not None and looks_like_request(f) for d in (one, other)]
     if any(at_once):
         return at_once[0]
     mine, theirs = _answered(one, other), _answered(other, one)

@@ -65,33 +65,49 @@ LARGEST_FRAME = 100 << 20
 def split_frames(data: bytes, start: int = 0) -> tuple[list[Frame], bytes]:
     """The whole frames of one direction from byte ``start``, and the bytes after the last one."""
     out, pos = [], start
+    for pos, end in _frame_bounds(data, start):
+        out.append(Frame(pos, data[pos + 4 : end]))
+        pos = end
+    return out, data[pos:]
+
+
+def _frame_bounds(data: bytes, pos: int):
+    """(where it starts, where it ends) of each whole frame from byte ``pos`` on, without copying one."""
     while pos + 4 <= len(data):
         (size,) = struct.unpack_from(">i", data, pos)
         if size < 0 or pos + 4 + size > len(data):
-            break
-        out.append(Frame(pos, data[pos + 4 : pos + 4 + size]))
+            return
+        yield pos, pos + 4 + size
         pos += 4 + size
-    return out, data[pos:]
+
+
+def first_frame_data(data: bytes) -> bytes | None:
+    """The first frame of a direction when it is whole (its bytes after the size), else None."""
+    bounds = next(_frame_bounds(data, 0), None)
+    return None if bounds is None else data[bounds[0] + 4 : bounds[1]]
 
 
 def first_frame(data: bytes, requests: bool) -> int:
     """Where the first whole frame of a direction read from its middle begins (a capture that began inside a
     message): the first byte from which whole frames follow one another to the end of the bytes (the last one may
     be cut where the capture ends), at least one of them, each of a size Kafka takes (a header's 4 bytes at least,
-    :data:`LARGEST_FRAME` at most), and,
-    for the client's side (``requests``), the first reading as a request of an API and version Kafka has.
+    :data:`LARGEST_FRAME` at most), and, for the client's side (``requests``), the first reading as a request of an
+    API and version Kafka has.
     ``len(data)`` where none does."""
     for k in range(len(data) - 3):
         (size,) = struct.unpack_from(">i", data, k)
         if not 4 <= size <= LARGEST_FRAME or k + 4 + size > len(data):
             continue
-        if requests and not looks_like_request(data[k + 4 : k + 4 + size]):
+        if requests and not looks_like_request(data[k + 4 : k + 4 + min(size, 8)]):  # (its first 8 bytes say)
             continue
-        frames, tail = split_frames(data, k)
-        if all(len(f.data) >= 4 for f in frames) and (
-            len(tail) < 4 or 4 <= struct.unpack_from(">i", tail)[0] <= LARGEST_FRAME
-        ):
-            return k
+        end = k
+        for start, end in _frame_bounds(data, k):  # the frames from k on, without copying them
+            if end - start < 8:
+                break
+        else:
+            tail = data[end : end + 4]
+            if len(tail) < 4 or 4 <= struct.unpack_from(">i", tail)[0] <= LARGEST_FRAME:
+                return k
     return len(data)
 
 

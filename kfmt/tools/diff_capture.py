@@ -17,6 +17,7 @@ from collections import defaultdict
 
 import kfmt
 import kfmt.protocol as P
+from kfmt.payloads import kafka_json
 from kfmt.protocol.apis import Api
 
 
@@ -74,7 +75,7 @@ def tally(msgs, extra: list[tuple[Api, int]]) -> dict:
         row = out[(m.api_name, m.kind)]
         row["messages"] += 1
         row["captured"] += len(m.frame) + 4
-        body = m.to_json()["body"] or {}
+        body = {} if m.body is None else kafka_json(m.body, m.api_version)  # (record sets as their bytes: not decoded)
         targets = [(a, v) for v in a.versions] + [(p, v) for p, v in extra if p.key == m.api_key and (
             p.request if m.kind == "request" else p.response)]  # fmt: skip
         for t, v in targets:

@@ -47,10 +47,11 @@ def fit(cls, data: dict, version: int, path: str, dropped: list[str]) -> dict:
     module = sys.modules[cls.__module__]
     out = {}
     tagged = {name for name, _ in getattr(cls, "_kafka_tagged", ())}
+    blank = cls()  # each field at its default
     for name, kafka, kind, versions in cls._kafka_fields:
         if kafka not in data:
             present = versions is None or versions[0] <= version <= versions[1]
-            default = _value(getattr(cls(), name), kind)
+            default = _value(getattr(blank, name), kind)
             if present and kind != "tags" and name not in tagged:  # (None: null, or no default kfmt knows)
                 out[kafka] = [] if default is None and kind.startswith("struct[]:") else default
             continue

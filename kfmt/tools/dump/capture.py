@@ -26,15 +26,16 @@ class Summary:
         self.fetched: dict = defaultdict(set)
         self.connections = 0
 
-    def add(self, m, size: int) -> None:
+    def add(self, m, j: dict) -> None:
+        """Message ``m`` counted (``j``: its ``to_json()``)."""
         a = self.apis[m.api_name]
         a["requests" if m.kind == "request" else "responses"] += 1
-        a["bytes"] += size
+        a["bytes"] += len(m.frame)
         a["versions"].add(m.api_version)
         if m.kind == "response":
-            a["errors"].update(_error_codes(m.to_json()["body"]))
+            a["errors"].update(_error_codes(j["body"]))
             return
-        body = m.to_json()["body"] or {}
+        body = j["body"] or {}
         if m.api_name == "Produce":
             self.produced[m.client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
         elif m.api_name == "Fetch":
@@ -117,9 +118,7 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
         _message(x.request, client, broker, asked, None, args, out)
         if x.response is not None:
             answered = conn.to_client.packet_at(x.response_position)
-            latency = None if None in (asked, answered) or None in (asked[1], answered[1]) else (
-                (answered[1] - asked[1]) * 1000)  # fmt: skip
-            _message(x.response, client, broker, answered, latency, args, out)
+            _message(x.response, client, broker, answered, _latency(asked, answered), args, out)
     problems = notes = 0
     for side, n in conv.skipped.items():
         if n:  # the capture began inside a message: what captures normally have
@@ -145,15 +144,15 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
 def _message(m, client: str, broker: str, packet, latency: float | None, args, out) -> None:
     """One message printed: ``packet`` (number, time) of the packet where it starts, ``latency`` in milliseconds
     from its request's first packet to this response's (None for requests)."""
+    j = m.to_json()
     if args.capture_summary is not None:
-        args.capture_summary.add(m, len(m.frame))
+        args.capture_summary.add(m, j)
         return
     number, when = packet if packet is not None else (None, None)
     if args.records:
-        _records(m, client, broker, number, when, args, out)
+        _records(m, j, client, broker, number, when, args, out)
         return
     if args.json:
-        j = m.to_json()
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
                 "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
         head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
@@ -161,7 +160,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
         return
     size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
-    errors = sorted(set(_error_codes(m.to_json()["body"]))) if m.kind == "response" else []
+    errors = sorted(set(_error_codes(j["body"]))) if m.kind == "response" else []
     said = f"  errors {','.join(map(str, errors))}" if errors else ""
     took = f"  {_ms(latency)} ms" if latency is not None else ""
     print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  correlation_id {m.correlation_id}  "
@@ -187,11 +186,11 @@ def record_sets(node, topic=None, partition=None):
             yield from record_sets(v, topic, partition)
 
 
-def _records(m, client: str, broker: str, number, when, args, out) -> None:
+def _records(m, j: dict, client: str, broker: str, number, when, args, out) -> None:
     """``--records``: the records a message carries (Produce requests, Fetch responses...), a line each as ``kfmt
     dump --records`` shows a log's (with --json, an object each: the capture's columns, its packet's time as
     ``packet_time``, and the record's)."""
-    for topic, partition, batches in record_sets(m.to_json()["body"]):
+    for topic, partition, batches in record_sets(j["body"]):
         for b in batches:
             for r in b["records"]:
                 if args.json:
@@ -202,6 +201,14 @@ def _records(m, client: str, broker: str, number, when, args, out) -> None:
                 print(f"{_clock(when)} #{number}  {m.kind:<8} {m.api_name} v{m.api_version}  {topic} {partition} "
                       f"offset {r['offset']} {r['time'] or r['timestamp']}  keySize {r['key_size']} valueSize "
                       f"{r['value_size']}  key {json.dumps(r['key'])} value {json.dumps(r['value'])}", file=out)  # fmt: skip
+
+
+def _latency(asked, answered) -> float | None:
+    """Milliseconds from a request's packet to its response's (``(number, time)`` each); None where a time is not
+    known (no packet, or a pcapng simple packet block, which has none)."""
+    if asked is None or answered is None or asked[1] is None or answered[1] is None:
+        return None
+    return (answered[1] - asked[1]) * 1000
 
 
 def _ms(latency: float | None) -> float | None:
