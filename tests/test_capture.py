@@ -92,7 +92,8 @@ def read_bytes_as(path, data: bytes):
 
 def test_dump_reads_every_public_capture(capsys):
     """`kfmt dump CAPTURE`: every message of the public captures, one JSON object each (the requests and responses
-    tests/test_wire_clients.py counts), exit 0; responses whose request came before a capture began are notes."""
+    tests/test_wire_clients.py counts), exit 0; responses whose request came before a capture began are notes, and so
+    are bytes after a message that Kafka's parser leaves unread (four ApiVersions requests of the nDPI capture)."""
     import json
 
     from test_wire_clients import CAPTURES, PUBLIC
@@ -105,10 +106,12 @@ def test_dump_reads_every_public_capture(capsys):
         rows = [json.loads(line) for line in out.splitlines()]
         assert [r["kind"] for r in rows].count("request") == requests and len(rows) == requests + responses, name
         assert all(r["client"] != r["broker"] and r["api"] and "body" in r for r in rows)
-        assert err.count("kfmt dump: note: ") == unasked and "problem" not in err, name
+        assert err.count("which no request of this connection carries") == unasked and "problem" not in err, name
+        kept = sum("trailing" in r for r in rows)  # a message with bytes after it Kafka leaves unread: said too
+        assert err.count("kfmt dump: note: ") == unasked + kept and err.count("Kafka's parser leaves them") == kept
     assert main(["dump", str(CAPTURES / "ntop+nDPI/kafka.pcapng")]) == 0
     out, _ = capsys.readouterr()
-    assert out.splitlines()[-1] == "0 problem(s), 3 note(s)" and "request  Produce v3  correlation_id 2  " in out
+    assert out.splitlines()[-1] == "0 problem(s), 7 note(s)" and "request  Produce v3  correlation_id 2  " in out
 
 
 def test_dump_says_a_cut_capture_and_refuses_mixing_captures_with_logs(tmp_path, capsys):
@@ -177,7 +180,7 @@ def test_dump_summary_of_a_capture(capsys):
     assert (
         sum(a["requests"] for a in s["apis"].values()) == 14 and sum(a["responses"] for a in s["apis"].values()) == 11
     )
-    assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 3, ["sampleTopic"])
+    assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 7, ["sampleTopic"])
 
 
 def test_each_message_says_its_packet_time_and_latency(tmp_path, capsys):
@@ -431,3 +434,26 @@ def test_a_missing_segment_hides_one_message_and_the_stream_reads_on(tmp_path, c
         f"the gap is unread (10 byte(s) of it before the gap, {n - 18} after it), read on from byte {2 * n}"
     ) in err
     assert "a response to correlation id 2, which no request of this connection carries" in err
+
+
+def test_a_damaged_record_set_inside_a_captured_message_is_a_problem(tmp_path, capsys):
+    """A Produce request whose batch has a byte flipped (its CRC no longer matches) reads as a message, and the
+    damage is said as a problem at its field path in every mode of kfmt dump (text, --json, --records,
+    --summary), exit 1: records hidden by damage are never called clean."""
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+
+    batch = bytearray(kfmt.encode_batch([kfmt.Record(key=b"k", value=b"v" * 20, timestamp=1)]))
+    batch[-3] ^= 0xFF
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000,
+            "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": bytes(batch).hex()}]}]}  # fmt: skip
+    req = P.write_request(0, 9, body, correlation_id=1, client_id="c")
+    path = tmp_path / "damaged.pcap"
+    _pcap(
+        path, [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, len(req).to_bytes(4, "big") + req)]
+    )
+    for mode in ([], ["--json"], ["--records"], ["--summary"]):
+        assert main(["dump", *mode, str(path)]) == 1, mode
+        err = capsys.readouterr().err
+        assert err.count("kfmt dump: problem: ") == 1, (mode, err)
+        assert "Produce v9 request (correlation id 1): body.TopicData[0].PartitionData[0].Records at byte 0: " in err

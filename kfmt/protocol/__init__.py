@@ -149,10 +149,10 @@ class Message:
         notes = self.notes + sets.problems
         return out | ({"notes": notes} if notes else {})
 
-    def problems(self) -> list[str]:
+    def problems(self, j: dict | None = None) -> list[str]:
         """What did not decode inside the message although the message did: damaged record sets, each with its
-        field path and byte."""
-        return [n for n in self.to_json().get("notes", []) if n.startswith("body.")]
+        field path and byte (``j``: its ``to_json()``, when already made)."""
+        return [n for n in (self.to_json() if j is None else j).get("notes", []) if n.startswith("body.")]
 
 
 def _api(key: int) -> Api:

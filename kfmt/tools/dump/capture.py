@@ -113,13 +113,17 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
         return 0, 1
     if not args.json and args.capture_summary is None:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
+    said = []  # what the messages themselves say: damaged record sets (problems), bytes after one (notes)...
     for x in conv.exchanges:
         asked = conn.to_server.packet_at(x.request_position)
-        _message(x.request, client, broker, asked, None, args, out)
+        said += _message(x.request, client, broker, asked, None, args, out)
         if x.response is not None:
             answered = conn.to_client.packet_at(x.response_position)
-            _message(x.response, client, broker, answered, _latency(asked, answered), args, out)
+            said += _message(x.response, client, broker, answered, _latency(asked, answered), args, out)
     problems = notes = 0
+    for kind, line in said:
+        problems, notes = problems + (kind == "problem"), notes + (kind == "note")
+        print(f"kfmt dump: {kind}: {client} -> {broker}: {line}", file=err)
     for side, n in conv.skipped.items():
         if n:  # the capture began inside a message: what captures normally have
             notes += 1
@@ -141,23 +145,31 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
     return problems, notes
 
 
-def _message(m, client: str, broker: str, packet, latency: float | None, args, out) -> None:
+def _message(m, client: str, broker: str, packet, latency: float | None, args, out) -> list[tuple[str, str]]:
     """One message printed: ``packet`` (number, time) of the packet where it starts, ``latency`` in milliseconds
-    from its request's first packet to this response's (None for requests)."""
+    from its request's first packet to this response's (None for requests). Returns what the message says of itself
+    (``("problem" or "note", line)``): a damaged record set inside it hides records, a problem; bytes after it that
+    Kafka leaves unread, or KIP-511's fallback, notes."""
     j = m.to_json()
+    damaged = m.problems(j)
+    which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
+    said = [("problem" if n in damaged else "note", f"{which}: {n}") for n in j.get("notes", [])]
+    number, when = packet if packet is not None else (None, None)
     if args.capture_summary is not None:
         args.capture_summary.add(m, j)
-        return
-    number, when = packet if packet is not None else (None, None)
-    if args.records:
+    elif args.records:
         _records(m, j, client, broker, number, when, args, out)
-        return
-    if args.json:
+    elif args.json:
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
                 "api_key": j["api_key"], "version": j["version"], "correlation_id": m.correlation_id}  # fmt: skip
         head |= {"client_id": m.client_id} if m.kind == "request" else {"latency_ms": _ms(latency)}
         print(json.dumps(head | j, default=str), file=out)
-        return
+    else:
+        _line(m, j, number, when, latency, out)
+    return said
+
+
+def _line(m, j: dict, number, when, latency: float | None, out) -> None:
     size = len(m.frame)
     who = f"client_id {m.client_id!r}  " if m.kind == "request" else ""
     errors = sorted(set(_error_codes(j["body"]))) if m.kind == "response" else []
