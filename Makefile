@@ -6,6 +6,10 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
+# Python keeps its compiled bytecode (__pycache__/, ignored by git) even where the shell says not to: the suite
+# starts hundreds of Python processes (the CLI, Spark's workers), each of which would otherwise compile kfmt and
+# generated/ afresh (0.1-0.2 s a start)
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol fuzz-protocol-native clean
 

@@ -199,6 +199,7 @@ def test_backends_agree_on_mutated_entries_of_every_format(fid, data):
                 assert a[2] == c[2], (fid, name, a, c)
 
 
+@pytest.mark.named_backends
 @pytest.mark.parametrize("fmt", ["kafka_v0", "kafka_v1", "kafka_v2", "kip82_header_wrapper", "kip98_draft",
                                  "enriched_metadata_draft", "v2_no_record_attributes", "v3_no_record_attributes"])  # fmt: skip
 def test_backends_apply_the_same_limits(fmt):
@@ -229,6 +230,7 @@ def test_backends_apply_the_same_limits(fmt):
             assert all(o == outcome[0] for o in outcome), (fmt, codec, lim, outcome)
 
 
+@pytest.mark.named_backends
 @pytest.mark.parametrize("code,codec", [(1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")])
 def test_empty_compressed_payload_is_zero_records_in_both_backends(code, codec):
     import struct
@@ -246,6 +248,7 @@ def test_empty_compressed_payload_is_zero_records_in_both_backends(code, codec):
         assert v.records == [] and v.codec == codec
 
 
+@pytest.mark.named_backends
 def test_zstd_frame_cut_short_is_damage():
     """A zstd frame without its last block decodes, in the library's stream reader, to the bytes it holds and no
     error; Kafka's reader fails on it, and so does kfmt, in every backend (found by make fuzz-jvm: the JVM

@@ -294,6 +294,7 @@ def test_a_string_default_on_an_integer_field_is_a_located_schema_error(tmp_path
     assert "kafka_v2.yaml:" in r.stderr and "must be an integer" in r.stderr
 
 
+@pytest.mark.named_backends
 @pytest.mark.parametrize("magic", [1, 2])
 def test_timestamps_arrow_cannot_hold_are_null_with_the_raw_value_kept(magic):
     """#23 item 11. Kafka stores any int64 timestamp; -1 is its NO_TIMESTAMP. The batch is built by

@@ -164,6 +164,7 @@ def test_dump_says_healthy_in_every_mode(name):
 BACKENDS = ("python", "construct") + (("native",) if "native" in available_backends() else ())
 
 
+@pytest.mark.named_backends
 @pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n]["payloads"]])
 def test_payloads_as_kafka_python_reads_them(name):
     """Every payload of Kafka's own topics (distinct bytes) decodes in every backend to what kafka-python reads

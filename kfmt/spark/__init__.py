@@ -12,17 +12,46 @@ into micro-batches there for both engines; ``writeStream`` appends segments), th
 commit (:mod:`kfmt.spark.writer`) and the jobs behind ``kfmt spark`` (:mod:`kfmt.spark.jobs`).
 """
 
-from kfmt.spark.datasource import KafkaLogDataSource, register, session_defaults
-from kfmt.spark.jvm import read
-from kfmt.spark.source import (
-    KafkaLogReader,
-    KafkaLogWriter,
-    SegmentGroup,
-    SegmentSlice,
-    arrow_schema,
-    read_slice,
-    save,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# what the package face offers, and the module each lives in: imported when first asked for, so that a tool
+# importing kfmt.spark.jobs or kfmt.spark.planner does not start pyspark (0.2 s per `kfmt` run)
+_HOMES = {
+    "KafkaLogDataSource": "kfmt.spark.datasource",
+    "register": "kfmt.spark.datasource",
+    "session_defaults": "kfmt.spark.datasource",
+    "read": "kfmt.spark.jvm",
+    **dict.fromkeys(
+        ("KafkaLogReader", "KafkaLogWriter", "SegmentGroup", "SegmentSlice", "arrow_schema", "read_slice", "save"),
+        "kfmt.spark.source",
+    ),
+}
+
+if TYPE_CHECKING:
+    from kfmt.spark.datasource import KafkaLogDataSource, register, session_defaults
+    from kfmt.spark.jvm import read
+    from kfmt.spark.source import (
+        KafkaLogReader,
+        KafkaLogWriter,
+        SegmentGroup,
+        SegmentSlice,
+        arrow_schema,
+        read_slice,
+        save,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kfmt.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "KafkaLogDataSource",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -82,6 +83,16 @@ def _backends_line() -> str:
     return f"backend: {active}; available: {', '.join(available_backends())}"
 
 
+class _Version(argparse.Action):
+    """--version: the backend line is computed when asked (it loads every backend: 0.2 s of every `kfmt` run)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from kfmt import __version__
+
+        print(f"kfmt {__version__} ({_backends_line()})")
+        parser.exit()
+
+
 def _spark_line() -> str:
     """Which engines the Spark source has here (kfmt.spark.read)."""
     from pathlib import Path
@@ -117,9 +128,7 @@ def build_parser():
         prog="kfmt",
         description="Kafka wire formats, declared once in YAML (schemas/), generated into fast Python codecs.",
     )
-    from kfmt import __version__
-
-    p.add_argument("--version", action="version", version=f"kfmt {__version__} ({_backends_line()})")
+    p.add_argument("--version", action=_Version, nargs=0, help="show kfmt's version and backends, and exit")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     g = sub.add_parser(
