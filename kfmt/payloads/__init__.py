@@ -16,10 +16,9 @@ import dataclasses
 import functools
 import importlib
 import math
-import os
 from dataclasses import dataclass
 
-from kfmt.codec.formats import of_default_backend
+from kfmt.codec.formats import backend_env, of_default_backend
 from kfmt.runtime.errors import CodecError, InvalidValueError
 from kfmt.runtime.options import DEFAULT_OPTIONS
 
@@ -113,7 +112,7 @@ def _codec(schema: str, backend: str | None = None, package: str = "generated.me
     generated package holding the schema (``generated.protocol`` for the protocol's)."""
     if backend is not None:
         return _module(schema, backend, package)
-    return _default_codec(schema, os.environ.get("KFMT_BACKEND"), package)
+    return _default_codec(schema, backend_env(), package)
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from kfmt.codec.formats import backend_env
 from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS
@@ -56,7 +56,7 @@ _FOUND: dict = {}  # (schema, backend, package, KFMT_BACKEND where backend is No
 def _codec(schema: str, backend: str | None, package: str = PACKAGE):
     """The codec of one of the protocol's schemas (kfmt.payloads' rule: None is the default backend, KFMT_BACKEND
     read on each call), remembered once found: a message is read and written with a lookup, not a search."""
-    key = (schema, backend, package, os.environ.get("KFMT_BACKEND") if backend is None else None)
+    key = (schema, backend, package, backend_env() if backend is None else None)
     found = _FOUND.get(key)
     if found is None:
         from kfmt.payloads import _codec as payload_codec
