@@ -174,13 +174,72 @@ def test_dump_summary_of_a_capture(capsys):
     assert main(["dump", "--summary", path]) == 0
     out = capsys.readouterr().out
     assert out.startswith("9 connection(s)\n") and "client 'rdkafka' produced to: LB_MAIN_LOG_INPUT" in out
-    assert re.search(r"^Produce +3 +3 +1129 +3,9 +-$", out, re.M), out
+    assert re.search(r"^Produce +3 +3 +1129 +3,9 +[\d.]+/[\d.]+/[\d.]+ +-$", out, re.M), out
+    assert re.search(r"^172\.16\.17\.101:53052 +172\.30\.0\.237:9092 +1 +0 +21$", out, re.M), out
     assert main(["dump", "--summary", "--json", path]) == 0
     s = json.loads(capsys.readouterr().out)
     assert (
         sum(a["requests"] for a in s["apis"].values()) == 14 and sum(a["responses"] for a in s["apis"].values()) == 11
     )
     assert (s["problems"], s["notes"], s["produced"]["console-producer"]) == (0, 7, ["sampleTopic"])
+
+
+def test_summary_latencies_groups_and_what_brokers_support(tmp_path, capsys):
+    """--summary's latency percentiles (nearest rank) are those of the responses' own latencies in --json; the
+    connections' counts add up to the APIs'; what each broker said it supports (its ApiVersions answer) is what
+    tshark reads from the same packets; a consumer group is named with the topics it commits offsets of."""
+    import json
+    import math
+    import subprocess
+
+    from test_wire_clients import CAPTURES
+    from wire import tools_missing
+
+    import kfmt.protocol as P
+    from kfmt.tools.cli import main
+    from kfmt.tools.dump.capture import latency_percentiles
+
+    assert latency_percentiles([]) == {}
+    assert latency_percentiles([5.0, 1.0, 3.0, 2.0, 4.0]) == {"p50": 3.0, "p99": 5.0, "max": 5.0}
+    xs = [float(i) for i in range(1, 201)]  # nearest rank: the 100th and the 198th of 200
+    assert latency_percentiles(xs) == {"p50": 100.0, "p99": 198.0, "max": 200.0}
+    path = str(CAPTURES / "ntop+nDPI/kafka.pcapng")
+    main(["dump", "--json", path])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["dump", "--summary", "--json", path]) == 0
+    s = json.loads(capsys.readouterr().out)
+    for name, a in s["apis"].items():
+        own = [r["latency_ms"] for r in rows if r["api"] == name and r["kind"] == "response"]
+        ordered = sorted(own)
+        assert a["latency_ms"] == {"p50": ordered[math.ceil(len(own) / 2) - 1],
+                                   "p99": ordered[math.ceil(len(own) * 0.99) - 1], "max": ordered[-1]}  # fmt: skip
+    for kind in ("requests", "responses", "bytes"):
+        assert sum(x[kind] for x in s["links"]) == sum(a[kind] for a in s["apis"].values())
+    if not tools_missing():
+        out = subprocess.run(["tshark", "-r", path, "-Y", "kafka.api_versions.max_version", "-T", "fields", "-e",
+                              "ip.src", "-e", "tcp.srcport", "-e", "kafka.api_versions.api_key", "-e",
+                              "kafka.api_versions.min_version", "-e", "kafka.api_versions.max_version"],
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        theirs = {}
+        for line in out.splitlines():
+            ip, port, keys, lows, highs = line.split("\t")
+            theirs[f"{ip}:{port}"] = {P.api(int(k)).name: [int(lo), int(hi)]
+                                      for k, lo, hi in zip(keys.split(","), lows.split(","), highs.split(","))}  # fmt: skip
+        assert s["supported"] == theirs and len(theirs) == 2
+    # a consumer group committing offsets, in a capture made here
+    commit = P.write_request(8, 8, {"GroupId": "billing", "GenerationIdOrMemberEpoch": 1, "MemberId": "m",
+                                    "GroupInstanceId": None, "Topics": [{"Name": "orders", "Partitions": [
+                                        {"PartitionIndex": 0, "CommittedOffset": 5, "CommittedLeaderEpoch": -1,
+                                         "CommittedMetadata": ""}]}]}, correlation_id=1, client_id="c")  # fmt: skip
+    fetch = P.write_request(9, 8, {"Groups": [{"GroupId": "audit", "MemberId": None, "MemberEpoch": -1,
+                                               "Topics": [{"Name": "payments", "PartitionIndexes": [0]}]}],
+                                   "RequireStable": False}, correlation_id=2, client_id="c")  # fmt: skip
+    framed = b"".join(len(m).to_bytes(4, "big") + m for m in (commit, fetch))
+    _pcap(tmp_path / "g.pcap", [(True, 0, SYN, b""), (False, 0, SYN | ACK, b""), (True, 1, ACK | PSH, framed)])
+    assert main(["dump", "--summary", str(tmp_path / "g.pcap")]) == 0
+    out = capsys.readouterr().out
+    assert "group 'billing' committed or fetched offsets of: orders" in out
+    assert "group 'audit' committed or fetched offsets of: payments" in out
 
 
 def test_each_message_says_its_packet_time_and_latency(tmp_path, capsys):

@@ -219,7 +219,11 @@ def add_parser(sub) -> None:
         "key and value kept raw); one that does not decode is a problem and shown raw; raw: no decoding",
     )
     d.add_argument("--skip-corrupt", action="store_true", help="report a corrupt batch and go on with the next one")
-    d.add_argument("--summary", action="store_true", help="only counts per magic, codec and log")
+    d.add_argument(
+        "--summary",
+        action="store_true",
+        help="only counts per magic, codec and log (captures: per API and connection, latency percentiles, producers and consumer groups per topic, what each broker supports)",
+    )
     d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
     d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")
     d.add_argument("--format", help="read every entry as this format (proposals are never auto-detected)")

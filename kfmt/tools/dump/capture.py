@@ -14,52 +14,112 @@ from kfmt.runtime.errors import CodecError
 
 
 class Summary:
-    """What ``--summary`` counts: per API its requests, responses, bytes, versions and error codes; per client id
-    the APIs it called; the topics each client id produced to and fetched from."""
+    """What ``--summary`` counts: per API its requests, responses, bytes, versions, latencies and error codes; per
+    connection its messages and bytes; the topics each client id produced to and fetched from, the topics each
+    consumer group committed or fetched offsets of; the versions each broker said it supports (ApiVersions)."""
 
     def __init__(self):
         from collections import Counter, defaultdict
 
         self.apis: dict = defaultdict(lambda: {"requests": 0, "responses": 0, "bytes": 0, "versions": set(),
-                                               "errors": Counter()})  # fmt: skip
+                                               "errors": Counter(), "latencies": []})  # fmt: skip
+        self.links: dict = defaultdict(lambda: {"requests": 0, "responses": 0, "bytes": 0})
         self.produced: dict = defaultdict(set)
         self.fetched: dict = defaultdict(set)
+        self.groups: dict = defaultdict(set)
+        self.supported: dict = {}
         self.connections = 0
 
-    def add(self, m, j: dict) -> None:
-        """Message ``m`` counted (``j``: its ``to_json()``)."""
-        a = self.apis[m.api_name]
-        a["requests" if m.kind == "request" else "responses"] += 1
-        a["bytes"] += len(m.frame)
+    def add(self, m, j: dict, client: str, broker: str, latency: float | None) -> None:
+        """Message ``m`` of the connection ``client -> broker`` counted (``j``: its ``to_json()``; ``latency``: a
+        response's, in milliseconds)."""
+        a, link = self.apis[m.api_name], self.links[client, broker]
+        for counts in (a, link):
+            counts["requests" if m.kind == "request" else "responses"] += 1
+            counts["bytes"] += len(m.frame)
         a["versions"].add(m.api_version)
-        if m.kind == "response":
-            a["errors"].update(_error_codes(j["body"]))
-            return
         body = j["body"] or {}
-        if m.api_name == "Produce":
+        if m.kind == "response":
+            a["errors"].update(_error_codes(body))
+            if latency is not None:
+                a["latencies"].append(latency)
+            if m.api_name == "ApiVersions" and body.get("ApiKeys"):
+                self.supported[broker] = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in body["ApiKeys"]}
+        elif m.api_name == "Produce":
             self.produced[m.client_id].update(t.get("Name") or t.get("TopicId") for t in body.get("TopicData") or [])
         elif m.api_name == "Fetch":
             self.fetched[m.client_id].update(t.get("Topic") or t.get("TopicId") for t in body.get("Topics") or [])
+        elif m.api_name in ("OffsetCommit", "OffsetFetch"):
+            for group in body.get("Groups") or [body]:  # OffsetFetch v8 on: several groups in one request
+                self.groups[group.get("GroupId")].update(t.get("Name") for t in group.get("Topics") or [])
 
     def as_dict(self) -> dict:
         return {"connections": self.connections,
-                "apis": {n: {**a, "versions": sorted(a["versions"]), "errors": dict(a["errors"])}
+                "apis": {n: {**{k: v for k, v in a.items() if k != "latencies"}, "versions": sorted(a["versions"]),
+                             "errors": dict(a["errors"]), "latency_ms": latency_percentiles(a["latencies"])}
                          for n, a in sorted(self.apis.items())},
+                "links": [{"client": c, "broker": b, **x} for (c, b), x in sorted(self.links.items())],
                 "produced": {str(k): sorted(map(str, v)) for k, v in self.produced.items()},
-                "fetched": {str(k): sorted(map(str, v)) for k, v in self.fetched.items()}}  # fmt: skip
+                "fetched": {str(k): sorted(map(str, v)) for k, v in self.fetched.items()},
+                "groups": {str(k): sorted(map(str, v)) for k, v in self.groups.items()},
+                "supported": {b: {_api_name(k): list(r) for k, r in sorted(v.items())}
+                              for b, v in sorted(self.supported.items())}}  # fmt: skip
 
     def text(self) -> str:
         from kfmt.log.measure import table
 
-        rows = [[n, a["requests"], a["responses"], a["bytes"], ",".join(map(str, sorted(a["versions"]))),
-                 ",".join(f"{c}x{k}" for k, c in sorted(a["errors"].items())) or "-"]
-                for n, a in sorted(self.apis.items())]  # fmt: skip
-        lines = [f"{self.connections} connection(s)", table(["api", "requests", "responses", "bytes", "versions",
-                                                             "errors (count x code)"], rows, False)]  # fmt: skip
-        for what, by in (("produced to", self.produced), ("fetched from", self.fetched)):
-            for client, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
-                lines.append(f"client {client!r} {what}: {', '.join(sorted(map(str, topics)))}")
+        rows = []
+        for n, a in sorted(self.apis.items()):
+            lat = latency_percentiles(a["latencies"])
+            rows.append([n, a["requests"], a["responses"], a["bytes"], ",".join(map(str, sorted(a["versions"]))),
+                         "/".join(f"{lat[k]:g}" for k in ("p50", "p99", "max")) if lat else "-",
+                         ",".join(f"{c}x{k}" for k, c in sorted(a["errors"].items())) or "-"])  # fmt: skip
+        lines = [f"{self.connections} connection(s)",
+                 table(["api", "requests", "responses", "bytes", "versions", "latency ms p50/p99/max",
+                        "errors (count x code)"], rows, False), "",
+                 table(["client", "broker", "requests", "responses", "bytes"],
+                       [[c, b, x["requests"], x["responses"], x["bytes"]] for (c, b), x in sorted(self.links.items())],
+                       False)]  # fmt: skip
+        for what, did, by in (("client", "produced to", self.produced), ("client", "fetched from", self.fetched),
+                              ("group", "committed or fetched offsets of", self.groups)):  # fmt: skip
+            for who, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
+                lines.append(f"{what} {who!r} {did}: {', '.join(sorted(map(str, topics)))}")
+        for b, v in sorted(self.supported.items()):
+            used = [f"{_api_name(k)} v{lo}-{hi}" for k, (lo, hi) in sorted(v.items()) if _api_name(k) in self.apis]
+            lines.append(f"broker {b} supports {len(v)} APIs (each in --json); those this capture uses:")
+            lines += _packed(used)
         return "\n".join(lines)
+
+
+def _packed(items: list[str], width: int = 118) -> list[str]:
+    """``items`` joined by commas into indented lines of at most ``width`` characters, none split."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(item) + 2 <= width:
+            lines[-1] += f", {item}"
+        else:
+            lines[-1:] = [lines[-1] + ","] if lines else []
+            lines.append(f"  {item}")
+    return lines
+
+
+def latency_percentiles(values: list[float]) -> dict:
+    """p50, p99 and max of response latencies in milliseconds, by the nearest-rank method (the smallest value at
+    least that share of the values is at or below); {} for none."""
+    import math
+
+    if not values:
+        return {}
+    ordered = sorted(values)
+    rank = {p: ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1] for p in (50, 99)}
+    return {"p50": round(rank[50], 3), "p99": round(rank[99], 3), "max": round(ordered[-1], 3)}
+
+
+def _api_name(key: int) -> str:
+    from kfmt.protocol import api
+
+    a = api(key)
+    return a.name if a is not None else f"api {key}"
 
 
 def run(args, out, err) -> int:
@@ -156,7 +216,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
     said = [("problem" if n in damaged else "note", f"{which}: {n}") for n in j.get("notes", [])]
     number, when = packet if packet is not None else (None, None)
     if args.capture_summary is not None:
-        args.capture_summary.add(m, j)
+        args.capture_summary.add(m, j, client, broker, latency)
     elif args.records:
         _records(m, j, client, broker, number, when, args, out)
     elif args.json:
