@@ -297,6 +297,9 @@ def _whole_records_end(path: Path, magic: bytes) -> int:
     return min(pos, len(data))
 
 
+LINUX_SLL2 = 276  # the Linux cooked capture v2 link type (tcpdump.org's LINKTYPE_LINUX_SLL2)
+
+
 def _ip(link: int, frame: bytes):
     """The IP packet of a captured frame, by the capture's link type (None: not IP, or not one kfmt knows)."""
     import dpkt
@@ -306,6 +309,8 @@ def _ip(link: int, frame: bytes):
             pkt = dpkt.ethernet.Ethernet(frame).data
         elif link == dpkt.pcap.DLT_LINUX_SLL:
             pkt = dpkt.sll.SLL(frame).data
+        elif link == LINUX_SLL2:  # what `tcpdump -i any` writes since libpcap 1.10
+            pkt = dpkt.sll2.SLL2(frame).data
         elif link in (dpkt.pcap.DLT_NULL, dpkt.pcap.DLT_LOOP):
             family = struct.unpack("<I" if link == dpkt.pcap.DLT_NULL else ">I", frame[:4])[0]
             pkt = (dpkt.ip6.IP6 if family in (10, 24, 28, 30) else dpkt.ip.IP)(frame[4:])
