@@ -524,8 +524,8 @@ def _relinked(src, dst, how: str) -> None:
     as an IPv6 one (2001:db8::a.b.c.d, same TCP segment). Packet times kept."""
     import struct
 
-    from kfmt.capture import _ip, _pcap as pcap_records, _pcapng
-    from kfmt.capture import PCAPNG
+    from kfmt.capture import PCAPNG, _ip, _pcapng
+    from kfmt.capture import _pcap as pcap_records
 
     link = {"vlan": 1, "qinq": 1, "sll": 113, "sll2": 276, "null": 0, "raw": 101, "ipv6": 1}[how]
     with open(src, "rb") as f, open(dst, "wb") as out:
