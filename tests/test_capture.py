@@ -405,9 +405,40 @@ def test_diff_on_a_capture_measures_each_version_as_kafka_python_writes_it(capsy
         "not_representable"] == 3  # fmt: skip
 
 
+def test_diff_on_a_capture_says_which_fields_make_the_difference(tmp_path, capsys):
+    """`kfmt diff CAPTURE --fields`: each version's bytes by field add up to its bytes (the sizes the test above
+    holds to kafka-python's), the messages as captured to their own bytes re-encoded; KIP-482's compact counts
+    and lengths and its tagged sections show where they begin (Produce v9); --plot writes the figure."""
+    import json
+
+    from test_wire_clients import CAPTURES
+
+    from kfmt.tools.cli import main
+
+    path = str(CAPTURES / "ntop+nDPI/kafka.pcapng")
+    assert main(["diff", "--json", "--fields", path]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for key, r in res.items():
+        for v, c in r["versions"].items():
+            assert sum(c["fields"].values()) == c["bytes"], (key, v)
+    produce = res["Produce request"]
+    assert sum(produce["captured_fields"].values()) == 969  # v3 and v9 requests, as the capture holds them
+    v8, v9 = produce["versions"]["v8"]["fields"], produce["versions"]["v9"]["fields"]
+    assert (v8["topic_data"], v9["topic_data"]) == (12, 3)  # a 4-byte count each, then a 1-byte compact one
+    assert (v8["topic_data.name"], v9["topic_data.name"]) == (6, 3)  # a 2-byte length, then a compact one
+    assert v8.get("tagged_fields", 0) == 0 and v9["tagged_fields"] == 3
+    stem = tmp_path / "fig" / "capture"
+    assert main(["diff", "--fields", "--plot", str(stem), path]) == 0
+    out = capsys.readouterr().out
+    assert "== Produce request: bytes by field" in out
+    assert re.search(r"^topic_data +count +9 +12 .* 3 +3 +3 +3$", out, re.M), out
+    assert (tmp_path / "fig" / "capture.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in (tmp_path / "fig" / "capture.svg").read_bytes()[:500]
+
+
 def test_docs_capture_block(tmp_path):
     """docs/protocol.md's capture commands, run as written on a public capture: exit 0, a line per message, a table
-    with a row per API, kind and version."""
+    with a row per API, kind and version, the tables by field and the figure."""
     import shutil
     import subprocess
     import sys
@@ -418,10 +449,12 @@ def test_docs_capture_block(tmp_path):
 
     shutil.copy(CAPTURES / "ntop+nDPI/kafka.pcapng", tmp_path / "capture.pcapng")
     cmds = _commands(_block("bash", "kfmt dump capture.pcapng"))
-    assert [c.split()[:2] for c in cmds] == [["kfmt", "dump"], ["kfmt", "diff"]]
+    assert [c.split()[:2] for c in cmds] == [["kfmt", "dump"], ["kfmt", "diff"], ["kfmt", "diff"]]
     exe = str(Path(sys.executable).parent / "kfmt")
-    dump, diff = (subprocess.run([exe, *c.split()[1:]], cwd=tmp_path, capture_output=True, text=True) for c in cmds)
-    assert (dump.returncode, diff.returncode) == (0, 0), (dump.stderr, diff.stderr)
+    dump, diff, fields = (subprocess.run([exe, *c.split()[1:]], cwd=tmp_path, capture_output=True, text=True)
+                          for c in cmds)  # fmt: skip
+    assert (dump.returncode, diff.returncode, fields.returncode) == (0, 0, 0), (dump.stderr, diff.stderr, fields.stderr)
+    assert "== Metadata request: bytes by field" in fields.stdout and (tmp_path / "capture-diff.png").is_file()
     assert re.search(r"^\d\d:\d\d:\d\d\.\d{6} #1  request  ApiVersions v0  correlation_id 129", dump.stdout, re.M)
     assert re.search(r"^Metadata request +MetadataByTopicId v14 ", diff.stdout, re.M), diff.stdout
 

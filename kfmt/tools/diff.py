@@ -299,7 +299,8 @@ def add_parser(sub) -> None:
         "given as Kafka's JSON of its body (--message FILE) at each version: bytes by field, and what a version "
         "cannot carry. A pcap or pcapng capture instead writes every request and response it holds at every "
         "version of its API (and at each API@VERSION given, e.g. a proposal): bytes per API and version, and the "
-        "messages a version cannot carry.",
+        "messages a version cannot carry; --fields says which fields, lengths, counts and tagged sections make the "
+        "difference, --plot draws it.",
     )
     d.add_argument("formats", nargs="+", metavar="FORMAT")
     d.add_argument("--structure", action="store_true", help="fields per level, added/removed/moved/retyped")
@@ -327,5 +328,17 @@ def add_parser(sub) -> None:
     d.add_argument(
         "--json", action="store_true", help='JSON: {"rows": [{"batch_size", "key_size", "value_size", "overhead"}]}'
     )
-    d.add_argument("--plot", metavar="STEM", help="write STEM.png and STEM.svg (overhead per record by batch size)")
+    d.add_argument(
+        "--plot",
+        metavar="STEM",
+        help="write STEM.png and STEM.svg (overhead per record by batch size; "
+        "for a capture: each version's bytes against the captured, per API)",
+    )
+    d.add_argument(
+        "--fields",
+        action="store_true",
+        help="for a capture: bytes by field at every version beside the "
+        "captured messages' own (lengths, counts, tagged sections and values apart: what makes the "
+        "difference)",
+    )
     d.set_defaults(func=run)
