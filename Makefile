@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 # generated/ afresh (0.1-0.2 s a start)
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol fuzz-protocol-native clean
+.PHONY: docs setup generate check-generated import-kafka-specs test test-full test-backends test-cluster test-writers test-streams demo bench bench-callgrind bench-floor bench-spark bench-scaling lint fuzz fuzz-jvm fuzz-native fuzz-protocol fuzz-protocol-native fuzz-capture clean
 
 setup: $(VENV)/.installed $(VENV)/.native $(VENV)/.jvm $(VENV)/.capture
 
@@ -177,6 +177,11 @@ fuzz-protocol: setup
 # default all; FRAMES=N, default 200,000), held to the python backend
 fuzz-protocol-native: setup
 	$(PY) fuzz/sanitized.py --inputs 200 --framing 20 --payloads 200 --protocol $(or $(FRAMES),200000) --apis $(or $(APIS),all)
+
+# the public captures damaged as captures are in life (packets twice, swapped, dropped, the file cut, a byte
+# flipped), each copy read by kfmt dump and held to what it reads from the whole (ROUNDS=N copies per capture)
+fuzz-capture: setup
+	$(PY) fuzz/capture.py --rounds $(or $(ROUNDS),1000) $(FUZZ_ARGS)
 
 fuzz-native: setup
 	$(PY) fuzz/sanitized.py $(FUZZ_ARGS)

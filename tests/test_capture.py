@@ -628,3 +628,31 @@ def test_every_link_layer_and_ipv6_read_alike(tmp_path, capsys, how):
                                    "kafka.correlation_id"], capture_output=True, text=True, check=True).stdout  # fmt: skip
 
         assert ids(dst) == ids(src) and len(ids(src).splitlines()) >= 25
+
+
+def test_sides_of_a_connection_open_before_the_capture_whatever_comes_first(tmp_path, capsys):
+    """A connection open before the capture: its response captured before its request (packets out of order) is
+    still the broker's (a response with correlation id 2 reads as a Produce v2 request too: the side whose frames
+    answer the other's by correlation id is the broker); a lone response, its request not captured, is not read as a
+    request (id 1 as Produce v1): with one side silent, the side on the higher (ephemeral) port is the client. Found
+    by make fuzz-capture."""
+    import json
+
+    from test_wire_clients import CAPTURES
+
+    from fuzz.capture import packets, write
+    from kfmt.tools.cli import main
+
+    src = CAPTURES / "deepflowio+deepflow/18-api-versions-v3.pcap"
+    main(["dump", "--json", str(src)])
+    want = [(j["kind"], j["api"], j["correlation_id"]) for j in map(json.loads, capsys.readouterr().out.splitlines())]
+    pk = packets(src)
+    write(tmp_path / "swapped.pcap", [pk[1], pk[0], *pk[2:]])
+    assert main(["dump", "--json", str(tmp_path / "swapped.pcap")]) == 0
+    got = [(j["kind"], j["api"], j["correlation_id"]) for j in map(json.loads, capsys.readouterr().out.splitlines())]
+    assert sorted(got) == sorted(want) == [("request", "ApiVersions", 2), ("response", "ApiVersions", 2)]
+    lone = packets(CAPTURES / "deepflowio+deepflow/00-produce-v2.pcap")[1:]  # the response alone
+    write(tmp_path / "lone.pcap", lone)
+    assert main(["dump", "--json", str(tmp_path / "lone.pcap")]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "127.0.0.1:34128 -> 127.0.1.1:9092: not Kafka traffic" in err and "50 byte(s)" in err

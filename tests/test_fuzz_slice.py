@@ -3,6 +3,7 @@ through scan, mutated keys and values of Kafka's own topics through the message 
 every codec and amplification cases (with their peak RSS); any crash fails (and is saved for the suite to
 replay)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,17 @@ def test_short_sanitized_native_campaign():
     assert "| kafka payloads (messages schemas) | python, construct, native | 600 | 0 |" in r.stdout
     assert "## protocol fuzz: 5,000 frames of 2 APIs in " in r.stdout  # Produce and Fetch, sanitized
     assert r.stdout.count(", 0 crashes, peak RSS") == 2
+
+
+def test_short_capture_damage_campaign():
+    """A slice of `make fuzz-capture`: the public captures damaged (packets twice, swapped, dropped, the file cut, a
+    byte flipped), each copy read by kfmt dump and held to what it reads from the whole capture."""
+    r = subprocess.run([sys.executable, "fuzz/capture.py", "--rounds", "15", "--seed", "11"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    assert re.search(r"^\d+ damaged copies, 0 breach\(es\)$", r.stdout, re.M), r.stdout
+    rows = dict(re.findall(r"^\| (\w+) \| (\d+) \| \d+ \| 0 \|$", r.stdout, re.M))
+    assert set(rows) == {"duplicate", "swap", "drop", "cut", "flip"} and min(map(int, rows.values())) >= 20
 
 
 def test_short_protocol_fuzz_campaign():

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfmt.runtime.errors import InvalidValueError
+from kfmt.runtime.errors import CodecError, InvalidValueError
 
 SEQ = 1 << 32
 #: a pcapng file's first block type (a section header)
@@ -120,6 +120,8 @@ def _connection(a, b, flow: dict, back: dict) -> Connection:
     if flow["syn"] is not None or back["syn"] is not None:
         a_opened = flow["syn"] is not None
         opened = True
+    elif not one.data or not other.data:  # opened before the capture, one side silent
+        a_opened, opened = _talks_first(a, b, one.data, other.data), False
     else:  # opened before the capture
         a_opened, opened = _sends_requests(one.data, other.data), False
     if a_opened:
@@ -127,18 +129,37 @@ def _connection(a, b, flow: dict, back: dict) -> Connection:
     return Connection(b, a, other, one, opened)
 
 
+def _talks_first(a, b, one: bytes, other: bytes) -> bool:
+    """Whether ``a`` is the client of a connection opened before the capture of which only one side's bytes were
+    captured: the talking side when its first frame reads as a request, whole; else (a lone response reads as a
+    request too: id 1 as Produce v1, with bytes left over) the side on the higher, ephemeral port."""
+    from kfmt.protocol import read_request
+    from kfmt.protocol.conversation import first_frame_data
+
+    frame = first_frame_data(one or other)
+    try:
+        whole = frame is not None and not read_request(frame).trailing
+    except CodecError:
+        whole = False
+    if whole or a[1] == b[1]:
+        return bool(one) == whole
+    return a[1] > b[1]
+
+
 def _sends_requests(one: bytes, other: bytes) -> bool:
     """Whether ``one`` is the client's side of a connection opened before the capture: the side whose first frame
-    reads as a request; where neither's does (the capture began inside a message), the side whose requests the
-    other side's frames answer (by correlation id) the more: a response with a small correlation id reads as a
-    request too (id 2 as Produce v2)."""
+    reads as a request; where both do (a response with a small correlation id reads as a request too: id 2 as
+    Produce v2, whichever side the capture shows first) or neither does (the capture began inside a message), the
+    side whose requests the other side's frames answer (by correlation id) the more."""
     from kfmt.protocol.conversation import first_frame_data, looks_like_request
 
     at_once = [(f := first_frame_data(d)) is not None and looks_like_request(f) for d in (one, other)]
-    if any(at_once):
+    if at_once[0] != at_once[1]:
         return at_once[0]
     mine, theirs = _answered(one, other), _answered(other, one)
-    return mine > (0, 0) and mine >= theirs
+    if mine[0] != theirs[0]:  # both read as requests (a response's small correlation id does), or neither does
+        return mine[0] > theirs[0]
+    return at_once[0] or (mine > (0, 0) and mine >= theirs)
 
 
 def _answered(client: bytes, server: bytes) -> tuple[int, int]:

@@ -1,0 +1,272 @@
+"""`make fuzz-capture`: damaged captures, and what `kfmt dump` says of them.
+
+Real captures (the public ones in ../shared/fixtures/wire-captures, or any given) and one made here (a long
+connection, frames cut into segments: :func:`synthetic`) are damaged packet by packet as captures are in life, and `kfmt dump --json` reads each damaged copy; what it reads is checked against what it
+reads from the whole capture:
+
+- a packet captured twice (a retransmission), or two packets swapped (captured out of order): the same messages
+  and the same problems;
+- a packet with TCP payload dropped (a segment the capture lacks): the same messages, or fewer with a problem
+  said (exit 1); never one the capture did not hold;
+- the file cut short at any byte: messages the whole capture holds only, and a problem where the cut falls inside
+  a packet record or a message;
+- one byte of a TCP payload flipped: a problem said, or at most the one exchange it landed in read differently
+  (no checksum covers a Kafka request or response: Kafka's own readers would take it too).
+
+Never a traceback, never an exit status other than 0 or 1. Prints a table per damage and exits 1 on any breach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PUBLIC = ROOT.parent / "shared" / "fixtures" / "wire-captures"
+DAMAGES = ("duplicate", "swap", "drop", "cut", "flip")
+
+
+def packets(path: Path) -> list[tuple[int, float, bytes]]:
+    """(link type, time, frame) of each packet, as kfmt.capture reads them."""
+    from kfmt.capture import PCAPNG, _pcap, _pcapng
+
+    with path.open("rb") as f:
+        magic = f.read(4)
+        f.seek(0)
+        return list(_pcapng(f, [0]) if magic == PCAPNG else _pcap(f, path, magic, [0]))
+
+
+def write(path: Path, pkts: list[tuple[int, float, bytes]]) -> None:
+    """``pkts`` as a nanosecond pcap file (one link type: the first packet's)."""
+    import dpkt
+
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=pkts[0][0] if pkts else 1, nano=True)
+        for _, ts, frame in pkts:
+            w.writepkt(frame, ts=ts or 0.0)
+
+
+def observe(path: Path) -> tuple[int, Counter, int]:
+    """(exit status, the messages `kfmt dump --json` reads, as comparable keys, the problems it says)."""
+    from kfmt.tools.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["dump", "--json", str(path)])
+    msgs = Counter()
+    for line in out.getvalue().splitlines():
+        j = json.loads(line)
+        msgs[(j["client"], j["broker"], j["kind"], j["api"], j["version"], j["correlation_id"],
+              json.dumps(j["body"], sort_keys=True))] += 1  # fmt: skip
+    return rc, msgs, sum(" problem: " in line for line in err.getvalue().splitlines())
+
+
+def _payload_at(pkt: tuple[int, float, bytes]) -> tuple[int, int] | None:
+    """(where a packet's TCP payload begins in its frame, its length); None without one."""
+    import dpkt
+
+    from kfmt.capture import _ip
+
+    ip = _ip(pkt[0], pkt[2])
+    if ip is None or not isinstance(ip.data, dpkt.tcp.TCP) or not ip.data.data:
+        return None
+    payload = bytes(ip.data.data)
+    return pkt[2].rfind(payload), len(payload)
+
+
+def _tcp(pkt):
+    from kfmt.capture import _ip
+
+    ip = _ip(pkt[0], pkt[2])
+    return (bytes(ip.src), ip.data.sport, bytes(ip.dst), ip.data.dport), ip.data
+
+
+def _inside(pkts: list, i: int) -> bool:
+    """Whether packet ``i``'s payload lies between bytes the capture holds of its direction (a SYN or payload before
+    it, payload after it): dropping it leaves a hole. At an edge, dropping it is a capture begun later or stopped
+    sooner, which no reader can tell."""
+    key, seg = _tcp(pkts[i])
+    before = after = False
+    for j, p in enumerate(pkts):
+        if j == i or _payload_at(p) is None and not _tcp(p)[1].flags & 0x02:
+            continue
+        k, other = _tcp(p)
+        if k != key:
+            continue
+        d = (other.seq - seg.seq) % 2**32
+        if other.flags & 0x02 or 2**31 <= d:
+            before = True
+        elif 0 < d < 2**31:
+            after = True
+    return before and after
+
+
+def damaged(rng: random.Random, pkts: list, how: str, raw: bytes) -> tuple[list | bytes, str]:
+    """A damaged copy (a packet list, or the file's bytes for ``cut``) and what was done."""
+    carrying = [i for i, p in enumerate(pkts) if _payload_at(p) is not None]
+    out = list(pkts)
+    if how == "duplicate":
+        i = rng.choice(carrying)
+        out.insert(i + rng.randint(1, 3), pkts[i])
+        return out, f"packet {i + 1} again"
+    if how == "swap":
+        i = rng.randrange(len(pkts) - 1)
+        out[i], out[i + 1] = out[i + 1], out[i]
+        return out, f"packets {i + 1} and {i + 2} swapped"
+    if how == "drop":
+        i = rng.choice(carrying)
+        del out[i]
+        return out, f"packet {i + 1} dropped" + ("" if _inside(pkts, i) else " (at its stream's edge)")
+    if how == "cut":
+        n = rng.randrange(24, len(raw))
+        return raw[:n], f"cut at byte {n}"
+    i = rng.choice(carrying)
+    at, size = _payload_at(pkts[i])  # type: ignore[misc]
+    k = at + rng.randrange(size)
+    frame = bytearray(pkts[i][2])
+    frame[k] ^= 1 << rng.randrange(8)
+    out[i] = (pkts[i][0], pkts[i][1], bytes(frame))
+    return out, f"packet {i + 1} byte {k} flipped"
+
+
+def breach(how: str, did: str, whole: tuple, got: tuple) -> str | None:
+    """Why what kfmt says of the damaged copy breaks the rule for ``how`` (None: it keeps it)."""
+    rc0, m0, p0 = whole
+    rc, m, p = got
+    if rc not in (0, 1):
+        return f"exit {rc}"
+    invented, lost = m - m0, m0 - m
+    if how in ("duplicate", "swap"):
+        return None if (m, p) == (m0, p0) else f"messages or problems changed ({len(lost)} lost, {p} vs {p0} problems)"
+    if how == "drop":
+        if invented:
+            return f"{sum(invented.values())} message(s) the capture does not hold"
+        if lost and "edge" not in did and not (rc == 1 and p > p0):
+            return f"{sum(lost.values())} message(s) lost unsaid"
+        return None
+    if how == "cut":
+        return f"{sum(invented.values())} message(s) the capture does not hold" if invented else None
+    changed = max(sum(invented.values()), sum(lost.values()))
+    return None if rc == 1 or changed <= 2 else f"{changed} messages read differently, nothing said"
+
+
+def synthetic(path: Path, seed: int) -> Path:
+    """A capture made here, as long connections have them: one connection opened with its handshake, 24 exchanges
+    (ApiVersions, Metadata, Produce with a batch of records and its answer), each frame cut into one to three
+    segments, so that a segment dropped inside it leaves a hole between bytes the capture holds."""
+    import socket
+
+    import dpkt
+
+    import kfmt
+    import kfmt.protocol as P
+
+    rng = random.Random(seed)
+    batch = kfmt.encode_batch([kfmt.Record(key=b"k%d" % i, value=b"v" * 40) for i in range(5)]).hex()
+    framed = []
+    for cid in range(1, 25):
+        kind = cid % 3
+        if kind == 0:
+            req = P.write_request(18, 3, {"ClientSoftwareName": "fuzz", "ClientSoftwareVersion": "1"},
+                                  correlation_id=cid, client_id="fuzz")  # fmt: skip
+            resp = P.write_response(18, 3, {"ErrorCode": 0, "ApiKeys": [{"ApiKey": 0, "MinVersion": 0,
+                                                                         "MaxVersion": 9}], "ThrottleTimeMs": 0},
+                                    correlation_id=cid)  # fmt: skip
+        elif kind == 1:
+            req = P.write_request(3, 12, {"Topics": [{"Name": "orders", "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}],
+                                          "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False},
+                                  correlation_id=cid, client_id="fuzz")  # fmt: skip
+            resp = P.write_response(3, 12, {"Brokers": [{"NodeId": 0, "Host": "b", "Port": 9092, "Rack": None}],
+                                            "ClusterId": "c", "ControllerId": 0, "Topics": [], "ThrottleTimeMs": 0},
+                                    correlation_id=cid)  # fmt: skip
+        else:
+            req = P.write_request(0, 9, {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [
+                {"Name": "orders", "PartitionData": [{"Index": 0, "Records": batch}]}]}, correlation_id=cid,
+                client_id="fuzz")  # fmt: skip
+            resp = P.write_response(0, 9, {"Responses": [{"Name": "orders", "PartitionResponses": [
+                {"Index": 0, "ErrorCode": 0, "BaseOffset": cid, "LogAppendTimeMs": -1, "LogStartOffset": 0, "RecordErrors": [],
+                 "ErrorMessage": None}]}], "ThrottleTimeMs": 0}, correlation_id=cid)  # fmt: skip
+        framed += [(True, len(req).to_bytes(4, "big") + req), (False, len(resp).to_bytes(4, "big") + resp)]
+    a, b = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
+    seq = {True: 1000, False: 5000}
+    segments = [(True, dpkt.tcp.TH_SYN, 999, b""), (False, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, 4999, b"")]
+    for up, data in framed:
+        cuts = sorted(rng.sample(range(1, len(data)), min(rng.randint(0, 2), len(data) - 1)))
+        for lo, hi in zip([0, *cuts], [*cuts, len(data)]):
+            segments.append((up, dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH, seq[up], data[lo:hi]))
+            seq[up] += hi - lo
+    with path.open("wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, (up, flags, sq, data) in enumerate(segments):
+            tcp = dpkt.tcp.TCP(sport=40000 if up else 9092, dport=9092 if up else 40000, flags=flags, seq=sq, data=data)
+            ip = dpkt.ip.IP(src=a if up else b, dst=b if up else a, p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+            ip.len = len(ip)
+            w.writepkt(bytes(dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)), ts=i / 1000)
+    return path
+
+
+def campaign(paths: list[Path], rounds: int, seed: int, tmp: Path) -> int:
+    rng = random.Random(seed)
+    tally = {how: Counter() for how in DAMAGES}
+    breaches = []
+    for path in paths:
+        pkts, raw = packets(path), path.read_bytes()
+        whole = observe(path)
+        if len(pkts) < 2 or not any(_payload_at(p) for p in pkts):
+            continue  # nothing to swap or damage
+        for r in range(rounds):
+            how = DAMAGES[r % len(DAMAGES)]
+            copy, did = damaged(rng, pkts, how, raw)
+            dst = tmp / f"damaged-{how}.pcap"
+            if isinstance(copy, bytes):
+                dst = tmp / f"damaged-cut{path.suffix}"
+                dst.write_bytes(copy)
+            else:
+                write(dst, copy)
+            try:
+                got = observe(dst)
+            except Exception as e:  # noqa: BLE001 - a traceback is the breach to report
+                got, why = None, f"raised {type(e).__name__}: {e}"
+            else:
+                why = breach(how, did, whole, got)
+            tally[how]["copies"] += 1
+            tally[how]["said"] += got is not None and got[0] == 1
+            if why:
+                tally[how]["breaches"] += 1
+                breaches.append(f"{path.name}: {did}: {why}")
+    print("| damage | copies | problems said (exit 1) | breaches |")
+    print("|---|---|---|---|")
+    for how in DAMAGES:
+        t = tally[how]
+        print(f"| {how} | {t['copies']} | {t['said']} | {t['breaches']} |")
+    for b in breaches:
+        print(f"BREACH {b}")
+    print(f"{sum(t['copies'] for t in tally.values())} damaged copies, {len(breaches)} breach(es)")
+    return 1 if breaches else 0
+
+
+def main(argv=None) -> int:
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("captures", nargs="*", type=Path, help="captures to damage (default: the public ones)")
+    ap.add_argument("--rounds", type=int, default=200, help="damaged copies per capture (default 200)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = args.captures or [*sorted(p for p in PUBLIC.rglob("*") if p.suffix in (".pcap", ".pcapng")),
+                                  synthetic(Path(tmp) / "synthetic.pcap", args.seed)]  # fmt: skip
+        return campaign(paths, args.rounds, args.seed, Path(tmp))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
