@@ -307,15 +307,16 @@ def _interface(idb, le: bool) -> tuple[int, float, int]:
 def _whole_records_end(path: Path, magic: bytes) -> int:
     """Where the last whole packet record of a pcap file ends (its 24-byte header, then records of a 16-byte
     header whose third field is the bytes captured)."""
-    data = path.read_bytes()
-    order = "<" if magic in PCAP_LE else ">"
+    order, size = ("<" if magic in PCAP_LE else ">") + "I", path.stat().st_size
     pos = 24
-    while pos + 16 <= len(data):
-        (caplen,) = struct.unpack_from(order + "I", data, pos + 8)
-        if pos + 16 + caplen > len(data):
-            break
-        pos += 16 + caplen
-    return min(pos, len(data))
+    with path.open("rb") as f:  # record headers only: the packets are not read
+        while pos + 16 <= size:
+            f.seek(pos + 8)
+            (caplen,) = struct.unpack(order, f.read(4))
+            if pos + 16 + caplen > size:
+                break
+            pos += 16 + caplen
+    return min(pos, size)
 
 
 LINUX_SLL2 = 276  # the Linux cooked capture v2 link type (tcpdump.org's LINKTYPE_LINUX_SLL2)

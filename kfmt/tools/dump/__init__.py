@@ -206,7 +206,8 @@ def add_parser(sub) -> None:
         "--template",
         metavar="FMT",
         help="print each record through a kcat-style template: %%t topic, %%p partition, %%o offset, %%k key, "
-        "%%s value, %%K key size, %%S value size, %%T timestamp, %%h headers, \\n newline (e.g. '%%o %%k %%s\\n')",
+        "%%s value, %%K key size, %%S value size, %%T timestamp, %%h headers, \\n newline (e.g. '%%o %%k %%s\\n'); "
+        "with captures, the records their Produce requests and Fetch responses carry",
     )
     d.add_argument("--payload-only", action="store_true", help="print only each record's value, one per line")
     d.add_argument(

@@ -145,7 +145,7 @@ def run(args, out, err) -> int:
     if summary is not None:
         print(json.dumps(summary.as_dict() | {"problems": problems, "notes": notes}) if args.json else summary.text(),
               file=out)  # fmt: skip
-    if not args.json:
+    if not args.json and not args.template:
         print(f"{problems} problem(s), {notes} note(s)", file=out)
     return 1 if problems else 0
 
@@ -171,7 +171,7 @@ def _connection(conn, args, out, err) -> tuple[int, int]:
         print(f"kfmt dump: note: {client} -> {broker}: not Kafka traffic (no frame reads as a request; {size} "
               "byte(s)); --port says which connections are", file=err)  # fmt: skip
         return 0, 1
-    if not args.json and args.capture_summary is None:
+    if not args.json and not args.template and args.capture_summary is None:
         print(f"== {client} -> {broker}{'' if conn.opened else ' (open before the capture began)'}", file=out)
     said = []  # what the messages themselves say: damaged record sets (problems), bytes after one (notes)...
     for x in conv.exchanges:
@@ -217,7 +217,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
     number, when = packet if packet is not None else (None, None)
     if args.capture_summary is not None:
         args.capture_summary.add(m, j, client, broker, latency)
-    elif args.records:
+    elif args.records or args.template:
         _records(m, j, client, broker, number, when, args, out)
     elif args.json:
         head = {"time": when, "frame": number, "client": client, "broker": broker, "kind": j["kind"], "api": j["api"],
@@ -261,10 +261,15 @@ def record_sets(node, topic=None, partition=None):
 def _records(m, j: dict, client: str, broker: str, number, when, args, out) -> None:
     """``--records``: the records a message carries (Produce requests, Fetch responses...), a line each as ``kfmt
     dump --records`` shows a log's (with --json, an object each: the capture's columns, its packet's time as
-    ``packet_time``, and the record's)."""
+    ``packet_time``, and the record's; with --template, each through the kcat-style template)."""
+    from kfmt.tools.dump.show import template_json_line
+
     for topic, partition, batches in record_sets(j["body"]):
         for b in batches:
             for r in b["records"]:
+                if args.template:
+                    out.write(template_json_line(args.template, topic, partition, r))
+                    continue
                 if args.json:
                     head = {"packet_time": when, "frame": number, "client": client, "broker": broker, "kind": m.kind,
                             "api": m.api_name, "version": m.api_version, "topic": topic, "partition": partition}  # fmt: skip

@@ -45,7 +45,25 @@ def template_line(template: str, seg, b, r, how: str) -> str:
     parts = {"t": seg.topic, "p": str(seg.partition), "o": str(r.offset), "k": _bare(r.key, how),
              "s": _bare(r.value, how), "K": str(_size(r.key)), "S": str(_size(r.value)), "T": str(r.timestamp),
              "h": ",".join(f"{_bare(_key_bytes(k), how) if isinstance(k, str) else k}={_bare(v, how)}" for k, v in r.headers), "%": "%"}  # fmt: skip
+    return fill_template(template, parts)
+
+
+def fill_template(template: str, parts: dict[str, str]) -> str:
+    """``template`` with each %-token replaced by its part (a token without one is left as written)."""
     return TEMPLATE_TOKEN.sub(lambda m: parts.get(m.group(1), m.group(0)), template)
+
+
+def template_json_line(template: str, topic, partition, r: dict) -> str:
+    """A record as ``--records --json`` shapes it (a capture's records) through the same template as
+    :func:`template_line`: a null key or value is empty, as kcat prints it."""
+
+    def bare(v) -> str:
+        return "" if v is None else v if isinstance(v, str) else json.dumps(v)
+
+    parts = {"t": str(topic), "p": str(partition), "o": str(r["offset"]), "k": bare(r["key"]), "s": bare(r["value"]),
+             "K": str(r["key_size"]), "S": str(r["value_size"]), "T": str(r["timestamp"]),
+             "h": ",".join(f"{bare(k)}={bare(v)}" for k, v in r["headers"]), "%": "%"}  # fmt: skip
+    return fill_template(template, parts)
 
 
 def _bare(b, how: str) -> str:
