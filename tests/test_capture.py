@@ -681,3 +681,40 @@ def test_sides_of_a_connection_open_before_the_capture_whatever_comes_first(tmp_
     assert main(["dump", "--json", str(tmp_path / "lone.pcap")]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "127.0.0.1:34128 -> 127.0.1.1:9092: not Kafka traffic" in err and "50 byte(s)" in err
+
+
+def test_the_fast_path_reads_segments_as_dpkt_does(tmp_path):
+    """Ethernet + IPv4 + TCP frames are read with struct (kfmt.capture._ethernet_ipv4_tcp) instead of dpkt's objects:
+    on every packet of the public captures and of a capture made here with padded, optioned and cut frames, it
+    gives what dpkt gives, or leaves the frame to dpkt."""
+    import socket
+    import struct
+
+    from test_wire_clients import CAPTURES
+
+    from fuzz.capture import packets, synthetic
+    from kfmt.capture import _ethernet_ipv4_tcp, _ip
+
+    frames = [p for path in sorted(CAPTURES.rglob("*.pcap*")) for p in packets(path)]
+    frames += packets(synthetic(tmp_path / "s.pcap", 3))
+    tcp = dpkt.tcp.TCP(sport=40000, dport=9092, seq=7, flags=0x18, data=b"abc")
+    tcp.opts, tcp.off = b"\x01\x01\x08\x0a" + bytes(8), 8  # timestamps: a 32-byte TCP header
+    ip = dpkt.ip.IP(src=b"\x0a\x00\x00\x01", dst=b"\x0a\x00\x00\x02", p=6, data=tcp, opts=b"\x01\x01\x01\x00", hl=6)
+    ip.len = len(ip)
+    eth = bytes(dpkt.ethernet.Ethernet(type=0x0800, data=ip))
+    frames += [(1, 0.0, eth), (1, 0.0, eth + bytes(20)), (1, 0.0, eth[:-2])]  # IP options; padded; cut short
+    frag = bytearray(eth)
+    struct.pack_into(">H", frag, 20, 0x2000)  # more fragments follow: not a whole segment
+    frames.append((1, 0.0, bytes(frag)))
+    read = 0
+    for link, _, frame in frames:
+        seg = _ethernet_ipv4_tcp(link, frame)
+        if seg is None:
+            continue
+        ip = _ip(link, frame)
+        t = ip.data
+        a, b = socket.inet_ntop(socket.AF_INET, ip.src), socket.inet_ntop(socket.AF_INET, ip.dst)
+        assert seg == ((a, t.sport), (b, t.dport), t.seq, t.flags & 0xFF, bytes(t.data))
+        read += 1
+    assert read >= 150 and _ethernet_ipv4_tcp(1, eth)[4] == b"abc" == _ethernet_ipv4_tcp(1, eth + bytes(20))[4]
+    assert _ethernet_ipv4_tcp(1, eth[:-2]) is None and _ethernet_ipv4_tcp(1, bytes(frag)) is None

@@ -130,15 +130,16 @@ class Message:
         schema = a.request if self.kind == "request" else a.response
         return head + _codec(schema, self.backend).encode(self.body, api_version=self.api_version) + self.trailing
 
-    def to_json(self) -> dict:
+    def to_json(self, *, records: bool = True) -> dict:
         """``{"kind", "api", "api_key", "version", "header", "body"}``: fields as Kafka's JSON converters name and
         value them (bytes as hex, uuids in Kafka's base64, unknown tags under ``_unknownTaggedFields``); a record
         set as its hex with ``_batches`` beside it (and ``_partial``, ``_damage``); ``trailing`` (hex) and
-        ``notes`` when there are any."""
+        ``notes`` when there are any. ``records=False``: each batch is read and checked alike, its records counted
+        (``record_count``) instead of listed."""
         from kfmt.payloads import kafka_json
         from kfmt.protocol.records import RecordSets
 
-        sets = RecordSets(self.backend)
+        sets = RecordSets(self.backend, records=records)
         out = {
             "kind": self.kind, "api": self.api_name, "api_key": self.api_key, "version": self.api_version,
             "header": kafka_json(self.header, self.header_version),
@@ -152,7 +153,7 @@ class Message:
     def problems(self, j: dict | None = None) -> list[str]:
         """What did not decode inside the message although the message did: damaged record sets, each with its
         field path and byte (``j``: its ``to_json()``, when already made)."""
-        return [n for n in (self.to_json() if j is None else j).get("notes", []) if n.startswith("body.")]
+        return [n for n in (self.to_json(records=False) if j is None else j).get("notes", []) if n.startswith("body.")]
 
 
 def _api(key: int) -> Api:

@@ -13,10 +13,13 @@ from kfmt.runtime.errors import CodecError, TruncatedError
 
 @dataclass
 class RecordSets:
-    """What :func:`records_json` found, message by message: each damaged record set's one line."""
+    """What :func:`records_json` found, message by message: each damaged record set's one line. ``records``
+    False: each batch is still read whole (decompressed, CRCs checked: damage is found alike) but its records are
+    counted (``record_count``), not shaped one by one (what a summary or a line per message needs)."""
 
     backend: str | None = None
     problems: list[str] = field(default_factory=list)
+    records: bool = True
 
     def __call__(self, data, path: str) -> dict:
         return records_json(bytes(data), path, self)
@@ -52,8 +55,11 @@ def records_json(data: bytes, path: str, sets: RecordSets) -> dict:
             sets.problems.append(line)
             continue
         d = {k: v for k, v in batch_dict(_At, pos, end, b).items() if k not in _WIRE_ONLY}
-        d["records"] = [
-            {k: v for k, v in record_dict(_At, pos, b, r, "utf8").items() if k not in _WIRE_ONLY} for r in b.records
-        ]
+        if not sets.records:
+            d["record_count"] = len(b.records)
+        else:
+            d["records"] = [
+                {k: v for k, v in record_dict(_At, pos, b, r, "utf8").items() if k not in _WIRE_ONLY} for r in b.records
+            ]
         batches.append(d)
     return {"_batches": batches, **out}

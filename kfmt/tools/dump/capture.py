@@ -210,7 +210,7 @@ def _message(m, client: str, broker: str, packet, latency: float | None, args, o
     from its request's first packet to this response's (None for requests). Returns what the message says of itself
     (``("problem" or "note", line)``): a damaged record set inside it hides records, a problem; bytes after it that
     Kafka leaves unread, or KIP-511's fallback, notes."""
-    j = m.to_json()
+    j = m.to_json(records=bool(args.capture_summary is None and (args.json or args.records or args.template)))
     damaged = m.problems(j)
     which = f"{m.api_name} v{m.api_version} {m.kind} (correlation id {m.correlation_id})"
     said = [("problem" if n in damaged else "note", f"{which}: {n}") for n in j.get("notes", [])]
@@ -307,7 +307,7 @@ def _error_codes(node):
         for k, v in node.items():
             if k == "ErrorCode" and isinstance(v, int) and v:
                 yield v
-            else:
+            elif not k.startswith("_"):  # (kfmt's own keys: a record set's batches hold no error code)
                 yield from _error_codes(v)
     elif isinstance(node, list):
         for v in node:
