@@ -134,6 +134,7 @@ bench: setup
 	$(PY) bench/bench_codecs.py
 	$(PY) bench/bench_payloads.py
 	$(PY) bench/bench_protocol.py
+	$(PY) bench/bench_capture.py
 
 # instructions per record under valgrind's callgrind: deterministic on a busy machine (needs valgrind)
 bench-callgrind: setup

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -101,16 +100,19 @@ def make_capture(path: Path, mb: int, seed: int = 1) -> int:
 
 
 def timed(cmd: list[str], runs: int) -> tuple[float, float]:
-    """(best wall seconds, peak resident MB) of ``cmd``, its output thrown away."""
+    """(best wall seconds, peak resident MB) of ``cmd`` (its own, from wait4), its output thrown away."""
     best, peak = float("inf"), 0.0
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t = time.perf_counter()
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        best = min(best, time.perf_counter() - t)
-        if r.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-500:]}")
-        peak = max(peak, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024)
+        with tempfile.TemporaryFile() as err:
+            t = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+            _, status, usage = os.wait4(p.pid, 0)
+            best = min(best, time.perf_counter() - t)
+            p.returncode = code = os.waitstatus_to_exitcode(status)
+            if code != 0:
+                err.seek(0)
+                raise SystemExit(f"{' '.join(cmd)} exited {code}: {err.read()[-500:].decode(errors='replace')}")
+        peak = max(peak, usage.ru_maxrss / 1024)
     return best, peak
 
 

@@ -48,3 +48,18 @@ def test_bench_spark_slice(spark, capsys):
 
     assert ("| kafka-log, JVM engine" in out.out) == (jvm.jar() is not None)
     assert ("| format('kafka-log'), on_corrupt=skip, damaged corpus |" in out.out) == (jvm.jar() is not None)
+
+
+def test_bench_capture_slice():
+    """`make bench`'s capture comparison on a 1 MB capture: every tool reads it (the script stops on an exit other
+    than 0) and the table has a row each, kfmt's two and, where tshark is installed, tshark's two."""
+    import shutil
+
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "bench_capture.py"), "--mb", "1"], capture_output=True,
+                         text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("capture: 1.") and " messages (Produce v7 and Fetch v11" in out.stdout
+    tools = ["kfmt dump --json", "kfmt dump --summary"]
+    tools += ["tshark -T json", "tshark -q -z io,phs"] if shutil.which("tshark") else []
+    for tool in tools:
+        assert any(line.startswith(f"| {tool} | ") and line.count("|") == 5 for line in out.stdout.splitlines()), tool
