@@ -86,9 +86,15 @@ import-kafka-specs: setup
 
 # generated/'s freshness: tests/test_generated.py renders every schema afresh and compares it with generated/ file
 # for file (what `make check-generated` does, which would only render it a second time here)
+#
+# The backend passes (test-backends) run beside the main suite at the lowest priority (nice 19): they take the CPU
+# the main suite leaves idle (JVMs starting, servers and streams awaited, its last long tests) and yield it
+# otherwise; their output follows the main suite's.
+test: BACKEND_NICE = 19
 test: setup lint
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
-	$(MAKE) --no-print-directory test-backends
+	@($(PASSES)) > $(VENV)/passes.log 2>&1 & b=$$!; \
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25; m=$$?; \
+	wait $$b; p=$$?; cat $(VENV)/passes.log; test $$m -eq 0 -a $$p -eq 0
 
 # the behavioural suite once more per other backend of the registry, as the default of read_batches / scan /
 # encode_batch: first as an installation without the native backend (KFMT_DISABLE_NATIVE: python is the
@@ -103,16 +109,18 @@ NOT_AGAIN = test_spark test_streaming test_jvm test_cluster test_memory test_int
 	test_packaging test_commits test_readme test_generated test_ir_golden test_schema_language test_schema_hostile \
 	test_kafka_spec_import test_layout test_cli_usage test_java_utf8 test_kafka_payloads test_payload_properties test_protocol \
 	test_bench_slices test_writer_names test_spark_sessions test_unreadable test_newcomer test_native test_wire_clients test_capture
-SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
+SUITE_AGAIN = KFMT_SUITE_AGAIN=1 $(if $(BACKEND_NICE),nice -n $(BACKEND_NICE)) $(PY) -m pytest tests $(NOT_AGAIN:%=--ignore=tests/%.py)
 # The two passes run at once (nothing they run measures time or memory, each has its own temporary folders
 # and ports), each into its own log, shown when both are done.
-test-backends: setup
-	@echo "== the suite as an installation without the native backend (python the default), and with KFMT_BACKEND=construct, at once"
-	@KFMT_DISABLE_NATIVE=1 $(SUITE_AGAIN) > $(VENV)/pass-python.log 2>&1 & p=$$!; \
+PASSES = echo "== the suite as an installation without the native backend (python the default), and with \
+KFMT_BACKEND=construct, at once"; \
+	KFMT_DISABLE_NATIVE=1 $(SUITE_AGAIN) > $(VENV)/pass-python.log 2>&1 & p=$$!; \
 	KFMT_BACKEND=construct $(SUITE_AGAIN) > $(VENV)/pass-construct.log 2>&1; c=$$?; wait $$p; a=$$?; \
 	echo "== without the native backend (exit $$a)"; tail -n 40 $(VENV)/pass-python.log; \
 	echo "== KFMT_BACKEND=construct (exit $$c)"; tail -n 40 $(VENV)/pass-construct.log; \
 	test $$a -eq 0 -a $$c -eq 0
+test-backends: setup
+	@$(PASSES)
 
 # every case the suite has, the further cases marked `full` included (make test runs one case of each of those
 # capabilities: the JVM engine's option sets beyond read_committed, the differential's fail and quarantine
