@@ -70,40 +70,33 @@ def observe(path: Path) -> tuple[int, Counter, int]:
     return rc, msgs, sum(" problem: " in line for line in err.getvalue().splitlines())
 
 
+def _segment(pkt: tuple[int, float, bytes]):
+    """The TCP segment a packet carries, as kfmt.capture reads it: (source, destination, seq, flags, payload)."""
+    from kfmt.capture import tcp_segment
+
+    return tcp_segment(pkt[0], pkt[2])
+
+
 def _payload_at(pkt: tuple[int, float, bytes]) -> tuple[int, int] | None:
     """(where a packet's TCP payload begins in its frame, its length); None without one."""
-    import dpkt
-
-    from kfmt.capture import _ip
-
-    ip = _ip(pkt[0], pkt[2])
-    if ip is None or not isinstance(ip.data, dpkt.tcp.TCP) or not ip.data.data:
+    seg = _segment(pkt)
+    if seg is None or not seg[4]:
         return None
-    payload = bytes(ip.data.data)
-    return pkt[2].rfind(payload), len(payload)
-
-
-def _tcp(pkt):
-    from kfmt.capture import _ip
-
-    ip = _ip(pkt[0], pkt[2])
-    return (bytes(ip.src), ip.data.sport, bytes(ip.dst), ip.data.dport), ip.data
+    return pkt[2].rfind(seg[4]), len(seg[4])
 
 
 def _inside(pkts: list, i: int) -> bool:
     """Whether packet ``i``'s payload lies between bytes the capture holds of its direction (a SYN or payload before
     it, payload after it): dropping it leaves a hole. At an edge, dropping it is a capture begun later or stopped
     sooner, which no reader can tell."""
-    key, seg = _tcp(pkts[i])
+    src, dst, seq, _, _ = _segment(pkts[i])
     before = after = False
     for j, p in enumerate(pkts):
-        if j == i or _payload_at(p) is None and not _tcp(p)[1].flags & 0x02:
+        other = _segment(p)
+        if j == i or other is None or other[:2] != (src, dst) or not other[4] and not other[3] & 0x02:
             continue
-        k, other = _tcp(p)
-        if k != key:
-            continue
-        d = (other.seq - seg.seq) % 2**32
-        if other.flags & 0x02 or 2**31 <= d:
+        d = (other[2] - seq) % 2**32
+        if other[3] & 0x02 or 2**31 <= d:
             before = True
         elif 0 < d < 2**31:
             after = True

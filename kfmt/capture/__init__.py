@@ -218,16 +218,9 @@ def _segments(path: Path, problems: list[str]):
         packets = _pcapng(f, done) if magic == PCAPNG else _pcap(f, path, magic, done)
         try:
             for number, (link, ts, frame) in enumerate(packets, 1):
-                seg = _ethernet_ipv4_tcp(link, frame)
-                if seg is None:  # anything else (VLAN tags, IPv6, other links, IP options odd): dpkt reads it
-                    ip = _ip(link, frame)
-                    if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
-                        continue
-                    tcp = ip.data
-                    fam = socket.AF_INET6 if isinstance(ip, dpkt.ip6.IP6) else socket.AF_INET
-                    seg = (socket.inet_ntop(fam, ip.src), tcp.sport), (socket.inet_ntop(fam, ip.dst), tcp.dport), \
-                        tcp.seq, tcp.flags, bytes(tcp.data)  # fmt: skip
-                yield (*seg, (number, ts))
+                seg = tcp_segment(link, frame)
+                if seg is not None:
+                    yield (*seg, (number, ts))
             cut = done[0] < path.stat().st_size
         except (dpkt.NeedData, dpkt.UnpackError, struct.error, ValueError, IndexError):
             cut = True
@@ -320,6 +313,22 @@ def _whole_records_end(path: Path, magic: bytes) -> int:
                 break
             pos += 16 + caplen
     return min(pos, size)
+
+
+def tcp_segment(link: int, frame: bytes):
+    """(source, destination, sequence number, flags, payload) of the TCP segment a captured frame carries, the two
+    ends as (address, port); None where it carries none (or one kfmt does not read)."""
+    import dpkt
+
+    seg = _ethernet_ipv4_tcp(link, frame)
+    if seg is not None:
+        return seg
+    ip = _ip(link, frame)  # anything else (VLAN tags, IPv6, other links, odd IP headers): dpkt reads it
+    if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
+        return None
+    tcp, fam = ip.data, socket.AF_INET6 if isinstance(ip, dpkt.ip6.IP6) else socket.AF_INET
+    return ((socket.inet_ntop(fam, ip.src), tcp.sport), (socket.inet_ntop(fam, ip.dst), tcp.dport), tcp.seq,
+            tcp.flags, bytes(tcp.data))  # fmt: skip
 
 
 _ADDRESSES: dict[bytes, str] = {}

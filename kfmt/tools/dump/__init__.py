@@ -223,7 +223,8 @@ def add_parser(sub) -> None:
     d.add_argument(
         "--summary",
         action="store_true",
-        help="only counts per magic, codec and log (captures: per API and connection, latency percentiles, producers and consumer groups per topic, what each broker supports)",
+        help="only counts per magic, codec and log (captures: per API and connection, latency percentiles, "
+        "producers and consumer groups per topic, what each broker supports)",
     )
     d.add_argument("--no-verify-crc", action="store_true", help="do not check CRCs")
     d.add_argument("--no-index", action="store_true", help="do not check .index / .timeindex files")

@@ -85,7 +85,8 @@ class Summary:
             for who, topics in sorted(by.items(), key=lambda kv: str(kv[0])):
                 lines.append(f"{what} {who!r} {did}: {', '.join(sorted(map(str, topics)))}")
         for b, v in sorted(self.supported.items()):
-            used = [f"{_api_name(k)} v{lo}-{hi}" for k, (lo, hi) in sorted(v.items()) if _api_name(k) in self.apis]
+            named = [(_api_name(k), lo, hi) for k, (lo, hi) in sorted(v.items())]
+            used = [f"{name} v{lo}-{hi}" for name, lo, hi in named if name in self.apis]
             lines.append(f"broker {b} supports {len(v)} APIs (each in --json); those this capture uses:")
             lines += _packed(used)
         return "\n".join(lines)
@@ -97,9 +98,10 @@ def _packed(items: list[str], width: int = 118) -> list[str]:
     for item in items:
         if lines and len(lines[-1]) + len(item) + 2 <= width:
             lines[-1] += f", {item}"
-        else:
-            lines[-1:] = [lines[-1] + ","] if lines else []
-            lines.append(f"  {item}")
+            continue
+        if lines:
+            lines[-1] += ","
+        lines.append(f"  {item}")
     return lines
 
 
