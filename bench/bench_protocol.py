@@ -165,7 +165,10 @@ def _instructions(impl: str, message: str, op: str, loops: int) -> int:
         out = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                "--one", impl, message, op, str(loops)]  # fmt: skip
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        # one hash seed for every run: with random seeds, the order of sets and dicts (and so which lazy work
+        # runs when) differs between the two runs a cell subtracts, by some 10,000 instructions per message
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode != 0:
             raise SystemExit(f"callgrind failed for {impl} / {message} / {op}: {r.stderr[-500:]}")
         return int(re.search(r"Collected : (\d+)", r.stderr).group(1))

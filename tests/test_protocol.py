@@ -378,6 +378,32 @@ def test_a_null_where_kafka_allows_none_is_refused_both_ways():
         P.write_request(3, 4, {"Topics": [{"Name": None}], "AllowAutoTopicCreation": True})
 
 
+def test_record_sets_are_views_of_the_frame_and_any_view_is_written():
+    """A record set read (Kafka's ``records`` type) is a read-only view of the frame in the python and native
+    backends, not a copy: it shares the frame's memory and keeps it alive; the Construct reference gives bytes.
+    Every backend writes the message again from the view, and from a view of another buffer, to the same bytes."""
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000,
+            "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": (BATCH * 3).hex()}]}]}  # fmt: skip
+    frame = P.write_request(0, 9, body, correlation_id=1, client_id="c")
+    at = frame.index(BATCH * 3)
+    for backend in BACKENDS:
+        m = P.read_request(bytes(frame), backend=backend)
+        rec = m.body.topic_data[0].partition_data[0].records
+        assert rec == BATCH * 3 and m.encode() == frame, backend
+        if backend == "construct":
+            assert type(rec) is bytes
+            continue
+        assert type(rec) is memoryview and rec.readonly and rec.obj is m.frame, backend
+        assert rec.obj[at : at + len(rec)] == rec  # the frame's own bytes, at the field's place
+        # a view of another buffer (a bytearray a proxy filled) is written as bytes would be
+        other = bytearray(b"x" + BATCH * 3)
+        m.body.topic_data[0].partition_data[0].records = memoryview(other)[1:]
+        assert m.encode() == frame, backend
+        m.body.topic_data[0].partition_data[0].records = memoryview(other)[1:-1]  # changed: written as it is now
+        assert P.read_request(m.encode(), backend=backend).body.topic_data[0].partition_data[0].records == (
+            BATCH * 3)[:-1]  # fmt: skip
+
+
 @pytest.mark.parametrize("version", [4, 12, 17])
 def test_null_records_stay_null_in_every_backend(version):
     """A Fetch response partition whose Records is null (found by `make fuzz-protocol`: the value classes read a

@@ -156,12 +156,15 @@ Extent = Union[Int, Varint, Rest, CountFrom]
 
 @dataclass(frozen=True)
 class Blob:
-    """Bytes, or UTF-8 text, of a length given by ``length``; ``nullable``: a negative length is null."""
+    """Bytes, or UTF-8 text, of a length given by ``length``; ``nullable``: a negative length is null; ``view``: a
+    record set (Kafka's ``records`` type), read as a read-only view of the input instead of a copy (the bytes
+    are large and the record codecs read them later, if at all) and written from any contiguous buffer."""
 
     length: Extent
     nullable: bool
     text: bool
     max: int | None = None
+    view: bool = False
 
 
 @dataclass(frozen=True)

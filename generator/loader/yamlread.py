@@ -33,25 +33,29 @@ class _Located:
         self.line = line
 
 
-def _construct(node, file):
+def _construct(node, file, scalars=None):
+    """``node`` as located values; ``scalars``: the file's one constructor of scalar values (a loader made per
+    scalar cost more than the rest of reading a schema)."""
+    if scalars is None:
+        scalars = yaml.constructor.SafeConstructor()
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out = {}
         for k, v in node.value:
-            key = _construct(k, file)
+            key = _construct(k, file, scalars)
             if not isinstance(key.value, (str, int)) or isinstance(key.value, bool):
                 raise SchemaError(f"{file}:{key.line}: mapping keys must be strings or integers")
             if key.value in out:
                 raise SchemaError(f"{file}:{key.line}: duplicate key {key.value!r}")
-            out[key.value] = _construct(v, file)
+            out[key.value] = _construct(v, file, scalars)
         return _Located(out, line)
     if isinstance(node, yaml.SequenceNode):
-        return _Located([_construct(v, file) for v in node.value], line)
+        return _Located([_construct(v, file, scalars) for v in node.value], line)
     if isinstance(node, yaml.ScalarNode):
         if node.tag and node.tag.startswith("!") and not node.tag.startswith("tag:yaml.org"):
             raise SchemaError(f"{file}:{line}: YAML tags are not allowed ({node.tag})")
         try:
-            value = yaml.SafeLoader("").construct_object(node, deep=True)
+            value = scalars.construct_object(node, deep=True)
         except yaml.YAMLError as e:
             raise SchemaError(f"{file}:{line}: {getattr(e, 'problem', e)}") from None
         return _Located(value, line)

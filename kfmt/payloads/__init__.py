@@ -209,7 +209,7 @@ def _value(v, kind: str, version: int | None = None, hook=None, path: str = ""):
     if kind == "uuid":
         return _uuid(v)
     if kind == "bytes":
-        return bytes(v).hex()
+        return v.hex()  # bytes, or a record set's view of its frame
     if kind == "uuid[]":
         return [_uuid(x) for x in v]
     if kind == "bytes[]":
@@ -241,7 +241,7 @@ def kafka_json(obj, version: int | None = None, hook=None, path: str = ""):
     (kind ``records``) adds beside its hex (``path``: where it is, Kafka's names from the root ``path``)."""
     fields = getattr(type(obj), "_kafka_fields", None)
     if fields is None:
-        return obj if not isinstance(obj, (bytes, bytearray)) else bytes(obj).hex()
+        return obj if not isinstance(obj, (bytes, bytearray, memoryview)) else obj.hex()
     if "version" in type(obj)._fields and fields[0][0] == "version":
         version = obj.version  # a message with its own version first
     out = {}

@@ -23,3 +23,10 @@ def uuid16(value) -> bytes:
 def kafka_uuid(value: bytes) -> str:
     """A uuid as Kafka prints one (``Uuid.toString``): URL-safe base64 of its 16 bytes, without padding."""
     return base64.urlsafe_b64encode(bytes(value)).rstrip(b"=").decode()
+
+
+def view(buf, pos: int, n: int) -> memoryview:
+    """A record set read (a field of Kafka's ``records`` type): the ``n`` bytes at ``pos`` of ``buf`` as a read-only
+    view that keeps ``buf`` alive, not a copy (record sets are most of a Produce request's or Fetch response's
+    bytes, and are read again only by the record codecs, if at all). ``bytes(v)`` copies one out."""
+    return memoryview(buf).toreadonly()[pos : pos + n]

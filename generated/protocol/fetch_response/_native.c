@@ -259,7 +259,7 @@ static int d_partition_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssi
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -818,7 +818,7 @@ static int d_partition_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ssize_t po
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -1515,7 +1515,7 @@ static int d_partition_data_v18(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -2163,9 +2163,7 @@ static int e_partition_data(kf_w *w, PyObject *obj, int64_t index, int64_t a_api
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
         if (kf_w_reserve(w, 4)) ERROR;
@@ -2659,9 +2657,7 @@ static int e_partition_data_flexible(kf_w *w, PyObject *obj, int64_t index) {
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
@@ -3180,9 +3176,7 @@ static int e_partition_data_v18(kf_w *w, PyObject *obj, int64_t index) {
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
@@ -3423,7 +3417,8 @@ static PyObject *kf_w_bytes(kf_w *w) {
     return r;
 }
 
-static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
+static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there (with room for the
+                                    * reserve of a last varint, so that a message as long as the last is not copied) */
 
 /* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
 static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
@@ -3443,7 +3438,7 @@ static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
     PyObject *value = args[0];
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     int rc = e_fetch_response_by_version(&w, value, 0, a_[0]);
     if (rc == KF_OK) {
         last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
@@ -3466,7 +3461,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     }
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
         int rc = e_fetch_response_by_version(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
         if (rc != KF_OK) {

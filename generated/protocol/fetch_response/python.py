@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -188,7 +189,7 @@ def _decode_partition_data(buf, pos, end, opts, api_version):
                 offset=pos,
                 path="partition_data.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     return PartitionData(
         partition_index,
@@ -547,9 +548,9 @@ def _fdecode_fetch_response(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_data__fetchable_topic_response_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_data__fetchable_topic_response_ = buf[
-                    pos : pos + n_records_partition_data__fetchable_topic_response_
-                ]
+                records_partition_data__fetchable_topic_response_ = _view(
+                    buf, pos, n_records_partition_data__fetchable_topic_response_
+                )
                 pos += n_records_partition_data__fetchable_topic_response_
             value__partition_data__fetchable_topic_response_ = _new_object(PartitionData)
             value__partition_data__fetchable_topic_response_.partition_index = (
@@ -1281,7 +1282,7 @@ def _decode_partition_data_flexible(buf, pos, end, opts):
                 offset=pos,
                 path="partition_data_flexible.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
     diverging_epoch = _decode_partition_data_flexible_diverging_epoch_tag(
@@ -2384,9 +2385,9 @@ def _fdecode_fetch_response_flexible(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_data_flexible__fetchable_topic_response_flexible_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_data_flexible__fetchable_topic_response_flexible_ = buf[
-                    pos : pos + n_records_partition_data_flexible__fetchable_topic_response_flexible_
-                ]
+                records_partition_data_flexible__fetchable_topic_response_flexible_ = _view(
+                    buf, pos, n_records_partition_data_flexible__fetchable_topic_response_flexible_
+                )
                 pos += n_records_partition_data_flexible__fetchable_topic_response_flexible_
             tagged_fields_partition_data_flexible__fetchable_topic_response_flexible_ = []
             diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = (
@@ -3200,7 +3201,7 @@ def _decode_partition_data_v18(buf, pos, end, opts):
                 offset=pos,
                 path="partition_data_v18.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
     diverging_epoch = _decode_partition_data_v18_diverging_epoch_tag(
@@ -4065,9 +4066,9 @@ def _fdecode_fetch_response_v18(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_data_v18__fetchable_topic_response_v18_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_data_v18__fetchable_topic_response_v18_ = buf[
-                    pos : pos + n_records_partition_data_v18__fetchable_topic_response_v18_
-                ]
+                records_partition_data_v18__fetchable_topic_response_v18_ = _view(
+                    buf, pos, n_records_partition_data_v18__fetchable_topic_response_v18_
+                )
                 pos += n_records_partition_data_v18__fetchable_topic_response_v18_
             tagged_fields_partition_data_v18__fetchable_topic_response_v18_ = []
             diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = (

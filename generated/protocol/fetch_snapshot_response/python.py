@@ -18,6 +18,7 @@ from kfmt.runtime.errors import LimitExceededError as _LimitExceededError
 from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
+from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -346,7 +347,7 @@ def _decode_partition_snapshot(buf, pos, end, opts):
                 offset=pos,
                 path="partition_snapshot.unaligned_records",
             )
-        unaligned_records = buf[pos : pos + n_unaligned_records]
+        unaligned_records = _view(buf, pos, n_unaligned_records)
         pos += n_unaligned_records
     tagged_fields = []
     current_leader = _decode_partition_snapshot_current_leader_tag(
@@ -1091,9 +1092,9 @@ def _fdecode_fetch_snapshot_response(buf, pos, end, opts, api_version):
             else:
                 if n_unaligned_records_partition_snapshot__topic_snapshot_ > opts_max_bytes_:
                     raise _Fallback
-                unaligned_records_partition_snapshot__topic_snapshot_ = buf[
-                    pos : pos + n_unaligned_records_partition_snapshot__topic_snapshot_
-                ]
+                unaligned_records_partition_snapshot__topic_snapshot_ = _view(
+                    buf, pos, n_unaligned_records_partition_snapshot__topic_snapshot_
+                )
                 pos += n_unaligned_records_partition_snapshot__topic_snapshot_
             tagged_fields_partition_snapshot__topic_snapshot_ = []
             current_leader_partition_snapshot__topic_snapshot_ = _fdecode_partition_snapshot_current_leader_tag(

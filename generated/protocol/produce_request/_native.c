@@ -110,7 +110,7 @@ static int d_partition_produce_data(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -324,7 +324,7 @@ static int d_partition_produce_data_flexible(kf_ctx *cx, const uint8_t *b, Py_ss
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -610,7 +610,7 @@ static int d_partition_produce_data_v12(kf_ctx *cx, const uint8_t *b, Py_ssize_t
         o_records = Py_NewRef(Py_None);
     } else {
         if (n_records > cx->max_bytes || n_records > end - pos) FALLBACK;
-        o_records = PyBytes_FromStringAndSize((const char *)b + pos, n_records);
+        o_records = kf_view(cx, b, pos, n_records);
         if (o_records == NULL) ERROR;
         pos += n_records;
     }
@@ -993,9 +993,7 @@ static int e_partition_produce_data(kf_w *w, PyObject *obj, int64_t index) {
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < INT64_C(-2147483648) || k64_ > INT64_C(2147483647)) FALLBACK;
         if (kf_w_reserve(w, 4)) ERROR;
@@ -1170,9 +1168,7 @@ static int e_partition_produce_data_flexible(kf_w *w, PyObject *obj, int64_t ind
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
@@ -1380,9 +1376,7 @@ static int e_partition_produce_data_v12(kf_w *w, PyObject *obj, int64_t index) {
     } else {
         const char *s_;
         Py_ssize_t k_;
-        if (!PyBytes_CheckExact(l_records)) FALLBACK;
-        s_ = PyBytes_AS_STRING(l_records);
-        k_ = PyBytes_GET_SIZE(l_records);
+        if (kf_blob_of(l_records, &s_, &k_)) FALLBACK;
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
@@ -1612,7 +1606,8 @@ static PyObject *kf_w_bytes(kf_w *w) {
     return r;
 }
 
-static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
+static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there (with room for the
+                                    * reserve of a last varint, so that a message as long as the last is not copied) */
 
 /* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
 static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
@@ -1632,7 +1627,7 @@ static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
     PyObject *value = args[0];
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     int rc = e_produce_request_by_version(&w, value, 0, a_[0]);
     if (rc == KF_OK) {
         last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
@@ -1655,7 +1650,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     }
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
         int rc = e_produce_request_by_version(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
         if (rc != KF_OK) {

@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -90,7 +91,7 @@ def _decode_partition_produce_data(buf, pos, end, opts):
                 offset=pos,
                 path="partition_produce_data.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     return PartitionProduceData(index_field, records), pos
 
@@ -361,9 +362,9 @@ def _fdecode_produce_request(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_produce_data__topic_produce_data_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_produce_data__topic_produce_data_ = buf[
-                    pos : pos + n_records_partition_produce_data__topic_produce_data_
-                ]
+                records_partition_produce_data__topic_produce_data_ = _view(
+                    buf, pos, n_records_partition_produce_data__topic_produce_data_
+                )
                 pos += n_records_partition_produce_data__topic_produce_data_
             value__partition_produce_data__topic_produce_data_ = _new_object(PartitionProduceData)
             value__partition_produce_data__topic_produce_data_.index_field = (
@@ -511,7 +512,7 @@ def _decode_partition_produce_data_flexible(buf, pos, end, opts):
                 offset=pos,
                 path="partition_produce_data_flexible.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
     sec_ = pos
@@ -988,9 +989,9 @@ def _fdecode_produce_request_flexible(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_produce_data_flexible__topic_produce_data_flexible_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_produce_data_flexible__topic_produce_data_flexible_ = buf[
-                    pos : pos + n_records_partition_produce_data_flexible__topic_produce_data_flexible_
-                ]
+                records_partition_produce_data_flexible__topic_produce_data_flexible_ = _view(
+                    buf, pos, n_records_partition_produce_data_flexible__topic_produce_data_flexible_
+                )
                 pos += n_records_partition_produce_data_flexible__topic_produce_data_flexible_
             tagged_fields_partition_produce_data_flexible__topic_produce_data_flexible_ = []
             sec__partition_produce_data_flexible__topic_produce_data_flexible_ = pos
@@ -1349,7 +1350,7 @@ def _decode_partition_produce_data_v12(buf, pos, end, opts):
                 offset=pos,
                 path="partition_produce_data_v12.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     tagged_fields = []
     sec_ = pos
@@ -1834,9 +1835,9 @@ def _fdecode_produce_request_v12(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_produce_data_v12__topic_produce_data_v12_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_produce_data_v12__topic_produce_data_v12_ = buf[
-                    pos : pos + n_records_partition_produce_data_v12__topic_produce_data_v12_
-                ]
+                records_partition_produce_data_v12__topic_produce_data_v12_ = _view(
+                    buf, pos, n_records_partition_produce_data_v12__topic_produce_data_v12_
+                )
                 pos += n_records_partition_produce_data_v12__topic_produce_data_v12_
             tagged_fields_partition_produce_data_v12__topic_produce_data_v12_ = []
             sec__partition_produce_data_v12__topic_produce_data_v12_ = pos

@@ -19,6 +19,7 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
+from kfmt.runtime.scalars import view as _view
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -329,7 +330,7 @@ def _decode_partition_data(buf, pos, end, opts):
                 offset=pos,
                 path="partition_data.records",
             )
-        records = buf[pos : pos + n_records]
+        records = _view(buf, pos, n_records)
         pos += n_records
     if pos >= end:
         raise _TruncatedError("input ends before a varint", offset=pos, path="partition_data.acquired_records")
@@ -1070,9 +1071,9 @@ def _fdecode_share_fetch_response(buf, pos, end, opts, api_version):
             else:
                 if n_records_partition_data__share_fetchable_topic_response_ > opts_max_bytes_:
                     raise _Fallback
-                records_partition_data__share_fetchable_topic_response_ = buf[
-                    pos : pos + n_records_partition_data__share_fetchable_topic_response_
-                ]
+                records_partition_data__share_fetchable_topic_response_ = _view(
+                    buf, pos, n_records_partition_data__share_fetchable_topic_response_
+                )
                 pos += n_records_partition_data__share_fetchable_topic_response_
             n_acquired_records_partition_data__share_fetchable_topic_response_ = buf[pos]
             if n_acquired_records_partition_data__share_fetchable_topic_response_ < 128:

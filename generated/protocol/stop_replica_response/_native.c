@@ -648,7 +648,8 @@ static PyObject *kf_w_bytes(kf_w *w) {
     return r;
 }
 
-static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there */
+static Py_ssize_t last_size = 4096; /* the last output's size: the next buffer starts there (with room for the
+                                    * reserve of a last varint, so that a message as long as the last is not copied) */
 
 /* The schema's parameters given after the value(s) (args[from] ...): int64s, or 1 (the python backend decides) */
 static inline int kf_params(PyObject *const *args, Py_ssize_t from, int64_t *out, int n) {
@@ -668,7 +669,7 @@ static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
     PyObject *value = args[0];
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     int rc = e_stop_replica_response_by_version(&w, value, 0, a_[0]);
     if (rc == KF_OK) {
         last_size = w.n < 256 ? 256 : w.n > (1 << 20) ? (1 << 20) : w.n;
@@ -691,7 +692,7 @@ static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     }
     kf_w w = {0};
-    if (kf_w_start_bytes(&w, last_size)) return NULL;
+    if (kf_w_start_bytes(&w, last_size + 64)) return NULL;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(args[0]); i++) {
         int rc = e_stop_replica_response_by_version(&w, PySequence_Fast_ITEMS(args[0])[i], first + i, a_[0]);
         if (rc != KF_OK) {

@@ -541,6 +541,8 @@ class EncGen:
             self.w("PyErr_Clear();", d + 1)
             self.w("FALLBACK;", d + 1)
             self.w("}", d)
+        elif wire.view:  # a record set: bytes, or a view of a frame read (kf_view)
+            self.w(f"if (kf_blob_of({lv}, &s_, &k_)) FALLBACK;", d)
         else:
             self.w(f"if (!PyBytes_CheckExact({lv})) FALLBACK;", d)
             self.w(f"s_ = PyBytes_AS_STRING({lv});", d)

@@ -51,6 +51,8 @@ class _WireReads:
         self.w(f"if ({nv} > cx->max_bytes || {nv} > {self.end} - pos{limit}) FALLBACK;", depth)
         if wire.text:
             self.w(f"{o} = kf_text(b + pos, {nv});", depth)
+        elif wire.view:
+            self.w(f"{o} = kf_view(cx, b, pos, {nv});", depth)
         else:
             self.w(f"{o} = PyBytes_FromStringAndSize((const char *)b + pos, {nv});", depth)
         self.w(f"if ({o} == NULL) ERROR;", depth)

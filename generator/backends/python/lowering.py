@@ -496,7 +496,8 @@ class Builder(EncodeLowering, Validator):
 
     def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
         pre = f.length
-        a = dict(name=f.name, nullable=f.nullable, string=f.type == "string", end=end, path=f"{path}.{f.name}")
+        a = dict(name=f.name, nullable=f.nullable, string=f.type == "string", end=end, path=f"{path}.{f.name}",
+                 view=f.records)  # fmt: skip
         if pre in VAR_PREFIXES:
             a.update(prefix="varint", vkind=pre)
         elif pre in PRIMITIVES:

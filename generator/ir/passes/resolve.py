@@ -115,7 +115,7 @@ def wire(scope: Scope, struct: str, f: SpecField) -> n.Wire:
     if f.type in VARINTS:
         return _VARINT[f.type]
     if f.type in BLOBS:
-        return n.Blob(extent(scope, struct, f.length or "rest"), f.nullable, f.type == "string", f.max)
+        return n.Blob(extent(scope, struct, f.length or "rest"), f.nullable, f.type == "string", f.max, f.records)
     marker = None
     if f.nullable and size is None:
         marker = _VARINT["uvarint"] if f.marker == "uvarint" else int_type("int8")

@@ -188,6 +188,8 @@ typedef struct {
     long long max_bytes, max_headers, max_records, max_memory, max_depth, max_decompressed, max_ratio;
     long long spent;        /* estimated bytes of nested arrays decoded into the current element */
     int depth;              /* compressed wrappers being decoded around the current entry */
+    PyObject *src;          /* borrowed: the object decoded (decode_from's buf), NULL when unknown */
+    const uint8_t *base;    /* its bytes: positions in it are positions in src */
 } kf_ctx;
 
 static int kf_opt(PyObject *opts, const char *name, long long *out) {
@@ -226,7 +228,21 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
     cx->cols = NULL;
     cx->spent = 0;
     cx->depth = 0;
+    cx->src = NULL;
+    cx->base = NULL;
     return 0;
+}
+
+/* A record set (a blob with ``view``): a read-only view of the input's bytes ``[pos, pos + n)`` of ``b``, which
+ * keeps the input alive, instead of a copy; a copy where ``b`` is not the input's own bytes (a buffer decoded
+ * from it) or the input is not known. */
+static PyObject *kf_view(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t n) {
+    if (cx->src == NULL || b != cx->base) return PyBytes_FromStringAndSize((const char *)b + pos, n);
+    PyObject *whole = PyMemoryView_FromObject(cx->src);
+    if (whole == NULL) return NULL;
+    PyObject *part = PySequence_GetSlice(whole, pos, pos + n);
+    Py_DECREF(whole);
+    return part;
 }
 
 /* ------------------------------------------------------------------ decompression, the common shapes
@@ -592,6 +608,8 @@ static int kf_begin(PyObject *const *args, kf_ctx *cx, Py_buffer *view, Py_ssize
         PyBuffer_Release(view);
         return 1;
     }
+    cx->src = args[0];
+    cx->base = (const uint8_t *)view->buf;
     return 0;
 }
 
@@ -675,6 +693,26 @@ static int kf_w_start_bytes(kf_w *w, Py_ssize_t cap) {
     w->p = PyBytes_AS_STRING(w->ob);
     w->n = 0;
     w->cap = cap;
+    return 0;
+}
+
+/* A record set to write: bytes, or any C-contiguous buffer of bytes (a view kf_view made); 1 for anything else.
+ * The pointer stays valid while ``obj`` lives: a bytes object's storage, or the memory a live view exports. */
+static int kf_blob_of(PyObject *obj, const char **s, Py_ssize_t *k) {
+    if (PyBytes_CheckExact(obj)) {
+        *s = PyBytes_AS_STRING(obj);
+        *k = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (!PyMemoryView_Check(obj)) return 1;
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return 1;
+    }
+    *s = (const char *)v.buf;
+    *k = v.len;
+    PyBuffer_Release(&v);
     return 0;
 }
 
