@@ -23,9 +23,7 @@ from __future__ import annotations
 import functools
 import gc
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 from kfmt.codec.formats import backend_env
 from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
@@ -103,7 +101,16 @@ class Message:
     notes: list[str] = field(default_factory=list)
     backend: str | None = None
     frame: bytes | None = field(default=None, repr=False, compare=False)  # the bytes read, if read
-    again: Callable[[], Message] | None = field(default=None, repr=False, compare=False)  # reads them again
+    #: how they were read: () for a request, (api key, api version asked) for a response (see :meth:`again`)
+    read_as: tuple | None = field(default=None, repr=False, compare=False)
+
+    def again(self) -> Message | None:
+        """The frame this message was read from, read again as it was (None: it was not read from a frame)."""
+        if self.frame is None or self.read_as is None:
+            return None
+        if self.kind == "request":
+            return read_request(self.frame, backend=self.backend)
+        return read_response(self.frame, *self.read_as, backend=self.backend)
 
     @_without_collection
     def encode(self) -> bytes:
@@ -114,9 +121,10 @@ class Message:
         the values it decodes to are unchanged; once a value changes, the message is written in Kafka's own form
         (as tagged-field sections are, kfmt.runtime.tagged)."""
         out = self._written()
-        if self.frame is None or self.again is None or out == self.frame:
+        if self.frame is None or self.read_as is None or out == self.frame:
             return out
-        return self.frame if self.again()._written() == out else out
+        again = self.again()
+        return self.frame if again is not None and again._written() == out else out
 
     def encode_header(self) -> bytes:
         """The header's bytes as written (in Kafka's own form)."""
@@ -180,6 +188,33 @@ def _data(frame) -> bytes:
         raise TypeError(f"a frame is bytes-like, not {type(frame).__name__}") from None
 
 
+_KEY_VERSION = struct.Struct(">hh")
+_PLANS: dict = {}  # (kind, api key, version, backend, KFMT_BACKEND where backend is None) -> _Plan, once found
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a message of one API, kind and version is read with one backend: found once, then a lookup."""
+
+    api: Api
+    header_version: int
+    header: object  # the header's codec module
+    body: object  # the body's codec module
+
+
+def _plan(kind: str, key: int, version: int, backend: str | None) -> _Plan:
+    k = (kind, key, version, backend, backend_env() if backend is None else None)
+    p = _PLANS.get(k)
+    if p is None:
+        a = _api(key)
+        if kind == "request":
+            hv, schema = a.request_header_version(version), a.request
+        else:
+            hv, schema = a.response_header_version(version), a.response
+        p = _PLANS[k] = _Plan(a, hv, _codec(f"{kind}_header", backend), _codec(schema, backend))
+    return p
+
+
 @_without_collection
 def read_request(frame, *, backend: str | None = None) -> Message:
     """A request frame (the bytes after its 4-byte size) read: its header by the version Kafka gives the API's
@@ -189,22 +224,31 @@ def read_request(frame, *, backend: str | None = None) -> Message:
     if len(data) < 4:
         raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
                              offset=0, path="header")  # fmt: skip
-    key, version = struct.unpack_from(">hh", data)
-    a = _api(key)
-    kip_511 = key == API_VERSIONS and version > a.versions.stop - 1
-    if version not in a.versions and not kip_511:
-        raise _version_error(a, version, "request")
+    key, version = _KEY_VERSION.unpack_from(data)
+    p = _PLANS.get(("request", key, version, backend, backend_env() if backend is None else None))
+    if p is None:
+        a = _api(key)
+        kip_511 = key == API_VERSIONS and version > a.versions.stop - 1
+        if version not in a.versions and not kip_511:
+            raise _version_error(a, version, "request")
+        if kip_511:
+            return _kip_511(data, a, key, version, backend)
+        p = _plan("request", key, version, backend)
+    header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
+    body, end = _read(p.body, data, pos, "body", api_version=version)
+    m = Message("request", key, p.api.name, version, p.header_version, header.correlation_id,
+                getattr(header, "client_id", None), body, header, b"", [], backend, data, ())  # fmt: skip
+    return m if end == len(data) else _with_trailing(m, data, end)
+
+
+def _kip_511(data: bytes, a: Api, key: int, version: int, backend: str | None) -> Message:
+    """An ApiVersions request newer than Kafka's, read as Kafka's broker reads it: the header only."""
     hv = a.request_header_version(version)
     header, pos = _read(_codec("request_header", backend), data, 0, "header", header_version=hv)
-    common = dict(kind="request", api_key=key, api_name=a.name, api_version=version, header_version=hv,
-                  correlation_id=header.correlation_id, client_id=getattr(header, "client_id", None), header=header,
-                  backend=backend)  # fmt: skip
-    if kip_511:
-        note = (f"ApiVersions v{version} is newer than Kafka's newest (v{a.versions.stop - 1}): its body is not "
-                f"read, as Kafka's broker does not read it (KIP-511: it answers with a v0 response, error 35)")  # fmt: skip
-        return _kept(Message(body=None, trailing=data[pos:], notes=[note], **common), data)
-    body, end = _read(_codec(a.request, backend), data, pos, "body", api_version=version)
-    return _kept(_with_trailing(Message(body=body, **common), data, end), data)
+    note = (f"ApiVersions v{version} is newer than Kafka's newest (v{a.versions.stop - 1}): its body is not "
+            f"read, as Kafka's broker does not read it (KIP-511: it answers with a v0 response, error 35)")  # fmt: skip
+    return Message("request", key, a.name, version, hv, header.correlation_id, getattr(header, "client_id", None),
+                   None, header, data[pos:], [note], backend, data, ())  # fmt: skip
 
 
 @_without_collection
@@ -214,26 +258,27 @@ def read_response(frame, api_key: int, api_version: int, *, backend: str | None 
     ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
     back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
     data = _data(frame)
-    a = _api(api_key)
-    if api_version not in a.versions:
-        raise _version_error(a, api_version, "response")
-    hv = a.response_header_version(api_version)
-    header, pos = _read(_codec("response_header", backend), data, 0, "header", header_version=hv)
-    common = dict(kind="response", api_key=api_key, api_name=a.name, header_version=hv, client_id=None,
-                  correlation_id=header.correlation_id, header=header, backend=backend)  # fmt: skip
-    codec = _codec(a.response, backend)
+    p = _PLANS.get(("response", api_key, api_version, backend, backend_env() if backend is None else None))
+    if p is None:
+        a = _api(api_key)
+        if api_version not in a.versions:
+            raise _version_error(a, api_version, "response")
+        p = _plan("response", api_key, api_version, backend)
+    header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
+    version = api_version
     try:
-        body, end = _read(codec, data, pos, "body", api_version=api_version)
+        body, end = _read(p.body, data, pos, "body", api_version=api_version)
     except CodecError:
         if api_key != API_VERSIONS or api_version == 0:
             raise
-        body, end = _read(codec, data, pos, "body", api_version=0)
-        m = Message(body=body, api_version=0, **common)
+        body, end = _read(p.body, data, pos, "body", api_version=0)
+        version = 0
+    m = Message("response", api_key, p.api.name, version, p.header_version, header.correlation_id, None, body,
+                header, b"", [], backend, data, (api_key, api_version))  # fmt: skip
+    if version != api_version:
         m.notes.append(f"ApiVersions response read at v0, not v{api_version}, as Kafka's client falls back "
                        f"(error code {getattr(body, 'error_code', '?')}; KIP-511)")  # fmt: skip
-        return _kept(_with_trailing(m, data, end), data, api_key, api_version)
-    return _kept(_with_trailing(Message(body=body, api_version=api_version, **common), data, end), data, api_key,
-                 api_version)  # fmt: skip
+    return m if end == len(data) else _with_trailing(m, data, end)
 
 
 def _read(codec, data: bytes, pos: int, where: str, **param):
@@ -256,16 +301,6 @@ def _in_kafkas_names(e: CodecError, codec, param: dict) -> CodecError:
     except (KeyError, ImportError):
         return e
     return type(e)(e.reason, offset=e.offset, path=kafka_path(package, schema, cls, e.path))
-
-
-def _kept(m: Message, data: bytes, *response_of: int) -> Message:
-    """``m`` with the frame it was read from, and how to read it again (see :meth:`Message.encode`)."""
-    m.frame = data
-    if response_of:
-        m.again = partial(read_response, data, *response_of, backend=m.backend)
-    else:
-        m.again = partial(read_request, data, backend=m.backend)
-    return m
 
 
 def _with_trailing(m: Message, data: bytes, end: int) -> Message:

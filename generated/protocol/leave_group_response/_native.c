@@ -822,7 +822,10 @@ static PyObject *py_decode_from(PyObject *self, PyObject *const *args, Py_ssize_
     if (!bound || kf_begin(args, &cx, &view, &pos, &end)) Py_RETURN_NONE;
     PyObject *value = NULL;
     Py_ssize_t npos = pos;
+    PyObject *whole = NULL; /* the input as one view, which each record set's view (kf_view) is cut from */
+    cx.whole = &whole;
     int rc = d_leave_group_response_by_version(&cx, (const uint8_t *)view.buf, pos, end, a_api_version, &value, &npos);
+    Py_XDECREF(whole);
     PyBuffer_Release(&view);
     if (rc == KF_OK) return Py_BuildValue("(Nn)", value, npos);
     if (rc == KF_FALLBACK) Py_RETURN_NONE;

@@ -190,6 +190,7 @@ typedef struct {
     int depth;              /* compressed wrappers being decoded around the current entry */
     PyObject *src;          /* borrowed: the object decoded (decode_from's buf), NULL when unknown */
     const uint8_t *base;    /* its bytes: positions in it are positions in src */
+    PyObject **whole;       /* where the caller keeps src as one view for kf_view (NULL: a view made per call) */
 } kf_ctx;
 
 static int kf_opt(PyObject *opts, const char *name, long long *out) {
@@ -230,6 +231,7 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
     cx->depth = 0;
     cx->src = NULL;
     cx->base = NULL;
+    cx->whole = NULL;
     return 0;
 }
 
@@ -238,10 +240,14 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
  * from it) or the input is not known. */
 static PyObject *kf_view(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t n) {
     if (cx->src == NULL || b != cx->base) return PyBytes_FromStringAndSize((const char *)b + pos, n);
+    if (cx->whole != NULL && *cx->whole != NULL) return PySequence_GetSlice(*cx->whole, pos, pos + n);
     PyObject *whole = PyMemoryView_FromObject(cx->src);
     if (whole == NULL) return NULL;
     PyObject *part = PySequence_GetSlice(whole, pos, pos + n);
-    Py_DECREF(whole);
+    if (cx->whole != NULL)
+        *cx->whole = whole; /* the caller's, released when its decode ends */
+    else
+        Py_DECREF(whole);
     return part;
 }
 
