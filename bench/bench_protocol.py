@@ -4,12 +4,12 @@ callgrind, which counts the same on a busy machine) and in microseconds (median 
 
 Messages (built with ``kfmt.protocol.write_*`` from JSON bodies; kafka-python reads every one of them):
 - a Produce v9 request: 10 partitions, each one 100-record v2 batch (10-byte keys, 100-byte values), records
-  carried as bytes (not decoded: what a broker or proxy routing the request needs);
+  carried undecoded (what a broker or proxy routing the request needs);
 - a Metadata v12 response: 100 topics x 10 partitions, 3 replicas each;
 - a Fetch v12 response: 10 partitions, each one 100-record batch.
 
-Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which keeps the
-records field as bytes until asked; kafka-python: ``Cls.decode``). Write: that object out to bytes again (kfmt:
+Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which keeps a
+records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write: that object out to bytes again (kfmt:
 ``Message.encode()``; kafka-python: ``obj.encode()``). Requests are read with their header; kafka-python 3.0.12
 reads a response's header only with a client's state, so responses are read and written as their body alone
 there, and with the 4-byte correlation id (and tags) by kfmt: kfmt does a little more.
