@@ -186,16 +186,8 @@ def _group(item) -> str | None:
     return found
 
 
-#: files whose tests each take 10-40 s (campaigns, subprocesses, servers): started first, so that the suite does not end
-#: with one worker running one of them while the other has nothing left (xdist hands out groups by size, the largest
-#: first, then single tests in collection order)
-LONG_FIRST = ("test_fuzz_slice.py", "test_bench_slices.py", "test_commits.py", "test_interrupted_writes.py",
-              "test_wire_clients.py", "test_memory.py")  # fmt: skip
-
-
 def pytest_collection_modifyitems(config, items):
-    """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`); the long ones start first
-    (:data:`LONG_FIRST`). A test marked ``full`` (a further case
+    """Tests that must share a worker are grouped (:data:`WORKER_GROUPS`). A test marked ``full`` (a further case
     of a capability another test checks in every run) runs only with KFMT_FULL set (``make test-full``).
     In the suite's passes per other backend (``make test-backends`` sets KFMT_SUITE_AGAIN), a test that names its
     backend (the ``backend`` fixture: it ran once per backend in the main pass; or marked ``named_backends``: it
@@ -208,7 +200,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
         if item.get_closest_marker("full") and not os.environ.get("KFMT_FULL"):
             item.add_marker(full)
-    items.sort(key=lambda i: i.path.name not in LONG_FIRST)  # stable: otherwise in collection order
     if not os.environ.get("KFMT_SUITE_AGAIN"):
         return
     named = [i for i in items if "backend" in getattr(i, "fixturenames", ()) or i.get_closest_marker("named_backends")]
