@@ -202,16 +202,23 @@ class _Plan:
     body: object  # the body's codec module
 
 
-def _plan(kind: str, key: int, version: int, backend: str | None) -> _Plan:
+def _plan(kind: str, key: int, version: int, backend: str | None) -> _Plan | None:
+    """The plan for reading a ``kind`` of API ``key`` at ``version``; found (and the API and version checked) once.
+    None: an ApiVersions request newer than Kafka's, read as KIP-511 says (never remembered)."""
     k = (kind, key, version, backend, backend_env() if backend is None else None)
     p = _PLANS.get(k)
-    if p is None:
-        a = _api(key)
-        if kind == "request":
-            hv, schema = a.request_header_version(version), a.request
-        else:
-            hv, schema = a.response_header_version(version), a.response
-        p = _PLANS[k] = _Plan(a, hv, _codec(f"{kind}_header", backend), _codec(schema, backend))
+    if p is not None:
+        return p
+    a = _api(key)
+    if version not in a.versions:
+        if kind == "request" and key == API_VERSIONS and version > a.versions.stop - 1:
+            return None
+        raise _version_error(a, version, kind)
+    if kind == "request":
+        hv, schema = a.request_header_version(version), a.request
+    else:
+        hv, schema = a.response_header_version(version), a.response
+    p = _PLANS[k] = _Plan(a, hv, _codec(f"{kind}_header", backend), _codec(schema, backend))
     return p
 
 
@@ -225,15 +232,9 @@ def read_request(frame, *, backend: str | None = None) -> Message:
         raise TruncatedError(f"a request header needs 4 bytes for its API key and version, the frame has {len(data)}",
                              offset=0, path="header")  # fmt: skip
     key, version = _KEY_VERSION.unpack_from(data)
-    p = _PLANS.get(("request", key, version, backend, backend_env() if backend is None else None))
+    p = _plan("request", key, version, backend)
     if p is None:
-        a = _api(key)
-        kip_511 = key == API_VERSIONS and version > a.versions.stop - 1
-        if version not in a.versions and not kip_511:
-            raise _version_error(a, version, "request")
-        if kip_511:
-            return _kip_511(data, a, key, version, backend)
-        p = _plan("request", key, version, backend)
+        return _kip_511(data, _api(key), key, version, backend)
     header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
     body, end = _read(p.body, data, pos, "body", api_version=version)
     m = Message("request", key, p.api.name, version, p.header_version, header.correlation_id,
@@ -258,12 +259,8 @@ def read_response(frame, api_key: int, api_version: int, *, backend: str | None 
     ApiVersions response that does not read at the request's version is read at v0, as Kafka's client falls
     back (KIP-511: a broker answers a version it does not know with v0 and error 35), with a note."""
     data = _data(frame)
-    p = _PLANS.get(("response", api_key, api_version, backend, backend_env() if backend is None else None))
-    if p is None:
-        a = _api(api_key)
-        if api_version not in a.versions:
-            raise _version_error(a, api_version, "response")
-        p = _plan("response", api_key, api_version, backend)
+    p = _plan("response", api_key, api_version, backend)
+    assert p is not None  # (only a request is read as KIP-511 says)
     header, pos = _read(p.header, data, 0, "header", header_version=p.header_version)
     version = api_version
     try:

@@ -237,9 +237,10 @@ static int kf_ctx_init(kf_ctx *cx, PyObject *opts) {
 
 /* A record set (a blob with ``view``): a read-only view of the input's bytes ``[pos, pos + n)`` of ``b``, which
  * keeps the input alive, instead of a copy; a copy where ``b`` is not the input's own bytes (a buffer decoded
- * from it) or the input is not known. */
+ * from it), the input is not known, or it is not bytes (an mmap's view could be written to). */
 static PyObject *kf_view(kf_ctx *cx, const uint8_t *b, Py_ssize_t pos, Py_ssize_t n) {
-    if (cx->src == NULL || b != cx->base) return PyBytes_FromStringAndSize((const char *)b + pos, n);
+    if (cx->src == NULL || b != cx->base || !PyBytes_CheckExact(cx->src))
+        return PyBytes_FromStringAndSize((const char *)b + pos, n);
     if (cx->whole != NULL && *cx->whole != NULL) return PySequence_GetSlice(*cx->whole, pos, pos + n);
     PyObject *whole = PyMemoryView_FromObject(cx->src);
     if (whole == NULL) return NULL;
