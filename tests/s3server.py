@@ -31,4 +31,8 @@ def s3_server():
         yield endpoint, client
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:  # a server slow to stop on a loaded machine (the suite's nice-19 passes)
+            proc.kill()
+            proc.wait()
