@@ -9,8 +9,10 @@ Messages (built with ``kfmt.protocol.write_*`` from JSON bodies; kafka-python re
 - a Fetch v12 response: 10 partitions, each one 100-record batch.
 
 Read: the frame's bytes in, a message object out (kfmt: ``read_request`` / ``read_response``, which keeps a
-records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write: that object out to bytes again (kfmt:
-``Message.encode()``; kafka-python: ``obj.encode()``). Requests are read with their header; kafka-python 3.0.12
+records field as a view of the frame, decoded when asked; kafka-python: ``Cls.decode``). Write: that object out
+to what a socket sends (kfmt: ``Message.encode_parts()``, a list of buffers for a gather write, the record sets by
+reference, as Kafka's own network layer sends them; kafka-python, which has no gather writer: ``obj.encode()``).
+Write, one bytes: to one bytes object (kfmt: ``Message.encode()``; kafka-python: ``obj.encode()``). Requests are read with their header; kafka-python 3.0.12
 reads a response's header only with a client's state, so responses are read and written as their body alone
 there, and with the 4-byte correlation id (and tags) by kfmt: kfmt does a little more.
 
@@ -37,6 +39,10 @@ import kfmt.protocol as P
 
 IMPLS = ("kfmt native", "kfmt python", "kafka-python 3.0.12")
 MESSAGES = ("Produce v9 request", "Metadata v12 response", "Fetch v12 response")
+#: read: bytes to a message object; write: the message to what a socket sends (kfmt: ``encode_parts()``, a list
+#: of buffers for a gather write with the record sets by reference; kafka-python, which has no gather writer:
+#: ``encode()``); "write, one bytes": to one bytes object (kfmt: ``encode()``; kafka-python: ``encode()`` again)
+OPS = ("read", "write", "write, one bytes")
 LOOPS = 20
 
 
@@ -108,8 +114,8 @@ def _kafka_python(kind: str, key: int):
     return test_protocol._kafka_python_classes()[(key, kind)]
 
 
-def job(impl: str, message: str):
-    """``(read, write)``: zero-argument calls, each one message read or written."""
+def job(impl: str, message: str) -> dict:
+    """Each op of :data:`OPS`: a zero-argument call, one message read or written."""
     kind, key, version, frame = messages()[message]
     if impl.startswith("kfmt"):
         backend = impl.split()[1]
@@ -123,8 +129,8 @@ def job(impl: str, message: str):
                 return P.read_response(frame, key, version, backend=backend)
 
         m = read()
-        assert m.encode() == frame
-        return read, m.encode
+        assert m.encode() == frame and b"".join(m.encode_parts()) == frame
+        return dict(zip(OPS, (read, m.encode_parts, m.encode)))
     cls = _kafka_python(kind, key)
     if kind == "request":
 
@@ -133,7 +139,8 @@ def job(impl: str, message: str):
 
         obj = read()
         assert obj.encode(version=version, header=True) == frame
-        return read, lambda: obj.encode(version=version, header=True)
+        write = functools.partial(obj.encode, version=version, header=True)
+        return dict(zip(OPS, (read, write, write)))
     body = frame[4 + (P.api(key).response_header_version(version) == 1) :]
 
     def read():
@@ -141,15 +148,14 @@ def job(impl: str, message: str):
 
     obj = read()
     assert obj.encode() == body
-    return read, obj.encode
+    return dict(zip(OPS, (read, obj.encode, obj.encode)))
 
 
 def timed(rounds: int) -> dict:
     out: dict = {}
     for message in MESSAGES:
         for impl in IMPLS:
-            read, write = job(impl, message)
-            for op, call in (("read", read), ("write", write)):
+            for op, call in job(impl, message).items():
                 samples = []
                 for _ in range(rounds):
                     t = time.perf_counter()
@@ -178,7 +184,7 @@ def counted() -> dict:
     out = {}
     for message in MESSAGES:
         for impl in IMPLS:
-            for op in ("read", "write"):
+            for op in OPS:
                 many = _instructions(impl, message, op, 3 * LOOPS)
                 few = _instructions(impl, message, op, LOOPS)
                 out[(message, impl, op)] = (many - few) / (2 * LOOPS)
@@ -189,7 +195,7 @@ def table(figures: dict, unit: str, fmt: str) -> str:
     lines = [f"| message | op | {' | '.join(IMPLS)} | kafka-python / native | kafka-python / python |",
              "|---|---|" + "---|" * (len(IMPLS) + 2)]  # fmt: skip
     for message in MESSAGES:
-        for op in ("read", "write"):
+        for op in OPS:
             vals = [figures[(message, impl, op)] for impl in IMPLS]
             lines.append(f"| {message} | {op} | " + " | ".join(fmt.format(v) for v in vals)
                          + f" | {vals[2] / vals[0]:.1f}x | {vals[2] / vals[1]:.1f}x |")  # fmt: skip
@@ -204,7 +210,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.one:
         impl, message, op, loops = args.one
-        call = job(impl, message)[op == "write"]
+        call = job(impl, message)[op]
         for _ in range(int(loops)):
             call()
         return 0

@@ -404,6 +404,71 @@ def test_record_sets_are_views_of_the_frame_and_any_view_is_written():
             BATCH * 3)[:-1]  # fmt: skip
 
 
+def _large_set(base: int, n: int) -> bytes:
+    recs = [kfmt.Record(key=b"k%d" % i, value=bytes(100), timestamp=1000 + i) for i in range(n)]
+    return kfmt.encode_batch(recs, base_offset=base)
+
+
+def test_encode_parts_hands_record_sets_out_by_reference_and_a_gather_write_sends_the_frame():
+    """``Message.encode_parts()``: the frame as a list of buffers for a gather write, as Kafka's network layer sends
+    record sets: each record set of 4 KiB or more is the value's own object (a view of the frame read), not a
+    copy; a smaller one is copied into the pieces around it. Joined, the parts are ``encode()`` and the frame in
+    every backend; python and native cut them alike; ``socket.sendmsg`` of them delivers the frame; a record set
+    replaced is written as it is now."""
+    import socket
+
+    sets = [_large_set(0, 60), BATCH, _large_set(60, 45)]  # 7 KB, 90 bytes, 5 KB
+    assert len(sets[0]) >= 4096 and len(sets[1]) < 4096 and len(sets[2]) >= 4096
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000, "TopicData": [
+        {"Name": "t", "PartitionData": [{"Index": i, "Records": r.hex()} for i, r in enumerate(sets)]}]}  # fmt: skip
+    frame = P.write_request(0, 9, body, correlation_id=1, client_id="c")
+    cuts = {}
+    for backend in BACKENDS:
+        m = P.read_request(frame, backend=backend)
+        parts = m.encode_parts()
+        assert b"".join(parts) == m.encode() == frame, backend
+        held = [p.records for p in m.body.topic_data[0].partition_data]
+        by_ref = [any(part is r for part in parts) for r in held]
+        assert by_ref == ([False] * 3 if backend == "construct" else [True, False, True]), backend
+        cuts[backend] = [bytes(p) for p in parts]
+        a, b = socket.socketpair()
+        with a, b:
+            assert a.sendmsg(parts) == len(frame)
+            got = b""
+            while len(got) < len(frame):
+                got += b.recv(1 << 16)
+        assert got == frame, backend
+        new = _large_set(500, 50)
+        m.body.topic_data[0].partition_data[2].records = new
+        parts = m.encode_parts()
+        assert any(part is new for part in parts) != (backend == "construct"), backend
+        again = P.read_request(b"".join(parts), backend=backend)
+        assert again.body.topic_data[0].partition_data[2].records == new, backend
+    if "native" in cuts:
+        assert cuts["native"] == cuts["python"]
+
+
+def test_matches_in_c_and_in_python_agree():
+    """The check ``encode_parts`` makes (are these parts the frame read?) is one rule in two languages: the native
+    backend's C ``matches`` (which skips comparing a part that is the frame's own memory at its place) and
+    kfmt.runtime.scalars.matches answer alike."""
+    from kfmt.runtime.scalars import matches
+
+    native = pytest.importorskip("generated.protocol.produce_request.native")
+    if "native" not in BACKENDS:
+        pytest.skip("the native backend is not built here")
+    frame = bytes(range(256)) * 40
+    v = memoryview(frame)
+    cases = [
+        [frame], [frame[:5000], v[5000:9000], frame[9000:]], [v[:10], v[10:]], [frame[:-1]], [frame, b"x"],
+        [frame[:100], v[200:300], frame[200:]],  # the same length, other bytes
+        [frame[:256], memoryview(bytes(range(256)) * 39)],  # equal bytes from another buffer
+        [frame[:10] + b"\x00" + frame[11:]], [], [b"", frame, b""],
+    ]  # fmt: skip
+    for pieces in cases:
+        assert native.matches(frame, pieces) == matches(frame, pieces) == (b"".join(pieces) == frame), pieces[:1]
+
+
 @pytest.mark.parametrize("version", [4, 12, 17])
 def test_null_records_stay_null_in_every_backend(version):
     """A Fetch response partition whose Records is null (found by `make fuzz-protocol`: the value classes read a

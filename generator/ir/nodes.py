@@ -449,3 +449,25 @@ class FormatIR:
 
     def struct(self, name: str) -> Struct:
         return next(s for s in self.structs if s.name == name)
+
+    def gathers(self) -> bool:
+        """Whether a gather writer may hand a record set (a ``view`` blob) out by reference, as its own buffer
+        between the pieces it writes, instead of copying it: only where nothing is written back into bytes
+        already written (a length of bytes, a CRC, a byte-size prefix, a compressed run), for those would have
+        to cover the record set. Kafka's protocol messages are such; its record formats are not."""
+        views = False
+        for s in self.structs:
+            if s.regions or s.wrappers:
+                return False
+            for f in s.fields:
+                if isinstance(f.derived, (LengthOf, Checksum)) or _written_back(f.wire):
+                    return False
+                views = views or (isinstance(f.wire, Blob) and f.wire.view)
+        return views
+
+
+def _written_back(w: Wire) -> bool:
+    """A wire type whose bytes are counted or compressed after they are written."""
+    if isinstance(w, (StructType, ArrayType)) and w.size is not None:
+        return True
+    return isinstance(w, ArrayType) and w.compressed_by is not None

@@ -29,6 +29,7 @@ from kfmt.codec.formats import backend_env
 from kfmt.protocol.apis import API_VERSIONS, Api, api, apis
 from kfmt.runtime.errors import CodecError, InvalidValueError, TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS
+from kfmt.runtime.scalars import matches
 
 __all__ = [
     "Api",
@@ -112,7 +113,6 @@ class Message:
             return read_request(self.frame, backend=self.backend)
         return read_response(self.frame, *self.read_as, backend=self.backend)
 
-    @_without_collection
     def encode(self) -> bytes:
         """The frame's bytes again (without the 4-byte size): header, body, and what followed them.
 
@@ -120,23 +120,49 @@ class Message:
         length other than -1, read as null; a varint longer than it needs) is written back as it was read while
         the values it decodes to are unchanged; once a value changes, the message is written in Kafka's own form
         (as tagged-field sections are, kfmt.runtime.tagged)."""
-        out = self._written()
-        if self.frame is None or self.read_as is None or out == self.frame:
-            return out
+        return b"".join(self.encode_parts())
+
+    @_without_collection
+    def encode_parts(self) -> list:
+        """What :meth:`encode` returns, as a list of buffers whose ``b"".join`` it is, for a gather write
+        (``sock.sendmsg(m.encode_parts())``), as Kafka's own network layer sends record sets: the header, the
+        body's pieces with each record set of 4 KiB or more between them as the value holds it (a view of the
+        frame read, or the bytes given: not copied), and what followed the body. The construct backend, which
+        has no gather writer, gives the body as one piece."""
+        codec = self._body_codec()
+        parts = self._parts(codec)
+        if self.frame is None or self.read_as is None:
+            return parts
+        match = getattr(codec, "matches", matches)
+        if match(self.frame, parts):
+            return parts
         again = self.again()
-        return self.frame if again is not None and again._written() == out else out
+        return [self.frame] if again is not None and match(b"".join(again._parts(codec)), parts) else parts
 
     def encode_header(self) -> bytes:
         """The header's bytes as written (in Kafka's own form)."""
         return _codec(f"{self.kind}_header", self.backend).encode(self.header, header_version=self.header_version)
 
     def _written(self) -> bytes:
-        head = self.encode_header()
+        """The message written in Kafka's own form (not as read)."""
+        return b"".join(self._parts(self._body_codec()))
+
+    def _body_codec(self):
         if self.body is None:
-            return head + self.trailing
+            return None
         a = _api(self.api_key)
-        schema = a.request if self.kind == "request" else a.response
-        return head + _codec(schema, self.backend).encode(self.body, api_version=self.api_version) + self.trailing
+        return _codec(a.request if self.kind == "request" else a.response, self.backend)
+
+    def _parts(self, codec) -> list:
+        """The message written in Kafka's own form, in pieces (see :meth:`encode_parts`); ``codec`` the body's."""
+        head = [self.encode_header()]
+        if codec is not None:
+            gather = getattr(codec, "encode_parts", None)
+            if gather is not None:
+                head += gather(self.body, api_version=self.api_version)
+            else:
+                head.append(codec.encode(self.body, api_version=self.api_version))
+        return head + [self.trailing] if self.trailing else head
 
     def to_json(self, *, records: bool = True) -> dict:
         """``{"kind", "api", "api_key", "version", "header", "body"}``: fields as Kafka's JSON converters name and

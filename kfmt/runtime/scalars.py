@@ -30,3 +30,46 @@ def view(buf, pos: int, n: int) -> memoryview:
     view that keeps ``buf`` alive, not a copy (record sets are most of a Produce request's or Fetch response's
     bytes, and are read again only by the record codecs, if at all). ``bytes(v)`` copies one out."""
     return memoryview(buf).toreadonly()[pos : pos + n]
+
+
+#: a record set at least this long is handed out by reference by a gather writer (as the C writer's KF_GATHER_MIN)
+GATHER_MIN = 4096
+
+
+class Gather(bytearray):
+    """A gather writer's output: the bytes written since the last record set handed out, and ``parts``, the pieces
+    before them (bytes, and record sets as they were given). Only formats whose writers patch nothing already
+    written use one (the generator's ``FormatIR.gathers``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list = []
+
+    def done(self) -> list:
+        """The pieces, the last bytes written included: ``b"".join`` of them is what a bytearray would hold."""
+        if self or not self.parts:
+            self.parts.append(bytes(self))
+        return self.parts
+
+
+def put_set(out: bytearray, data) -> None:
+    """A record set written: into ``out``, or (``out`` a :class:`Gather`, the set large) handed out after it."""
+    if type(out) is Gather and len(data) >= GATHER_MIN:
+        if out:
+            out.parts.append(bytes(out))
+            del out[:]
+        out.parts.append(data)
+    else:
+        out += data
+
+
+def matches(frame: bytes, parts: list) -> bool:
+    """Whether ``parts`` joined are ``frame``'s bytes, each compared where it lies (none copied)."""
+    pos = 0
+    for p in parts:
+        if not frame.startswith(p, pos):
+            return False
+        pos += p.nbytes if type(p) is memoryview else len(p)
+    return pos == len(frame)

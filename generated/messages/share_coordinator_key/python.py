@@ -351,23 +351,27 @@ def decode(data, *, verify_crc=True, opts=None):
     return value
 
 
-def encode(value):
-    """Encode one share_coordinator_key to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_share_coordinator_key(value, out, 0)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_share_coordinator_key(value, out, 0)
     except _CodecError:
         raise
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
         raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path="share_coordinator_key") from None
-    return bytes(out)
+    return out
+
+
+def encode(value):
+    """Encode one share_coordinator_key to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray()))
 
 
 def encode_all(values, path="log", first_index=0):

@@ -842,23 +842,27 @@ def decode(data, *, record_type, verify_crc=True, opts=None):
     return value
 
 
-def encode(value, *, record_type):
-    """Encode one share_coordinator_value to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out, record_type):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_share_coordinator_value(value, out, 0, record_type)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_share_coordinator_value(value, out, 0, record_type)
     except _CodecError:
         raise
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
         raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path="share_coordinator_value") from None
-    return bytes(out)
+    return out
+
+
+def encode(value, *, record_type):
+    """Encode one share_coordinator_value to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray(), record_type))
 
 
 def encode_all(values, path="log", first_index=0, *, record_type):

@@ -2169,7 +2169,7 @@ static int e_partition_data(kf_w *w, PyObject *obj, int64_t index, int64_t a_api
         if (kf_w_reserve(w, 4)) ERROR;
         kf_put_be(w->p + w->n, 4, (uint64_t)(k64_));
         w->n += 4;
-        if (kf_w_put(w, s_, k_)) ERROR;
+        if (kf_w_set(w, l_records, s_, k_)) ERROR;
     }
     rc_ = KF_OK;
 done:
@@ -2661,7 +2661,7 @@ static int e_partition_data_flexible(kf_w *w, PyObject *obj, int64_t index) {
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
-        if (kf_w_put(w, s_, k_)) ERROR;
+        if (kf_w_set(w, l_records, s_, k_)) ERROR;
     }
     Py_ssize_t p_tagged_fields = w->n;
     (void)p_tagged_fields;
@@ -3180,7 +3180,7 @@ static int e_partition_data_v18(kf_w *w, PyObject *obj, int64_t index) {
         k64_ = k_;
         if (k64_ < -1 || k64_ >= (int64_t)UINT32_MAX) FALLBACK;
         if (kf_w_uvarint(w, (uint64_t)(k64_ + 1))) ERROR;
-        if (kf_w_put(w, s_, k_)) ERROR;
+        if (kf_w_set(w, l_records, s_, k_)) ERROR;
     }
     Py_ssize_t p_tagged_fields = w->n;
     (void)p_tagged_fields;
@@ -3449,6 +3449,20 @@ static PyObject *py_encode(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return NULL;
 }
 
+/* encode_parts(value, api_version): what encode writes, as a list of buffers: the pieces written, and
+ * between them each large record set as it was given (bytes, or a view of a frame read), not copied; None as encode */
+static PyObject *py_encode_parts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t a_[1] = {0};
+    if (!bound || nargs != 2 || kf_params(args, 1, a_, 1)) Py_RETURN_NONE;
+    kf_w w = {0};
+    if ((w.parts = PyList_New(0)) == NULL) return NULL;
+    int rc = e_fetch_response_by_version(&w, args[0], 0, a_[0]);
+    if (rc == KF_OK) return kf_w_parts(&w);
+    kf_w_free(&w);
+    if (rc == KF_FALLBACK) Py_RETURN_NONE;
+    return NULL;
+}
+
 /* encode_all(values, first_index): entries back to back, element i encoded at index first_index + i */
 static PyObject *py_encode_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     int64_t a_[1] = {0};
@@ -3658,6 +3672,8 @@ static PyMethodDef methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(model): the format's value classes"},
     {"decode_from", (PyCFunction)(void (*)(void))py_decode_from, METH_FASTCALL, "decode_from(buf, pos, end, opts)"},
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_FASTCALL, "encode(value, params...): bytes, or None (the python backend decides)"},
+    {"encode_parts", (PyCFunction)(void (*)(void))py_encode_parts, METH_FASTCALL, "encode_parts(value, params...): a list of buffers, or None (the python backend decides)"},
+    {"matches", (PyCFunction)(void (*)(void))kf_py_matches, METH_FASTCALL, "matches(frame, parts): whether the parts joined are frame's bytes"},
     {"encode_all", (PyCFunction)(void (*)(void))py_encode_all, METH_FASTCALL, "encode_all(values, first_index)"},
     {"records_plain", (PyCFunction)(void (*)(void))kf_py_records_plain, METH_FASTCALL,
      "records_plain(records, need_timestamp, need_no_offset): kfmt.Records encode_batch may encode as they are"},

@@ -53,6 +53,7 @@ __all__ = [
     "decode_run",
     "encode",
     "encode_all",
+    "encode_parts",
     "encoded_size",
 ]
 
@@ -60,6 +61,7 @@ _c_decode_from = _c.decode_from
 _py_decode_from = _py.decode_from
 _c_encode = _c.encode
 _c_encode_all = _c.encode_all
+_c_encode_parts = _c.encode_parts
 
 
 def decode_from(buf, pos=0, end=None, opts=_DEFAULT_OPTIONS, *, api_version):
@@ -98,6 +100,18 @@ def encode(value, *, api_version):
     """Encode one fetch_snapshot_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
     r = _c_encode(value, api_version)
     return _py.encode(value, api_version=api_version) if r is None else r
+
+
+def encode_parts(value, *, api_version):
+    """What ``encode`` writes, as a list of buffers (``b"".join`` of them is ``encode(value)``): the pieces written,
+    and between them each record set of 4 KiB or more as it was given (bytes, or a view of a frame read), not
+    copied: for a gather write (``socket.sendmsg``), as Kafka's own network layer sends record sets."""
+    r = _c_encode_parts(value, api_version)
+    return _py.encode_parts(value, api_version=api_version) if r is None else r
+
+
+#: whether parts joined are a frame's bytes, each compared where it lies (in C; the python backend's says the same)
+matches = _c.matches
 
 
 def encode_all(values, path="log", first_index=0, *, api_version):

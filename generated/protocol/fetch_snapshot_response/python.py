@@ -19,6 +19,9 @@ from kfmt.runtime.errors import TruncatedError as _TruncatedError
 from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import view as _view
+from kfmt.runtime.scalars import Gather as _Gather
+from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
+from kfmt.runtime.scalars import put_set as _put_set
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -421,7 +424,7 @@ def _encode_partition_snapshot(obj, out, index):
         else:
             _write_uvarint(out, n_ + 1, "partition_snapshot.unaligned_records")
 
-        out += unaligned_records
+        _put_set(out, unaligned_records)
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
     if True:
@@ -1398,7 +1401,7 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
                 out += _UV_BYTES[n__partition_snapshot__topic_snapshot_ + 1]
             else:
                 _write_uvarint(out, n__partition_snapshot__topic_snapshot_ + 1, "partition_snapshot.unaligned_records")
-            out += unaligned_records_partition_snapshot__topic_snapshot_
+            _put_set(out, unaligned_records_partition_snapshot__topic_snapshot_)
             tags__partition_snapshot__topic_snapshot_ = []
             current_leader_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "current_leader", None)
             if True:
@@ -1540,16 +1543,15 @@ def decode(data, *, api_version, verify_crc=True, opts=None):
     return value
 
 
-def encode(value, *, api_version):
-    """Encode one fetch_snapshot_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out, api_version):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_fetch_snapshot_response_by_version(value, out, 0, api_version)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_fetch_snapshot_response_by_version(value, out, 0, api_version)
     except _CodecError:
@@ -1558,7 +1560,19 @@ def encode(value, *, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(e).__name__}: {e}", path="fetch_snapshot_response_by_version"
         ) from None
-    return bytes(out)
+    return out
+
+
+def encode(value, *, api_version):
+    """Encode one fetch_snapshot_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray(), api_version))
+
+
+def encode_parts(value, *, api_version):
+    """What ``encode`` writes, as a list of buffers (``b"".join`` of them is ``encode(value)``): the pieces written,
+    and between them each record set of 4 KiB or more as it was given (bytes, or a view of a frame read), not
+    copied: for a gather write (``socket.sendmsg``), as Kafka's own network layer sends record sets."""
+    return _written(value, _Gather(), api_version).done()
 
 
 def encode_all(values, path="log", first_index=0, *, api_version):

@@ -857,16 +857,15 @@ def decode(data, *, api_version, verify_crc=True, opts=None):
     return value
 
 
-def encode(value, *, api_version):
-    """Encode one initialize_share_group_state_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out, api_version):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_initialize_share_group_state_response_by_version(value, out, 0, api_version)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_initialize_share_group_state_response_by_version(value, out, 0, api_version)
     except _CodecError:
@@ -875,7 +874,12 @@ def encode(value, *, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(e).__name__}: {e}", path="initialize_share_group_state_response_by_version"
         ) from None
-    return bytes(out)
+    return out
+
+
+def encode(value, *, api_version):
+    """Encode one initialize_share_group_state_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray(), api_version))
 
 
 def encode_all(values, path="log", first_index=0, *, api_version):

@@ -20,6 +20,9 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
 from kfmt.runtime.scalars import view as _view
+from kfmt.runtime.scalars import Gather as _Gather
+from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
+from kfmt.runtime.scalars import put_set as _put_set
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -106,7 +109,7 @@ def _encode_partition_produce_data(obj, out, index):
         out += _S0.pack(-1)
     else:
         out += _S0.pack(len(records))
-        out += records
+        _put_set(out, records)
 
 
 def _decode_topic_produce_data(buf, pos, end, opts):
@@ -478,7 +481,7 @@ def _fencode_produce_request(obj, out, index, api_version):
                 out += _S0.pack(-1)
             else:
                 out += _S0.pack(len(records_partition_produce_data__topic_produce_data_))
-                out += records_partition_produce_data__topic_produce_data_
+                _put_set(out, records_partition_produce_data__topic_produce_data_)
 
 
 def _decode_partition_produce_data_flexible(buf, pos, end, opts):
@@ -564,7 +567,7 @@ def _encode_partition_produce_data_flexible(obj, out, index):
         else:
             _write_uvarint(out, n_ + 1, "partition_produce_data_flexible.records")
 
-        out += records
+        _put_set(out, records)
     tags_ = []
     valid_ = None
     _write_tagged(out, tags_, tagged_fields, "partition_produce_data_flexible.tagged_fields", valid_)
@@ -1295,7 +1298,7 @@ def _fencode_produce_request_flexible(obj, out, index, api_version):
                         n__partition_produce_data_flexible__topic_produce_data_flexible_ + 1,
                         "partition_produce_data_flexible.records",
                     )
-                out += records_partition_produce_data_flexible__topic_produce_data_flexible_
+                _put_set(out, records_partition_produce_data_flexible__topic_produce_data_flexible_)
             tags__partition_produce_data_flexible__topic_produce_data_flexible_ = []
             valid__partition_produce_data_flexible__topic_produce_data_flexible_ = None
             _write_tagged(
@@ -1402,7 +1405,7 @@ def _encode_partition_produce_data_v12(obj, out, index):
         else:
             _write_uvarint(out, n_ + 1, "partition_produce_data_v12.records")
 
-        out += records
+        _put_set(out, records)
     tags_ = []
     valid_ = None
     _write_tagged(out, tags_, tagged_fields, "partition_produce_data_v12.tagged_fields", valid_)
@@ -2140,7 +2143,7 @@ def _fencode_produce_request_v12(obj, out, index, api_version):
                         n__partition_produce_data_v12__topic_produce_data_v12_ + 1,
                         "partition_produce_data_v12.records",
                     )
-                out += records_partition_produce_data_v12__topic_produce_data_v12_
+                _put_set(out, records_partition_produce_data_v12__topic_produce_data_v12_)
             tags__partition_produce_data_v12__topic_produce_data_v12_ = []
             valid__partition_produce_data_v12__topic_produce_data_v12_ = None
             _write_tagged(
@@ -2305,23 +2308,34 @@ def decode(data, *, api_version, verify_crc=True, opts=None):
     return value
 
 
-def encode(value, *, api_version):
-    """Encode one produce_request_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out, api_version):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_produce_request_by_version(value, out, 0, api_version)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_produce_request_by_version(value, out, 0, api_version)
     except _CodecError:
         raise
     except (TypeError, ValueError, AttributeError, OverflowError, KeyError, IndexError, _struct.error) as e:
         raise _InvalidValueError(f"cannot encode: {type(e).__name__}: {e}", path="produce_request_by_version") from None
-    return bytes(out)
+    return out
+
+
+def encode(value, *, api_version):
+    """Encode one produce_request_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray(), api_version))
+
+
+def encode_parts(value, *, api_version):
+    """What ``encode`` writes, as a list of buffers (``b"".join`` of them is ``encode(value)``): the pieces written,
+    and between them each record set of 4 KiB or more as it was given (bytes, or a view of a frame read), not
+    copied: for a gather write (``socket.sendmsg``), as Kafka's own network layer sends record sets."""
+    return _written(value, _Gather(), api_version).done()
 
 
 def encode_all(values, path="log", first_index=0, *, api_version):

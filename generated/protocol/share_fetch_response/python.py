@@ -20,6 +20,9 @@ from kfmt.runtime.options import DEFAULT_OPTIONS as _DEFAULT_OPTIONS
 from kfmt.runtime.options import options_for as _options_for
 from kfmt.runtime.scalars import uuid16 as _uuid16
 from kfmt.runtime.scalars import view as _view
+from kfmt.runtime.scalars import Gather as _Gather
+from kfmt.runtime.scalars import matches as matches  # whether parts joined are a frame's bytes
+from kfmt.runtime.scalars import put_set as _put_set
 from kfmt.runtime.text import DECODED as _STR_DECODED
 from kfmt.runtime.text import ENCODED as _STR_ENCODED
 from kfmt.runtime.text import decode as _decode_str
@@ -458,7 +461,7 @@ def _encode_partition_data(obj, out, index):
         else:
             _write_uvarint(out, n_ + 1, "partition_data.records")
 
-        out += records
+        _put_set(out, records)
     n_ = len(acquired_records)
     if -1 <= n_ < 0x3FFF:
         out += _UV_BYTES[n_ + 1]
@@ -1708,7 +1711,7 @@ def _fencode_share_fetch_response(obj, out, index, api_version):
                     _write_uvarint(
                         out, n__partition_data__share_fetchable_topic_response_ + 1, "partition_data.records"
                     )
-                out += records_partition_data__share_fetchable_topic_response_
+                _put_set(out, records_partition_data__share_fetchable_topic_response_)
             n__partition_data__share_fetchable_topic_response_ = len(
                 acquired_records_partition_data__share_fetchable_topic_response_
             )
@@ -1928,16 +1931,15 @@ def decode(data, *, api_version, verify_crc=True, opts=None):
     return value
 
 
-def encode(value, *, api_version):
-    """Encode one share_fetch_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
-    out = bytearray()
+def _written(value, out, api_version):
+    """``value`` written into ``out`` (empty): by the optimistic encoder, or where it fails by the checked one."""
     try:
         _fencode_share_fetch_response_by_version(value, out, 0, api_version)
-        return bytes(out)
+        return out
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - anything unusual: the checked encoder below says what and where
-        out = bytearray()
+        out = type(out)()
     try:
         _encode_share_fetch_response_by_version(value, out, 0, api_version)
     except _CodecError:
@@ -1946,7 +1948,19 @@ def encode(value, *, api_version):
         raise _InvalidValueError(
             f"cannot encode: {type(e).__name__}: {e}", path="share_fetch_response_by_version"
         ) from None
-    return bytes(out)
+    return out
+
+
+def encode(value, *, api_version):
+    """Encode one share_fetch_response_by_version to bytes; derived fields (lengths, counts, CRCs) are computed."""
+    return bytes(_written(value, bytearray(), api_version))
+
+
+def encode_parts(value, *, api_version):
+    """What ``encode`` writes, as a list of buffers (``b"".join`` of them is ``encode(value)``): the pieces written,
+    and between them each record set of 4 KiB or more as it was given (bytes, or a view of a frame read), not
+    copied: for a gather write (``socket.sendmsg``), as Kafka's own network layer sends record sets."""
+    return _written(value, _Gather(), api_version).done()
 
 
 def encode_all(values, path="log", first_index=0, *, api_version):

@@ -80,6 +80,7 @@ def emit(fmt: Format) -> dict[str, str]:
         control_slot=control_slot,
         columns=columns,
         enc_code=enc_code,
+        gathers=f.gathers(),
         enc_why=enc_why,
         names=sorted({x for e in encoders for x in e.names}),
         base_used=sorted({x for e in encoders for x in e.base_used}),

@@ -552,7 +552,10 @@ class EncGen:
         k = self.scalar("k64_")
         self.w(f"{k} = k_;", d)
         self.put_length(wire.length, k, d)
-        self.w("if (kf_w_put(w, s_, k_)) ERROR;", d)
+        if wire.view and self.low.f.gathers():  # a gather writer hands it out by reference (kf_w_set)
+            self.w(f"if (kf_w_set(w, {lv}, s_, k_)) ERROR;", d)
+        else:
+            self.w("if (kf_w_put(w, s_, k_)) ERROR;", d)
         self.w("}", depth)
 
     def args(self, callee: str) -> str:

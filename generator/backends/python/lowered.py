@@ -94,6 +94,7 @@ class FormatIR:
     trailing: str = "exact"  # the schema's policy for bytes after the root
     magic_offset: int | None = None  # where the root's magic byte is (decode_run dispatches on it)
     params: tuple[str, ...] = ()  # the schema's parameters: keyword-only arguments of the entry points
+    gathers: bool = False  # record sets may be handed out by reference (an ``encode_parts``): FormatIR.gathers
 
     @property
     def pargs(self) -> str:

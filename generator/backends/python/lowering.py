@@ -497,7 +497,7 @@ class Builder(EncodeLowering, Validator):
     def blob_attrs(self, st: Struct, i: int, f: Field, end: str, path: str) -> dict:
         pre = f.length
         a = dict(name=f.name, nullable=f.nullable, string=f.type == "string", end=end, path=f"{path}.{f.name}",
-                 view=f.records)  # fmt: skip
+                 view=f.records, gather=f.records and self.ir.gathers())  # fmt: skip
         if pre in VAR_PREFIXES:
             a.update(prefix="varint", vkind=pre)
         elif pre in PRIMITIVES:
@@ -595,4 +595,5 @@ def build(b: Builder) -> FormatIR:
         index_offsets=b.uses_index(schema.structs[schema.root]),
         magic_offset=next((f.offset for f in b.ir.struct(b.ir.root).fields if f.name == "magic"), None),
         params=tuple(p for p, _ in schema.params),
+        gathers=b.ir.gathers(),
     )

@@ -654,14 +654,17 @@ static inline int kf_error_or_fallback(void) {
 #define KFMT_NATIVE_ENC
 
 /* A growing output buffer: plain memory, or (``ob`` set) the bytes object it will be returned as, so that
- * the encoded entries are not copied once more at the end. */
+ * the encoded entries are not copied once more at the end; ``parts`` set: a gather writer's list of the pieces
+ * already written (kf_w_set), the buffer holding what follows the last. */
 typedef struct {
     char *p;
     Py_ssize_t n, cap;
     PyObject *ob;
+    PyObject *parts;
 } kf_w;
 
 static void kf_w_free(kf_w *w) {
+    Py_CLEAR(w->parts);
     if (w->ob != NULL)
         Py_CLEAR(w->ob);
     else
@@ -729,6 +732,64 @@ static inline int kf_w_put(kf_w *w, const char *s, Py_ssize_t k) {
     memcpy(w->p + w->n, s, k);
     w->n += k;
     return 0;
+}
+
+/* A record set of ``obj`` (bytes, or a view: kf_blob_of gave s, k): a gather writer (``parts`` set) hands a
+ * large one out by reference, after the bytes written before it (the buffer then starts empty again); any
+ * other writer copies it. Only formats whose writers patch nothing already written call it (FormatIR.gathers). */
+#define KF_GATHER_MIN 4096
+static int kf_w_set(kf_w *w, PyObject *obj, const char *s, Py_ssize_t k) {
+    if (w->parts == NULL || k < KF_GATHER_MIN) return kf_w_put(w, s, k);
+    if (w->n > 0) {
+        PyObject *chunk = PyBytes_FromStringAndSize(w->p, w->n);
+        if (chunk == NULL) return -1;
+        int r = PyList_Append(w->parts, chunk);
+        Py_DECREF(chunk);
+        if (r < 0) return -1;
+        w->n = 0;
+    }
+    return PyList_Append(w->parts, obj);
+}
+
+/* matches(frame, parts): whether the parts joined are the bytes of ``frame``, each compared where it lies (a
+ * part that is the frame's own memory at that place, as a record set read from it and written back is, is not
+ * compared); kfmt.runtime.scalars.matches is the same in Python */
+static PyObject *kf_py_matches(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "matches(frame: bytes, parts: list)");
+        return NULL;
+    }
+    const char *f = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]), pos = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[1]); i++) {
+        PyObject *it = PyList_GET_ITEM(args[1], i);
+        Py_buffer v;
+        if (PyObject_GetBuffer(it, &v, PyBUF_SIMPLE) < 0) return NULL;
+        int same = v.len <= n - pos && (v.buf == (const void *)(f + pos) || memcmp(v.buf, f + pos, v.len) == 0);
+        pos += v.len;
+        PyBuffer_Release(&v);
+        if (!same) Py_RETURN_FALSE;
+    }
+    return PyBool_FromLong(pos == n);
+}
+
+/* The gather writer's pieces, the buffer's last bytes appended (the list is the caller's; the buffer freed) */
+static PyObject *kf_w_parts(kf_w *w) {
+    PyObject *parts = w->parts;
+    w->parts = NULL;
+    if (w->n > 0 || PyList_GET_SIZE(parts) == 0) {
+        PyObject *chunk = PyBytes_FromStringAndSize(w->p ? w->p : "", w->n);
+        if (chunk == NULL || PyList_Append(parts, chunk) < 0) {
+            Py_XDECREF(chunk);
+            Py_DECREF(parts);
+            parts = NULL;
+        } else {
+            Py_DECREF(chunk);
+        }
+    }
+    kf_w_free(w);
+    return parts;
 }
 
 static inline void kf_put_be(char *dst, int width, uint64_t v) {
