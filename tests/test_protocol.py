@@ -448,6 +448,28 @@ def test_encode_parts_hands_record_sets_out_by_reference_and_a_gather_write_send
         assert cuts["native"] == cuts["python"]
 
 
+def test_an_empty_tagged_struct_is_left_out_without_encoding_it_as_if_encoded():
+    """A struct-valued tagged field (Fetch's DivergingEpoch, CurrentLeader, SnapshotId) is left out when it holds
+    the empty struct Kafka reads an absent tag as; the python backend tells so from the fields (each integer at
+    its default, no tags: generator.ir.empty.py_empty_test) without encoding it, and must say what encoding and
+    comparing the bytes says: every backend writes the same bytes for values at, near and off the default."""
+    model = importlib.import_module("generated.protocol.fetch_response.model")
+    cases = [model.EpochEndOffset(), model.EpochEndOffset(-1, -1, []), model.EpochEndOffset(0, -1),
+             model.EpochEndOffset(-1, 7), model.EpochEndOffset(True, -1), model.EpochEndOffset(-1, -1, [(9, b"x")])]  # fmt: skip
+    body = _sample_body(1, "response", 12)
+    frame = _write(1, "response", 12, body)
+    for case in cases:
+        written = {}
+        for backend in BACKENDS:
+            m = P.read_response(frame, 1, 12, backend=backend)
+            m.body.responses[0].partitions[0].diverging_epoch = case
+            written[backend] = m.encode()
+        assert len(set(written.values())) == 1, (case, written)
+        got = P.read_response(written["python"], 1, 12).to_json()["body"]["Responses"][0]["Partitions"][0]
+        at_default = case.epoch == -1 and case.end_offset == -1 and not case.tagged_fields
+        assert ("DivergingEpoch" in got) != at_default, case
+
+
 def test_matches_in_c_and_in_python_agree():
     """The check ``encode_parts`` makes (are these parts the frame read?) is one rule in two languages: the native
     backend's C ``matches`` (which skips comparing a part that is the frame's own memory at its place) and

@@ -28,6 +28,31 @@ def py_at_default(t: n.TaggedField, var: str) -> str:
     return f"({var} == {t.absent!r} or {var} is None)"
 
 
+def py_empty_test(ir: n.FormatIR, t: n.TaggedField, var: str, cls: str) -> str | None:
+    """A Python test that ``var`` (a struct-valued tagged field's value, class ``cls``) holds the empty struct, so
+    that it encodes to :func:`absent_bytes` and is left out, without encoding it: each integer field at its default
+    (an int, as encoders take it) and no tags. None where the struct has other kinds of field: then the value is
+    encoded and its bytes compared with :func:`absent_bytes`, as every such value may be."""
+    (value,) = ir.struct(t.struct).fields
+    if not isinstance(value.wire, n.StructType) or value.wire.marker is not None:
+        return None
+    terms = [f"{var}.__class__ is {cls}"]
+    for f in ir.struct(value.wire.name).fields:
+        w = f.wire
+        if f.condition is not None or f.derived is not None:
+            return None
+        if isinstance(w, n.Tagged) and not w.fields:
+            terms.append(f"not {var}.{f.name}")
+        elif isinstance(w, n.Varint) or (isinstance(w, n.Int) and w.kind == "int"):
+            d = f.default.value if isinstance(f.default, n.Const) and f.default.value is not None else 0
+            if isinstance(d, bool) or not isinstance(d, int):
+                return None
+            terms.append(f"{var}.{f.name}.__class__ is int and {var}.{f.name} == {d}")
+        else:
+            return None
+    return " and ".join(terms)
+
+
 def struct_bytes(ir: n.FormatIR, name: str) -> bytes:
     st = ir.struct(name)
     return b"".join(_field(ir, f) for f in st.fields)

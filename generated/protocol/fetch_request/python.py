@@ -2391,7 +2391,14 @@ def _encode_fetch_request_flexible(obj, out, index, api_version):
         _encode_fetch_request_flexible_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     replica_state = getattr(obj, "replica_state", None)
-    if api_version >= 15:
+    if api_version >= 15 and not (
+        replica_state.__class__ is ReplicaState
+        and replica_state.replica_id.__class__ is int
+        and replica_state.replica_id == -1
+        and replica_state.replica_epoch.__class__ is int
+        and replica_state.replica_epoch == -1
+        and not replica_state.tagged_fields
+    ):
         tmp_ = bytearray()
         _encode_fetch_request_flexible_replica_state_tag(replica_state, tmp_, 0)
         if (
@@ -2621,7 +2628,16 @@ def _fencode_fetch_request_flexible(obj, out, index, api_version):
         _fencode_fetch_request_flexible_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     replica_state = getattr(obj, "replica_state", None)
-    if api_version >= 15:
+    if api_version >= 15 and (
+        not (
+            replica_state.__class__ is ReplicaState
+            and replica_state.replica_id.__class__ is int
+            and (replica_state.replica_id == -1)
+            and (replica_state.replica_epoch.__class__ is int)
+            and (replica_state.replica_epoch == -1)
+            and (not replica_state.tagged_fields)
+        )
+    ):
         tmp_ = bytearray()
         _fencode_fetch_request_flexible_replica_state_tag(replica_state, tmp_, 0)
         if tmp_ != b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":
@@ -3908,7 +3924,14 @@ def _encode_fetch_request_v18(obj, out, index, api_version):
         _encode_fetch_request_v18_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     replica_state = getattr(obj, "replica_state", None)
-    if True:
+    if not (
+        replica_state.__class__ is ReplicaState
+        and replica_state.replica_id.__class__ is int
+        and replica_state.replica_id == -1
+        and replica_state.replica_epoch.__class__ is int
+        and replica_state.replica_epoch == -1
+        and not replica_state.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_fetch_request_v18_replica_state_tag(replica_state, tmp_, 0)
         if (
@@ -4097,7 +4120,14 @@ def _fencode_fetch_request_v18(obj, out, index, api_version):
         _fencode_fetch_request_v18_cluster_id_tag(cluster_id, tmp_, 0)
         tags_.append((0, tmp_))
     replica_state = getattr(obj, "replica_state", None)
-    if True:
+    if not (
+        replica_state.__class__ is ReplicaState
+        and replica_state.replica_id.__class__ is int
+        and (replica_state.replica_id == -1)
+        and (replica_state.replica_epoch.__class__ is int)
+        and (replica_state.replica_epoch == -1)
+        and (not replica_state.tagged_fields)
+    ):
         tmp_ = bytearray()
         _fencode_fetch_request_v18_replica_state_tag(replica_state, tmp_, 0)
         if tmp_ != b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00":

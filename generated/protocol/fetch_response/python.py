@@ -1440,7 +1440,14 @@ def _encode_partition_data_flexible(obj, out, index):
         _put_set(out, records)
     tags_ = []
     diverging_epoch = getattr(obj, "diverging_epoch", None)
-    if True:
+    if not (
+        diverging_epoch.__class__ is EpochEndOffset
+        and diverging_epoch.epoch.__class__ is int
+        and diverging_epoch.epoch == -1
+        and diverging_epoch.end_offset.__class__ is int
+        and diverging_epoch.end_offset == -1
+        and not diverging_epoch.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_flexible_diverging_epoch_tag(diverging_epoch, tmp_, 0)
         if (
@@ -1448,7 +1455,14 @@ def _encode_partition_data_flexible(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     current_leader = getattr(obj, "current_leader", None)
-    if True:
+    if not (
+        current_leader.__class__ is LeaderIdAndEpoch
+        and current_leader.leader_id.__class__ is int
+        and current_leader.leader_id == -1
+        and current_leader.leader_epoch.__class__ is int
+        and current_leader.leader_epoch == -1
+        and not current_leader.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_flexible_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -1456,7 +1470,14 @@ def _encode_partition_data_flexible(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((1, tmp_))
     snapshot_id = getattr(obj, "snapshot_id", None)
-    if True:
+    if not (
+        snapshot_id.__class__ is SnapshotId
+        and snapshot_id.end_offset.__class__ is int
+        and snapshot_id.end_offset == -1
+        and snapshot_id.epoch.__class__ is int
+        and snapshot_id.epoch == -1
+        and not snapshot_id.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_flexible_snapshot_id_tag(snapshot_id, tmp_, 0)
         if (
@@ -2921,7 +2942,17 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
             diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                 item__fetchable_topic_response_flexible_, "diverging_epoch", None
             )
-            if True:
+            if not (
+                diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.__class__ is EpochEndOffset
+                and diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.epoch.__class__ is int
+                and (diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.epoch == -1)
+                and (
+                    diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.end_offset.__class__
+                    is int
+                )
+                and (diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.end_offset == -1)
+                and (not diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields)
+            ):
                 tmp__partition_data_flexible__fetchable_topic_response_flexible_ = bytearray()
                 _fencode_partition_data_flexible_diverging_epoch_tag(
                     diverging_epoch_partition_data_flexible__fetchable_topic_response_flexible_,
@@ -2938,7 +2969,18 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
             current_leader_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                 item__fetchable_topic_response_flexible_, "current_leader", None
             )
-            if True:
+            if not (
+                current_leader_partition_data_flexible__fetchable_topic_response_flexible_.__class__ is LeaderIdAndEpoch
+                and current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_id.__class__
+                is int
+                and (current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_id == -1)
+                and (
+                    current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_epoch.__class__
+                    is int
+                )
+                and (current_leader_partition_data_flexible__fetchable_topic_response_flexible_.leader_epoch == -1)
+                and (not current_leader_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields)
+            ):
                 tmp__partition_data_flexible__fetchable_topic_response_flexible_ = bytearray()
                 _fencode_partition_data_flexible_current_leader_tag(
                     current_leader_partition_data_flexible__fetchable_topic_response_flexible_,
@@ -2955,7 +2997,14 @@ def _fencode_fetch_response_flexible(obj, out, index, api_version):
             snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_ = getattr(
                 item__fetchable_topic_response_flexible_, "snapshot_id", None
             )
-            if True:
+            if not (
+                snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.__class__ is SnapshotId
+                and snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.end_offset.__class__ is int
+                and (snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.end_offset == -1)
+                and (snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.epoch.__class__ is int)
+                and (snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.epoch == -1)
+                and (not snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_.tagged_fields)
+            ):
                 tmp__partition_data_flexible__fetchable_topic_response_flexible_ = bytearray()
                 _fencode_partition_data_flexible_snapshot_id_tag(
                     snapshot_id_partition_data_flexible__fetchable_topic_response_flexible_,
@@ -3356,7 +3405,14 @@ def _encode_partition_data_v18(obj, out, index):
         _put_set(out, records)
     tags_ = []
     diverging_epoch = getattr(obj, "diverging_epoch", None)
-    if True:
+    if not (
+        diverging_epoch.__class__ is EpochEndOffset
+        and diverging_epoch.epoch.__class__ is int
+        and diverging_epoch.epoch == -1
+        and diverging_epoch.end_offset.__class__ is int
+        and diverging_epoch.end_offset == -1
+        and not diverging_epoch.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_v18_diverging_epoch_tag(diverging_epoch, tmp_, 0)
         if (
@@ -3364,7 +3420,14 @@ def _encode_partition_data_v18(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((0, tmp_))
     current_leader = getattr(obj, "current_leader", None)
-    if True:
+    if not (
+        current_leader.__class__ is LeaderIdAndEpoch
+        and current_leader.leader_id.__class__ is int
+        and current_leader.leader_id == -1
+        and current_leader.leader_epoch.__class__ is int
+        and current_leader.leader_epoch == -1
+        and not current_leader.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_v18_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -3372,7 +3435,14 @@ def _encode_partition_data_v18(obj, out, index):
         ):  # left out when it encodes as the empty struct it reads as absent
             tags_.append((1, tmp_))
     snapshot_id = getattr(obj, "snapshot_id", None)
-    if True:
+    if not (
+        snapshot_id.__class__ is SnapshotId
+        and snapshot_id.end_offset.__class__ is int
+        and snapshot_id.end_offset == -1
+        and snapshot_id.epoch.__class__ is int
+        and snapshot_id.epoch == -1
+        and not snapshot_id.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_data_v18_snapshot_id_tag(snapshot_id, tmp_, 0)
         if (
@@ -4559,7 +4629,14 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
             diverging_epoch_partition_data_v18__fetchable_topic_response_v18_ = getattr(
                 item__fetchable_topic_response_v18_, "diverging_epoch", None
             )
-            if True:
+            if not (
+                diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.__class__ is EpochEndOffset
+                and diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.epoch.__class__ is int
+                and (diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.epoch == -1)
+                and (diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.end_offset.__class__ is int)
+                and (diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.end_offset == -1)
+                and (not diverging_epoch_partition_data_v18__fetchable_topic_response_v18_.tagged_fields)
+            ):
                 tmp__partition_data_v18__fetchable_topic_response_v18_ = bytearray()
                 _fencode_partition_data_v18_diverging_epoch_tag(
                     diverging_epoch_partition_data_v18__fetchable_topic_response_v18_,
@@ -4576,7 +4653,14 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
             current_leader_partition_data_v18__fetchable_topic_response_v18_ = getattr(
                 item__fetchable_topic_response_v18_, "current_leader", None
             )
-            if True:
+            if not (
+                current_leader_partition_data_v18__fetchable_topic_response_v18_.__class__ is LeaderIdAndEpoch
+                and current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_id.__class__ is int
+                and (current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_id == -1)
+                and (current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_epoch.__class__ is int)
+                and (current_leader_partition_data_v18__fetchable_topic_response_v18_.leader_epoch == -1)
+                and (not current_leader_partition_data_v18__fetchable_topic_response_v18_.tagged_fields)
+            ):
                 tmp__partition_data_v18__fetchable_topic_response_v18_ = bytearray()
                 _fencode_partition_data_v18_current_leader_tag(
                     current_leader_partition_data_v18__fetchable_topic_response_v18_,
@@ -4590,7 +4674,14 @@ def _fencode_fetch_response_v18(obj, out, index, api_version):
             snapshot_id_partition_data_v18__fetchable_topic_response_v18_ = getattr(
                 item__fetchable_topic_response_v18_, "snapshot_id", None
             )
-            if True:
+            if not (
+                snapshot_id_partition_data_v18__fetchable_topic_response_v18_.__class__ is SnapshotId
+                and snapshot_id_partition_data_v18__fetchable_topic_response_v18_.end_offset.__class__ is int
+                and (snapshot_id_partition_data_v18__fetchable_topic_response_v18_.end_offset == -1)
+                and (snapshot_id_partition_data_v18__fetchable_topic_response_v18_.epoch.__class__ is int)
+                and (snapshot_id_partition_data_v18__fetchable_topic_response_v18_.epoch == -1)
+                and (not snapshot_id_partition_data_v18__fetchable_topic_response_v18_.tagged_fields)
+            ):
                 tmp__partition_data_v18__fetchable_topic_response_v18_ = bytearray()
                 _fencode_partition_data_v18_snapshot_id_tag(
                     snapshot_id_partition_data_v18__fetchable_topic_response_v18_,

@@ -427,7 +427,14 @@ def _encode_partition_snapshot(obj, out, index):
         _put_set(out, unaligned_records)
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
-    if True:
+    if not (
+        current_leader.__class__ is LeaderIdAndEpoch
+        and current_leader.leader_id.__class__ is int
+        and current_leader.leader_id == 0
+        and current_leader.leader_epoch.__class__ is int
+        and current_leader.leader_epoch == 0
+        and not current_leader.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_snapshot_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -1404,7 +1411,14 @@ def _fencode_fetch_snapshot_response(obj, out, index, api_version):
             _put_set(out, unaligned_records_partition_snapshot__topic_snapshot_)
             tags__partition_snapshot__topic_snapshot_ = []
             current_leader_partition_snapshot__topic_snapshot_ = getattr(item__topic_snapshot_, "current_leader", None)
-            if True:
+            if not (
+                current_leader_partition_snapshot__topic_snapshot_.__class__ is LeaderIdAndEpoch
+                and current_leader_partition_snapshot__topic_snapshot_.leader_id.__class__ is int
+                and (current_leader_partition_snapshot__topic_snapshot_.leader_id == 0)
+                and (current_leader_partition_snapshot__topic_snapshot_.leader_epoch.__class__ is int)
+                and (current_leader_partition_snapshot__topic_snapshot_.leader_epoch == 0)
+                and (not current_leader_partition_snapshot__topic_snapshot_.tagged_fields)
+            ):
                 tmp__partition_snapshot__topic_snapshot_ = bytearray()
                 _fencode_partition_snapshot_current_leader_tag(
                     current_leader_partition_snapshot__topic_snapshot_, tmp__partition_snapshot__topic_snapshot_, 0

@@ -1214,7 +1214,14 @@ def _encode_partition_produce_response_flexible(obj, out, index, api_version):
         out += error_message
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
-    if api_version >= 10:
+    if api_version >= 10 and not (
+        current_leader.__class__ is LeaderIdAndEpoch
+        and current_leader.leader_id.__class__ is int
+        and current_leader.leader_id == -1
+        and current_leader.leader_epoch.__class__ is int
+        and current_leader.leader_epoch == -1
+        and not current_leader.tagged_fields
+    ):
         tmp_ = bytearray()
         _encode_partition_produce_response_flexible_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -2681,7 +2688,29 @@ def _fencode_produce_response_flexible(obj, out, index, api_version):
             current_leader_partition_produce_response_flexible__topic_produce_response_flexible_ = getattr(
                 item__topic_produce_response_flexible_, "current_leader", None
             )
-            if api_version >= 10:
+            if api_version >= 10 and (
+                not (
+                    current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.__class__
+                    is LeaderIdAndEpoch
+                    and current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_id.__class__
+                    is int
+                    and (
+                        current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_id
+                        == -1
+                    )
+                    and (
+                        current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_epoch.__class__
+                        is int
+                    )
+                    and (
+                        current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.leader_epoch
+                        == -1
+                    )
+                    and (
+                        not current_leader_partition_produce_response_flexible__topic_produce_response_flexible_.tagged_fields
+                    )
+                )
+            ):
                 tmp__partition_produce_response_flexible__topic_produce_response_flexible_ = bytearray()
                 _fencode_partition_produce_response_flexible_current_leader_tag(
                     current_leader_partition_produce_response_flexible__topic_produce_response_flexible_,
@@ -3037,7 +3066,14 @@ def _encode_partition_produce_response_v12(obj, out, index):
         out += error_message
     tags_ = []
     current_leader = getattr(obj, "current_leader", None)
-    if True:
+    if not (
+        current_leader.__class__ is LeaderIdAndEpoch
+        and current_leader.leader_id.__class__ is int
+        and current_leader.leader_id == -1
+        and current_leader.leader_epoch.__class__ is int
+        and current_leader.leader_epoch == -1
+        and not current_leader.tagged_fields
+    ):  # the empty struct, left out without encoding it (generator.ir.empty)
         tmp_ = bytearray()
         _encode_partition_produce_response_v12_current_leader_tag(current_leader, tmp_, 0)
         if (
@@ -4362,7 +4398,18 @@ def _fencode_produce_response_v12(obj, out, index, api_version):
             current_leader_partition_produce_response_v12__topic_produce_response_v12_ = getattr(
                 item__topic_produce_response_v12_, "current_leader", None
             )
-            if True:
+            if not (
+                current_leader_partition_produce_response_v12__topic_produce_response_v12_.__class__ is LeaderIdAndEpoch
+                and current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_id.__class__
+                is int
+                and (current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_id == -1)
+                and (
+                    current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_epoch.__class__
+                    is int
+                )
+                and (current_leader_partition_produce_response_v12__topic_produce_response_v12_.leader_epoch == -1)
+                and (not current_leader_partition_produce_response_v12__topic_produce_response_v12_.tagged_fields)
+            ):
                 tmp__partition_produce_response_v12__topic_produce_response_v12_ = bytearray()
                 _fencode_partition_produce_response_v12_current_leader_tag(
                     current_leader_partition_produce_response_v12__topic_produce_response_v12_,

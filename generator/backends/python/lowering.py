@@ -24,7 +24,7 @@ from generator.backends.python.lowered import (
     _view_slots,
 )
 from generator.backends.python.ops import _DecodeOps
-from generator.ir.empty import absent_bytes
+from generator.ir.empty import absent_bytes, py_empty_test
 from generator.ir.nodes import EmptyStruct
 from generator.ir.nodes import FormatIR as TypedIR
 from generator.ir.passes.validate import Validator, _err
@@ -344,7 +344,9 @@ class Builder(EncodeLowering, Validator):
             dict(tag=t.tag, name=t.name, elem=t.type, args=self.params(t.type), absent=repr(t.absent),
                  nullable=t.nullable, cond=py(x.condition) if x.condition is not None else None,
                  absent_bytes=repr(absent_bytes(self.ir, x)) if isinstance(x.absent, EmptyStruct) else None,
-                 at_default=_at_default(self.ir, t, x))
+                 at_default=_at_default(self.ir, t, x),
+                 empty_test=py_empty_test(self.ir, x, t.name, _camel(self.ir.struct(x.struct).fields[0].wire.name))
+                 if isinstance(x.absent, EmptyStruct) else None)
             for t, x in zip(f.tags, typed.fields)
         ]  # fmt: skip
         return dict(tags=tags, path=f"{path}.{f.name}")
