@@ -83,7 +83,7 @@ def _without_collection(fn):
     return run
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """One request or response: its header's facts, the body (a generated value object: None only for an
     ApiVersions request of a version Kafka does not know, whose body Kafka does not read), the header value,

@@ -29,7 +29,8 @@ def view(buf, pos: int, n: int) -> memoryview:
     """A record set read (a field of Kafka's ``records`` type): the ``n`` bytes at ``pos`` of ``buf`` as a read-only
     view that keeps ``buf`` alive, not a copy (record sets are most of a Produce request's or Fetch response's
     bytes, and are read again only by the record codecs, if at all). ``bytes(v)`` copies one out."""
-    return memoryview(buf).toreadonly()[pos : pos + n]
+    v = memoryview(buf)  # a view of bytes is read-only already; of anything else, made so
+    return v[pos : pos + n] if type(buf) is bytes else v.toreadonly()[pos : pos + n]
 
 
 #: a record set at least this long is handed out by reference by a gather writer (as the C writer's KF_GATHER_MIN)
